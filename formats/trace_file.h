@@ -1,0 +1,87 @@
+/* trace_file.h - writing and streaming-reading preplay trace files (one
+ * file per traced process; the byte layout is specified in FORMAT.md).
+ *
+ * The writer is used by the collector: it encodes trace_event records
+ * compactly and compresses them into independently decodable zstd frames
+ * with content checksums. The reader never holds more than one frame in
+ * memory and reports damage precisely (file, frame offset, record index). */
+#ifndef PREPLAY_TRACE_FILE_H
+#define PREPLAY_TRACE_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_event.h"
+
+#define TRACE_FORMAT_MAJOR 1
+#define TRACE_FORMAT_MINOR 0
+#define TRACE_MAX_CPU_SCORES 8
+
+struct trace_cpu_score {
+    char name[24];   /* benchmark kernel name, e.g. "zstd-compress" */
+    double seconds;  /* single-thread time of the kernel at record time */
+};
+
+struct trace_header {
+    uint16_t version_major, version_minor; /* filled by the writer / reader */
+    char host[256];
+    char component[64];      /* e.g. "frontend"; empty when not given */
+    char recording_id[40];   /* shared by every file of one `preplay record` run */
+    char tracer_version[32];
+    char exe[4096];
+    char *argv_joined;       /* argv, each argument NUL-terminated, argv_len bytes */
+    uint32_t argv_len;
+    uint32_t pid, ppid;
+    uint64_t mono_anchor_ns; /* CLOCK_MONOTONIC and CLOCK_REALTIME read together */
+    uint64_t real_anchor_ns;
+    uint32_t ncpu_scores;
+    struct trace_cpu_score cpu_scores[TRACE_MAX_CPU_SCORES];
+};
+
+struct trace_writer_options {
+    int compression_level; /* zstd level; 0 = default (3) */
+    size_t frame_bytes;    /* uncompressed bytes per frame; 0 = default */
+    uint64_t max_bytes;    /* 0 = unbounded; else keep the file within this many
+                            * bytes by dropping the oldest frames (marked) */
+};
+
+struct trace_writer;
+
+/* Creates `path` with mode 0600 and writes the header. On failure returns
+ * NULL and puts a one-line reason in err. */
+struct trace_writer *trace_writer_open(const char *path, const struct trace_header *hdr,
+                                       const struct trace_writer_options *opt, char *err,
+                                       size_t errlen);
+/* Appends one event (strings/stacks: ev->data is copied). 0 or -1 (err kept). */
+int trace_writer_append(struct trace_writer *w, const struct trace_event *ev);
+/* Ends the current frame and writes it, so everything appended is on disk. */
+int trace_writer_flush(struct trace_writer *w);
+/* Flushes, closes, frees. Returns 0 or -1; the reason via trace_writer_error
+ * before close, or in err when non-NULL. */
+int trace_writer_close(struct trace_writer *w, char *err, size_t errlen);
+const char *trace_writer_error(const struct trace_writer *w);
+/* Bytes written so far (compressed, including header). */
+uint64_t trace_writer_bytes(const struct trace_writer *w);
+
+struct trace_reader;
+
+struct trace_reader_options {
+    int salvage; /* keep everything valid before damage instead of failing */
+};
+
+/* Opens a trace and reads its header. NULL + one-line reason on failure
+ * (unknown major version, bad magic, truncated header...). */
+struct trace_reader *trace_reader_open(const char *path, const struct trace_reader_options *opt,
+                                       char *err, size_t errlen);
+const struct trace_header *trace_reader_header(const struct trace_reader *r);
+/* Next event: 1 = got one, 0 = clean end, -1 = damage (see trace_reader_error;
+ * with salvage, damage ends the stream with 0 after recording the reason in
+ * trace_reader_warning). Event strings stay valid until the next call. */
+int trace_reader_next(struct trace_reader *r, struct trace_event *ev);
+const char *trace_reader_error(const struct trace_reader *r);
+const char *trace_reader_warning(const struct trace_reader *r); /* NULL if none */
+/* Looks up an interned string seen so far in this file (NULL if unknown). */
+const char *trace_reader_string(const struct trace_reader *r, uint32_t id, uint32_t *len);
+void trace_reader_close(struct trace_reader *r);
+
+#endif

@@ -1,0 +1,17 @@
+/* commands.h - the entry point of every `preplay` subcommand.
+ *
+ * Each module implements its subcommands as `int cmd_NAME(int argc, char **argv)`
+ * (argv[0] is the subcommand name) returning the process exit status, and
+ * lists them here; tools/preplay_main.c dispatches to them. A command prints
+ * its own --help and reports bad input as one line on stderr, exit 2 for
+ * usage errors and 1 for failures. */
+#ifndef PREPLAY_COMMANDS_H
+#define PREPLAY_COMMANDS_H
+
+int cmd_record(int argc, char **argv);  /* tracer/record_cli.c */
+int cmd_collect(int argc, char **argv); /* tracer/record_cli.c */
+int cmd_info(int argc, char **argv);    /* formats/trace_cli.c */
+int cmd_dump(int argc, char **argv);    /* formats/trace_cli.c */
+int cmd_stats(int argc, char **argv);   /* analyzer/stats/stats_cli.c */
+
+#endif

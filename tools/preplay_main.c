@@ -1,0 +1,54 @@
+/* preplay_main.c - the `preplay` command: a table of subcommands, like git
+ * and perf. Only dispatch lives here; each subcommand is implemented by the
+ * module that owns it (see commands.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+struct preplay_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct preplay_command preplay_commands[] = {
+    {"record", cmd_record, "run a command under the tracer and write its trace"},
+    {"collect", cmd_collect, "run a standalone collector for apps started elsewhere"},
+    {"info", cmd_info, "summarize a trace file or a trace directory"},
+    {"dump", cmd_dump, "print every event of a trace, one per line"},
+    {"stats", cmd_stats, "PT4Cloud statistics: stop rule, similarity of samples"},
+};
+
+#define PREPLAY_NCOMMANDS (sizeof preplay_commands / sizeof preplay_commands[0])
+
+static void preplay_usage(FILE *out)
+{
+    fprintf(out, "usage: preplay COMMAND [ARGS...]\n\n"
+                 "Predict how an application will perform on another machine by\n"
+                 "recording what it does and replaying it there.\n\ncommands:\n");
+    for (size_t i = 0; i < PREPLAY_NCOMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", preplay_commands[i].name, preplay_commands[i].summary);
+    fprintf(out, "\nRun `preplay COMMAND --help` for the options of a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        preplay_usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        preplay_usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("preplay %s\n", PREPLAY_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < PREPLAY_NCOMMANDS; i++)
+        if (!strcmp(argv[1], preplay_commands[i].name))
+            return preplay_commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "preplay: unknown command '%s' (see preplay --help)\n", argv[1]);
+    return 2;
+}
