@@ -6,6 +6,14 @@
 
 #include "commands.h"
 
+/* Subcommands are weak references so a build without a module (e.g. no
+ * libbpf or MariaDB) still links and says what is missing. */
+#pragma weak cmd_record
+#pragma weak cmd_collect
+#pragma weak cmd_info
+#pragma weak cmd_dump
+#pragma weak cmd_stats
+
 struct preplay_command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -47,8 +55,13 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < PREPLAY_NCOMMANDS; i++)
-        if (!strcmp(argv[1], preplay_commands[i].name))
+        if (!strcmp(argv[1], preplay_commands[i].name)) {
+            if (!preplay_commands[i].run) {
+                fprintf(stderr, "preplay: '%s' is not part of this build\n", argv[1]);
+                return 2;
+            }
             return preplay_commands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "preplay: unknown command '%s' (see preplay --help)\n", argv[1]);
     return 2;
 }
