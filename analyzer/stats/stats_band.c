@@ -1,0 +1,313 @@
+/* stats_band.c - bootstrap point-wise confidence bands of a KDE and bootstrap
+ * intervals of percentiles (PT4Cloud §4: R resamples of |S| points with
+ * replacement, band = the region holding CL of the R densities at each
+ * strip).
+ *
+ * Three ways to draw a resample, all seeded and reproducible:
+ *  - exact (tests): draw n indices, evaluate the exact KDE; O(n*strips) each;
+ *  - indices (n <= 50000): draw n indices and bin them linearly; O(n + G log G);
+ *  - Poisson (larger n): each node of the linearly binned full sample gets a
+ *    Poisson(count) multiplicity. This is the Poisson bootstrap (Hanley &
+ *    MacGibbon 2006) applied at node resolution: its mean equals the
+ *    multinomial bootstrap's, and after smoothing with h >= 32 node spacings
+ *    its variance matches to O(delta/h); the resample size varies around n,
+ *    which the renormalization of every density absorbs. Cost O(G log G),
+ *    independent of n: this is what makes 10^6 samples x R = 1000 fast.
+ * The bandwidth stays that of the full sample for every resample (bands of
+ * the estimator f_h, as in R's sm package). Percentiles of a binned resample
+ * are read off the node counts, so their resolution is one node spacing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats_internal.h"
+
+#define STATS_INDEX_BOOTSTRAP_MAX 50000
+
+const double pt4c_summary_percentiles[PT4C_NPCT] = {50, 5, 95, 99};
+
+void pt4c_band_options_default(struct pt4c_band_options *opt)
+{
+    opt->cl = 0.99;
+    opt->resamples = 1000;
+    opt->seed = 1;
+    opt->exact = 0;
+}
+
+/* Percentile (0..100) of mass spread on nodes: the node position where the
+ * cumulative mass reaches the target, interpolated inside the node. */
+static double stats_node_percentile(const struct stats_binned *b, const double *counts,
+                                    double total, double pct)
+{
+    double target = pct / 100.0 * total, cum = 0;
+    for (size_t j = 0; j < b->nodes; j++) {
+        if (counts[j] <= 0) continue;
+        if (cum + counts[j] >= target) {
+            double frac = (target - cum) / counts[j];
+            return b->grid.lo + ((double)j + frac) * b->delta;
+        }
+        cum += counts[j];
+    }
+    return b->grid.lo + (double)b->nodes * b->delta;
+}
+
+/* R bootstrap resamples of x: densities into dens[strip * R + r] (when dens)
+ * and percentiles into pcts[k * R + r]. */
+static int stats_bootstrap_run(const double *x, size_t n, const struct pt4c_grid *grid, double h,
+                               const struct pt4c_band_options *bopt, double *dens,
+                               const double *pct, int npct, double *pcts, char *err)
+{
+    int R = bopt->resamples, m = grid->strips, status = -1;
+    struct stats_rng rng;
+    stats_rng_seed(&rng, bopt->seed);
+    double *res = NULL, *d1 = NULL, *d2 = NULL, *counts = NULL, *base = NULL, *counts2 = NULL,
+           *outside = NULL, *smooth = NULL;
+    size_t *nz = NULL;
+    struct stats_binned b;
+    int have_binned = 0;
+    d1 = malloc(sizeof(double) * (size_t)m);
+    d2 = malloc(sizeof(double) * (size_t)m);
+    if (!d1 || !d2) goto oom;
+    if (bopt->exact) {
+        res = malloc(sizeof(double) * n);
+        if (!res) goto oom;
+        for (int r = 0; r < R; r++) {
+            for (size_t i = 0; i < n; i++)
+                res[i] = x[stats_rng_index(&rng, n)];
+            if (dens) {
+                memset(d1, 0, sizeof(double) * (size_t)m);
+                stats_exact_add(res, n, h, grid, d1);
+                stats_floor_normalize(d1, grid);
+                for (int i = 0; i < m; i++)
+                    dens[(size_t)i * (size_t)R + (size_t)r] = d1[i];
+            }
+            if (npct) {
+                qsort(res, n, sizeof(double), stats_cmp_double);
+                for (int k = 0; k < npct; k++)
+                    pcts[(size_t)k * (size_t)R + (size_t)r] =
+                        stats_quantile_sorted(res, n, pct[k] / 100.0);
+            }
+        }
+        status = 0;
+        goto done;
+    }
+    if (stats_binned_init(&b, grid, h, err)) goto done;
+    have_binned = 1;
+    counts = malloc(sizeof(double) * b.nodes);
+    counts2 = malloc(sizeof(double) * b.nodes);
+    base = malloc(sizeof(double) * b.nodes);
+    outside = malloc(sizeof(double) * n);
+    res = malloc(sizeof(double) * (n < STATS_INDEX_BOOTSTRAP_MAX ? n : 1));
+    smooth = malloc(sizeof(double) * (size_t)m * 2);
+    nz = malloc(sizeof(size_t) * b.nodes);
+    if (!counts || !counts2 || !base || !outside || !res || !smooth || !nz) goto oom;
+    size_t n_out = 0;
+    stats_binned_bin(&b, x, n, base, outside, &n_out);
+    /* Indices of nodes holding mass: the Poisson draws skip empty ones. */
+    size_t nnz = 0;
+    for (size_t j = 0; j < b.nodes; j++)
+        if (base[j] > 0) nz[nnz++] = j;
+    for (int r = 0; r < R; r += 2) {
+        int pair = r + 1 < R;
+        double *cs[2] = {counts, counts2};
+        double *ds[2] = {d1, d2};
+        double totals[2] = {0, 0};
+        for (int t = 0; t <= pair; t++) {
+            double *c = cs[t];
+            if (n <= STATS_INDEX_BOOTSTRAP_MAX) {
+                for (size_t i = 0; i < n; i++)
+                    res[i] = x[stats_rng_index(&rng, n)];
+                size_t dummy;
+                /* Outside samples cannot occur with the default grid; a
+                 * caller's grid may leave some out, which are then evaluated
+                 * exactly below. */
+                stats_binned_bin(&b, res, n, c, outside, &dummy);
+                memset(ds[t], 0, sizeof(double) * (size_t)m);
+                if (dummy) stats_exact_add(outside, dummy, h, grid, ds[t]);
+            } else {
+                memset(c, 0, sizeof(double) * b.nodes);
+                for (size_t k = 0; k < nnz; k++)
+                    c[nz[k]] = stats_rng_poisson(&rng, base[nz[k]]);
+                memset(ds[t], 0, sizeof(double) * (size_t)m);
+                for (size_t k = 0; k < n_out; k++) {
+                    double times = stats_rng_poisson(&rng, 1.0);
+                    for (double u = 0; u < times; u++)
+                        stats_exact_add(&outside[k], 1, h, grid, ds[t]);
+                }
+            }
+            for (size_t k = 0; k < nnz; k++)
+                totals[t] += c[nz[k]];
+        }
+        if (dens) {
+            /* Smooth both resamples of the pair in one complex FFT, then add
+             * them to the exactly evaluated outside parts. */
+            stats_binned_smooth(&b, counts, smooth, pair ? counts2 : NULL, smooth + m);
+            for (int t = 0; t <= pair; t++) {
+                for (int i = 0; i < m; i++)
+                    ds[t][i] += smooth[(size_t)t * (size_t)m + (size_t)i];
+                stats_floor_normalize(ds[t], grid);
+                for (int i = 0; i < m; i++)
+                    dens[(size_t)i * (size_t)R + (size_t)(r + t)] = ds[t][i];
+            }
+        }
+        for (int t = 0; t <= pair; t++)
+            for (int k = 0; k < npct; k++)
+                pcts[(size_t)k * (size_t)R + (size_t)(r + t)] =
+                    stats_node_percentile(&b, cs[t], totals[t], pct[k]);
+    }
+    status = 0;
+    goto done;
+oom:
+    snprintf(err, PT4C_ERR_LEN, "out of memory for the bootstrap of %zu samples", n);
+done:
+    if (have_binned) stats_binned_free(&b);
+    free(res);
+    free(d1);
+    free(d2);
+    free(counts);
+    free(counts2);
+    free(base);
+    free(outside);
+    free(smooth);
+    free(nz);
+    return status;
+}
+
+/* Type-7 quantile of R values (reordered in place). */
+static double stats_quantile_unsorted(double *v, size_t R, double q)
+{
+    double pos = q * (double)(R - 1);
+    size_t lo = (size_t)floor(pos);
+    double a = stats_select(v, R, lo);
+    if (lo + 1 >= R) return a;
+    /* The (lo+1)-th smallest is the minimum of the part above lo. */
+    double b = v[lo + 1];
+    for (size_t i = lo + 2; i < R; i++)
+        b = v[i] < b ? v[i] : b;
+    return a + (pos - (double)lo) * (b - a);
+}
+
+static int stats_check_band_options(const struct pt4c_band_options *bopt, char *err)
+{
+    if (!(bopt->cl > 0 && bopt->cl < 1)) {
+        snprintf(err, PT4C_ERR_LEN, "confidence level must be in (0, 1), got %g", bopt->cl);
+        return -1;
+    }
+    if (bopt->resamples < 2 || bopt->resamples > 1000000) {
+        snprintf(err, PT4C_ERR_LEN, "bootstrap resamples must be 2..1000000, got %d",
+                 bopt->resamples);
+        return -1;
+    }
+    return 0;
+}
+
+int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
+                      const struct pt4c_kde_options *kopt, const struct pt4c_band_options *bopt,
+                      struct pt4c_band *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    if (stats_check_band_options(bopt, err)) return -1;
+    double h;
+    if (pt4c_bandwidth(x, n, kopt, &h, err)) return -1;
+    if (h == 0) {
+        snprintf(err, PT4C_ERR_LEN,
+                 "all %zu samples equal %.17g: zero variance, the distribution is a point mass", n,
+                 x[0]);
+        return -1;
+    }
+    out->h = h;
+    if (grid)
+        out->grid = *grid;
+    else if (pt4c_grid_for(x, n, NULL, 0, h, kopt->strips, &out->grid, err))
+        return -1;
+    int m = out->grid.strips, R = bopt->resamples;
+    double *sorted = malloc(sizeof(double) * n);
+    double *dens = malloc(sizeof(double) * (size_t)m * (size_t)R);
+    double *pct_res = malloc(sizeof(double) * PT4C_NPCT * (size_t)R);
+    out->density = malloc(sizeof(double) * (size_t)m);
+    out->low = malloc(sizeof(double) * (size_t)m);
+    out->high = malloc(sizeof(double) * (size_t)m);
+    if (!sorted || !dens || !pct_res || !out->density || !out->low || !out->high) {
+        snprintf(err, PT4C_ERR_LEN, "out of memory for a band of %d strips x %d resamples", m, R);
+        goto fail;
+    }
+    if (pt4c_density(x, n, h, &out->grid, kopt->method, out->density, err)) goto fail;
+    memcpy(sorted, x, sizeof(double) * n);
+    qsort(sorted, n, sizeof(double), stats_cmp_double);
+    for (int k = 0; k < PT4C_NPCT; k++)
+        out->pct[k] = stats_quantile_sorted(sorted, n, pt4c_summary_percentiles[k] / 100.0);
+    if (stats_bootstrap_run(x, n, &out->grid, h, bopt, dens, pt4c_summary_percentiles, PT4C_NPCT,
+                            pct_res, err))
+        goto fail;
+    double qlo = (1 - bopt->cl) / 2, qhi = 1 - qlo;
+    for (int i = 0; i < m; i++) {
+        double *col = dens + (size_t)i * (size_t)R;
+        out->low[i] = stats_quantile_unsorted(col, (size_t)R, qlo);
+        out->high[i] = stats_quantile_unsorted(col, (size_t)R, qhi);
+    }
+    for (int k = 0; k < PT4C_NPCT; k++) {
+        double *col = pct_res + (size_t)k * (size_t)R;
+        out->pct_low[k] = stats_quantile_unsorted(col, (size_t)R, qlo);
+        out->pct_high[k] = stats_quantile_unsorted(col, (size_t)R, qhi);
+    }
+    free(sorted);
+    free(dens);
+    free(pct_res);
+    return 0;
+fail:
+    free(sorted);
+    free(dens);
+    free(pct_res);
+    pt4c_band_free(out);
+    return -1;
+}
+
+void pt4c_band_free(struct pt4c_band *b)
+{
+    free(b->density);
+    free(b->low);
+    free(b->high);
+    b->density = b->low = b->high = NULL;
+}
+
+int pt4c_percentile_ci(const double *x, size_t n, const double *pct, int npct,
+                       const struct pt4c_band_options *bopt, double *value, double *low,
+                       double *high, char *err)
+{
+    if (stats_check_band_options(bopt, err)) return -1;
+    struct pt4c_kde_options kopt;
+    pt4c_kde_options_default(&kopt);
+    double h;
+    if (pt4c_bandwidth(x, n, &kopt, &h, err)) return -1;
+    if (h == 0) {
+        for (int k = 0; k < npct; k++)
+            value[k] = low[k] = high[k] = x[0];
+        return 0;
+    }
+    struct pt4c_grid grid;
+    if (pt4c_grid_for(x, n, NULL, 0, h, kopt.strips, &grid, err)) return -1;
+    int R = bopt->resamples;
+    double *sorted = malloc(sizeof(double) * n);
+    double *res = malloc(sizeof(double) * (size_t)npct * (size_t)R);
+    int status = -1;
+    if (!sorted || !res) {
+        snprintf(err, PT4C_ERR_LEN, "out of memory for percentile intervals");
+        goto done;
+    }
+    memcpy(sorted, x, sizeof(double) * n);
+    qsort(sorted, n, sizeof(double), stats_cmp_double);
+    for (int k = 0; k < npct; k++)
+        value[k] = stats_quantile_sorted(sorted, n, pct[k] / 100.0);
+    if (stats_bootstrap_run(x, n, &grid, h, bopt, NULL, pct, npct, res, err)) goto done;
+    double qlo = (1 - bopt->cl) / 2, qhi = 1 - qlo;
+    for (int k = 0; k < npct; k++) {
+        low[k] = stats_quantile_unsorted(res + (size_t)k * (size_t)R, (size_t)R, qlo);
+        high[k] = stats_quantile_unsorted(res + (size_t)k * (size_t)R, (size_t)R, qhi);
+    }
+    status = 0;
+done:
+    free(sorted);
+    free(res);
+    return status;
+}
