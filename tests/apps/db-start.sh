@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tests/apps/db-start.sh DIR [PORT] - starts a private MariaDB server for the
+# sample application with its datadir, socket (DIR/mariadb.sock), pid file and
+# error log all inside DIR; initializes the datadir on first use. Without PORT
+# the server has no networking (socket only); with PORT it listens on
+# 127.0.0.1:PORT. Runs as root with --user=root. Never touches a system
+# MariaDB service or /etc/mysql settings (--no-defaults everywhere).
+set -euo pipefail
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  echo "usage: db-start.sh DIR [PORT]" >&2
+  exit 2
+fi
+dir=$(realpath -m "$1")
+port=${2:-}
+for tool in mariadbd mariadb-install-db mariadb-admin; do
+  command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] ||
+    { echo "db-start: $tool not found (apt-get install mariadb-server mariadb-client)" >&2; exit 1; }
+done
+mariadbd=$(command -v mariadbd || echo /usr/sbin/mariadbd)
+sock="$dir/mariadb.sock"
+if [ ${#sock} -gt 100 ]; then
+  echo "db-start: socket path $sock is too long for a unix socket; use a shorter DIR" >&2
+  exit 1
+fi
+mkdir -p "$dir"
+if [ -f "$dir/mariadbd.pid" ] && kill -0 "$(cat "$dir/mariadbd.pid")" 2>/dev/null; then
+  echo "db-start: a server is already running for $dir (pid $(cat "$dir/mariadbd.pid"))" >&2
+  exit 1
+fi
+if [ ! -d "$dir/data/mysql" ]; then
+  if ! mariadb-install-db --no-defaults --datadir="$dir/data" --user=root \
+      --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
+      >"$dir/install.log" 2>&1; then
+    echo "db-start: mariadb-install-db failed for $dir/data; its log:" >&2
+    tail -n 20 "$dir/install.log" >&2
+    exit 1
+  fi
+fi
+if [ -n "$port" ]; then
+  net=(--port="$port" --bind-address=127.0.0.1)
+else
+  net=(--skip-networking)
+fi
+# Small buffers and relaxed durability: this is a test database started and
+# thrown away in seconds, on a 2-core machine shared with the app.
+setsid "$mariadbd" --no-defaults --datadir="$dir/data" --socket="$sock" \
+  --pid-file="$dir/mariadbd.pid" --log-error="$dir/mariadbd.err" --user=root \
+  --skip-name-resolve --innodb-buffer-pool-size=64M --innodb-log-file-size=16M \
+  --innodb-flush-log-at-trx-commit=2 --skip-log-bin --max-connections=200 \
+  "${net[@]}" </dev/null >>"$dir/mariadbd.out" 2>&1 &
+server=$!
+echo "$server" >"$dir/mariadbd.pid"
+for _ in $(seq 1 300); do
+  if ! kill -0 "$server" 2>/dev/null; then
+    echo "db-start: mariadbd exited during startup; last lines of $dir/mariadbd.err:" >&2
+    tail -n 20 "$dir/mariadbd.err" >&2 || true
+    exit 1
+  fi
+  if mariadb-admin --no-defaults --socket="$sock" -uroot --connect-timeout=2 ping >/dev/null 2>&1; then
+    echo "db-start: mariadbd pid $server ready on $sock${port:+ and 127.0.0.1:$port}" >&2
+    exit 0
+  fi
+  sleep 0.2
+done
+echo "db-start: mariadbd did not answer within 60 s; stopping it (log: $dir/mariadbd.err)" >&2
+kill -KILL "$server" 2>/dev/null || true
+exit 1

@@ -1,0 +1,841 @@
+/* loadgen.c - load generator for the sample application (and any HTTP/1.1
+ * server). Two modes:
+ *   open:    Poisson arrivals at --rate; each arrival goes to an idle keep-alive
+ *            connection (last used first, so few connections stay open), or to a
+ *            new one up to --connections; response time counts from the
+ *            scheduled arrival, so a slow server cannot slow the arrivals down.
+ *   session: --sessions users, each a sequence of --session-length requests on
+ *            one keep-alive connection with think times between them.
+ * Both are bounded by --count and --duration. Prints a per-label summary and can
+ * write one CSV line per request (README.md). It must never retry a request the
+ * server may have seen: only a reused connection that closed before sending any
+ * response byte is retried. */
+#include "app_net.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LG_MAX_LABELS 32
+#define LG_HEAD_MAX 8192
+
+struct lg_label {
+    char path[200];  /* what is requested, with any query string */
+    char label[220]; /* "GET /path" without the query: what the server logs */
+    double weight;
+};
+
+enum lg_think_kind { LG_THINK_EXP, LG_THINK_FIXED, LG_THINK_UNIFORM };
+
+struct lg_options {
+    const char *host;
+    unsigned port;
+    int session_mode;
+    double rate;
+    unsigned max_connections;
+    unsigned sessions;
+    unsigned session_length;
+    enum lg_think_kind think_kind;
+    double think_a_ms, think_b_ms;
+    unsigned long long count;
+    double duration_s;
+    int duration_set;
+    const char *csv_path;
+    unsigned long long seed;
+    unsigned timeout_ms;
+    unsigned idle_close_ms;
+    int quiet;
+};
+
+struct lg_record {
+    unsigned label;
+    int status; /* HTTP status, 0 when the exchange failed */
+    uint64_t start_ns, response_ns, request_id, session, think_ns;
+};
+
+struct lg_http {
+    int fd;
+    char buf[LG_HEAD_MAX + 1];
+};
+
+struct lg_job {
+    unsigned label;
+    uint64_t arrival_ns;
+};
+
+struct lg_client {
+    struct lg_state *state;
+    unsigned index;
+    pthread_t thread;
+    pthread_cond_t wake;
+    int has_job;
+    struct lg_job job;
+    struct lg_http http;
+};
+
+struct lg_state {
+    struct lg_options opt;
+    struct lg_label labels[LG_MAX_LABELS];
+    unsigned label_count;
+    double weight_total;
+    uint64_t t0, deadline;
+    atomic_ullong issued;
+    atomic_int stop;
+    atomic_ullong next_session;
+
+    pthread_mutex_t records_mutex;
+    struct lg_record *records;
+    size_t record_count, record_cap;
+    int records_oom;
+
+    /* open loop */
+    pthread_mutex_t pool_mutex;
+    struct lg_client *clients;
+    unsigned client_count;
+    unsigned *idle;
+    unsigned idle_count;
+    struct lg_job *backlog;
+    size_t backlog_head, backlog_count, backlog_cap;
+    unsigned long long client_delayed;
+    unsigned max_open;
+    int done;
+};
+
+static uint64_t lg_rng_next(uint64_t *s)
+{
+    /* xorshift64*: fast, deterministic per seed */
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545f4914f6cdd1dull;
+}
+
+static double lg_rng_unit(uint64_t *s)
+{
+    return (double)(lg_rng_next(s) >> 11) / 9007199254740992.0;
+}
+
+static uint64_t lg_rng_seed(unsigned long long seed, unsigned long long stream)
+{
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + stream * 0xbf58476d1ce4e5b9ull + 1;
+    for (int i = 0; i < 4; i++)
+        lg_rng_next(&s);
+    return s ? s : 1;
+}
+
+static unsigned lg_pick_label(const struct lg_state *st, uint64_t *rng)
+{
+    double x = lg_rng_unit(rng) * st->weight_total;
+    for (unsigned i = 0; i < st->label_count; i++) {
+        if (x < st->labels[i].weight) return i;
+        x -= st->labels[i].weight;
+    }
+    return st->label_count - 1;
+}
+
+static uint64_t lg_draw_think_ns(const struct lg_options *o, uint64_t *rng)
+{
+    double ms;
+    switch (o->think_kind) {
+    case LG_THINK_FIXED:
+        ms = o->think_a_ms;
+        break;
+    case LG_THINK_UNIFORM:
+        ms = o->think_a_ms + (o->think_b_ms - o->think_a_ms) * lg_rng_unit(rng);
+        break;
+    default:
+        ms = -log(1.0 - lg_rng_unit(rng)) * o->think_a_ms;
+        break;
+    }
+    return (uint64_t)(ms * 1e6);
+}
+
+static void lg_sleep_until(uint64_t t_ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000ull),
+                          .tv_nsec = (long)(t_ns % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static void lg_http_close(struct lg_http *c)
+{
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
+}
+
+/* Reads one response: 1 done, 0 closed before any byte, -1 error. */
+static int lg_http_read_response(struct lg_state *st, struct lg_http *c, int *status,
+                                 uint64_t *request_id, int *server_closes)
+{
+    size_t have = 0;
+    char *head_end = NULL;
+    while (!(head_end = memmem(c->buf, have, "\r\n\r\n", 4))) {
+        if (have == LG_HEAD_MAX) return -1;
+        ssize_t n = recv(c->fd, c->buf + have, LG_HEAD_MAX - have, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && have == 0 && errno == ECONNRESET) return 0;
+        if (n <= 0) return n == 0 && have == 0 ? 0 : -1;
+        have += (size_t)n;
+    }
+    (void)st;
+    *head_end = '\0';
+    if (sscanf(c->buf, "HTTP/1.%*d %d", status) != 1) return -1;
+    unsigned long long content_length = 0;
+    *request_id = 0;
+    *server_closes = 0;
+    for (char *line = strstr(c->buf, "\r\n"); line; line = strstr(line, "\r\n")) {
+        line += 2;
+        if (strncasecmp(line, "Content-Length:", 15) == 0)
+            content_length = strtoull(line + 15, NULL, 10);
+        else if (strncasecmp(line, "X-Request-Id:", 13) == 0)
+            *request_id = strtoull(line + 13, NULL, 10);
+        else if (strncasecmp(line, "Connection:", 11) == 0) {
+            const char *v = line + 11;
+            while (*v == ' ')
+                v++;
+            if (strncasecmp(v, "close", 5) == 0) *server_closes = 1;
+        }
+    }
+    size_t head_len = (size_t)(head_end - c->buf) + 4;
+    unsigned long long body_have = have - head_len;
+    if (body_have > content_length)
+        return -1; /* more than one response: this client never pipelines */
+    unsigned long long left = content_length - body_have;
+    while (left > 0) {
+        ssize_t n = recv(c->fd, c->buf, left < LG_HEAD_MAX ? left : LG_HEAD_MAX, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        left -= (unsigned long long)n;
+    }
+    return 1;
+}
+
+/* One GET on c (connecting when needed). Fills status (0 on failure) and id. */
+static void lg_http_get(struct lg_state *st, struct lg_http *c, const char *path, int *status,
+                        uint64_t *request_id)
+{
+    const struct lg_options *o = &st->opt;
+    char request[512];
+    int len = snprintf(request, sizeof request,
+                       "GET %s HTTP/1.1\r\nHost: %s:%u\r\nUser-Agent: preplay-loadgen\r\n\r\n",
+                       path, o->host, o->port);
+    *status = 0;
+    *request_id = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int reused = c->fd >= 0;
+        if (!reused) {
+            c->fd = app_connect_tcp(o->host, o->port);
+            if (c->fd < 0) {
+                if (!o->quiet)
+                    fprintf(stderr, "loadgen: connect %s:%u: %s\n", o->host, o->port,
+                            strerror(errno));
+                return;
+            }
+            struct timeval tv = {.tv_sec = o->timeout_ms / 1000,
+                                 .tv_usec = (o->timeout_ms % 1000) * 1000};
+            setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        }
+        int server_closes = 0;
+        int rc = app_write_all(c->fd, request, (size_t)len) == 0 ? 1 : 0;
+        if (rc == 1) rc = lg_http_read_response(st, c, status, request_id, &server_closes);
+        if (rc == 1) {
+            if (server_closes) lg_http_close(c);
+            return;
+        }
+        int saved = errno;
+        lg_http_close(c);
+        *status = 0;
+        /* A kept-alive connection the server closed while idle: it never saw the
+         * request, so sending it again on a new connection is safe. */
+        if (reused && rc == 0) continue;
+        if (!o->quiet)
+            fprintf(stderr, "loadgen: GET %s: %s\n", path,
+                    rc == 0 ? "connection closed before a response" : strerror(saved));
+        return;
+    }
+}
+
+static void lg_record(struct lg_state *st, const struct lg_record *r)
+{
+    pthread_mutex_lock(&st->records_mutex);
+    if (st->record_count == st->record_cap) {
+        size_t cap = st->record_cap ? st->record_cap * 2 : 4096;
+        struct lg_record *grown = realloc(st->records, cap * sizeof *grown);
+        if (!grown) {
+            st->records_oom = 1;
+            pthread_mutex_unlock(&st->records_mutex);
+            return;
+        }
+        st->records = grown;
+        st->record_cap = cap;
+    }
+    st->records[st->record_count++] = *r;
+    pthread_mutex_unlock(&st->records_mutex);
+}
+
+/* ---- open loop ---- */
+
+static void lg_open_serve(struct lg_client *c, const struct lg_job *job)
+{
+    struct lg_state *st = c->state;
+    struct lg_record r = {.label = job->label, .start_ns = job->arrival_ns};
+    lg_http_get(st, &c->http, st->labels[job->label].path, &r.status, &r.request_id);
+    r.response_ns = app_now_ns() - job->arrival_ns;
+    lg_record(st, &r);
+}
+
+static void *lg_open_client(void *arg)
+{
+    struct lg_client *c = arg;
+    struct lg_state *st = c->state;
+    pthread_mutex_lock(&st->pool_mutex);
+    for (;;) {
+        while (!c->has_job && !st->done) {
+            if (c->http.fd >= 0 && st->opt.idle_close_ms) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+                             st->opt.idle_close_ms * 1000000ull;
+                ts.tv_sec = (time_t)(t / 1000000000ull);
+                ts.tv_nsec = (long)(t % 1000000000ull);
+                /* Closed before the server's keep-alive timeout would close it. */
+                if (pthread_cond_timedwait(&c->wake, &st->pool_mutex, &ts) == ETIMEDOUT &&
+                    !c->has_job)
+                    lg_http_close(&c->http);
+            } else {
+                pthread_cond_wait(&c->wake, &st->pool_mutex);
+            }
+        }
+        if (!c->has_job) break;
+        struct lg_job job = c->job;
+        c->has_job = 0;
+        pthread_mutex_unlock(&st->pool_mutex);
+        lg_open_serve(c, &job);
+        pthread_mutex_lock(&st->pool_mutex);
+        if (st->backlog_count > 0) {
+            c->job = st->backlog[st->backlog_head];
+            c->has_job = 1;
+            st->backlog_head = (st->backlog_head + 1) % st->backlog_cap;
+            st->backlog_count--;
+        } else {
+            st->idle[st->idle_count++] = c->index;
+        }
+    }
+    pthread_mutex_unlock(&st->pool_mutex);
+    lg_http_close(&c->http);
+    return NULL;
+}
+
+static int lg_open_dispatch(struct lg_state *st, const struct lg_job *job, pthread_attr_t *attr)
+{
+    int rc = 0;
+    pthread_mutex_lock(&st->pool_mutex);
+    if (st->idle_count > 0) {
+        struct lg_client *c = &st->clients[st->idle[--st->idle_count]];
+        c->job = *job;
+        c->has_job = 1;
+        pthread_cond_signal(&c->wake);
+    } else if (st->client_count < st->opt.max_connections) {
+        struct lg_client *c = &st->clients[st->client_count];
+        c->state = st;
+        c->index = st->client_count;
+        c->http.fd = -1;
+        c->job = *job;
+        c->has_job = 1;
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->wake, &ca);
+        pthread_condattr_destroy(&ca);
+        int err = pthread_create(&c->thread, attr, lg_open_client, c);
+        if (err != 0) {
+            fprintf(stderr, "loadgen: starting client thread: %s\n", strerror(err));
+            pthread_cond_destroy(&c->wake);
+            rc = -1;
+        } else {
+            st->client_count++;
+            if (st->client_count > st->max_open) st->max_open = st->client_count;
+        }
+    } else {
+        /* Every connection is busy: the client is the bottleneck; say so at the end. */
+        if (st->backlog_count == st->backlog_cap) {
+            size_t cap = st->backlog_cap ? st->backlog_cap * 2 : 1024;
+            struct lg_job *grown = malloc(cap * sizeof *grown);
+            if (!grown) {
+                pthread_mutex_unlock(&st->pool_mutex);
+                return -1;
+            }
+            for (size_t i = 0; i < st->backlog_count; i++)
+                grown[i] = st->backlog[(st->backlog_head + i) % st->backlog_cap];
+            free(st->backlog);
+            st->backlog = grown;
+            st->backlog_head = 0;
+            st->backlog_cap = cap;
+        }
+        st->backlog[(st->backlog_head + st->backlog_count) % st->backlog_cap] = *job;
+        st->backlog_count++;
+        st->client_delayed++;
+    }
+    pthread_mutex_unlock(&st->pool_mutex);
+    return rc;
+}
+
+static int lg_run_open(struct lg_state *st)
+{
+    int rc = 0;
+    st->clients = calloc(st->opt.max_connections, sizeof *st->clients);
+    st->idle = calloc(st->opt.max_connections, sizeof *st->idle);
+    if (!st->clients || !st->idle) {
+        fprintf(stderr, "loadgen: out of memory\n");
+        return -1;
+    }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    uint64_t rng = lg_rng_seed(st->opt.seed, 0);
+    uint64_t t = st->t0;
+    while (!atomic_load(&st->stop)) {
+        t += (uint64_t)(-log(1.0 - lg_rng_unit(&rng)) / st->opt.rate * 1e9);
+        if (t >= st->deadline || atomic_load(&st->issued) >= st->opt.count) break;
+        struct lg_job job = {.label = lg_pick_label(st, &rng), .arrival_ns = t};
+        lg_sleep_until(t);
+        atomic_fetch_add(&st->issued, 1);
+        if (lg_open_dispatch(st, &job, &attr) < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    pthread_attr_destroy(&attr);
+    pthread_mutex_lock(&st->pool_mutex);
+    st->done = 1;
+    for (unsigned i = 0; i < st->client_count; i++)
+        pthread_cond_signal(&st->clients[i].wake);
+    pthread_mutex_unlock(&st->pool_mutex);
+    for (unsigned i = 0; i < st->client_count; i++) {
+        pthread_join(st->clients[i].thread, NULL);
+        pthread_cond_destroy(&st->clients[i].wake);
+    }
+    return rc;
+}
+
+/* ---- sessions ---- */
+
+struct lg_user {
+    struct lg_state *state;
+    unsigned index;
+    pthread_t thread;
+    struct lg_http http;
+};
+
+static void *lg_session_user(void *arg)
+{
+    struct lg_user *u = arg;
+    struct lg_state *st = u->state;
+    uint64_t rng = lg_rng_seed(st->opt.seed, 1000 + u->index);
+    while (!atomic_load(&st->stop)) {
+        uint64_t session = atomic_fetch_add(&st->next_session, 1);
+        uint64_t think = 0;
+        for (unsigned k = 0; k < st->opt.session_length && !atomic_load(&st->stop); k++) {
+            if (app_now_ns() >= st->deadline || atomic_fetch_add(&st->issued, 1) >= st->opt.count) {
+                atomic_store(&st->stop, 1);
+                break;
+            }
+            struct lg_record r = {.label = lg_pick_label(st, &rng),
+                                  .session = session,
+                                  .think_ns = think,
+                                  .start_ns = app_now_ns()};
+            lg_http_get(st, &u->http, st->labels[r.label].path, &r.status, &r.request_id);
+            r.response_ns = app_now_ns() - r.start_ns;
+            lg_record(st, &r);
+            if (k + 1 == st->opt.session_length) break;
+            think = lg_draw_think_ns(&st->opt, &rng);
+            uint64_t wake = app_now_ns() + think;
+            if (wake >= st->deadline) {
+                atomic_store(&st->stop, 1);
+                break;
+            }
+            lg_sleep_until(wake);
+        }
+        lg_http_close(&u->http); /* a session ends with its connection */
+    }
+    return NULL;
+}
+
+static int lg_run_sessions(struct lg_state *st)
+{
+    struct lg_user *users = calloc(st->opt.sessions, sizeof *users);
+    if (!users) {
+        fprintf(stderr, "loadgen: out of memory\n");
+        return -1;
+    }
+    atomic_init(&st->next_session, 1);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    unsigned started = 0;
+    int rc = 0;
+    for (; started < st->opt.sessions; started++) {
+        users[started].state = st;
+        users[started].index = started;
+        users[started].http.fd = -1;
+        int err = pthread_create(&users[started].thread, &attr, lg_session_user, &users[started]);
+        if (err != 0) {
+            fprintf(stderr, "loadgen: starting user %u: %s\n", started, strerror(err));
+            atomic_store(&st->stop, 1);
+            rc = -1;
+            break;
+        }
+    }
+    pthread_attr_destroy(&attr);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(users[i].thread, NULL);
+    free(users);
+    return rc;
+}
+
+/* ---- output ---- */
+
+static int lg_compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double lg_percentile_ms(const uint64_t *sorted, size_t n, double q)
+{
+    if (n == 0) return 0;
+    size_t i = (size_t)ceil(q * (double)n);
+    i = i == 0 ? 0 : i - 1;
+    return (double)sorted[i < n ? i : n - 1] / 1e6;
+}
+
+static void lg_print_row(const char *label, uint64_t *rt, size_t n, size_t errors)
+{
+    qsort(rt, n, sizeof *rt, lg_compare_u64);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)rt[i];
+    printf("%-24s %7zu %6zu %9.3f %9.3f %9.3f %9.3f %9.3f\n", label, n, errors,
+           n ? sum / (double)n / 1e6 : 0.0, lg_percentile_ms(rt, n, 0.5),
+           lg_percentile_ms(rt, n, 0.9), lg_percentile_ms(rt, n, 0.99),
+           n ? (double)rt[n - 1] / 1e6 : 0.0);
+}
+
+static size_t lg_summary(struct lg_state *st, double elapsed_s)
+{
+    uint64_t *rt = malloc((st->record_count + 1) * sizeof *rt);
+    if (!rt) {
+        fprintf(stderr, "loadgen: out of memory for the summary\n");
+        return st->record_count;
+    }
+    printf("%-24s %7s %6s %9s %9s %9s %9s %9s\n", "label", "count", "errors", "mean_ms", "p50_ms",
+           "p90_ms", "p99_ms", "max_ms");
+    size_t total_errors = 0;
+    for (unsigned l = 0; l < st->label_count; l++) {
+        size_t n = 0, errors = 0;
+        for (size_t i = 0; i < st->record_count; i++) {
+            if (st->records[i].label != l) continue;
+            if (st->records[i].status != 200) errors++;
+            rt[n++] = st->records[i].response_ns;
+        }
+        lg_print_row(st->labels[l].label, rt, n, errors);
+        total_errors += errors;
+    }
+    for (size_t i = 0; i < st->record_count; i++)
+        rt[i] = st->records[i].response_ns;
+    lg_print_row("all", rt, st->record_count, total_errors);
+    free(rt);
+    printf("loadgen: %s mode, %zu requests in %.2f s (%.1f/s), %zu errors",
+           st->opt.session_mode ? "session" : "open", st->record_count, elapsed_s,
+           elapsed_s > 0 ? (double)st->record_count / elapsed_s : 0.0, total_errors);
+    if (st->opt.session_mode)
+        printf(", %llu sessions\n", (unsigned long long)atomic_load(&st->next_session) - 1);
+    else
+        printf(", %u connections at most, %llu arrivals waited for a free connection\n",
+               st->max_open, st->client_delayed);
+    return total_errors;
+}
+
+static int lg_write_csv(struct lg_state *st)
+{
+    FILE *f = fopen(st->opt.csv_path, "w");
+    if (!f) {
+        fprintf(stderr, "loadgen: %s: %s\n", st->opt.csv_path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "label,start_ns,response_ns,status,request_id,session,think_ns\n");
+    for (size_t i = 0; i < st->record_count; i++) {
+        const struct lg_record *r = &st->records[i];
+        fprintf(f, "%s,%llu,%llu,%d,%llu,%llu,%llu\n", st->labels[r->label].label,
+                (unsigned long long)r->start_ns, (unsigned long long)r->response_ns, r->status,
+                (unsigned long long)r->request_id, (unsigned long long)r->session,
+                (unsigned long long)r->think_ns);
+    }
+    if (ferror(f) | (fclose(f) != 0)) {
+        fprintf(stderr, "loadgen: writing %s failed\n", st->opt.csv_path);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- options ---- */
+
+static int lg_parse_mix(struct lg_state *st, const char *text)
+{
+    static const char *const names[] = {"cpu", "file", "log", "db", "fanout", "static"};
+    char *copy = strdup(text);
+    if (!copy) return -1;
+    st->label_count = 0;
+    st->weight_total = 0;
+    int rc = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strrchr(item, '=');
+        double weight = 1;
+        if (eq) {
+            *eq = '\0';
+            char *end;
+            weight = strtod(eq + 1, &end);
+            if (*end || !(weight >= 0) || weight > 1e9) {
+                fprintf(stderr, "loadgen: --mix: bad weight '%s' for '%s'\n", eq + 1, item);
+                rc = -1;
+                break;
+            }
+        }
+        const char *path = NULL;
+        char built[200];
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strcmp(item, names[i]) == 0) {
+                snprintf(built, sizeof built, "/%s", names[i]);
+                path = built;
+            }
+        if (!path && item[0] == '/' && strlen(item) < sizeof built && !strpbrk(item, " \t\r\n"))
+            path = item;
+        if (!path || st->label_count == LG_MAX_LABELS) {
+            fprintf(stderr,
+                    "loadgen: --mix: '%s' is not one of cpu,file,log,db,fanout,static "
+                    "or a /path (at most %d entries)\n",
+                    item, LG_MAX_LABELS);
+            rc = -1;
+            break;
+        }
+        struct lg_label *l = &st->labels[st->label_count++];
+        snprintf(l->path, sizeof l->path, "%s", path);
+        snprintf(l->label, sizeof l->label, "GET %.*s", (int)strcspn(path, "?"), path);
+        l->weight = weight;
+        st->weight_total += weight;
+    }
+    free(copy);
+    if (rc == 0 && (st->label_count == 0 || !(st->weight_total > 0))) {
+        fprintf(stderr, "loadgen: --mix needs at least one entry with a positive weight\n");
+        rc = -1;
+    }
+    return rc;
+}
+
+static int lg_parse_think(struct lg_options *o, const char *text)
+{
+    double a = 0, b = 0;
+    char extra;
+    if (sscanf(text, "exp:%lf%c", &a, &extra) == 1 && a >= 0)
+        o->think_kind = LG_THINK_EXP;
+    else if (sscanf(text, "fixed:%lf%c", &a, &extra) == 1 && a >= 0)
+        o->think_kind = LG_THINK_FIXED;
+    else if (sscanf(text, "uniform:%lf:%lf%c", &a, &b, &extra) == 2 && a >= 0 && b >= a)
+        o->think_kind = LG_THINK_UNIFORM;
+    else
+        return -1;
+    if (a > 3.6e6 || b > 3.6e6) return -1;
+    o->think_a_ms = a;
+    o->think_b_ms = b;
+    return 0;
+}
+
+static const char lg_usage[] =
+    "usage: loadgen --port PORT [options]\n"
+    "  --host HOST            server address (default 127.0.0.1)\n"
+    "  --mode open|session    Poisson arrivals, or users with think times (default open)\n"
+    "  --rate R               open: mean arrivals per second (default 50)\n"
+    "  --connections N        open: most connections at once (default 256)\n"
+    "  --sessions N           session: concurrent users (default 4)\n"
+    "  --session-length N     session: requests per session (default 10)\n"
+    "  --think exp:MS|fixed:MS|uniform:LO:HI  think time in ms (default exp:50)\n"
+    "  --mix NAME[=W],...     request mix: cpu,file,log,db,fanout,static or /path with\n"
+    "                         weights (default: all six pages, equal weights)\n"
+    "  --count N              stop after N requests\n"
+    "  --duration S           stop issuing after S seconds (default 10; 3600 with --count)\n"
+    "  --csv FILE             one line per request: label,start_ns,response_ns,status,\n"
+    "                         request_id,session,think_ns\n"
+    "  --seed N               random seed (default 1)\n"
+    "  --timeout-ms N         per-request socket timeout (default 10000)\n"
+    "  --idle-close-ms N      open: close connections idle this long (default 500)\n"
+    "  --quiet                no per-error messages\n";
+
+static int lg_parse_args(struct lg_state *st, int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"host", required_argument, NULL, 'H'},
+        {"port", required_argument, NULL, 'p'},
+        {"mode", required_argument, NULL, 'm'},
+        {"rate", required_argument, NULL, 'r'},
+        {"connections", required_argument, NULL, 'c'},
+        {"sessions", required_argument, NULL, 's'},
+        {"session-length", required_argument, NULL, 'l'},
+        {"think", required_argument, NULL, 't'},
+        {"mix", required_argument, NULL, 'x'},
+        {"count", required_argument, NULL, 'n'},
+        {"duration", required_argument, NULL, 'd'},
+        {"csv", required_argument, NULL, 'o'},
+        {"seed", required_argument, NULL, 'S'},
+        {"timeout-ms", required_argument, NULL, 'T'},
+        {"idle-close-ms", required_argument, NULL, 'i'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct lg_options *o = &st->opt;
+    int opt, index = 0;
+    unsigned long long v;
+    char *end;
+    while ((opt = getopt_long(argc, argv, "", options, &index)) != -1) {
+        int ok = 1;
+        switch (opt) {
+        case 'H':
+            o->host = optarg;
+            break;
+        case 'p':
+            ok = app_parse_uint(optarg, 1, 65535, &v) == 0;
+            o->port = (unsigned)v;
+            break;
+        case 'm':
+            ok = !strcmp(optarg, "open") || !strcmp(optarg, "session");
+            o->session_mode = !strcmp(optarg, "session");
+            break;
+        case 'r':
+            o->rate = strtod(optarg, &end);
+            ok = !*end && o->rate > 0 && o->rate <= 1e6;
+            break;
+        case 'c':
+            ok = app_parse_uint(optarg, 1, 10000, &v) == 0;
+            o->max_connections = (unsigned)v;
+            break;
+        case 's':
+            ok = app_parse_uint(optarg, 1, 10000, &v) == 0;
+            o->sessions = (unsigned)v;
+            break;
+        case 'l':
+            ok = app_parse_uint(optarg, 1, 1000000, &v) == 0;
+            o->session_length = (unsigned)v;
+            break;
+        case 't':
+            ok = lg_parse_think(o, optarg) == 0;
+            break;
+        case 'x':
+            if (lg_parse_mix(st, optarg) < 0) return -1;
+            break;
+        case 'n':
+            ok = app_parse_uint(optarg, 1, 100000000, &o->count) == 0;
+            break;
+        case 'd':
+            o->duration_s = strtod(optarg, &end);
+            ok = !*end && o->duration_s > 0 && o->duration_s <= 86400;
+            o->duration_set = 1;
+            break;
+        case 'o':
+            o->csv_path = optarg;
+            break;
+        case 'S':
+            ok = app_parse_uint(optarg, 0, ~0ull, &o->seed) == 0;
+            break;
+        case 'T':
+            ok = app_parse_uint(optarg, 1, 3600000, &v) == 0;
+            o->timeout_ms = (unsigned)v;
+            break;
+        case 'i':
+            ok = app_parse_uint(optarg, 0, 3600000, &v) == 0;
+            o->idle_close_ms = (unsigned)v;
+            break;
+        case 'q':
+            o->quiet = 1;
+            break;
+        case 'h':
+            fputs(lg_usage, stdout);
+            exit(0);
+        default:
+            fputs(lg_usage, stderr);
+            return -1;
+        }
+        if (!ok) {
+            fprintf(stderr, "loadgen: bad value for --%s: '%s'\n", options[index].name, optarg);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "loadgen: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (!o->duration_set && o->count != ~0ull)
+        o->duration_s = 3600; /* --count alone: the count bounds the run, an hour at most */
+    if (!o->port) {
+        fprintf(stderr, "loadgen: --port is required\n");
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static struct lg_state st;
+    st.opt = (struct lg_options){
+        .host = "127.0.0.1",
+        .rate = 50,
+        .max_connections = 256,
+        .sessions = 4,
+        .session_length = 10,
+        .think_kind = LG_THINK_EXP,
+        .think_a_ms = 50,
+        .count = ~0ull,
+        .duration_s = 10,
+        .seed = 1,
+        .timeout_ms = 10000,
+        .idle_close_ms = 500,
+    };
+    if (lg_parse_mix(&st, "cpu,file,log,db,fanout,static") < 0 ||
+        lg_parse_args(&st, argc, argv) < 0)
+        return 2;
+    signal(SIGPIPE, SIG_IGN);
+    pthread_mutex_init(&st.records_mutex, NULL);
+    pthread_mutex_init(&st.pool_mutex, NULL);
+    atomic_init(&st.issued, 0);
+    atomic_init(&st.stop, 0);
+    st.t0 = app_now_ns();
+    st.deadline = st.t0 + (uint64_t)(st.opt.duration_s * 1e9);
+    int rc = st.opt.session_mode ? lg_run_sessions(&st) : lg_run_open(&st);
+    double elapsed = (double)(app_now_ns() - st.t0) / 1e9;
+    size_t errors = lg_summary(&st, elapsed);
+    if (st.opt.csv_path && lg_write_csv(&st) < 0) rc = -1;
+    if (st.records_oom) {
+        fprintf(stderr, "loadgen: out of memory: some requests were not recorded\n");
+        rc = -1;
+    }
+    free(st.records);
+    free(st.clients);
+    free(st.idle);
+    free(st.backlog);
+    pthread_mutex_destroy(&st.records_mutex);
+    pthread_mutex_destroy(&st.pool_mutex);
+    return rc < 0 ? 2 : errors ? 1 : 0;
+}
