@@ -362,3 +362,21 @@ int pt4c_machine_final_samples(const struct pt4c_machine *m, const char *label,
     *n = m->final_is_d2_end ? s->d2_end : s->n;
     return 0;
 }
+
+int pt4c_machine_reference_samples(const struct pt4c_machine *m, const char *label,
+                                   const double **values, size_t *n)
+{
+    const struct pt4c_series *s = &m->overall;
+    if (label) {
+        s = pt4c_find_label((struct pt4c_machine *)m, label, 0);
+        if (!s) return -1;
+    }
+    if (m->final_is_d2_end) {
+        *values = s->values + s->d2_end;
+        *n = s->n - s->d2_end;
+    } else {
+        *values = s->values;
+        *n = s->d1_end;
+    }
+    return 0;
+}

@@ -220,4 +220,9 @@ int pt4c_machine_should_run(const struct pt4c_machine *m, double seconds);
 int pt4c_machine_final_samples(const struct pt4c_machine *m, const char *label,
                                const double **values, size_t *n);
 
+/* The samples d2 was last compared against: d1 (standard and short rounds)
+ * or d3 (validation). Same lifetime as pt4c_machine_final_samples. */
+int pt4c_machine_reference_samples(const struct pt4c_machine *m, const char *label,
+                                   const double **values, size_t *n);
+
 #endif
