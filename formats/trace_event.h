@@ -25,19 +25,28 @@ enum trace_event_type {
     TRACE_EV_SOCKOPT = 7, /* a socket option that changes timing */
     TRACE_EV_LOCK = 8,
     TRACE_EV_DB = 9,
-    TRACE_EV_LABEL = 10,  /* request label (e.g. "GET /cart") seen on a connection */
-    TRACE_EV_LOSS = 11,   /* events the tracer or collector could not keep */
-    TRACE_EV_STRING = 12, /* string table entry: id -> bytes */
-    TRACE_EV_STACK = 13,  /* stack table entry: id -> frames (addresses) */
+    TRACE_EV_LABEL = 10,   /* request label (e.g. "GET /cart") seen on a connection */
+    TRACE_EV_LOSS = 11,    /* events the tracer or collector could not keep */
+    TRACE_EV_STRING = 12,  /* string table entry: id -> bytes */
+    TRACE_EV_STACK = 13,   /* stack table entry: id -> frames (addresses) */
     TRACE_EV_CONTROL = 14, /* tracing switched on/off, process fork/exec markers */
     TRACE_EV_TYPE_COUNT
 };
 
 /* TRACE_EV_FILE ops */
 enum trace_file_op {
-    TRACE_FILE_OPEN = 1, TRACE_FILE_CLOSE, TRACE_FILE_READ, TRACE_FILE_WRITE,
-    TRACE_FILE_PREAD, TRACE_FILE_PWRITE, TRACE_FILE_FSYNC, TRACE_FILE_FDATASYNC,
-    TRACE_FILE_DUP, TRACE_FILE_SENDFILE, TRACE_FILE_COPY_RANGE, TRACE_FILE_SEEK,
+    TRACE_FILE_OPEN = 1,
+    TRACE_FILE_CLOSE,
+    TRACE_FILE_READ,
+    TRACE_FILE_WRITE,
+    TRACE_FILE_PREAD,
+    TRACE_FILE_PWRITE,
+    TRACE_FILE_FSYNC,
+    TRACE_FILE_FDATASYNC,
+    TRACE_FILE_DUP,
+    TRACE_FILE_SENDFILE,
+    TRACE_FILE_COPY_RANGE,
+    TRACE_FILE_SEEK,
     TRACE_FILE_TRUNCATE
 };
 
@@ -54,8 +63,12 @@ enum trace_conn_op {
     TRACE_CONN_LISTEN
 };
 
-enum trace_conn_proto { TRACE_PROTO_TCP = 1, TRACE_PROTO_UDP, TRACE_PROTO_UNIX_STREAM,
-                        TRACE_PROTO_UNIX_DGRAM };
+enum trace_conn_proto {
+    TRACE_PROTO_TCP = 1,
+    TRACE_PROTO_UDP,
+    TRACE_PROTO_UNIX_STREAM,
+    TRACE_PROTO_UNIX_DGRAM
+};
 
 /* TRACE_EV_LOCK ops and kinds */
 enum trace_lock_op {
@@ -64,13 +77,21 @@ enum trace_lock_op {
     TRACE_LOCK_TIMED,       /* timedlock; result 0 = acquired */
     TRACE_LOCK_RELEASE
 };
-enum trace_lock_kind { TRACE_LOCK_MUTEX = 1, TRACE_LOCK_RWLOCK, TRACE_LOCK_FLOCK,
-                       TRACE_LOCK_FCNTL, TRACE_LOCK_OFD };
+enum trace_lock_kind {
+    TRACE_LOCK_MUTEX = 1,
+    TRACE_LOCK_RWLOCK,
+    TRACE_LOCK_FLOCK,
+    TRACE_LOCK_FCNTL,
+    TRACE_LOCK_OFD
+};
 enum trace_lock_mode { TRACE_LOCK_EXCLUSIVE = 1, TRACE_LOCK_SHARED };
 
 /* TRACE_EV_DB ops */
 enum trace_db_op {
-    TRACE_DB_CONNECT = 1, TRACE_DB_QUERY, TRACE_DB_PREPARE, TRACE_DB_EXECUTE,
+    TRACE_DB_CONNECT = 1,
+    TRACE_DB_QUERY,
+    TRACE_DB_PREPARE,
+    TRACE_DB_EXECUTE,
     TRACE_DB_FETCH, /* result fetching: rows/bytes delivered to the app */
     TRACE_DB_CLOSE
 };
@@ -78,24 +99,30 @@ enum trace_db_source { TRACE_DB_CAPI = 1, TRACE_DB_WIRE };
 
 /* TRACE_EV_CONTROL ops */
 enum trace_control_op {
-    TRACE_CTL_TRACING_ON = 1, TRACE_CTL_TRACING_OFF, TRACE_CTL_FORK, TRACE_CTL_EXEC,
+    TRACE_CTL_TRACING_ON = 1,
+    TRACE_CTL_TRACING_OFF,
+    TRACE_CTL_FORK,
+    TRACE_CTL_EXEC,
     TRACE_CTL_RING_WRAP /* --max-size dropped the span [a, b] of older chunks */
 };
 
 /* TRACE_EV_LOSS reasons */
-enum trace_loss_reason { TRACE_LOSS_BUFFER_FULL = 1, TRACE_LOSS_RING_OVERWRITE,
-                         TRACE_LOSS_SALVAGE };
+enum trace_loss_reason {
+    TRACE_LOSS_BUFFER_FULL = 1,
+    TRACE_LOSS_RING_OVERWRITE,
+    TRACE_LOSS_SALVAGE
+};
 
 /* flags (any type) */
-#define TRACE_F_ERROR 0x0001    /* the call failed; result holds -errno */
-#define TRACE_F_NONBLOCK 0x0002 /* descriptor was non-blocking */
-#define TRACE_F_STDIO 0x0004    /* attributed from buffered stdio */
-#define TRACE_F_MSG_MORE 0x0008 /* send with MSG_MORE */
+#define TRACE_F_ERROR 0x0001         /* the call failed; result holds -errno */
+#define TRACE_F_NONBLOCK 0x0002      /* descriptor was non-blocking */
+#define TRACE_F_STDIO 0x0004         /* attributed from buffered stdio */
+#define TRACE_F_MSG_MORE 0x0008      /* send with MSG_MORE */
 #define TRACE_F_CPU_ESTIMATED 0x0010 /* CPU time estimated, not measured */
 
 struct trace_file_event {
     int32_t fd;
-    uint32_t path_id;   /* string id of the path (open) or 0 */
+    uint32_t path_id; /* string id of the path (open) or 0 */
     uint64_t dev, ino;
     int64_t offset;     /* offset the operation used; -1 when not applicable */
     uint64_t size;      /* requested bytes */
@@ -109,9 +136,9 @@ struct trace_net_event {
     int32_t fd;
     uint32_t msg_flags;
     uint64_t conn_id;
-    uint64_t size;   /* requested bytes */
-    int64_t result;  /* bytes moved or -errno */
-    uint32_t nmsgs;  /* sendmmsg/recvmmsg: messages */
+    uint64_t size;  /* requested bytes */
+    int64_t result; /* bytes moved or -errno */
+    uint32_t nmsgs; /* sendmmsg/recvmmsg: messages */
 };
 
 struct trace_conn_event {
@@ -135,7 +162,7 @@ struct trace_sockopt_event {
 struct trace_lock_event {
     uint8_t kind, mode;
     int32_t result;
-    uint64_t lock_id; /* address for pthread locks; dev^ino^range hash for file locks */
+    uint64_t lock_id;   /* address for pthread locks; dev^ino^range hash for file locks */
     int64_t start, len; /* file locks: byte range */
 };
 
@@ -155,7 +182,7 @@ struct trace_label_event {
 };
 
 struct trace_loss_event {
-    uint64_t count;     /* events lost */
+    uint64_t count; /* events lost */
     uint64_t from_ns, to_ns;
     uint32_t reason;
 };
@@ -208,5 +235,11 @@ struct trace_event {
 
 /* Name of a type, e.g. "file"; "unknown" for values out of range. */
 const char *trace_event_type_name(unsigned type);
+/* Name of an operation of a type, e.g. "write" for (TRACE_EV_FILE,
+ * TRACE_FILE_WRITE); NULL when the pair has no name (print the number). */
+const char *trace_event_op_name(unsigned type, unsigned op);
+/* Names of the flag bits (TRACE_F_*), indexed by bit number; NULL past the
+ * last. */
+const char *trace_event_flag_name(unsigned bit);
 
 #endif

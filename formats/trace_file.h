@@ -18,18 +18,18 @@
 #define TRACE_MAX_CPU_SCORES 8
 
 struct trace_cpu_score {
-    char name[24];   /* benchmark kernel name, e.g. "zstd-compress" */
-    double seconds;  /* single-thread time of the kernel at record time */
+    char name[24];  /* benchmark kernel name, e.g. "zstd-compress" */
+    double seconds; /* single-thread time of the kernel at record time */
 };
 
 struct trace_header {
     uint16_t version_major, version_minor; /* filled by the writer / reader */
     char host[256];
-    char component[64];      /* e.g. "frontend"; empty when not given */
-    char recording_id[40];   /* shared by every file of one `preplay record` run */
+    char component[64];    /* e.g. "frontend"; empty when not given */
+    char recording_id[40]; /* shared by every file of one `preplay record` run */
     char tracer_version[32];
     char exe[4096];
-    char *argv_joined;       /* argv, each argument NUL-terminated, argv_len bytes */
+    char *argv_joined; /* argv, each argument NUL-terminated, argv_len bytes */
     uint32_t argv_len;
     uint32_t pid, ppid;
     uint64_t mono_anchor_ns; /* CLOCK_MONOTONIC and CLOCK_REALTIME read together */
@@ -80,8 +80,16 @@ const struct trace_header *trace_reader_header(const struct trace_reader *r);
 int trace_reader_next(struct trace_reader *r, struct trace_event *ev);
 const char *trace_reader_error(const struct trace_reader *r);
 const char *trace_reader_warning(const struct trace_reader *r); /* NULL if none */
-/* Looks up an interned string seen so far in this file (NULL if unknown). */
+/* Looks up an interned string seen so far in this file (NULL if unknown).
+ * The bytes are NUL-terminated after *len; the pointer stays valid until the
+ * next trace_reader_next. The table keeps every distinct string of the file
+ * (memory: total string bytes + ~40 bytes per id; see FORMAT.md §7). */
 const char *trace_reader_string(const struct trace_reader *r, uint32_t id, uint32_t *len);
+/* Records of types this reader does not know (a later minor version) that
+ * were skipped so far. */
+uint64_t trace_reader_skipped(const struct trace_reader *r);
+/* Size of the trace file in bytes. */
+uint64_t trace_reader_file_bytes(const struct trace_reader *r);
 void trace_reader_close(struct trace_reader *r);
 
 #endif
