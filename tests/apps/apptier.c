@@ -104,6 +104,7 @@ static void apptier_serve(int fd, unsigned worker, void *ctx)
         } else {
             ok = apptier_handle(at, worker, &req, payload, sizeof payload, &len);
         }
+        uint64_t end_ns = app_now_ns(); /* before the send: see README.md */
         if (app_proto_write_response(fd, ok == 0 ? APP_STATUS_OK : APP_STATUS_ERROR, req.request_id,
                                      payload, len) < 0)
             return;
@@ -111,7 +112,7 @@ static void apptier_serve(int fd, unsigned worker, void *ctx)
                                        .parent_id = req.parent_id,
                                        .label = label,
                                        .start_ns = start_ns,
-                                       .end_ns = app_now_ns()};
+                                       .end_ns = end_ns};
         side_log_record(at->side_log, worker, &entry);
     }
 }

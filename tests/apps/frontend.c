@@ -361,8 +361,10 @@ static void frontend_route(struct frontend *fe, unsigned worker, const struct fr
     }
 }
 
-/* Sends head + body from the worker's buffer in one write. */
-static int frontend_send(int fd, struct frontend_reply *r, uint64_t id, int keep_alive)
+/* Sends head + body from the worker's buffer in one write. *end_ns is taken just
+ * before that write, so the client's receive is causally after it (README.md). */
+static int frontend_send(int fd, struct frontend_reply *r, uint64_t id, int keep_alive,
+                         uint64_t *end_ns)
 {
     char head[FRONTEND_RESPONSE_ROOM];
     int n = snprintf(head, sizeof head,
@@ -373,6 +375,7 @@ static int frontend_send(int fd, struct frontend_reply *r, uint64_t id, int keep
                      r->len, (unsigned long long)id, keep_alive ? "keep-alive" : "close");
     char *start = r->body - n;
     memcpy(start, head, (size_t)n);
+    if (end_ns) *end_ns = app_now_ns();
     return app_write_all(fd, start, (size_t)n + r->len);
 }
 
@@ -405,7 +408,7 @@ static void frontend_serve(int fd, unsigned worker, void *ctx)
                 struct frontend_reply r = {.status = 431,
                                            .body = w->response + FRONTEND_RESPONSE_ROOM};
                 frontend_reply_printf(&r, "request head longer than %d bytes\n", FRONTEND_HEAD_MAX);
-                frontend_send(fd, &r, 0, 0);
+                frontend_send(fd, &r, 0, 0, NULL);
                 return;
             }
             ssize_t n = recv(fd, buf + have, FRONTEND_HEAD_MAX - have, 0);
@@ -443,11 +446,12 @@ static void frontend_serve(int fd, unsigned worker, void *ctx)
         } else {
             frontend_route(fe, worker, &rq, id, &r);
         }
-        int sent = frontend_send(fd, &r, id, keep_alive);
+        uint64_t end_ns = 0;
+        int sent = frontend_send(fd, &r, id, keep_alive, &end_ns);
         struct side_log_entry entry = {.id = id,
                                        .label = rq.label,
                                        .start_ns = start_ns,
-                                       .end_ns = app_now_ns(),
+                                       .end_ns = end_ns,
                                        .nested_count = r.nested_count};
         memcpy(entry.nested_ids, r.nested_ids, sizeof entry.nested_ids);
         if (sent == 0) side_log_record(fe->side_log, worker, &entry);

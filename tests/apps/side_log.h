@@ -20,7 +20,7 @@ struct side_log_entry {
     uint64_t parent_id; /* front-end request that caused this one, 0 for none */
     const char *label;  /* "GET /cpu", "lookup", ... */
     uint64_t start_ns;  /* CLOCK_MONOTONIC: first byte of the request received */
-    uint64_t end_ns;    /* CLOCK_MONOTONIC: last byte of the response sent */
+    uint64_t end_ns;    /* CLOCK_MONOTONIC: just before the write of the response */
     unsigned nested_count;
     uint64_t nested_ids[SIDE_LOG_MAX_NESTED];
 };

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# tests/apps/test-sample.sh - integration test of the sample application: starts
+# MariaDB, the app tier and the front end (run-sample.sh), checks page contents
+# against the database, runs the load generator in open-loop, session and
+# count-bounded modes, then checks the side logs against what the clients sent
+# (check-sidelog.py). Runs in the Release and the ASan build (PREPLAY_SANITIZE=1:
+# the tiers and loadgen are ASan-built, so a leak or error at exit fails the
+# teardown). Keeps its directory when it fails and says where.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ "${1:-}" = "--workload" ]; then
+  # Runs inside run-sample.sh with SAMPLE_* set; writes CSVs into $SAMPLE_DIR.
+  out=$SAMPLE_DIR/client
+  mkdir -p "$out"
+  base="http://127.0.0.1:$SAMPLE_PORT"
+  sql() { mariadb --no-defaults --socket="$SAMPLE_DB_SOCKET" -usample sample --batch --skip-column-names -e "$1"; }
+  echo "label,start_ns,response_ns,status,request_id,session,think_ns" >"$out/curl.csv"
+  get() { # get PATH: body into $out/body, a CSV row for the side-log check
+    local status
+    status=$(curl -sS --max-time 20 -D "$out/head" -o "$out/body" -w '%{http_code}' "$base$1")
+    local id
+    id=$(tr -d '\r' <"$out/head" | sed -n 's/^X-Request-Id: //Ip')
+    echo "GET ${1%%\?*},0,0,$status,$id,0,0" >>"$out/curl.csv"
+    [ "$status" = 200 ] || { echo "FAIL: GET $1 answered $status: $(cat "$out/body")"; exit 1; }
+  }
+
+  get "/db?key=7"
+  want=$(sql "SELECT id, name, region FROM customers WHERE id = 7;
+    SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM orders WHERE customer_id = 7;
+    SELECT c.region, p.category, COUNT(*), SUM(o.amount), MAX(o.quantity)
+    FROM orders o JOIN customers c ON c.id = o.customer_id JOIN products p ON p.id = o.product_id
+    WHERE (o.id + 7) % 3 <> 0 GROUP BY c.region, p.category ORDER BY c.region, p.category")
+  [ "$(cat "$out/body")" = "$want" ] || { echo "FAIL: /db?key=7 body differs from the database:"; diff <(echo "$want") "$out/body" | head; exit 1; }
+  [ "$(echo "$want" | wc -l)" -eq 32 ] || { echo "FAIL: expected 1 + 1 + 30 rows for key 7, got: $want"; exit 1; }
+  echo "ok: /db?key=7 matches the database (32 rows)"
+
+  get "/fanout?key=5"
+  product=$(sql "SELECT id, name, category, price FROM products WHERE id = 6")
+  orders=$(sql "SELECT COUNT(*), COALESCE(SUM(quantity), 0) FROM orders WHERE product_id = 6")
+  grep -qF "db=$product" "$out/body" && grep -qF "db=$orders" "$out/body" &&
+    [ "$(grep -c '^lookup [0-9]*: key=5 \|^render [0-9]*: key=5 ' "$out/body")" -eq 2 ] ||
+    { echo "FAIL: /fanout?key=5 body lacks the app tier's answers ($product / $orders):"; cat "$out/body"; exit 1; }
+  echo "ok: /fanout?key=5 carries both app-tier answers"
+
+  get "/static"
+  grep -q '<h1>preplay sample application</h1>' "$out/body" || { echo "FAIL: /static body:"; head -5 "$out/body"; exit 1; }
+  get "/cpu?ms=1"
+  grep -Eq '^cpu ms=1 result=[0-9a-f]{16}$' "$out/body" || { echo "FAIL: /cpu body: $(cat "$out/body")"; exit 1; }
+  get "/file"
+  grep -Eq '^file read=16384@[0-9]+ wrote=16384@0 checksum=[0-9a-f]{16}$' "$out/body" || { echo "FAIL: /file body: $(cat "$out/body")"; exit 1; }
+  get "/log"
+  grep -Eq '^seq=1 request=[0-9]+ worker=[0-9]+ digest=[0-9a-f]{16}$' "$out/body" || { echo "FAIL: /log body: $(cat "$out/body")"; exit 1; }
+  echo "ok: /static, /cpu, /file, /log bodies"
+
+  lg="$SAMPLE_BIN_DIR/loadgen --port $SAMPLE_PORT --quiet"
+  $lg --mode open --rate 40 --duration 3 --seed 1 --csv "$out/open.csv"
+  $lg --mode session --sessions 4 --session-length 8 --think exp:20 --duration 3 --seed 2 \
+    --csv "$out/session.csv"
+  $lg --mode open --rate 200 --count 25 --mix fanout=3,static=1 --seed 3 --csv "$out/count.csv"
+  rows=$(($(wc -l <"$out/count.csv") - 1))
+  [ "$rows" -eq 25 ] || { echo "FAIL: --count 25 sent $rows requests"; exit 1; }
+  sessions=$(tail -n +2 "$out/session.csv" | cut -d, -f6 | sort -u | wc -l)
+  [ "$sessions" -ge 4 ] || { echo "FAIL: session mode used $sessions sessions, want at least 4"; exit 1; }
+  echo "ok: load generator: $(($(wc -l <"$out/open.csv") - 1)) open-loop, $(($(wc -l <"$out/session.csv") - 1)) in $sessions sessions, $rows count-bounded"
+  exit 0
+fi
+
+for tool in mariadbd mariadb curl; do
+  command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] ||
+    { echo "FAIL: $tool is not installed (tools/install-deps installs it)"; exit 1; }
+done
+: "${PREPLAY_BUILD_DIR:?run through ctest (PREPLAY_BUILD_DIR is not set)}"
+export SAMPLE_BIN_DIR=$PREPLAY_BUILD_DIR/tests/apps
+if [ "${PREPLAY_SANITIZE:-0}" = 1 ] && ! grep -q __asan_init "$SAMPLE_BIN_DIR/frontend"; then
+  echo "FAIL: PREPLAY_SANITIZE=1 but $SAMPLE_BIN_DIR/frontend is not ASan-built"; exit 1
+fi
+work=$(mktemp -d /tmp/preplay-sample-test.XXXXXX)
+keep_on_failure() { echo "test-sample: failed; files kept in $work"; }
+trap keep_on_failure ERR
+
+if ! "$here/run-sample.sh" --dir "$work/run" --timeout 120 -- "$here/test-sample.sh" --workload; then
+  echo "FAIL: the sample application or its workload failed (files in $work)"
+  for f in "$work"/run/logs/*.err; do echo "--- $f"; tail -n 20 "$f"; done
+  exit 1
+fi
+c=$work/run/client
+if ! /usr/bin/python3 "$here/check-sidelog.py" --frontend "$work/run/logs/frontend.sidelog" \
+    --apptier "$work/run/logs/apptier.sidelog" --csv "$c/curl.csv" --csv "$c/open.csv" \
+    --csv "$c/session.csv" --csv "$c/count.csv" --shared-log "$work/run/frontend/shared.log"; then
+  echo "FAIL: side logs disagree with the clients (files in $work)"
+  exit 1
+fi
+trap - ERR
+rm -rf "$work"
+echo "PASS"
