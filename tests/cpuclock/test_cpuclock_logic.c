@@ -1,0 +1,383 @@
+/* test_cpuclock_logic.c - unit tests of the CPU clock's user-side logic without
+ * BPF: slot value computation, the sequence-checked read and claim against a
+ * simulated kernel (a signal handler interrupting the thread is exactly how a
+ * context switch interleaves with the thread's own code), slot ownership, the
+ * fallback's estimates, the TSC conversion block, and attach's refusals.
+ * Never needs root.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpuclock.h"
+
+static uint64_t test_clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t test_gettid(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
+
+/* A table in ordinary memory, laid out like the BPF map. */
+static struct cpuclock_table test_table_new(void)
+{
+    struct cpuclock_table table;
+    table.map_bytes = (size_t)CPUCLOCK_MAP_ENTRIES * CPUCLOCK_SLOT_SIZE;
+    table.slots = calloc(1, table.map_bytes);
+    assert_non_null(table.slots);
+    table.header = (struct cpuclock_header *)(table.slots + CPUCLOCK_SLOT_COUNT);
+    return table;
+}
+
+static void test_slot_value_cases(void **state)
+{
+    (void)state;
+    /* running since 1000 with 500 accumulated */
+    assert_int_equal(cpuclock_slot_value(500, 1000, 900, 1300), 800);
+    /* caller's time between switch-out (900) and switch-in (1000): off CPU */
+    assert_int_equal(cpuclock_slot_value(500, 1000, 900, 950), 500);
+    /* caller's time before the switch-out: ran from 850 to 900 after it */
+    assert_int_equal(cpuclock_slot_value(500, 1000, 900, 850), 450);
+    /* never below zero */
+    assert_int_equal(cpuclock_slot_value(10, 1000, 900, 100), 0);
+}
+
+/* Simulated kernel: each "switch" writes total and on_since so that
+ * total - on_since == test_invariant, bumping seq like the BPF program. */
+static struct cpuclock_slot *test_simulated_slot;
+static volatile sig_atomic_t test_switches;
+static const uint64_t test_invariant = 123456789u;
+
+static void test_simulated_switch(int signal_number)
+{
+    (void)signal_number;
+    struct cpuclock_slot *slot = test_simulated_slot;
+    if (!slot) return;
+    uint64_t on = atomic_load_explicit(&slot->on_cpu_since_ns, memory_order_relaxed) + 1000;
+    atomic_store_explicit(&slot->off_cpu_since_ns, on - 10, memory_order_relaxed);
+    atomic_store_explicit(&slot->total_ns, on + test_invariant, memory_order_relaxed);
+    atomic_fetch_add_explicit(&slot->seq, 1, memory_order_relaxed);
+    atomic_store_explicit(&slot->on_cpu_since_ns, on, memory_order_relaxed);
+    atomic_fetch_add_explicit(&slot->seq, 1, memory_order_relaxed);
+    test_switches++;
+}
+
+static void test_start_switch_timer(struct cpuclock_slot *slot)
+{
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = test_simulated_switch;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    assert_int_equal(sigaction(SIGALRM, &action, NULL), 0);
+    test_simulated_slot = slot;
+    test_switches = 0;
+    struct itimerval every = {{0, 20}, {0, 20}};
+    assert_int_equal(setitimer(ITIMER_REAL, &every, NULL), 0);
+}
+
+static void test_stop_switch_timer(void)
+{
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    test_simulated_slot = NULL;
+}
+
+static void test_read_is_consistent_under_switches(void **state)
+{
+    (void)state;
+    struct cpuclock_table table = test_table_new();
+    struct cpuclock_thread th;
+    uint32_t tid = test_gettid();
+    assert_int_equal(cpuclock_thread_claim(&table, &th, tid), CPUCLOCK_MODE_BPF);
+    /* establish the invariant before the switches begin */
+    atomic_store(&th.slot->on_cpu_since_ns, 1000000u);
+    atomic_store(&th.slot->total_ns, 1000000u + test_invariant);
+    test_start_switch_timer(th.slot);
+    uint64_t reads = 0, inconsistent = 0;
+    uint64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + 300000000u;
+    while (test_clock_ns(CLOCK_MONOTONIC) < deadline || test_switches < 100) {
+        /* a far-future now keeps the value in the "running" branch */
+        uint64_t now = UINT64_C(1) << 60;
+        unsigned flags = 0;
+        uint64_t value = cpuclock_thread_now(&th, now, &flags);
+        assert_int_equal(flags, CPUCLOCK_EXACT);
+        if (value != now + test_invariant) inconsistent++;
+        reads++;
+    }
+    test_stop_switch_timer();
+    fprintf(stderr, "reads %llu, simulated switches %d, inconsistent %llu\n",
+            (unsigned long long)reads, (int)test_switches, (unsigned long long)inconsistent);
+    assert_true(test_switches >= 100);
+    assert_int_equal(inconsistent, 0);
+    cpuclock_thread_release(&th);
+    free(table.slots);
+}
+
+/* Claim while the simulated kernel keeps switching the thread: each switch
+ * stores its own time as on_cpu_since. The claim's sequence check must never
+ * leave older values (read before a switch, stored after it) in the slot. */
+static struct cpuclock_slot *test_switching_slot;
+static volatile uint64_t test_last_switch_ns;
+
+static void test_switch_now(int signal_number)
+{
+    (void)signal_number;
+    struct cpuclock_slot *slot = test_switching_slot;
+    if (!slot || atomic_load_explicit(&slot->tid, memory_order_relaxed) == 0) return;
+    uint64_t now = test_clock_ns(CLOCK_MONOTONIC);
+    atomic_store_explicit(&slot->total_ns, test_clock_ns(CLOCK_THREAD_CPUTIME_ID),
+                          memory_order_relaxed);
+    atomic_store_explicit(&slot->on_cpu_since_ns, now, memory_order_relaxed);
+    atomic_fetch_add_explicit(&slot->seq, 1, memory_order_relaxed);
+    test_last_switch_ns = now;
+}
+
+static void test_claim_retries_across_switches(void **state)
+{
+    (void)state;
+    struct cpuclock_table table = test_table_new();
+    uint32_t tid = test_gettid();
+    struct cpuclock_slot *slot = &table.slots[tid & (CPUCLOCK_SLOT_COUNT - 1)];
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = test_switch_now;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    assert_int_equal(sigaction(SIGALRM, &action, NULL), 0);
+    test_switching_slot = slot;
+    test_last_switch_ns = 0;
+    struct itimerval every = {{0, 30}, {0, 30}};
+    assert_int_equal(setitimer(ITIMER_REAL, &every, NULL), 0);
+    int claims = 0, interrupted = 0;
+    for (; claims < 3000; claims++) {
+        struct cpuclock_thread th;
+        sigset_t block, old;
+        uint32_t seq_before = atomic_load(&slot->seq);
+        enum cpuclock_mode mode = cpuclock_thread_claim(&table, &th, tid);
+        sigemptyset(&block);
+        sigaddset(&block, SIGALRM);
+        pthread_sigmask(SIG_BLOCK, &block, &old); /* hold the "kernel" off */
+        assert_int_equal(mode, CPUCLOCK_MODE_BPF);
+        if (atomic_load(&slot->seq) != seq_before) interrupted++;
+        assert_true(atomic_load(&slot->on_cpu_since_ns) >= test_last_switch_ns);
+        cpuclock_thread_release(&th);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    test_switching_slot = NULL;
+    fprintf(stderr, "%d claims, %d with switches during the claim\n", claims, interrupted);
+    assert_true(interrupted > 0);
+    free(table.slots);
+}
+
+static void test_claim_ownership(void **state)
+{
+    (void)state;
+    struct cpuclock_table table = test_table_new();
+    uint32_t me = test_gettid();
+    uint32_t colliding = me + CPUCLOCK_SLOT_COUNT; /* same slot, another tid */
+    struct cpuclock_thread mine, other;
+
+    /* a free slot is taken, and holds our tid and our CPU time */
+    assert_int_equal(cpuclock_thread_claim(&table, &mine, me), CPUCLOCK_MODE_BPF);
+    struct cpuclock_slot *slot = mine.slot;
+    assert_ptr_equal(slot, &table.slots[me & (CPUCLOCK_SLOT_COUNT - 1)]);
+    assert_int_equal(atomic_load(&slot->tid), me);
+    uint64_t cpu = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t now = test_clock_ns(CLOCK_MONOTONIC);
+    uint64_t value = cpuclock_thread_now(&mine, now, NULL);
+    assert_true(value <= cpu + 1000000u && value + 1000000u >= cpu);
+
+    /* a live owner (this thread) keeps its slot: the colliding tid falls back */
+    assert_int_equal(cpuclock_thread_claim(&table, &other, colliding), CPUCLOCK_MODE_FALLBACK);
+    assert_int_equal(atomic_load(&slot->tid), me);
+    cpuclock_thread_release(&other);
+    assert_int_equal(atomic_load(&slot->tid), me);
+
+    /* release frees it */
+    cpuclock_thread_release(&mine);
+    assert_int_equal(atomic_load(&slot->tid), 0);
+
+    /* a slot left behind by a dead thread is taken over */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) _exit(0);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    struct cpuclock_slot *dead_slot = &table.slots[(uint32_t)child & (CPUCLOCK_SLOT_COUNT - 1)];
+    atomic_store(&dead_slot->tid, (uint32_t)child);
+    uint32_t heir = (uint32_t)child + CPUCLOCK_SLOT_COUNT;
+    assert_int_equal(cpuclock_thread_claim(&table, &other, heir), CPUCLOCK_MODE_BPF);
+    assert_int_equal(atomic_load(&dead_slot->tid), heir);
+    cpuclock_thread_release(&other);
+
+    /* no table: fallback */
+    assert_int_equal(cpuclock_thread_claim(NULL, &other, me), CPUCLOCK_MODE_FALLBACK);
+    assert_null(other.slot);
+    free(table.slots);
+}
+
+static void test_spin_cpu(uint64_t ns)
+{
+    uint64_t end = test_clock_ns(CLOCK_THREAD_CPUTIME_ID) + ns;
+    while (test_clock_ns(CLOCK_THREAD_CPUTIME_ID) < end) {
+    }
+}
+
+static void test_fallback_estimates_and_syncs(void **state)
+{
+    (void)state;
+    struct cpuclock_thread th;
+    assert_int_equal(cpuclock_thread_claim(NULL, &th, test_gettid()), CPUCLOCK_MODE_FALLBACK);
+    unsigned flags = 0;
+    uint64_t start_mono = test_clock_ns(CLOCK_MONOTONIC);
+    uint64_t first = cpuclock_thread_now(&th, start_mono, &flags);
+    /* within the threshold of the claim's precise read: an estimate */
+    if (start_mono - th.precise_mono_ns < th.threshold_ns)
+        assert_int_equal(flags, CPUCLOCK_ESTIMATED);
+    /* a long gap forces a precise read, matching the syscall */
+    test_spin_cpu(2000000u);
+    uint64_t mono = test_clock_ns(CLOCK_MONOTONIC);
+    uint64_t precise = cpuclock_thread_now(&th, mono, &flags);
+    uint64_t truth = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    assert_int_equal(flags, CPUCLOCK_EXACT);
+    assert_true(precise <= truth && truth - precise < 200000u);
+    assert_true(precise - first >= 2000000u);
+    /* a short gap right after is estimated as running wall time */
+    uint64_t later = cpuclock_thread_now(&th, mono + 5000u, &flags);
+    assert_int_equal(flags, CPUCLOCK_ESTIMATED);
+    assert_int_equal(later - precise, 5000u);
+    /* the value never goes back even if estimates ran ahead of the truth */
+    th.reported_cpu_ns += 10000000u;
+    uint64_t ahead = th.reported_cpu_ns;
+    uint64_t synced = cpuclock_thread_now(&th, mono + 10u * th.threshold_ns, &flags);
+    assert_int_equal(flags, CPUCLOCK_EXACT);
+    assert_int_equal(synced, ahead);
+    assert_true(th.precise_reads >= 3 && th.estimated_reads >= 1);
+    cpuclock_thread_release(&th);
+    assert_int_equal(th.mode, CPUCLOCK_MODE_NONE);
+}
+
+static void test_tsc_conversion(void **state)
+{
+    (void)state;
+    struct cpuclock_tsc tsc;
+    memset(&tsc, 0, sizeof tsc);
+    assert_int_equal(cpuclock_tsc_calibrate(&tsc, 10000000u), 0);
+    assert_int_equal(atomic_load(&tsc.valid), 1);
+    uint64_t worst = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint64_t before = test_clock_ns(CLOCK_MONOTONIC);
+        uint64_t converted = cpuclock_tsc_mono_now(&tsc);
+        uint64_t after = test_clock_ns(CLOCK_MONOTONIC);
+        uint64_t error = converted < before  ? before - converted
+                         : converted > after ? converted - after
+                                             : 0;
+        if (error > worst) worst = error;
+    }
+    fprintf(stderr, "TSC conversion: worst error right after calibration %llu ns\n",
+            (unsigned long long)worst);
+    assert_true(worst < 2000u);
+    /* recalibration continues from the current conversion: no jump */
+    uint64_t t = cpuclock_rdtsc();
+    uint64_t before = cpuclock_tsc_to_mono(&tsc, t);
+    assert_int_equal(cpuclock_tsc_recalibrate(&tsc, 1000000000u), 0);
+    uint64_t after = cpuclock_tsc_to_mono(&tsc, t);
+    uint64_t jump = after > before ? after - before : before - after;
+    assert_true(jump < 1000u);
+    assert_int_equal(atomic_load(&tsc.calibrations), 2);
+    /* conversion of a TSC before the base goes backwards, not to 2^64 */
+    assert_true(cpuclock_tsc_to_mono(&tsc, atomic_load(&tsc.base_tsc) - 1000u) <
+                atomic_load(&tsc.base_mono_ns));
+}
+
+static struct cpuclock_tsc test_shared_tsc;
+static atomic_int test_writer_stop;
+
+static void *test_tsc_writer(void *argument)
+{
+    (void)argument;
+    while (!atomic_load(&test_writer_stop))
+        cpuclock_tsc_recalibrate(&test_shared_tsc, 1000000u);
+    return NULL;
+}
+
+static void test_tsc_reader_during_recalibration(void **state)
+{
+    (void)state;
+    memset(&test_shared_tsc, 0, sizeof test_shared_tsc);
+    assert_int_equal(cpuclock_tsc_calibrate(&test_shared_tsc, 5000000u), 0);
+    pthread_t writer;
+    atomic_store(&test_writer_stop, 0);
+    assert_int_equal(pthread_create(&writer, NULL, test_tsc_writer, NULL), 0);
+    uint64_t worst = 0;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t before = test_clock_ns(CLOCK_MONOTONIC);
+        uint64_t converted = cpuclock_tsc_mono_now(&test_shared_tsc);
+        uint64_t after = test_clock_ns(CLOCK_MONOTONIC);
+        uint64_t error = converted < before  ? before - converted
+                         : converted > after ? converted - after
+                                             : 0;
+        if (error > worst) worst = error;
+    }
+    atomic_store(&test_writer_stop, 1);
+    pthread_join(writer, NULL);
+    fprintf(stderr, "TSC conversion during %llu recalibrations: worst error %llu ns\n",
+            (unsigned long long)atomic_load(&test_shared_tsc.calibrations),
+            (unsigned long long)worst);
+    assert_true(atomic_load(&test_shared_tsc.calibrations) > 10);
+    /* a torn read would be off by seconds; preemption between reads by up to ms */
+    assert_true(worst < 50000000u);
+}
+
+static void test_attach_refuses_other_fds(void **state)
+{
+    (void)state;
+    struct cpuclock_table table;
+    char err[256];
+    int fd = memfd_create("not-a-table", 0);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)CPUCLOCK_MAP_ENTRIES * CPUCLOCK_SLOT_SIZE + 4096), 0);
+    assert_int_equal(cpuclock_attach(fd, &table, err, sizeof err), -1);
+    assert_non_null(strstr(err, "is not a CPU clock table"));
+    assert_null(table.slots);
+    close(fd);
+    assert_int_equal(cpuclock_attach(-1, &table, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot map the CPU clock table (fd -1)"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slot_value_cases),
+        cmocka_unit_test(test_read_is_consistent_under_switches),
+        cmocka_unit_test(test_claim_retries_across_switches),
+        cmocka_unit_test(test_claim_ownership),
+        cmocka_unit_test(test_fallback_estimates_and_syncs),
+        cmocka_unit_test(test_tsc_conversion),
+        cmocka_unit_test(test_tsc_reader_during_recalibration),
+        cmocka_unit_test(test_attach_refuses_other_fds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,250 @@
+/* cpuclock.h - per-thread CPU time at every traced event without a syscall per event.
+ *
+ * The tracer needs each thread's CPU time at every event. CLOCK_THREAD_CPUTIME_ID
+ * is a ~390 ns syscall here, so this module offers two cheaper sources behind one
+ * read function (docs/cpu-time.md has the design and the measurements):
+ *
+ *   BPF mode   A BPF program on sched_switch (loaded by the collector, which runs
+ *              as root: cpuclock_loader.h) writes, for every thread that claimed a
+ *              slot of a shared mmap-able array, its scheduler CPU time at the last
+ *              switch and the CLOCK_MONOTONIC time it was switched in. The thread
+ *              reads total + (now - on_cpu_since) under a sequence check: exact at
+ *              every context switch, a few ns per read, no syscall.
+ *   fallback   Without the BPF table (no root, no BPF, other pid namespace) the
+ *              thread reads CLOCK_THREAD_CPUTIME_ID only when the wall time since
+ *              the last precise read exceeds a threshold and estimates shorter
+ *              segments as running wall time (flagged CPUCLOCK_ESTIMATED).
+ *
+ * Both give the thread's CPU clock (same origin as CLOCK_THREAD_CPUTIME_ID), so
+ * segment CPU time is the difference of two reads. "now" is CLOCK_MONOTONIC
+ * nanoseconds; cpuclock_tsc_to_mono() turns an rdtsc value into it in ~ns using a
+ * seqlock-protected parameter block one process calibrates and many read.
+ *
+ * The read path (cpuclock_thread_now, cpuclock_tsc_*_now/_to_mono) is async-signal-
+ * safe: no locks, no allocation, no syscalls in BPF mode (the fallback makes one
+ * clock_gettime when its threshold is exceeded). This header must never grow
+ * anything that blocks or allocates on that path. The app side (this header and
+ * the preplay_cpuclock library) never needs libbpf.
+ */
+#ifndef PREPLAY_CPUCLOCK_H
+#define PREPLAY_CPUCLOCK_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- shared table layout (must match cpuclock_sched_switch.bpf.c) ---- */
+
+#define CPUCLOCK_SLOT_COUNT 65536u /* slots indexed by tid & (COUNT - 1) */
+#define CPUCLOCK_HEADER_ENTRIES 4u /* array entries after the slots holding the header */
+#define CPUCLOCK_MAGIC 0x4b4c4343u /* "CCLK" */
+#define CPUCLOCK_VERSION 1u
+
+/* One thread's slot. Written by the BPF program at each switch of the thread
+ * whose tid is in `tid`, and by that thread itself when it claims the slot. */
+struct cpuclock_slot {
+    _Atomic uint32_t tid;              /* owner thread (kernel tid), 0 = free */
+    _Atomic uint32_t seq;              /* +1 after every kernel update */
+    _Atomic uint64_t total_ns;         /* scheduler CPU time at the last switch */
+    _Atomic uint64_t on_cpu_since_ns;  /* CLOCK_MONOTONIC of the last switch-in */
+    _Atomic uint64_t off_cpu_since_ns; /* CLOCK_MONOTONIC of the last switch-out */
+};
+
+/* TSC -> CLOCK_MONOTONIC conversion parameters, seqlock-protected: one writer
+ * (cpuclock_tsc_calibrate/recalibrate), any number of readers in any process
+ * that maps the block. mono = base_mono + ((tsc - base_tsc) * mult) >> 32. */
+struct cpuclock_tsc {
+    _Atomic uint32_t seq;          /* odd while the writer updates */
+    _Atomic uint32_t valid;        /* 1 once calibrated */
+    _Atomic uint64_t mult;         /* ns per cycle, 32.32 fixed point */
+    _Atomic uint64_t base_tsc;     /* conversion origin */
+    _Atomic uint64_t base_mono_ns; /* CLOCK_MONOTONIC at base_tsc */
+    /* Writer-only state (long-baseline frequency estimate). */
+    _Atomic uint64_t anchor_tsc;
+    _Atomic uint64_t anchor_mono_ns;
+    _Atomic uint64_t calibrations;
+    _Atomic uint64_t
+        last_offset_error_ns; /* |conversion - clock_gettime| seen at the last recalibration */
+};
+
+/* Header stored in the array entries after the slots (written by the loader). */
+struct cpuclock_header {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t slot_count;
+    uint32_t flags; /* CPUCLOCK_HEADER_TSC_VALID: `tsc` is maintained by the loader */
+    uint64_t pidns_dev;
+    uint64_t pidns_ino; /* pid namespace of the loader: tids are only meaningful there */
+    struct cpuclock_tsc tsc;
+};
+#define CPUCLOCK_HEADER_TSC_VALID 1u
+
+#define CPUCLOCK_SLOT_SIZE 32u
+#define CPUCLOCK_MAP_ENTRIES (CPUCLOCK_SLOT_COUNT + CPUCLOCK_HEADER_ENTRIES)
+_Static_assert(sizeof(struct cpuclock_slot) == CPUCLOCK_SLOT_SIZE, "slot layout is ABI");
+_Static_assert(sizeof(struct cpuclock_header) <= CPUCLOCK_HEADER_ENTRIES * CPUCLOCK_SLOT_SIZE,
+               "header must fit its entries");
+
+/* ---- TSC clock ---- */
+
+static inline uint64_t cpuclock_rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* Calibrates `tsc` from scratch: two (tsc, CLOCK_MONOTONIC) pairs `span_ns` apart
+ * (the calling thread busy-waits). 10 ms gives ~1 ppm. Returns 0, or -1 with errno
+ * (ENOTSUP when the TSC is not usable as a clock: no constant_tsc/nonstop_tsc). */
+int cpuclock_tsc_calibrate(struct cpuclock_tsc *tsc, uint64_t span_ns);
+
+/* Recalibrates without a jump: the rate is re-estimated over the whole baseline
+ * since the first calibration and the current offset to clock_gettime is slewed
+ * away over `slew_ns` (the expected interval to the next call, e.g. 1 s). Call
+ * it periodically from one thread of one process. Returns 0 or -1 with errno. */
+int cpuclock_tsc_recalibrate(struct cpuclock_tsc *tsc, uint64_t slew_ns);
+
+/* Converts a TSC value to CLOCK_MONOTONIC ns. Lock-free seqlock read. */
+static inline uint64_t cpuclock_tsc_to_mono(const struct cpuclock_tsc *tsc, uint64_t cycles)
+{
+    uint32_t seq;
+    uint64_t mult, base_tsc, base_mono;
+    do {
+        seq = atomic_load_explicit(&tsc->seq, memory_order_acquire);
+        mult = atomic_load_explicit(&tsc->mult, memory_order_relaxed);
+        base_tsc = atomic_load_explicit(&tsc->base_tsc, memory_order_relaxed);
+        base_mono = atomic_load_explicit(&tsc->base_mono_ns, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+    } while ((seq & 1u) || seq != atomic_load_explicit(&tsc->seq, memory_order_relaxed));
+    __extension__ typedef unsigned __int128 cpuclock_u128;
+    if (cycles >= base_tsc)
+        return base_mono + (uint64_t)(((cpuclock_u128)(cycles - base_tsc) * mult) >> 32);
+    return base_mono - (uint64_t)(((cpuclock_u128)(base_tsc - cycles) * mult) >> 32);
+}
+
+/* rdtsc converted: CLOCK_MONOTONIC now, ~2x cheaper than the vDSO here. */
+static inline uint64_t cpuclock_tsc_mono_now(const struct cpuclock_tsc *tsc)
+{
+    return cpuclock_tsc_to_mono(tsc, cpuclock_rdtsc());
+}
+
+/* ---- the table (app side) ---- */
+
+/* An attached table: the BPF map mmapped into this process. */
+struct cpuclock_table {
+    struct cpuclock_slot *slots;    /* CPUCLOCK_SLOT_COUNT slots */
+    struct cpuclock_header *header; /* after the slots */
+    size_t map_bytes;
+};
+
+/* Maps the table whose BPF map fd the collector sent. The fd may be closed
+ * afterwards (the mapping keeps the map alive). Checks magic, version, size and
+ * that this process is in the loader's pid namespace (tids must agree with the
+ * kernel's). Returns 0, or -1 with a one-line reason in err. */
+int cpuclock_attach(int map_fd, struct cpuclock_table *table, char *err, size_t errlen);
+void cpuclock_detach(struct cpuclock_table *table);
+
+/* ---- per-thread clock ---- */
+
+enum cpuclock_mode {
+    CPUCLOCK_MODE_NONE = 0,     /* not claimed */
+    CPUCLOCK_MODE_BPF = 1,      /* slot in the BPF table */
+    CPUCLOCK_MODE_FALLBACK = 2, /* thread clock syscall + wall-time estimates */
+};
+
+/* Flags returned by cpuclock_thread_now. */
+#define CPUCLOCK_EXACT 1u     /* kernel-accounted (BPF slot or a precise read now) */
+#define CPUCLOCK_ESTIMATED 2u /* fallback: wall time since the last precise read */
+
+/* Default fallback threshold: wall time after which the fallback reads the
+ * precise clock (docs/cpu-time.md: the measured trade-off). */
+#define CPUCLOCK_FALLBACK_THRESHOLD_NS 20000u
+
+/* A thread's clock state; lives in the thread's own (thread-local) storage and is
+ * only used by that thread. */
+struct cpuclock_thread {
+    struct cpuclock_slot *slot; /* BPF mode */
+    uint32_t tid;
+    uint32_t mode;             /* enum cpuclock_mode */
+    uint64_t threshold_ns;     /* fallback: precise read when the wall gap exceeds this */
+    uint64_t precise_mono_ns;  /* fallback: mono time of the last precise read */
+    uint64_t reported_cpu_ns;  /* fallback: last value returned */
+    uint64_t reported_mono_ns; /* fallback: mono time of the last value returned */
+    uint64_t precise_reads;    /* statistics: syscalls made */
+    uint64_t estimated_reads;  /* statistics: reads answered by estimate */
+};
+
+/* Claims this thread's slot in `table` (NULL: go straight to the fallback) and
+ * initialises `th`. `tid` is gettid(). Claiming takes a free slot, a slot left by
+ * a dead thread, or a stale slot of this very tid, with compare-and-swap, then
+ * writes the current CPU time/switch-in time under the sequence check so a
+ * context switch in the middle cannot leave stale values. If the slot is owned
+ * by another live thread (tids colliding modulo CPUCLOCK_SLOT_COUNT), the thread
+ * uses the fallback. Returns the mode chosen. One or two syscalls; call it at
+ * thread start, not on a hot path. */
+enum cpuclock_mode cpuclock_thread_claim(const struct cpuclock_table *table,
+                                         struct cpuclock_thread *th, uint32_t tid);
+
+/* Gives the slot back (thread exit). Safe to call in any mode. */
+void cpuclock_thread_release(struct cpuclock_thread *th);
+
+/* Fallback slow path: reads CLOCK_THREAD_CPUTIME_ID (internal to the inline read). */
+uint64_t cpuclock_fallback_precise(struct cpuclock_thread *th, uint64_t mono_now, unsigned *flags);
+
+/* Value of a BPF slot at `mono_now` from one consistent snapshot. If the caller's
+ * timestamp predates the last switch-in (the thread was preempted between taking
+ * `mono_now` and this read), the CPU time is taken back to the switch-out. */
+static inline uint64_t cpuclock_slot_value(uint64_t total, uint64_t on_since, uint64_t off_since,
+                                           uint64_t mono_now)
+{
+    if (mono_now >= on_since) return total + (mono_now - on_since);
+    if (mono_now >= off_since || off_since > on_since) return total;
+    return off_since - mono_now < total ? total - (off_since - mono_now) : 0;
+}
+
+/* The thread's CPU time (ns, CLOCK_THREAD_CPUTIME_ID origin) at CLOCK_MONOTONIC
+ * `mono_now`, which the caller took just before (e.g. cpuclock_tsc_mono_now).
+ * Only the owning thread may call it. `flags` (may be NULL) gets CPUCLOCK_EXACT
+ * or CPUCLOCK_ESTIMATED. Async-signal-safe. */
+static inline uint64_t cpuclock_thread_now(struct cpuclock_thread *th, uint64_t mono_now,
+                                           unsigned *flags)
+{
+    if (th->mode == CPUCLOCK_MODE_BPF) {
+        struct cpuclock_slot *slot = th->slot;
+        uint64_t total, on_since, off_since;
+        uint32_t seq;
+        /* The kernel writes the slot only while this thread is switched out, so
+         * a changed seq means we were preempted mid-read: read again. Three
+         * preemptions within a few ns do not happen; the bound keeps it wait-free. */
+        for (int attempt = 0;; attempt++) {
+            seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+            total = atomic_load_explicit(&slot->total_ns, memory_order_relaxed);
+            on_since = atomic_load_explicit(&slot->on_cpu_since_ns, memory_order_relaxed);
+            off_since = atomic_load_explicit(&slot->off_cpu_since_ns, memory_order_relaxed);
+            atomic_thread_fence(memory_order_acquire);
+            if (seq == atomic_load_explicit(&slot->seq, memory_order_relaxed) || attempt == 3)
+                break;
+        }
+        if (flags) *flags = CPUCLOCK_EXACT;
+        return cpuclock_slot_value(total, on_since, off_since, mono_now);
+    }
+    if (th->mode == CPUCLOCK_MODE_FALLBACK && mono_now >= th->reported_mono_ns &&
+        mono_now - th->precise_mono_ns < th->threshold_ns) {
+        th->reported_cpu_ns += mono_now - th->reported_mono_ns;
+        th->reported_mono_ns = mono_now;
+        th->estimated_reads++;
+        if (flags) *flags = CPUCLOCK_ESTIMATED;
+        return th->reported_cpu_ns;
+    }
+    return cpuclock_fallback_precise(th, mono_now, flags);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
