@@ -1,0 +1,589 @@
+/* collector.c - owns every traced process's shared-memory region (a memfd
+ * created here and handed over at registration), drains the rings into one
+ * trace file per process, and notices process exits through pidfds, so a
+ * process killed by SIGKILL still leaves every event it wrote.
+ *
+ * Drain order per region follows shm_layout.h: snapshot thread ring heads,
+ * drain ring 0 (definitions) fully, then each thread ring to its snapshot.
+ * A thread's CPU time travels in each record's header and becomes a CPU
+ * event ending where that record's event starts. */
+#include "collector.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shm_layout.h"
+#include "trace_file.h"
+
+#ifndef PREPLAY_VERSION
+#define PREPLAY_VERSION "0"
+#endif
+
+#define COLLECTOR_MAX_REGIONS 4 /* per process: the current image and older ones after exec */
+
+struct collector_region {
+    void *base;
+    uint64_t last_end_ns[TRACER_RING_COUNT]; /* per ring: end of the last event */
+    uint64_t lost_seen[TRACER_RING_COUNT];
+};
+
+struct collector_process {
+    uint32_t pid;
+    int pidfd;
+    int exited;
+    struct trace_writer *writer;
+    struct collector_region *regions[COLLECTOR_MAX_REGIONS];
+    int nregions;
+    uint64_t events;
+    char path[4096];
+};
+
+struct collector {
+    struct collector_options opt;
+    char out_dir[4096];
+    char recording_id[40];
+    char host[256];
+    char db_suffix[64];
+    char path_prefix[256];
+    int listen_fd;
+    int enabled;
+    struct collector_process **procs;
+    size_t nprocs, cap;
+    struct collector_stats stats;
+    char error[512];
+};
+
+static uint64_t collector_clock(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void collector_random_id(char *out, size_t cap)
+{
+    unsigned char b[16];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, b, sizeof b) != (ssize_t)sizeof b) {
+        uint64_t x = collector_clock(CLOCK_REALTIME) ^ (uint64_t)getpid() << 32;
+        memcpy(b, &x, 8);
+        memcpy(b + 8, &x, 8);
+    }
+    if (fd >= 0) close(fd);
+    size_t n = 0;
+    for (int i = 0; i < 16 && n + 2 < cap; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%02x", b[i]);
+}
+
+static int collector_mkdir_p(const char *dir, char *err, size_t errlen)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+            return -1;
+        }
+        *p = '/';
+    }
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+struct collector *collector_create(const struct collector_options *opt, char *err, size_t errlen)
+{
+    struct collector *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->opt = *opt;
+    snprintf(c->out_dir, sizeof c->out_dir, "%s", opt->out_dir);
+    if (opt->db_socket_suffix)
+        snprintf(c->db_suffix, sizeof c->db_suffix, "%s", opt->db_socket_suffix);
+    if (opt->path_prefix) snprintf(c->path_prefix, sizeof c->path_prefix, "%s", opt->path_prefix);
+    c->enabled = !opt->start_disabled;
+    collector_random_id(c->recording_id, sizeof c->recording_id);
+    if (gethostname(c->host, sizeof c->host) != 0) snprintf(c->host, sizeof c->host, "unknown");
+    if (collector_mkdir_p(c->out_dir, err, errlen) != 0) goto fail;
+
+    c->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (c->listen_fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        goto fail;
+    }
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    size_t nlen = strlen(opt->name);
+    if (nlen > sizeof addr.sun_path - 10) {
+        snprintf(err, errlen, "collector name too long: %s", opt->name);
+        goto fail;
+    }
+    memcpy(addr.sun_path + 1, "preplay-", 8);
+    memcpy(addr.sun_path + 9, opt->name, nlen);
+    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 9 + nlen);
+    if (bind(c->listen_fd, (struct sockaddr *)&addr, alen) != 0) {
+        snprintf(err, errlen, "cannot listen as collector '%s': %s%s", opt->name, strerror(errno),
+                 errno == EADDRINUSE ? " (another collector has this name)" : "");
+        goto fail;
+    }
+    if (listen(c->listen_fd, 128) != 0) {
+        snprintf(err, errlen, "listen: %s", strerror(errno));
+        goto fail;
+    }
+    return c;
+fail:
+    if (c->listen_fd > 0) close(c->listen_fd);
+    free(c);
+    return NULL;
+}
+
+static void collector_init_control(struct collector *c, struct tracer_control *ctl)
+{
+    ctl->magic = TRACER_SHM_MAGIC;
+    ctl->version = TRACER_SHM_VERSION;
+    ctl->ring_count = TRACER_RING_COUNT;
+    ctl->ring_bytes = TRACER_RING_BYTES;
+    ctl->only_mask = c->opt.only_mask ? c->opt.only_mask : TRACER_ONLY_ALL;
+    ctl->drop_when_full = (uint32_t)c->opt.drop_when_full;
+    ctl->keep_query = (uint32_t)c->opt.keep_query;
+    ctl->stack_depth = c->opt.stack_depth;
+    ctl->ndb_ports = c->opt.ndb_ports > 8 ? 8 : c->opt.ndb_ports;
+    memcpy(ctl->db_ports, c->opt.db_ports, sizeof ctl->db_ports);
+    snprintf(ctl->db_socket_suffix, sizeof ctl->db_socket_suffix, "%s", c->db_suffix);
+    snprintf(ctl->path_filter, sizeof ctl->path_filter, "%s", c->path_prefix);
+    atomic_store(&ctl->enabled, (uint32_t)c->enabled);
+}
+
+static struct collector_process *collector_find(struct collector *c, uint32_t pid)
+{
+    for (size_t i = 0; i < c->nprocs; i++)
+        if (c->procs[i]->pid == pid && !c->procs[i]->exited) return c->procs[i];
+    return NULL;
+}
+
+static void collector_basename(const char *path, char *out, size_t cap)
+{
+    const char *b = strrchr(path, '/');
+    snprintf(out, cap, "%s", b ? b + 1 : path);
+    for (char *p = out; *p; p++)
+        if (*p == '/' || *p == ' ') *p = '_';
+}
+
+static struct collector_process *collector_new_process(struct collector *c,
+                                                       const struct tracer_register_request *req,
+                                                       const char *exe, const char *argv,
+                                                       uint32_t argv_len)
+{
+    struct collector_process *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->pid = req->pid;
+    p->pidfd = (int)syscall(SYS_pidfd_open, req->pid, 0);
+    char base[64];
+    collector_basename(req->component[0] ? req->component : exe, base, sizeof base);
+    if (!base[0]) snprintf(base, sizeof base, "process");
+    snprintf(p->path, sizeof p->path, "%s/%s-%u.trace", c->out_dir, base, req->pid);
+
+    struct trace_header h;
+    memset(&h, 0, sizeof h);
+    snprintf(h.host, sizeof h.host, "%s", c->host);
+    snprintf(h.component, sizeof h.component, "%s", req->component);
+    snprintf(h.recording_id, sizeof h.recording_id, "%s", c->recording_id);
+    snprintf(h.tracer_version, sizeof h.tracer_version, "%s", PREPLAY_VERSION);
+    snprintf(h.exe, sizeof h.exe, "%s", exe);
+    h.argv_joined = (char *)argv;
+    h.argv_len = argv_len;
+    h.pid = req->pid;
+    h.ppid = req->ppid;
+    h.mono_anchor_ns = collector_clock(CLOCK_MONOTONIC);
+    h.real_anchor_ns = collector_clock(CLOCK_REALTIME);
+    struct trace_writer_options wo = {.max_bytes = c->opt.max_bytes};
+    char err[256];
+    p->writer = trace_writer_open(p->path, &h, &wo, err, sizeof err);
+    if (!p->writer) {
+        snprintf(c->error, sizeof c->error, "%s", err);
+        if (p->pidfd >= 0) close(p->pidfd);
+        free(p);
+        return NULL;
+    }
+    if (c->nprocs == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 16;
+        struct collector_process **np = realloc(c->procs, ncap * sizeof *np);
+        if (!np) {
+            trace_writer_close(p->writer, NULL, 0);
+            free(p);
+            return NULL;
+        }
+        c->procs = np;
+        c->cap = ncap;
+    }
+    c->procs[c->nprocs++] = p;
+    c->stats.processes++;
+    return p;
+}
+
+static int collector_send_reply(int fd, int status, int memfd, int mapfd)
+{
+    struct tracer_register_reply reply = {.magic = TRACER_REGISTER_MAGIC, .status = status};
+    struct iovec iov = {.iov_base = &reply, .iov_len = sizeof reply};
+    char cbuf[CMSG_SPACE(2 * sizeof(int))];
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    int fds[2] = {memfd, mapfd};
+    int nfds = memfd < 0 ? 0 : (mapfd < 0 ? 1 : 2);
+    reply.nfds = (uint32_t)nfds;
+    if (nfds) {
+        memset(cbuf, 0, sizeof cbuf);
+        mh.msg_control = cbuf;
+        mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+        memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
+    }
+    return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof reply ? 0 : -1;
+}
+
+/* Handles one registration: creates the region and the process's writer
+ * (or, after exec, adds a region to the same process and file). */
+static void collector_register(struct collector *c, int conn)
+{
+    static unsigned char buf[sizeof(struct tracer_register_request) + 4096 + 8192 + 16];
+    ssize_t n = recv(conn, buf, sizeof buf, 0);
+    if (n < (ssize_t)sizeof(struct tracer_register_request)) return;
+    struct tracer_register_request req;
+    memcpy(&req, buf, sizeof req);
+    if (req.magic != TRACER_REGISTER_MAGIC ||
+        sizeof req + (size_t)req.exe_len + req.argv_len > (size_t)n || req.exe_len >= 4096) {
+        collector_send_reply(conn, EPROTO, -1, -1);
+        return;
+    }
+    req.component[sizeof req.component - 1] = 0;
+    char exe[4097];
+    memcpy(exe, buf + sizeof req, req.exe_len);
+    exe[req.exe_len] = 0;
+    const char *argv = (const char *)buf + sizeof req + req.exe_len;
+
+    int memfd = (int)syscall(SYS_memfd_create, "preplay-region", MFD_CLOEXEC);
+    if (memfd < 0 || ftruncate(memfd, (off_t)TRACER_REGION_BYTES) != 0) {
+        if (memfd >= 0) close(memfd);
+        collector_send_reply(conn, ENOMEM, -1, -1);
+        return;
+    }
+    void *base = mmap(NULL, TRACER_REGION_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    if (base == MAP_FAILED) {
+        close(memfd);
+        collector_send_reply(conn, ENOMEM, -1, -1);
+        return;
+    }
+    collector_init_control(c, tracer_region_control(base));
+
+    struct collector_process *p = collector_find(c, req.pid);
+    if (p && !req.is_exec) {
+        /* same pid registering again without exec: the old process is gone
+         * (pid reuse) - finish it first. */
+        p->exited = 1;
+        p = NULL;
+    }
+    if (!p) p = collector_new_process(c, &req, exe, argv, req.argv_len);
+    struct collector_region *r = p ? calloc(1, sizeof *r) : NULL;
+    if (!p || !r || p->nregions == COLLECTOR_MAX_REGIONS) {
+        free(r);
+        munmap(base, TRACER_REGION_BYTES);
+        close(memfd);
+        collector_send_reply(conn, ENOMEM, -1, -1);
+        return;
+    }
+    r->base = base;
+    p->regions[p->nregions++] = r;
+    if (req.is_exec) {
+        struct trace_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = TRACE_EV_CONTROL;
+        ev.op = TRACE_CTL_EXEC;
+        ev.tid = req.tid;
+        ev.ts_ns = collector_clock(CLOCK_MONOTONIC);
+        ev.u.control.arg0 = -1; /* new image registered */
+        trace_writer_append(p->writer, &ev);
+    }
+    collector_send_reply(conn, 0, memfd, -1);
+    close(memfd);
+}
+
+static void collector_accept_all(struct collector *c)
+{
+    for (;;) {
+        int conn = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (conn < 0) return;
+        struct timeval tv = {.tv_sec = 2};
+        setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        collector_register(c, conn);
+        close(conn);
+    }
+}
+
+static int collector_append(struct collector *c, struct collector_process *p,
+                            const struct trace_event *ev)
+{
+    if (trace_writer_append(p->writer, ev) != 0) {
+        snprintf(c->error, sizeof c->error, "%s: %s", p->path, trace_writer_error(p->writer));
+        return -1;
+    }
+    p->events++;
+    c->stats.events++;
+    return 0;
+}
+
+/* Drains ring `idx` of region r up to `limit` (bytes ever produced). */
+static int collector_drain_ring(struct collector *c, struct collector_process *p,
+                                struct collector_region *reg, unsigned idx, uint64_t limit)
+{
+    struct tracer_ring *r = tracer_region_ring(reg->base, idx);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    while (tail < limit) {
+        uint64_t pos = tail % TRACER_RING_DATA_BYTES;
+        const struct tracer_record_header *h = (const void *)(r->data + pos);
+        uint32_t size = h->size;
+        if (size < sizeof *h || size % 8 || size > TRACER_RING_DATA_BYTES - pos ||
+            tail + size > limit) {
+            snprintf(c->error, sizeof c->error,
+                     "%s: corrupt ring %u of pid %u at byte %llu (record size %u); rest of the "
+                     "ring skipped",
+                     p->path, idx, p->pid, (unsigned long long)tail, size);
+            tail = limit;
+            break;
+        }
+        if (h->kind == TRACER_REC_EVENT && size >= sizeof *h + sizeof(struct trace_event)) {
+            struct trace_event ev;
+            memcpy(&ev, (const unsigned char *)h + sizeof *h, sizeof ev);
+            ev.data = NULL;
+            if (ev.type == TRACE_EV_STRING || ev.type == TRACE_EV_STACK) {
+                size_t room = size - sizeof *h - sizeof ev;
+                size_t want =
+                    ev.type == TRACE_EV_STRING ? ev.u.string.len : (size_t)ev.u.stack.nframes * 8;
+                if (want > room) want = 0;
+                ev.data = (const unsigned char *)h + sizeof *h + sizeof ev;
+                if (ev.type == TRACE_EV_STRING)
+                    ev.u.string.len = (uint32_t)want;
+                else
+                    ev.u.stack.nframes = (uint32_t)(want / 8);
+            }
+            if (h->cpu_before_ns && idx != 0) {
+                struct trace_event cpu;
+                memset(&cpu, 0, sizeof cpu);
+                cpu.type = TRACE_EV_CPU;
+                cpu.tid = ev.tid;
+                cpu.dur_ns = h->cpu_before_ns;
+                uint64_t start = reg->last_end_ns[idx];
+                if (!start || start > ev.ts_ns)
+                    start = ev.ts_ns > h->cpu_before_ns ? ev.ts_ns - h->cpu_before_ns : 0;
+                cpu.ts_ns = start;
+                if (collector_append(c, p, &cpu) != 0) return -1;
+            }
+            if (idx != 0) reg->last_end_ns[idx] = ev.ts_ns + ev.dur_ns;
+            if (collector_append(c, p, &ev) != 0) return -1;
+        }
+        tail += size;
+    }
+    atomic_store_explicit(&r->tail, tail, memory_order_release);
+    if (atomic_load_explicit(&r->producer_waiting, memory_order_acquire)) {
+        atomic_store_explicit(&r->producer_waiting, 0, memory_order_release);
+        syscall(SYS_futex, &r->producer_waiting, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    }
+    return 0;
+}
+
+static int collector_note_losses(struct collector *c, struct collector_process *p,
+                                 struct collector_region *reg, unsigned idx)
+{
+    struct tracer_ring *r = tracer_region_ring(reg->base, idx);
+    uint64_t lost = atomic_load_explicit(&r->lost, memory_order_relaxed);
+    if (lost == reg->lost_seen[idx]) return 0;
+    struct trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = TRACE_EV_LOSS;
+    ev.tid = r->tid;
+    ev.ts_ns = reg->last_end_ns[idx];
+    ev.u.loss.count = lost - reg->lost_seen[idx];
+    ev.u.loss.from_ns = reg->last_end_ns[idx];
+    ev.u.loss.to_ns = collector_clock(CLOCK_MONOTONIC);
+    ev.u.loss.reason = TRACE_LOSS_BUFFER_FULL;
+    reg->lost_seen[idx] = lost;
+    c->stats.lost += ev.u.loss.count;
+    return collector_append(c, p, &ev);
+}
+
+static int collector_drain_region(struct collector *c, struct collector_process *p,
+                                  struct collector_region *reg, int final)
+{
+    uint64_t snap[TRACER_RING_COUNT];
+    uint32_t state[TRACER_RING_COUNT];
+    for (unsigned i = 1; i < TRACER_RING_COUNT; i++) {
+        struct tracer_ring *r = tracer_region_ring(reg->base, i);
+        state[i] = atomic_load_explicit(&r->state, memory_order_acquire);
+        snap[i] =
+            state[i] == TRACER_RING_FREE ? 0 : atomic_load_explicit(&r->head, memory_order_acquire);
+    }
+    struct tracer_ring *r0 = tracer_region_ring(reg->base, 0);
+    if (collector_drain_ring(c, p, reg, 0, atomic_load_explicit(&r0->head, memory_order_acquire)))
+        return -1;
+    for (unsigned i = 1; i < TRACER_RING_COUNT; i++) {
+        if (state[i] == TRACER_RING_FREE) continue;
+        struct tracer_ring *r = tracer_region_ring(reg->base, i);
+        if (collector_drain_ring(c, p, reg, i, snap[i]) || collector_note_losses(c, p, reg, i))
+            return -1;
+        /* A ring whose thread ended (or, at the end, any ring) is free again
+         * once empty: reset it for the next thread. */
+        if ((state[i] == TRACER_RING_EXITED || final) &&
+            atomic_load(&r->tail) == atomic_load(&r->head)) {
+            atomic_store(&r->head, 0);
+            atomic_store(&r->tail, 0);
+            atomic_store(&r->lost, 0);
+            reg->last_end_ns[i] = 0;
+            reg->lost_seen[i] = 0;
+            if (!final) atomic_store_explicit(&r->state, TRACER_RING_FREE, memory_order_release);
+        }
+    }
+    return 0;
+}
+
+static int collector_close_process(struct collector *c, struct collector_process *p)
+{
+    int rc = 0;
+    for (int i = 0; i < p->nregions; i++) {
+        if (collector_drain_region(c, p, p->regions[i], 1) != 0) rc = -1;
+        munmap(p->regions[i]->base, TRACER_REGION_BYTES);
+        free(p->regions[i]);
+    }
+    p->nregions = 0;
+    char err[256] = "";
+    if (p->writer) {
+        c->stats.bytes += trace_writer_bytes(p->writer);
+        if (trace_writer_close(p->writer, err, sizeof err) != 0) {
+            snprintf(c->error, sizeof c->error, "%s: %s", p->path, err);
+            rc = -1;
+        }
+        p->writer = NULL;
+    }
+    if (p->pidfd >= 0) close(p->pidfd);
+    p->pidfd = -1;
+    p->exited = 1;
+    return rc;
+}
+
+int collector_poll(struct collector *c, int timeout_ms)
+{
+    struct pollfd pfd = {.fd = c->listen_fd, .events = POLLIN};
+    poll(&pfd, 1, timeout_ms);
+    collector_accept_all(c);
+    int rc = 0;
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct collector_process *p = c->procs[i];
+        if (!p->writer) continue;
+        int gone = p->exited;
+        if (!gone && p->pidfd >= 0) {
+            struct pollfd q = {.fd = p->pidfd, .events = POLLIN};
+            gone = poll(&q, 1, 0) > 0;
+        } else if (!gone && kill((pid_t)p->pid, 0) != 0 && errno == ESRCH) {
+            gone = 1;
+        }
+        if (gone) {
+            if (collector_close_process(c, p) != 0) rc = -1;
+            continue;
+        }
+        for (int j = 0; j < p->nregions; j++)
+            if (collector_drain_region(c, p, p->regions[j], 0) != 0) rc = -1;
+        /* after exec, older images have no live threads: retire them */
+        while (p->nregions > 1) {
+            struct collector_region *old = p->regions[0];
+            munmap(old->base, TRACER_REGION_BYTES);
+            free(old);
+            memmove(p->regions, p->regions + 1, (size_t)(p->nregions - 1) * sizeof p->regions[0]);
+            p->nregions--;
+        }
+    }
+    return rc;
+}
+
+void collector_set_enabled(struct collector *c, int enabled)
+{
+    c->enabled = enabled;
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct collector_process *p = c->procs[i];
+        if (!p->writer) continue;
+        for (int j = 0; j < p->nregions; j++)
+            atomic_store(&tracer_region_control(p->regions[j]->base)->enabled, (uint32_t)enabled);
+        struct trace_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = TRACE_EV_CONTROL;
+        ev.op = enabled ? TRACE_CTL_TRACING_ON : TRACE_CTL_TRACING_OFF;
+        ev.ts_ns = collector_clock(CLOCK_MONOTONIC);
+        collector_append(c, p, &ev);
+    }
+}
+
+int collector_enabled(const struct collector *c)
+{
+    return c->enabled;
+}
+
+void collector_stats(const struct collector *c, struct collector_stats *out)
+{
+    *out = c->stats;
+    out->live = 0;
+    uint64_t bytes = c->stats.bytes;
+    for (size_t i = 0; i < c->nprocs; i++)
+        if (c->procs[i]->writer) {
+            out->live++;
+            bytes += trace_writer_bytes(c->procs[i]->writer);
+        }
+    out->bytes = bytes;
+}
+
+const char *collector_error(const struct collector *c)
+{
+    return c->error;
+}
+
+int collector_finish(struct collector *c, char *err, size_t errlen)
+{
+    int rc = 0;
+    /* Switch tracing off everywhere first, so processes that outlive us
+     * stop writing instead of waiting for room that will never come. */
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct collector_process *p = c->procs[i];
+        for (int j = 0; j < p->nregions; j++) {
+            struct tracer_control *ctl = tracer_region_control(p->regions[j]->base);
+            atomic_store(&ctl->enabled, 0);
+            atomic_store(&ctl->drop_when_full, 1);
+        }
+    }
+    collector_accept_all(c);
+    for (size_t i = 0; i < c->nprocs; i++) {
+        if (c->procs[i]->writer && collector_close_process(c, c->procs[i]) != 0) rc = -1;
+        free(c->procs[i]);
+    }
+    if (rc != 0 && err) snprintf(err, errlen, "%s", c->error);
+    close(c->listen_fd);
+    free(c->procs);
+    free(c);
+    return rc;
+}

@@ -1,0 +1,49 @@
+/* collector.h - the process that owns the shared memory traced processes
+ * write into, drains it and writes one trace file per process. Used by
+ * `preplay record` (in the recording process itself) and `preplay collect`
+ * (standalone, for apps started by a service manager). */
+#ifndef PREPLAY_COLLECTOR_H
+#define PREPLAY_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct collector_options {
+    const char *out_dir;  /* created if missing (mode 0700) */
+    const char *name;     /* abstract socket name; processes get PREPLAY_COLLECTOR=name */
+    uint32_t only_mask;   /* TRACER_ONLY_* */
+    int drop_when_full;   /* --drop */
+    int keep_query;       /* --keep-query */
+    int start_disabled;   /* tracing starts switched off */
+    uint32_t stack_depth; /* --stacks N */
+    uint64_t max_bytes;   /* --max-size, per trace file; 0 = unbounded */
+    uint16_t db_ports[8];
+    uint32_t ndb_ports;
+    const char *db_socket_suffix;
+    const char *path_prefix; /* only files under this path */
+};
+
+struct collector_stats {
+    uint64_t events;    /* events written */
+    uint64_t lost;      /* events lost (drop mode, no free ring) */
+    uint64_t bytes;     /* compressed bytes written */
+    uint32_t processes; /* processes seen */
+    uint32_t live;      /* processes still running */
+};
+
+struct collector;
+
+struct collector *collector_create(const struct collector_options *opt, char *err, size_t errlen);
+/* One round: accept registrations, drain rings, notice exits. Waits at most
+ * timeout_ms for something to do. Returns 0, or -1 on a fatal write error
+ * (reason in collector_error). */
+int collector_poll(struct collector *c, int timeout_ms);
+void collector_set_enabled(struct collector *c, int enabled);
+int collector_enabled(const struct collector *c);
+void collector_stats(const struct collector *c, struct collector_stats *out);
+const char *collector_error(const struct collector *c);
+/* Stops tracing in every process, drains what is left, closes every trace
+ * file. Returns 0 or -1 (reason in err). Frees c. */
+int collector_finish(struct collector *c, char *err, size_t errlen);
+
+#endif

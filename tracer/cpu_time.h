@@ -1,0 +1,19 @@
+/* cpu_time.h - the calling thread's CPU time at an event boundary, as cheap
+ * as the machine allows. Backed by the BPF sched_switch clock when the
+ * collector could load it (no syscall per read), else by a fallback that
+ * reads CLOCK_THREAD_CPUTIME_ID. See docs/cpu-time.md. */
+#ifndef PREPLAY_TRACER_CPU_TIME_H
+#define PREPLAY_TRACER_CPU_TIME_H
+
+#include <stdint.h>
+
+/* map_fd: the BPF clock map the collector sent, or -1. Takes ownership. */
+void tracer_cpu_time_attach(int map_fd);
+void tracer_cpu_time_claim_thread(uint32_t tid);
+void tracer_cpu_time_release_thread(void);
+void tracer_cpu_time_after_fork(void);
+/* Thread CPU ns at CLOCK_MONOTONIC time now_ns (the caller just read it);
+ * 0 when unknown. */
+uint64_t tracer_cpu_time_now(uint64_t now_ns);
+
+#endif

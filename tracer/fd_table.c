@@ -1,0 +1,104 @@
+/* fd_table.c - per-descriptor state of the tracer (see fd_table.h). Uses
+ * raw syscalls only; never called with a lock held. */
+#include "fd_table.h"
+
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "tracer_core.h"
+
+static struct tracer_fd *tracer_fds;
+static _Atomic int tracer_fds_state; /* 0 unmapped, 1 mapping, 2 ready, -1 failed */
+
+static struct tracer_fd *tracer_fd_table(void)
+{
+    int st = atomic_load_explicit(&tracer_fds_state, memory_order_acquire);
+    if (TRACER_LIKELY(st == 2)) return tracer_fds;
+    if (st < 0) return NULL;
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&tracer_fds_state, &expect, 1)) {
+        void *p = (void *)syscall(SYS_mmap, NULL, sizeof(struct tracer_fd) * TRACER_FD_MAX,
+                                  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            atomic_store(&tracer_fds_state, -1);
+            return NULL;
+        }
+        tracer_fds = p;
+        atomic_store_explicit(&tracer_fds_state, 2, memory_order_release);
+        return tracer_fds;
+    }
+    while ((st = atomic_load_explicit(&tracer_fds_state, memory_order_acquire)) == 1)
+        ;
+    return st == 2 ? tracer_fds : NULL;
+}
+
+struct tracer_fd *tracer_fd_get(int fd)
+{
+    if (fd < 0 || fd >= TRACER_FD_MAX) return NULL;
+    struct tracer_fd *t = tracer_fd_table();
+    return t ? &t[fd] : NULL;
+}
+
+static void tracer_fd_fill_from_stat(struct tracer_fd *f, const struct stat *st)
+{
+    f->dev = st->st_dev;
+    f->ino = st->st_ino;
+    if (S_ISREG(st->st_mode) || S_ISBLK(st->st_mode)) {
+        f->kind = TRACER_FD_FILE;
+        f->size = (uint64_t)st->st_size;
+    } else if (S_ISSOCK(st->st_mode)) {
+        f->kind = TRACER_FD_SOCKET;
+    } else {
+        f->kind = TRACER_FD_OTHER;
+    }
+}
+
+struct tracer_fd *tracer_fd_classify(int fd)
+{
+    struct tracer_fd *f = tracer_fd_get(fd);
+    if (!f || f->kind != TRACER_FD_UNKNOWN) return f;
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) != 0) return f;
+    tracer_fd_fill_from_stat(f, &st);
+    if (f->kind == TRACER_FD_FILE) {
+        /* position unknown for inherited descriptors: ask once */
+        off_t pos = (off_t)syscall(SYS_lseek, fd, 0, SEEK_CUR);
+        f->offset = pos >= 0 ? pos : 0;
+    }
+    return f;
+}
+
+void tracer_fd_reset(int fd)
+{
+    struct tracer_fd *f = tracer_fd_get(fd);
+    if (f) memset(f, 0, sizeof *f);
+}
+
+struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append)
+{
+    struct tracer_fd *f = tracer_fd_get(fd);
+    if (!f) return NULL;
+    memset(f, 0, sizeof *f);
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) == 0)
+        tracer_fd_fill_from_stat(f, &st);
+    else
+        f->kind = TRACER_FD_OTHER;
+    f->path_id = path_id;
+    f->offset = 0;
+    if (append) f->flags |= TRACER_FDF_APPEND;
+    return f;
+}
+
+void tracer_fd_dup(int oldfd, int newfd)
+{
+    struct tracer_fd *a = tracer_fd_get(oldfd), *b = tracer_fd_get(newfd);
+    if (!b || oldfd == newfd) return;
+    if (a)
+        *b = *a;
+    else
+        memset(b, 0, sizeof *b);
+}

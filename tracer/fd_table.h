@@ -1,0 +1,63 @@
+/* fd_table.h - what the tracer knows about each descriptor of the process:
+ * file identity and our tracked offset and size, or the connection behind a
+ * socket. Indexed by fd in a lazily-touched mmap'd array; descriptors beyond
+ * TRACER_FD_MAX are traced without identity.
+ *
+ * Offsets and sizes are tracked from the calls we see (an lseek or fstat per
+ * event would cost a syscall); dup'd descriptors copy the state at dup time
+ * and then diverge (a documented limit). Descriptors we never saw being
+ * created are classified on first use with one fstat. */
+#ifndef PREPLAY_TRACER_FD_TABLE_H
+#define PREPLAY_TRACER_FD_TABLE_H
+
+#include <stdint.h>
+
+#define TRACER_FD_MAX 65536
+
+enum tracer_fd_kind {
+    TRACER_FD_UNKNOWN = 0, /* not classified yet */
+    TRACER_FD_FILE,        /* regular file or block device */
+    TRACER_FD_SOCKET,
+    TRACER_FD_OTHER, /* pipe, FIFO, char device, eventfd... */
+};
+
+#define TRACER_FDF_ACCEPTED 0x01   /* the process accepted this connection */
+#define TRACER_FDF_DB 0x02         /* peer is a database endpoint */
+#define TRACER_FDF_APPEND 0x04     /* opened O_APPEND */
+#define TRACER_FDF_EXPECT_REQ 0x08 /* next bytes received start a request */
+#define TRACER_FDF_IDENT_DONE 0x10 /* CONN identity emitted */
+#define TRACER_FDF_LISTENING 0x20
+
+struct tracer_fd {
+    uint8_t kind;
+    uint8_t flags;
+    uint8_t proto; /* enum trace_conn_proto for sockets */
+    uint8_t label_len;
+    uint32_t path_id;
+    uint64_t dev, ino;
+    int64_t offset;
+    uint64_t size;
+    uint64_t conn_id;
+    char label_buf[96]; /* start of a request being received (HTTP line) */
+    /* MySQL wire parsing state for DB connections (see db wire parser) */
+    uint32_t db_pkt_remaining;
+    uint8_t db_hdr_have;
+    uint8_t db_hdr[4];
+    uint8_t db_cmd_pending;
+    uint32_t db_cmd_len;
+    uint32_t db_text_have;
+    uint64_t db_cmd_start_ns;
+};
+
+/* Entry for fd, or NULL when fd is out of range or the table is unavailable. */
+struct tracer_fd *tracer_fd_get(int fd);
+/* Entry for fd, classified (one fstat when it was unknown). */
+struct tracer_fd *tracer_fd_classify(int fd);
+/* Forget everything about fd (it was closed). */
+void tracer_fd_reset(int fd);
+/* Record a regular file just opened; fills identity and size with fstat. */
+struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append);
+/* Copy state for dup/dup2/dup3/F_DUPFD. */
+void tracer_fd_dup(int oldfd, int newfd);
+
+#endif

@@ -1,0 +1,539 @@
+/* interpose_file.c - wrappers for descriptor creation and the data path of
+ * files and sockets used through file calls: open*, creat, close, dup*,
+ * read/write and their p/v/v2 variants (plus glibc's fortified __*_chk
+ * forms), fsync, fdatasync, lseek, ftruncate, sendfile, copy_file_range.
+ * Each wrapper calls the real function exactly once with the caller's
+ * arguments, keeps its result and errno, and describes it to io_events. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io_events.h"
+
+TRACER_REAL(int, open, (const char *, int, ...))
+TRACER_REAL(int, open64, (const char *, int, ...))
+TRACER_REAL(int, openat, (int, const char *, int, ...))
+TRACER_REAL(int, openat64, (int, const char *, int, ...))
+TRACER_REAL(int, __open_2, (const char *, int))
+TRACER_REAL(int, __open64_2, (const char *, int))
+TRACER_REAL(int, __openat_2, (int, const char *, int))
+TRACER_REAL(int, __openat64_2, (int, const char *, int))
+TRACER_REAL(int, creat, (const char *, mode_t))
+TRACER_REAL(int, creat64, (const char *, mode_t))
+TRACER_REAL(int, close, (int))
+TRACER_REAL(int, dup, (int))
+TRACER_REAL(int, dup2, (int, int))
+TRACER_REAL(int, dup3, (int, int, int))
+TRACER_REAL(ssize_t, read, (int, void *, size_t))
+TRACER_REAL(ssize_t, __read_chk, (int, void *, size_t, size_t))
+TRACER_REAL(ssize_t, write, (int, const void *, size_t))
+TRACER_REAL(ssize_t, pread, (int, void *, size_t, off_t))
+TRACER_REAL(ssize_t, pread64, (int, void *, size_t, off_t))
+TRACER_REAL(ssize_t, __pread_chk, (int, void *, size_t, off_t, size_t))
+TRACER_REAL(ssize_t, __pread64_chk, (int, void *, size_t, off_t, size_t))
+TRACER_REAL(ssize_t, pwrite, (int, const void *, size_t, off_t))
+TRACER_REAL(ssize_t, pwrite64, (int, const void *, size_t, off_t))
+TRACER_REAL(ssize_t, readv, (int, const struct iovec *, int))
+TRACER_REAL(ssize_t, writev, (int, const struct iovec *, int))
+TRACER_REAL(ssize_t, preadv, (int, const struct iovec *, int, off_t))
+TRACER_REAL(ssize_t, preadv64, (int, const struct iovec *, int, off_t))
+TRACER_REAL(ssize_t, pwritev, (int, const struct iovec *, int, off_t))
+TRACER_REAL(ssize_t, pwritev64, (int, const struct iovec *, int, off_t))
+TRACER_REAL(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int))
+TRACER_REAL(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int))
+TRACER_REAL(int, fsync, (int))
+TRACER_REAL(int, fdatasync, (int))
+TRACER_REAL(off_t, lseek, (int, off_t, int))
+TRACER_REAL(off_t, lseek64, (int, off_t, int))
+TRACER_REAL(int, ftruncate, (int, off_t))
+TRACER_REAL(int, ftruncate64, (int, off_t))
+TRACER_REAL(ssize_t, sendfile, (int, int, off_t *, size_t))
+TRACER_REAL(ssize_t, sendfile64, (int, int, off_t *, size_t))
+TRACER_REAL(ssize_t, copy_file_range, (int, off_t *, int, off_t *, size_t, unsigned))
+
+static size_t tracer_iov_total(const struct iovec *iov, int iovcnt)
+{
+    size_t n = 0;
+    for (int i = 0; iov && i < iovcnt; i++)
+        n += iov[i].iov_len;
+    return n;
+}
+
+/* ---- open family --------------------------------------------------------- */
+
+static int tracer_open_needs_mode(int flags)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, int flags, int fd,
+                         int err, uint64_t begin)
+{
+    uint64_t end = tracer_now_ns();
+    (void)dirfd;
+    const char *filter = tracer_global.control->path_filter;
+    int filtered = filter[0] && path && strncmp(path, filter, strlen(filter)) != 0;
+    uint32_t path_id = (!filtered && path) ? tracer_intern(path, strlen(path)) : 0;
+    struct tracer_fd *f = NULL;
+    if (fd >= 0) {
+        f = tracer_fd_opened_file(fd, path_id, (flags & O_APPEND) != 0);
+        if (f && f->kind == TRACER_FD_FILE && (flags & O_TRUNC)) f->size = 0;
+    }
+    if (!filtered && (!f || f->kind == TRACER_FD_FILE)) {
+        struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_OPEN, begin, end);
+        if (ev) {
+            ev->u.file.fd = fd;
+            ev->u.file.path_id = path_id;
+            ev->u.file.open_flags = (uint32_t)flags;
+            ev->u.file.offset = -1;
+            ev->u.file.result = fd >= 0 ? fd : -err;
+            if (fd < 0) ev->flags |= TRACE_F_ERROR;
+            if (f) {
+                ev->u.file.dev = f->dev;
+                ev->u.file.ino = f->ino;
+                ev->u.file.file_size = f->size;
+            }
+            tracer_commit(t);
+        }
+    }
+    tracer_event_end(t, end);
+    return fd;
+}
+
+#define TRACER_OPEN_BODY(realcall, dirfd)                                                          \
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);                                      \
+    if (!t) return realcall;                                                                       \
+    uint64_t begin = tracer_event_begin(t);                                                        \
+    int fd = realcall;                                                                             \
+    int err = errno;                                                                               \
+    tracer_opened(t, dirfd, path, flags, fd, err, begin);                                          \
+    errno = err;                                                                                   \
+    return fd;
+
+TRACER_EXPORT int open(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (tracer_open_needs_mode(flags)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    TRACER_OPEN_BODY(tracer_real_open()(path, flags, mode), AT_FDCWD)
+}
+
+TRACER_EXPORT int open64(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (tracer_open_needs_mode(flags)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    TRACER_OPEN_BODY(tracer_real_open64()(path, flags, mode), AT_FDCWD)
+}
+
+TRACER_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (tracer_open_needs_mode(flags)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    TRACER_OPEN_BODY(tracer_real_openat()(dirfd, path, flags, mode), dirfd)
+}
+
+TRACER_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (tracer_open_needs_mode(flags)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    TRACER_OPEN_BODY(tracer_real_openat64()(dirfd, path, flags, mode), dirfd)
+}
+
+TRACER_EXPORT int __open_2(const char *path, int flags){
+    TRACER_OPEN_BODY(tracer_real___open_2()(path, flags), AT_FDCWD)}
+
+TRACER_EXPORT int __open64_2(const char *path, int flags){
+    TRACER_OPEN_BODY(tracer_real___open64_2()(path, flags), AT_FDCWD)}
+
+TRACER_EXPORT int __openat_2(int dirfd, const char *path, int flags){
+    TRACER_OPEN_BODY(tracer_real___openat_2()(dirfd, path, flags), dirfd)}
+
+TRACER_EXPORT int __openat64_2(int dirfd, const char *path, int flags){
+    TRACER_OPEN_BODY(tracer_real___openat64_2()(dirfd, path, flags), dirfd)}
+
+TRACER_EXPORT int creat(const char *path, mode_t mode)
+{
+    int flags = O_CREAT | O_WRONLY | O_TRUNC;
+    TRACER_OPEN_BODY(tracer_real_creat()(path, mode), AT_FDCWD)
+}
+
+TRACER_EXPORT int creat64(const char *path, mode_t mode)
+{
+    int flags = O_CREAT | O_WRONLY | O_TRUNC;
+    TRACER_OPEN_BODY(tracer_real_creat64()(path, mode), AT_FDCWD)
+}
+
+/* ---- close and dup -------------------------------------------------------- */
+
+TRACER_EXPORT int close(int fd)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_ALL);
+    if (!t) {
+        tracer_fd_reset(fd);
+        return tracer_real_close()(fd);
+    }
+    struct tracer_fd *f = tracer_fd_get(fd);
+    struct tracer_fd copy;
+    int kind = f ? f->kind : TRACER_FD_UNKNOWN;
+    if (f) copy = *f;
+    uint64_t begin = tracer_event_begin(t);
+    int rc = tracer_real_close()(fd);
+    int err = errno;
+    uint64_t end = tracer_now_ns();
+    if (rc == 0 || err != EBADF) tracer_fd_reset(fd);
+    if (kind == TRACER_FD_SOCKET && copy.conn_id &&
+        (tracer_global.control->only_mask & TRACER_ONLY_NET)) {
+        struct trace_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = TRACE_EV_CONN;
+        ev.op = TRACE_CONN_CLOSE;
+        ev.tid = t->tid;
+        ev.ts_ns = begin;
+        ev.dur_ns = end - begin;
+        ev.u.conn.fd = fd;
+        ev.u.conn.conn_id = copy.conn_id;
+        ev.u.conn.proto = copy.proto;
+        ev.u.conn.result = rc == 0 ? 0 : -err;
+        tracer_emit_definition(&ev);
+    } else if (kind == TRACER_FD_FILE && (tracer_global.control->only_mask & TRACER_ONLY_FILE) &&
+               !(tracer_global.control->path_filter[0] && !copy.path_id)) {
+        tracer_file_simple(t, fd, &copy, TRACE_FILE_CLOSE, rc == 0 ? 0 : -err, begin, end);
+    }
+    tracer_event_end(t, end);
+    errno = err;
+    return rc;
+}
+
+TRACER_EXPORT int dup(int fd)
+{
+    int r = tracer_real_dup()(fd);
+    int err = errno;
+    if (r >= 0) tracer_fd_dup(fd, r);
+    errno = err;
+    return r;
+}
+
+TRACER_EXPORT int dup2(int fd, int fd2)
+{
+    int r = tracer_real_dup2()(fd, fd2);
+    int err = errno;
+    if (r >= 0) tracer_fd_dup(fd, r);
+    errno = err;
+    return r;
+}
+
+TRACER_EXPORT int dup3(int fd, int fd2, int flags)
+{
+    int r = tracer_real_dup3()(fd, fd2, flags);
+    int err = errno;
+    if (r >= 0) tracer_fd_dup(fd, r);
+    errno = err;
+    return r;
+}
+
+/* ---- data path ------------------------------------------------------------ */
+
+#define TRACER_IO_BODY(realcall, DIR, OFFSET, SIZE, IOV, IOVCNT)                                   \
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET | TRACER_ONLY_DB);   \
+    if (!t) return realcall;                                                                       \
+    uint64_t begin = tracer_event_begin(t);                                                        \
+    ssize_t r = realcall;                                                                          \
+    int err = errno;                                                                               \
+    struct tracer_io io = {.fd = fd,                                                               \
+                           .dir = DIR,                                                             \
+                           .explicit_offset = (OFFSET),                                            \
+                           .size = (SIZE),                                                         \
+                           .result = r >= 0 ? r : -err,                                            \
+                           .iov = (IOV),                                                           \
+                           .iovcnt = (IOVCNT),                                                     \
+                           .begin_ns = begin,                                                      \
+                           .end_ns = tracer_now_ns()};                                             \
+    tracer_io_record(t, &io);                                                                      \
+    tracer_event_end(t, io.end_ns);                                                                \
+    errno = err;                                                                                   \
+    return r;
+
+#define TRACER_ONE_IOV(b, n) (&(struct iovec){.iov_base = (void *)(b), .iov_len = (n)})
+
+TRACER_EXPORT ssize_t read(int fd, void *buf, size_t n){
+    TRACER_IO_BODY(tracer_real_read()(fd, buf, n), TRACER_IO_IN, -1, n, TRACER_ONE_IOV(buf, n), 1)}
+
+TRACER_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen){
+    TRACER_IO_BODY(tracer_real___read_chk()(fd, buf, n, buflen), TRACER_IO_IN, -1, n,
+                   TRACER_ONE_IOV(buf, n), 1)}
+
+TRACER_EXPORT ssize_t write(int fd, const void *buf,
+                            size_t n){TRACER_IO_BODY(tracer_real_write()(fd, buf, n), TRACER_IO_OUT,
+                                                     -1, n, TRACER_ONE_IOV(buf, n), 1)}
+
+TRACER_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off){
+    TRACER_IO_BODY(tracer_real_pread()(fd, buf, n, off), TRACER_IO_IN, off, n, NULL, 0)}
+
+TRACER_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off){
+    TRACER_IO_BODY(tracer_real_pread64()(fd, buf, n, off), TRACER_IO_IN, off, n, NULL, 0)}
+
+TRACER_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen){
+    TRACER_IO_BODY(tracer_real___pread_chk()(fd, buf, n, off, buflen), TRACER_IO_IN, off, n, NULL,
+                   0)}
+
+TRACER_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen){
+    TRACER_IO_BODY(tracer_real___pread64_chk()(fd, buf, n, off, buflen), TRACER_IO_IN, off, n, NULL,
+                   0)}
+
+TRACER_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off){
+    TRACER_IO_BODY(tracer_real_pwrite()(fd, buf, n, off), TRACER_IO_OUT, off, n, NULL, 0)}
+
+TRACER_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off){
+    TRACER_IO_BODY(tracer_real_pwrite64()(fd, buf, n, off), TRACER_IO_OUT, off, n, NULL, 0)}
+
+TRACER_EXPORT ssize_t readv(int fd, const struct iovec *iov,
+                            int cnt){TRACER_IO_BODY(tracer_real_readv()(fd, iov, cnt), TRACER_IO_IN,
+                                                    -1, tracer_iov_total(iov, cnt), iov, cnt)}
+
+TRACER_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt){
+    TRACER_IO_BODY(tracer_real_writev()(fd, iov, cnt), TRACER_IO_OUT, -1,
+                   tracer_iov_total(iov, cnt), iov, cnt)}
+
+TRACER_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off){
+    TRACER_IO_BODY(tracer_real_preadv()(fd, iov, cnt, off), TRACER_IO_IN, off,
+                   tracer_iov_total(iov, cnt), NULL, 0)}
+
+TRACER_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off){
+    TRACER_IO_BODY(tracer_real_preadv64()(fd, iov, cnt, off), TRACER_IO_IN, off,
+                   tracer_iov_total(iov, cnt), NULL, 0)}
+
+TRACER_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off){
+    TRACER_IO_BODY(tracer_real_pwritev()(fd, iov, cnt, off), TRACER_IO_OUT, off,
+                   tracer_iov_total(iov, cnt), NULL, 0)}
+
+TRACER_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off){
+    TRACER_IO_BODY(tracer_real_pwritev64()(fd, iov, cnt, off), TRACER_IO_OUT, off,
+                   tracer_iov_total(iov, cnt), NULL, 0)}
+
+TRACER_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags){
+    TRACER_IO_BODY(tracer_real_preadv2()(fd, iov, cnt, off, flags), TRACER_IO_IN, off,
+                   tracer_iov_total(iov, cnt), off < 0 ? iov : NULL, off < 0 ? cnt : 0)}
+
+TRACER_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    TRACER_IO_BODY(tracer_real_pwritev2()(fd, iov, cnt, off, flags), TRACER_IO_OUT, off,
+                   tracer_iov_total(iov, cnt), off < 0 ? iov : NULL, off < 0 ? cnt : 0)
+}
+
+/* ---- sync, seek, truncate ------------------------------------------------- */
+
+static int tracer_sync(int fd, int (*real)(int), uint8_t op)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
+    if (!t) return real(fd);
+    uint64_t begin = tracer_event_begin(t);
+    int r = real(fd);
+    int err = errno;
+    uint64_t end = tracer_now_ns();
+    struct tracer_fd *f = tracer_fd_classify(fd);
+    tracer_file_simple(t, fd, f, op, r == 0 ? 0 : -err, begin, end);
+    tracer_event_end(t, end);
+    errno = err;
+    return r;
+}
+
+TRACER_EXPORT int fsync(int fd)
+{
+    return tracer_sync(fd, tracer_real_fsync(), TRACE_FILE_FSYNC);
+}
+
+TRACER_EXPORT int fdatasync(int fd)
+{
+    return tracer_sync(fd, tracer_real_fdatasync(), TRACE_FILE_FDATASYNC);
+}
+
+/* lseek is not an event (it costs nothing to replay: offsets are explicit
+ * in the trace); it only moves our tracked offset. */
+static off_t tracer_seeked(int fd, off_t r)
+{
+    if (r >= 0) {
+        struct tracer_fd *f = tracer_fd_get(fd);
+        if (f && f->kind == TRACER_FD_FILE) f->offset = r;
+    }
+    return r;
+}
+
+TRACER_EXPORT off_t lseek(int fd, off_t off, int whence)
+{
+    off_t r = tracer_real_lseek()(fd, off, whence);
+    int err = errno;
+    tracer_seeked(fd, r);
+    errno = err;
+    return r;
+}
+
+TRACER_EXPORT off_t lseek64(int fd, off_t off, int whence)
+{
+    off_t r = tracer_real_lseek64()(fd, off, whence);
+    int err = errno;
+    tracer_seeked(fd, r);
+    errno = err;
+    return r;
+}
+
+static int tracer_truncated(int fd, off_t len, int r, int err, struct tracer_thread *t,
+                            uint64_t begin)
+{
+    uint64_t end = tracer_now_ns();
+    struct tracer_fd *f = tracer_fd_classify(fd);
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_TRUNCATE, begin, end);
+    if (ev) {
+        ev->u.file.fd = fd;
+        ev->u.file.offset = len;
+        ev->u.file.result = r == 0 ? 0 : -err;
+        if (f) {
+            ev->u.file.dev = f->dev;
+            ev->u.file.ino = f->ino;
+            ev->u.file.path_id = f->path_id;
+            ev->u.file.file_size = f->size;
+        }
+        tracer_commit(t);
+    }
+    if (r == 0 && f) f->size = (uint64_t)len;
+    tracer_event_end(t, end);
+    return r;
+}
+
+TRACER_EXPORT int ftruncate(int fd, off_t len)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
+    if (!t) return tracer_real_ftruncate()(fd, len);
+    uint64_t begin = tracer_event_begin(t);
+    int r = tracer_real_ftruncate()(fd, len);
+    int err = errno;
+    tracer_truncated(fd, len, r, err, t, begin);
+    errno = err;
+    return r;
+}
+
+TRACER_EXPORT int ftruncate64(int fd, off_t len)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
+    if (!t) return tracer_real_ftruncate64()(fd, len);
+    uint64_t begin = tracer_event_begin(t);
+    int r = tracer_real_ftruncate64()(fd, len);
+    int err = errno;
+    tracer_truncated(fd, len, r, err, t, begin);
+    errno = err;
+    return r;
+}
+
+/* ---- fd-to-fd copies ------------------------------------------------------ */
+
+/* sendfile and copy_file_range read from one descriptor and write to
+ * another: recorded as the read side (FILE op with fd2 = out) followed by
+ * the write side through io_events (a NET send when out is a socket). */
+static void tracer_copy_recorded(struct tracer_thread *t, uint8_t op, int in_fd, int64_t in_off,
+                                 int out_fd, int64_t out_off, size_t n, ssize_t r, int err,
+                                 uint64_t begin, uint64_t end)
+{
+    struct tracer_fd *in = tracer_fd_classify(in_fd);
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, op, begin, end);
+    if (ev) {
+        ev->u.file.fd = in_fd;
+        ev->u.file.fd2 = out_fd;
+        ev->u.file.size = n;
+        ev->u.file.result = r >= 0 ? r : -err;
+        ev->u.file.offset = in_off >= 0 ? in_off : (in ? in->offset : -1);
+        if (r < 0) ev->flags |= TRACE_F_ERROR;
+        if (in) {
+            ev->u.file.dev = in->dev;
+            ev->u.file.ino = in->ino;
+            ev->u.file.path_id = in->path_id;
+            ev->u.file.file_size = in->size;
+            if (in_off < 0 && r > 0) in->offset += r;
+        }
+        tracer_commit(t);
+    }
+    struct tracer_io io = {.fd = out_fd,
+                           .dir = TRACER_IO_OUT,
+                           .explicit_offset = out_off,
+                           .size = n,
+                           .result = r >= 0 ? r : -err,
+                           .begin_ns = begin,
+                           .end_ns = end};
+    struct tracer_fd *out = tracer_fd_classify(out_fd);
+    if (r > 0 && out && out->kind == TRACER_FD_SOCKET)
+        tracer_io_record(t, &io);
+    else if (r > 0 && out && out->kind == TRACER_FD_FILE)
+        tracer_io_record(t, &io);
+}
+
+TRACER_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t n)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET);
+    if (!t) return tracer_real_sendfile()(out_fd, in_fd, off, n);
+    int64_t in_off = off ? *off : -1;
+    uint64_t begin = tracer_event_begin(t);
+    ssize_t r = tracer_real_sendfile()(out_fd, in_fd, off, n);
+    int err = errno;
+    uint64_t end = tracer_now_ns();
+    if (!(r < 0 && (err == EAGAIN || err == EWOULDBLOCK)))
+        tracer_copy_recorded(t, TRACE_FILE_SENDFILE, in_fd, in_off, out_fd, -1, n, r, err, begin,
+                             end);
+    tracer_event_end(t, end);
+    errno = err;
+    return r;
+}
+
+TRACER_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off_t *off, size_t n)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET);
+    if (!t) return tracer_real_sendfile64()(out_fd, in_fd, off, n);
+    int64_t in_off = off ? *off : -1;
+    uint64_t begin = tracer_event_begin(t);
+    ssize_t r = tracer_real_sendfile64()(out_fd, in_fd, off, n);
+    int err = errno;
+    uint64_t end = tracer_now_ns();
+    if (!(r < 0 && (err == EAGAIN || err == EWOULDBLOCK)))
+        tracer_copy_recorded(t, TRACE_FILE_SENDFILE, in_fd, in_off, out_fd, -1, n, r, err, begin,
+                             end);
+    tracer_event_end(t, end);
+    errno = err;
+    return r;
+}
+
+TRACER_EXPORT ssize_t copy_file_range(int in_fd, off_t *in_off, int out_fd, off_t *out_off,
+                                      size_t n, unsigned flags)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
+    if (!t) return tracer_real_copy_file_range()(in_fd, in_off, out_fd, out_off, n, flags);
+    int64_t ioff = in_off ? *in_off : -1, ooff = out_off ? *out_off : -1;
+    uint64_t begin = tracer_event_begin(t);
+    ssize_t r = tracer_real_copy_file_range()(in_fd, in_off, out_fd, out_off, n, flags);
+    int err = errno;
+    uint64_t end = tracer_now_ns();
+    tracer_copy_recorded(t, TRACE_FILE_COPY_RANGE, in_fd, ioff, out_fd, ooff, n, r, err, begin,
+                         end);
+    tracer_event_end(t, end);
+    errno = err;
+    return r;
+}

@@ -1,0 +1,248 @@
+/* interpose_lock.c - wrappers for the locks whose contention the replay
+ * must reproduce: pthread mutexes and rwlocks (lock, trylock, timedlock,
+ * unlock; condition waits release and re-acquire their mutex), flock, and
+ * fcntl record locks (F_SETLK/F_SETLKW and the F_OFD_* forms). fcntl's
+ * F_DUPFD forms are handled here too, as dup.
+ *
+ * A blocking acquire first tries the lock without blocking: when that
+ * succeeds (the common, uncontended case) the event needs one clock read. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io_events.h"
+
+TRACER_REAL(int, pthread_mutex_lock, (pthread_mutex_t *))
+TRACER_REAL(int, pthread_mutex_trylock, (pthread_mutex_t *))
+TRACER_REAL(int, pthread_mutex_timedlock, (pthread_mutex_t *, const struct timespec *))
+TRACER_REAL(int, pthread_mutex_unlock, (pthread_mutex_t *))
+TRACER_REAL(int, pthread_rwlock_rdlock, (pthread_rwlock_t *))
+TRACER_REAL(int, pthread_rwlock_wrlock, (pthread_rwlock_t *))
+TRACER_REAL(int, pthread_rwlock_tryrdlock, (pthread_rwlock_t *))
+TRACER_REAL(int, pthread_rwlock_trywrlock, (pthread_rwlock_t *))
+TRACER_REAL(int, pthread_rwlock_timedrdlock, (pthread_rwlock_t *, const struct timespec *))
+TRACER_REAL(int, pthread_rwlock_timedwrlock, (pthread_rwlock_t *, const struct timespec *))
+TRACER_REAL(int, pthread_rwlock_unlock, (pthread_rwlock_t *))
+TRACER_REAL(int, pthread_cond_wait, (pthread_cond_t *, pthread_mutex_t *))
+TRACER_REAL(int, pthread_cond_timedwait,
+            (pthread_cond_t *, pthread_mutex_t *, const struct timespec *))
+TRACER_REAL(int, flock, (int, int))
+TRACER_REAL(int, fcntl, (int, int, ...))
+TRACER_REAL(int, fcntl64, (int, int, ...))
+
+static void tracer_lock_event(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_t mode,
+                              uint64_t id, int result, uint64_t begin, uint64_t end, int64_t start,
+                              int64_t len)
+{
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_LOCK, op, begin, end);
+    if (!ev) return;
+    ev->u.lock.kind = kind;
+    ev->u.lock.mode = mode;
+    ev->u.lock.lock_id = id;
+    ev->u.lock.result = result;
+    ev->u.lock.start = start;
+    ev->u.lock.len = len;
+    if (result != 0) ev->flags |= TRACE_F_ERROR;
+    tracer_commit(t);
+}
+
+/* Blocking acquire of a pthread lock: try first, block only when busy. */
+#define TRACER_PTHREAD_ACQUIRE(lockp, real_try, real_block, KIND, MODE)                            \
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
+    if (!t) return real_block(lockp);                                                              \
+    uint64_t begin = tracer_event_begin(t);                                                        \
+    int rc = real_try(lockp);                                                                      \
+    uint64_t end = begin;                                                                          \
+    if (rc == EBUSY) {                                                                             \
+        rc = real_block(lockp);                                                                    \
+        end = tracer_now_ns();                                                                     \
+    }                                                                                              \
+    tracer_lock_event(t, TRACE_LOCK_ACQUIRE, KIND, MODE, (uint64_t)(uintptr_t)(lockp), rc, begin,  \
+                      end, 0, 0);                                                                  \
+    tracer_event_end(t, end);                                                                      \
+    return rc;
+
+#define TRACER_PTHREAD_SIMPLE(call, lockp, OP, KIND, MODE)                                         \
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
+    if (!t) return call;                                                                           \
+    uint64_t begin = tracer_event_begin(t);                                                        \
+    int rc = call;                                                                                 \
+    uint64_t end = (OP) == TRACE_LOCK_TIMED ? tracer_now_ns() : begin;                             \
+    tracer_lock_event(t, OP, KIND, MODE, (uint64_t)(uintptr_t)(lockp), rc, begin, end, 0, 0);      \
+    tracer_event_end(t, end);                                                                      \
+    return rc;
+
+TRACER_EXPORT int pthread_mutex_lock(pthread_mutex_t *m){
+    TRACER_PTHREAD_ACQUIRE(m, tracer_real_pthread_mutex_trylock(), tracer_real_pthread_mutex_lock(),
+                           TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m){
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_trylock()(m), m, TRACE_LOCK_TRY,
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts){
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_timedlock()(m, ts), m, TRACE_LOCK_TIMED,
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m){
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_unlock()(m), m, TRACE_LOCK_RELEASE,
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l){
+    TRACER_PTHREAD_ACQUIRE(l, tracer_real_pthread_rwlock_tryrdlock(),
+                           tracer_real_pthread_rwlock_rdlock(), TRACE_LOCK_RWLOCK,
+                           TRACE_LOCK_SHARED)}
+
+TRACER_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l){
+    TRACER_PTHREAD_ACQUIRE(l, tracer_real_pthread_rwlock_trywrlock(),
+                           tracer_real_pthread_rwlock_wrlock(), TRACE_LOCK_RWLOCK,
+                           TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l){
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_tryrdlock()(l), l, TRACE_LOCK_TRY,
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)}
+
+TRACER_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l){
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_trywrlock()(l), l, TRACE_LOCK_TRY,
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *ts){
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_timedrdlock()(l, ts), l, TRACE_LOCK_TIMED,
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)}
+
+TRACER_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *ts){
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_timedwrlock()(l, ts), l, TRACE_LOCK_TIMED,
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
+{
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_unlock()(l), l, TRACE_LOCK_RELEASE,
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)
+}
+
+/* A condition wait releases the mutex and takes it back before returning:
+ * recorded as a RELEASE when the wait starts and an ACQUIRE when it ends,
+ * so lock pairing in the trace stays exact. */
+static int tracer_cond(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts, int timed)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);
+    if (!t)
+        return timed ? tracer_real_pthread_cond_timedwait()(c, m, ts)
+                     : tracer_real_pthread_cond_wait()(c, m);
+    uint64_t begin = tracer_event_begin(t);
+    tracer_lock_event(t, TRACE_LOCK_RELEASE, TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE,
+                      (uint64_t)(uintptr_t)m, 0, begin, begin, 0, 0);
+    int rc = timed ? tracer_real_pthread_cond_timedwait()(c, m, ts)
+                   : tracer_real_pthread_cond_wait()(c, m);
+    uint64_t end = tracer_now_ns();
+    tracer_lock_event(t, TRACE_LOCK_ACQUIRE, TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE,
+                      (uint64_t)(uintptr_t)m, 0, end, end, 0, 0);
+    tracer_event_end(t, end);
+    return rc;
+}
+
+TRACER_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    return tracer_cond(c, m, NULL, 0);
+}
+
+TRACER_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+                                         const struct timespec *ts)
+{
+    return tracer_cond(c, m, ts, 1);
+}
+
+/* Identity of a file lock: the file (dev, ino) mixed with the byte range. */
+static uint64_t tracer_file_lock_id(int fd, int64_t start, int64_t len)
+{
+    struct tracer_fd *f = tracer_fd_classify(fd);
+    uint64_t h = 1469598103934665603ull;
+    uint64_t parts[4] = {f ? f->dev : (uint64_t)fd, f ? f->ino : 0, (uint64_t)start, (uint64_t)len};
+    for (int i = 0; i < 4; i++)
+        h = (h ^ parts[i]) * 1099511628211ull;
+    return h;
+}
+
+TRACER_EXPORT int flock(int fd, int op)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);
+    if (!t) return tracer_real_flock()(fd, op);
+    uint64_t begin = tracer_event_begin(t);
+    int rc = tracer_real_flock()(fd, op);
+    int err = errno;
+    uint64_t end = tracer_now_ns();
+    int base = op & ~LOCK_NB;
+    uint8_t lop = base == LOCK_UN ? TRACE_LOCK_RELEASE
+                                  : ((op & LOCK_NB) ? TRACE_LOCK_TRY : TRACE_LOCK_ACQUIRE);
+    uint8_t mode = base == LOCK_SH ? TRACE_LOCK_SHARED : TRACE_LOCK_EXCLUSIVE;
+    tracer_lock_event(t, lop, TRACE_LOCK_FLOCK, mode, tracer_file_lock_id(fd, 0, 0),
+                      rc == 0 ? 0 : err, begin, end, 0, 0);
+    tracer_event_end(t, end);
+    errno = err;
+    return rc;
+}
+
+static int tracer_fcntl_common(int fd, int cmd, void *arg, int use64)
+{
+    int rc = use64 ? tracer_real_fcntl64()(fd, cmd, arg) : tracer_real_fcntl()(fd, cmd, arg);
+    int err = errno;
+    if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && rc >= 0) {
+        tracer_fd_dup(fd, rc);
+        errno = err;
+        return rc;
+    }
+    errno = err;
+    return rc;
+}
+
+static int tracer_fcntl_lock(int fd, int cmd, struct flock *fl, int use64)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);
+    if (!t || !fl)
+        return use64 ? tracer_real_fcntl64()(fd, cmd, fl) : tracer_real_fcntl()(fd, cmd, fl);
+    short type = fl->l_type;
+    int64_t start = fl->l_start, len = fl->l_len;
+    uint64_t begin = tracer_event_begin(t);
+    int rc = use64 ? tracer_real_fcntl64()(fd, cmd, fl) : tracer_real_fcntl()(fd, cmd, fl);
+    int err = errno;
+    uint64_t end = tracer_now_ns();
+    int blocking = cmd == F_SETLKW || cmd == F_OFD_SETLKW;
+    uint8_t kind = (cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW) ? TRACE_LOCK_OFD : TRACE_LOCK_FCNTL;
+    uint8_t op =
+        type == F_UNLCK ? TRACE_LOCK_RELEASE : (blocking ? TRACE_LOCK_ACQUIRE : TRACE_LOCK_TRY);
+    uint8_t mode = type == F_RDLCK ? TRACE_LOCK_SHARED : TRACE_LOCK_EXCLUSIVE;
+    tracer_lock_event(t, op, kind, mode, tracer_file_lock_id(fd, start, len), rc == 0 ? 0 : err,
+                      begin, end, start, len);
+    tracer_event_end(t, end);
+    errno = err;
+    return rc;
+}
+
+static int tracer_is_lock_cmd(int cmd)
+{
+    return cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
+}
+
+TRACER_EXPORT int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    if (tracer_is_lock_cmd(cmd)) return tracer_fcntl_lock(fd, cmd, arg, 0);
+    return tracer_fcntl_common(fd, cmd, arg, 0);
+}
+
+TRACER_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    if (tracer_is_lock_cmd(cmd)) return tracer_fcntl_lock(fd, cmd, arg, 1);
+    return tracer_fcntl_common(fd, cmd, arg, 1);
+}

@@ -1,0 +1,327 @@
+/* interpose_net.c - wrappers for the socket API: socket, accept/accept4,
+ * connect, listen, shutdown, setsockopt (the options that change timing),
+ * and send/recv/sendto/recvfrom/sendmsg/recvmsg/sendmmsg/recvmmsg (plus the
+ * fortified __recv_chk forms). Data transfers go through io_events like
+ * read/write, so a socket used with read() and with recv() looks the same. */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "io_events.h"
+
+TRACER_REAL(int, socket, (int, int, int))
+TRACER_REAL(int, accept, (int, struct sockaddr *, socklen_t *))
+TRACER_REAL(int, accept4, (int, struct sockaddr *, socklen_t *, int))
+TRACER_REAL(int, connect, (int, const struct sockaddr *, socklen_t))
+TRACER_REAL(int, listen, (int, int))
+TRACER_REAL(int, shutdown, (int, int))
+TRACER_REAL(int, setsockopt, (int, int, int, const void *, socklen_t))
+TRACER_REAL(ssize_t, send, (int, const void *, size_t, int))
+TRACER_REAL(ssize_t, recv, (int, void *, size_t, int))
+TRACER_REAL(ssize_t, __recv_chk, (int, void *, size_t, size_t, int))
+TRACER_REAL(ssize_t, sendto, (int, const void *, size_t, int, const struct sockaddr *, socklen_t))
+TRACER_REAL(ssize_t, recvfrom, (int, void *, size_t, int, struct sockaddr *, socklen_t *))
+TRACER_REAL(ssize_t, __recvfrom_chk,
+            (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *))
+TRACER_REAL(ssize_t, sendmsg, (int, const struct msghdr *, int))
+TRACER_REAL(ssize_t, recvmsg, (int, struct msghdr *, int))
+TRACER_REAL(int, sendmmsg, (int, struct mmsghdr *, unsigned, int))
+TRACER_REAL(int, recvmmsg, (int, struct mmsghdr *, unsigned, int, struct timespec *))
+
+static struct tracer_fd *tracer_socket_fd(int fd)
+{
+    struct tracer_fd *f = tracer_fd_get(fd);
+    if (f) {
+        memset(f, 0, sizeof *f);
+        f->kind = TRACER_FD_SOCKET;
+    }
+    return f;
+}
+
+TRACER_EXPORT int socket(int domain, int type, int proto)
+{
+    int fd = tracer_real_socket()(domain, type, proto);
+    int err = errno;
+    if (fd >= 0) tracer_socket_fd(fd);
+    errno = err;
+    return fd;
+}
+
+static int tracer_accepted(struct tracer_thread *t, int lfd, int fd, int err, uint64_t begin)
+{
+    uint64_t end = tracer_now_ns();
+    (void)lfd;
+    if (fd >= 0) {
+        struct tracer_fd *f = tracer_socket_fd(fd);
+        if (f) {
+            f->flags |= TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ;
+            tracer_conn_ensure(t, fd, f, TRACE_CONN_ACCEPT, begin, end, fd);
+        }
+    } else {
+        (void)err; /* failed accepts (EAGAIN on non-blocking listeners) are no event */
+    }
+    tracer_event_end(t, end);
+    return fd;
+}
+
+TRACER_EXPORT int accept(int lfd, struct sockaddr *addr, socklen_t *len)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
+    if (!t) {
+        int fd = tracer_real_accept()(lfd, addr, len);
+        int err = errno;
+        if (fd >= 0) {
+            struct tracer_fd *f = tracer_socket_fd(fd);
+            if (f) f->flags |= TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ;
+        }
+        errno = err;
+        return fd;
+    }
+    uint64_t begin = tracer_event_begin(t);
+    int fd = tracer_real_accept()(lfd, addr, len);
+    int err = errno;
+    tracer_accepted(t, lfd, fd, err, begin);
+    errno = err;
+    return fd;
+}
+
+TRACER_EXPORT int accept4(int lfd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
+    if (!t) {
+        int fd = tracer_real_accept4()(lfd, addr, len, flags);
+        int err = errno;
+        if (fd >= 0) {
+            struct tracer_fd *f = tracer_socket_fd(fd);
+            if (f) f->flags |= TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ;
+        }
+        errno = err;
+        return fd;
+    }
+    uint64_t begin = tracer_event_begin(t);
+    int fd = tracer_real_accept4()(lfd, addr, len, flags);
+    int err = errno;
+    tracer_accepted(t, lfd, fd, err, begin);
+    errno = err;
+    return fd;
+}
+
+TRACER_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
+    if (!t) return tracer_real_connect()(fd, addr, len);
+    uint64_t begin = tracer_event_begin(t);
+    int rc = tracer_real_connect()(fd, addr, len);
+    int err = errno;
+    uint64_t end = tracer_now_ns();
+    struct tracer_fd *f = tracer_fd_classify(fd);
+    if (f && f->kind == TRACER_FD_SOCKET && (rc == 0 || err == EINPROGRESS)) {
+        f->flags &= (uint8_t)~TRACER_FDF_IDENT_DONE;
+        tracer_conn_ensure(t, fd, f, TRACE_CONN_CONNECT, begin, end, rc == 0 ? 0 : -err);
+        if (err == EINPROGRESS) /* peer address known; identity complete on first use */
+            f->flags &= (uint8_t)~TRACER_FDF_IDENT_DONE;
+    }
+    tracer_event_end(t, end);
+    errno = err;
+    return rc;
+}
+
+TRACER_EXPORT int listen(int fd, int backlog)
+{
+    int rc = tracer_real_listen()(fd, backlog);
+    int err = errno;
+    struct tracer_fd *f = tracer_fd_classify(fd);
+    if (rc == 0 && f) f->flags |= TRACER_FDF_LISTENING;
+    errno = err;
+    return rc;
+}
+
+TRACER_EXPORT int shutdown(int fd, int how)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET);
+    if (!t) return tracer_real_shutdown()(fd, how);
+    uint64_t begin = tracer_event_begin(t);
+    int rc = tracer_real_shutdown()(fd, how);
+    int err = errno;
+    uint64_t end = tracer_now_ns();
+    struct tracer_fd *f = tracer_fd_classify(fd);
+    if (f && f->kind == TRACER_FD_SOCKET) {
+        uint64_t conn = tracer_conn_ensure(t, fd, f, TRACE_CONN_IDENT, begin, begin, 0);
+        struct trace_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = TRACE_EV_CONN;
+        ev.op = TRACE_CONN_SHUTDOWN;
+        ev.tid = t->tid;
+        ev.ts_ns = begin;
+        ev.dur_ns = end - begin;
+        ev.u.conn.fd = fd;
+        ev.u.conn.conn_id = conn;
+        ev.u.conn.proto = f->proto;
+        ev.u.conn.result = rc == 0 ? how : -err;
+        tracer_emit_definition(&ev);
+    }
+    tracer_event_end(t, end);
+    errno = err;
+    return rc;
+}
+
+static int tracer_sockopt_matters(int level, int name)
+{
+    if (level == IPPROTO_TCP)
+        return name == TCP_NODELAY || name == TCP_CORK || name == TCP_QUICKACK;
+    if (level == SOL_SOCKET) return name == SO_SNDBUF || name == SO_RCVBUF || name == SO_LINGER;
+    return 0;
+}
+
+TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+    int rc = tracer_real_setsockopt()(fd, level, name, val, len);
+    int err = errno;
+    if (rc == 0 && tracer_sockopt_matters(level, name)) {
+        struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET);
+        if (t) {
+            uint64_t now = tracer_now_ns();
+            struct tracer_fd *f = tracer_fd_classify(fd);
+            struct trace_event *ev = tracer_event_new(t, TRACE_EV_SOCKOPT, 0, now, now);
+            if (ev) {
+                ev->u.sockopt.fd = fd;
+                ev->u.sockopt.level = level;
+                ev->u.sockopt.name = name;
+                int64_t v = 0;
+                if (val && len >= sizeof(int)) v = *(const int *)val;
+                ev->u.sockopt.value = v;
+                ev->u.sockopt.conn_id = f ? f->conn_id : 0;
+                tracer_commit(t);
+            }
+        }
+    }
+    errno = err;
+    return rc;
+}
+
+#define TRACER_SOCK_BODY(realcall, DIR, SIZE, IOV, IOVCNT, FLAGS, NMSGS, RTYPE)                    \
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB | TRACER_ONLY_FILE);   \
+    if (!t) return realcall;                                                                       \
+    uint64_t begin = tracer_event_begin(t);                                                        \
+    RTYPE r = realcall;                                                                            \
+    int err = errno;                                                                               \
+    struct tracer_io io = {.fd = fd,                                                               \
+                           .dir = DIR,                                                             \
+                           .explicit_offset = -1,                                                  \
+                           .size = (SIZE),                                                         \
+                           .result = r >= 0 ? (int64_t)r : -err,                                   \
+                           .msg_flags = (uint32_t)(FLAGS),                                         \
+                           .nmsgs = (NMSGS),                                                       \
+                           .iov = (IOV),                                                           \
+                           .iovcnt = (IOVCNT),                                                     \
+                           .begin_ns = begin,                                                      \
+                           .end_ns = tracer_now_ns()};                                             \
+    tracer_io_record(t, &io);                                                                      \
+    tracer_event_end(t, io.end_ns);                                                                \
+    errno = err;                                                                                   \
+    return r;
+
+#define TRACER_ONE_IOV(b, n) (&(struct iovec){.iov_base = (void *)(b), .iov_len = (n)})
+
+static size_t tracer_msg_total(const struct msghdr *m)
+{
+    size_t n = 0;
+    for (size_t i = 0; m && i < m->msg_iovlen; i++)
+        n += m->msg_iov[i].iov_len;
+    return n;
+}
+
+TRACER_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags){
+    TRACER_SOCK_BODY(tracer_real_send()(fd, buf, n, flags), TRACER_IO_OUT, n,
+                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t)}
+
+TRACER_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags){
+    TRACER_SOCK_BODY(tracer_real_recv()(fd, buf, n, flags), TRACER_IO_IN, n,
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t)}
+
+TRACER_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags){
+    TRACER_SOCK_BODY(tracer_real___recv_chk()(fd, buf, n, buflen, flags), TRACER_IO_IN, n,
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t)}
+
+TRACER_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+                             const struct sockaddr *to, socklen_t tolen){
+    TRACER_SOCK_BODY(tracer_real_sendto()(fd, buf, n, flags, to, tolen), TRACER_IO_OUT, n,
+                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t)}
+
+TRACER_EXPORT ssize_t
+    recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fromlen){
+        TRACER_SOCK_BODY(tracer_real_recvfrom()(fd, buf, n, flags, from, fromlen), TRACER_IO_IN, n,
+                         (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t)}
+
+TRACER_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+                                     struct sockaddr *from, socklen_t *fromlen){
+    TRACER_SOCK_BODY(tracer_real___recvfrom_chk()(fd, buf, n, buflen, flags, from, fromlen),
+                     TRACER_IO_IN, n, (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags,
+                     1, ssize_t)}
+
+TRACER_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags){
+    TRACER_SOCK_BODY(tracer_real_sendmsg()(fd, msg, flags), TRACER_IO_OUT, tracer_msg_total(msg),
+                     msg ? msg->msg_iov : NULL, msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t)}
+
+TRACER_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    TRACER_SOCK_BODY(tracer_real_recvmsg()(fd, msg, flags), TRACER_IO_IN, tracer_msg_total(msg),
+                     (msg && !(flags & MSG_PEEK)) ? msg->msg_iov : NULL,
+                     msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t)
+}
+
+/* For the mmsg calls the event's result is the total bytes over the
+ * messages done and nmsgs their count. */
+static int64_t tracer_mmsg_bytes(const struct mmsghdr *v, int n)
+{
+    int64_t b = 0;
+    for (int i = 0; i < n; i++)
+        b += v[i].msg_len;
+    return b;
+}
+
+static uint64_t tracer_mmsg_requested(const struct mmsghdr *v, unsigned n)
+{
+    uint64_t b = 0;
+    for (unsigned i = 0; i < n; i++)
+        b += tracer_msg_total(&v[i].msg_hdr);
+    return b;
+}
+
+static int tracer_mmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *tmo,
+                       int out)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
+    if (!t)
+        return out ? tracer_real_sendmmsg()(fd, v, n, flags)
+                   : tracer_real_recvmmsg()(fd, v, n, flags, tmo);
+    uint64_t begin = tracer_event_begin(t);
+    int r = out ? tracer_real_sendmmsg()(fd, v, n, flags)
+                : tracer_real_recvmmsg()(fd, v, n, flags, tmo);
+    int err = errno;
+    struct tracer_io io = {.fd = fd,
+                           .dir = out ? TRACER_IO_OUT : TRACER_IO_IN,
+                           .explicit_offset = -1,
+                           .size = tracer_mmsg_requested(v, n),
+                           .result = r >= 0 ? tracer_mmsg_bytes(v, r) : -err,
+                           .msg_flags = (uint32_t)flags,
+                           .nmsgs = r >= 0 ? (uint32_t)r : 0,
+                           .begin_ns = begin,
+                           .end_ns = tracer_now_ns()};
+    tracer_io_record(t, &io);
+    tracer_event_end(t, io.end_ns);
+    errno = err;
+    return r;
+}
+
+TRACER_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
+{
+    return tracer_mmsg(fd, v, n, flags, NULL, 1);
+}
+
+TRACER_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *tmo)
+{
+    return tracer_mmsg(fd, v, n, flags, tmo, 0);
+}

@@ -1,0 +1,302 @@
+/* io_events.c - the one place a data transfer becomes a FILE or NET event
+ * (see io_events.h): offsets for files, connection identity, HTTP request
+ * labels on accepted connections, and the hand-off to the DB wire parser.
+ * Never changes the call's result or errno (callers restore errno). */
+#include "io_events.h"
+
+#include <arpa/inet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* Peer inode of an AF_UNIX socket via sock_diag (one netlink round trip per
+ * connection); 0 when the kernel does not say. */
+static uint64_t tracer_unix_peer_inode(uint64_t ino)
+{
+    int nl = (int)syscall(SYS_socket, AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (nl < 0) return 0;
+    struct {
+        struct nlmsghdr nlh;
+        struct unix_diag_req req;
+    } msg;
+    memset(&msg, 0, sizeof msg);
+    msg.nlh.nlmsg_len = sizeof msg;
+    msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    msg.nlh.nlmsg_flags = NLM_F_REQUEST;
+    msg.req.sdiag_family = AF_UNIX;
+    msg.req.udiag_states = -1;
+    msg.req.udiag_ino = (uint32_t)ino;
+    msg.req.udiag_show = UDIAG_SHOW_PEER;
+    msg.req.udiag_cookie[0] = msg.req.udiag_cookie[1] = (uint32_t)-1; /* INET_DIAG_NOCOOKIE */
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+    uint64_t peer = 0;
+    if (syscall(SYS_sendto, nl, &msg, sizeof msg, 0, &sa, sizeof sa) == (long)sizeof msg) {
+        union {
+            char buf[1024];
+            struct nlmsghdr align;
+        } u;
+        long n = syscall(SYS_recvfrom, nl, u.buf, sizeof u.buf, 0, NULL, NULL);
+        struct nlmsghdr *h = (struct nlmsghdr *)u.buf;
+        if (n > 0 && NLMSG_OK(h, (unsigned)n) && h->nlmsg_type == SOCK_DIAG_BY_FAMILY) {
+            struct unix_diag_msg *m = NLMSG_DATA(h);
+            int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *m));
+            struct rtattr *a = (struct rtattr *)(m + 1);
+            for (; RTA_OK(a, len); a = RTA_NEXT(a, len))
+                if (a->rta_type == UNIX_DIAG_PEER) peer = *(uint32_t *)RTA_DATA(a);
+        }
+    }
+    syscall(SYS_close, nl);
+    return peer;
+}
+
+static void tracer_conn_fill_addr(const struct sockaddr_storage *ss, uint8_t *addr, uint16_t *port)
+{
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+        memcpy(addr, &in->sin_addr, 4);
+        *port = ntohs(in->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+        memcpy(addr, &in6->sin6_addr, 16);
+        *port = ntohs(in6->sin6_port);
+    }
+}
+
+static int tracer_is_db_endpoint(const struct trace_conn_event *c, const struct sockaddr_un *peer,
+                                 socklen_t peer_len)
+{
+    const struct tracer_control *ctl = tracer_global.control;
+    if (c->family == AF_UNIX) {
+        size_t slen = strnlen(ctl->db_socket_suffix, sizeof ctl->db_socket_suffix);
+        if (!slen || peer_len <= offsetof(struct sockaddr_un, sun_path)) return 0;
+        size_t plen = strnlen(peer->sun_path, peer_len - offsetof(struct sockaddr_un, sun_path));
+        return plen >= slen && !memcmp(peer->sun_path + plen - slen, ctl->db_socket_suffix, slen);
+    }
+    for (uint32_t i = 0; i < ctl->ndb_ports && i < 8; i++)
+        if (c->remote_port == ctl->db_ports[i]) return 1;
+    return 0;
+}
+
+uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
+                            uint64_t begin_ns, uint64_t end_ns, int64_t result)
+{
+    if (!f || f->kind != TRACER_FD_SOCKET) return 0;
+    if ((f->flags & TRACER_FDF_IDENT_DONE) && op == TRACE_CONN_IDENT) return f->conn_id;
+    struct trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = TRACE_EV_CONN;
+    ev.op = op;
+    ev.tid = t->tid;
+    ev.ts_ns = begin_ns;
+    ev.dur_ns = end_ns - begin_ns;
+    struct trace_conn_event *c = &ev.u.conn;
+    c->fd = fd;
+    c->result = result;
+    struct sockaddr_storage local, remote;
+    socklen_t llen = sizeof local, rlen = sizeof remote;
+    memset(&local, 0, sizeof local);
+    memset(&remote, 0, sizeof remote);
+    int have_local = syscall(SYS_getsockname, fd, &local, &llen) == 0;
+    int have_remote = syscall(SYS_getpeername, fd, &remote, &rlen) == 0;
+    int type = 0;
+    socklen_t tlen = sizeof type;
+    syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &type, &tlen);
+    c->family = (uint8_t)(have_local ? local.ss_family : (have_remote ? remote.ss_family : 0));
+    if (c->family == AF_UNIX) {
+        c->proto = type == SOCK_STREAM ? TRACE_PROTO_UNIX_STREAM : TRACE_PROTO_UNIX_DGRAM;
+        struct stat st;
+        if (syscall(SYS_fstat, fd, &st) == 0) {
+            c->unix_inode = st.st_ino;
+            c->unix_peer_inode = tracer_unix_peer_inode(st.st_ino);
+        }
+    } else {
+        c->proto = type == SOCK_DGRAM ? TRACE_PROTO_UDP : TRACE_PROTO_TCP;
+        if (have_local) tracer_conn_fill_addr(&local, c->local_addr, &c->local_port);
+        if (have_remote) tracer_conn_fill_addr(&remote, c->remote_addr, &c->remote_port);
+    }
+    if (!f->conn_id) f->conn_id = tracer_next_conn_id();
+    c->conn_id = f->conn_id;
+    f->proto = c->proto;
+    if (have_remote || op == TRACE_CONN_CONNECT || op == TRACE_CONN_ACCEPT)
+        f->flags |= TRACER_FDF_IDENT_DONE;
+    if (have_remote && tracer_is_db_endpoint(c, (struct sockaddr_un *)&remote, rlen))
+        f->flags |= TRACER_FDF_DB;
+    tracer_emit_definition(&ev);
+    return f->conn_id;
+}
+
+void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
+                        int64_t result, uint64_t begin_ns, uint64_t end_ns)
+{
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, op, begin_ns, end_ns);
+    if (!ev) return;
+    ev->u.file.fd = fd;
+    ev->u.file.offset = -1;
+    ev->u.file.result = result;
+    if (result < 0) ev->flags |= TRACE_F_ERROR;
+    if (f) {
+        ev->u.file.dev = f->dev;
+        ev->u.file.ino = f->ino;
+        ev->u.file.path_id = f->path_id;
+        ev->u.file.file_size = f->size;
+    }
+    tracer_commit(t);
+}
+
+/* Copies up to cap bytes from the front of an iovec. */
+static size_t tracer_iov_peek(const struct iovec *iov, int iovcnt, size_t avail, char *out,
+                              size_t cap)
+{
+    size_t got = 0;
+    for (int i = 0; i < iovcnt && got < cap && got < avail; i++) {
+        size_t n = iov[i].iov_len;
+        if (n > cap - got) n = cap - got;
+        if (n > avail - got) n = avail - got;
+        memcpy(out + got, iov[i].iov_base, n);
+        got += n;
+    }
+    return got;
+}
+
+static int tracer_http_method(const char *s, size_t n)
+{
+    static const char *const methods[] = {"GET ",     "POST ",  "PUT ",   "DELETE ", "HEAD ",
+                                          "OPTIONS ", "PATCH ", "TRACE ", "CONNECT "};
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        size_t ml = strlen(methods[i]);
+        if (n >= ml ? !memcmp(s, methods[i], ml) : !memcmp(s, methods[i], n)) return 1;
+    }
+    return 0;
+}
+
+/* Collects the request line of an HTTP request arriving on an accepted
+ * connection and emits a LABEL "METHOD /path" (query string dropped unless
+ * keep_query). Gives up on connections that do not speak HTTP. */
+static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
+                                  const struct tracer_io *io)
+{
+    char *buf = f->label_buf;
+    size_t cap = sizeof f->label_buf - 1;
+    size_t have = f->label_len;
+    have += tracer_iov_peek(io->iov, io->iovcnt, (size_t)io->result, buf + have, cap - have);
+    f->label_len = (uint8_t)have;
+    if (!tracer_http_method(buf, have)) {
+        f->flags &= (uint8_t)~TRACER_FDF_EXPECT_REQ; /* not HTTP: stop looking */
+        f->label_len = 0;
+        return;
+    }
+    char *sp1 = memchr(buf, ' ', have);
+    char *end = sp1 ? memchr(sp1 + 1, ' ', have - (size_t)(sp1 + 1 - buf)) : NULL;
+    if (!end) {
+        char *nl = sp1 ? memchr(sp1, '\r', have - (size_t)(sp1 - buf)) : NULL;
+        if (nl)
+            end = nl;
+        else if (have < cap)
+            return; /* wait for more bytes */
+        else
+            end = buf + have; /* very long target: keep what fits */
+    }
+    size_t len = (size_t)(end - buf);
+    if (!tracer_global.control->keep_query) {
+        char *q = memchr(sp1, '?', (size_t)(end - sp1));
+        if (q) len = (size_t)(q - buf);
+    }
+    uint32_t id = tracer_intern(buf, len);
+    f->flags &= (uint8_t)~TRACER_FDF_EXPECT_REQ;
+    f->label_len = 0;
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_LABEL, 0, io->begin_ns, io->begin_ns);
+    if (!ev) return;
+    ev->u.label.conn_id = f->conn_id;
+    ev->u.label.label_id = id;
+    tracer_commit(t);
+}
+
+void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
+{
+    struct tracer_fd *f = tracer_fd_classify(io->fd);
+    int is_socket = f && f->kind == TRACER_FD_SOCKET;
+    int64_t err = io->result < 0 ? -io->result : 0;
+    /* A non-blocking call that found nothing to do is no event: the
+     * thread's CPU segment simply continues. */
+    if (err == EAGAIN || err == EWOULDBLOCK) return;
+
+    if (is_socket) {
+        if (!(tracer_global.control->only_mask & (TRACER_ONLY_NET | TRACER_ONLY_DB))) return;
+        uint64_t conn =
+            tracer_conn_ensure(t, io->fd, f, TRACE_CONN_IDENT, io->begin_ns, io->begin_ns, 0);
+        if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_OUT && io->result > 0 &&
+            (tracer_global.control->only_mask & TRACER_ONLY_DB))
+            tracer_db_wire_sent(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,
+                                io->end_ns);
+        if (!(tracer_global.control->only_mask & TRACER_ONLY_NET)) return;
+        if (io->dir == TRACER_IO_IN && io->result > 0 && (f->flags & TRACER_FDF_EXPECT_REQ) &&
+            io->iov)
+            tracer_label_received(t, f, io);
+        if (io->dir == TRACER_IO_OUT && (f->flags & TRACER_FDF_ACCEPTED) && io->result > 0) {
+            f->flags |= TRACER_FDF_EXPECT_REQ; /* a response went out: next bytes in are
+                                                  a new request */
+            f->label_len = 0;
+        }
+        struct trace_event *ev = tracer_event_new(
+            t, TRACE_EV_NET, io->dir == TRACER_IO_OUT ? TRACE_NET_SEND : TRACE_NET_RECV,
+            io->begin_ns, io->end_ns);
+        if (!ev) return;
+        ev->u.net.fd = io->fd;
+        ev->u.net.conn_id = conn;
+        ev->u.net.size = io->size;
+        ev->u.net.result = io->result;
+        ev->u.net.msg_flags = io->msg_flags;
+        ev->u.net.nmsgs = io->nmsgs;
+        if (io->result < 0) ev->flags |= TRACE_F_ERROR;
+        if (io->msg_flags & MSG_MORE) ev->flags |= TRACE_F_MSG_MORE;
+        tracer_commit(t);
+        return;
+    }
+
+    if (!(tracer_global.control->only_mask & TRACER_ONLY_FILE)) return;
+    if (f && f->kind == TRACER_FD_FILE && tracer_global.control->path_filter[0] && !f->path_id)
+        return; /* path filter active and this file's path is unknown */
+    struct trace_event *ev = tracer_event_new(
+        t, TRACE_EV_FILE,
+        io->explicit_offset >= 0 ? (io->dir == TRACER_IO_OUT ? TRACE_FILE_PWRITE : TRACE_FILE_PREAD)
+                                 : (io->dir == TRACER_IO_OUT ? TRACE_FILE_WRITE : TRACE_FILE_READ),
+        io->begin_ns, io->end_ns);
+    if (!ev) return;
+    struct trace_file_event *fe = &ev->u.file;
+    fe->fd = io->fd;
+    fe->size = io->size;
+    fe->result = io->result;
+    if (io->result < 0) ev->flags |= TRACE_F_ERROR;
+    if (f) {
+        fe->dev = f->dev;
+        fe->ino = f->ino;
+        fe->path_id = f->path_id;
+        fe->file_size = f->size;
+        if (f->kind == TRACER_FD_FILE) {
+            int64_t off = io->explicit_offset;
+            if (off < 0) {
+                if (io->dir == TRACER_IO_OUT && (f->flags & TRACER_FDF_APPEND))
+                    f->offset = (int64_t)f->size;
+                off = f->offset;
+                if (io->result > 0) f->offset += io->result;
+            }
+            fe->offset = off;
+            if (io->dir == TRACER_IO_OUT && io->result > 0 &&
+                (uint64_t)(off + io->result) > f->size)
+                f->size = (uint64_t)(off + io->result);
+        } else {
+            fe->offset = -1;
+        }
+    } else {
+        fe->offset = io->explicit_offset;
+    }
+    tracer_commit(t);
+}

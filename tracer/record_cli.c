@@ -1,0 +1,469 @@
+/* record_cli.c - `preplay record` (run a command under the tracer, acting
+ * as its collector) and `preplay collect` (a standalone collector for apps
+ * started elsewhere). `record` behaves like a good wrapper: the command
+ * keeps our stdin/stdout/stderr, gets SIGINT/SIGTERM/SIGHUP forwarded, and
+ * its exit status (128+N for death by signal N) becomes ours. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "shm_layout.h"
+
+static volatile sig_atomic_t record_forward_signal;
+static volatile sig_atomic_t record_stop_requested;
+static volatile sig_atomic_t record_toggle_requested;
+
+static void record_on_signal(int sig)
+{
+    record_forward_signal = sig;
+    record_stop_requested++;
+}
+
+static void record_on_toggle(int sig)
+{
+    (void)sig;
+    record_toggle_requested = 1;
+}
+
+/* Finds libpreplay_trace.so: $PREPLAY_TRACE_LIB, else next to the preplay
+ * binary, else ../lib/preplay/ relative to it (installed layout). */
+static int record_find_library(char *out, size_t cap)
+{
+    const char *env = getenv("PREPLAY_TRACE_LIB");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return access(out, R_OK) == 0 ? 0 : -1;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return -1;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return -1;
+    *slash = 0;
+    const char *candidates[] = {"%s/libpreplay_trace.so", "%s/tracer/libpreplay_trace.so",
+                                "%s/../lib/preplay/libpreplay_trace.so"};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+        snprintf(out, cap, candidates[i], exe);
+        char real[PATH_MAX];
+        if (access(out, R_OK) == 0 && realpath(out, real)) {
+            snprintf(out, cap, "%s", real);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int record_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0) return -1;
+    uint64_t mul = 1;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        mul = 1ull << 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mul = 1ull << 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mul = 1ull << 30;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end && strcmp(end, "B") && strcmp(end, "iB")) return -1;
+    *out = (uint64_t)(v * (double)mul);
+    return 0;
+}
+
+static int record_parse_only(const char *s, uint32_t *mask)
+{
+    *mask = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (!strcmp(tok, "file"))
+            *mask |= TRACER_ONLY_FILE;
+        else if (!strcmp(tok, "net"))
+            *mask |= TRACER_ONLY_NET;
+        else if (!strcmp(tok, "lock"))
+            *mask |= TRACER_ONLY_LOCK;
+        else if (!strcmp(tok, "db"))
+            *mask |= TRACER_ONLY_DB;
+        else if (!strcmp(tok, "cpu"))
+            *mask |= TRACER_ONLY_CPU;
+        else
+            return -1;
+    }
+    return *mask ? 0 : -1;
+}
+
+struct record_common {
+    struct collector_options copt;
+    const char *out_dir;
+    int quiet;
+};
+
+static const char record_common_help[] =
+    "  -o, --output DIR      trace directory (default: preplay-trace)\n"
+    "      --only LIST       trace only these families: file,net,lock,db,cpu\n"
+    "      --path-prefix P   trace only files whose path starts with P\n"
+    "      --db-port PORT    peer port of a MySQL/MariaDB server (repeatable; default 3306)\n"
+    "      --db-socket SUF   AF_UNIX DB sockets end in SUF (default mysqld.sock)\n"
+    "      --keep-query      keep the query string in HTTP request labels\n"
+    "      --drop            when buffers fill, count and mark lost events instead of\n"
+    "                        making the app wait (default: lossless back-pressure)\n"
+    "      --max-size SIZE   keep each trace within SIZE (e.g. 500M), dropping the\n"
+    "                        oldest chunks (the dropped span is marked)\n"
+    "      --stacks N        record up to N stack frames per event (not in this build)\n"
+    "      --off             start with tracing switched off (SIGUSR1 toggles)\n"
+    "  -q, --quiet           no progress line\n";
+
+enum {
+    OPT_ONLY = 1000,
+    OPT_PATH,
+    OPT_DBPORT,
+    OPT_DBSOCK,
+    OPT_KEEPQ,
+    OPT_DROP,
+    OPT_MAXSIZE,
+    OPT_STACKS,
+    OPT_OFF,
+    OPT_NAME
+};
+
+static const struct option record_long_options[] = {{"output", required_argument, 0, 'o'},
+                                                    {"component", required_argument, 0, 'c'},
+                                                    {"only", required_argument, 0, OPT_ONLY},
+                                                    {"path-prefix", required_argument, 0, OPT_PATH},
+                                                    {"db-port", required_argument, 0, OPT_DBPORT},
+                                                    {"db-socket", required_argument, 0, OPT_DBSOCK},
+                                                    {"keep-query", no_argument, 0, OPT_KEEPQ},
+                                                    {"drop", no_argument, 0, OPT_DROP},
+                                                    {"max-size", required_argument, 0, OPT_MAXSIZE},
+                                                    {"stacks", required_argument, 0, OPT_STACKS},
+                                                    {"off", no_argument, 0, OPT_OFF},
+                                                    {"name", required_argument, 0, OPT_NAME},
+                                                    {"quiet", no_argument, 0, 'q'},
+                                                    {"help", no_argument, 0, 'h'},
+                                                    {0, 0, 0, 0}};
+
+/* Parses the options both commands share; returns 0, 1 (help shown) or 2. */
+static int record_parse(int argc, char **argv, struct record_common *rc, const char **component,
+                        const char **name, const char *usage, const char *cmd)
+{
+    memset(rc, 0, sizeof *rc);
+    rc->out_dir = "preplay-trace";
+    rc->copt.only_mask = TRACER_ONLY_ALL;
+    rc->copt.db_socket_suffix = "mysqld.sock";
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "+o:c:qh", record_long_options, NULL)) != -1) {
+        switch (opt) {
+        case 'o':
+            rc->out_dir = optarg;
+            break;
+        case 'c':
+            if (!component) goto bad;
+            *component = optarg;
+            break;
+        case 'q':
+            rc->quiet = 1;
+            break;
+        case OPT_ONLY:
+            if (record_parse_only(optarg, &rc->copt.only_mask)) {
+                fprintf(stderr, "preplay %s: --only takes file,net,lock,db,cpu (got '%s')\n", cmd,
+                        optarg);
+                return 2;
+            }
+            break;
+        case OPT_PATH:
+            rc->copt.path_prefix = optarg;
+            break;
+        case OPT_DBPORT: {
+            char *end;
+            long port = strtol(optarg, &end, 10);
+            if (*end || port <= 0 || port > 65535 || rc->copt.ndb_ports >= 8) {
+                fprintf(stderr, "preplay %s: bad --db-port '%s' (1-65535, at most 8)\n", cmd,
+                        optarg);
+                return 2;
+            }
+            rc->copt.db_ports[rc->copt.ndb_ports++] = (uint16_t)port;
+            break;
+        }
+        case OPT_DBSOCK:
+            rc->copt.db_socket_suffix = optarg;
+            break;
+        case OPT_KEEPQ:
+            rc->copt.keep_query = 1;
+            break;
+        case OPT_DROP:
+            rc->copt.drop_when_full = 1;
+            break;
+        case OPT_MAXSIZE:
+            if (record_parse_size(optarg, &rc->copt.max_bytes) || rc->copt.max_bytes < (1 << 20)) {
+                fprintf(stderr, "preplay %s: bad --max-size '%s' (e.g. 64M; at least 1M)\n", cmd,
+                        optarg);
+                return 2;
+            }
+            break;
+        case OPT_STACKS:
+            fprintf(stderr, "preplay %s: --stacks is not supported by this build yet\n", cmd);
+            return 2;
+        case OPT_OFF:
+            rc->copt.start_disabled = 1;
+            break;
+        case OPT_NAME:
+            if (!name) goto bad;
+            *name = optarg;
+            break;
+        case 'h':
+            printf("%s%s", usage, record_common_help);
+            return 1;
+        default:
+            goto bad;
+        }
+    }
+    if (!rc->copt.ndb_ports) rc->copt.db_ports[rc->copt.ndb_ports++] = 3306;
+    rc->copt.out_dir = rc->out_dir;
+    return 0;
+bad:
+    fprintf(stderr, "%s", usage);
+    return 2;
+}
+
+static void record_progress(struct collector *c, int tty, double started)
+{
+    if (!tty) return;
+    struct collector_stats s;
+    collector_stats(c, &s);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    fprintf(stderr, "\rpreplay: %.0fs  %u processes (%u live)  %llu events  %.1f MB  %llu lost%s ",
+            now - started, s.processes, s.live, (unsigned long long)s.events, (double)s.bytes / 1e6,
+            (unsigned long long)s.lost, collector_enabled(c) ? "" : "  [tracing off]");
+}
+
+static double record_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void record_install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = record_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = record_on_toggle;
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+static void record_summary(const char *dir, struct collector *c, int quiet)
+{
+    if (quiet) return;
+    struct collector_stats s;
+    collector_stats(c, &s);
+    fprintf(stderr, "preplay: %llu events from %u processes in %s (%.2f MB)%s\n",
+            (unsigned long long)s.events, s.processes, dir, (double)s.bytes / 1e6,
+            s.lost ? " - some events were lost, see preplay info" : "");
+}
+
+int cmd_record(int argc, char **argv)
+{
+    static const char usage[] =
+        "usage: preplay record [-o DIR] [-c COMPONENT] [options] -- CMD [ARGS...]\n"
+        "Runs CMD with the tracer preloaded and writes one trace file per process\n"
+        "into DIR. CMD keeps stdin/stdout/stderr; SIGINT/SIGTERM/SIGHUP are\n"
+        "forwarded to it; its exit status is returned. SIGUSR1 to preplay toggles\n"
+        "tracing on and off.\n\n"
+        "  -c, --component NAME  name of this tier (e.g. frontend) in the traces\n";
+    struct record_common rc;
+    const char *component = NULL;
+    int pr = record_parse(argc, argv, &rc, &component, NULL, usage, "record");
+    if (pr) return pr == 1 ? 0 : 2;
+    if (optind >= argc) {
+        fprintf(stderr, "preplay record: no command given (preplay record [options] -- CMD)\n");
+        return 2;
+    }
+    char lib[PATH_MAX];
+    if (record_find_library(lib, sizeof lib) != 0) {
+        fprintf(stderr, "preplay record: cannot find libpreplay_trace.so next to the preplay "
+                        "binary (set PREPLAY_TRACE_LIB)\n");
+        return 1;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "rec-%d-%ld", (int)getpid(), (long)time(NULL));
+    rc.copt.name = name;
+    char err[512];
+    struct collector *c = collector_create(&rc.copt, err, sizeof err);
+    if (!c) {
+        fprintf(stderr, "preplay record: %s\n", err);
+        return 1;
+    }
+
+    /* The child gets our variables; LD_PRELOAD keeps what was there. */
+    const char *old = getenv("LD_PRELOAD");
+    char preload[PATH_MAX * 2];
+    if (old && *old)
+        snprintf(preload, sizeof preload, "%s:%s", lib, old);
+    else
+        snprintf(preload, sizeof preload, "%s", lib);
+
+    record_install_signals();
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "preplay record: fork: %s\n", strerror(errno));
+        collector_finish(c, NULL, 0);
+        return 1;
+    }
+    if (child == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGUSR1, &sa, NULL);
+        setenv("LD_PRELOAD", preload, 1);
+        setenv("PREPLAY_COLLECTOR", name, 1);
+        if (component)
+            setenv("PREPLAY_COMPONENT", component, 1);
+        else
+            unsetenv("PREPLAY_COMPONENT");
+        execvp(argv[optind], argv + optind);
+        fprintf(stderr, "preplay record: cannot run %s: %s\n", argv[optind], strerror(errno));
+        _exit(127);
+    }
+
+    int tty = !rc.quiet && isatty(2);
+    double started = record_now(), last_progress = 0;
+    int status = 0, child_done = 0, failed = 0;
+    unsigned handled_stops = 0;
+    for (;;) {
+        if (collector_poll(c, 2) != 0 && !failed) {
+            fprintf(stderr, "\npreplay record: %s\n", collector_error(c));
+            failed = 1;
+        }
+        if (record_toggle_requested) {
+            record_toggle_requested = 0;
+            collector_set_enabled(c, !collector_enabled(c));
+        }
+        if (record_stop_requested != (sig_atomic_t)handled_stops) {
+            handled_stops = (unsigned)record_stop_requested;
+            if (!child_done)
+                kill(child, record_forward_signal);
+            else
+                break; /* only daemons left: a signal ends the recording */
+        }
+        if (!child_done) {
+            pid_t w = waitpid(child, &status, WNOHANG);
+            if (w == child) child_done = 1;
+        }
+        if (child_done) {
+            struct collector_stats s;
+            collector_stats(c, &s);
+            if (s.live == 0) break;
+        }
+        double now = record_now();
+        if (tty && now - last_progress > 0.5) {
+            record_progress(c, tty, started);
+            last_progress = now;
+        }
+    }
+    if (tty) fprintf(stderr, "\r\033[K");
+    record_summary(rc.out_dir, c, rc.quiet);
+    if (collector_finish(c, err, sizeof err) != 0) {
+        fprintf(stderr, "preplay record: %s\n", err);
+        failed = 1;
+    }
+    if (failed) return 1;
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+int cmd_collect(int argc, char **argv)
+{
+    static const char usage[] =
+        "usage: preplay collect [-o DIR] [--name NAME] [options]\n"
+        "Runs a standalone collector for applications started elsewhere (systemd,\n"
+        "apache2, php-fpm). Start them with\n"
+        "  LD_PRELOAD=/path/to/libpreplay_trace.so PREPLAY_COLLECTOR=NAME\n"
+        "  [PREPLAY_COMPONENT=TIER]\n"
+        "Stops on SIGINT/SIGTERM and completes every trace. SIGUSR1 toggles\n"
+        "tracing on and off.\n\n"
+        "      --name NAME       collector name (default: default)\n";
+    struct record_common rc;
+    const char *name = "default";
+    int pr = record_parse(argc, argv, &rc, NULL, &name, usage, "collect");
+    if (pr) return pr == 1 ? 0 : 2;
+    if (optind < argc) {
+        fprintf(stderr, "preplay collect: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    rc.copt.name = name;
+    char err[512];
+    struct collector *c = collector_create(&rc.copt, err, sizeof err);
+    if (!c) {
+        fprintf(stderr, "preplay collect: %s\n", err);
+        return 1;
+    }
+    char lib[PATH_MAX];
+    if (!rc.quiet)
+        fprintf(stderr,
+                "preplay collect: listening as '%s'; start the app with\n"
+                "  LD_PRELOAD=%s PREPLAY_COLLECTOR=%s\n",
+                name, record_find_library(lib, sizeof lib) == 0 ? lib : "libpreplay_trace.so",
+                name);
+    record_install_signals();
+    int tty = !rc.quiet && isatty(2);
+    double started = record_now(), last_progress = 0;
+    int failed = 0;
+    while (!record_stop_requested) {
+        if (collector_poll(c, 2) != 0 && !failed) {
+            fprintf(stderr, "\npreplay collect: %s\n", collector_error(c));
+            failed = 1;
+        }
+        if (record_toggle_requested) {
+            record_toggle_requested = 0;
+            collector_set_enabled(c, !collector_enabled(c));
+        }
+        double now = record_now();
+        if (tty && now - last_progress > 0.5) {
+            record_progress(c, tty, started);
+            last_progress = now;
+        }
+    }
+    if (tty) fprintf(stderr, "\r\033[K");
+    record_summary(rc.out_dir, c, rc.quiet);
+    if (collector_finish(c, err, sizeof err) != 0) {
+        fprintf(stderr, "preplay collect: %s\n", err);
+        return 1;
+    }
+    return failed ? 1 : 0;
+}

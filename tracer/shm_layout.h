@@ -1,0 +1,126 @@
+/* shm_layout.h - the shared-memory region between a traced process and the
+ * collector. The collector creates one region (a memfd) per traced process
+ * and hands it over at registration; the process writes events into it and
+ * the collector drains it, so events written before a SIGKILL still reach
+ * the trace. Both sides include this header; nothing else crosses.
+ *
+ * Layout: one control page, then TRACER_RING_COUNT rings. Ring 0 is the
+ * process ring, holding definitions (strings, connection identities) under
+ * a spinlock; rings 1.. belong to one thread each (single producer). The
+ * collector drains a round as: snapshot the heads of all thread rings, drain
+ * ring 0 completely, then drain each thread ring up to its snapshot; so a
+ * definition always reaches the trace before any event that refers to it.
+ *
+ * A ring record is a tracer_record_header followed by a struct trace_event
+ * and, for STRING/STACK events, its bytes; records are 8-byte aligned and
+ * never wrap: a PAD record fills the end of the ring instead. */
+#ifndef PREPLAY_SHM_LAYOUT_H
+#define PREPLAY_SHM_LAYOUT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "trace_event.h"
+
+#define TRACER_SHM_MAGIC 0x70726570u /* "prep" */
+#define TRACER_SHM_VERSION 1u
+#define TRACER_RING_COUNT 257u /* ring 0 + 256 thread rings */
+#define TRACER_RING_BYTES (512u * 1024u)
+#define TRACER_CONTROL_BYTES 4096u
+
+enum tracer_ring_state {
+    TRACER_RING_FREE = 0,   /* unused; a thread may claim it */
+    TRACER_RING_ACTIVE = 1, /* owned by a live thread */
+    TRACER_RING_EXITED = 2  /* its thread ended; collector drains then frees */
+};
+
+/* Bits of tracer_control.only_mask: which families are traced. */
+#define TRACER_ONLY_FILE 0x01u
+#define TRACER_ONLY_NET 0x02u
+#define TRACER_ONLY_LOCK 0x04u
+#define TRACER_ONLY_DB 0x08u
+#define TRACER_ONLY_CPU 0x10u
+#define TRACER_ONLY_ALL 0x1fu
+
+struct tracer_control {
+    uint32_t magic, version;
+    uint32_t ring_count, ring_bytes;
+    _Atomic uint32_t enabled; /* tracing on (1) or off (0); the collector flips it */
+    uint32_t only_mask;       /* TRACER_ONLY_* */
+    uint32_t drop_when_full;  /* 1: count and mark losses; 0: wait for the collector */
+    uint32_t keep_query;      /* keep the query string in HTTP labels */
+    uint32_t stack_depth;     /* --stacks N (0 = off) */
+    uint32_t ndb_ports;
+    uint16_t db_ports[8];               /* peer ports that are MySQL endpoints (wire parsing) */
+    char db_socket_suffix[64];          /* AF_UNIX paths ending in this are DB endpoints */
+    _Atomic uint32_t process_ring_lock; /* spinlock for ring 0 */
+    _Atomic uint32_t collector_wake;    /* futex: producers waiting for space */
+    _Atomic uint64_t next_string_id;
+    _Atomic uint64_t next_conn_id;
+    _Atomic uint64_t lost_events; /* dropped in --drop mode, all rings */
+    /* TSC -> CLOCK_MONOTONIC conversion, written by the collector under seq. */
+    _Atomic uint32_t clock_seq;
+    uint32_t clock_shift;
+    uint64_t clock_tsc_base, clock_ns_base, clock_mult;
+    char path_filter[256]; /* only trace files whose path starts with this */
+};
+
+struct tracer_ring {
+    _Atomic uint32_t state;
+    uint32_t tid;
+    _Atomic uint64_t head;             /* bytes ever produced (producer writes) */
+    _Atomic uint64_t tail;             /* bytes ever consumed (collector writes) */
+    _Atomic uint32_t producer_waiting; /* futex word */
+    uint32_t pad;
+    _Atomic uint64_t lost; /* events dropped in this ring (drop mode) */
+    uint64_t lost_since_ns;
+    char reserved[64 - 48];
+    unsigned char data[]; /* TRACER_RING_BYTES - sizeof(struct tracer_ring) usable */
+};
+
+#define TRACER_RING_DATA_BYTES (TRACER_RING_BYTES - sizeof(struct tracer_ring))
+#define TRACER_REGION_BYTES                                                                        \
+    ((uint64_t)TRACER_CONTROL_BYTES + (uint64_t)TRACER_RING_COUNT * TRACER_RING_BYTES)
+
+enum tracer_record_kind { TRACER_REC_EVENT = 1, TRACER_REC_PAD = 2 };
+
+struct tracer_record_header {
+    uint32_t size; /* whole record, header included, multiple of 8 */
+    uint32_t kind; /* enum tracer_record_kind */
+    /* On-CPU ns of this thread since its previous event ended (0 if none or
+     * not measured): the collector turns it into a TRACE_EV_CPU event ending
+     * where this event starts, so the hot path writes one record, not two. */
+    uint64_t cpu_before_ns;
+};
+
+static inline struct tracer_control *tracer_region_control(void *region)
+{
+    return (struct tracer_control *)region;
+}
+
+static inline struct tracer_ring *tracer_region_ring(void *region, unsigned i)
+{
+    return (struct tracer_ring *)((char *)region + TRACER_CONTROL_BYTES +
+                                  (uint64_t)i * TRACER_RING_BYTES);
+}
+
+/* Registration message a process sends to the collector (SOCK_SEQPACKET),
+ * followed by exe and argv bytes. The reply carries the region memfd and,
+ * when available, the CPU-clock map fd as SCM_RIGHTS. */
+#define TRACER_REGISTER_MAGIC 0x72656731u
+struct tracer_register_request {
+    uint32_t magic;
+    uint32_t pid, ppid, tid;
+    uint32_t is_exec; /* registered from a new image after exec */
+    uint32_t exe_len, argv_len;
+    char component[64];
+};
+
+struct tracer_register_reply {
+    uint32_t magic;
+    int32_t status; /* 0 ok, else errno-like */
+    uint32_t nfds;  /* 1 (region) or 2 (region, cpu clock map) */
+    uint32_t reserved;
+};
+
+#endif

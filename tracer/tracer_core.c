@@ -1,0 +1,593 @@
+/* tracer_core.c - process and thread lifecycle of libpreplay_trace.so:
+ * registration with the collector, ring claiming, the event write path and
+ * the process string table.
+ *
+ * Everything here runs inside an application we must not harm. Internal
+ * operations use raw syscalls (never our own wrappers), the hot path takes
+ * no lock and never allocates, and every failure degrades to "not traced". */
+#include "tracer_core.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cpu_time.h"
+
+struct tracer_state tracer_global;
+
+static __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
+static pthread_key_t tracer_thread_key;
+static int tracer_key_ready;
+static int tracer_drop_local; /* collector stopped draining: drop from now on */
+
+void *tracer_resolve(const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        static const char msg[] = "preplay: cannot resolve a libc function; aborting\n";
+        syscall(SYS_write, 2, msg, sizeof msg - 1);
+        abort();
+    }
+    return p;
+}
+
+uint32_t tracer_gettid(void)
+{
+    if (TRACER_LIKELY(tracer_tls.tid)) return tracer_tls.tid;
+    tracer_tls.tid = (uint32_t)syscall(SYS_gettid);
+    return tracer_tls.tid;
+}
+
+/* ---- registration ------------------------------------------------------ */
+
+static const char *tracer_env(const char *name)
+{
+    /* getenv is safe in constructors and after fork; the app may have
+     * cleared its environment, in which case we simply stay inactive. */
+    return getenv(name);
+}
+
+int tracer_collector_env_present(void)
+{
+    return tracer_env("PREPLAY_COLLECTOR") != NULL;
+}
+
+static int tracer_read_self(const char *path, char *buf, size_t cap)
+{
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = syscall(SYS_read, fd, buf, cap);
+    syscall(SYS_close, fd);
+    return n < 0 ? -1 : (int)n;
+}
+
+/* Connects to the collector, registers this process and maps the region it
+ * hands back. Returns 0 or -1 (inactive). Uses raw syscalls only. */
+static int tracer_register(int is_exec)
+{
+    const char *name = tracer_env("PREPLAY_COLLECTOR");
+    if (!name || !*name) return -1;
+    const char *component = tracer_env("PREPLAY_COMPONENT");
+
+    struct {
+        struct tracer_register_request req;
+        char exe[4096];
+        char argv[8192];
+    } msg;
+    memset(&msg.req, 0, sizeof msg.req);
+    msg.req.magic = TRACER_REGISTER_MAGIC;
+    msg.req.pid = (uint32_t)syscall(SYS_getpid);
+    msg.req.ppid = (uint32_t)syscall(SYS_getppid);
+    msg.req.tid = (uint32_t)syscall(SYS_gettid);
+    msg.req.is_exec = (uint32_t)is_exec;
+    if (component) snprintf(msg.req.component, sizeof msg.req.component, "%s", component);
+    ssize_t exe_len = syscall(SYS_readlink, "/proc/self/exe", msg.exe, sizeof msg.exe);
+    if (exe_len < 0) exe_len = 0;
+    int argv_len = tracer_read_self("/proc/self/cmdline", msg.argv, sizeof msg.argv);
+    if (argv_len < 0) argv_len = 0;
+    msg.req.exe_len = (uint32_t)exe_len;
+    msg.req.argv_len = (uint32_t)argv_len;
+    /* pack exe and argv right after the request */
+    char packet[sizeof msg];
+    size_t off = 0;
+    memcpy(packet, &msg.req, sizeof msg.req);
+    off += sizeof msg.req;
+    memcpy(packet + off, msg.exe, (size_t)exe_len);
+    off += (size_t)exe_len;
+    memcpy(packet + off, msg.argv, (size_t)argv_len);
+    off += (size_t)argv_len;
+
+    int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    size_t nlen = strlen(name);
+    if (nlen > sizeof addr.sun_path - 10) nlen = sizeof addr.sun_path - 10;
+    memcpy(addr.sun_path + 1, "preplay-", 8);
+    memcpy(addr.sun_path + 9, name, nlen);
+    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 9 + nlen);
+    if (syscall(SYS_connect, fd, &addr, alen) < 0) goto fail;
+    if (syscall(SYS_sendto, fd, packet, off, MSG_NOSIGNAL, NULL, 0) != (long)off) goto fail;
+
+    struct tracer_register_reply reply;
+    char cbuf[CMSG_SPACE(2 * sizeof(int))];
+    struct iovec iov = {.iov_base = &reply, .iov_len = sizeof reply};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+    long n;
+    do {
+        n = syscall(SYS_recvmsg, fd, &mh, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (n != (long)sizeof reply || reply.magic != TRACER_REGISTER_MAGIC || reply.status != 0)
+        goto fail;
+    int fds[2] = {-1, -1};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    if (!c || c->cmsg_type != SCM_RIGHTS) goto fail;
+    size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    memcpy(fds, CMSG_DATA(c), (nfds > 2 ? 2 : nfds) * sizeof(int));
+    syscall(SYS_close, fd);
+    fd = -1;
+
+    void *region = (void *)syscall(SYS_mmap, NULL, TRACER_REGION_BYTES, PROT_READ | PROT_WRITE,
+                                   MAP_SHARED, fds[0], 0);
+    syscall(SYS_close, fds[0]);
+    if (region == MAP_FAILED) {
+        if (fds[1] >= 0) syscall(SYS_close, fds[1]);
+        return -1;
+    }
+    struct tracer_control *ctl = tracer_region_control(region);
+    if (ctl->magic != TRACER_SHM_MAGIC || ctl->version != TRACER_SHM_VERSION) {
+        syscall(SYS_munmap, region, TRACER_REGION_BYTES);
+        if (fds[1] >= 0) syscall(SYS_close, fds[1]);
+        return -1;
+    }
+    tracer_cpu_time_attach(nfds > 1 ? fds[1] : -1);
+    tracer_global.region = region;
+    tracer_global.control = ctl;
+    tracer_global.pid = msg.req.pid;
+    tracer_global.generation++;
+    atomic_thread_fence(memory_order_release);
+    tracer_global.active = 1;
+    return 0;
+fail:
+    if (fd >= 0) syscall(SYS_close, fd);
+    return -1;
+}
+
+/* ---- thread lifecycle --------------------------------------------------- */
+
+static void tracer_thread_release(struct tracer_thread *t)
+{
+    if (!t->ring || t->claimed_gen != tracer_global.generation) return;
+    struct tracer_ring *r = t->ring;
+    t->ring = NULL;
+    tracer_cpu_time_release_thread();
+    atomic_store_explicit(&r->state, TRACER_RING_EXITED, memory_order_release);
+}
+
+static void tracer_thread_destructor(void *arg)
+{
+    (void)arg;
+    struct tracer_thread *t = &tracer_tls;
+    if (!t->ring || !tracer_global.active) return;
+    t->busy++;
+    uint64_t now = tracer_now_ns();
+    t->busy--;
+    struct trace_event *ev = tracer_reserve(t, 0);
+    if (ev) {
+        ev->type = TRACE_EV_THREAD_EXIT;
+        ev->tid = t->tid;
+        ev->ts_ns = now;
+        tracer_commit(t);
+    }
+    tracer_thread_release(t);
+}
+
+/* Claims a free ring for the calling thread and writes THREAD_START. */
+static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
+{
+    static _Atomic uint32_t hint;
+    void *region = tracer_global.region;
+    uint32_t start = atomic_fetch_add_explicit(&hint, 1, memory_order_relaxed);
+    for (uint32_t i = 0; i < TRACER_RING_COUNT - 1; i++) {
+        uint32_t idx = 1 + (start + i) % (TRACER_RING_COUNT - 1);
+        struct tracer_ring *r = tracer_region_ring(region, idx);
+        uint32_t expect = TRACER_RING_FREE;
+        if (atomic_load_explicit(&r->state, memory_order_relaxed) != TRACER_RING_FREE) continue;
+        if (atomic_compare_exchange_strong(&r->state, &expect, TRACER_RING_ACTIVE)) {
+            r->tid = t->tid;
+            t->ring = r;
+            t->claimed_gen = tracer_global.generation;
+            if (tracer_key_ready) pthread_setspecific(tracer_thread_key, (void *)1);
+            tracer_cpu_time_claim_thread(t->tid);
+            return r;
+        }
+    }
+    /* No ring free: this thread stays untraced; say so once per process. */
+    atomic_fetch_add_explicit(&tracer_global.control->lost_events, 1, memory_order_relaxed);
+    return NULL;
+}
+
+struct tracer_thread *tracer_enter(uint32_t family)
+{
+    struct tracer_thread *t = &tracer_tls;
+    if (TRACER_UNLIKELY(!tracer_global.active)) return NULL;
+    struct tracer_control *ctl = tracer_global.control;
+    if (!atomic_load_explicit(&ctl->enabled, memory_order_relaxed) || !(ctl->only_mask & family) ||
+        t->busy)
+        return NULL;
+    if (TRACER_UNLIKELY(!t->ring || t->claimed_gen != tracer_global.generation)) {
+        t->busy++;
+        t->ring = NULL;
+        t->has_cpu = 0;
+        tracer_gettid();
+        struct tracer_ring *r = tracer_thread_claim(t);
+        t->busy--;
+        if (!r) return NULL;
+        uint64_t now = tracer_now_ns();
+        struct trace_event *ev = tracer_reserve(t, 0);
+        if (ev) {
+            ev->type = TRACE_EV_THREAD_START;
+            ev->tid = t->tid;
+            ev->ts_ns = now;
+            ev->u.thread.parent_tid = t->parent_tid;
+            tracer_commit(t);
+        }
+    }
+    return t;
+}
+
+/* ---- the event write path ---------------------------------------------- */
+
+static __thread uint64_t tracer_pending_cpu __attribute__((tls_model("initial-exec")));
+static __thread unsigned char *tracer_pending_rec __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tracer_pending_size __attribute__((tls_model("initial-exec")));
+
+uint64_t tracer_event_begin(struct tracer_thread *t)
+{
+    uint64_t now = tracer_now_ns();
+    if (tracer_global.control->only_mask & TRACER_ONLY_CPU) {
+        uint64_t cpu = tracer_cpu_time_now(now);
+        if (t->has_cpu && cpu > t->cpu_at_last_end) tracer_pending_cpu += cpu - t->cpu_at_last_end;
+        t->cpu_at_last_end = cpu;
+        t->has_cpu = cpu != 0;
+    }
+    return now;
+}
+
+/* When the call produced no record (e.g. EAGAIN), the CPU segment simply
+ * continues: the next record carries the time from tracer_event_begin on. */
+void tracer_event_end(struct tracer_thread *t, uint64_t end_ns)
+{
+    if (!t->recorded) return;
+    t->recorded = 0;
+    t->last_end_ns = end_ns;
+    if (t->has_cpu) t->cpu_at_last_end = tracer_cpu_time_now(end_ns);
+}
+
+void tracer_set_parent_tid(uint32_t parent)
+{
+    tracer_tls.parent_tid = parent;
+}
+
+static void tracer_futex_wait(_Atomic uint32_t *word, uint32_t val, long ns)
+{
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = ns};
+    syscall(SYS_futex, word, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static void tracer_futex_wake(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* Waits for `need` bytes of room in ring r (back-pressure). Returns 0 when
+ * room is there, -1 when the collector does not drain (then this process
+ * switches to counting losses rather than hanging the app). */
+static int tracer_wait_room(struct tracer_ring *r, uint64_t head, uint64_t need)
+{
+    struct tracer_control *ctl = tracer_global.control;
+    uint64_t last_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    int stalled_ms = 0;
+    for (;;) {
+        uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (TRACER_RING_DATA_BYTES - (head - tail) >= need) return 0;
+        if (tail != last_tail) {
+            last_tail = tail;
+            stalled_ms = 0;
+        }
+        if (stalled_ms >= 5000) return -1;
+        atomic_store_explicit(&r->producer_waiting, 1, memory_order_seq_cst);
+        atomic_store_explicit(&ctl->collector_wake, 1, memory_order_release);
+        tracer_futex_wake(&ctl->collector_wake);
+        tracer_futex_wait(&r->producer_waiting, 1, 1000000);
+        stalled_ms++;
+    }
+}
+
+static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t extra,
+                                             uint64_t *cpu_slot)
+{
+    size_t need =
+        (sizeof(struct tracer_record_header) + sizeof(struct trace_event) + extra + 7) & ~(size_t)7;
+    if (need > TRACER_RING_DATA_BYTES / 4) return NULL;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    uint64_t pos = head % TRACER_RING_DATA_BYTES;
+    uint64_t pad = TRACER_RING_DATA_BYTES - pos < need ? TRACER_RING_DATA_BYTES - pos : 0;
+    if (TRACER_RING_DATA_BYTES - (head - tail) < need + pad) {
+        if (tracer_global.control->drop_when_full || tracer_drop_local ||
+            tracer_wait_room(r, head, need + pad) < 0) {
+            if (!tracer_global.control->drop_when_full) tracer_drop_local = 1;
+            atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&tracer_global.control->lost_events, 1, memory_order_relaxed);
+            return NULL;
+        }
+    }
+    if (pad) {
+        struct tracer_record_header *ph = (struct tracer_record_header *)(r->data + pos);
+        ph->size = (uint32_t)pad;
+        ph->kind = TRACER_REC_PAD;
+        head += pad;
+        atomic_store_explicit(&r->head, head, memory_order_release);
+        pos = 0;
+    }
+    unsigned char *rec = r->data + pos;
+    struct tracer_record_header *h = (struct tracer_record_header *)rec;
+    h->size = (uint32_t)need;
+    h->kind = TRACER_REC_EVENT;
+    h->cpu_before_ns = cpu_slot ? *cpu_slot : 0;
+    if (cpu_slot) *cpu_slot = 0;
+    tracer_pending_rec = rec;
+    tracer_pending_size = (uint32_t)need;
+    struct trace_event *ev = (struct trace_event *)(rec + sizeof *h);
+    memset(ev, 0, sizeof *ev);
+    return ev;
+}
+
+struct trace_event *tracer_reserve(struct tracer_thread *t, size_t extra)
+{
+    if (!t->ring) return NULL;
+    t->busy++;
+    struct trace_event *ev = tracer_reserve_in(t->ring, extra, &tracer_pending_cpu);
+    if (!ev) t->busy--;
+    return ev;
+}
+
+void tracer_commit(struct tracer_thread *t)
+{
+    struct tracer_ring *r = t->ring;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    atomic_store_explicit(&r->head, head + tracer_pending_size, memory_order_release);
+    t->recorded = 1;
+    t->busy--;
+}
+
+/* ---- ring 0: definitions and strings ------------------------------------ */
+
+static __thread int tracer_holds_process_lock __attribute__((tls_model("initial-exec")));
+
+static int tracer_process_lock(void)
+{
+    if (tracer_holds_process_lock) return -1; /* nested from a signal handler: never deadlock */
+    _Atomic uint32_t *l = &tracer_global.control->process_ring_lock;
+    for (int spins = 0;; spins++) {
+        uint32_t expect = 0;
+        if (atomic_compare_exchange_weak_explicit(l, &expect, 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            break;
+        if (spins > 100) syscall(SYS_sched_yield);
+    }
+    tracer_holds_process_lock = 1;
+    return 0;
+}
+
+static void tracer_process_unlock(void)
+{
+    tracer_holds_process_lock = 0;
+    atomic_store_explicit(&tracer_global.control->process_ring_lock, 0, memory_order_release);
+}
+
+static int tracer_emit_in_ring0(const struct trace_event *src, const void *data, size_t len)
+{
+    struct tracer_ring *r0 = tracer_region_ring(tracer_global.region, 0);
+    struct trace_event *ev = tracer_reserve_in(r0, len, NULL);
+    if (!ev) return -1;
+    *ev = *src;
+    ev->data = NULL;
+    if (len) memcpy((unsigned char *)(ev + 1), data, len);
+    uint64_t head = atomic_load_explicit(&r0->head, memory_order_relaxed);
+    atomic_store_explicit(&r0->head, head + tracer_pending_size, memory_order_release);
+    return 0;
+}
+
+int tracer_emit_definition(const struct trace_event *ev)
+{
+    struct tracer_thread *t = &tracer_tls;
+    if (!tracer_global.active) return -1;
+    t->busy++;
+    int rc = -1;
+    if (tracer_process_lock() == 0) {
+        rc = tracer_emit_in_ring0(ev, NULL, 0);
+        tracer_process_unlock();
+    }
+    t->busy--;
+    return rc;
+}
+
+uint64_t tracer_next_conn_id(void)
+{
+    return atomic_fetch_add_explicit(&tracer_global.control->next_conn_id, 1,
+                                     memory_order_relaxed) +
+           1;
+}
+
+/* String table: open addressing over a fixed mmap'd arena, lock-free
+ * lookups, inserts under the ring-0 lock. When the table or arena is full,
+ * strings are still emitted (with fresh ids) but no longer deduplicated. */
+#define TRACER_STRTAB_SLOTS (1u << 16)
+#define TRACER_STRTAB_ARENA (8u << 20)
+
+struct tracer_strtab_slot {
+    _Atomic uint32_t id;
+    uint32_t len;
+    uint64_t hash;
+    uint32_t offset;
+    uint32_t pad;
+};
+
+static struct tracer_strtab_slot *tracer_strtab;
+static char *tracer_strtab_arena;
+static uint32_t tracer_strtab_used;
+static uint32_t tracer_strtab_count;
+
+static uint64_t tracer_hash(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+static void tracer_strtab_init(void)
+{
+    void *slots =
+        (void *)syscall(SYS_mmap, NULL, TRACER_STRTAB_SLOTS * sizeof(struct tracer_strtab_slot),
+                        PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *arena = (void *)syscall(SYS_mmap, NULL, TRACER_STRTAB_ARENA, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (slots == MAP_FAILED || arena == MAP_FAILED) return;
+    tracer_strtab = slots;
+    tracer_strtab_arena = arena;
+    tracer_strtab_used = 0;
+    tracer_strtab_count = 0;
+}
+
+static uint32_t tracer_strtab_find(const char *s, size_t len, uint64_t h, uint32_t *slot_out)
+{
+    uint32_t mask = TRACER_STRTAB_SLOTS - 1;
+    for (uint32_t i = (uint32_t)h & mask, n = 0; n < 64; i = (i + 1) & mask, n++) {
+        struct tracer_strtab_slot *sl = &tracer_strtab[i];
+        uint32_t id = atomic_load_explicit(&sl->id, memory_order_acquire);
+        if (!id) {
+            *slot_out = i;
+            return 0;
+        }
+        if (sl->hash == h && sl->len == len && !memcmp(tracer_strtab_arena + sl->offset, s, len))
+            return id;
+    }
+    *slot_out = UINT32_MAX;
+    return 0;
+}
+
+uint32_t tracer_intern(const char *s, size_t len)
+{
+    if (!tracer_global.active || !s) return 0;
+    if (len > 65536) len = 65536;
+    struct tracer_thread *t = &tracer_tls;
+    uint64_t h = tracer_hash(s, len);
+    uint32_t slot = UINT32_MAX;
+    if (tracer_strtab) {
+        uint32_t id = tracer_strtab_find(s, len, h, &slot);
+        if (id) return id;
+    }
+    t->busy++;
+    uint32_t id = 0;
+    if (tracer_process_lock() == 0) {
+        if (tracer_strtab) /* re-check under the lock */
+            id = tracer_strtab_find(s, len, h, &slot);
+        if (!id) {
+            struct trace_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.type = TRACE_EV_STRING;
+            ev.tid = tracer_gettid();
+            uint32_t new_id =
+                (uint32_t)(atomic_fetch_add_explicit(&tracer_global.control->next_string_id, 1,
+                                                     memory_order_relaxed) +
+                           1);
+            ev.u.string.id = new_id;
+            ev.u.string.len = (uint32_t)len;
+            if (tracer_emit_in_ring0(&ev, s, len) == 0) {
+                id = new_id;
+                if (tracer_strtab && slot != UINT32_MAX &&
+                    tracer_strtab_used + len <= TRACER_STRTAB_ARENA &&
+                    tracer_strtab_count < TRACER_STRTAB_SLOTS / 2) {
+                    struct tracer_strtab_slot *sl = &tracer_strtab[slot];
+                    memcpy(tracer_strtab_arena + tracer_strtab_used, s, len);
+                    sl->offset = tracer_strtab_used;
+                    sl->len = (uint32_t)len;
+                    sl->hash = h;
+                    tracer_strtab_used += (uint32_t)len;
+                    tracer_strtab_count++;
+                    atomic_store_explicit(&sl->id, id, memory_order_release);
+                }
+            }
+        }
+        tracer_process_unlock();
+    }
+    t->busy--;
+    return id;
+}
+
+/* ---- process lifecycle -------------------------------------------------- */
+
+void tracer_after_fork_child(void)
+{
+    /* The child inherited a mapping of the parent's region: writing there
+     * would corrupt the parent's rings. Drop it and register anew. */
+    struct tracer_thread *t = &tracer_tls;
+    if (!tracer_global.region) return;
+    tracer_global.active = 0;
+    syscall(SYS_munmap, tracer_global.region, TRACER_REGION_BYTES);
+    tracer_global.region = NULL;
+    tracer_global.control = NULL;
+    t->ring = NULL;
+    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->parent_tid = 0;
+    t->has_cpu = 0;
+    t->busy = 0;
+    tracer_holds_process_lock = 0;
+    tracer_drop_local = 0;
+    tracer_cpu_time_after_fork();
+    if (tracer_strtab) {
+        syscall(SYS_munmap, tracer_strtab, TRACER_STRTAB_SLOTS * sizeof(struct tracer_strtab_slot));
+        syscall(SYS_munmap, tracer_strtab_arena, TRACER_STRTAB_ARENA);
+        tracer_strtab = NULL;
+    }
+    tracer_strtab_init();
+    tracer_register(0);
+}
+
+void tracer_before_exec(const char *path)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_ALL);
+    if (!t) return;
+    uint64_t now = tracer_event_begin(t);
+    uint32_t path_id = path ? tracer_intern(path, strlen(path)) : 0;
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_CONTROL, TRACE_CTL_EXEC, now, now);
+    if (ev) {
+        ev->u.control.arg0 = path_id;
+        tracer_commit(t);
+    }
+    tracer_event_end(t, now);
+}
+
+__attribute__((constructor)) static void tracer_init(void)
+{
+    if (!tracer_collector_env_present()) return;
+    pthread_key_create(&tracer_thread_key, tracer_thread_destructor);
+    tracer_key_ready = 1;
+    tracer_strtab_init();
+    const char *exec_marker = tracer_env("PREPLAY_EXEC_PID");
+    int is_exec = exec_marker && (uint32_t)atoi(exec_marker) == (uint32_t)syscall(SYS_getpid);
+    tracer_register(is_exec);
+}

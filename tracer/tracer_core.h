@@ -1,0 +1,127 @@
+/* tracer_core.h - the shared core every interposer of libpreplay_trace.so
+ * stands on: resolving the real functions, per-thread state, timing, and
+ * writing one event into the thread's shared-memory ring.
+ *
+ * The hot path must never allocate, take a lock the app could hold, change
+ * errno or the result of the wrapped call, or crash: when anything is off
+ * (no collector, tracing switched off, re-entered from our own code), the
+ * wrappers call the real function and do nothing else. */
+#ifndef PREPLAY_TRACER_CORE_H
+#define PREPLAY_TRACER_CORE_H
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "shm_layout.h"
+#include "trace_event.h"
+
+#define TRACER_EXPORT __attribute__((visibility("default")))
+#define TRACER_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TRACER_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Declares `real_NAME`, a pointer to the next definition of NAME, resolved
+ * on first use (wrappers can run before our constructor). */
+#define TRACER_REAL(ret, name, params)                                                             \
+    typedef ret(*tracer_##name##_fn) params;                                                       \
+    static tracer_##name##_fn real_##name;                                                         \
+    static inline tracer_##name##_fn tracer_real_##name(void)                                      \
+    {                                                                                              \
+        if (TRACER_UNLIKELY(!real_##name))                                                         \
+            real_##name = (tracer_##name##_fn)tracer_resolve(#name);                               \
+        return real_##name;                                                                        \
+    }
+
+/* Per-thread tracer state (thread-local, initial-exec TLS). */
+struct tracer_thread {
+    struct tracer_ring *ring; /* NULL: no ring (not claimed yet or none free) */
+    uint32_t tid;
+    uint32_t busy;            /* nonzero while we touch the ring or our tables */
+    uint32_t claimed_gen;     /* region generation the ring belongs to */
+    uint32_t in_signal_gap;   /* set while a nested (signal) event was skipped */
+    uint64_t cpu_at_last_end; /* thread CPU ns when its previous event ended */
+    uint64_t last_end_ns;
+    uint32_t parent_tid;
+    uint32_t has_cpu;
+    uint32_t recorded; /* a record was committed since tracer_event_begin */
+};
+
+/* Global state of the library in this process. */
+struct tracer_state {
+    void *region; /* mapped shared region, NULL when inactive */
+    struct tracer_control *control;
+    uint32_t generation; /* bumped on re-registration (fork) */
+    uint32_t pid;
+    int active;
+};
+
+extern struct tracer_state tracer_global;
+
+void *tracer_resolve(const char *name);
+
+/* Returns the calling thread's state if an event of `family` (TRACER_ONLY_*)
+ * should be traced now, else NULL. Claims a ring on first use. */
+struct tracer_thread *tracer_enter(uint32_t family);
+
+/* CLOCK_MONOTONIC nanoseconds (vDSO, no syscall). */
+static inline uint64_t tracer_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Starts an event at `now`: remembers the CPU time the thread used since
+ * its previous event ended (attached to the next record written). */
+uint64_t tracer_event_begin(struct tracer_thread *t);
+
+/* Reserves room for an event with `extra` trailing bytes in the thread's
+ * ring and returns the zero-filled event to fill in, or NULL (drop mode and
+ * full, or no ring). Must be followed by tracer_commit when non-NULL. */
+struct trace_event *tracer_reserve(struct tracer_thread *t, size_t extra);
+void tracer_commit(struct tracer_thread *t);
+
+/* Ends an event: the next CPU segment starts at `end_ns`. */
+void tracer_event_end(struct tracer_thread *t, uint64_t end_ns);
+
+/* Convenience for the common case: reserve, fill the common fields. */
+static inline struct trace_event *tracer_event_new(struct tracer_thread *t, uint8_t type,
+                                                   uint8_t op, uint64_t begin_ns, uint64_t end_ns)
+{
+    struct trace_event *ev = tracer_reserve(t, 0);
+    if (!ev) return NULL;
+    ev->type = type;
+    ev->op = op;
+    ev->tid = t->tid;
+    ev->ts_ns = begin_ns;
+    ev->dur_ns = end_ns > begin_ns ? end_ns - begin_ns : 0;
+    return ev;
+}
+
+/* Interns a string into the process string table (a STRING event in ring 0
+ * the first time) and returns its id, or 0 when it cannot (never fails the
+ * caller). */
+uint32_t tracer_intern(const char *s, size_t len);
+
+/* Writes a definition event (CONN...) into the process ring 0. `fill` gets
+ * the zeroed event. Returns 0 on success. */
+int tracer_emit_definition(const struct trace_event *ev);
+
+/* Next connection id for this process. */
+uint64_t tracer_next_conn_id(void);
+
+uint32_t tracer_gettid(void);
+void tracer_set_parent_tid(uint32_t parent);
+
+/* Set while a MySQL C API wrapper runs, so the wire parser does not count
+ * the same query twice. */
+extern __thread int tracer_in_db_capi;
+
+/* Called by the process interposer after fork in the child / before exec. */
+void tracer_after_fork_child(void);
+void tracer_before_exec(const char *path);
+int tracer_collector_env_present(void);
+
+#endif
