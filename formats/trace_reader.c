@@ -404,7 +404,7 @@ static int trace_reader_load_chunk(struct trace_reader *r, struct trace_event *e
                 magic != TRACE_HEADER_FRAME_MAGIC && magic != TRACE_RING_FRAME_MAGIC)
                 return trace_reader_damage(r, ev, "truncated frame at offset %llu (record 0)",
                                            (unsigned long long)at);
-            return trace_reader_damage(r, ev, "offset %llu: not a frame (magic 0x%08x)",
+            return trace_reader_damage(r, ev, "frame at offset %llu: bad frame magic 0x%08x",
                                        (unsigned long long)at, magic);
         }
         uint8_t ch[TRACE_CHUNK_PAYLOAD];
@@ -469,6 +469,22 @@ static int trace_reader_load_chunk(struct trace_reader *r, struct trace_event *e
             }
             got = out.pos;
             r->frame_truncated = 1;
+            if (!r->salvage) {
+                /* Unverified bytes are only delivered under salvage; name
+                 * the first record the cut destroyed. */
+                uint32_t k = 0;
+                const uint8_t *q = r->raw, *end = r->raw + got;
+                uint64_t len;
+                while (q < end) {
+                    const uint8_t *l = q + 1;
+                    if (trace_get_varint(&l, end, &len) != 0 || len > (uint64_t)(end - l)) break;
+                    q = l + len;
+                    k++;
+                }
+                *damage = 1;
+                return trace_reader_damage(r, ev, "truncated frame at offset %llu (record %u)",
+                                           (unsigned long long)at, k);
+            }
         } else {
             size_t fsize = ZSTD_findFrameCompressedSize(r->zbuf, zlen);
             if (zlen < 5 || trace_get_le32(r->zbuf) != TRACE_ZSTD_FRAME_MAGIC) {

@@ -310,7 +310,7 @@ static int trace_writer_reserve(struct trace_writer *w, size_t need)
 }
 
 /* Encodes ev into the current chunk; room was reserved. */
-static int trace_writer_put(struct trace_writer *w, const struct trace_event *ev)
+static int trace_writer_put(struct trace_writer *w, const struct trace_event *ev, int repeated)
 {
     size_t n = trace_codec_encode(&w->codec, ev, w->raw + w->raw_len);
     if (n == (size_t)-1) return trace_writer_fail(w, "out of memory in the record encoder");
@@ -320,7 +320,9 @@ static int trace_writer_put(struct trace_writer *w, const struct trace_event *ev
     if (w->chunk.nrecords == 0 || ev->ts_ns < w->chunk.first_ts) w->chunk.first_ts = ev->ts_ns;
     if (end > w->chunk.last_ts) w->chunk.last_ts = end;
     w->chunk.nrecords++;
-    if (ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK) w->chunk.nevents++;
+    /* nevents counts the events a drop of this chunk loses: not the string
+     * and stack tables, not identities repeated from earlier chunks. */
+    if (ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK && !repeated) w->chunk.nevents++;
     return 0;
 }
 
@@ -546,7 +548,7 @@ int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
     size_t need = trace_codec_record_bound(ev);
     if (!w->ring) {
         if (trace_writer_reserve(w, need) < 0) return -1;
-        return trace_writer_put(w, ev);
+        return trace_writer_put(w, ev, 0);
     }
     struct trace_writer_entry *missing[5];
     size_t extra, nmissing = trace_writer_missing(w, ev, missing, &extra);
@@ -557,10 +559,10 @@ int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
         if (trace_writer_reserve(w, need + extra) < 0) return -1;
     }
     for (size_t i = 0; i < nmissing; i++) {
-        if (trace_writer_put(w, &missing[i]->ev) != 0) return -1;
+        if (trace_writer_put(w, &missing[i]->ev, 1) != 0) return -1;
         missing[i]->emitted_in = w->seq + 1;
     }
-    if (trace_writer_put(w, ev) != 0) return -1;
+    if (trace_writer_put(w, ev, 0) != 0) return -1;
     if (ev->type == TRACE_EV_STRING || ev->type == TRACE_EV_STACK ||
         (ev->type == TRACE_EV_CONN && ev->u.conn.conn_id &&
          (ev->op == TRACE_CONN_ACCEPT || ev->op == TRACE_CONN_CONNECT ||

@@ -1,0 +1,737 @@
+/* test_trace_format.c - unit tests of the trace format: round trips of every
+ * event type and field (extremes included), multi-frame files, damage of
+ * every kind (truncation at every byte of the last frame, flipped bytes,
+ * wrong magic, unknown major version), forward compatibility (higher minor
+ * with unknown records, fields and frames), salvage, the max_bytes ring and
+ * the file mode. Every test asserts on decoded contents. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <zstd.h>
+
+#include "trace_codec.h"
+#include "trace_file.h"
+#include "trace_test_events.h"
+
+static char test_dir[256];
+
+static const char *test_path(const char *name)
+{
+    static char buf[4][512];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof buf[i], "%s/%s", test_dir, name);
+    return buf[i];
+}
+
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(test_dir, sizeof test_dir, "/tmp/preplay-test-format-XXXXXX");
+    return mkdtemp(test_dir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Events compare equal when every field matches and their payloads match. */
+static void assert_event_equal(const struct trace_event *a, const struct trace_event *b)
+{
+    struct trace_event x = *a, y = *b;
+    x.data = y.data = NULL;
+    if (memcmp(&x, &y, sizeof x) != 0)
+        fail_msg("event mismatch: type %u/%u op %u/%u tid %u/%u ts %llu/%llu", a->type, b->type,
+                 a->op, b->op, a->tid, b->tid, (unsigned long long)a->ts_ns,
+                 (unsigned long long)b->ts_ns);
+    if (a->type == TRACE_EV_STRING && a->u.string.len)
+        assert_memory_equal(a->data, b->data, a->u.string.len);
+    if (a->type == TRACE_EV_STACK && a->u.stack.nframes)
+        assert_memory_equal(a->data, b->data, a->u.stack.nframes * sizeof(uint64_t));
+}
+
+static void write_trace(const char *path, const struct trace_event *evs, size_t n,
+                        const struct trace_writer_options *opt, uint64_t *flush_offsets,
+                        size_t flush_every)
+{
+    struct trace_header h;
+    trace_test_header(&h, 4242, "frontend");
+    char err[512];
+    struct trace_writer *w = trace_writer_open(path, &h, opt, err, sizeof err);
+    if (!w) fail_msg("%s", err);
+    for (size_t i = 0; i < n; i++) {
+        if (flush_every && i % flush_every == 0) {
+            assert_int_equal(trace_writer_flush(w), 0);
+            if (flush_offsets) flush_offsets[i / flush_every] = trace_writer_bytes(w);
+        }
+        if (trace_writer_append(w, &evs[i]) != 0) fail_msg("%s", trace_writer_error(w));
+    }
+    assert_int_equal(trace_writer_close(w, err, sizeof err), 0);
+}
+
+/* Reads the whole trace; returns trace_reader_next's final value. */
+static int read_all(const char *path, int salvage, struct trace_event *out, size_t cap, size_t *n,
+                    char *msg, size_t msglen)
+{
+    struct trace_reader_options o = {.salvage = salvage};
+    struct trace_reader *r = trace_reader_open(path, &o, msg, msglen);
+    if (!r) return -2;
+    static uint8_t payload[1 << 20];
+    size_t used = 0;
+    int rc;
+    struct trace_event ev;
+    *n = 0;
+    while ((rc = trace_reader_next(r, &ev)) == 1) {
+        assert_true(*n < cap);
+        if (ev.type == TRACE_EV_STRING || ev.type == TRACE_EV_STACK) {
+            size_t len = ev.type == TRACE_EV_STRING ? ev.u.string.len : ev.u.stack.nframes * 8;
+            assert_true(used + len <= sizeof payload);
+            if (len) memcpy(payload + used, ev.data, len);
+            ev.data = payload + used;
+            used += (len + 7) & ~(size_t)7;
+        }
+        out[(*n)++] = ev;
+    }
+    msg[0] = '\0';
+    if (rc < 0)
+        snprintf(msg, msglen, "%s", trace_reader_error(r));
+    else if (trace_reader_warning(r))
+        snprintf(msg, msglen, "%s", trace_reader_warning(r));
+    trace_reader_close(r);
+    return rc;
+}
+
+static size_t make_extreme_events(struct trace_event *e)
+{
+    static const char path[] = "/data/db/ibdata1";
+    static const char binary[] = {'\0', 'x', '\n', (char)0xff};
+    static const char query[] = "SELECT * FROM t WHERE id = ?";
+    static const uint64_t frames[] = {0x400000, 0x3ff000, UINT64_MAX, 0, 0x7fffffffffff};
+    size_t n = 0;
+#define NEW(t, o) (memset(&e[n], 0, sizeof e[n]), e[n].type = (t), e[n].op = (o), &e[n++])
+    struct trace_event *x;
+    x = NEW(TRACE_EV_THREAD_START, 0);
+    x->tid = UINT32_MAX;
+    x->ts_ns = UINT64_MAX;
+    x->u.thread.parent_tid = 1;
+    x = NEW(TRACE_EV_THREAD_START, 0);
+    x->tid = 1;
+    x->ts_ns = 0;
+    x = NEW(TRACE_EV_STRING, 0);
+    x->tid = 1;
+    x->u.string.id = 7;
+    x->u.string.len = sizeof path - 1;
+    x->data = path;
+    x = NEW(TRACE_EV_STRING, 0);
+    x->u.string.id = UINT32_MAX;
+    x->u.string.len = sizeof binary;
+    x->data = binary;
+    x = NEW(TRACE_EV_STRING, 0);
+    x->u.string.id = 8;
+    x->u.string.len = 0;
+    x = NEW(TRACE_EV_STRING, 0);
+    x->u.string.id = 9;
+    x->u.string.len = sizeof query - 1;
+    x->data = query;
+    x = NEW(TRACE_EV_STACK, 0);
+    x->u.stack.id = 3;
+    x->u.stack.nframes = 5;
+    x->data = frames;
+    x = NEW(TRACE_EV_FILE, TRACE_FILE_OPEN);
+    x->tid = 1;
+    x->ts_ns = 10;
+    x->dur_ns = UINT64_MAX;
+    x->flags = 0xffff;
+    x->stack_id = 3;
+    x->u.file.fd = INT32_MAX;
+    x->u.file.path_id = 7;
+    x->u.file.dev = UINT64_MAX;
+    x->u.file.ino = 1;
+    x->u.file.offset = -1;
+    x->u.file.result = INT64_MIN;
+    x->u.file.open_flags = UINT32_MAX;
+    x->u.file.fd2 = INT32_MIN;
+    x = NEW(TRACE_EV_FILE, TRACE_FILE_PREAD);
+    x->tid = 1;
+    x->u.file.fd = -1;
+    x->u.file.offset = INT64_MIN;
+    x->u.file.size = UINT64_MAX;
+    x->u.file.result = INT64_MAX;
+    x->u.file.file_size = UINT64_MAX;
+    x->u.file.fd2 = -1;
+    x = NEW(TRACE_EV_FILE, TRACE_FILE_PWRITE);
+    x->tid = UINT32_MAX;
+    x->ts_ns = 1;
+    x->u.file.fd = 5;
+    x->u.file.offset = INT64_MAX;
+    x->u.file.size = 100;
+    x->u.file.result = 100;
+    x->u.file.fd2 = 0;
+    x = NEW(TRACE_EV_FILE, 200); /* unknown op number: kept as is */
+    x->u.file.fd = 5;
+    x = NEW(TRACE_EV_CPU, 0);
+    x->tid = 2;
+    x->ts_ns = 123456789;
+    x->dur_ns = 987654321;
+    x->flags = TRACE_F_CPU_ESTIMATED;
+    x = NEW(TRACE_EV_NET, TRACE_NET_SEND);
+    x->tid = 2;
+    x->u.net.fd = 9;
+    x->u.net.msg_flags = UINT32_MAX;
+    x->u.net.conn_id = UINT64_MAX;
+    x->u.net.size = UINT64_MAX;
+    x->u.net.result = -11;
+    x->u.net.nmsgs = UINT32_MAX;
+    x->flags = TRACE_F_ERROR | TRACE_F_NONBLOCK;
+    x = NEW(TRACE_EV_NET, TRACE_NET_RECV);
+    x->tid = 2;
+    x->u.net.fd = 9;
+    x->u.net.conn_id = 1;
+    x->u.net.size = 0;
+    x->u.net.result = 0;
+    x = NEW(TRACE_EV_CONN, TRACE_CONN_CONNECT);
+    x->u.conn.fd = 9;
+    x->u.conn.proto = TRACE_PROTO_TCP;
+    x->u.conn.family = 10;
+    x->u.conn.local_port = 65535;
+    x->u.conn.remote_port = 1;
+    for (int i = 0; i < 16; i++) {
+        x->u.conn.local_addr[i] = (uint8_t)(0xf0 + i);
+        x->u.conn.remote_addr[i] = (uint8_t)(255 - i);
+    }
+    x->u.conn.conn_id = UINT64_MAX;
+    x->u.conn.result = INT64_MIN;
+    x = NEW(TRACE_EV_CONN, TRACE_CONN_ACCEPT);
+    x->u.conn.fd = 11;
+    x->u.conn.proto = TRACE_PROTO_UNIX_STREAM;
+    x->u.conn.family = 1;
+    x->u.conn.conn_id = 2;
+    x->u.conn.unix_inode = UINT64_MAX;
+    x->u.conn.unix_peer_inode = 4000000000ULL;
+    x = NEW(TRACE_EV_SOCKOPT, 0);
+    x->u.sockopt.fd = 11;
+    x->u.sockopt.level = 6;
+    x->u.sockopt.name = 1;
+    x->u.sockopt.value = INT64_MIN;
+    x->u.sockopt.conn_id = 2;
+    x = NEW(TRACE_EV_LOCK, TRACE_LOCK_ACQUIRE);
+    x->u.lock.kind = TRACE_LOCK_FCNTL;
+    x->u.lock.mode = TRACE_LOCK_SHARED;
+    x->u.lock.result = INT32_MIN;
+    x->u.lock.lock_id = UINT64_MAX;
+    x->u.lock.start = INT64_MIN;
+    x->u.lock.len = INT64_MAX;
+    x = NEW(TRACE_EV_LOCK, TRACE_LOCK_RELEASE);
+    x->u.lock.kind = TRACE_LOCK_FCNTL;
+    x->u.lock.mode = TRACE_LOCK_SHARED;
+    x->u.lock.lock_id = UINT64_MAX;
+    x = NEW(TRACE_EV_DB, TRACE_DB_EXECUTE);
+    x->u.db.source = TRACE_DB_WIRE;
+    x->u.db.error = INT32_MAX;
+    x->u.db.db_conn_id = UINT64_MAX;
+    x->u.db.query_id = 9;
+    x->u.db.params_id = UINT32_MAX;
+    x->u.db.stmt_id = UINT64_MAX;
+    x->u.db.rows = UINT64_MAX;
+    x->u.db.bytes = 1;
+    x = NEW(TRACE_EV_LABEL, 0);
+    x->u.label.conn_id = 2;
+    x->u.label.label_id = 9;
+    x = NEW(TRACE_EV_LOSS, 0);
+    x->u.loss.count = UINT64_MAX;
+    x->u.loss.from_ns = 1;
+    x->u.loss.to_ns = UINT64_MAX;
+    x->u.loss.reason = UINT32_MAX;
+    x = NEW(TRACE_EV_CONTROL, TRACE_CTL_FORK);
+    x->u.control.arg0 = INT64_MIN;
+    x->u.control.arg1 = INT64_MAX;
+    x = NEW(TRACE_EV_THREAD_EXIT, 0);
+    x->tid = UINT32_MAX;
+    x->ts_ns = 0;
+#undef NEW
+    return n;
+}
+
+static void test_roundtrip_every_type_and_extreme(void **state)
+{
+    (void)state;
+    struct trace_event evs[64], got[64];
+    size_t n = make_extreme_events(evs), m;
+    unsigned seen[TRACE_EV_TYPE_COUNT] = {0};
+    for (size_t i = 0; i < n; i++)
+        seen[evs[i].type]++;
+    for (unsigned t = 1; t < TRACE_EV_TYPE_COUNT; t++)
+        if (!seen[t]) fail_msg("type %s is not exercised", trace_event_type_name(t));
+    const char *p = test_path("extreme.trace");
+    write_trace(p, evs, n, NULL, NULL, 0);
+    char msg[512];
+    assert_int_equal(read_all(p, 0, got, 64, &m, msg, sizeof msg), 0);
+    assert_int_equal(m, n);
+    for (size_t i = 0; i < n; i++)
+        assert_event_equal(&evs[i], &got[i]);
+
+    struct trace_reader *r = trace_reader_open(p, NULL, msg, sizeof msg);
+    assert_non_null(r);
+    const struct trace_header *h = trace_reader_header(r);
+    assert_int_equal(h->version_major, TRACE_FORMAT_MAJOR);
+    assert_int_equal(h->version_minor, TRACE_FORMAT_MINOR);
+    assert_string_equal(h->host, "testhost");
+    assert_string_equal(h->component, "frontend");
+    assert_string_equal(h->recording_id, "rec-0001");
+    assert_string_equal(h->tracer_version, "0.1.0");
+    assert_string_equal(h->exe, "/usr/bin/server");
+    assert_int_equal(h->argv_len, 19);
+    assert_memory_equal(h->argv_joined, "server\0--port\0008080", 19);
+    assert_int_equal(h->pid, 4242);
+    assert_int_equal(h->ppid, 1);
+    assert_true(h->mono_anchor_ns == 1000000000ULL);
+    assert_true(h->real_anchor_ns == 1700000000000000000ULL);
+    assert_int_equal(h->ncpu_scores, 2);
+    assert_string_equal(h->cpu_scores[1].name, "sha256");
+    assert_true(h->cpu_scores[0].seconds == 0.125);
+    struct trace_event ev;
+    while (trace_reader_next(r, &ev) == 1)
+        ;
+    uint32_t len;
+    const char *s = trace_reader_string(r, 7, &len);
+    assert_non_null(s);
+    assert_int_equal(len, 16);
+    assert_string_equal(s, "/data/db/ibdata1");
+    s = trace_reader_string(r, UINT32_MAX, &len);
+    assert_int_equal(len, 4);
+    assert_memory_equal(s, "\0x\n\xff", 4);
+    s = trace_reader_string(r, 8, &len);
+    assert_int_equal(len, 0);
+    assert_null(trace_reader_string(r, 10, &len));
+    assert_int_equal(trace_reader_skipped(r), 0);
+    trace_reader_close(r);
+}
+
+static struct trace_event mix_events[40000], mix_got[40100];
+
+static size_t make_mix(size_t n, uint64_t seed)
+{
+    struct trace_test_mix m;
+    trace_test_mix_init(&m, 4, seed);
+    size_t k = trace_test_mix_preamble(&m, mix_events);
+    while (k < n)
+        trace_test_mix_next(&m, &mix_events[k++]);
+    return k;
+}
+
+static void test_multi_frame(void **state)
+{
+    (void)state;
+    size_t n = make_mix(40000, 7), m;
+    const char *p = test_path("multi.trace");
+    struct trace_writer_options o = {.frame_bytes = 4096};
+    write_trace(p, mix_events, n, &o, NULL, 0);
+    char msg[512];
+    assert_int_equal(read_all(p, 0, mix_got, 40100, &m, msg, sizeof msg), 0);
+    assert_int_equal(m, n);
+    for (size_t i = 0; i < n; i++)
+        assert_event_equal(&mix_events[i], &mix_got[i]);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    /* 40000 events of ~5 raw bytes in 4 KiB frames: dozens of frames, and
+     * compact: well under 8 bytes per event even with small frames. */
+    assert_true(st.st_size < 8 * 40000);
+}
+
+/* Writes three frames of the mix; returns the offset of the last chunk. */
+static uint64_t write_three_frames(const char *p, size_t *n_out, size_t per_frame)
+{
+    size_t n = make_mix(3 * per_frame, 11);
+    uint64_t offs[4];
+    write_trace(p, mix_events, n, NULL, offs, per_frame);
+    *n_out = n;
+    return offs[2];
+}
+
+static void test_truncated_tail_every_byte(void **state)
+{
+    (void)state;
+    size_t n, per_frame = 400;
+    const char *p = test_path("three.trace");
+    uint64_t last = write_three_frames(p, &n, per_frame);
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    static uint8_t data[1 << 20];
+    size_t size = fread(data, 1, sizeof data, f);
+    fclose(f);
+    assert_true(size > last + 64);
+    const char *t = test_path("cut.trace");
+    char want[600], msg[600];
+    snprintf(want, sizeof want, "%s: truncated frame at offset %llu (record ", t,
+             (unsigned long long)last);
+    size_t before = 2 * per_frame;
+    for (size_t cut = last; cut < size; cut++) {
+        f = fopen(t, "wb");
+        assert_int_equal(fwrite(data, 1, cut, f), cut);
+        fclose(f);
+        size_t m;
+        if (cut == last) {
+            /* cut exactly at a chunk boundary: a shorter, valid trace */
+            assert_int_equal(read_all(t, 0, mix_got, 40100, &m, msg, sizeof msg), 0);
+            assert_int_equal(m, before);
+            continue;
+        }
+        assert_int_equal(read_all(t, 0, mix_got, 40100, &m, msg, sizeof msg), -1);
+        if (strncmp(msg, want, strlen(want)) != 0)
+            fail_msg("cut at %zu: got '%s', want prefix '%s'", cut, msg, want);
+        assert_int_equal(m, before);
+        assert_int_equal(read_all(t, 1, mix_got, 40100, &m, msg, sizeof msg), 0);
+        if (strncmp(msg, want, strlen(want)) != 0)
+            fail_msg("salvage cut at %zu: got '%s'", cut, msg);
+        /* everything before the damage, a prefix of the last frame, then a
+         * SALVAGE loss counting what the damaged frame held beyond it */
+        assert_true(m >= before + 1);
+        for (size_t i = 0; i + 1 < m; i++)
+            assert_event_equal(&mix_events[i], &mix_got[i]);
+        const struct trace_event *loss = &mix_got[m - 1];
+        assert_int_equal(loss->type, TRACE_EV_LOSS);
+        assert_int_equal(loss->u.loss.reason, TRACE_LOSS_SALVAGE);
+        size_t recovered = m - 1 - before;
+        unsigned k = (unsigned)strtoul(msg + strlen(want), NULL, 10);
+        assert_int_equal(k, recovered);
+        if (cut - last >= 56) /* chunk header intact: the loss is counted */
+            assert_int_equal(loss->u.loss.count, per_frame - recovered);
+    }
+}
+
+static void test_flipped_bytes(void **state)
+{
+    (void)state;
+    size_t n, per_frame = 300;
+    const char *p = test_path("flip.trace");
+    (void)write_three_frames(p, &n, per_frame);
+    /* the second frame spans [offs1, offs2) */
+    uint64_t offs[4];
+    write_trace(p, mix_events, n, NULL, offs, per_frame);
+    uint64_t start = offs[1], end = offs[2];
+    FILE *f = fopen(p, "rb");
+    static uint8_t data[1 << 20];
+    size_t size = fread(data, 1, sizeof data, f);
+    fclose(f);
+    const char *t = test_path("flipped.trace");
+    char want[600], msg[600];
+    snprintf(want, sizeof want, "%s: frame at offset %llu: ", t, (unsigned long long)start);
+    size_t checksum_hits = 0;
+    for (uint64_t at = start; at < end; at++) {
+        data[at] ^= 0x20;
+        f = fopen(t, "wb");
+        fwrite(data, 1, size, f);
+        fclose(f);
+        data[at] ^= 0x20;
+        size_t m;
+        int rc = read_all(t, 0, mix_got, 40100, &m, msg, sizeof msg);
+        if (rc == 0) {
+            /* a flip zstd tolerates (e.g. an unused window bit) must not
+             * change a single decoded event */
+            assert_int_equal(m, n);
+            for (size_t i = 0; i < n; i++)
+                assert_event_equal(&mix_events[i], &mix_got[i]);
+            continue;
+        }
+        assert_int_equal(rc, -1);
+        assert_int_equal(m, per_frame); /* the first frame was delivered */
+        if (strncmp(msg, want, strlen(want)) != 0 && !strstr(msg, "truncated frame"))
+            fail_msg("flip at %llu: '%s'", (unsigned long long)at, msg);
+        if (at >= end - 4) assert_non_null(strstr(msg, "checksum mismatch"));
+        checksum_hits += strstr(msg, "checksum mismatch") != NULL;
+        /* salvage: the first frame, then the SALVAGE loss of the second */
+        assert_int_equal(read_all(t, 1, mix_got, 40100, &m, msg, sizeof msg), 0);
+        assert_int_equal(m, per_frame + 1);
+        assert_int_equal(mix_got[per_frame].type, TRACE_EV_LOSS);
+        assert_int_equal(mix_got[per_frame].u.loss.reason, TRACE_LOSS_SALVAGE);
+    }
+    assert_true(checksum_hits >= 4);
+}
+
+static void test_wrong_magic_and_unknown_major(void **state)
+{
+    (void)state;
+    struct trace_event evs[64];
+    size_t n = make_extreme_events(evs);
+    const char *p = test_path("magic.trace");
+    write_trace(p, evs, n, NULL, NULL, 0);
+    char msg[600], want[600];
+    FILE *f = fopen(p, "r+b");
+    fseek(f, 16, SEEK_SET);
+    fputc(3, f); /* major = 3 */
+    fclose(f);
+    assert_null(trace_reader_open(p, NULL, msg, sizeof msg));
+    snprintf(want, sizeof want, "%s: unknown format major version 3 (this preplay reads 1)", p);
+    assert_string_equal(msg, want);
+
+    f = fopen(p, "r+b");
+    fseek(f, 16, SEEK_SET);
+    fputc(1, f);
+    fseek(f, 9, SEEK_SET);
+    fputc('X', f); /* "PXEPLAYT" */
+    fclose(f);
+    assert_null(trace_reader_open(p, NULL, msg, sizeof msg));
+    snprintf(want, sizeof want, "%s: not a preplay trace (bad magic)", p);
+    assert_string_equal(msg, want);
+
+    f = fopen(p, "wb");
+    fputs("hello, world: not a trace at all", f);
+    fclose(f);
+    assert_null(trace_reader_open(p, NULL, msg, sizeof msg));
+    assert_string_equal(msg, want);
+    f = fopen(p, "wb");
+    fclose(f);
+    assert_null(trace_reader_open(p, NULL, msg, sizeof msg));
+    snprintf(want, sizeof want, "%s: not a preplay trace (empty file)", p);
+    assert_string_equal(msg, want);
+}
+
+/* Appends a chunk (header frame + zstd frame of raw) to f. */
+static void append_chunk(FILE *f, const uint8_t *raw, size_t len, uint64_t seq, uint32_t nrec)
+{
+    size_t zcap = ZSTD_compressBound(len);
+    uint8_t *z = malloc(zcap);
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+    size_t zl = ZSTD_compress2(c, z, zcap, raw, len);
+    assert_false(ZSTD_isError(zl));
+    struct trace_chunk_header ch = {seq, (uint32_t)zl, (uint32_t)len, nrec, nrec, 0, 0};
+    uint8_t hdr[8 + TRACE_CHUNK_PAYLOAD];
+    trace_put_le32(hdr, TRACE_CHUNK_FRAME_MAGIC);
+    trace_put_le32(hdr + 4, TRACE_CHUNK_PAYLOAD);
+    trace_chunk_header_pack(hdr + 8, &ch);
+    fwrite(hdr, 1, sizeof hdr, f);
+    fwrite(z, 1, zl, f);
+    ZSTD_freeCCtx(c);
+    free(z);
+}
+
+static void test_higher_minor_skips_unknown(void **state)
+{
+    (void)state;
+    const char *p = test_path("minor.trace");
+    write_trace(p, NULL, 0, NULL, NULL, 0);
+    /* Rewrite the header as minor 7 with an extra unknown field (tag 999). */
+    FILE *f = fopen(p, "rb");
+    uint8_t hdr[8192];
+    size_t hl = fread(hdr, 1, sizeof hdr, f);
+    fclose(f);
+    uint32_t size = trace_get_le32(hdr + 4);
+    assert_int_equal(hl, 8 + size);
+    uint8_t extra[6 + 5] = {0};
+    trace_put_le16(extra, 999);
+    trace_put_le32(extra + 2, 5);
+    memcpy(extra + 6, "hello", 5);
+    memmove(hdr + 8 + size - 4 + sizeof extra, hdr + 8 + size - 4, 4);
+    memcpy(hdr + 8 + size - 4, extra, sizeof extra);
+    size += sizeof extra;
+    trace_put_le32(hdr + 4, size);
+    trace_put_le16(hdr + 18, 7);
+    trace_put_le32(hdr + 8 + size - 4, trace_crc32(hdr + 8, size - 4));
+
+    /* A frame: known event, unknown record type 200, a known event carrying
+     * an extra field (mask bit 40) a later minor added, then a known event. */
+    struct trace_codec codec;
+    trace_codec_init(&codec);
+    uint8_t raw[1024];
+    size_t len = 0;
+    struct trace_event e[3];
+    memset(e, 0, sizeof e);
+    for (int i = 0; i < 3; i++) {
+        e[i].type = TRACE_EV_CPU;
+        e[i].tid = 77;
+        e[i].ts_ns = 1000 + 100 * (uint64_t)i;
+        e[i].dur_ns = 50;
+    }
+    len += trace_codec_encode(&codec, &e[0], raw + len);
+    raw[len++] = 200;
+    raw[len++] = 3;
+    raw[len++] = 1;
+    raw[len++] = 2;
+    raw[len++] = 3;
+    /* hand-encode e[1] with fields tid, ts, dur + unknown bit 40 */
+    uint8_t body[64];
+    size_t b = 0;
+    body[b++] = 0; /* op */
+    b += trace_put_varint(body + b, 0x7 | (1ULL << 40));
+    b += trace_put_varint(body + b, trace_zigzag(77 - 77));
+    b += trace_put_varint(body + b, trace_zigzag(1100 - 1050));
+    b += trace_put_varint(body + b, trace_zigzag(50));
+    b += trace_put_varint(body + b, 123456); /* the unknown field */
+    raw[len++] = TRACE_EV_CPU;
+    len += trace_put_varint(raw + len, b);
+    memcpy(raw + len, body, b);
+    len += b;
+    /* the codec's state must follow e[1] before encoding e[2] */
+    struct trace_codec shadow;
+    trace_codec_init(&shadow);
+    uint8_t scratch[512];
+    trace_codec_encode(&shadow, &e[0], scratch);
+    trace_codec_encode(&shadow, &e[1], scratch);
+    len += trace_codec_encode(&shadow, &e[2], raw + len);
+    trace_codec_free(&codec);
+    trace_codec_free(&shadow);
+
+    f = fopen(p, "wb");
+    fwrite(hdr, 1, 8 + size, f);
+    /* an unknown skippable frame a later minor might add between chunks */
+    uint8_t skip[8 + 3];
+    trace_put_le32(skip, 0x184D2A5Au);
+    trace_put_le32(skip + 4, 3);
+    memcpy(skip + 8, "abc", 3);
+    fwrite(skip, 1, sizeof skip, f);
+    append_chunk(f, raw, len, 0, 4);
+    fclose(f);
+
+    char msg[600];
+    struct trace_reader *r = trace_reader_open(p, NULL, msg, sizeof msg);
+    if (!r) fail_msg("%s", msg);
+    assert_int_equal(trace_reader_header(r)->version_minor, 7);
+    assert_string_equal(trace_reader_header(r)->host, "testhost");
+    struct trace_event ev;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(trace_reader_next(r, &ev), 1);
+        assert_event_equal(&e[i], &ev);
+    }
+    assert_int_equal(trace_reader_next(r, &ev), 0);
+    assert_int_equal(trace_reader_skipped(r), 1);
+    assert_null(trace_reader_warning(r));
+    trace_reader_close(r);
+}
+
+static void test_ring_marks_dropped_span(void **state)
+{
+    (void)state;
+    /* the mix with a path string and connections the writer must repeat */
+    size_t n = make_mix(39999, 23);
+    /* a late reopen of the log: its path string was in a dropped chunk, so
+     * the writer must repeat it before this event */
+    mix_events[n] = mix_events[1];
+    mix_events[n].ts_ns = mix_events[n - 1].ts_ns + 10;
+    mix_events[n].tid = mix_events[n - 1].tid;
+    n++;
+    const char *p = test_path("ring.trace");
+    struct trace_writer_options o = {.frame_bytes = 2048, .max_bytes = 48 * 1024};
+    write_trace(p, mix_events, n, &o, NULL, 1000);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_true((uint64_t)st.st_size <= o.max_bytes);
+
+    char msg[600];
+    struct trace_reader *r = trace_reader_open(p, NULL, msg, sizeof msg);
+    if (!r) fail_msg("%s", msg);
+    struct trace_event ev;
+    assert_int_equal(trace_reader_next(r, &ev), 1);
+    assert_int_equal(ev.type, TRACE_EV_CONTROL);
+    assert_int_equal(ev.op, TRACE_CTL_RING_WRAP);
+    uint64_t from = (uint64_t)ev.u.control.arg0, to = (uint64_t)ev.u.control.arg1;
+    assert_true(from == mix_events[0].ts_ns);
+    assert_int_equal(trace_reader_next(r, &ev), 1);
+    assert_int_equal(ev.type, TRACE_EV_LOSS);
+    assert_int_equal(ev.u.loss.reason, TRACE_LOSS_RING_OVERWRITE);
+    uint64_t lost = ev.u.loss.count;
+    assert_true(lost > 0);
+    /* What remains is exactly the newest events, with the path string and
+     * connection identities repeated so every reference resolves. */
+    /* the loss counts events, not string-table entries */
+    size_t first = 0;
+    for (uint64_t counted = 0; counted < lost; first++)
+        counted += mix_events[first].type != TRACE_EV_STRING;
+    size_t k = first, idents = 0;
+    int conn_known[16] = {0};
+    int rc;
+    while ((rc = trace_reader_next(r, &ev)) == 1) {
+        if (ev.type == TRACE_EV_STRING) continue;
+        if (ev.type == TRACE_EV_CONN && ev.op == TRACE_CONN_IDENT) {
+            assert_true(ev.u.conn.conn_id >= 1 && ev.u.conn.conn_id <= 4);
+            assert_int_equal(ev.u.conn.local_port, 8080);
+            conn_known[ev.u.conn.conn_id] = 1;
+            idents++;
+            continue;
+        }
+        assert_true(k < n);
+        assert_event_equal(&mix_events[k], &ev);
+        if (ev.type == TRACE_EV_NET) assert_true(conn_known[ev.u.net.conn_id]);
+        k++;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(k, n); /* nothing after the dropped span is missing */
+    assert_true(idents > 0);
+    /* the span ends where the surviving events begin */
+    assert_true(first > 0 && from <= to);
+    for (size_t i = 0; i < first; i++)
+        assert_true(mix_events[i].ts_ns + mix_events[i].dur_ns <= to);
+    uint32_t len;
+    assert_string_equal(trace_reader_string(r, 1, &len), "/var/log/server.log");
+    trace_reader_close(r);
+}
+
+static void test_ring_too_small_and_bad_event(void **state)
+{
+    (void)state;
+    struct trace_header h;
+    trace_test_header(&h, 1, "x");
+    char err[600];
+    struct trace_writer_options o = {.frame_bytes = 65536, .max_bytes = 4096};
+    assert_null(trace_writer_open(test_path("small.trace"), &h, &o, err, sizeof err));
+    assert_non_null(strstr(err, "max_bytes 4096 is too small"));
+    struct trace_writer *w = trace_writer_open(test_path("bad.trace"), &h, NULL, err, sizeof err);
+    assert_non_null(w);
+    struct trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = 99;
+    assert_int_equal(trace_writer_append(w, &ev), -1);
+    assert_non_null(strstr(trace_writer_error(w), "event type 99 is not a trace event type"));
+    assert_int_equal(trace_writer_close(w, err, sizeof err), -1);
+    assert_null(trace_writer_open("/nonexistent-dir/x.trace", &h, NULL, err, sizeof err));
+    assert_string_equal(err, "/nonexistent-dir/x.trace: cannot create: No such file or directory");
+}
+
+static void test_file_mode_0600(void **state)
+{
+    (void)state;
+    const char *p = test_path("mode.trace");
+    FILE *f = fopen(p, "w");
+    fclose(f);
+    assert_int_equal(chmod(p, 0644), 0);
+    mode_t old = umask(0);
+    write_trace(p, NULL, 0, NULL, NULL, 0);
+    umask(old);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    const char *q = test_path("mode2.trace");
+    old = umask(0);
+    write_trace(q, NULL, 0, NULL, NULL, 0);
+    umask(old);
+    assert_int_equal(stat(q, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip_every_type_and_extreme),
+        cmocka_unit_test(test_multi_frame),
+        cmocka_unit_test(test_truncated_tail_every_byte),
+        cmocka_unit_test(test_flipped_bytes),
+        cmocka_unit_test(test_wrong_magic_and_unknown_major),
+        cmocka_unit_test(test_higher_minor_skips_unknown),
+        cmocka_unit_test(test_ring_marks_dropped_span),
+        cmocka_unit_test(test_ring_too_small_and_bad_event),
+        cmocka_unit_test(test_file_mode_0600),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}

@@ -1,0 +1,175 @@
+/* trace_test_events.h - deterministic event generators shared by the format
+ * tests, the CLI trace generator and the benchmark: a realistic mix (small
+ * file writes at increasing offsets, send/recv on connections, lock pairs,
+ * CPU slices between them) and an "every field at its extremes" set. Header
+ * only, static functions: each test program includes it once. Never random
+ * without a seed: tests must be reproducible. */
+#ifndef PREPLAY_TRACE_TEST_EVENTS_H
+#define PREPLAY_TRACE_TEST_EVENTS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "trace_event.h"
+#include "trace_file.h"
+
+static uint64_t trace_test_rng(uint64_t *s)
+{
+    /* xorshift64*: fast, seeded, good enough for synthetic workloads */
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ULL;
+}
+
+static void trace_test_header(struct trace_header *h, uint32_t pid, const char *component)
+{
+    static char argv[] = "server\0--port\0008080";
+    memset(h, 0, sizeof *h);
+    strcpy(h->host, "testhost");
+    strncpy(h->component, component, sizeof h->component - 1);
+    strcpy(h->recording_id, "rec-0001");
+    strcpy(h->tracer_version, "0.1.0");
+    strcpy(h->exe, "/usr/bin/server");
+    h->argv_joined = argv;
+    h->argv_len = sizeof argv;
+    h->pid = pid;
+    h->ppid = 1;
+    h->mono_anchor_ns = 1000000000ULL;
+    h->real_anchor_ns = 1700000000000000000ULL;
+    h->ncpu_scores = 2;
+    strcpy(h->cpu_scores[0].name, "zstd-compress");
+    h->cpu_scores[0].seconds = 0.125;
+    strcpy(h->cpu_scores[1].name, "sha256");
+    h->cpu_scores[1].seconds = 1.5e-3;
+}
+
+/* State of the realistic mix: per thread a clock, a file offset, a socket. */
+struct trace_test_mix {
+    uint64_t rng;
+    uint32_t nthreads;
+    uint64_t clock[16];
+    int64_t offset[16];
+    uint64_t file_size;
+    uint32_t step[16];
+};
+
+static void trace_test_mix_init(struct trace_test_mix *m, uint32_t nthreads, uint64_t seed)
+{
+    memset(m, 0, sizeof *m);
+    m->rng = seed | 1;
+    m->nthreads = nthreads > 16 ? 16 : nthreads;
+    for (uint32_t i = 0; i < m->nthreads; i++)
+        m->clock[i] = 5000000000ULL + i * 1000;
+}
+
+/* Next event of the mix (never STRING/CONN: those come from the caller's
+ * preamble, see trace_test_mix_preamble). Per thread the cycle is:
+ * recv, cpu, lock acquire, cpu, file write, lock release, cpu, send, cpu. */
+static void trace_test_mix_next(struct trace_test_mix *m, struct trace_event *ev)
+{
+    uint32_t t = (uint32_t)(trace_test_rng(&m->rng) % m->nthreads);
+    uint64_t r = trace_test_rng(&m->rng);
+    memset(ev, 0, sizeof *ev);
+    ev->tid = 1000 + t;
+    ev->ts_ns = m->clock[t] + (r & 0x3f);
+    uint32_t step = m->step[t]++ % 9;
+    switch (step) {
+    case 0:
+    case 7:
+        ev->type = TRACE_EV_NET;
+        ev->op = step == 0 ? TRACE_NET_RECV : TRACE_NET_SEND;
+        ev->dur_ns = 2000 + (r >> 8) % 6000;
+        ev->u.net.fd = 10 + (int32_t)t;
+        ev->u.net.conn_id = 1 + t;
+        ev->u.net.size = step == 0 ? 4096 : 200 + (r >> 20) % 1800;
+        ev->u.net.result = step == 0 ? (int64_t)(100 + (r >> 24) % 400) : (int64_t)ev->u.net.size;
+        break;
+    case 2:
+    case 5:
+        ev->type = TRACE_EV_LOCK;
+        ev->op = step == 2 ? TRACE_LOCK_ACQUIRE : TRACE_LOCK_RELEASE;
+        ev->dur_ns = step == 2 ? 30 + (r >> 8) % 200 : 20 + (r >> 8) % 20;
+        ev->u.lock.kind = TRACE_LOCK_MUTEX;
+        ev->u.lock.mode = TRACE_LOCK_EXCLUSIVE;
+        ev->u.lock.lock_id = 0x7f00deadbe00ULL + 64 * (t % 2);
+        break;
+    case 4: {
+        ev->type = TRACE_EV_FILE;
+        ev->op = TRACE_FILE_WRITE;
+        ev->dur_ns = 1500 + (r >> 8) % 3000;
+        ev->u.file.fd = 3;
+        ev->u.file.dev = 0x803;
+        ev->u.file.ino = 131077;
+        uint64_t n = 60 + (r >> 16) % 140;
+        ev->u.file.size = n;
+        ev->u.file.result = (int64_t)n;
+        ev->u.file.offset = (int64_t)m->file_size;
+        ev->u.file.file_size = m->file_size;
+        ev->u.file.fd2 = -1;
+        m->file_size += n;
+        break;
+    }
+    default:
+        ev->type = TRACE_EV_CPU;
+        ev->dur_ns = 500 + (r >> 8) % 20000;
+        ev->flags = (r >> 40) % 8 == 0 ? TRACE_F_CPU_ESTIMATED : 0;
+        break;
+    }
+    m->clock[t] = ev->ts_ns + ev->dur_ns;
+}
+
+/* Identity records the mix refers to: the log file's path and one
+ * accepted TCP connection per thread. Returns how many were written to evs. */
+static size_t trace_test_mix_preamble(struct trace_test_mix *m, struct trace_event *evs)
+{
+    static const char path[] = "/var/log/server.log";
+    size_t n = 0;
+    memset(&evs[n], 0, sizeof evs[n]);
+    evs[n].type = TRACE_EV_STRING;
+    evs[n].tid = 1000;
+    evs[n].ts_ns = m->clock[0];
+    evs[n].u.string.id = 1;
+    evs[n].u.string.len = sizeof path - 1;
+    evs[n].data = path;
+    n++;
+    memset(&evs[n], 0, sizeof evs[n]);
+    evs[n].type = TRACE_EV_FILE;
+    evs[n].op = TRACE_FILE_OPEN;
+    evs[n].tid = 1000;
+    evs[n].ts_ns = m->clock[0];
+    evs[n].dur_ns = 4000;
+    evs[n].u.file.fd = 3;
+    evs[n].u.file.path_id = 1;
+    evs[n].u.file.dev = 0x803;
+    evs[n].u.file.ino = 131077;
+    evs[n].u.file.offset = -1;
+    evs[n].u.file.result = 3;
+    evs[n].u.file.open_flags = 02101;
+    evs[n].u.file.fd2 = -1;
+    n++;
+    for (uint32_t t = 0; t < m->nthreads; t++) {
+        struct trace_event *e = &evs[n++];
+        memset(e, 0, sizeof *e);
+        e->type = TRACE_EV_CONN;
+        e->op = TRACE_CONN_ACCEPT;
+        e->tid = 1000 + t;
+        e->ts_ns = m->clock[t];
+        e->dur_ns = 3000;
+        e->u.conn.fd = 10 + (int32_t)t;
+        e->u.conn.proto = TRACE_PROTO_TCP;
+        e->u.conn.family = 2;
+        e->u.conn.local_port = 8080;
+        e->u.conn.remote_port = (uint16_t)(40000 + t);
+        e->u.conn.local_addr[0] = 127;
+        e->u.conn.local_addr[3] = 1;
+        e->u.conn.remote_addr[0] = 127;
+        e->u.conn.remote_addr[3] = 1;
+        e->u.conn.conn_id = 1 + t;
+        e->u.conn.result = 10 + t;
+        m->clock[t] += 3000;
+    }
+    return n;
+}
+
+#endif
