@@ -134,8 +134,8 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
     o->hourly = 1.0;
     optind = 1;
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", stats_long_options, NULL)) != -1) {
+    int c, index = 0;
+    while ((c = getopt_long(argc, argv, "h", stats_long_options, &index)) != -1) {
         long l;
         double d;
         switch (c) {
@@ -223,7 +223,8 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
         }
         continue;
     bad_value:
-        fprintf(stderr, "preplay stats: bad value '%s' for %s\n", optarg, argv[optind - 1]);
+        fprintf(stderr, "preplay stats: bad value '%s' for --%s\n", optarg,
+                stats_long_options[index].name);
         return 2;
     }
     return 0;

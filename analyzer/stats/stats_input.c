@@ -248,5 +248,5 @@ double stats_parse_duration(const char *s)
         unit = 7 * 86400;
     else
         return -1;
-    return v * unit;
+    return isfinite(v * unit) ? v * unit : -1;
 }

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""Oracle test of `preplay stats`: Debian's scipy/numpy compute the same
+quantities independently (scipy.stats.gaussian_kde with the same bandwidth,
+the documented grid, floor and normalization) and the results must agree:
+KDE densities within 1e-9 relative, KL and p within 1e-6 absolute (exact
+mode), the binned default path within its stated bound, and every step of
+`pt4cloud --json` must match the oracle's p on the same cumulative sets."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from scipy.stats import gaussian_kde
+
+PREPLAY = os.environ.get("PREPLAY_BIN", "preplay")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run_json(args):
+    r = subprocess.run([PREPLAY, "stats"] + args + ["--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"preplay stats {' '.join(args)} exited {r.returncode}: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def kde(x, bw):
+    if bw in ("scott", "silverman"):
+        k = gaussian_kde(x, bw_method=bw)
+    else:
+        k = gaussian_kde(x, bw_method=float(bw) / np.std(x, ddof=1))
+    return k, float(np.sqrt(k.covariance[0, 0]))
+
+
+def finish(d, width):
+    d = np.maximum(d, 1e-12 * d.max())
+    return d / (d.sum() * width)
+
+
+def oracle(a, b, strips=1000, bw="scott"):
+    ka, ha = kde(a, bw)
+    kb, hb = kde(b, bw)
+    h = max(ha, hb)
+    u = np.concatenate([a, b])
+    lo, hi = u.min() - 3 * h, u.max() + 3 * h
+    width = (hi - lo) / strips
+    x = lo + (np.arange(strips) + 0.5) * width
+    da, db = finish(ka(x), width), finish(kb(x), width)
+    kl_ab = float(np.sum(da * np.log2(da / db)) * width)
+    kl_ba = float(np.sum(db * np.log2(db / da)) * width)
+    return dict(x=x, da=da, db=db, kl_ab=kl_ab, kl_ba=kl_ba, p=2.0 ** -kl_ab * 2.0 ** -kl_ba,
+                ha=ha, hb=hb)
+
+
+def write(path, values):
+    np.savetxt(path, values, fmt="%.17g")
+
+
+rng = np.random.default_rng(20240601)
+cases = [
+    ("normal", rng.normal(10, 1, 500), rng.normal(10.3, 1.2, 700), "scott", 1000),
+    ("bimodal", np.concatenate([rng.normal(5, 0.5, 300), rng.normal(9, 1, 200)]),
+     np.concatenate([rng.normal(5, 0.5, 250), rng.normal(9, 1, 300)]), "scott", 1000),
+    ("heavy-tail", rng.lognormal(0, 1, 2000), rng.lognormal(0.05, 1, 1500), "scott", 1000),
+    ("tiny", np.array([1.0, 2.0, 4.0]), np.array([1.5, 2.5, 3.0, 7.0]), "scott", 1000),
+    ("silverman", rng.gamma(2, 3, 800), rng.gamma(2.2, 3, 800), "silverman", 1000),
+    ("fixed-bw", rng.normal(0, 1, 300) + 5, rng.normal(0.5, 1, 300) + 5, "0.3", 1000),
+    ("few-strips", rng.exponential(2, 400), rng.exponential(2.5, 400), "scott", 100),
+    ("many-strips", rng.normal(100, 15, 600), rng.normal(101, 15, 600), "scott", 5000),
+]
+worst_rel = worst_p = worst_kl = worst_fast_p = worst_fast_d = 0.0
+with tempfile.TemporaryDirectory() as tmp:
+    for name, a, b, bw, strips in cases:
+        fa, fb = os.path.join(tmp, name + ".a"), os.path.join(tmp, name + ".b")
+        write(fa, a)
+        write(fb, b)
+        want = oracle(a, b, strips, bw)
+        common = ["--bandwidth", bw, "--strips", str(strips)]
+        got = run_json(["similarity", "--exact"] + common + [fa, fb])
+        gx = np.array(got["grid"])
+        check(len(gx) == strips, f"{name}: {len(gx)} strips")
+        check(np.max(np.abs(gx - want["x"])) <= 1e-12 * np.max(np.abs(want["x"])),
+              f"{name}: grid differs")
+        check(abs(got["bandwidth_a"] - want["ha"]) <= 1e-12 * want["ha"], f"{name}: bandwidth")
+        for key, wkey in (("density_a", "da"), ("density_b", "db")):
+            rel = float(np.max(np.abs(np.array(got[key]) - want[wkey]) / want[wkey]))
+            worst_rel = max(worst_rel, rel)
+            check(rel <= 1e-9, f"{name}: {key} relative error {rel:.3g} > 1e-9")
+        for key in ("kl_ab", "kl_ba"):
+            worst_kl = max(worst_kl, abs(got[key] - want[key]))
+            check(abs(got[key] - want[key]) <= 1e-6, f"{name}: {key} {got[key]} vs {want[key]}")
+        worst_p = max(worst_p, abs(got["p"] - want["p"]))
+        check(abs(got["p"] - want["p"]) <= 1e-6, f"{name}: p {got['p']} vs {want['p']}")
+        # The binned path against the same oracle: within its stated bound.
+        fast = run_json(["similarity", "--fast"] + common + [fa, fb])
+        dmax = max(want["da"].max(), want["db"].max())
+        derr = max(float(np.max(np.abs(np.array(fast["density_a"]) - want["da"]))),
+                   float(np.max(np.abs(np.array(fast["density_b"]) - want["db"])))) / dmax
+        worst_fast_d = max(worst_fast_d, derr)
+        worst_fast_p = max(worst_fast_p, abs(fast["p"] - want["p"]))
+        check(derr <= 4.9e-5, f"{name}: binned density error {derr:.3g} of max > 4.9e-5")
+        check(abs(fast["p"] - want["p"]) <= 1e-4, f"{name}: binned p {fast['p']} vs {want['p']}")
+        print(f"{name:12s} p={want['p']:.6f} |dp|={abs(got['p'] - want['p']):.2e} "
+              f"binned |dp|={abs(fast['p'] - want['p']):.2e} binned dens err={derr:.2e}")
+
+    # pt4cloud: every step's p equals the oracle's on the cumulative sets.
+    intervals = [rng.gamma(3, 1, 600) + shift for shift in (0.0, 0.8, 0.3, 0.35, 0.4, 0.4)]
+    labels = [np.where(rng.random(len(v)) < 0.3, "slow", "fast") for v in intervals]
+    for i in range(len(intervals)):
+        intervals[i] = np.where(labels[i] == "slow", intervals[i] * 2, intervals[i])
+    path = os.path.join(tmp, "run.csv")
+    with open(path, "w") as f:
+        f.write("value,interval,label\n")
+        for i, (v, lab) in enumerate(zip(intervals, labels)):
+            for x, l in zip(v, lab):
+                f.write(f"{x!r},{i},{l}\n")
+    got = run_json(["pt4cloud", "--exact", "--bootstrap", "200", "--min-samples", "30", path])
+    steps = got["steps"]
+    check(steps[0]["p"] is None and steps[0]["action"] == "continue", "pt4cloud: first step")
+    for s in steps[1:]:
+        k = s["interval"]
+        d1 = np.concatenate(intervals[:k - 1])
+        d2 = np.concatenate(intervals[:k])
+        want = oracle(d1, d2)
+        check(abs(s["p"] - want["p"]) <= 1e-6, f"pt4cloud step {k}: p {s['p']} vs {want['p']}")
+        ps = [want["p"]]
+        for lab in ("slow", "fast"):
+            l1 = np.concatenate([v[l == lab] for v, l in zip(intervals[:k - 1], labels)])
+            l2 = np.concatenate([v[l == lab] for v, l in zip(intervals[:k], labels)])
+            ps.append(oracle(l1, l2)["p"])
+        check(abs(s["min_p"] - min(ps)) <= 1e-6, f"pt4cloud step {k}: min_p {s['min_p']} vs {min(ps)}")
+        stable = min(ps) >= 0.9
+        check(s["action"] == ("stop" if stable else "continue"), f"pt4cloud step {k}: action")
+        if not stable:
+            holder = ["(overall)", "slow", "fast"][int(np.argmin(ps))]
+            check(s["held_open_by"] == holder, f"pt4cloud step {k}: held open by {s['held_open_by']} not {holder}")
+    check(got["stable"] and got["stopped_at_interval"] == steps[-1]["interval"], "pt4cloud: stop")
+    final = np.concatenate(intervals[:steps[-1]["interval"]])
+    k, h = kde(final, "scott")
+    lo, hi = final.min() - 3 * h, final.max() + 3 * h
+    width = (hi - lo) / 1000
+    x = lo + (np.arange(1000) + 0.5) * width
+    dens = finish(k(x), width)
+    rel = float(np.max(np.abs(np.array(got["density"]) - dens) / dens))
+    check(rel <= 1e-9, f"pt4cloud final density relative error {rel:.3g}")
+    check(abs(got["summary"]["median"]["value"] - np.percentile(final, 50)) <= 1e-12 * np.median(final),
+          "pt4cloud: median")
+    check(abs(got["summary"]["p99"]["value"] - np.percentile(final, 99)) <= 1e-9, "pt4cloud: p99")
+    lowb, highb = np.array(got["band_low"]), np.array(got["band_high"])
+    inside = np.mean((lowb <= dens * (1 + 1e-9)) & (dens <= highb * (1 + 1e-9)))
+    check(inside >= 0.95, f"pt4cloud: density inside its own band at only {inside:.3f} of strips")
+    for key in ("median", "p5", "p95", "p99"):
+        e = got["summary"][key]
+        check(e["low"] <= e["value"] <= e["high"], f"pt4cloud: {key} outside its interval")
+
+print(f"oracle agreement: density rel {worst_rel:.2e}, KL {worst_kl:.2e}, p {worst_p:.2e}; "
+      f"binned: density {worst_fast_d:.2e} of max, p {worst_fast_p:.2e}")
+if failures:
+    print(f"{len(failures)} failures")
+    sys.exit(1)
+print("all oracle checks passed")
