@@ -25,13 +25,15 @@ struct app_client_pool {
 struct app_client_pool *app_client_pool_new(const char *host, unsigned port, unsigned size)
 {
     struct app_client_pool *pool = calloc(1, sizeof *pool);
-    if (!pool || size == 0) goto fail;
+    if (!pool || size == 0)
+        goto fail;
     snprintf(pool->host, sizeof pool->host, "%s", host);
     pool->port = port;
     pool->size = size;
     pool->fds = malloc(size * sizeof *pool->fds);
     pool->busy = calloc(size, 1);
-    if (!pool->fds || !pool->busy) goto fail;
+    if (!pool->fds || !pool->busy)
+        goto fail;
     for (unsigned i = 0; i < size; i++)
         pool->fds[i] = -1;
     pthread_mutex_init(&pool->mutex, NULL);
@@ -48,9 +50,11 @@ fail:
 
 void app_client_pool_free(struct app_client_pool *pool)
 {
-    if (!pool) return;
+    if (!pool)
+        return;
     for (unsigned i = 0; i < pool->size; i++)
-        if (pool->fds[i] >= 0) close(pool->fds[i]);
+        if (pool->fds[i] >= 0)
+            close(pool->fds[i]);
     pthread_cond_destroy(&pool->freed);
     pthread_mutex_destroy(&pool->mutex);
     free(pool->fds);
@@ -65,12 +69,14 @@ static unsigned app_client_acquire(struct app_client_pool *pool)
         /* Prefer a slot that is already connected, so the pool stays small. */
         unsigned pick = pool->size;
         for (unsigned i = 0; i < pool->size; i++) {
-            if (pool->busy[i]) continue;
+            if (pool->busy[i])
+                continue;
             if (pool->fds[i] >= 0) {
                 pick = i;
                 break;
             }
-            if (pick == pool->size) pick = i;
+            if (pick == pool->size)
+                pick = i;
         }
         if (pick < pool->size) {
             pool->busy[pick] = 1;
@@ -111,7 +117,8 @@ int app_client_call(struct app_client_pool *pool, const struct app_proto_request
         uint64_t id = 0;
         int got = -1;
         int wrote = app_proto_write_request(pool->fds[slot], req) == 0;
-        if (wrote) got = app_proto_read_response(pool->fds[slot], &status, &id, buf, buf_cap, len);
+        if (wrote)
+            got = app_proto_read_response(pool->fds[slot], &status, &id, buf, buf_cap, len);
         if (got == 1 && id == req->request_id) {
             if (status == APP_STATUS_OK)
                 rc = 0;
@@ -131,7 +138,8 @@ int app_client_call(struct app_client_pool *pool, const struct app_proto_request
                      got == 0 ? "connection closed" : strerror(saved));
         /* Only a reused connection found closed before any answer (or that failed on send) is
          * retried: the app tier logs a request after answering it, so it never saw this one. */
-        if (!(reused && (!wrote || got == 0))) break;
+        if (!(reused && (!wrote || got == 0)))
+            break;
     }
     app_client_release(pool, slot);
     return rc;

@@ -25,7 +25,8 @@ struct app_db_conn {
 
 int app_db_config_option(struct app_db_config *cfg, const char *option, const char *value)
 {
-    if (strncmp(option, "db-", 3) != 0) return 0;
+    if (strncmp(option, "db-", 3) != 0)
+        return 0;
     const char *name = option + 3;
     if (strcmp(name, "socket") == 0)
         cfg->socket = value;
@@ -39,7 +40,8 @@ int app_db_config_option(struct app_db_config *cfg, const char *option, const ch
         cfg->name = value;
     else if (strcmp(name, "port") == 0) {
         unsigned long long port;
-        if (app_parse_uint(value, 1, 65535, &port) < 0) return -1;
+        if (app_parse_uint(value, 1, 65535, &port) < 0)
+            return -1;
         cfg->port = (unsigned)port;
     } else
         return 0;
@@ -49,14 +51,17 @@ int app_db_config_option(struct app_db_config *cfg, const char *option, const ch
 struct app_db_conn *app_db_conn_new(const struct app_db_config *cfg)
 {
     struct app_db_conn *conn = calloc(1, sizeof *conn);
-    if (conn) conn->cfg = cfg;
+    if (conn)
+        conn->cfg = cfg;
     return conn;
 }
 
 void app_db_conn_free(struct app_db_conn *conn)
 {
-    if (!conn) return;
-    if (conn->mysql) mysql_close(conn->mysql);
+    if (!conn)
+        return;
+    if (conn->mysql)
+        mysql_close(conn->mysql);
     free(conn);
 }
 
@@ -90,7 +95,8 @@ long app_db_query(struct app_db_conn *conn, const char *sql, char *out, size_t o
 {
     size_t len = out_len ? *out_len : 0;
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (!conn->mysql && app_db_connect(conn, err, err_cap) < 0) return -1;
+        if (!conn->mysql && app_db_connect(conn, err, err_cap) < 0)
+            return -1;
         if (mysql_real_query(conn->mysql, sql, strlen(sql)) != 0) {
             unsigned code = mysql_errno(conn->mysql);
             snprintf(err, err_cap, "db: query failed (%u): %s", code, mysql_error(conn->mysql));
@@ -103,7 +109,8 @@ long app_db_query(struct app_db_conn *conn, const char *sql, char *out, size_t o
         }
         MYSQL_RES *res = mysql_store_result(conn->mysql);
         if (!res) {
-            if (mysql_field_count(conn->mysql) == 0) return 0; /* statement without a result set */
+            if (mysql_field_count(conn->mysql) == 0)
+                return 0; /* statement without a result set */
             snprintf(err, err_cap, "db: reading result: %s", mysql_error(conn->mysql));
             return -1;
         }
@@ -123,7 +130,8 @@ long app_db_query(struct app_db_conn *conn, const char *sql, char *out, size_t o
             }
         }
         mysql_free_result(res);
-        if (out_len) *out_len = len;
+        if (out_len)
+            *out_len = len;
         return rows;
     }
     return -1;

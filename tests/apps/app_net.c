@@ -27,9 +27,11 @@ int app_write_all(int fd, const void *buf, size_t len)
     const char *p = buf;
     while (len > 0) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == ENOTSOCK) n = write(fd, p, len);
+        if (n < 0 && errno == ENOTSOCK)
+            n = write(fd, p, len);
         if (n < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             return -1;
         }
         p += n;
@@ -45,11 +47,13 @@ int app_read_full(int fd, void *buf, size_t len)
     while (got < len) {
         ssize_t n = read(fd, p + got, len - got);
         if (n < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             return -1;
         }
         if (n == 0) {
-            if (got == 0) return 0;
+            if (got == 0)
+                return 0;
             errno = EPIPE;
             return -1;
         }
@@ -78,21 +82,25 @@ static int app_resolve(const char *host, unsigned port, int passive, struct addr
 int app_listen_tcp(const char *host, unsigned port, unsigned *bound_port)
 {
     struct addrinfo *res = NULL;
-    if (app_resolve(host, port, 1, &res) < 0) return -1;
+    if (app_resolve(host, port, 1, &res) < 0)
+        return -1;
     int fd = -1;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) continue;
+        if (fd < 0)
+            continue;
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 512) == 0) break;
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 512) == 0)
+            break;
         int saved = errno;
         close(fd);
         errno = saved;
         fd = -1;
     }
     freeaddrinfo(res);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
@@ -109,16 +117,19 @@ int app_listen_tcp(const char *host, unsigned port, unsigned *bound_port)
 int app_connect_tcp(const char *host, unsigned port)
 {
     struct addrinfo *res = NULL;
-    if (app_resolve(host, port, 0, &res) < 0) return -1;
+    if (app_resolve(host, port, 0, &res) < 0)
+        return -1;
     int fd = -1;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) continue;
+        if (fd < 0)
+            continue;
         int rc;
         do
             rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
         while (rc < 0 && errno == EINTR);
-        if (rc == 0) break;
+        if (rc == 0)
+            break;
         int saved = errno;
         close(fd);
         errno = saved;
@@ -135,16 +146,19 @@ int app_connect_tcp(const char *host, unsigned port)
 int app_parse_host_port(const char *text, char *host_out, size_t host_cap, unsigned *port)
 {
     const char *colon = strrchr(text, ':');
-    if (!colon || colon == text) return -1;
+    if (!colon || colon == text)
+        return -1;
     const char *host = text;
     size_t host_len = (size_t)(colon - text);
     if (host[0] == '[' && host_len >= 2 && host[host_len - 1] == ']') {
         host++;
         host_len -= 2;
     }
-    if (host_len == 0 || host_len >= host_cap) return -1;
+    if (host_len == 0 || host_len >= host_cap)
+        return -1;
     unsigned long long p;
-    if (app_parse_uint(colon + 1, 1, 65535, &p) < 0) return -1;
+    if (app_parse_uint(colon + 1, 1, 65535, &p) < 0)
+        return -1;
     memcpy(host_out, host, host_len);
     host_out[host_len] = '\0';
     *port = (unsigned)p;
@@ -154,11 +168,13 @@ int app_parse_host_port(const char *text, char *host_out, size_t host_cap, unsig
 int app_parse_uint(const char *text, unsigned long long min, unsigned long long max,
                    unsigned long long *out)
 {
-    if (!text || *text < '0' || *text > '9') return -1;
+    if (!text || *text < '0' || *text > '9')
+        return -1;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    if (errno || *end != '\0' || v < min || v > max) return -1;
+    if (errno || *end != '\0' || v < min || v > max)
+        return -1;
     *out = v;
     return 0;
 }
@@ -171,7 +187,8 @@ int app_write_port_file(const char *path, unsigned port)
         return -1;
     }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     char line[16];
     int n = snprintf(line, sizeof line, "%u\n", port);
     if (app_write_all(fd, line, (size_t)n) < 0 || close(fd) < 0) {

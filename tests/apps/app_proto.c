@@ -57,15 +57,18 @@ int app_proto_read_request(int fd, struct app_proto_request *req, uint64_t *firs
 {
     unsigned char frame[4 + APP_PROTO_REQUEST_BODY];
     int rc = app_read_full(fd, frame, 4);
-    if (rc <= 0) return rc;
-    if (first_byte_ns) *first_byte_ns = app_now_ns();
+    if (rc <= 0)
+        return rc;
+    if (first_byte_ns)
+        *first_byte_ns = app_now_ns();
     if (app_proto_get32(frame) != APP_PROTO_REQUEST_BODY) {
         errno = EPROTO;
         return -1;
     }
     rc = app_read_full(fd, frame + 4, APP_PROTO_REQUEST_BODY);
     if (rc != 1) {
-        if (rc == 0) errno = EPIPE;
+        if (rc == 0)
+            errno = EPIPE;
         return -1;
     }
     req->op = frame[4];
@@ -86,7 +89,8 @@ int app_proto_write_response(int fd, uint8_t status, uint64_t request_id, const 
     app_proto_put32(frame, (uint32_t)(9 + len));
     frame[4] = status;
     app_proto_put64(frame + 5, request_id);
-    if (len) memcpy(frame + 13, payload, len);
+    if (len)
+        memcpy(frame + 13, payload, len);
     return app_write_all(fd, frame, 13 + len);
 }
 
@@ -95,16 +99,19 @@ int app_proto_read_response(int fd, uint8_t *status, uint64_t *request_id, char 
 {
     unsigned char head[13];
     int rc = app_read_full(fd, head, 4);
-    if (rc <= 0) return rc;
+    if (rc <= 0)
+        return rc;
     uint32_t body = app_proto_get32(head);
     if (body < 9 || body - 9 > APP_PROTO_MAX_PAYLOAD || body - 9 >= buf_cap) {
         errno = EPROTO;
         return -1;
     }
     rc = app_read_full(fd, head + 4, 9);
-    if (rc == 1) rc = app_read_full(fd, buf, body - 9); /* 1 for an empty payload too */
+    if (rc == 1)
+        rc = app_read_full(fd, buf, body - 9); /* 1 for an empty payload too */
     if (rc != 1) {
-        if (rc == 0) errno = EPIPE;
+        if (rc == 0)
+            errno = EPIPE;
         return -1;
     }
     *status = head[4];

@@ -39,7 +39,8 @@ uint64_t app_work_checksum(const void *buf, size_t len)
 int app_work_ensure_file(const char *path, size_t size, char *err, size_t err_cap)
 {
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == size) return 0;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == size)
+        return 0;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         snprintf(err, err_cap, "%s: %s", path, strerror(errno));
@@ -55,7 +56,8 @@ int app_work_ensure_file(const char *path, size_t size, char *err, size_t err_ca
         }
         size_t n = size - done < sizeof block ? size - done : sizeof block;
         ssize_t w = write(fd, block, n);
-        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno == EINTR)
+            continue;
         if (w <= 0) {
             snprintf(err, err_cap, "%s: write at offset %zu: %s", path, done,
                      w < 0 ? strerror(errno) : "short write");

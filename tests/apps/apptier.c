@@ -88,7 +88,8 @@ static void apptier_serve(int fd, unsigned worker, void *ctx)
         struct app_proto_request req;
         uint64_t start_ns = 0;
         int rc = app_proto_read_request(fd, &req, &start_ns);
-        if (rc == 0) return; /* the front end closed its pooled connection */
+        if (rc == 0)
+            return; /* the front end closed its pooled connection */
         if (rc < 0) {
             if (errno == EPROTO)
                 fprintf(stderr, "apptier: malformed frame from the front end, closing\n");
@@ -237,7 +238,8 @@ int main(int argc, char **argv)
     char err[8192];
     int status = 1;
     struct worker_pool *pool = NULL;
-    if (apptier_parse_args(&at, argc, argv, &side_log_path) < 0) return 2;
+    if (apptier_parse_args(&at, argc, argv, &side_log_path) < 0)
+        return 2;
     if (mysql_library_init(0, NULL, NULL) != 0) {
         fprintf(stderr, "apptier: mysql_library_init failed\n");
         return 1;
@@ -313,7 +315,8 @@ out:
     for (unsigned i = 0; at.db_conns && i < at.workers; i++)
         app_db_conn_free(at.db_conns[i]);
     free(at.db_conns);
-    if (at.input_fd >= 0) close(at.input_fd);
+    if (at.input_fd >= 0)
+        close(at.input_fd);
     mysql_library_end();
     return status;
 }

@@ -3,9 +3,10 @@
 against what the load generator sent (format of both in README.md).
 
 usage: check-sidelog.py --frontend FILE --apptier FILE [--csv FILE]... [--shared-log FILE]
+                        [--allow-status CODE]...
 
 Checks: every line well-formed; ids unique per tier; every request a client
-recorded (status 200, its X-Request-Id) appears exactly once at the front end
+recorded (its X-Request-Id; status 200 unless --allow-status) appears exactly once at the front end
 with the same label, and the front end served nothing else; every GET /fanout
 has exactly two nested ids, each in the app tier's log with that parent, and no
 other request has nested ids; every app-tier request belongs to a fanout;
@@ -56,6 +57,7 @@ def main():
     ap.add_argument("--apptier", required=True)
     ap.add_argument("--csv", action="append", default=[])
     ap.add_argument("--shared-log")
+    ap.add_argument("--allow-status", action="append", default=["200"])
     args = ap.parse_args()
     problems = []
     fe = read_sidelog(args.frontend, "frontend", problems)
@@ -66,9 +68,10 @@ def main():
         with open(path, encoding="utf-8", newline="") as f:
             for lineno, row in enumerate(csv.DictReader(f), 2):
                 where = f"{path}:{lineno}"
-                if row["status"] != "200":
+                if row["status"] not in args.allow_status:
                     problems.append(f"{where}: {row['label']} answered with status {row['status']}")
-                    continue
+                    if row["status"] == "0":
+                        continue
                 rid = int(row["request_id"])
                 if rid in client:
                     problems.append(f"{where}: request id {rid} seen by the client twice")

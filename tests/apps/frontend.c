@@ -215,7 +215,8 @@ static void frontend_page_db(struct frontend_worker *w, const struct frontend_re
 {
     unsigned long long key =
         frontend_query_number(rq->query, "key", FRONTEND_CUSTOMERS, id % FRONTEND_CUSTOMERS + 1);
-    if (key == 0) key = 1;
+    if (key == 0)
+        key = 1;
     char sql[3][512];
     snprintf(sql[0], sizeof sql[0], "SELECT id, name, region FROM customers WHERE id = %llu", key);
     snprintf(sql[1], sizeof sql[1],
@@ -281,12 +282,15 @@ static int frontend_parse_head(char *buf, size_t head_len, struct frontend_reque
     memset(rq, 0, sizeof *rq);
     buf[head_len - 2] = '\0'; /* head ends "\r\n\r\n": cut before the last CRLF */
     char *line_end = strstr(buf, "\r\n");
-    if (line_end) *line_end = '\0';
+    if (line_end)
+        *line_end = '\0';
     char *method = buf, *target = strchr(buf, ' ');
-    if (!target) return 400;
+    if (!target)
+        return 400;
     *target++ = '\0';
     char *version = strchr(target, ' ');
-    if (!version) return 400;
+    if (!version)
+        return 400;
     *version++ = '\0';
     if (strlen(method) >= sizeof rq->method || strlen(target) >= 500 || target[0] != '/')
         return 400;
@@ -316,8 +320,10 @@ static int frontend_parse_head(char *buf, size_t head_len, struct frontend_reque
             while (*value == ' ' || *value == '\t')
                 value++;
             if (strcasecmp(h, "Content-Length") == 0) {
-                if (app_parse_uint(value, 0, ~0ull, &rq->content_length) < 0) return 400;
-                if (rq->content_length > FRONTEND_BODY_MAX) return 413;
+                if (app_parse_uint(value, 0, ~0ull, &rq->content_length) < 0)
+                    return 400;
+                if (rq->content_length > FRONTEND_BODY_MAX)
+                    return 413;
             } else if (strcasecmp(h, "Transfer-Encoding") == 0) {
                 return 501;
             } else if (strcasecmp(h, "Connection") == 0) {
@@ -375,7 +381,8 @@ static int frontend_send(int fd, struct frontend_reply *r, uint64_t id, int keep
                      r->len, (unsigned long long)id, keep_alive ? "keep-alive" : "close");
     char *start = r->body - n;
     memcpy(start, head, (size_t)n);
-    if (end_ns) *end_ns = app_now_ns();
+    if (end_ns)
+        *end_ns = app_now_ns();
     return app_write_all(fd, start, (size_t)n + r->len);
 }
 
@@ -399,7 +406,8 @@ static void frontend_serve(int fd, unsigned worker, void *ctx)
             do
                 ready = poll(&pfd, 1, (int)fe->keepalive_ms);
             while (ready < 0 && errno == EINTR);
-            if (ready <= 0) return;
+            if (ready <= 0)
+                return;
         }
         uint64_t start_ns = have ? app_now_ns() : 0;
         char *head_end;
@@ -412,9 +420,12 @@ static void frontend_serve(int fd, unsigned worker, void *ctx)
                 return;
             }
             ssize_t n = recv(fd, buf + have, FRONTEND_HEAD_MAX - have, 0);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return; /* closed (between requests or mid-head), or timed out */
-            if (!start_ns) start_ns = app_now_ns();
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return; /* closed (between requests or mid-head), or timed out */
+            if (!start_ns)
+                start_ns = app_now_ns();
             have += (size_t)n;
         }
         size_t head_len = (size_t)(head_end - buf) + 4;
@@ -432,8 +443,10 @@ static void frontend_serve(int fd, unsigned worker, void *ctx)
         while (body_left > 0) {
             char sink[4096];
             ssize_t n = recv(fd, sink, body_left < sizeof sink ? body_left : sizeof sink, 0);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return;
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return;
             body_left -= (unsigned long long)n;
         }
 
@@ -454,8 +467,10 @@ static void frontend_serve(int fd, unsigned worker, void *ctx)
                                        .end_ns = end_ns,
                                        .nested_count = r.nested_count};
         memcpy(entry.nested_ids, r.nested_ids, sizeof entry.nested_ids);
-        if (sent == 0) side_log_record(fe->side_log, worker, &entry);
-        if (sent < 0 || !keep_alive) return;
+        if (sent == 0)
+            side_log_record(fe->side_log, worker, &entry);
+        if (sent < 0 || !keep_alive)
+            return;
     }
 }
 
@@ -595,7 +610,8 @@ static int frontend_open_data(struct frontend *fe, char *err, size_t err_cap)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/input.dat", fe->data_dir);
-    if (app_work_ensure_file(path, FRONTEND_INPUT_SIZE, err, err_cap) < 0) return -1;
+    if (app_work_ensure_file(path, FRONTEND_INPUT_SIZE, err, err_cap) < 0)
+        return -1;
     fe->input_fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fe->input_fd < 0) {
         snprintf(err, err_cap, "%s: %s", path, strerror(errno));
@@ -659,7 +675,8 @@ int main(int argc, char **argv)
     struct worker_pool *pool = NULL;
     atomic_init(&fe.next_id, 1);
     pthread_mutex_init(&fe.shared_log_mutex, NULL);
-    if (frontend_parse_args(&fe, argc, argv, &side_log_path) < 0) return 2;
+    if (frontend_parse_args(&fe, argc, argv, &side_log_path) < 0)
+        return 2;
     if (mysql_library_init(0, NULL, NULL) != 0) {
         fprintf(stderr, "frontend: mysql_library_init failed\n");
         return 1;
@@ -734,12 +751,15 @@ out:
     }
     for (unsigned i = 0; fe.worker_state && i < fe.workers; i++) {
         app_db_conn_free(fe.worker_state[i].db);
-        if (fe.worker_state[i].out_fd >= 0) close(fe.worker_state[i].out_fd);
+        if (fe.worker_state[i].out_fd >= 0)
+            close(fe.worker_state[i].out_fd);
     }
     free(fe.worker_state);
     free(fe.static_page);
-    if (fe.input_fd >= 0) close(fe.input_fd);
-    if (fe.shared_log_fd >= 0) close(fe.shared_log_fd);
+    if (fe.input_fd >= 0)
+        close(fe.input_fd);
+    if (fe.shared_log_fd >= 0)
+        close(fe.shared_log_fd);
     pthread_mutex_destroy(&fe.shared_log_mutex);
     mysql_library_end();
     return status;

@@ -138,7 +138,8 @@ static unsigned lg_pick_label(const struct lg_state *st, uint64_t *rng)
 {
     double x = lg_rng_unit(rng) * st->weight_total;
     for (unsigned i = 0; i < st->label_count; i++) {
-        if (x < st->labels[i].weight) return i;
+        if (x < st->labels[i].weight)
+            return i;
         x -= st->labels[i].weight;
     }
     return st->label_count - 1;
@@ -171,7 +172,8 @@ static void lg_sleep_until(uint64_t t_ns)
 
 static void lg_http_close(struct lg_http *c)
 {
-    if (c->fd >= 0) close(c->fd);
+    if (c->fd >= 0)
+        close(c->fd);
     c->fd = -1;
 }
 
@@ -182,16 +184,21 @@ static int lg_http_read_response(struct lg_state *st, struct lg_http *c, int *st
     size_t have = 0;
     char *head_end = NULL;
     while (!(head_end = memmem(c->buf, have, "\r\n\r\n", 4))) {
-        if (have == LG_HEAD_MAX) return -1;
+        if (have == LG_HEAD_MAX)
+            return -1;
         ssize_t n = recv(c->fd, c->buf + have, LG_HEAD_MAX - have, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && have == 0 && errno == ECONNRESET) return 0;
-        if (n <= 0) return n == 0 && have == 0 ? 0 : -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && have == 0 && errno == ECONNRESET)
+            return 0;
+        if (n <= 0)
+            return n == 0 && have == 0 ? 0 : -1;
         have += (size_t)n;
     }
     (void)st;
     *head_end = '\0';
-    if (sscanf(c->buf, "HTTP/1.%*d %d", status) != 1) return -1;
+    if (sscanf(c->buf, "HTTP/1.%*d %d", status) != 1)
+        return -1;
     unsigned long long content_length = 0;
     *request_id = 0;
     *server_closes = 0;
@@ -205,7 +212,8 @@ static int lg_http_read_response(struct lg_state *st, struct lg_http *c, int *st
             const char *v = line + 11;
             while (*v == ' ')
                 v++;
-            if (strncasecmp(v, "close", 5) == 0) *server_closes = 1;
+            if (strncasecmp(v, "close", 5) == 0)
+                *server_closes = 1;
         }
     }
     size_t head_len = (size_t)(head_end - c->buf) + 4;
@@ -215,8 +223,10 @@ static int lg_http_read_response(struct lg_state *st, struct lg_http *c, int *st
     unsigned long long left = content_length - body_have;
     while (left > 0) {
         ssize_t n = recv(c->fd, c->buf, left < LG_HEAD_MAX ? left : LG_HEAD_MAX, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
         left -= (unsigned long long)n;
     }
     return 1;
@@ -250,9 +260,11 @@ static void lg_http_get(struct lg_state *st, struct lg_http *c, const char *path
         }
         int server_closes = 0;
         int rc = app_write_all(c->fd, request, (size_t)len) == 0 ? 1 : 0;
-        if (rc == 1) rc = lg_http_read_response(st, c, status, request_id, &server_closes);
+        if (rc == 1)
+            rc = lg_http_read_response(st, c, status, request_id, &server_closes);
         if (rc == 1) {
-            if (server_closes) lg_http_close(c);
+            if (server_closes)
+                lg_http_close(c);
             return;
         }
         int saved = errno;
@@ -260,7 +272,8 @@ static void lg_http_get(struct lg_state *st, struct lg_http *c, const char *path
         *status = 0;
         /* A kept-alive connection the server closed while idle: it never saw the
          * request, so sending it again on a new connection is safe. */
-        if (reused && rc == 0) continue;
+        if (reused && rc == 0)
+            continue;
         if (!o->quiet)
             fprintf(stderr, "loadgen: GET %s: %s\n", path,
                     rc == 0 ? "connection closed before a response" : strerror(saved));
@@ -319,7 +332,8 @@ static void *lg_open_client(void *arg)
                 pthread_cond_wait(&c->wake, &st->pool_mutex);
             }
         }
-        if (!c->has_job) break;
+        if (!c->has_job)
+            break;
         struct lg_job job = c->job;
         c->has_job = 0;
         pthread_mutex_unlock(&st->pool_mutex);
@@ -367,7 +381,8 @@ static int lg_open_dispatch(struct lg_state *st, const struct lg_job *job, pthre
             rc = -1;
         } else {
             st->client_count++;
-            if (st->client_count > st->max_open) st->max_open = st->client_count;
+            if (st->client_count > st->max_open)
+                st->max_open = st->client_count;
         }
     } else {
         /* Every connection is busy: the client is the bottleneck; say so at the end. */
@@ -409,7 +424,8 @@ static int lg_run_open(struct lg_state *st)
     uint64_t t = st->t0;
     while (!atomic_load(&st->stop)) {
         t += (uint64_t)(-log(1.0 - lg_rng_unit(&rng)) / st->opt.rate * 1e9);
-        if (t >= st->deadline || atomic_load(&st->issued) >= st->opt.count) break;
+        if (t >= st->deadline || atomic_load(&st->issued) >= st->opt.count)
+            break;
         struct lg_job job = {.label = lg_pick_label(st, &rng), .arrival_ns = t};
         lg_sleep_until(t);
         atomic_fetch_add(&st->issued, 1);
@@ -460,7 +476,8 @@ static void *lg_session_user(void *arg)
             lg_http_get(st, &u->http, st->labels[r.label].path, &r.status, &r.request_id);
             r.response_ns = app_now_ns() - r.start_ns;
             lg_record(st, &r);
-            if (k + 1 == st->opt.session_length) break;
+            if (k + 1 == st->opt.session_length)
+                break;
             think = lg_draw_think_ns(&st->opt, &rng);
             uint64_t wake = app_now_ns() + think;
             if (wake >= st->deadline) {
@@ -516,7 +533,8 @@ static int lg_compare_u64(const void *a, const void *b)
 
 static double lg_percentile_ms(const uint64_t *sorted, size_t n, double q)
 {
-    if (n == 0) return 0;
+    if (n == 0)
+        return 0;
     size_t i = (size_t)ceil(q * (double)n);
     i = i == 0 ? 0 : i - 1;
     return (double)sorted[i < n ? i : n - 1] / 1e6;
@@ -547,8 +565,10 @@ static size_t lg_summary(struct lg_state *st, double elapsed_s)
     for (unsigned l = 0; l < st->label_count; l++) {
         size_t n = 0, errors = 0;
         for (size_t i = 0; i < st->record_count; i++) {
-            if (st->records[i].label != l) continue;
-            if (st->records[i].status != 200) errors++;
+            if (st->records[i].label != l)
+                continue;
+            if (st->records[i].status != 200)
+                errors++;
             rt[n++] = st->records[i].response_ns;
         }
         lg_print_row(st->labels[l].label, rt, n, errors);
@@ -597,7 +617,8 @@ static int lg_parse_mix(struct lg_state *st, const char *text)
 {
     static const char *const names[] = {"cpu", "file", "log", "db", "fanout", "static"};
     char *copy = strdup(text);
-    if (!copy) return -1;
+    if (!copy)
+        return -1;
     st->label_count = 0;
     st->weight_total = 0;
     int rc = 0;
@@ -658,7 +679,8 @@ static int lg_parse_think(struct lg_options *o, const char *text)
         o->think_kind = LG_THINK_UNIFORM;
     else
         return -1;
-    if (a > 3.6e6 || b > 3.6e6) return -1;
+    if (a > 3.6e6 || b > 3.6e6)
+        return -1;
     o->think_a_ms = a;
     o->think_b_ms = b;
     return 0;
@@ -744,7 +766,8 @@ static int lg_parse_args(struct lg_state *st, int argc, char **argv)
             ok = lg_parse_think(o, optarg) == 0;
             break;
         case 'x':
-            if (lg_parse_mix(st, optarg) < 0) return -1;
+            if (lg_parse_mix(st, optarg) < 0)
+                return -1;
             break;
         case 'n':
             ok = app_parse_uint(optarg, 1, 100000000, &o->count) == 0;
@@ -826,7 +849,8 @@ int main(int argc, char **argv)
     int rc = st.opt.session_mode ? lg_run_sessions(&st) : lg_run_open(&st);
     double elapsed = (double)(app_now_ns() - st.t0) / 1e9;
     size_t errors = lg_summary(&st, elapsed);
-    if (st.opt.csv_path && lg_write_csv(&st) < 0) rc = -1;
+    if (st.opt.csv_path && lg_write_csv(&st) < 0)
+        rc = -1;
     if (st.records_oom) {
         fprintf(stderr, "loadgen: out of memory: some requests were not recorded\n");
         rc = -1;

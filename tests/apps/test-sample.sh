@@ -16,13 +16,13 @@ if [ "${1:-}" = "--workload" ]; then
   base="http://127.0.0.1:$SAMPLE_PORT"
   sql() { mariadb --no-defaults --socket="$SAMPLE_DB_SOCKET" -usample sample --batch --skip-column-names -e "$1"; }
   echo "label,start_ns,response_ns,status,request_id,session,think_ns" >"$out/curl.csv"
-  get() { # get PATH: body into $out/body, a CSV row for the side-log check
-    local status
+  get() { # get PATH [STATUS]: body into $out/body, a CSV row for the side-log check
+    local status want=${2:-200}
     status=$(curl -sS --max-time 20 -D "$out/head" -o "$out/body" -w '%{http_code}' "$base$1")
     local id
     id=$(tr -d '\r' <"$out/head" | sed -n 's/^X-Request-Id: //Ip')
     echo "GET ${1%%\?*},0,0,$status,$id,0,0" >>"$out/curl.csv"
-    [ "$status" = 200 ] || { echo "FAIL: GET $1 answered $status: $(cat "$out/body")"; exit 1; }
+    [ "$status" = "$want" ] || { echo "FAIL: GET $1 answered $status, want $want: $(cat "$out/body")"; exit 1; }
   }
 
   get "/db?key=7"
@@ -52,6 +52,27 @@ if [ "${1:-}" = "--workload" ]; then
   get "/log"
   grep -Eq '^seq=1 request=[0-9]+ worker=[0-9]+ digest=[0-9a-f]{16}$' "$out/body" || { echo "FAIL: /log body: $(cat "$out/body")"; exit 1; }
   echo "ok: /static, /cpu, /file, /log bodies"
+
+  # Bad input: each answered with a clear status or message, the servers keep serving.
+  get "/nope" 404
+  exec 3<>"/dev/tcp/127.0.0.1/$SAMPLE_PORT"
+  printf 'NONSENSE\r\n\r\n' >&3
+  reply=$(timeout 10 cat <&3 | tr -d '\r')
+  exec 3<&-
+  echo "$reply" | head -1 | grep -qx 'HTTP/1.1 400 Bad Request' || { echo "FAIL: malformed request got: $reply"; exit 1; }
+  bad_id=$(echo "$reply" | sed -n 's/^X-Request-Id: //p')
+  echo "BAD -,0,0,400,$bad_id,0,0" >>"$out/curl.csv"
+  exec 3<>"/dev/tcp/127.0.0.1/$SAMPLE_APPTIER_PORT"
+  printf '\0\0\0\5hello' >&3
+  rc=0
+  timeout 10 cat <&3 >/dev/null 2>&1 || rc=$? # end of stream or a reset: either closes
+  [ $rc -ne 124 ] || { echo "FAIL: app tier kept a connection with a malformed frame open"; exit 1; }
+  exec 3<&-
+  if "$SAMPLE_BIN_DIR/loadgen" --port "$SAMPLE_PORT" --mix bogus=1 2>"$out/err"; then
+    echo "FAIL: loadgen accepted --mix bogus=1"; exit 1
+  fi
+  grep -q "'bogus' is not one of" "$out/err" || { echo "FAIL: loadgen --mix error: $(cat "$out/err")"; exit 1; }
+  echo "ok: bad input (404, malformed HTTP -> 400, malformed app-tier frame closed, bad --mix)"
 
   lg="$SAMPLE_BIN_DIR/loadgen --port $SAMPLE_PORT --quiet"
   $lg --mode open --rate 40 --duration 3 --seed 1 --csv "$out/open.csv"
@@ -85,12 +106,24 @@ if ! "$here/run-sample.sh" --dir "$work/run" --timeout 120 -- "$here/test-sample
   exit 1
 fi
 c=$work/run/client
+grep -q 'malformed frame' "$work/run/logs/apptier.err" ||
+  { echo "FAIL: the app tier did not report the malformed frame"; exit 1; }
 if ! /usr/bin/python3 "$here/check-sidelog.py" --frontend "$work/run/logs/frontend.sidelog" \
     --apptier "$work/run/logs/apptier.sidelog" --csv "$c/curl.csv" --csv "$c/open.csv" \
-    --csv "$c/session.csv" --csv "$c/count.csv" --shared-log "$work/run/frontend/shared.log"; then
+    --csv "$c/session.csv" --csv "$c/count.csv" --shared-log "$work/run/frontend/shared.log" \
+    --allow-status 404 --allow-status 400; then
   echo "FAIL: side logs disagree with the clients (files in $work)"
   exit 1
 fi
+# The checker itself must notice a request missing from the truth.
+sed '0,/\tGET \/fanout\t/{/\tGET \/fanout\t/d}' "$work/run/logs/frontend.sidelog" >"$work/broken.sidelog"
+if /usr/bin/python3 "$here/check-sidelog.py" --frontend "$work/broken.sidelog" \
+    --apptier "$work/run/logs/apptier.sidelog" --csv "$c/open.csv" --csv "$c/session.csv" \
+    --csv "$c/count.csv" --csv "$c/curl.csv" --allow-status 404 --allow-status 400 >"$work/broken.out"; then
+  echo "FAIL: check-sidelog.py accepted a front-end log with a fanout removed"; exit 1
+fi
+grep -q 'missing from the front end' "$work/broken.out" && grep -q 'belongs to no fanout' "$work/broken.out" ||
+  { echo "FAIL: check-sidelog.py did not name the removed fanout:"; cat "$work/broken.out"; exit 1; }
 trap - ERR
 rm -rf "$work"
 echo "PASS"

@@ -44,7 +44,8 @@ static void *worker_pool_dispatch(void *arg)
         int stopping = pool->stopping;
         pthread_mutex_unlock(&pool->mutex);
         if (stopping) {
-            if (fd >= 0) close(fd);
+            if (fd >= 0)
+                close(fd);
             break;
         }
         if (fd < 0) {
@@ -77,7 +78,8 @@ static void *worker_pool_work(void *arg)
 {
     struct worker_pool_worker *self = arg;
     struct worker_pool *pool = self->pool;
-    if (pool->hooks.thread_start) pool->hooks.thread_start(self->index, pool->hooks.ctx);
+    if (pool->hooks.thread_start)
+        pool->hooks.thread_start(self->index, pool->hooks.ctx);
     for (;;) {
         pthread_mutex_lock(&pool->mutex);
         while (pool->count == 0 && !pool->stopping)
@@ -102,7 +104,8 @@ static void *worker_pool_work(void *arg)
         pthread_mutex_unlock(&pool->mutex);
         close(fd);
     }
-    if (pool->hooks.thread_stop) pool->hooks.thread_stop(self->index, pool->hooks.ctx);
+    if (pool->hooks.thread_stop)
+        pool->hooks.thread_stop(self->index, pool->hooks.ctx);
     return NULL;
 }
 
@@ -155,20 +158,24 @@ fail:
 
 void worker_pool_stop(struct worker_pool *pool)
 {
-    if (!pool) return;
+    if (!pool)
+        return;
     pthread_mutex_lock(&pool->mutex);
     pool->stopping = 1;
     /* shutdown() wakes accept() and every read blocked on a served connection. */
     shutdown(pool->listen_fd, SHUT_RDWR);
     for (unsigned i = 0; pool->active_fd && i < pool->worker_count; i++)
-        if (pool->active_fd[i] >= 0) shutdown(pool->active_fd[i], SHUT_RDWR);
+        if (pool->active_fd[i] >= 0)
+            shutdown(pool->active_fd[i], SHUT_RDWR);
     pthread_cond_broadcast(&pool->not_empty);
     pthread_cond_broadcast(&pool->not_full);
     pthread_mutex_unlock(&pool->mutex);
 
-    if (pool->dispatcher_started) pthread_join(pool->dispatcher, NULL);
+    if (pool->dispatcher_started)
+        pthread_join(pool->dispatcher, NULL);
     for (unsigned i = 0; pool->workers && i < pool->worker_count; i++)
-        if (pool->workers[i].started) pthread_join(pool->workers[i].thread, NULL);
+        if (pool->workers[i].started)
+            pthread_join(pool->workers[i].thread, NULL);
     while (pool->count > 0) {
         close(pool->queue[pool->head]);
         pool->head = (pool->head + 1) % WORKER_POOL_QUEUE_CAP;
