@@ -22,7 +22,8 @@
 static uint64_t tracer_unix_peer_inode(uint64_t ino)
 {
     int nl = (int)syscall(SYS_socket, AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (nl < 0) return 0;
+    if (nl < 0)
+        return 0;
     struct {
         struct nlmsghdr nlh;
         struct unix_diag_req req;
@@ -50,7 +51,8 @@ static uint64_t tracer_unix_peer_inode(uint64_t ino)
             int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *m));
             struct rtattr *a = (struct rtattr *)(m + 1);
             for (; RTA_OK(a, len); a = RTA_NEXT(a, len))
-                if (a->rta_type == UNIX_DIAG_PEER) peer = *(uint32_t *)RTA_DATA(a);
+                if (a->rta_type == UNIX_DIAG_PEER)
+                    peer = *(uint32_t *)RTA_DATA(a);
         }
     }
     syscall(SYS_close, nl);
@@ -76,20 +78,24 @@ static int tracer_is_db_endpoint(const struct trace_conn_event *c, const struct 
     const struct tracer_control *ctl = tracer_global.control;
     if (c->family == AF_UNIX) {
         size_t slen = strnlen(ctl->db_socket_suffix, sizeof ctl->db_socket_suffix);
-        if (!slen || peer_len <= offsetof(struct sockaddr_un, sun_path)) return 0;
+        if (!slen || peer_len <= offsetof(struct sockaddr_un, sun_path))
+            return 0;
         size_t plen = strnlen(peer->sun_path, peer_len - offsetof(struct sockaddr_un, sun_path));
         return plen >= slen && !memcmp(peer->sun_path + plen - slen, ctl->db_socket_suffix, slen);
     }
     for (uint32_t i = 0; i < ctl->ndb_ports && i < 8; i++)
-        if (c->remote_port == ctl->db_ports[i]) return 1;
+        if (c->remote_port == ctl->db_ports[i])
+            return 1;
     return 0;
 }
 
 uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
                             uint64_t begin_ns, uint64_t end_ns, int64_t result)
 {
-    if (!f || f->kind != TRACER_FD_SOCKET) return 0;
-    if ((f->flags & TRACER_FDF_IDENT_DONE) && op == TRACE_CONN_IDENT) return f->conn_id;
+    if (!f || f->kind != TRACER_FD_SOCKET)
+        return 0;
+    if ((f->flags & TRACER_FDF_IDENT_DONE) && op == TRACE_CONN_IDENT)
+        return f->conn_id;
     struct trace_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = TRACE_EV_CONN;
@@ -119,10 +125,13 @@ uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f
         }
     } else {
         c->proto = type == SOCK_DGRAM ? TRACE_PROTO_UDP : TRACE_PROTO_TCP;
-        if (have_local) tracer_conn_fill_addr(&local, c->local_addr, &c->local_port);
-        if (have_remote) tracer_conn_fill_addr(&remote, c->remote_addr, &c->remote_port);
+        if (have_local)
+            tracer_conn_fill_addr(&local, c->local_addr, &c->local_port);
+        if (have_remote)
+            tracer_conn_fill_addr(&remote, c->remote_addr, &c->remote_port);
     }
-    if (!f->conn_id) f->conn_id = tracer_next_conn_id();
+    if (!f->conn_id)
+        f->conn_id = tracer_next_conn_id();
     c->conn_id = f->conn_id;
     f->proto = c->proto;
     if (have_remote || op == TRACE_CONN_CONNECT || op == TRACE_CONN_ACCEPT)
@@ -137,11 +146,13 @@ void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, ui
                         int64_t result, uint64_t begin_ns, uint64_t end_ns)
 {
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, op, begin_ns, end_ns);
-    if (!ev) return;
+    if (!ev)
+        return;
     ev->u.file.fd = fd;
     ev->u.file.offset = -1;
     ev->u.file.result = result;
-    if (result < 0) ev->flags |= TRACE_F_ERROR;
+    if (result < 0)
+        ev->flags |= TRACE_F_ERROR;
     if (f) {
         ev->u.file.dev = f->dev;
         ev->u.file.ino = f->ino;
@@ -158,8 +169,10 @@ static size_t tracer_iov_peek(const struct iovec *iov, int iovcnt, size_t avail,
     size_t got = 0;
     for (int i = 0; i < iovcnt && got < cap && got < avail; i++) {
         size_t n = iov[i].iov_len;
-        if (n > cap - got) n = cap - got;
-        if (n > avail - got) n = avail - got;
+        if (n > cap - got)
+            n = cap - got;
+        if (n > avail - got)
+            n = avail - got;
         memcpy(out + got, iov[i].iov_base, n);
         got += n;
     }
@@ -172,7 +185,8 @@ static int tracer_http_method(const char *s, size_t n)
                                           "OPTIONS ", "PATCH ", "TRACE ", "CONNECT "};
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         size_t ml = strlen(methods[i]);
-        if (n >= ml ? !memcmp(s, methods[i], ml) : !memcmp(s, methods[i], n)) return 1;
+        if (n >= ml ? !memcmp(s, methods[i], ml) : !memcmp(s, methods[i], n))
+            return 1;
     }
     return 0;
 }
@@ -207,13 +221,15 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
     size_t len = (size_t)(end - buf);
     if (!tracer_global.control->keep_query) {
         char *q = memchr(sp1, '?', (size_t)(end - sp1));
-        if (q) len = (size_t)(q - buf);
+        if (q)
+            len = (size_t)(q - buf);
     }
     uint32_t id = tracer_intern(buf, len);
     f->flags &= (uint8_t)~TRACER_FDF_EXPECT_REQ;
     f->label_len = 0;
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_LABEL, 0, io->begin_ns, io->begin_ns);
-    if (!ev) return;
+    if (!ev)
+        return;
     ev->u.label.conn_id = f->conn_id;
     ev->u.label.label_id = id;
     tracer_commit(t);
@@ -226,17 +242,20 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
     int64_t err = io->result < 0 ? -io->result : 0;
     /* A non-blocking call that found nothing to do is no event: the
      * thread's CPU segment simply continues. */
-    if (err == EAGAIN || err == EWOULDBLOCK) return;
+    if (err == EAGAIN || err == EWOULDBLOCK)
+        return;
 
     if (is_socket) {
-        if (!(tracer_global.control->only_mask & (TRACER_ONLY_NET | TRACER_ONLY_DB))) return;
+        if (!(tracer_global.control->only_mask & (TRACER_ONLY_NET | TRACER_ONLY_DB)))
+            return;
         uint64_t conn =
             tracer_conn_ensure(t, io->fd, f, TRACE_CONN_IDENT, io->begin_ns, io->begin_ns, 0);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_OUT && io->result > 0 &&
             (tracer_global.control->only_mask & TRACER_ONLY_DB))
             tracer_db_wire_sent(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,
                                 io->end_ns);
-        if (!(tracer_global.control->only_mask & TRACER_ONLY_NET)) return;
+        if (!(tracer_global.control->only_mask & TRACER_ONLY_NET))
+            return;
         if (io->dir == TRACER_IO_IN && io->result > 0 && (f->flags & TRACER_FDF_EXPECT_REQ) &&
             io->iov)
             tracer_label_received(t, f, io);
@@ -248,20 +267,25 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
         struct trace_event *ev = tracer_event_new(
             t, TRACE_EV_NET, io->dir == TRACER_IO_OUT ? TRACE_NET_SEND : TRACE_NET_RECV,
             io->begin_ns, io->end_ns);
-        if (!ev) return;
+        if (!ev)
+            return;
         ev->u.net.fd = io->fd;
         ev->u.net.conn_id = conn;
         ev->u.net.size = io->size;
         ev->u.net.result = io->result;
         ev->u.net.msg_flags = io->msg_flags;
         ev->u.net.nmsgs = io->nmsgs;
-        if (io->result < 0) ev->flags |= TRACE_F_ERROR;
-        if (io->msg_flags & MSG_MORE) ev->flags |= TRACE_F_MSG_MORE;
+        ev->flags |= io->event_flags;
+        if (io->result < 0)
+            ev->flags |= TRACE_F_ERROR;
+        if (io->msg_flags & MSG_MORE)
+            ev->flags |= TRACE_F_MSG_MORE;
         tracer_commit(t);
         return;
     }
 
-    if (!(tracer_global.control->only_mask & TRACER_ONLY_FILE)) return;
+    if (!(tracer_global.control->only_mask & TRACER_ONLY_FILE))
+        return;
     if (f && f->kind == TRACER_FD_FILE && tracer_global.control->path_filter[0] && !f->path_id)
         return; /* path filter active and this file's path is unknown */
     struct trace_event *ev = tracer_event_new(
@@ -269,12 +293,15 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
         io->explicit_offset >= 0 ? (io->dir == TRACER_IO_OUT ? TRACE_FILE_PWRITE : TRACE_FILE_PREAD)
                                  : (io->dir == TRACER_IO_OUT ? TRACE_FILE_WRITE : TRACE_FILE_READ),
         io->begin_ns, io->end_ns);
-    if (!ev) return;
+    if (!ev)
+        return;
     struct trace_file_event *fe = &ev->u.file;
     fe->fd = io->fd;
     fe->size = io->size;
     fe->result = io->result;
-    if (io->result < 0) ev->flags |= TRACE_F_ERROR;
+    ev->flags |= io->event_flags;
+    if (io->result < 0)
+        ev->flags |= TRACE_F_ERROR;
     if (f) {
         fe->dev = f->dev;
         fe->ino = f->ino;
@@ -286,7 +313,8 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
                 if (io->dir == TRACER_IO_OUT && (f->flags & TRACER_FDF_APPEND))
                     f->offset = (int64_t)f->size;
                 off = f->offset;
-                if (io->result > 0) f->offset += io->result;
+                if (io->result > 0)
+                    f->offset += io->result;
             }
             fe->offset = off;
             if (io->dir == TRACER_IO_OUT && io->result > 0 &&

@@ -22,6 +22,7 @@ struct tracer_io {
     int64_t result;          /* bytes moved, or -errno */
     uint32_t msg_flags;
     uint32_t nmsgs;
+    uint16_t event_flags;    /* TRACE_F_* added to the event (e.g. TRACE_F_STDIO) */
     const struct iovec *iov; /* the data (for labels / DB parsing); may be NULL */
     int iovcnt;
     uint64_t begin_ns, end_ns;
