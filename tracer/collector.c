@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpuclock_loader.h"
 #include "shm_layout.h"
 #include "trace_file.h"
 
@@ -64,6 +65,9 @@ struct collector {
     struct collector_process **procs;
     size_t nprocs, cap;
     struct collector_stats stats;
+    int cpu_clock_bpf; /* the BPF CPU clock is loaded */
+    uint64_t tsc_recalibrated_ns;
+    char cpu_clock_note[256]; /* why the fallback is used, when it is */
     char error[512];
 };
 
@@ -83,7 +87,8 @@ static void collector_random_id(char *out, size_t cap)
         memcpy(b, &x, 8);
         memcpy(b + 8, &x, 8);
     }
-    if (fd >= 0) close(fd);
+    if (fd >= 0)
+        close(fd);
     size_t n = 0;
     for (int i = 0; i < 16 && n + 2 < cap; i++)
         n += (size_t)snprintf(out + n, cap - n, "%02x", b[i]);
@@ -94,7 +99,8 @@ static int collector_mkdir_p(const char *dir, char *err, size_t errlen)
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s", dir);
     for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
+        if (*p != '/')
+            continue;
         *p = 0;
         if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
             snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
@@ -120,11 +126,14 @@ struct collector *collector_create(const struct collector_options *opt, char *er
     snprintf(c->out_dir, sizeof c->out_dir, "%s", opt->out_dir);
     if (opt->db_socket_suffix)
         snprintf(c->db_suffix, sizeof c->db_suffix, "%s", opt->db_socket_suffix);
-    if (opt->path_prefix) snprintf(c->path_prefix, sizeof c->path_prefix, "%s", opt->path_prefix);
+    if (opt->path_prefix)
+        snprintf(c->path_prefix, sizeof c->path_prefix, "%s", opt->path_prefix);
     c->enabled = !opt->start_disabled;
     collector_random_id(c->recording_id, sizeof c->recording_id);
-    if (gethostname(c->host, sizeof c->host) != 0) snprintf(c->host, sizeof c->host, "unknown");
-    if (collector_mkdir_p(c->out_dir, err, errlen) != 0) goto fail;
+    if (gethostname(c->host, sizeof c->host) != 0)
+        snprintf(c->host, sizeof c->host, "unknown");
+    if (collector_mkdir_p(c->out_dir, err, errlen) != 0)
+        goto fail;
 
     c->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (c->listen_fd < 0) {
@@ -149,9 +158,19 @@ struct collector *collector_create(const struct collector_options *opt, char *er
         snprintf(err, errlen, "listen: %s", strerror(errno));
         goto fail;
     }
+    /* Per-thread CPU time without a syscall per event needs the BPF clock;
+     * without it traced threads fall back (docs/cpu-time.md). */
+    char why[200];
+    if (cpuclock_bpf_load(why, sizeof why)) {
+        c->cpu_clock_bpf = 1;
+        c->tsc_recalibrated_ns = collector_clock(CLOCK_MONOTONIC);
+    } else {
+        snprintf(c->cpu_clock_note, sizeof c->cpu_clock_note, "%s", why);
+    }
     return c;
 fail:
-    if (c->listen_fd > 0) close(c->listen_fd);
+    if (c->listen_fd > 0)
+        close(c->listen_fd);
     free(c);
     return NULL;
 }
@@ -176,7 +195,8 @@ static void collector_init_control(struct collector *c, struct tracer_control *c
 static struct collector_process *collector_find(struct collector *c, uint32_t pid)
 {
     for (size_t i = 0; i < c->nprocs; i++)
-        if (c->procs[i]->pid == pid && !c->procs[i]->exited) return c->procs[i];
+        if (c->procs[i]->pid == pid && !c->procs[i]->exited)
+            return c->procs[i];
     return NULL;
 }
 
@@ -185,7 +205,8 @@ static void collector_basename(const char *path, char *out, size_t cap)
     const char *b = strrchr(path, '/');
     snprintf(out, cap, "%s", b ? b + 1 : path);
     for (char *p = out; *p; p++)
-        if (*p == '/' || *p == ' ') *p = '_';
+        if (*p == '/' || *p == ' ')
+            *p = '_';
 }
 
 static struct collector_process *collector_new_process(struct collector *c,
@@ -194,12 +215,14 @@ static struct collector_process *collector_new_process(struct collector *c,
                                                        uint32_t argv_len)
 {
     struct collector_process *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
+    if (!p)
+        return NULL;
     p->pid = req->pid;
     p->pidfd = (int)syscall(SYS_pidfd_open, req->pid, 0);
     char base[64];
     collector_basename(req->component[0] ? req->component : exe, base, sizeof base);
-    if (!base[0]) snprintf(base, sizeof base, "process");
+    if (!base[0])
+        snprintf(base, sizeof base, "process");
     snprintf(p->path, sizeof p->path, "%s/%s-%u.trace", c->out_dir, base, req->pid);
 
     struct trace_header h;
@@ -220,7 +243,8 @@ static struct collector_process *collector_new_process(struct collector *c,
     p->writer = trace_writer_open(p->path, &h, &wo, err, sizeof err);
     if (!p->writer) {
         snprintf(c->error, sizeof c->error, "%s", err);
-        if (p->pidfd >= 0) close(p->pidfd);
+        if (p->pidfd >= 0)
+            close(p->pidfd);
         free(p);
         return NULL;
     }
@@ -268,7 +292,8 @@ static void collector_register(struct collector *c, int conn)
 {
     static unsigned char buf[sizeof(struct tracer_register_request) + 4096 + 8192 + 16];
     ssize_t n = recv(conn, buf, sizeof buf, 0);
-    if (n < (ssize_t)sizeof(struct tracer_register_request)) return;
+    if (n < (ssize_t)sizeof(struct tracer_register_request))
+        return;
     struct tracer_register_request req;
     memcpy(&req, buf, sizeof req);
     if (req.magic != TRACER_REGISTER_MAGIC ||
@@ -284,7 +309,8 @@ static void collector_register(struct collector *c, int conn)
 
     int memfd = (int)syscall(SYS_memfd_create, "preplay-region", MFD_CLOEXEC);
     if (memfd < 0 || ftruncate(memfd, (off_t)TRACER_REGION_BYTES) != 0) {
-        if (memfd >= 0) close(memfd);
+        if (memfd >= 0)
+            close(memfd);
         collector_send_reply(conn, ENOMEM, -1, -1);
         return;
     }
@@ -303,7 +329,8 @@ static void collector_register(struct collector *c, int conn)
         p->exited = 1;
         p = NULL;
     }
-    if (!p) p = collector_new_process(c, &req, exe, argv, req.argv_len);
+    if (!p)
+        p = collector_new_process(c, &req, exe, argv, req.argv_len);
     struct collector_region *r = p ? calloc(1, sizeof *r) : NULL;
     if (!p || !r || p->nregions == COLLECTOR_MAX_REGIONS) {
         free(r);
@@ -324,7 +351,7 @@ static void collector_register(struct collector *c, int conn)
         ev.u.control.arg0 = -1; /* new image registered */
         trace_writer_append(p->writer, &ev);
     }
-    collector_send_reply(conn, 0, memfd, -1);
+    collector_send_reply(conn, 0, memfd, c->cpu_clock_bpf ? cpuclock_bpf_map_fd() : -1);
     close(memfd);
 }
 
@@ -332,7 +359,8 @@ static void collector_accept_all(struct collector *c)
 {
     for (;;) {
         int conn = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        if (conn < 0) return;
+        if (conn < 0)
+            return;
         struct timeval tv = {.tv_sec = 2};
         setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         collector_register(c, conn);
@@ -379,7 +407,8 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
                 size_t room = size - sizeof *h - sizeof ev;
                 size_t want =
                     ev.type == TRACE_EV_STRING ? ev.u.string.len : (size_t)ev.u.stack.nframes * 8;
-                if (want > room) want = 0;
+                if (want > room)
+                    want = 0;
                 ev.data = (const unsigned char *)h + sizeof *h + sizeof ev;
                 if (ev.type == TRACE_EV_STRING)
                     ev.u.string.len = (uint32_t)want;
@@ -396,10 +425,13 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
                 if (!start || start > ev.ts_ns)
                     start = ev.ts_ns > h->cpu_before_ns ? ev.ts_ns - h->cpu_before_ns : 0;
                 cpu.ts_ns = start;
-                if (collector_append(c, p, &cpu) != 0) return -1;
+                if (collector_append(c, p, &cpu) != 0)
+                    return -1;
             }
-            if (idx != 0) reg->last_end_ns[idx] = ev.ts_ns + ev.dur_ns;
-            if (collector_append(c, p, &ev) != 0) return -1;
+            if (idx != 0)
+                reg->last_end_ns[idx] = ev.ts_ns + ev.dur_ns;
+            if (collector_append(c, p, &ev) != 0)
+                return -1;
         }
         tail += size;
     }
@@ -416,7 +448,8 @@ static int collector_note_losses(struct collector *c, struct collector_process *
 {
     struct tracer_ring *r = tracer_region_ring(reg->base, idx);
     uint64_t lost = atomic_load_explicit(&r->lost, memory_order_relaxed);
-    if (lost == reg->lost_seen[idx]) return 0;
+    if (lost == reg->lost_seen[idx])
+        return 0;
     struct trace_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = TRACE_EV_LOSS;
@@ -446,7 +479,8 @@ static int collector_drain_region(struct collector *c, struct collector_process 
     if (collector_drain_ring(c, p, reg, 0, atomic_load_explicit(&r0->head, memory_order_acquire)))
         return -1;
     for (unsigned i = 1; i < TRACER_RING_COUNT; i++) {
-        if (state[i] == TRACER_RING_FREE) continue;
+        if (state[i] == TRACER_RING_FREE)
+            continue;
         struct tracer_ring *r = tracer_region_ring(reg->base, i);
         if (collector_drain_ring(c, p, reg, i, snap[i]) || collector_note_losses(c, p, reg, i))
             return -1;
@@ -459,7 +493,8 @@ static int collector_drain_region(struct collector *c, struct collector_process 
             atomic_store(&r->lost, 0);
             reg->last_end_ns[i] = 0;
             reg->lost_seen[i] = 0;
-            if (!final) atomic_store_explicit(&r->state, TRACER_RING_FREE, memory_order_release);
+            if (!final)
+                atomic_store_explicit(&r->state, TRACER_RING_FREE, memory_order_release);
         }
     }
     return 0;
@@ -469,7 +504,8 @@ static int collector_close_process(struct collector *c, struct collector_process
 {
     int rc = 0;
     for (int i = 0; i < p->nregions; i++) {
-        if (collector_drain_region(c, p, p->regions[i], 1) != 0) rc = -1;
+        if (collector_drain_region(c, p, p->regions[i], 1) != 0)
+            rc = -1;
         munmap(p->regions[i]->base, TRACER_REGION_BYTES);
         free(p->regions[i]);
     }
@@ -483,7 +519,8 @@ static int collector_close_process(struct collector *c, struct collector_process
         }
         p->writer = NULL;
     }
-    if (p->pidfd >= 0) close(p->pidfd);
+    if (p->pidfd >= 0)
+        close(p->pidfd);
     p->pidfd = -1;
     p->exited = 1;
     return rc;
@@ -493,11 +530,22 @@ int collector_poll(struct collector *c, int timeout_ms)
 {
     struct pollfd pfd = {.fd = c->listen_fd, .events = POLLIN};
     poll(&pfd, 1, timeout_ms);
+    if (c->cpu_clock_bpf) {
+        /* keep the shared TSC conversion on CLOCK_MONOTONIC (NTP slews it) */
+        uint64_t now = collector_clock(CLOCK_MONOTONIC);
+        if (now - c->tsc_recalibrated_ns > 1000000000ull) {
+            struct cpuclock_table *t = cpuclock_bpf_table();
+            if (t)
+                cpuclock_tsc_recalibrate(&t->header->tsc, 1000000000ull);
+            c->tsc_recalibrated_ns = now;
+        }
+    }
     collector_accept_all(c);
     int rc = 0;
     for (size_t i = 0; i < c->nprocs; i++) {
         struct collector_process *p = c->procs[i];
-        if (!p->writer) continue;
+        if (!p->writer)
+            continue;
         int gone = p->exited;
         if (!gone && p->pidfd >= 0) {
             struct pollfd q = {.fd = p->pidfd, .events = POLLIN};
@@ -506,11 +554,13 @@ int collector_poll(struct collector *c, int timeout_ms)
             gone = 1;
         }
         if (gone) {
-            if (collector_close_process(c, p) != 0) rc = -1;
+            if (collector_close_process(c, p) != 0)
+                rc = -1;
             continue;
         }
         for (int j = 0; j < p->nregions; j++)
-            if (collector_drain_region(c, p, p->regions[j], 0) != 0) rc = -1;
+            if (collector_drain_region(c, p, p->regions[j], 0) != 0)
+                rc = -1;
         /* after exec, older images have no live threads: retire them */
         while (p->nregions > 1) {
             struct collector_region *old = p->regions[0];
@@ -528,7 +578,8 @@ void collector_set_enabled(struct collector *c, int enabled)
     c->enabled = enabled;
     for (size_t i = 0; i < c->nprocs; i++) {
         struct collector_process *p = c->procs[i];
-        if (!p->writer) continue;
+        if (!p->writer)
+            continue;
         for (int j = 0; j < p->nregions; j++)
             atomic_store(&tracer_region_control(p->regions[j]->base)->enabled, (uint32_t)enabled);
         struct trace_event ev;
@@ -563,6 +614,11 @@ const char *collector_error(const struct collector *c)
     return c->error;
 }
 
+const char *collector_cpu_clock_note(const struct collector *c)
+{
+    return c->cpu_clock_bpf ? NULL : c->cpu_clock_note;
+}
+
 int collector_finish(struct collector *c, char *err, size_t errlen)
 {
     int rc = 0;
@@ -578,11 +634,15 @@ int collector_finish(struct collector *c, char *err, size_t errlen)
     }
     collector_accept_all(c);
     for (size_t i = 0; i < c->nprocs; i++) {
-        if (c->procs[i]->writer && collector_close_process(c, c->procs[i]) != 0) rc = -1;
+        if (c->procs[i]->writer && collector_close_process(c, c->procs[i]) != 0)
+            rc = -1;
         free(c->procs[i]);
     }
-    if (rc != 0 && err) snprintf(err, errlen, "%s", c->error);
+    if (rc != 0 && err)
+        snprintf(err, errlen, "%s", c->error);
     close(c->listen_fd);
+    if (c->cpu_clock_bpf)
+        cpuclock_bpf_unload();
     free(c->procs);
     free(c);
     return rc;

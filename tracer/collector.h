@@ -42,6 +42,9 @@ void collector_set_enabled(struct collector *c, int enabled);
 int collector_enabled(const struct collector *c);
 void collector_stats(const struct collector *c, struct collector_stats *out);
 const char *collector_error(const struct collector *c);
+/* NULL when threads get the exact BPF CPU clock; else why they use the
+ * fallback (e.g. "BPF unavailable: Operation not permitted"). */
+const char *collector_cpu_clock_note(const struct collector *c);
 /* Stops tracing in every process, drains what is left, closes every trace
  * file. Returns 0 or -1 (reason in err). Frees c. */
 int collector_finish(struct collector *c, char *err, size_t errlen);

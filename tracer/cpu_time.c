@@ -1,27 +1,60 @@
-/* cpu_time.c - thread CPU time for the tracer (see cpu_time.h). This is
- * the fallback path: one CLOCK_THREAD_CPUTIME_ID read per boundary. */
+/* cpu_time.c - thread CPU time for the tracer (see cpu_time.h), on top of
+ * tracer/cpuclock: the BPF slot table when the collector sent one (a few ns
+ * per read, no syscall), else cpuclock's fallback (a CLOCK_THREAD_CPUTIME_ID
+ * read only when the wall time since the last precise read exceeds its
+ * threshold, shorter segments estimated as running time). */
 #include "cpu_time.h"
 
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "cpuclock.h"
+
+const struct cpuclock_tsc *tracer_cpu_time_tsc;
+static struct cpuclock_table tracer_cpu_table;
+static int tracer_cpu_have_table;
+static __thread struct cpuclock_thread tracer_cpu_thread __attribute__((tls_model("initial-exec")));
 
 void tracer_cpu_time_attach(int map_fd)
 {
-    if (map_fd >= 0) syscall(SYS_close, map_fd);
+    if (map_fd < 0)
+        return;
+    char err[128];
+    if (!tracer_cpu_have_table &&
+        cpuclock_attach(map_fd, &tracer_cpu_table, err, sizeof err) == 0) {
+        tracer_cpu_have_table = 1;
+        if (tracer_cpu_table.header->flags & CPUCLOCK_HEADER_TSC_VALID)
+            tracer_cpu_time_tsc = &tracer_cpu_table.header->tsc;
+    }
+    syscall(SYS_close, map_fd);
 }
 
 void tracer_cpu_time_claim_thread(uint32_t tid)
 {
-    (void)tid;
+    cpuclock_thread_claim(tracer_cpu_have_table ? &tracer_cpu_table : NULL, &tracer_cpu_thread,
+                          tid);
 }
-void tracer_cpu_time_release_thread(void) {}
-void tracer_cpu_time_after_fork(void) {}
+
+void tracer_cpu_time_release_thread(void)
+{
+    cpuclock_thread_release(&tracer_cpu_thread);
+}
+
+/* The child keeps the table mapping (it is the kernel's map, shared on
+ * purpose); its one thread claims a slot under its own tid on first use. */
+void tracer_cpu_time_after_fork(void)
+{
+    tracer_cpu_thread.mode = CPUCLOCK_MODE_NONE;
+}
 
 uint64_t tracer_cpu_time_now(uint64_t now_ns)
 {
-    (void)now_ns;
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (tracer_cpu_thread.mode == CPUCLOCK_MODE_NONE)
+        tracer_cpu_time_claim_thread((uint32_t)syscall(SYS_gettid));
+    return cpuclock_thread_now(&tracer_cpu_thread, now_ns, NULL);
+}
+
+int tracer_cpu_time_exact(void)
+{
+    return tracer_cpu_thread.mode == CPUCLOCK_MODE_BPF;
 }

@@ -15,5 +15,12 @@ void tracer_cpu_time_after_fork(void);
 /* Thread CPU ns at CLOCK_MONOTONIC time now_ns (the caller just read it);
  * 0 when unknown. */
 uint64_t tracer_cpu_time_now(uint64_t now_ns);
+/* 1 when this thread's CPU time comes from the BPF table. */
+int tracer_cpu_time_exact(void);
+
+struct cpuclock_tsc;
+/* The collector's TSC -> CLOCK_MONOTONIC block when it maintains one (set
+ * at attach), else NULL: timestamps then come from the vDSO. */
+extern const struct cpuclock_tsc *tracer_cpu_time_tsc;
 
 #endif

@@ -30,7 +30,8 @@ enum {
 static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, const unsigned char *p,
                             size_t have, uint32_t pkt_len, uint64_t begin, uint64_t end)
 {
-    if (have < 1) return;
+    if (have < 1)
+        return;
     uint8_t cmd = p[0];
     uint8_t op;
     switch (cmd) {
@@ -53,7 +54,8 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, const 
     uint64_t stmt = 0;
     if (op == TRACE_DB_QUERY || op == TRACE_DB_PREPARE) {
         size_t len = have - 1;
-        if (len > DB_WIRE_TEXT_MAX) len = DB_WIRE_TEXT_MAX;
+        if (len > DB_WIRE_TEXT_MAX)
+            len = DB_WIRE_TEXT_MAX;
         /* MariaDB 10.x query attributes are not used by these clients; a
          * COM_QUERY payload is the SQL text itself. */
         text_id = tracer_intern((const char *)p + 1, len);
@@ -61,7 +63,8 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, const 
         stmt = (uint64_t)p[1] | (uint64_t)p[2] << 8 | (uint64_t)p[3] << 16 | (uint64_t)p[4] << 24;
     }
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_DB, op, begin, end);
-    if (!ev) return;
+    if (!ev)
+        return;
     ev->u.db.source = TRACE_DB_WIRE;
     ev->u.db.db_conn_id = f->conn_id;
     ev->u.db.query_id = text_id;
@@ -73,7 +76,8 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, const 
 void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
                          int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns)
 {
-    if (tracer_in_db_capi || !iov) return;
+    if (tracer_in_db_capi || !iov)
+        return;
     /* Flatten at most what we need from the front of each packet. */
     static __thread unsigned char buf[DB_WIRE_TEXT_MAX + 16];
     size_t pos = 0; /* position in the logical stream of this send */
@@ -84,7 +88,8 @@ void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const str
             /* skip the rest of a packet begun in an earlier send */
             size_t skip = f->db_pkt_remaining;
             size_t left = nbytes - pos;
-            if (skip > left) skip = left;
+            if (skip > left)
+                skip = left;
             f->db_pkt_remaining -= (uint32_t)skip;
             pos += skip;
             while (skip && vi < iovcnt) {
@@ -109,7 +114,8 @@ void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const str
             f->db_hdr[f->db_hdr_have++] = ((const unsigned char *)iov[vi].iov_base)[voff++];
             pos++;
         }
-        if (f->db_hdr_have < 4) return;
+        if (f->db_hdr_have < 4)
+            return;
         f->db_hdr_have = 0;
         uint32_t len =
             (uint32_t)f->db_hdr[0] | (uint32_t)f->db_hdr[1] << 8 | (uint32_t)f->db_hdr[2] << 16;
@@ -137,6 +143,7 @@ void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const str
         }
         pos += take_total;
         f->db_pkt_remaining = len - (uint32_t)take_total;
-        if (seq == 0) db_wire_command(t, f, buf, got, len, begin_ns, end_ns);
+        if (seq == 0)
+            db_wire_command(t, f, buf, got, len, begin_ns, end_ns);
     }
 }

@@ -16,8 +16,10 @@ static _Atomic int tracer_fds_state; /* 0 unmapped, 1 mapping, 2 ready, -1 faile
 static struct tracer_fd *tracer_fd_table(void)
 {
     int st = atomic_load_explicit(&tracer_fds_state, memory_order_acquire);
-    if (TRACER_LIKELY(st == 2)) return tracer_fds;
-    if (st < 0) return NULL;
+    if (TRACER_LIKELY(st == 2))
+        return tracer_fds;
+    if (st < 0)
+        return NULL;
     int expect = 0;
     if (atomic_compare_exchange_strong(&tracer_fds_state, &expect, 1)) {
         void *p = (void *)syscall(SYS_mmap, NULL, sizeof(struct tracer_fd) * TRACER_FD_MAX,
@@ -37,7 +39,8 @@ static struct tracer_fd *tracer_fd_table(void)
 
 struct tracer_fd *tracer_fd_get(int fd)
 {
-    if (fd < 0 || fd >= TRACER_FD_MAX) return NULL;
+    if (fd < 0 || fd >= TRACER_FD_MAX)
+        return NULL;
     struct tracer_fd *t = tracer_fd_table();
     return t ? &t[fd] : NULL;
 }
@@ -59,9 +62,11 @@ static void tracer_fd_fill_from_stat(struct tracer_fd *f, const struct stat *st)
 struct tracer_fd *tracer_fd_classify(int fd)
 {
     struct tracer_fd *f = tracer_fd_get(fd);
-    if (!f || f->kind != TRACER_FD_UNKNOWN) return f;
+    if (!f || f->kind != TRACER_FD_UNKNOWN)
+        return f;
     struct stat st;
-    if (syscall(SYS_fstat, fd, &st) != 0) return f;
+    if (syscall(SYS_fstat, fd, &st) != 0)
+        return f;
     tracer_fd_fill_from_stat(f, &st);
     if (f->kind == TRACER_FD_FILE) {
         /* position unknown for inherited descriptors: ask once */
@@ -74,13 +79,15 @@ struct tracer_fd *tracer_fd_classify(int fd)
 void tracer_fd_reset(int fd)
 {
     struct tracer_fd *f = tracer_fd_get(fd);
-    if (f) memset(f, 0, sizeof *f);
+    if (f)
+        memset(f, 0, sizeof *f);
 }
 
 struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append)
 {
     struct tracer_fd *f = tracer_fd_get(fd);
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     memset(f, 0, sizeof *f);
     struct stat st;
     if (syscall(SYS_fstat, fd, &st) == 0)
@@ -89,14 +96,16 @@ struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append)
         f->kind = TRACER_FD_OTHER;
     f->path_id = path_id;
     f->offset = 0;
-    if (append) f->flags |= TRACER_FDF_APPEND;
+    if (append)
+        f->flags |= TRACER_FDF_APPEND;
     return f;
 }
 
 void tracer_fd_dup(int oldfd, int newfd)
 {
     struct tracer_fd *a = tracer_fd_get(oldfd), *b = tracer_fd_get(newfd);
-    if (!b || oldfd == newfd) return;
+    if (!b || oldfd == newfd)
+        return;
     if (a)
         *b = *a;
     else

@@ -81,7 +81,8 @@ static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, i
     struct tracer_fd *f = NULL;
     if (fd >= 0) {
         f = tracer_fd_opened_file(fd, path_id, (flags & O_APPEND) != 0);
-        if (f && f->kind == TRACER_FD_FILE && (flags & O_TRUNC)) f->size = 0;
+        if (f && f->kind == TRACER_FD_FILE && (flags & O_TRUNC))
+            f->size = 0;
     }
     if (!filtered && (!f || f->kind == TRACER_FD_FILE)) {
         struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_OPEN, begin, end);
@@ -91,7 +92,8 @@ static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, i
             ev->u.file.open_flags = (uint32_t)flags;
             ev->u.file.offset = -1;
             ev->u.file.result = fd >= 0 ? fd : -err;
-            if (fd < 0) ev->flags |= TRACE_F_ERROR;
+            if (fd < 0)
+                ev->flags |= TRACE_F_ERROR;
             if (f) {
                 ev->u.file.dev = f->dev;
                 ev->u.file.ino = f->ino;
@@ -106,7 +108,8 @@ static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, i
 
 #define TRACER_OPEN_BODY(realcall, dirfd)                                                          \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);                                      \
-    if (!t) return realcall;                                                                       \
+    if (!t)                                                                                        \
+        return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
     int fd = realcall;                                                                             \
     int err = errno;                                                                               \
@@ -198,12 +201,14 @@ TRACER_EXPORT int close(int fd)
     struct tracer_fd *f = tracer_fd_get(fd);
     struct tracer_fd copy;
     int kind = f ? f->kind : TRACER_FD_UNKNOWN;
-    if (f) copy = *f;
+    if (f)
+        copy = *f;
     uint64_t begin = tracer_event_begin(t);
     int rc = tracer_real_close()(fd);
     int err = errno;
     uint64_t end = tracer_now_ns();
-    if (rc == 0 || err != EBADF) tracer_fd_reset(fd);
+    if (rc == 0 || err != EBADF)
+        tracer_fd_reset(fd);
     if (kind == TRACER_FD_SOCKET && copy.conn_id &&
         (tracer_global.control->only_mask & TRACER_ONLY_NET)) {
         struct trace_event ev;
@@ -231,7 +236,8 @@ TRACER_EXPORT int dup(int fd)
 {
     int r = tracer_real_dup()(fd);
     int err = errno;
-    if (r >= 0) tracer_fd_dup(fd, r);
+    if (r >= 0)
+        tracer_fd_dup(fd, r);
     errno = err;
     return r;
 }
@@ -240,7 +246,8 @@ TRACER_EXPORT int dup2(int fd, int fd2)
 {
     int r = tracer_real_dup2()(fd, fd2);
     int err = errno;
-    if (r >= 0) tracer_fd_dup(fd, r);
+    if (r >= 0)
+        tracer_fd_dup(fd, r);
     errno = err;
     return r;
 }
@@ -249,7 +256,8 @@ TRACER_EXPORT int dup3(int fd, int fd2, int flags)
 {
     int r = tracer_real_dup3()(fd, fd2, flags);
     int err = errno;
-    if (r >= 0) tracer_fd_dup(fd, r);
+    if (r >= 0)
+        tracer_fd_dup(fd, r);
     errno = err;
     return r;
 }
@@ -258,7 +266,8 @@ TRACER_EXPORT int dup3(int fd, int fd2, int flags)
 
 #define TRACER_IO_BODY(realcall, DIR, OFFSET, SIZE, IOV, IOVCNT)                                   \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET | TRACER_ONLY_DB);   \
-    if (!t) return realcall;                                                                       \
+    if (!t)                                                                                        \
+        return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
     ssize_t r = realcall;                                                                          \
     int err = errno;                                                                               \
@@ -348,7 +357,8 @@ TRACER_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t o
 static int tracer_sync(int fd, int (*real)(int), uint8_t op)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
-    if (!t) return real(fd);
+    if (!t)
+        return real(fd);
     uint64_t begin = tracer_event_begin(t);
     int r = real(fd);
     int err = errno;
@@ -376,7 +386,8 @@ static off_t tracer_seeked(int fd, off_t r)
 {
     if (r >= 0) {
         struct tracer_fd *f = tracer_fd_get(fd);
-        if (f && f->kind == TRACER_FD_FILE) f->offset = r;
+        if (f && f->kind == TRACER_FD_FILE)
+            f->offset = r;
     }
     return r;
 }
@@ -417,7 +428,8 @@ static int tracer_truncated(int fd, off_t len, int r, int err, struct tracer_thr
         }
         tracer_commit(t);
     }
-    if (r == 0 && f) f->size = (uint64_t)len;
+    if (r == 0 && f)
+        f->size = (uint64_t)len;
     tracer_event_end(t, end);
     return r;
 }
@@ -425,7 +437,8 @@ static int tracer_truncated(int fd, off_t len, int r, int err, struct tracer_thr
 TRACER_EXPORT int ftruncate(int fd, off_t len)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
-    if (!t) return tracer_real_ftruncate()(fd, len);
+    if (!t)
+        return tracer_real_ftruncate()(fd, len);
     uint64_t begin = tracer_event_begin(t);
     int r = tracer_real_ftruncate()(fd, len);
     int err = errno;
@@ -437,7 +450,8 @@ TRACER_EXPORT int ftruncate(int fd, off_t len)
 TRACER_EXPORT int ftruncate64(int fd, off_t len)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
-    if (!t) return tracer_real_ftruncate64()(fd, len);
+    if (!t)
+        return tracer_real_ftruncate64()(fd, len);
     uint64_t begin = tracer_event_begin(t);
     int r = tracer_real_ftruncate64()(fd, len);
     int err = errno;
@@ -463,13 +477,15 @@ static void tracer_copy_recorded(struct tracer_thread *t, uint8_t op, int in_fd,
         ev->u.file.size = n;
         ev->u.file.result = r >= 0 ? r : -err;
         ev->u.file.offset = in_off >= 0 ? in_off : (in ? in->offset : -1);
-        if (r < 0) ev->flags |= TRACE_F_ERROR;
+        if (r < 0)
+            ev->flags |= TRACE_F_ERROR;
         if (in) {
             ev->u.file.dev = in->dev;
             ev->u.file.ino = in->ino;
             ev->u.file.path_id = in->path_id;
             ev->u.file.file_size = in->size;
-            if (in_off < 0 && r > 0) in->offset += r;
+            if (in_off < 0 && r > 0)
+                in->offset += r;
         }
         tracer_commit(t);
     }
@@ -490,7 +506,8 @@ static void tracer_copy_recorded(struct tracer_thread *t, uint8_t op, int in_fd,
 TRACER_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET);
-    if (!t) return tracer_real_sendfile()(out_fd, in_fd, off, n);
+    if (!t)
+        return tracer_real_sendfile()(out_fd, in_fd, off, n);
     int64_t in_off = off ? *off : -1;
     uint64_t begin = tracer_event_begin(t);
     ssize_t r = tracer_real_sendfile()(out_fd, in_fd, off, n);
@@ -507,7 +524,8 @@ TRACER_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 TRACER_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off_t *off, size_t n)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET);
-    if (!t) return tracer_real_sendfile64()(out_fd, in_fd, off, n);
+    if (!t)
+        return tracer_real_sendfile64()(out_fd, in_fd, off, n);
     int64_t in_off = off ? *off : -1;
     uint64_t begin = tracer_event_begin(t);
     ssize_t r = tracer_real_sendfile64()(out_fd, in_fd, off, n);
@@ -525,7 +543,8 @@ TRACER_EXPORT ssize_t copy_file_range(int in_fd, off_t *in_off, int out_fd, off_
                                       size_t n, unsigned flags)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
-    if (!t) return tracer_real_copy_file_range()(in_fd, in_off, out_fd, out_off, n, flags);
+    if (!t)
+        return tracer_real_copy_file_range()(in_fd, in_off, out_fd, out_off, n, flags);
     int64_t ioff = in_off ? *in_off : -1, ooff = out_off ? *out_off : -1;
     uint64_t begin = tracer_event_begin(t);
     ssize_t r = tracer_real_copy_file_range()(in_fd, in_off, out_fd, out_off, n, flags);

@@ -39,21 +39,24 @@ static void tracer_lock_event(struct tracer_thread *t, uint8_t op, uint8_t kind,
                               int64_t len)
 {
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_LOCK, op, begin, end);
-    if (!ev) return;
+    if (!ev)
+        return;
     ev->u.lock.kind = kind;
     ev->u.lock.mode = mode;
     ev->u.lock.lock_id = id;
     ev->u.lock.result = result;
     ev->u.lock.start = start;
     ev->u.lock.len = len;
-    if (result != 0) ev->flags |= TRACE_F_ERROR;
+    if (result != 0)
+        ev->flags |= TRACE_F_ERROR;
     tracer_commit(t);
 }
 
 /* Blocking acquire of a pthread lock: try first, block only when busy. */
 #define TRACER_PTHREAD_ACQUIRE(lockp, real_try, real_block, KIND, MODE)                            \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
-    if (!t) return real_block(lockp);                                                              \
+    if (!t)                                                                                        \
+        return real_block(lockp);                                                                  \
     uint64_t begin = tracer_event_begin(t);                                                        \
     int rc = real_try(lockp);                                                                      \
     uint64_t end = begin;                                                                          \
@@ -68,7 +71,8 @@ static void tracer_lock_event(struct tracer_thread *t, uint8_t op, uint8_t kind,
 
 #define TRACER_PTHREAD_SIMPLE(call, lockp, OP, KIND, MODE)                                         \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
-    if (!t) return call;                                                                           \
+    if (!t)                                                                                        \
+        return call;                                                                               \
     uint64_t begin = tracer_event_begin(t);                                                        \
     int rc = call;                                                                                 \
     uint64_t end = (OP) == TRACE_LOCK_TIMED ? tracer_now_ns() : begin;                             \
@@ -170,7 +174,8 @@ static uint64_t tracer_file_lock_id(int fd, int64_t start, int64_t len)
 TRACER_EXPORT int flock(int fd, int op)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);
-    if (!t) return tracer_real_flock()(fd, op);
+    if (!t)
+        return tracer_real_flock()(fd, op);
     uint64_t begin = tracer_event_begin(t);
     int rc = tracer_real_flock()(fd, op);
     int err = errno;
@@ -233,7 +238,8 @@ TRACER_EXPORT int fcntl(int fd, int cmd, ...)
     va_start(ap, cmd);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    if (tracer_is_lock_cmd(cmd)) return tracer_fcntl_lock(fd, cmd, arg, 0);
+    if (tracer_is_lock_cmd(cmd))
+        return tracer_fcntl_lock(fd, cmd, arg, 0);
     return tracer_fcntl_common(fd, cmd, arg, 0);
 }
 
@@ -243,6 +249,7 @@ TRACER_EXPORT int fcntl64(int fd, int cmd, ...)
     va_start(ap, cmd);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    if (tracer_is_lock_cmd(cmd)) return tracer_fcntl_lock(fd, cmd, arg, 1);
+    if (tracer_is_lock_cmd(cmd))
+        return tracer_fcntl_lock(fd, cmd, arg, 1);
     return tracer_fcntl_common(fd, cmd, arg, 1);
 }

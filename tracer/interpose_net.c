@@ -44,7 +44,8 @@ TRACER_EXPORT int socket(int domain, int type, int proto)
 {
     int fd = tracer_real_socket()(domain, type, proto);
     int err = errno;
-    if (fd >= 0) tracer_socket_fd(fd);
+    if (fd >= 0)
+        tracer_socket_fd(fd);
     errno = err;
     return fd;
 }
@@ -74,7 +75,8 @@ TRACER_EXPORT int accept(int lfd, struct sockaddr *addr, socklen_t *len)
         int err = errno;
         if (fd >= 0) {
             struct tracer_fd *f = tracer_socket_fd(fd);
-            if (f) f->flags |= TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ;
+            if (f)
+                f->flags |= TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ;
         }
         errno = err;
         return fd;
@@ -95,7 +97,8 @@ TRACER_EXPORT int accept4(int lfd, struct sockaddr *addr, socklen_t *len, int fl
         int err = errno;
         if (fd >= 0) {
             struct tracer_fd *f = tracer_socket_fd(fd);
-            if (f) f->flags |= TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ;
+            if (f)
+                f->flags |= TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ;
         }
         errno = err;
         return fd;
@@ -111,7 +114,8 @@ TRACER_EXPORT int accept4(int lfd, struct sockaddr *addr, socklen_t *len, int fl
 TRACER_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
-    if (!t) return tracer_real_connect()(fd, addr, len);
+    if (!t)
+        return tracer_real_connect()(fd, addr, len);
     uint64_t begin = tracer_event_begin(t);
     int rc = tracer_real_connect()(fd, addr, len);
     int err = errno;
@@ -133,7 +137,8 @@ TRACER_EXPORT int listen(int fd, int backlog)
     int rc = tracer_real_listen()(fd, backlog);
     int err = errno;
     struct tracer_fd *f = tracer_fd_classify(fd);
-    if (rc == 0 && f) f->flags |= TRACER_FDF_LISTENING;
+    if (rc == 0 && f)
+        f->flags |= TRACER_FDF_LISTENING;
     errno = err;
     return rc;
 }
@@ -141,7 +146,8 @@ TRACER_EXPORT int listen(int fd, int backlog)
 TRACER_EXPORT int shutdown(int fd, int how)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET);
-    if (!t) return tracer_real_shutdown()(fd, how);
+    if (!t)
+        return tracer_real_shutdown()(fd, how);
     uint64_t begin = tracer_event_begin(t);
     int rc = tracer_real_shutdown()(fd, how);
     int err = errno;
@@ -171,7 +177,8 @@ static int tracer_sockopt_matters(int level, int name)
 {
     if (level == IPPROTO_TCP)
         return name == TCP_NODELAY || name == TCP_CORK || name == TCP_QUICKACK;
-    if (level == SOL_SOCKET) return name == SO_SNDBUF || name == SO_RCVBUF || name == SO_LINGER;
+    if (level == SOL_SOCKET)
+        return name == SO_SNDBUF || name == SO_RCVBUF || name == SO_LINGER;
     return 0;
 }
 
@@ -190,7 +197,8 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
                 ev->u.sockopt.level = level;
                 ev->u.sockopt.name = name;
                 int64_t v = 0;
-                if (val && len >= sizeof(int)) v = *(const int *)val;
+                if (val && len >= sizeof(int))
+                    v = *(const int *)val;
                 ev->u.sockopt.value = v;
                 ev->u.sockopt.conn_id = f ? f->conn_id : 0;
                 tracer_commit(t);
@@ -203,7 +211,8 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
 
 #define TRACER_SOCK_BODY(realcall, DIR, SIZE, IOV, IOVCNT, FLAGS, NMSGS, RTYPE)                    \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB | TRACER_ONLY_FILE);   \
-    if (!t) return realcall;                                                                       \
+    if (!t)                                                                                        \
+        return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
     RTYPE r = realcall;                                                                            \
     int err = errno;                                                                               \

@@ -46,14 +46,17 @@ static void *tracer_thread_main(void *p)
 TRACER_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
                                  void *arg)
 {
-    if (!tracer_global.active) return tracer_real_pthread_create()(th, attr, fn, arg);
+    if (!tracer_global.active)
+        return tracer_real_pthread_create()(th, attr, fn, arg);
     struct tracer_trampoline *tr = malloc(sizeof *tr);
-    if (!tr) return tracer_real_pthread_create()(th, attr, fn, arg);
+    if (!tr)
+        return tracer_real_pthread_create()(th, attr, fn, arg);
     tr->fn = fn;
     tr->arg = arg;
     tr->parent_tid = tracer_gettid();
     int rc = tracer_real_pthread_create()(th, attr, tracer_thread_main, tr);
-    if (rc != 0) free(tr);
+    if (rc != 0)
+        free(tr);
     return rc;
 }
 
@@ -62,7 +65,8 @@ TRACER_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
 static void tracer_fork_event(pid_t child)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_ALL);
-    if (!t) return;
+    if (!t)
+        return;
     uint64_t now = tracer_event_begin(t);
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_CONTROL, TRACE_CTL_FORK, now, now);
     if (ev) {
@@ -122,19 +126,23 @@ __attribute__((constructor)) static void tracer_process_init(void)
 static char *const *tracer_exec_env(char *const envp[], char **out, char *preload_buf,
                                     size_t preload_cap)
 {
-    if (!tracer_global.active || !tracer_saved_env[1][0]) return envp;
+    if (!tracer_global.active || !tracer_saved_env[1][0])
+        return envp;
     size_t n = 0;
     while (envp && envp[n])
         n++;
-    if (n + 5 > TRACER_ENV_MAX) return envp;
+    if (n + 5 > TRACER_ENV_MAX)
+        return envp;
     int have[3] = {0, 0, 0};
     size_t k = 0;
     const char *ours = tracer_saved_env[0] + strlen("LD_PRELOAD=");
     for (size_t i = 0; i < n; i++) {
         const char *e = envp[i];
-        if (!strncmp(e, "PREPLAY_EXEC_PID=", 17)) continue;
+        if (!strncmp(e, "PREPLAY_EXEC_PID=", 17))
+            continue;
         for (int j = 0; j < 3; j++)
-            if (!strncmp(e, tracer_env_names[j], strlen(tracer_env_names[j]))) have[j] = 1;
+            if (!strncmp(e, tracer_env_names[j], strlen(tracer_env_names[j])))
+                have[j] = 1;
         if (!strncmp(e, "LD_PRELOAD=", 11) && tracer_saved_env[0][0] && !strstr(e + 11, ours)) {
             snprintf(preload_buf, preload_cap, "LD_PRELOAD=%s:%s", ours, e + 11);
             out[k++] = preload_buf;
@@ -143,7 +151,8 @@ static char *const *tracer_exec_env(char *const envp[], char **out, char *preloa
         out[k++] = (char *)e;
     }
     for (int j = 0; j < 3; j++)
-        if (!have[j] && tracer_saved_env[j][0]) out[k++] = tracer_saved_env[j];
+        if (!have[j] && tracer_saved_env[j][0])
+            out[k++] = tracer_saved_env[j];
     snprintf(tracer_exec_pid_env, sizeof tracer_exec_pid_env, "PREPLAY_EXEC_PID=%ld",
              (long)syscall(SYS_getpid));
     out[k++] = tracer_exec_pid_env;
@@ -220,7 +229,8 @@ TRACER_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_fi
     char *preload = malloc(8192);
     char *const *use = (env && preload) ? tracer_exec_env(envp, env, preload, 8192) : envp;
     int rc = tracer_real_posix_spawn()(pid, path, fa, attr, argv, use);
-    if (rc == 0 && pid) tracer_fork_event(*pid);
+    if (rc == 0 && pid)
+        tracer_fork_event(*pid);
     free(env);
     free(preload);
     return rc;
@@ -234,7 +244,8 @@ TRACER_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_f
     char *preload = malloc(8192);
     char *const *use = (env && preload) ? tracer_exec_env(envp, env, preload, 8192) : envp;
     int rc = tracer_real_posix_spawnp()(pid, file, fa, attr, argv, use);
-    if (rc == 0 && pid) tracer_fork_event(*pid);
+    if (rc == 0 && pid)
+        tracer_fork_event(*pid);
     free(env);
     free(preload);
     return rc;

@@ -46,10 +46,12 @@ static int record_find_library(char *out, size_t cap)
     }
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return -1;
+    if (n <= 0)
+        return -1;
     exe[n] = 0;
     char *slash = strrchr(exe, '/');
-    if (!slash) return -1;
+    if (!slash)
+        return -1;
     *slash = 0;
     const char *candidates[] = {"%s/libpreplay_trace.so", "%s/tracer/libpreplay_trace.so",
                                 "%s/../lib/preplay/libpreplay_trace.so"};
@@ -69,7 +71,8 @@ static int record_parse_size(const char *s, uint64_t *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0) return -1;
+    if (errno || end == s || v < 0)
+        return -1;
     uint64_t mul = 1;
     switch (*end) {
     case 'k':
@@ -90,7 +93,8 @@ static int record_parse_size(const char *s, uint64_t *out)
     default:
         break;
     }
-    if (*end && strcmp(end, "B") && strcmp(end, "iB")) return -1;
+    if (*end && strcmp(end, "B") && strcmp(end, "iB"))
+        return -1;
     *out = (uint64_t)(v * (double)mul);
     return 0;
 }
@@ -183,7 +187,8 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
             rc->out_dir = optarg;
             break;
         case 'c':
-            if (!component) goto bad;
+            if (!component)
+                goto bad;
             *component = optarg;
             break;
         case 'q':
@@ -233,7 +238,8 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
             rc->copt.start_disabled = 1;
             break;
         case OPT_NAME:
-            if (!name) goto bad;
+            if (!name)
+                goto bad;
             *name = optarg;
             break;
         case 'h':
@@ -243,7 +249,8 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
             goto bad;
         }
     }
-    if (!rc->copt.ndb_ports) rc->copt.db_ports[rc->copt.ndb_ports++] = 3306;
+    if (!rc->copt.ndb_ports)
+        rc->copt.db_ports[rc->copt.ndb_ports++] = 3306;
     rc->copt.out_dir = rc->out_dir;
     return 0;
 bad:
@@ -253,7 +260,8 @@ bad:
 
 static void record_progress(struct collector *c, int tty, double started)
 {
-    if (!tty) return;
+    if (!tty)
+        return;
     struct collector_stats s;
     collector_stats(c, &s);
     struct timespec ts;
@@ -262,6 +270,16 @@ static void record_progress(struct collector *c, int tty, double started)
     fprintf(stderr, "\rpreplay: %.0fs  %u processes (%u live)  %llu events  %.1f MB  %llu lost%s ",
             now - started, s.processes, s.live, (unsigned long long)s.events, (double)s.bytes / 1e6,
             (unsigned long long)s.lost, collector_enabled(c) ? "" : "  [tracing off]");
+}
+
+static void record_cpu_clock_note(struct collector *c, int quiet, const char *cmd)
+{
+    const char *note = collector_cpu_clock_note(c);
+    if (note && !quiet)
+        fprintf(stderr,
+                "preplay %s: CPU time per thread uses the fallback clock (%s); see "
+                "docs/cpu-time.md\n",
+                cmd, note);
 }
 
 static double record_now(void)
@@ -286,7 +304,8 @@ static void record_install_signals(void)
 
 static void record_summary(const char *dir, struct collector *c, int quiet)
 {
-    if (quiet) return;
+    if (quiet)
+        return;
     struct collector_stats s;
     collector_stats(c, &s);
     fprintf(stderr, "preplay: %llu events from %u processes in %s (%.2f MB)%s\n",
@@ -306,7 +325,8 @@ int cmd_record(int argc, char **argv)
     struct record_common rc;
     const char *component = NULL;
     int pr = record_parse(argc, argv, &rc, &component, NULL, usage, "record");
-    if (pr) return pr == 1 ? 0 : 2;
+    if (pr)
+        return pr == 1 ? 0 : 2;
     if (optind >= argc) {
         fprintf(stderr, "preplay record: no command given (preplay record [options] -- CMD)\n");
         return 2;
@@ -326,6 +346,7 @@ int cmd_record(int argc, char **argv)
         fprintf(stderr, "preplay record: %s\n", err);
         return 1;
     }
+    record_cpu_clock_note(c, rc.quiet, "record");
 
     /* The child gets our variables; LD_PRELOAD keeps what was there. */
     const char *old = getenv("LD_PRELOAD");
@@ -383,12 +404,14 @@ int cmd_record(int argc, char **argv)
         }
         if (!child_done) {
             pid_t w = waitpid(child, &status, WNOHANG);
-            if (w == child) child_done = 1;
+            if (w == child)
+                child_done = 1;
         }
         if (child_done) {
             struct collector_stats s;
             collector_stats(c, &s);
-            if (s.live == 0) break;
+            if (s.live == 0)
+                break;
         }
         double now = record_now();
         if (tty && now - last_progress > 0.5) {
@@ -396,14 +419,17 @@ int cmd_record(int argc, char **argv)
             last_progress = now;
         }
     }
-    if (tty) fprintf(stderr, "\r\033[K");
+    if (tty)
+        fprintf(stderr, "\r\033[K");
     record_summary(rc.out_dir, c, rc.quiet);
     if (collector_finish(c, err, sizeof err) != 0) {
         fprintf(stderr, "preplay record: %s\n", err);
         failed = 1;
     }
-    if (failed) return 1;
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    if (failed)
+        return 1;
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
 }
 
@@ -421,7 +447,8 @@ int cmd_collect(int argc, char **argv)
     struct record_common rc;
     const char *name = "default";
     int pr = record_parse(argc, argv, &rc, NULL, &name, usage, "collect");
-    if (pr) return pr == 1 ? 0 : 2;
+    if (pr)
+        return pr == 1 ? 0 : 2;
     if (optind < argc) {
         fprintf(stderr, "preplay collect: unexpected argument '%s'\n", argv[optind]);
         return 2;
@@ -440,6 +467,7 @@ int cmd_collect(int argc, char **argv)
                 "  LD_PRELOAD=%s PREPLAY_COLLECTOR=%s\n",
                 name, record_find_library(lib, sizeof lib) == 0 ? lib : "libpreplay_trace.so",
                 name);
+    record_cpu_clock_note(c, rc.quiet, "collect");
     record_install_signals();
     int tty = !rc.quiet && isatty(2);
     double started = record_now(), last_progress = 0;
@@ -459,7 +487,8 @@ int cmd_collect(int argc, char **argv)
             last_progress = now;
         }
     }
-    if (tty) fprintf(stderr, "\r\033[K");
+    if (tty)
+        fprintf(stderr, "\r\033[K");
     record_summary(rc.out_dir, c, rc.quiet);
     if (collector_finish(c, err, sizeof err) != 0) {
         fprintf(stderr, "preplay collect: %s\n", err);

@@ -43,7 +43,8 @@ void *tracer_resolve(const char *name)
 
 uint32_t tracer_gettid(void)
 {
-    if (TRACER_LIKELY(tracer_tls.tid)) return tracer_tls.tid;
+    if (TRACER_LIKELY(tracer_tls.tid))
+        return tracer_tls.tid;
     tracer_tls.tid = (uint32_t)syscall(SYS_gettid);
     return tracer_tls.tid;
 }
@@ -65,7 +66,8 @@ int tracer_collector_env_present(void)
 static int tracer_read_self(const char *path, char *buf, size_t cap)
 {
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     ssize_t n = syscall(SYS_read, fd, buf, cap);
     syscall(SYS_close, fd);
     return n < 0 ? -1 : (int)n;
@@ -76,7 +78,8 @@ static int tracer_read_self(const char *path, char *buf, size_t cap)
 static int tracer_register(int is_exec)
 {
     const char *name = tracer_env("PREPLAY_COLLECTOR");
-    if (!name || !*name) return -1;
+    if (!name || !*name)
+        return -1;
     const char *component = tracer_env("PREPLAY_COMPONENT");
 
     struct {
@@ -90,11 +93,14 @@ static int tracer_register(int is_exec)
     msg.req.ppid = (uint32_t)syscall(SYS_getppid);
     msg.req.tid = (uint32_t)syscall(SYS_gettid);
     msg.req.is_exec = (uint32_t)is_exec;
-    if (component) snprintf(msg.req.component, sizeof msg.req.component, "%s", component);
+    if (component)
+        snprintf(msg.req.component, sizeof msg.req.component, "%s", component);
     ssize_t exe_len = syscall(SYS_readlink, "/proc/self/exe", msg.exe, sizeof msg.exe);
-    if (exe_len < 0) exe_len = 0;
+    if (exe_len < 0)
+        exe_len = 0;
     int argv_len = tracer_read_self("/proc/self/cmdline", msg.argv, sizeof msg.argv);
-    if (argv_len < 0) argv_len = 0;
+    if (argv_len < 0)
+        argv_len = 0;
     msg.req.exe_len = (uint32_t)exe_len;
     msg.req.argv_len = (uint32_t)argv_len;
     /* pack exe and argv right after the request */
@@ -108,15 +114,19 @@ static int tracer_register(int is_exec)
     off += (size_t)argv_len;
 
     int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     size_t nlen = strlen(name);
-    if (nlen > sizeof addr.sun_path - 10) nlen = sizeof addr.sun_path - 10;
+    if (nlen > sizeof addr.sun_path - 10)
+        nlen = sizeof addr.sun_path - 10;
     memcpy(addr.sun_path + 1, "preplay-", 8);
     memcpy(addr.sun_path + 9, name, nlen);
     socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 9 + nlen);
-    if (syscall(SYS_connect, fd, &addr, alen) < 0) goto fail;
-    if (syscall(SYS_sendto, fd, packet, off, MSG_NOSIGNAL, NULL, 0) != (long)off) goto fail;
+    if (syscall(SYS_connect, fd, &addr, alen) < 0)
+        goto fail;
+    if (syscall(SYS_sendto, fd, packet, off, MSG_NOSIGNAL, NULL, 0) != (long)off)
+        goto fail;
 
     struct tracer_register_reply reply;
     char cbuf[CMSG_SPACE(2 * sizeof(int))];
@@ -131,7 +141,8 @@ static int tracer_register(int is_exec)
         goto fail;
     int fds[2] = {-1, -1};
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    if (!c || c->cmsg_type != SCM_RIGHTS) goto fail;
+    if (!c || c->cmsg_type != SCM_RIGHTS)
+        goto fail;
     size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     memcpy(fds, CMSG_DATA(c), (nfds > 2 ? 2 : nfds) * sizeof(int));
     syscall(SYS_close, fd);
@@ -141,13 +152,15 @@ static int tracer_register(int is_exec)
                                    MAP_SHARED, fds[0], 0);
     syscall(SYS_close, fds[0]);
     if (region == MAP_FAILED) {
-        if (fds[1] >= 0) syscall(SYS_close, fds[1]);
+        if (fds[1] >= 0)
+            syscall(SYS_close, fds[1]);
         return -1;
     }
     struct tracer_control *ctl = tracer_region_control(region);
     if (ctl->magic != TRACER_SHM_MAGIC || ctl->version != TRACER_SHM_VERSION) {
         syscall(SYS_munmap, region, TRACER_REGION_BYTES);
-        if (fds[1] >= 0) syscall(SYS_close, fds[1]);
+        if (fds[1] >= 0)
+            syscall(SYS_close, fds[1]);
         return -1;
     }
     tracer_cpu_time_attach(nfds > 1 ? fds[1] : -1);
@@ -159,7 +172,8 @@ static int tracer_register(int is_exec)
     tracer_global.active = 1;
     return 0;
 fail:
-    if (fd >= 0) syscall(SYS_close, fd);
+    if (fd >= 0)
+        syscall(SYS_close, fd);
     return -1;
 }
 
@@ -167,7 +181,8 @@ fail:
 
 static void tracer_thread_release(struct tracer_thread *t)
 {
-    if (!t->ring || t->claimed_gen != tracer_global.generation) return;
+    if (!t->ring || t->claimed_gen != tracer_global.generation)
+        return;
     struct tracer_ring *r = t->ring;
     t->ring = NULL;
     tracer_cpu_time_release_thread();
@@ -178,7 +193,8 @@ static void tracer_thread_destructor(void *arg)
 {
     (void)arg;
     struct tracer_thread *t = &tracer_tls;
-    if (!t->ring || !tracer_global.active) return;
+    if (!t->ring || !tracer_global.active)
+        return;
     t->busy++;
     uint64_t now = tracer_now_ns();
     t->busy--;
@@ -202,12 +218,14 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
         uint32_t idx = 1 + (start + i) % (TRACER_RING_COUNT - 1);
         struct tracer_ring *r = tracer_region_ring(region, idx);
         uint32_t expect = TRACER_RING_FREE;
-        if (atomic_load_explicit(&r->state, memory_order_relaxed) != TRACER_RING_FREE) continue;
+        if (atomic_load_explicit(&r->state, memory_order_relaxed) != TRACER_RING_FREE)
+            continue;
         if (atomic_compare_exchange_strong(&r->state, &expect, TRACER_RING_ACTIVE)) {
             r->tid = t->tid;
             t->ring = r;
             t->claimed_gen = tracer_global.generation;
-            if (tracer_key_ready) pthread_setspecific(tracer_thread_key, (void *)1);
+            if (tracer_key_ready)
+                pthread_setspecific(tracer_thread_key, (void *)1);
             tracer_cpu_time_claim_thread(t->tid);
             return r;
         }
@@ -220,7 +238,8 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
 struct tracer_thread *tracer_enter(uint32_t family)
 {
     struct tracer_thread *t = &tracer_tls;
-    if (TRACER_UNLIKELY(!tracer_global.active)) return NULL;
+    if (TRACER_UNLIKELY(!tracer_global.active))
+        return NULL;
     struct tracer_control *ctl = tracer_global.control;
     if (!atomic_load_explicit(&ctl->enabled, memory_order_relaxed) || !(ctl->only_mask & family) ||
         t->busy)
@@ -232,7 +251,8 @@ struct tracer_thread *tracer_enter(uint32_t family)
         tracer_gettid();
         struct tracer_ring *r = tracer_thread_claim(t);
         t->busy--;
-        if (!r) return NULL;
+        if (!r)
+            return NULL;
         uint64_t now = tracer_now_ns();
         struct trace_event *ev = tracer_reserve(t, 0);
         if (ev) {
@@ -257,7 +277,8 @@ uint64_t tracer_event_begin(struct tracer_thread *t)
     uint64_t now = tracer_now_ns();
     if (tracer_global.control->only_mask & TRACER_ONLY_CPU) {
         uint64_t cpu = tracer_cpu_time_now(now);
-        if (t->has_cpu && cpu > t->cpu_at_last_end) tracer_pending_cpu += cpu - t->cpu_at_last_end;
+        if (t->has_cpu && cpu > t->cpu_at_last_end)
+            tracer_pending_cpu += cpu - t->cpu_at_last_end;
         t->cpu_at_last_end = cpu;
         t->has_cpu = cpu != 0;
     }
@@ -268,10 +289,12 @@ uint64_t tracer_event_begin(struct tracer_thread *t)
  * continues: the next record carries the time from tracer_event_begin on. */
 void tracer_event_end(struct tracer_thread *t, uint64_t end_ns)
 {
-    if (!t->recorded) return;
+    if (!t->recorded)
+        return;
     t->recorded = 0;
     t->last_end_ns = end_ns;
-    if (t->has_cpu) t->cpu_at_last_end = tracer_cpu_time_now(end_ns);
+    if (t->has_cpu)
+        t->cpu_at_last_end = tracer_cpu_time_now(end_ns);
 }
 
 void tracer_set_parent_tid(uint32_t parent)
@@ -300,12 +323,14 @@ static int tracer_wait_room(struct tracer_ring *r, uint64_t head, uint64_t need)
     int stalled_ms = 0;
     for (;;) {
         uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (TRACER_RING_DATA_BYTES - (head - tail) >= need) return 0;
+        if (TRACER_RING_DATA_BYTES - (head - tail) >= need)
+            return 0;
         if (tail != last_tail) {
             last_tail = tail;
             stalled_ms = 0;
         }
-        if (stalled_ms >= 5000) return -1;
+        if (stalled_ms >= 5000)
+            return -1;
         atomic_store_explicit(&r->producer_waiting, 1, memory_order_seq_cst);
         atomic_store_explicit(&ctl->collector_wake, 1, memory_order_release);
         tracer_futex_wake(&ctl->collector_wake);
@@ -319,7 +344,8 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t extra
 {
     size_t need =
         (sizeof(struct tracer_record_header) + sizeof(struct trace_event) + extra + 7) & ~(size_t)7;
-    if (need > TRACER_RING_DATA_BYTES / 4) return NULL;
+    if (need > TRACER_RING_DATA_BYTES / 4)
+        return NULL;
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
     uint64_t pos = head % TRACER_RING_DATA_BYTES;
@@ -327,7 +353,8 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t extra
     if (TRACER_RING_DATA_BYTES - (head - tail) < need + pad) {
         if (tracer_global.control->drop_when_full || tracer_drop_local ||
             tracer_wait_room(r, head, need + pad) < 0) {
-            if (!tracer_global.control->drop_when_full) tracer_drop_local = 1;
+            if (!tracer_global.control->drop_when_full)
+                tracer_drop_local = 1;
             atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&tracer_global.control->lost_events, 1, memory_order_relaxed);
             return NULL;
@@ -346,7 +373,8 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t extra
     h->size = (uint32_t)need;
     h->kind = TRACER_REC_EVENT;
     h->cpu_before_ns = cpu_slot ? *cpu_slot : 0;
-    if (cpu_slot) *cpu_slot = 0;
+    if (cpu_slot)
+        *cpu_slot = 0;
     tracer_pending_rec = rec;
     tracer_pending_size = (uint32_t)need;
     struct trace_event *ev = (struct trace_event *)(rec + sizeof *h);
@@ -356,10 +384,12 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t extra
 
 struct trace_event *tracer_reserve(struct tracer_thread *t, size_t extra)
 {
-    if (!t->ring) return NULL;
+    if (!t->ring)
+        return NULL;
     t->busy++;
     struct trace_event *ev = tracer_reserve_in(t->ring, extra, &tracer_pending_cpu);
-    if (!ev) t->busy--;
+    if (!ev)
+        t->busy--;
     return ev;
 }
 
@@ -378,14 +408,16 @@ static __thread int tracer_holds_process_lock __attribute__((tls_model("initial-
 
 static int tracer_process_lock(void)
 {
-    if (tracer_holds_process_lock) return -1; /* nested from a signal handler: never deadlock */
+    if (tracer_holds_process_lock)
+        return -1; /* nested from a signal handler: never deadlock */
     _Atomic uint32_t *l = &tracer_global.control->process_ring_lock;
     for (int spins = 0;; spins++) {
         uint32_t expect = 0;
         if (atomic_compare_exchange_weak_explicit(l, &expect, 1, memory_order_acquire,
                                                   memory_order_relaxed))
             break;
-        if (spins > 100) syscall(SYS_sched_yield);
+        if (spins > 100)
+            syscall(SYS_sched_yield);
     }
     tracer_holds_process_lock = 1;
     return 0;
@@ -401,10 +433,12 @@ static int tracer_emit_in_ring0(const struct trace_event *src, const void *data,
 {
     struct tracer_ring *r0 = tracer_region_ring(tracer_global.region, 0);
     struct trace_event *ev = tracer_reserve_in(r0, len, NULL);
-    if (!ev) return -1;
+    if (!ev)
+        return -1;
     *ev = *src;
     ev->data = NULL;
-    if (len) memcpy((unsigned char *)(ev + 1), data, len);
+    if (len)
+        memcpy((unsigned char *)(ev + 1), data, len);
     uint64_t head = atomic_load_explicit(&r0->head, memory_order_relaxed);
     atomic_store_explicit(&r0->head, head + tracer_pending_size, memory_order_release);
     return 0;
@@ -413,7 +447,8 @@ static int tracer_emit_in_ring0(const struct trace_event *src, const void *data,
 int tracer_emit_definition(const struct trace_event *ev)
 {
     struct tracer_thread *t = &tracer_tls;
-    if (!tracer_global.active) return -1;
+    if (!tracer_global.active)
+        return -1;
     t->busy++;
     int rc = -1;
     if (tracer_process_lock() == 0) {
@@ -465,7 +500,8 @@ static void tracer_strtab_init(void)
                         PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     void *arena = (void *)syscall(SYS_mmap, NULL, TRACER_STRTAB_ARENA, PROT_READ | PROT_WRITE,
                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (slots == MAP_FAILED || arena == MAP_FAILED) return;
+    if (slots == MAP_FAILED || arena == MAP_FAILED)
+        return;
     tracer_strtab = slots;
     tracer_strtab_arena = arena;
     tracer_strtab_used = 0;
@@ -491,14 +527,17 @@ static uint32_t tracer_strtab_find(const char *s, size_t len, uint64_t h, uint32
 
 uint32_t tracer_intern(const char *s, size_t len)
 {
-    if (!tracer_global.active || !s) return 0;
-    if (len > 65536) len = 65536;
+    if (!tracer_global.active || !s)
+        return 0;
+    if (len > 65536)
+        len = 65536;
     struct tracer_thread *t = &tracer_tls;
     uint64_t h = tracer_hash(s, len);
     uint32_t slot = UINT32_MAX;
     if (tracer_strtab) {
         uint32_t id = tracer_strtab_find(s, len, h, &slot);
-        if (id) return id;
+        if (id)
+            return id;
     }
     t->busy++;
     uint32_t id = 0;
@@ -545,7 +584,8 @@ void tracer_after_fork_child(void)
     /* The child inherited a mapping of the parent's region: writing there
      * would corrupt the parent's rings. Drop it and register anew. */
     struct tracer_thread *t = &tracer_tls;
-    if (!tracer_global.region) return;
+    if (!tracer_global.region)
+        return;
     tracer_global.active = 0;
     syscall(SYS_munmap, tracer_global.region, TRACER_REGION_BYTES);
     tracer_global.region = NULL;
@@ -570,7 +610,8 @@ void tracer_after_fork_child(void)
 void tracer_before_exec(const char *path)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_ALL);
-    if (!t) return;
+    if (!t)
+        return;
     uint64_t now = tracer_event_begin(t);
     uint32_t path_id = path ? tracer_intern(path, strlen(path)) : 0;
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_CONTROL, TRACE_CTL_EXEC, now, now);
@@ -583,7 +624,8 @@ void tracer_before_exec(const char *path)
 
 __attribute__((constructor)) static void tracer_init(void)
 {
-    if (!tracer_collector_env_present()) return;
+    if (!tracer_collector_env_present())
+        return;
     pthread_key_create(&tracer_thread_key, tracer_thread_destructor);
     tracer_key_ready = 1;
     tracer_strtab_init();

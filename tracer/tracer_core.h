@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "cpu_time.h"
+#include "cpuclock.h"
 #include "shm_layout.h"
 #include "trace_event.h"
 
@@ -65,9 +67,13 @@ void *tracer_resolve(const char *name);
  * should be traced now, else NULL. Claims a ring on first use. */
 struct tracer_thread *tracer_enter(uint32_t family);
 
-/* CLOCK_MONOTONIC nanoseconds (vDSO, no syscall). */
+/* CLOCK_MONOTONIC nanoseconds: rdtsc converted with the collector's
+ * calibration when there is one (~2x cheaper), else the vDSO. */
 static inline uint64_t tracer_now_ns(void)
 {
+    const struct cpuclock_tsc *tsc = tracer_cpu_time_tsc;
+    if (TRACER_LIKELY(tsc != NULL))
+        return cpuclock_tsc_mono_now(tsc);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -91,7 +97,8 @@ static inline struct trace_event *tracer_event_new(struct tracer_thread *t, uint
                                                    uint8_t op, uint64_t begin_ns, uint64_t end_ns)
 {
     struct trace_event *ev = tracer_reserve(t, 0);
-    if (!ev) return NULL;
+    if (!ev)
+        return NULL;
     ev->type = type;
     ev->op = op;
     ev->tid = t->tid;

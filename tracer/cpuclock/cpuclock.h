@@ -177,6 +177,7 @@ struct cpuclock_thread {
     uint64_t reported_mono_ns; /* fallback: mono time of the last value returned */
     uint64_t precise_reads;    /* statistics: syscalls made */
     uint64_t estimated_reads;  /* statistics: reads answered by estimate */
+    uint64_t repairs;          /* statistics: BPF slots found "switched out" while running */
 };
 
 /* Claims this thread's slot in `table` (NULL: go straight to the fallback) and
@@ -192,6 +193,12 @@ enum cpuclock_mode cpuclock_thread_claim(const struct cpuclock_table *table,
 
 /* Gives the slot back (thread exit). Safe to call in any mode. */
 void cpuclock_thread_release(struct cpuclock_thread *th);
+
+/* BPF slow path: the slot says the thread is switched out while it runs (its
+ * last switch-in was not recorded, seen about once per 1000 preemptions here:
+ * docs/cpu-time.md). Reads CLOCK_THREAD_CPUTIME_ID once and rewrites the slot
+ * with the claim protocol (internal to the inline read). */
+uint64_t cpuclock_slot_repair(struct cpuclock_thread *th, uint64_t mono_now, unsigned *flags);
 
 /* Fallback slow path: reads CLOCK_THREAD_CPUTIME_ID (internal to the inline read). */
 uint64_t cpuclock_fallback_precise(struct cpuclock_thread *th, uint64_t mono_now, unsigned *flags);
@@ -230,6 +237,8 @@ static inline uint64_t cpuclock_thread_now(struct cpuclock_thread *th, uint64_t 
             if (seq == atomic_load_explicit(&slot->seq, memory_order_relaxed) || attempt == 3)
                 break;
         }
+        if (off_since > on_since)
+            return cpuclock_slot_repair(th, mono_now, flags);
         if (flags) *flags = CPUCLOCK_EXACT;
         return cpuclock_slot_value(total, on_since, off_since, mono_now);
     }

@@ -151,6 +151,26 @@ void cpuclock_thread_release(struct cpuclock_thread *th)
     th->mode = CPUCLOCK_MODE_NONE;
 }
 
+uint64_t cpuclock_slot_repair(struct cpuclock_thread *th, uint64_t mono_now, unsigned *flags)
+{
+    int saved_errno = errno;
+    th->repairs++;
+    if (flags)
+        *flags = CPUCLOCK_EXACT;
+    /* Rewrite the slot as at claim; if that keeps failing (switches on every
+     * try), answer from the syscall alone. */
+    if (cpuclock_slot_initialise(th->slot) == 0) {
+        uint64_t total = atomic_load_explicit(&th->slot->total_ns, memory_order_relaxed);
+        uint64_t on_since = atomic_load_explicit(&th->slot->on_cpu_since_ns, memory_order_relaxed);
+        errno = saved_errno;
+        return cpuclock_slot_value(total, on_since, on_since, mono_now);
+    }
+    uint64_t cpu = cpuclock_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    errno = saved_errno;
+    (void)mono_now;
+    return cpu;
+}
+
 uint64_t cpuclock_fallback_precise(struct cpuclock_thread *th, uint64_t mono_now, unsigned *flags)
 {
     if (th->mode != CPUCLOCK_MODE_FALLBACK) {
