@@ -189,15 +189,13 @@ static void tracer_thread_release(struct tracer_thread *t)
     atomic_store_explicit(&r->state, TRACER_RING_EXITED, memory_order_release);
 }
 
-static void tracer_thread_destructor(void *arg)
+/* Writes THREAD_EXIT for the calling thread; the record carries the CPU
+ * time of its last segment (work after its last traced call). */
+static void tracer_thread_exit_event(struct tracer_thread *t)
 {
-    (void)arg;
-    struct tracer_thread *t = &tracer_tls;
-    if (!t->ring || !tracer_global.active)
+    if (!t->ring || !tracer_global.active || t->busy || t->claimed_gen != tracer_global.generation)
         return;
-    t->busy++;
-    uint64_t now = tracer_now_ns();
-    t->busy--;
+    uint64_t now = tracer_event_begin(t);
     struct trace_event *ev = tracer_reserve(t, 0);
     if (ev) {
         ev->type = TRACE_EV_THREAD_EXIT;
@@ -205,7 +203,21 @@ static void tracer_thread_destructor(void *arg)
         ev->ts_ns = now;
         tracer_commit(t);
     }
+}
+
+static void tracer_thread_destructor(void *arg)
+{
+    (void)arg;
+    struct tracer_thread *t = &tracer_tls;
+    tracer_thread_exit_event(t);
     tracer_thread_release(t);
+}
+
+/* exit() runs no thread-key destructors: the exiting thread (usually main)
+ * records its end here. */
+__attribute__((destructor)) static void tracer_fini(void)
+{
+    tracer_thread_exit_event(&tracer_tls);
 }
 
 /* Claims a free ring for the calling thread and writes THREAD_START. */
