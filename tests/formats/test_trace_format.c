@@ -70,13 +70,16 @@ static void write_trace(const char *path, const struct trace_event *evs, size_t 
     trace_test_header(&h, 4242, "frontend");
     char err[512];
     struct trace_writer *w = trace_writer_open(path, &h, opt, err, sizeof err);
-    if (!w) fail_msg("%s", err);
+    if (!w)
+        fail_msg("%s", err);
     for (size_t i = 0; i < n; i++) {
         if (flush_every && i % flush_every == 0) {
             assert_int_equal(trace_writer_flush(w), 0);
-            if (flush_offsets) flush_offsets[i / flush_every] = trace_writer_bytes(w);
+            if (flush_offsets)
+                flush_offsets[i / flush_every] = trace_writer_bytes(w);
         }
-        if (trace_writer_append(w, &evs[i]) != 0) fail_msg("%s", trace_writer_error(w));
+        if (trace_writer_append(w, &evs[i]) != 0)
+            fail_msg("%s", trace_writer_error(w));
     }
     assert_int_equal(trace_writer_close(w, err, sizeof err), 0);
 }
@@ -87,7 +90,8 @@ static int read_all(const char *path, int salvage, struct trace_event *out, size
 {
     struct trace_reader_options o = {.salvage = salvage};
     struct trace_reader *r = trace_reader_open(path, &o, msg, msglen);
-    if (!r) return -2;
+    if (!r)
+        return -2;
     static uint8_t payload[1 << 20];
     size_t used = 0;
     int rc;
@@ -98,7 +102,8 @@ static int read_all(const char *path, int salvage, struct trace_event *out, size
         if (ev.type == TRACE_EV_STRING || ev.type == TRACE_EV_STACK) {
             size_t len = ev.type == TRACE_EV_STRING ? ev.u.string.len : ev.u.stack.nframes * 8;
             assert_true(used + len <= sizeof payload);
-            if (len) memcpy(payload + used, ev.data, len);
+            if (len)
+                memcpy(payload + used, ev.data, len);
             ev.data = payload + used;
             used += (len + 7) & ~(size_t)7;
         }
@@ -273,7 +278,8 @@ static void test_roundtrip_every_type_and_extreme(void **state)
     for (size_t i = 0; i < n; i++)
         seen[evs[i].type]++;
     for (unsigned t = 1; t < TRACE_EV_TYPE_COUNT; t++)
-        if (!seen[t]) fail_msg("type %s is not exercised", trace_event_type_name(t));
+        if (!seen[t])
+            fail_msg("type %s is not exercised", trace_event_type_name(t));
     const char *p = test_path("extreme.trace");
     write_trace(p, evs, n, NULL, NULL, 0);
     char msg[512];
@@ -449,7 +455,8 @@ static void test_flipped_bytes(void **state)
         assert_int_equal(m, per_frame); /* the first frame was delivered */
         if (strncmp(msg, want, strlen(want)) != 0 && !strstr(msg, "truncated frame"))
             fail_msg("flip at %llu: '%s'", (unsigned long long)at, msg);
-        if (at >= end - 4) assert_non_null(strstr(msg, "checksum mismatch"));
+        if (at >= end - 4)
+            assert_non_null(strstr(msg, "checksum mismatch"));
         checksum_hits += strstr(msg, "checksum mismatch") != NULL;
         /* salvage: the first frame, then the SALVAGE loss of the second */
         assert_int_equal(read_all(t, 1, mix_got, 40100, &m, msg, sizeof msg), 0);
@@ -597,7 +604,8 @@ static void test_higher_minor_skips_unknown(void **state)
 
     char msg[600];
     struct trace_reader *r = trace_reader_open(p, NULL, msg, sizeof msg);
-    if (!r) fail_msg("%s", msg);
+    if (!r)
+        fail_msg("%s", msg);
     assert_int_equal(trace_reader_header(r)->version_minor, 7);
     assert_string_equal(trace_reader_header(r)->host, "testhost");
     struct trace_event ev;
@@ -631,7 +639,8 @@ static void test_ring_marks_dropped_span(void **state)
 
     char msg[600];
     struct trace_reader *r = trace_reader_open(p, NULL, msg, sizeof msg);
-    if (!r) fail_msg("%s", msg);
+    if (!r)
+        fail_msg("%s", msg);
     struct trace_event ev;
     assert_int_equal(trace_reader_next(r, &ev), 1);
     assert_int_equal(ev.type, TRACE_EV_CONTROL);
@@ -653,7 +662,8 @@ static void test_ring_marks_dropped_span(void **state)
     int conn_known[16] = {0};
     int rc;
     while ((rc = trace_reader_next(r, &ev)) == 1) {
-        if (ev.type == TRACE_EV_STRING) continue;
+        if (ev.type == TRACE_EV_STRING)
+            continue;
         if (ev.type == TRACE_EV_CONN && ev.op == TRACE_CONN_IDENT) {
             assert_true(ev.u.conn.conn_id >= 1 && ev.u.conn.conn_id <= 4);
             assert_int_equal(ev.u.conn.local_port, 8080);
@@ -663,7 +673,8 @@ static void test_ring_marks_dropped_span(void **state)
         }
         assert_true(k < n);
         assert_event_equal(&mix_events[k], &ev);
-        if (ev.type == TRACE_EV_NET) assert_true(conn_known[ev.u.net.conn_id]);
+        if (ev.type == TRACE_EV_NET)
+            assert_true(conn_known[ev.u.net.conn_id]);
         k++;
     }
     assert_int_equal(rc, 0);
