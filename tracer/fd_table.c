@@ -76,11 +76,54 @@ struct tracer_fd *tracer_fd_classify(int fd)
     return f;
 }
 
+/* Ring walks are bounded: a ring is never longer than the fd table, and a
+ * damaged ring (threads racing on dup/close) must not hang the app. */
+#define TRACER_FD_RING_STEPS 4096
+
+/* Takes fd out of the ring of descriptors sharing its description. */
+static void tracer_fd_unlink(int fd, struct tracer_fd *f)
+{
+    if (!f->dup_next_plus1)
+        return;
+    int next = f->dup_next_plus1 - 1;
+    int prev = next;
+    for (int steps = 0; steps < TRACER_FD_RING_STEPS; steps++) {
+        struct tracer_fd *p = tracer_fd_get(prev);
+        if (!p || !p->dup_next_plus1)
+            break;
+        if (p->dup_next_plus1 - 1 == fd) {
+            /* a ring of two becomes a lone descriptor again */
+            p->dup_next_plus1 = next == prev ? 0 : next + 1;
+            break;
+        }
+        prev = p->dup_next_plus1 - 1;
+    }
+    f->dup_next_plus1 = 0;
+}
+
+void tracer_fd_sync_shared(struct tracer_fd *f)
+{
+    if (TRACER_LIKELY(!f->dup_next_plus1))
+        return;
+    int self = (int)(f - tracer_fds);
+    int cur = f->dup_next_plus1 - 1;
+    for (int steps = 0; cur != self && steps < TRACER_FD_RING_STEPS; steps++) {
+        struct tracer_fd *p = tracer_fd_get(cur);
+        if (!p || !p->dup_next_plus1)
+            break;
+        p->offset = f->offset;
+        p->size = f->size;
+        cur = p->dup_next_plus1 - 1;
+    }
+}
+
 void tracer_fd_reset(int fd)
 {
     struct tracer_fd *f = tracer_fd_get(fd);
-    if (f)
-        memset(f, 0, sizeof *f);
+    if (!f)
+        return;
+    tracer_fd_unlink(fd, f);
+    memset(f, 0, sizeof *f);
 }
 
 struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append)
@@ -88,6 +131,7 @@ struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append)
     struct tracer_fd *f = tracer_fd_get(fd);
     if (!f)
         return NULL;
+    tracer_fd_unlink(fd, f); /* fd reused after a close we did not see */
     memset(f, 0, sizeof *f);
     struct stat st;
     if (syscall(SYS_fstat, fd, &st) == 0)
@@ -103,11 +147,16 @@ struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append)
 
 void tracer_fd_dup(int oldfd, int newfd)
 {
-    struct tracer_fd *a = tracer_fd_get(oldfd), *b = tracer_fd_get(newfd);
+    struct tracer_fd *a = tracer_fd_classify(oldfd), *b = tracer_fd_get(newfd);
     if (!b || oldfd == newfd)
         return;
-    if (a)
-        *b = *a;
-    else
+    tracer_fd_unlink(newfd, b); /* dup2/dup3 closed whatever newfd was */
+    if (!a) {
         memset(b, 0, sizeof *b);
+        return;
+    }
+    *b = *a;
+    /* both now name one open file description: link newfd in after oldfd */
+    b->dup_next_plus1 = a->dup_next_plus1 ? a->dup_next_plus1 : oldfd + 1;
+    a->dup_next_plus1 = newfd + 1;
 }

@@ -4,9 +4,13 @@
  * TRACER_FD_MAX are traced without identity.
  *
  * Offsets and sizes are tracked from the calls we see (an lseek or fstat per
- * event would cost a syscall); dup'd descriptors copy the state at dup time
- * and then diverge (a documented limit). Descriptors we never saw being
- * created are classified on first use with one fstat. */
+ * event would cost a syscall). Descriptors dup'd in this process share one
+ * open file description, hence one offset: they are linked in a ring and an
+ * update of one is copied to all (tracer_fd_sync_shared). What stays a
+ * documented limit: descriptors shared with another process (inherited
+ * across fork, passed over SCM_RIGHTS) and independent opens of the same
+ * file do not see each other's offsets and sizes. Descriptors we never saw
+ * being created are classified on first use with one fstat. */
 #ifndef PREPLAY_TRACER_FD_TABLE_H
 #define PREPLAY_TRACER_FD_TABLE_H
 
@@ -47,6 +51,7 @@ struct tracer_fd {
     uint32_t db_cmd_len;
     uint32_t db_text_have;
     uint64_t db_cmd_start_ns;
+    int32_t dup_next_plus1; /* next fd (+1) sharing the open file description, 0 = none */
 };
 
 /* Entry for fd, or NULL when fd is out of range or the table is unavailable. */
@@ -59,5 +64,7 @@ void tracer_fd_reset(int fd);
 struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append);
 /* Copy state for dup/dup2/dup3/F_DUPFD. */
 void tracer_fd_dup(int oldfd, int newfd);
+/* Copies f's offset and size to every descriptor dup'd from it. */
+void tracer_fd_sync_shared(struct tracer_fd *f);
 
 #endif

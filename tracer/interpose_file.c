@@ -386,8 +386,10 @@ static off_t tracer_seeked(int fd, off_t r)
 {
     if (r >= 0) {
         struct tracer_fd *f = tracer_fd_get(fd);
-        if (f && f->kind == TRACER_FD_FILE)
+        if (f && f->kind == TRACER_FD_FILE) {
             f->offset = r;
+            tracer_fd_sync_shared(f);
+        }
     }
     return r;
 }
@@ -428,8 +430,10 @@ static int tracer_truncated(int fd, off_t len, int r, int err, struct tracer_thr
         }
         tracer_commit(t);
     }
-    if (r == 0 && f)
+    if (r == 0 && f) {
         f->size = (uint64_t)len;
+        tracer_fd_sync_shared(f);
+    }
     tracer_event_end(t, end);
     return r;
 }
@@ -484,8 +488,10 @@ static void tracer_copy_recorded(struct tracer_thread *t, uint8_t op, int in_fd,
             ev->u.file.ino = in->ino;
             ev->u.file.path_id = in->path_id;
             ev->u.file.file_size = in->size;
-            if (in_off < 0 && r > 0)
+            if (in_off < 0 && r > 0) {
                 in->offset += r;
+                tracer_fd_sync_shared(in);
+            }
         }
         tracer_commit(t);
     }

@@ -320,6 +320,7 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
             if (io->dir == TRACER_IO_OUT && io->result > 0 &&
                 (uint64_t)(off + io->result) > f->size)
                 f->size = (uint64_t)(off + io->result);
+            tracer_fd_sync_shared(f);
         } else {
             fe->offset = -1;
         }
