@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""test_fileio.py - offsets, sizes, results, file size before each operation
+and device+inode of every FILE event of tt_fileio must equal what the kernel
+said (tt_fileio prints the truth it read with raw syscalls)."""
+import json
+import os
+
+import tracerlib as tl
+
+work = tl.scratch("fileio")
+out = os.path.join(work, "trace")
+data = os.path.join(work, "data")
+os.mkdir(data)
+rc, stdout, stderr = tl.record(out, [tl.helper("tt_fileio"), data], timeout=60)
+tl.check_eq(rc, 0, f"tt_fileio exit status (stderr: {stderr.strip()})")
+lines = [json.loads(l) for l in stdout.splitlines()]
+opens = [l for l in lines if "open" in l]
+tl.check_eq(len(opens), 2, "files tt_fileio opened")
+traces = tl.read_traces(out)
+tl.check_eq(len(traces), 1, "trace files")
+(trace,) = traces.values()
+
+DATA_OPS = {"read", "write", "pread", "pwrite", "truncate", "fsync", "fdatasync", "close"}
+FIELDS = ("op", "fd", "offset", "size", "result", "file_size", "dev", "ino")
+for o in opens:
+    want = []
+    seen = False
+    for l in lines:
+        if "open" in l:
+            seen = l is o
+        elif seen:
+            want.append(l)
+    opened = [e for e in trace.of("file", "open") if e.get("path") == o["open"] and e["fd"] == o["fd"]]
+    tl.check(len(opened) >= 1, f"an OPEN event for {o['open']} on fd {o['fd']}")
+    for e in opened:
+        tl.check_eq((e["dev"], e["ino"]), (o["dev"], o["ino"]), f"dev/ino of open of {o['open']}")
+    got = [e for e in tl.file_events(trace, o["ino"], DATA_OPS)]
+    tl.check_eq(len(got), len(want), f"data events on {o['open']}")
+    for i, (g, w) in enumerate(zip(got, want)):
+        for k in FIELDS:
+            tl.check_eq(g[k], w[k], f"{o['open']} event {i} ({w['op']}) field {k}")
+        tl.check(g["flags"] & 1 == 0, f"{o['open']} event {i}: error flag set")
+tl.finish()

@@ -1,0 +1,184 @@
+"""tracerlib.py - shared helpers of the tracer's script tests: a scratch
+directory and process registry cleaned up however the test ends, running a
+command under `preplay record` with a time limit, reading every trace of a
+recording through trace_to_jsonl, and collecting failed checks so a test
+reports all of them at once. Never asserts on its own: tests decide what a
+trace must contain."""
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+PREPLAY = os.environ.get("PREPLAY_BIN")
+BUILD = os.environ.get("PREPLAY_BUILD_DIR")
+if not PREPLAY or not BUILD:
+    sys.exit("tracerlib: PREPLAY_BIN and PREPLAY_BUILD_DIR must be set (run through ctest)")
+HELPERS = os.path.join(BUILD, "tests", "tracer")
+JSONL = os.path.join(HELPERS, "trace_to_jsonl")
+
+_procs = []
+_dirs = []
+_failures = []
+
+
+def _cleanup():
+    for p in _procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                p.kill()
+                p.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+    for d in _dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_cleanup)
+for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(_sig, lambda s, f: sys.exit(128 + s))
+
+
+def helper(name):
+    """Path of one of our test programs built next to this test."""
+    path = os.path.join(HELPERS, name)
+    if not os.access(path, os.X_OK):
+        sys.exit(f"tracerlib: test program {path} is missing (build the tests)")
+    return path
+
+
+def scratch(tag):
+    d = tempfile.mkdtemp(prefix=f"preplay-{tag}-")
+    _dirs.append(d)
+    return d
+
+
+def spawn(args, **kw):
+    """Starts a process in its own process group; killed at exit if alive."""
+    kw.setdefault("start_new_session", True)
+    p = subprocess.Popen(args, **kw)
+    _procs.append(p)
+    return p
+
+
+def record_args(outdir, cmd, component=None, extra=()):
+    a = [PREPLAY, "record", "-q", "-o", outdir]
+    if component:
+        a += ["-c", component]
+    return a + list(extra) + ["--"] + list(cmd)
+
+
+def record(outdir, cmd, timeout=60, component=None, extra=(), stdin=None, env=None):
+    """Runs cmd under `preplay record`; returns (exit status, stdout, stderr)."""
+    p = spawn(record_args(outdir, cmd, component, extra), stdin=stdin or subprocess.DEVNULL,
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate(timeout=10)
+        fail(f"record of {cmd} did not end within {timeout}s; stderr: {err.decode()[-500:]}")
+        finish()
+    return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+class Trace:
+    def __init__(self, path, header, events):
+        self.path = path
+        self.header = header
+        self.events = events
+        self.pid = header["pid"]
+        self.ppid = header["ppid"]
+
+    def of(self, type_, op=None, **match):
+        out = []
+        for e in self.events:
+            if e["type"] != type_ or (op is not None and e.get("op") != op):
+                continue
+            if all(e.get(k) == v for k, v in match.items()):
+                out.append(e)
+        return out
+
+
+def read_trace(path):
+    r = subprocess.run([JSONL, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    if r.returncode != 0:
+        fail(f"{path}: reader error: {r.stderr.decode().strip()}")
+    lines = [json.loads(l) for l in r.stdout.decode().splitlines()]
+    if not lines or lines[0]["type"] != "header":
+        fail(f"{path}: no header")
+        finish()
+    return Trace(path, lines[0], lines[1:])
+
+
+def read_traces(outdir):
+    """Every trace of a recording, by pid."""
+    traces = {}
+    for name in sorted(os.listdir(outdir)):
+        if name.endswith(".trace"):
+            t = read_trace(os.path.join(outdir, name))
+            traces[t.pid] = t
+    return traces
+
+
+def file_events(trace, ino, ops=None):
+    return [e for e in trace.events if e["type"] == "file" and e.get("ino") == ino and
+            (ops is None or e["op"] in ops)]
+
+
+def fail(msg):
+    _failures.append(msg)
+    print("FAIL: " + msg, file=sys.stderr)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    return cond
+
+
+def check_eq(got, want, what):
+    return check(got == want, f"{what}: got {got!r}, want {want!r}")
+
+
+def finish():
+    if _failures:
+        print(f"{len(_failures)} check(s) failed", file=sys.stderr)
+        sys.exit(1)
+    print("ok")
+    sys.exit(0)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+probe_ports = []  # client ports of wait_port's probe connections (no bytes sent)
+
+
+def wait_port(port, timeout=20, proc=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
+        try:
+            c = socket.create_connection(("127.0.0.1", port), timeout=1)
+            probe_ports.append(c.getsockname()[1])
+            c.close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False

@@ -1,0 +1,157 @@
+/* tt_fileio.c - a known sequence of file operations for the tracer test
+ * test_fileio.py: write/pwrite/read/pread/readv/writev/lseek/O_APPEND/
+ * ftruncate/fsync and a dup'd descriptor. Before each traced operation it
+ * asks the kernel (raw syscalls, which the tracer cannot see or correct)
+ * for the true offset and file size, and prints what the trace must say as
+ * one JSON line per operation. It must never use libc wrappers for those
+ * oracle reads, or the tracer would see (and be fixed up by) them. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static char buf[4096];
+
+static long long true_offset(int fd)
+{
+    return (long long)syscall(SYS_lseek, fd, 0, SEEK_CUR);
+}
+
+static void true_stat(int fd, struct stat *st)
+{
+    if (syscall(SYS_fstat, fd, st) != 0) {
+        perror("fstat");
+        exit(1);
+    }
+}
+
+/* Prints the expectation for one operation done at `offset` on fd. */
+static void expect(const char *op, int fd, long long offset, size_t size, long long result,
+                   const struct stat *before)
+{
+    printf("{\"op\":\"%s\",\"fd\":%d,\"offset\":%lld,\"size\":%zu,\"result\":%lld,"
+           "\"file_size\":%lld,\"dev\":%llu,\"ino\":%llu}\n",
+           op, fd, offset, size, result, (long long)before->st_size,
+           (unsigned long long)before->st_dev, (unsigned long long)before->st_ino);
+}
+
+#define CHECKED(call)                                                                              \
+    do {                                                                                           \
+        if ((call) < 0) {                                                                          \
+            perror(#call);                                                                         \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: tt_fileio DIR\n");
+        return 2;
+    }
+    char a_path[4096], b_path[4096];
+    snprintf(a_path, sizeof a_path, "%s/a.dat", argv[1]);
+    snprintf(b_path, sizeof b_path, "%s/b.log", argv[1]);
+    memset(buf, 'x', sizeof buf);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    struct stat st;
+    long long off, r;
+    int fd = open(a_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    CHECKED(fd);
+    true_stat(fd, &st);
+    printf("{\"open\":\"%s\",\"fd\":%d,\"dev\":%llu,\"ino\":%llu}\n", a_path, fd,
+           (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+
+    off = true_offset(fd), true_stat(fd, &st);
+    CHECKED(r = write(fd, buf, 100));
+    expect("write", fd, off, 100, r, &st);
+
+    true_stat(fd, &st);
+    CHECKED(r = pwrite(fd, buf, 50, 200)); /* leaves a hole 100..199 */
+    expect("pwrite", fd, 200, 50, r, &st);
+
+    CHECKED(lseek(fd, 10, SEEK_SET));
+    off = true_offset(fd), true_stat(fd, &st);
+    CHECKED(r = read(fd, buf, 30));
+    expect("read", fd, off, 30, r, &st);
+
+    true_stat(fd, &st);
+    CHECKED(r = pread(fd, buf, 20, 240)); /* short: 10 bytes before EOF */
+    expect("pread", fd, 240, 20, r, &st);
+
+    struct iovec wv[3] = {{buf, 5}, {buf + 5, 7}, {buf + 12, 9}};
+    off = true_offset(fd), true_stat(fd, &st);
+    CHECKED(r = writev(fd, wv, 3));
+    expect("write", fd, off, 21, r, &st);
+
+    struct iovec rv[2] = {{buf, 10}, {buf + 10, 10}};
+    off = true_offset(fd), true_stat(fd, &st);
+    CHECKED(r = readv(fd, rv, 2));
+    expect("read", fd, off, 20, r, &st);
+
+    CHECKED(lseek(fd, 0, SEEK_END));
+    off = true_offset(fd), true_stat(fd, &st);
+    CHECKED(r = write(fd, buf, 4)); /* grows the file past its end */
+    expect("write", fd, off, 4, r, &st);
+
+    /* a dup'd descriptor shares the open file description (one offset) */
+    int fd2 = dup(fd);
+    CHECKED(fd2);
+    off = true_offset(fd2), true_stat(fd2, &st);
+    CHECKED(r = write(fd2, buf, 12));
+    expect("write", fd2, off, 12, r, &st);
+    off = true_offset(fd), true_stat(fd, &st);
+    CHECKED(r = write(fd, buf, 3)); /* the original continues where fd2 stopped */
+    expect("write", fd, off, 3, r, &st);
+    off = true_offset(fd2), true_stat(fd2, &st);
+    CHECKED(r = read(fd2, buf, 8)); /* at EOF: 0 bytes */
+    expect("read", fd2, off, 8, r, &st);
+    true_stat(fd2, &st);
+    CHECKED(close(fd2)); /* closes one name of the description, not the file */
+    expect("close", fd2, -1, 0, 0, &st);
+
+    true_stat(fd, &st);
+    CHECKED(ftruncate(fd, 100));
+    expect("truncate", fd, 100, 0, 0, &st);
+    off = true_offset(fd), true_stat(fd, &st);
+    CHECKED(r = write(fd, buf, 7)); /* past the new end: another hole */
+    expect("write", fd, off, 7, r, &st);
+    true_stat(fd, &st);
+    CHECKED(fsync(fd));
+    expect("fsync", fd, -1, 0, 0, &st);
+    true_stat(fd, &st);
+    CHECKED(fdatasync(fd));
+    expect("fdatasync", fd, -1, 0, 0, &st);
+    true_stat(fd, &st);
+    CHECKED(close(fd));
+    expect("close", fd, -1, 0, 0, &st);
+
+    /* O_APPEND: every write lands at the end, whatever the offset says */
+    int pre = open(b_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECKED(pre);
+    true_stat(pre, &st);
+    printf("{\"open\":\"%s\",\"fd\":%d,\"dev\":%llu,\"ino\":%llu}\n", b_path, pre,
+           (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+    CHECKED(r = write(pre, buf, 33));
+    expect("write", pre, 0, 33, r, &st);
+    true_stat(pre, &st);
+    CHECKED(close(pre));
+    expect("close", pre, -1, 0, 0, &st);
+    int ap = open(b_path, O_WRONLY | O_APPEND);
+    CHECKED(ap);
+    for (int i = 0; i < 3; i++) {
+        true_stat(ap, &st);
+        CHECKED(r = write(ap, buf, 10 + (size_t)i));
+        expect("write", ap, (long long)st.st_size, 10 + (size_t)i, r, &st);
+    }
+    true_stat(ap, &st);
+    CHECKED(close(ap));
+    expect("close", ap, -1, 0, 0, &st);
+    return 0;
+}
