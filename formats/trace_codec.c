@@ -30,7 +30,8 @@ uint32_t trace_crc32(const void *data, size_t len)
 {
     /* The table is idempotent to build, so a race between threads only
      * computes the same values twice. */
-    if (!trace_crc_ready) trace_crc_init();
+    if (!trace_crc_ready)
+        trace_crc_init();
     const uint8_t *p = data;
     uint32_t c = 0xFFFFFFFFu;
     for (size_t i = 0; i < len; i++)
@@ -56,7 +57,8 @@ void trace_chunk_header_pack(uint8_t out[TRACE_CHUNK_PAYLOAD], const struct trac
 
 int trace_chunk_header_unpack(const uint8_t in[TRACE_CHUNK_PAYLOAD], struct trace_chunk_header *c)
 {
-    if (trace_get_le32(in + 44) != trace_crc32(in, 44)) return -1;
+    if (trace_get_le32(in + 44) != trace_crc32(in, 44))
+        return -1;
     c->seq = trace_get_le64(in + 0);
     c->compressed_size = trace_get_le32(in + 8);
     c->raw_size = trace_get_le32(in + 12);
@@ -83,7 +85,8 @@ void trace_ring_index_pack(uint8_t out[TRACE_RING_PAYLOAD], const struct trace_r
 
 int trace_ring_index_unpack(const uint8_t in[TRACE_RING_PAYLOAD], struct trace_ring_index *r)
 {
-    if (trace_get_le32(in + 60) != trace_crc32(in, 60)) return -1;
+    if (trace_get_le32(in + 60) != trace_crc32(in, 60))
+        return -1;
     r->oldest_offset = trace_get_le64(in + 0);
     r->oldest_seq = trace_get_le64(in + 8);
     r->head_offset = trace_get_le64(in + 16);
@@ -243,7 +246,8 @@ static const struct trace_type_desc trace_types[TRACE_EV_TYPE_COUNT] = {
 static uint64_t trace_field_load(const struct trace_event *ev, const struct trace_field *f)
 {
     const uint8_t *p = (const uint8_t *)ev + f->off;
-    if (f->flags & TF_BYTES8) return trace_get_le64(p);
+    if (f->flags & TF_BYTES8)
+        return trace_get_le64(p);
     switch (f->size) {
     case 1:
         return *p;
@@ -323,15 +327,18 @@ void trace_codec_reset(struct trace_codec *c)
 
 static struct trace_codec_thread *trace_codec_thread_state(struct trace_codec *c, uint64_t tid)
 {
-    if (c->cached_thread && c->cached_tid == tid) return c->cached_thread;
+    if (c->cached_thread && c->cached_tid == tid)
+        return c->cached_thread;
     int inserted;
     uint32_t *slot = trace_u64map_upsert(&c->thread_index, tid, (uint32_t)c->nthreads, &inserted);
-    if (!slot) return NULL;
+    if (!slot)
+        return NULL;
     if (inserted) {
         if (c->nthreads == c->cap_threads) {
             size_t ncap = c->cap_threads ? c->cap_threads * 2 : 16;
             void *n = realloc(c->threads, ncap * sizeof *c->threads);
-            if (!n) return NULL;
+            if (!n)
+                return NULL;
             c->threads = n;
             c->cap_threads = ncap;
         }
@@ -344,15 +351,18 @@ static struct trace_codec_thread *trace_codec_thread_state(struct trace_codec *c
 
 static struct trace_codec_fd *trace_codec_fd_state(struct trace_codec *c, uint64_t fd)
 {
-    if (c->cached_fdstate && c->cached_fd == fd) return c->cached_fdstate;
+    if (c->cached_fdstate && c->cached_fd == fd)
+        return c->cached_fdstate;
     int inserted;
     uint32_t *slot = trace_u64map_upsert(&c->fd_index, fd, (uint32_t)c->nfds, &inserted);
-    if (!slot) return NULL;
+    if (!slot)
+        return NULL;
     if (inserted) {
         if (c->nfds == c->cap_fds) {
             size_t ncap = c->cap_fds ? c->cap_fds * 2 : 16;
             void *n = realloc(c->fds, ncap * sizeof *c->fds);
-            if (!n) return NULL;
+            if (!n)
+                return NULL;
             c->fds = n;
             c->cap_fds = ncap;
         }
@@ -392,10 +402,12 @@ static int trace_codec_predict(struct trace_codec *c, const struct trace_event *
                                uint64_t *pred)
 {
     if (f->pred >= TP_THREAD_END && f->pred <= TP_THREAD_DB_CONN && !cur->thread) {
-        if (!(cur->thread = trace_codec_thread_state(c, ev->tid))) return -1;
+        if (!(cur->thread = trace_codec_thread_state(c, ev->tid)))
+            return -1;
     }
     if (f->pred >= TP_FD_NEXT_OFFSET && f->pred <= TP_FD_MSG_FLAGS && !cur->fd) {
-        if (!(cur->fd = trace_codec_fd_state(c, trace_event_fd_key(ev)))) return -1;
+        if (!(cur->fd = trace_codec_fd_state(c, trace_event_fd_key(ev))))
+            return -1;
     }
     switch (f->pred) {
     case TP_ZERO:
@@ -468,7 +480,8 @@ static int trace_codec_predict(struct trace_codec *c, const struct trace_event *
 static int trace_codec_update(struct trace_codec *c, const struct trace_event *ev,
                               struct trace_codec_cursor *cur)
 {
-    if (!cur->thread && !(cur->thread = trace_codec_thread_state(c, ev->tid))) return -1;
+    if (!cur->thread && !(cur->thread = trace_codec_thread_state(c, ev->tid)))
+        return -1;
     struct trace_codec_thread *t = cur->thread;
     c->prev_tid = ev->tid;
     t->end_ts = ev->ts_ns + ev->dur_ns;
@@ -546,7 +559,8 @@ size_t trace_codec_record_bound(const struct trace_event *ev)
 
 size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, uint8_t *out)
 {
-    if (!trace_type_known(ev->type)) return 0;
+    if (!trace_type_known(ev->type))
+        return 0;
     const struct trace_type_desc *td = &trace_types[ev->type];
     uint8_t fields[TRACE_RECORD_FIXED_MAX];
     size_t nfield_bytes = 0;
@@ -555,7 +569,8 @@ size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, u
     for (unsigned i = 0; i < td->nfields; i++) {
         const struct trace_field *f = &td->fields[i];
         uint64_t pred;
-        if (trace_codec_predict(c, ev, f, &cur, &pred) != 0) return (size_t)-1;
+        if (trace_codec_predict(c, ev, f, &cur, &pred) != 0)
+            return (size_t)-1;
         uint64_t v = trace_field_load(ev, f);
         if (v != pred) {
             mask |= (uint64_t)1 << i;
@@ -596,7 +611,8 @@ size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, u
             prev = frames[i];
         }
     }
-    if (trace_codec_update(c, ev, &cur) != 0) return (size_t)-1;
+    if (trace_codec_update(c, ev, &cur) != 0)
+        return (size_t)-1;
     return n;
 }
 
@@ -642,7 +658,8 @@ int trace_codec_decode(struct trace_codec *c, const uint8_t **p, const uint8_t *
     for (unsigned i = 0; i < td->nfields; i++) {
         const struct trace_field *f = &td->fields[i];
         uint64_t pred, delta = 0;
-        if (trace_codec_predict(c, ev, f, &cur, &pred) != 0) return TRACE_CODEC_NOMEM;
+        if (trace_codec_predict(c, ev, f, &cur, &pred) != 0)
+            return TRACE_CODEC_NOMEM;
         if (mask & ((uint64_t)1 << i)) {
             if (trace_get_varint(&q, rec_end, &delta) != 0) {
                 *why = "record field is truncated";
@@ -675,7 +692,8 @@ int trace_codec_decode(struct trace_codec *c, const uint8_t **p, const uint8_t *
         if (nframes > c->stack_cap) {
             size_t ncap = nframes < 64 ? 64 : nframes;
             void *n = realloc(c->stack_frames, ncap * sizeof *c->stack_frames);
-            if (!n) return TRACE_CODEC_NOMEM;
+            if (!n)
+                return TRACE_CODEC_NOMEM;
             c->stack_frames = n;
             c->stack_cap = ncap;
         }
@@ -691,7 +709,8 @@ int trace_codec_decode(struct trace_codec *c, const uint8_t **p, const uint8_t *
         }
         ev->data = nframes ? c->stack_frames : NULL;
     }
-    if (trace_codec_update(c, ev, &cur) != 0) return TRACE_CODEC_NOMEM;
+    if (trace_codec_update(c, ev, &cur) != 0)
+        return TRACE_CODEC_NOMEM;
     *p = rec_end;
     return TRACE_CODEC_OK;
 }

@@ -105,9 +105,11 @@ static inline int trace_get_varint(const uint8_t **p, const uint8_t *end, uint64
     uint64_t v = 0;
     const uint8_t *q = *p;
     for (unsigned shift = 0; shift < 70; shift += 7) {
-        if (q >= end) return -1;
+        if (q >= end)
+            return -1;
         uint8_t b = *q++;
-        if (shift == 63 && b > 1) return -1;
+        if (shift == 63 && b > 1)
+            return -1;
         v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80)) {
             *p = q;

@@ -64,7 +64,8 @@ static void trace_reader_format(char *buf, size_t cap, const char *path, const c
                                 va_list ap)
 {
     int n = snprintf(buf, cap, "%s: ", path);
-    if (n > 0 && (size_t)n < cap) vsnprintf(buf + n, cap - (size_t)n, fmt, ap);
+    if (n > 0 && (size_t)n < cap)
+        vsnprintf(buf + n, cap - (size_t)n, fmt, ap);
 }
 
 static void trace_open_fail(char *err, size_t errlen, const char *path, const char *fmt, ...)
@@ -73,7 +74,8 @@ static void trace_open_fail(char *err, size_t errlen, const char *path, const ch
 {
     va_list ap;
     va_start(ap, fmt);
-    if (err && errlen) trace_reader_format(err, errlen, path, fmt, ap);
+    if (err && errlen)
+        trace_reader_format(err, errlen, path, fmt, ap);
     va_end(ap);
 }
 
@@ -82,8 +84,10 @@ static int trace_pread_full(int fd, void *buf, size_t len, uint64_t off)
     size_t done = 0;
     while (done < len) {
         ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
         done += (size_t)n;
     }
     return 0;
@@ -123,13 +127,16 @@ static int trace_reader_keep_string(struct trace_reader *r, const struct trace_e
     int inserted;
     uint32_t *slot =
         trace_u64map_upsert(&r->string_index, ev->u.string.id, (uint32_t)r->nstrings, &inserted);
-    if (!slot) return -1;
-    if (!inserted) return 0; /* ring mode repeats strings; the first copy stays */
+    if (!slot)
+        return -1;
+    if (!inserted)
+        return 0; /* ring mode repeats strings; the first copy stays */
     size_t len = ev->u.string.len;
     if (r->nstrings == r->cap_strings) {
         size_t ncap = r->cap_strings ? r->cap_strings * 2 : 256;
         void *n = realloc(r->strings, ncap * sizeof *r->strings);
-        if (!n) return -1;
+        if (!n)
+            return -1;
         r->strings = n;
         r->cap_strings = ncap;
     }
@@ -138,11 +145,13 @@ static int trace_reader_keep_string(struct trace_reader *r, const struct trace_e
         while (ncap < r->arena_len + len + 1)
             ncap *= 2;
         char *n = realloc(r->arena, ncap);
-        if (!n) return -1;
+        if (!n)
+            return -1;
         r->arena = n;
         r->arena_cap = ncap;
     }
-    if (len) memcpy(r->arena + r->arena_len, ev->data, len);
+    if (len)
+        memcpy(r->arena + r->arena_len, ev->data, len);
     r->arena[r->arena_len + len] = '\0';
     r->strings[r->nstrings++] = (struct trace_reader_string_slot){r->arena_len, (uint32_t)len};
     r->arena_len += len + 1;
@@ -153,7 +162,8 @@ static int trace_reader_keep_string(struct trace_reader *r, const struct trace_e
 
 static int trace_header_copy_str(char *dst, size_t cap, const uint8_t *v, uint32_t len)
 {
-    if (len >= cap) return -1;
+    if (len >= cap)
+        return -1;
     memcpy(dst, v, len);
     dst[len] = '\0';
     return 0;
@@ -209,7 +219,8 @@ static int trace_reader_parse_header(struct trace_reader *r, const uint8_t *pl, 
         case TRACE_HDR_PID:
         case TRACE_HDR_PPID:
             bad = len < 4;
-            if (!bad) *(tag == TRACE_HDR_PID ? &h->pid : &h->ppid) = trace_get_le32(v);
+            if (!bad)
+                *(tag == TRACE_HDR_PID ? &h->pid : &h->ppid) = trace_get_le32(v);
             break;
         case TRACE_HDR_MONO_ANCHOR:
         case TRACE_HDR_REAL_ANCHOR:
@@ -290,7 +301,8 @@ static int trace_reader_read_header(struct trace_reader *r, char *err, size_t er
         trace_open_fail(err, errlen, r->path, "header checksum mismatch");
         goto out;
     }
-    if (trace_reader_parse_header(r, pl, size, err, errlen) != 0) goto out;
+    if (trace_reader_parse_header(r, pl, size, err, errlen) != 0)
+        goto out;
     r->pos = 8 + (uint64_t)size;
     r->ring = (flags & TRACE_HEADER_FLAG_RING) != 0;
     if (r->ring) {
@@ -352,9 +364,11 @@ out:
 
 static int trace_reader_grow(uint8_t **buf, size_t *cap, size_t need)
 {
-    if (need <= *cap) return 0;
+    if (need <= *cap)
+        return 0;
     uint8_t *n = realloc(*buf, need);
-    if (!n) return -1;
+    if (!n)
+        return -1;
     *buf = n;
     *cap = need;
     return 0;
@@ -371,7 +385,8 @@ static int trace_reader_load_chunk(struct trace_reader *r, struct trace_event *e
                 r->pos = r->ring_base;
                 r->wrapped = 1;
             }
-            if (r->pos == r->index.head_offset) return 0;
+            if (r->pos == r->index.head_offset)
+                return 0;
         } else if (r->pos == r->file_size) {
             return 0;
         }
@@ -465,7 +480,8 @@ static int trace_reader_load_chunk(struct trace_reader *r, struct trace_event *e
             ZSTD_outBuffer out = {r->raw, c->raw_size, 0};
             while (in.pos < in.size && out.pos < out.size) {
                 size_t z = ZSTD_decompressStream(r->dctx, &out, &in);
-                if (ZSTD_isError(z) || (out.pos == 0 && in.pos == in.size)) break;
+                if (ZSTD_isError(z) || (out.pos == 0 && in.pos == in.size))
+                    break;
             }
             got = out.pos;
             r->frame_truncated = 1;
@@ -477,7 +493,8 @@ static int trace_reader_load_chunk(struct trace_reader *r, struct trace_event *e
                 uint64_t len;
                 while (q < end) {
                     const uint8_t *l = q + 1;
-                    if (trace_get_varint(&l, end, &len) != 0 || len > (uint64_t)(end - l)) break;
+                    if (trace_get_varint(&l, end, &len) != 0 || len > (uint64_t)(end - l))
+                        break;
                     q = l + len;
                     k++;
                 }
@@ -562,7 +579,8 @@ struct trace_reader *trace_reader_open(const char *path, const struct trace_read
         trace_open_fail(err, errlen, path, "out of memory");
         goto fail;
     }
-    if (trace_reader_read_header(r, err, errlen) != 0) goto fail;
+    if (trace_reader_read_header(r, err, errlen) != 0)
+        goto fail;
     return r;
 fail:
     trace_reader_close(r);
@@ -580,7 +598,8 @@ int trace_reader_next(struct trace_reader *r, struct trace_event *ev)
         *ev = r->synth[r->synth_pos++];
         return 1;
     }
-    if (r->state) return r->state < 0 ? -1 : 0;
+    if (r->state)
+        return r->state < 0 ? -1 : 0;
     for (;;) {
         if (r->in_frame && r->p < r->end) {
             const char *why = "";
@@ -621,7 +640,8 @@ int trace_reader_next(struct trace_reader *r, struct trace_event *ev)
         }
         int damage;
         int rc = trace_reader_load_chunk(r, ev, &damage);
-        if (damage) return rc;
+        if (damage)
+            return rc;
         if (rc == 0) {
             r->state = 1;
             return 0;
@@ -642,8 +662,10 @@ const char *trace_reader_warning(const struct trace_reader *r)
 const char *trace_reader_string(const struct trace_reader *r, uint32_t id, uint32_t *len)
 {
     uint32_t *i = trace_u64map_find(&r->string_index, id);
-    if (!i) return NULL;
-    if (len) *len = r->strings[*i].len;
+    if (!i)
+        return NULL;
+    if (len)
+        *len = r->strings[*i].len;
     return r->arena + r->strings[*i].offset;
 }
 
@@ -659,8 +681,10 @@ uint64_t trace_reader_file_bytes(const struct trace_reader *r)
 
 void trace_reader_close(struct trace_reader *r)
 {
-    if (!r) return;
-    if (r->fd >= 0) close(r->fd);
+    if (!r)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
     ZSTD_freeDCtx(r->dctx);
     trace_codec_free(&r->codec);
     trace_u64map_free(&r->string_index);

@@ -35,19 +35,23 @@ void trace_u64map_clear(struct trace_u64map *m)
     m->count = 0;
     if (++m->gen == 0) {
         /* Wrapped: stale stamps could look live again, so wipe once. */
-        if (m->slots) memset(m->slots, 0, m->cap * sizeof *m->slots);
+        if (m->slots)
+            memset(m->slots, 0, m->cap * sizeof *m->slots);
         m->gen = 1;
     }
 }
 
 uint32_t *trace_u64map_find(const struct trace_u64map *m, uint64_t key)
 {
-    if (!m->cap) return NULL;
+    if (!m->cap)
+        return NULL;
     size_t mask = m->cap - 1;
     for (size_t i = trace_u64map_hash(key) & mask;; i = (i + 1) & mask) {
         struct trace_u64map_slot *s = &m->slots[i];
-        if (s->gen != m->gen) return NULL;
-        if (s->key == key) return &s->value;
+        if (s->gen != m->gen)
+            return NULL;
+        if (s->key == key)
+            return &s->value;
     }
 }
 
@@ -55,10 +59,12 @@ static int trace_u64map_grow(struct trace_u64map *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 64;
     struct trace_u64map_slot *ns = calloc(ncap, sizeof *ns);
-    if (!ns) return -1;
+    if (!ns)
+        return -1;
     for (size_t i = 0; i < m->cap; i++) {
         struct trace_u64map_slot *s = &m->slots[i];
-        if (s->gen != m->gen) continue;
+        if (s->gen != m->gen)
+            continue;
         size_t j = trace_u64map_hash(s->key) & (ncap - 1);
         while (ns[j].gen == 1)
             j = (j + 1) & (ncap - 1);
@@ -75,16 +81,19 @@ uint32_t *trace_u64map_upsert(struct trace_u64map *m, uint64_t key, uint32_t ini
 {
     uint32_t *v = trace_u64map_find(m, key);
     if (v) {
-        if (inserted) *inserted = 0;
+        if (inserted)
+            *inserted = 0;
         return v;
     }
-    if ((m->count + 1) * 2 > m->cap && trace_u64map_grow(m) != 0) return NULL;
+    if ((m->count + 1) * 2 > m->cap && trace_u64map_grow(m) != 0)
+        return NULL;
     size_t mask = m->cap - 1;
     size_t i = trace_u64map_hash(key) & mask;
     while (m->slots[i].gen == m->gen)
         i = (i + 1) & mask;
     m->slots[i] = (struct trace_u64map_slot){key, initial, m->gen};
     m->count++;
-    if (inserted) *inserted = 1;
+    if (inserted)
+        *inserted = 1;
     return &m->slots[i].value;
 }

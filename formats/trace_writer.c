@@ -88,7 +88,8 @@ static int trace_writer_pwrite(struct trace_writer *w, const struct iovec *iov, 
     while (i < iovcnt) {
         ssize_t n = pwritev(w->fd, v + i, iovcnt - i, (off_t)offset);
         if (n < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             return trace_writer_fail(w, "write at offset %llu failed: %s",
                                      (unsigned long long)offset, strerror(errno));
         }
@@ -110,7 +111,8 @@ static size_t trace_header_put_field(uint8_t *out, uint16_t tag, const void *dat
     if (out) {
         trace_put_le16(out, tag);
         trace_put_le32(out + 2, len);
-        if (len) memcpy(out + 6, data, len);
+        if (len)
+            memcpy(out + 6, data, len);
     }
     return 6 + (size_t)len;
 }
@@ -188,7 +190,8 @@ static void trace_ring_drop_front(struct trace_writer *w)
     struct trace_ring_index *x = &w->index;
     if (x->dropped_chunks == 0 || c->first_ts < x->dropped_from_ns)
         x->dropped_from_ns = c->first_ts;
-    if (c->last_ts > x->dropped_to_ns) x->dropped_to_ns = c->last_ts;
+    if (c->last_ts > x->dropped_to_ns)
+        x->dropped_to_ns = c->last_ts;
     x->dropped_chunks++;
     x->dropped_events += c->nevents;
     w->live_first = (w->live_first + 1) % w->live_cap;
@@ -200,7 +203,8 @@ static int trace_ring_push(struct trace_writer *w, const struct trace_ring_chunk
     if (w->live_count == w->live_cap) {
         size_t ncap = w->live_cap ? w->live_cap * 2 : 64;
         struct trace_ring_chunk *n = malloc(ncap * sizeof *n);
-        if (!n) return trace_writer_fail(w, "out of memory for the ring chunk list");
+        if (!n)
+            return trace_writer_fail(w, "out of memory for the ring chunk list");
         for (size_t i = 0; i < w->live_count; i++)
             n[i] = w->live[(w->live_first + i) % w->live_cap];
         free(w->live);
@@ -235,7 +239,8 @@ static int trace_ring_place(struct trace_writer *w, uint64_t size, uint64_t *off
     while ((f = trace_ring_front(w)) && f->offset >= at && f->offset < at + size)
         trace_ring_drop_front(w);
     f = trace_ring_front(w);
-    if (!f || f->offset < at) w->index.lap_end = 0; /* no chunk of the previous lap is left */
+    if (!f || f->offset < at)
+        w->index.lap_end = 0; /* no chunk of the previous lap is left */
     w->index.oldest_offset = f ? f->offset : at;
     w->index.oldest_seq = f ? f->seq : w->seq;
     w->index.head_offset = at;
@@ -247,8 +252,10 @@ static int trace_ring_place(struct trace_writer *w, uint64_t size, uint64_t *off
 
 static int trace_writer_flush_frame(struct trace_writer *w)
 {
-    if (w->failed) return -1;
-    if (w->raw_len == 0) return 0;
+    if (w->failed)
+        return -1;
+    if (w->raw_len == 0)
+        return 0;
     size_t z = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, w->raw, w->raw_len);
     if (ZSTD_isError(z))
         return trace_writer_fail(w, "zstd compression failed: %s", ZSTD_getErrorName(z));
@@ -260,18 +267,22 @@ static int trace_writer_flush_frame(struct trace_writer *w)
     trace_put_le32(hdr + 4, TRACE_CHUNK_PAYLOAD);
     trace_chunk_header_pack(hdr + 8, &w->chunk);
     uint64_t size = sizeof hdr + z, offset = w->append_offset;
-    if (w->ring && trace_ring_place(w, size, &offset) != 0) return -1;
+    if (w->ring && trace_ring_place(w, size, &offset) != 0)
+        return -1;
     struct iovec v[2] = {{hdr, sizeof hdr}, {w->zbuf, z}};
-    if (trace_writer_pwrite(w, v, 2, offset) != 0) return -1;
+    if (trace_writer_pwrite(w, v, 2, offset) != 0)
+        return -1;
     if (w->ring) {
         struct trace_ring_chunk c = {
             offset, size, w->seq, w->chunk.nevents, w->chunk.first_ts, w->chunk.last_ts};
-        if (trace_ring_push(w, &c) != 0) return -1;
+        if (trace_ring_push(w, &c) != 0)
+            return -1;
         w->head = offset + size;
         w->index.head_offset = w->head;
         w->index.oldest_offset = trace_ring_front(w)->offset;
         w->index.oldest_seq = trace_ring_front(w)->seq;
-        if (trace_writer_write_index(w) != 0) return -1;
+        if (trace_writer_write_index(w) != 0)
+            return -1;
     } else {
         w->append_offset += size;
     }
@@ -289,19 +300,22 @@ static int trace_writer_reserve(struct trace_writer *w, size_t need)
 {
     int began = 0;
     if (w->raw_len && w->raw_len + need > w->frame_bytes) {
-        if (trace_writer_flush_frame(w) != 0) return -1;
+        if (trace_writer_flush_frame(w) != 0)
+            return -1;
         began = 1;
     }
     if (w->raw_len + need > w->raw_cap) {
         size_t ncap = w->raw_len + need;
         uint8_t *n = realloc(w->raw, ncap);
-        if (!n) return trace_writer_fail(w, "out of memory for a %zu-byte record", need);
+        if (!n)
+            return trace_writer_fail(w, "out of memory for a %zu-byte record", need);
         w->raw = n;
         w->raw_cap = ncap;
         size_t zb = ZSTD_compressBound(ncap);
         if (zb > w->zcap) {
             uint8_t *zn = realloc(w->zbuf, zb);
-            if (!zn) return trace_writer_fail(w, "out of memory for a compressed frame");
+            if (!zn)
+                return trace_writer_fail(w, "out of memory for a compressed frame");
             w->zbuf = zn;
             w->zcap = zb;
         }
@@ -313,16 +327,21 @@ static int trace_writer_reserve(struct trace_writer *w, size_t need)
 static int trace_writer_put(struct trace_writer *w, const struct trace_event *ev, int repeated)
 {
     size_t n = trace_codec_encode(&w->codec, ev, w->raw + w->raw_len);
-    if (n == (size_t)-1) return trace_writer_fail(w, "out of memory in the record encoder");
-    if (n == 0) return trace_writer_fail(w, "event type %u is not a trace event type", ev->type);
+    if (n == (size_t)-1)
+        return trace_writer_fail(w, "out of memory in the record encoder");
+    if (n == 0)
+        return trace_writer_fail(w, "event type %u is not a trace event type", ev->type);
     w->raw_len += n;
     uint64_t end = ev->ts_ns + ev->dur_ns;
-    if (w->chunk.nrecords == 0 || ev->ts_ns < w->chunk.first_ts) w->chunk.first_ts = ev->ts_ns;
-    if (end > w->chunk.last_ts) w->chunk.last_ts = end;
+    if (w->chunk.nrecords == 0 || ev->ts_ns < w->chunk.first_ts)
+        w->chunk.first_ts = ev->ts_ns;
+    if (end > w->chunk.last_ts)
+        w->chunk.last_ts = end;
     w->chunk.nrecords++;
     /* nevents counts the events a drop of this chunk loses: not the string
      * and stack tables, not identities repeated from earlier chunks. */
-    if (ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK && !repeated) w->chunk.nevents++;
+    if (ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK && !repeated)
+        w->chunk.nevents++;
     return 0;
 }
 
@@ -355,7 +374,8 @@ static int trace_writer_retain(struct trace_writer *w, const struct trace_event 
         if (w->nentries == w->cap_entries) {
             size_t ncap = w->cap_entries ? w->cap_entries * 2 : 64;
             void *n = realloc(w->entries, ncap * sizeof *w->entries);
-            if (!n) return trace_writer_fail(w, "out of memory retaining identity records");
+            if (!n)
+                return trace_writer_fail(w, "out of memory retaining identity records");
             w->entries = n;
             w->cap_entries = ncap;
         }
@@ -380,7 +400,8 @@ static int trace_writer_retain(struct trace_writer *w, const struct trace_event 
         e->ev.data = e->data;
         w->retained_bytes += bytes;
     }
-    if (e->ev.type == TRACE_EV_CONN) e->ev.op = TRACE_CONN_IDENT;
+    if (e->ev.type == TRACE_EV_CONN)
+        e->ev.op = TRACE_CONN_IDENT;
     e->emitted_in = w->seq + 1;
     return 0;
 }
@@ -412,13 +433,16 @@ static size_t trace_writer_missing(struct trace_writer *w, const struct trace_ev
         if (ev->u.label.label_id)
             maps[nk] = &w->table_index,
             keys[nk++] = trace_table_key(TRACE_EV_STRING, ev->u.label.label_id);
-        if (ev->u.label.conn_id) maps[nk] = &w->conn_index, keys[nk++] = ev->u.label.conn_id;
+        if (ev->u.label.conn_id)
+            maps[nk] = &w->conn_index, keys[nk++] = ev->u.label.conn_id;
         break;
     case TRACE_EV_NET:
-        if (ev->u.net.conn_id) maps[nk] = &w->conn_index, keys[nk++] = ev->u.net.conn_id;
+        if (ev->u.net.conn_id)
+            maps[nk] = &w->conn_index, keys[nk++] = ev->u.net.conn_id;
         break;
     case TRACE_EV_SOCKOPT:
-        if (ev->u.sockopt.conn_id) maps[nk] = &w->conn_index, keys[nk++] = ev->u.sockopt.conn_id;
+        if (ev->u.sockopt.conn_id)
+            maps[nk] = &w->conn_index, keys[nk++] = ev->u.sockopt.conn_id;
         break;
     default:
         break;
@@ -441,7 +465,8 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_head
                                        size_t errlen)
 {
     struct trace_writer_options o = {0};
-    if (opt) o = *opt;
+    if (opt)
+        o = *opt;
     struct trace_writer *w = calloc(1, sizeof *w);
     uint8_t *hbuf = NULL;
     if (!w || !(w->path = strdup(path))) {
@@ -454,8 +479,10 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_head
     trace_u64map_init(&w->table_index);
     trace_u64map_init(&w->conn_index);
     w->frame_bytes = o.frame_bytes ? o.frame_bytes : TRACE_WRITER_DEFAULT_FRAME;
-    if (w->frame_bytes < 1024) w->frame_bytes = 1024;
-    if (w->frame_bytes > TRACE_WRITER_MAX_FRAME) w->frame_bytes = TRACE_WRITER_MAX_FRAME;
+    if (w->frame_bytes < 1024)
+        w->frame_bytes = 1024;
+    if (w->frame_bytes > TRACE_WRITER_MAX_FRAME)
+        w->frame_bytes = TRACE_WRITER_MAX_FRAME;
     if (hdr->argv_len && !hdr->argv_joined) {
         trace_writer_fail(w, "header argv_len is %u but argv_joined is NULL", hdr->argv_len);
         goto fail;
@@ -494,8 +521,10 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_head
     }
     int level = o.compression_level ? o.compression_level : 3;
     size_t r = ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
-    if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
-    if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+    if (!ZSTD_isError(r))
+        r = ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+    if (!ZSTD_isError(r))
+        r = ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
     if (ZSTD_isError(r)) {
         trace_writer_fail(w, "zstd setup failed: %s", ZSTD_getErrorName(r));
         goto fail;
@@ -512,14 +541,16 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_head
     }
     trace_header_build(hbuf, hdr, w->ring ? TRACE_HEADER_FLAG_RING : 0);
     struct iovec v = {hbuf, hlen};
-    if (trace_writer_pwrite(w, &v, 1, 0) != 0) goto fail;
+    if (trace_writer_pwrite(w, &v, 1, 0) != 0)
+        goto fail;
     w->append_offset = hlen;
     w->bytes_written = hlen;
     if (w->ring) {
         w->head = w->ring_base;
         w->index.oldest_offset = w->ring_base;
         w->index.head_offset = w->ring_base;
-        if (trace_writer_write_index(w) != 0) goto fail;
+        if (trace_writer_write_index(w) != 0)
+            goto fail;
         w->bytes_written += 8 + TRACE_RING_PAYLOAD;
     }
     free(hbuf);
@@ -533,7 +564,8 @@ fail:
 
 int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
 {
-    if (w->failed) return -1;
+    if (w->failed)
+        return -1;
     if (ev->type == TRACE_EV_NONE || ev->type >= TRACE_EV_TYPE_COUNT)
         return trace_writer_fail(w, "event type %u is not a trace event type", ev->type);
     if (ev->type == TRACE_EV_STRING &&
@@ -547,22 +579,27 @@ int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
                                  TRACE_WRITER_MAX_FRAMES_PER_STACK);
     size_t need = trace_codec_record_bound(ev);
     if (!w->ring) {
-        if (trace_writer_reserve(w, need) < 0) return -1;
+        if (trace_writer_reserve(w, need) < 0)
+            return -1;
         return trace_writer_put(w, ev, 0);
     }
     struct trace_writer_entry *missing[5];
     size_t extra, nmissing = trace_writer_missing(w, ev, missing, &extra);
     int began = trace_writer_reserve(w, need + extra);
-    if (began < 0) return -1;
+    if (began < 0)
+        return -1;
     if (began) { /* a new chunk: everything it refers to must be repeated */
         nmissing = trace_writer_missing(w, ev, missing, &extra);
-        if (trace_writer_reserve(w, need + extra) < 0) return -1;
+        if (trace_writer_reserve(w, need + extra) < 0)
+            return -1;
     }
     for (size_t i = 0; i < nmissing; i++) {
-        if (trace_writer_put(w, &missing[i]->ev, 1) != 0) return -1;
+        if (trace_writer_put(w, &missing[i]->ev, 1) != 0)
+            return -1;
         missing[i]->emitted_in = w->seq + 1;
     }
-    if (trace_writer_put(w, ev, 0) != 0) return -1;
+    if (trace_writer_put(w, ev, 0) != 0)
+        return -1;
     if (ev->type == TRACE_EV_STRING || ev->type == TRACE_EV_STACK ||
         (ev->type == TRACE_EV_CONN && ev->u.conn.conn_id &&
          (ev->op == TRACE_CONN_ACCEPT || ev->op == TRACE_CONN_CONNECT ||
@@ -588,17 +625,21 @@ uint64_t trace_writer_bytes(const struct trace_writer *w)
 
 int trace_writer_close(struct trace_writer *w, char *err, size_t errlen)
 {
-    if (!w) return 0;
+    if (!w)
+        return 0;
     int rc = 0;
     if (w->fd >= 0) {
-        if (trace_writer_flush_frame(w) != 0) rc = -1;
+        if (trace_writer_flush_frame(w) != 0)
+            rc = -1;
         if (close(w->fd) != 0 && rc == 0) {
             trace_writer_fail(w, "close failed: %s", strerror(errno));
             rc = -1;
         }
     }
-    if (w->failed) rc = -1;
-    if (err && errlen) snprintf(err, errlen, "%s", w->err);
+    if (w->failed)
+        rc = -1;
+    if (err && errlen)
+        snprintf(err, errlen, "%s", w->err);
     for (size_t i = 0; i < w->nentries; i++)
         free(w->entries[i].data);
     free(w->entries);
