@@ -106,7 +106,8 @@ struct pt4c_machine *pt4c_machine_new(const struct pt4c_config *cfg, char *err)
 
 void pt4c_machine_free(struct pt4c_machine *m)
 {
-    if (!m) return;
+    if (!m)
+        return;
     free(m->overall.values);
     for (size_t i = 0; i < m->nlabels; i++)
         free(m->labels[i].values);
@@ -125,9 +126,11 @@ int pt4c_machine_stopped(const struct pt4c_machine *m)
 
 int pt4c_machine_should_run(const struct pt4c_machine *m, double seconds)
 {
-    if (m->cfg.hourly_portion >= 1) return 1;
+    if (m->cfg.hourly_portion >= 1)
+        return 1;
     double into_hour = fmod(seconds, 3600.0);
-    if (into_hour < 0) into_hour += 3600.0;
+    if (into_hour < 0)
+        into_hour += 3600.0;
     return into_hour < m->cfg.hourly_portion * 3600.0;
 }
 
@@ -149,7 +152,8 @@ static int pt4c_series_append(struct pt4c_series *s, const double *v, size_t n)
         while (cap < s->n + n)
             cap *= 2;
         double *grown = realloc(s->values, sizeof(double) * cap);
-        if (!grown) return -1;
+        if (!grown)
+            return -1;
         s->values = grown;
         s->cap = cap;
     }
@@ -161,12 +165,15 @@ static int pt4c_series_append(struct pt4c_series *s, const double *v, size_t n)
 static struct pt4c_series *pt4c_find_label(struct pt4c_machine *m, const char *label, int create)
 {
     for (size_t i = 0; i < m->nlabels; i++)
-        if (!strncmp(m->labels[i].label, label, PT4C_LABEL_LEN - 1)) return &m->labels[i];
-    if (!create) return NULL;
+        if (!strncmp(m->labels[i].label, label, PT4C_LABEL_LEN - 1))
+            return &m->labels[i];
+    if (!create)
+        return NULL;
     if (m->nlabels == m->labels_cap) {
         size_t cap = m->labels_cap ? m->labels_cap * 2 : 8;
         struct pt4c_series *grown = realloc(m->labels, sizeof *grown * cap);
-        if (!grown) return NULL;
+        if (!grown)
+            return NULL;
         m->labels = grown;
         m->labels_cap = cap;
     }
@@ -215,10 +222,13 @@ static int pt4c_judge(const struct pt4c_machine *m, const struct pt4c_series *s,
         b = s->values;
         nb = s->n;
     }
-    if (min_samples < 2) min_samples = 2;
-    if (na < min_samples || nb < min_samples) return 1;
+    if (min_samples < 2)
+        min_samples = 2;
+    if (na < min_samples || nb < min_samples)
+        return 1;
     struct pt4c_similarity sim;
-    if (pt4c_similarity_compute(a, na, b, nb, &m->cfg.kde, &sim, err)) return -1;
+    if (pt4c_similarity_compute(a, na, b, nb, &m->cfg.kde, &sim, err))
+        return -1;
     *p = sim.p;
     pt4c_similarity_free(&sim);
     return 0;
@@ -231,7 +241,8 @@ static int pt4c_compare(struct pt4c_machine *m, int validation, struct pt4c_step
     step->validation = validation;
     double p;
     int r = pt4c_judge(m, &m->overall, validation, 2, &p, err);
-    if (r < 0) return -1;
+    if (r < 0)
+        return -1;
     step->p = r == 0 ? p : 0.0;
     step->min_p = step->p;
     const char *holder = step->p >= m->cfg.p0 ? NULL : m->overall.label;
@@ -243,11 +254,13 @@ static int pt4c_compare(struct pt4c_machine *m, int validation, struct pt4c_step
             snprintf(err, PT4C_ERR_LEN, "label %.60s: %.180s", m->labels[i].label, inner);
             return -1;
         }
-        if (r == 1) continue;
+        if (r == 1)
+            continue;
         step->labels_judged++;
         if (p < step->min_p) {
             step->min_p = p;
-            if (p < m->cfg.p0) holder = m->labels[i].label;
+            if (p < m->cfg.p0)
+                holder = m->labels[i].label;
         }
     }
     step->stable = step->min_p >= m->cfg.p0;
@@ -280,18 +293,22 @@ int pt4c_machine_feed(struct pt4c_machine *m, const double *all, size_t n_all,
         snprintf(err, PT4C_ERR_LEN, "interval %d has no samples", m->fed + 1);
         return -1;
     }
-    if (pt4c_check_values(all, n_all, "overall", err)) return -1;
+    if (pt4c_check_values(all, n_all, "overall", err))
+        return -1;
     for (size_t i = 0; i < nlabels; i++) {
         if (!labels[i].label || !labels[i].label[0]) {
             snprintf(err, PT4C_ERR_LEN, "label %zu has no name", i);
             return -1;
         }
-        if (pt4c_check_values(labels[i].values, labels[i].n, labels[i].label, err)) return -1;
+        if (pt4c_check_values(labels[i].values, labels[i].n, labels[i].label, err))
+            return -1;
     }
-    if (pt4c_series_append(&m->overall, all, n_all)) goto oom;
+    if (pt4c_series_append(&m->overall, all, n_all))
+        goto oom;
     for (size_t i = 0; i < nlabels; i++) {
         struct pt4c_series *s = pt4c_find_label(m, labels[i].label, 1);
-        if (!s || pt4c_series_append(s, labels[i].values, labels[i].n)) goto oom;
+        if (!s || pt4c_series_append(s, labels[i].values, labels[i].n))
+            goto oom;
     }
     m->fed++;
     m->in_round++;
@@ -301,7 +318,8 @@ int pt4c_machine_feed(struct pt4c_machine *m, const double *all, size_t n_all,
 
     if (m->standard) {
         if (m->in_round >= 2) {
-            if (pt4c_compare(m, 0, step, err)) return -1;
+            if (pt4c_compare(m, 0, step, err))
+                return -1;
         }
         if (step->compared && step->stable) {
             step->action = PT4C_STOP;
@@ -315,7 +333,8 @@ int pt4c_machine_feed(struct pt4c_machine *m, const double *all, size_t n_all,
             pt4c_for_each_series(m, pt4c_mark_d1);
             step->action = PT4C_CONTINUE;
         } else {
-            if (pt4c_compare(m, 0, step, err)) return -1;
+            if (pt4c_compare(m, 0, step, err))
+                return -1;
             if (!step->stable) {
                 step->action = PT4C_LENGTHEN;
                 pt4c_lengthen(m);
@@ -332,7 +351,8 @@ int pt4c_machine_feed(struct pt4c_machine *m, const double *all, size_t n_all,
         if (m->in_round == 3) {
             step->action = PT4C_CONTINUE;
         } else {
-            if (pt4c_compare(m, 1, step, err)) return -1;
+            if (pt4c_compare(m, 1, step, err))
+                return -1;
             if (step->stable) {
                 step->action = PT4C_STOP;
                 m->stopped = 1;
@@ -356,7 +376,8 @@ int pt4c_machine_final_samples(const struct pt4c_machine *m, const char *label,
     const struct pt4c_series *s = &m->overall;
     if (label) {
         s = pt4c_find_label((struct pt4c_machine *)m, label, 0);
-        if (!s) return -1;
+        if (!s)
+            return -1;
     }
     *values = s->values;
     *n = m->final_is_d2_end ? s->d2_end : s->n;
@@ -369,7 +390,8 @@ int pt4c_machine_reference_samples(const struct pt4c_machine *m, const char *lab
     const struct pt4c_series *s = &m->overall;
     if (label) {
         s = pt4c_find_label((struct pt4c_machine *)m, label, 0);
-        if (!s) return -1;
+        if (!s)
+            return -1;
     }
     if (m->final_is_d2_end) {
         *values = s->values + s->d2_end;

@@ -42,7 +42,8 @@ static double stats_node_percentile(const struct stats_binned *b, const double *
 {
     double target = pct / 100.0 * total, cum = 0;
     for (size_t j = 0; j < b->nodes; j++) {
-        if (counts[j] <= 0) continue;
+        if (counts[j] <= 0)
+            continue;
         if (cum + counts[j] >= target) {
             double frac = (target - cum) / counts[j];
             return b->grid.lo + ((double)j + frac) * b->delta;
@@ -68,10 +69,12 @@ static int stats_bootstrap_run(const double *x, size_t n, const struct pt4c_grid
     int have_binned = 0;
     d1 = malloc(sizeof(double) * (size_t)m);
     d2 = malloc(sizeof(double) * (size_t)m);
-    if (!d1 || !d2) goto oom;
+    if (!d1 || !d2)
+        goto oom;
     if (bopt->exact) {
         res = malloc(sizeof(double) * n);
-        if (!res) goto oom;
+        if (!res)
+            goto oom;
         for (int r = 0; r < R; r++) {
             for (size_t i = 0; i < n; i++)
                 res[i] = x[stats_rng_index(&rng, n)];
@@ -92,7 +95,8 @@ static int stats_bootstrap_run(const double *x, size_t n, const struct pt4c_grid
         status = 0;
         goto done;
     }
-    if (stats_binned_init(&b, grid, h, err)) goto done;
+    if (stats_binned_init(&b, grid, h, err))
+        goto done;
     have_binned = 1;
     counts = malloc(sizeof(double) * b.nodes);
     counts2 = malloc(sizeof(double) * b.nodes);
@@ -101,13 +105,15 @@ static int stats_bootstrap_run(const double *x, size_t n, const struct pt4c_grid
     res = malloc(sizeof(double) * (n < STATS_INDEX_BOOTSTRAP_MAX ? n : 1));
     smooth = malloc(sizeof(double) * (size_t)m * 2);
     nz = malloc(sizeof(size_t) * b.nodes);
-    if (!counts || !counts2 || !base || !outside || !res || !smooth || !nz) goto oom;
+    if (!counts || !counts2 || !base || !outside || !res || !smooth || !nz)
+        goto oom;
     size_t n_out = 0;
     stats_binned_bin(&b, x, n, base, outside, &n_out);
     /* Indices of nodes holding mass: the Poisson draws skip empty ones. */
     size_t nnz = 0;
     for (size_t j = 0; j < b.nodes; j++)
-        if (base[j] > 0) nz[nnz++] = j;
+        if (base[j] > 0)
+            nz[nnz++] = j;
     for (int r = 0; r < R; r += 2) {
         int pair = r + 1 < R;
         double *cs[2] = {counts, counts2};
@@ -124,7 +130,8 @@ static int stats_bootstrap_run(const double *x, size_t n, const struct pt4c_grid
                  * exactly below. */
                 stats_binned_bin(&b, res, n, c, outside, &dummy);
                 memset(ds[t], 0, sizeof(double) * (size_t)m);
-                if (dummy) stats_exact_add(outside, dummy, h, grid, ds[t]);
+                if (dummy)
+                    stats_exact_add(outside, dummy, h, grid, ds[t]);
             } else {
                 memset(c, 0, sizeof(double) * b.nodes);
                 for (size_t k = 0; k < nnz; k++)
@@ -161,7 +168,8 @@ static int stats_bootstrap_run(const double *x, size_t n, const struct pt4c_grid
 oom:
     snprintf(err, PT4C_ERR_LEN, "out of memory for the bootstrap of %zu samples", n);
 done:
-    if (have_binned) stats_binned_free(&b);
+    if (have_binned)
+        stats_binned_free(&b);
     free(res);
     free(d1);
     free(d2);
@@ -180,7 +188,8 @@ static double stats_quantile_unsorted(double *v, size_t R, double q)
     double pos = q * (double)(R - 1);
     size_t lo = (size_t)floor(pos);
     double a = stats_select(v, R, lo);
-    if (lo + 1 >= R) return a;
+    if (lo + 1 >= R)
+        return a;
     /* The (lo+1)-th smallest is the minimum of the part above lo. */
     double b = v[lo + 1];
     for (size_t i = lo + 2; i < R; i++)
@@ -207,9 +216,11 @@ int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
                       struct pt4c_band *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    if (stats_check_band_options(bopt, err)) return -1;
+    if (stats_check_band_options(bopt, err))
+        return -1;
     double h;
-    if (pt4c_bandwidth(x, n, kopt, &h, err)) return -1;
+    if (pt4c_bandwidth(x, n, kopt, &h, err))
+        return -1;
     if (h == 0) {
         snprintf(err, PT4C_ERR_LEN,
                  "all %zu samples equal %.17g: zero variance, the distribution is a point mass", n,
@@ -232,7 +243,8 @@ int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
         snprintf(err, PT4C_ERR_LEN, "out of memory for a band of %d strips x %d resamples", m, R);
         goto fail;
     }
-    if (pt4c_density(x, n, h, &out->grid, kopt->method, out->density, err)) goto fail;
+    if (pt4c_density(x, n, h, &out->grid, kopt->method, out->density, err))
+        goto fail;
     memcpy(sorted, x, sizeof(double) * n);
     qsort(sorted, n, sizeof(double), stats_cmp_double);
     for (int k = 0; k < PT4C_NPCT; k++)
@@ -275,18 +287,21 @@ int pt4c_percentile_ci(const double *x, size_t n, const double *pct, int npct,
                        const struct pt4c_band_options *bopt, double *value, double *low,
                        double *high, char *err)
 {
-    if (stats_check_band_options(bopt, err)) return -1;
+    if (stats_check_band_options(bopt, err))
+        return -1;
     struct pt4c_kde_options kopt;
     pt4c_kde_options_default(&kopt);
     double h;
-    if (pt4c_bandwidth(x, n, &kopt, &h, err)) return -1;
+    if (pt4c_bandwidth(x, n, &kopt, &h, err))
+        return -1;
     if (h == 0) {
         for (int k = 0; k < npct; k++)
             value[k] = low[k] = high[k] = x[0];
         return 0;
     }
     struct pt4c_grid grid;
-    if (pt4c_grid_for(x, n, NULL, 0, h, kopt.strips, &grid, err)) return -1;
+    if (pt4c_grid_for(x, n, NULL, 0, h, kopt.strips, &grid, err))
+        return -1;
     int R = bopt->resamples;
     double *sorted = malloc(sizeof(double) * n);
     double *res = malloc(sizeof(double) * (size_t)npct * (size_t)R);
@@ -299,7 +314,8 @@ int pt4c_percentile_ci(const double *x, size_t n, const double *pct, int npct,
     qsort(sorted, n, sizeof(double), stats_cmp_double);
     for (int k = 0; k < npct; k++)
         value[k] = stats_quantile_sorted(sorted, n, pct[k] / 100.0);
-    if (stats_bootstrap_run(x, n, &grid, h, bopt, NULL, pct, npct, res, err)) goto done;
+    if (stats_bootstrap_run(x, n, &grid, h, bopt, NULL, pct, npct, res, err))
+        goto done;
     double qlo = (1 - bopt->cl) / 2, qhi = 1 - qlo;
     for (int k = 0; k < npct; k++) {
         low[k] = stats_quantile_unsorted(res + (size_t)k * (size_t)R, (size_t)R, qlo);

@@ -66,7 +66,8 @@ static int stats_parse_long(const char *s, long min, long max, long *out)
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max) return -1;
+    if (errno || end == s || *end || v < min || v > max)
+        return -1;
     *out = v;
     return 0;
 }
@@ -75,7 +76,8 @@ static int stats_parse_double(const char *s, double *out)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end || !isfinite(v)) return -1;
+    if (end == s || *end || !isfinite(v))
+        return -1;
     *out = v;
     return 0;
 }
@@ -140,11 +142,13 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
         double d;
         switch (c) {
         case OPT_PER_INTERVAL:
-            if (stats_parse_long(optarg, 2, 1000000000L, &o->per_interval)) goto bad_value;
+            if (stats_parse_long(optarg, 2, 1000000000L, &o->per_interval))
+                goto bad_value;
             break;
         case OPT_INTERVAL:
             o->interval_text = optarg;
-            if (stats_parse_duration(optarg) <= 0) goto bad_value;
+            if (stats_parse_duration(optarg) <= 0)
+                goto bad_value;
             break;
         case OPT_SHORT:
             o->cfg.short_intervals = 1;
@@ -169,7 +173,8 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
                 goto bad_value;
             break;
         case OPT_MIN_SAMPLES:
-            if (stats_parse_long(optarg, 2, 1000000000L, &l)) goto bad_value;
+            if (stats_parse_long(optarg, 2, 1000000000L, &l))
+                goto bad_value;
             o->cfg.min_samples = (size_t)l;
             break;
         case OPT_CL:
@@ -177,18 +182,21 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
                 goto bad_value;
             break;
         case OPT_BOOTSTRAP:
-            if (stats_parse_long(optarg, 2, 1000000, &l)) goto bad_value;
+            if (stats_parse_long(optarg, 2, 1000000, &l))
+                goto bad_value;
             o->band.resamples = (int)l;
             break;
         case OPT_SEED:
-            if (stats_parse_long(optarg, 0, 0x7fffffffffffffffL, &l)) goto bad_value;
+            if (stats_parse_long(optarg, 0, 0x7fffffffffffffffL, &l))
+                goto bad_value;
             o->band.seed = (uint64_t)l;
             break;
         case OPT_SVG:
             o->svg = optarg;
             break;
         case OPT_STRIPS:
-            if (stats_parse_long(optarg, 2, 10000000, &l)) goto bad_value;
+            if (stats_parse_long(optarg, 2, 10000000, &l))
+                goto bad_value;
             o->cfg.kde.strips = (int)l;
             break;
         case OPT_BANDWIDTH:
@@ -253,10 +261,12 @@ static char *stats_read_file(const char *path, size_t *len)
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
-        if (got == 0) break;
+        if (got == 0)
+            break;
     }
     int failed = ferror(f);
-    if (f != stdin) fclose(f);
+    if (f != stdin)
+        fclose(f);
     if (!buf || failed) {
         fprintf(stderr, "preplay stats: %s: %s\n", path, buf ? "read error" : "out of memory");
         free(buf);
@@ -270,7 +280,8 @@ static int stats_load(const char *path, int want_timestamps, struct stats_input 
 {
     size_t len;
     char *buf = stats_read_file(path, &len);
-    if (!buf) return -1;
+    if (!buf)
+        return -1;
     char err[PT4C_ERR_LEN];
     int r = stats_input_parse(buf, len, path, want_timestamps, stderr, STATS_MAX_MESSAGES, in, err);
     free(buf);
@@ -316,13 +327,15 @@ static int stats_similarity_main(int argc, char **argv)
 {
     struct stats_cli_opts o;
     int r = stats_parse_options(argc, argv, &o);
-    if (r) return r == 1 ? 0 : 2;
+    if (r)
+        return r == 1 ? 0 : 2;
     if (argc - optind != 2) {
         fprintf(stderr, "preplay stats similarity: needs two files, A and B\n");
         return 2;
     }
     struct stats_input a, b;
-    if (stats_load(argv[optind], 0, &a)) return 1;
+    if (stats_load(argv[optind], 0, &a))
+        return 1;
     if (stats_load(argv[optind + 1], 0, &b)) {
         stats_input_free(&a);
         return 1;
@@ -358,7 +371,8 @@ static int stats_similarity_main(int argc, char **argv)
                sim.kl21);
         printf("A: %zu samples, bandwidth %.6g; B: %zu samples, bandwidth %.6g\n", a.n, sim.h1, b.n,
                sim.h2);
-        if (sim.note) printf("note: %s\n", sim.note);
+        if (sim.note)
+            printf("note: %s\n", sim.note);
     }
     pt4c_similarity_free(&sim);
 done:
@@ -391,7 +405,8 @@ static int stats_cmp_time(const void *a, const void *b)
 {
     size_t i = *(const size_t *)a, j = *(const size_t *)b;
     double ti = stats_sort_input->time[i], tj = stats_sort_input->time[j];
-    if (ti != tj) return ti < tj ? -1 : 1;
+    if (ti != tj)
+        return ti < tj ? -1 : 1;
     return i < j ? -1 : (i > j);
 }
 
@@ -424,7 +439,8 @@ static int stats_feed(struct pt4c_machine *m, struct stats_run *run, size_t from
         size_t i = run->order[k];
         run->vals[n++] = in->value[i];
         uint32_t l = in->label_id[i];
-        if (l != STATS_NO_LABEL) run->label_vals[l][run->label_n[l]++] = in->value[i];
+        if (l != STATS_NO_LABEL)
+            run->label_vals[l][run->label_n[l]++] = in->value[i];
     }
     size_t nl = 0;
     for (size_t l = 0; l < in->nlabels; l++)
@@ -555,7 +571,8 @@ static int stats_pt4cloud_main(int argc, char **argv)
 {
     struct stats_cli_opts o;
     int r = stats_parse_options(argc, argv, &o);
-    if (r) return r == 1 ? 0 : 2;
+    if (r)
+        return r == 1 ? 0 : 2;
     if (argc - optind != 1) {
         fprintf(stderr, "preplay stats pt4cloud: needs exactly one FILE\n");
         return 2;
@@ -565,9 +582,11 @@ static int stats_pt4cloud_main(int argc, char **argv)
     memset(&run, 0, sizeof run);
     int status = 0;
     struct pt4c_machine *m = NULL;
-    if (stats_load(path, o.interval_text != NULL, &run.in)) return 1;
+    if (stats_load(path, o.interval_text != NULL, &run.in))
+        return 1;
     struct stats_input *in = &run.in;
-    if (in->bad) status = 1;
+    if (in->bad)
+        status = 1;
     /* Which slicing applies. */
     if (in->time_kind == STATS_TIME_NONE) {
         if (!o.per_interval) {
@@ -635,12 +654,15 @@ static int stats_pt4cloud_main(int argc, char **argv)
     run.label_vals = calloc(in->nlabels + 1, sizeof(double *));
     run.label_n = calloc(in->nlabels + 1, sizeof(size_t));
     run.labels = calloc(in->nlabels + 1, sizeof *run.labels);
-    if (!run.order || !run.vals || !run.label_vals || !run.label_n || !run.labels) goto oom;
+    if (!run.order || !run.vals || !run.label_vals || !run.label_n || !run.labels)
+        goto oom;
     {
         size_t *per_label = calloc(in->nlabels + 1, sizeof(size_t));
-        if (!per_label) goto oom;
+        if (!per_label)
+            goto oom;
         for (size_t i = 0; i < in->n; i++)
-            if (in->label_id[i] != STATS_NO_LABEL) per_label[in->label_id[i]]++;
+            if (in->label_id[i] != STATS_NO_LABEL)
+                per_label[in->label_id[i]]++;
         for (size_t l = 0; l < in->nlabels; l++) {
             run.label_vals[l] = malloc(sizeof(double) * (per_label[l] ? per_label[l] : 1));
             if (!run.label_vals[l]) {
@@ -656,8 +678,10 @@ static int stats_pt4cloud_main(int argc, char **argv)
         t0 = in->time[i] < t0 ? in->time[i] : t0;
     int unsorted = 0;
     for (size_t i = 0; i < in->n; i++) {
-        if (i && in->time[i] < in->time[i - 1]) unsorted = 1;
-        if (o.hourly < 1 && !pt4c_machine_should_run(m, in->time[i] - t0)) continue;
+        if (i && in->time[i] < in->time[i - 1])
+            unsorted = 1;
+        if (o.hourly < 1 && !pt4c_machine_should_run(m, in->time[i] - t0))
+            continue;
         run.order[run.norder++] = i;
     }
     if (unsorted && in->time_kind == STATS_TIME_TIMESTAMP)
@@ -665,7 +689,8 @@ static int stats_pt4cloud_main(int argc, char **argv)
     stats_sort_input = in;
     qsort(run.order, run.norder, sizeof(size_t), stats_cmp_time);
     run.steps = json_array();
-    if (run.norder == 0 || stats_drive(&o, m, &run, path)) status = 1;
+    if (run.norder == 0 || stats_drive(&o, m, &run, path))
+        status = 1;
     int stopped = pt4c_machine_stopped(m);
     const double *final_v, *ref_v;
     size_t final_n, ref_n;
@@ -737,13 +762,15 @@ static int stats_pt4cloud_main(int argc, char **argv)
         }
     }
     free(d1);
-    if (have_band) pt4c_band_free(&band);
+    if (have_band)
+        pt4c_band_free(&band);
     goto done;
 oom:
     fprintf(stderr, "preplay stats pt4cloud: out of memory for %zu samples\n", in->n);
     status = 1;
 done:
-    if (run.steps) json_decref(run.steps);
+    if (run.steps)
+        json_decref(run.steps);
     if (run.label_vals)
         for (size_t l = 0; l < in->nlabels; l++)
             free(run.label_vals[l]);
@@ -763,8 +790,10 @@ int cmd_stats(int argc, char **argv)
         stats_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (!strcmp(argv[1], "pt4cloud")) return stats_pt4cloud_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "similarity")) return stats_similarity_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "pt4cloud"))
+        return stats_pt4cloud_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "similarity"))
+        return stats_similarity_main(argc - 1, argv + 1);
     fprintf(stderr, "preplay stats: unknown subcommand '%s' (pt4cloud, similarity)\n", argv[1]);
     return 2;
 }

@@ -28,7 +28,8 @@ int stats_fft_init(struct stats_fft *f, size_t n)
     for (size_t i = 0; i < n; i++) {
         size_t r = 0;
         for (int b = 0; b < bits; b++)
-            if (i & ((size_t)1 << b)) r |= (size_t)1 << (bits - 1 - b);
+            if (i & ((size_t)1 << b))
+                r |= (size_t)1 << (bits - 1 - b);
         f->bitrev[i] = r;
     }
     return 0;

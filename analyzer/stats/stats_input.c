@@ -27,14 +27,16 @@ static void stats_field_text(const char *from, const char *to, char *out)
     while (to > from && isspace((unsigned char)to[-1]))
         to--;
     size_t n = (size_t)(to - from);
-    if (n >= STATS_TEXT_MAX) n = STATS_TEXT_MAX - 1;
+    if (n >= STATS_TEXT_MAX)
+        n = STATS_TEXT_MAX - 1;
     memcpy(out, from, n);
     out[n] = 0;
 }
 
 static int stats_parse_number(const char *text, double *out)
 {
-    if (!text[0]) return -1;
+    if (!text[0])
+        return -1;
     char *end;
     *out = strtod(text, &end);
     return *end ? -1 : 0;
@@ -47,9 +49,11 @@ static int stats_split(const char *line, const char *end, char fields[][STATS_TE
     const char *start = line;
     for (const char *p = line;; p++) {
         if (p == end || *p == ',') {
-            if (count < STATS_FIELD_MAX) stats_field_text(start, p, fields[count]);
+            if (count < STATS_FIELD_MAX)
+                stats_field_text(start, p, fields[count]);
             count++;
-            if (p == end) break;
+            if (p == end)
+                break;
             start = p + 1;
         }
     }
@@ -83,13 +87,16 @@ static int stats_input_push(struct stats_input *in, double value, double time, u
     if (in->n == in->cap) {
         size_t cap = in->cap ? in->cap * 2 : 4096;
         double *v = realloc(in->value, sizeof(double) * cap);
-        if (!v) return -1;
+        if (!v)
+            return -1;
         in->value = v;
         double *t = realloc(in->time, sizeof(double) * cap);
-        if (!t) return -1;
+        if (!t)
+            return -1;
         in->time = t;
         uint32_t *l = realloc(in->label_id, sizeof(uint32_t) * cap);
-        if (!l) return -1;
+        if (!l)
+            return -1;
         in->label_id = l;
         in->cap = cap;
     }
@@ -104,13 +111,17 @@ static int stats_input_push(struct stats_input *in, double value, double time, u
 static uint32_t stats_intern(struct stats_input *in, const char *text)
 {
     for (size_t i = 0; i < in->nlabels; i++)
-        if (!strcmp(in->labels[i], text)) return (uint32_t)i;
-    if (in->nlabels >= STATS_INPUT_MAX_LABELS) return UINT32_MAX - 1;
+        if (!strcmp(in->labels[i], text))
+            return (uint32_t)i;
+    if (in->nlabels >= STATS_INPUT_MAX_LABELS)
+        return UINT32_MAX - 1;
     char **grown = realloc(in->labels, sizeof(char *) * (in->nlabels + 1));
-    if (!grown) return UINT32_MAX - 1;
+    if (!grown)
+        return UINT32_MAX - 1;
     in->labels = grown;
     char *copy = strdup(text);
-    if (!copy) return UINT32_MAX - 1;
+    if (!copy)
+        return UINT32_MAX - 1;
     in->labels[in->nlabels] = copy;
     return (uint32_t)in->nlabels++;
 }
@@ -137,15 +148,18 @@ int stats_input_parse(const char *buf, size_t len, const char *name, int want_ti
     const char *p = buf, *end = buf + len;
     while (p < end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
-        if (!eol) eol = end;
+        if (!eol)
+            eol = end;
         const char *line = p, *line_end = eol;
         p = eol < end ? eol + 1 : end;
         lineno++;
-        if (line_end > line && line_end[-1] == '\r') line_end--;
+        if (line_end > line && line_end[-1] == '\r')
+            line_end--;
         const char *q = line;
         while (q < line_end && isspace((unsigned char)*q))
             q++;
-        if (q == line_end || *q == '#') continue;
+        if (q == line_end || *q == '#')
+            continue;
         int nf = stats_split(line, line_end, fields);
         if (!format_known) {
             format_known = 1;
@@ -187,8 +201,10 @@ int stats_input_parse(const char *buf, size_t len, const char *name, int want_ti
         double value, time = (double)record;
         if (stats_parse_number(fields[cols.value], &value))
             STATS_REJECT("value '%.40s' is not a number", fields[cols.value]);
-        if (!isfinite(value)) STATS_REJECT("value '%.40s' is not finite", fields[cols.value]);
-        if (value < 0) STATS_REJECT("value %g is negative (durations are >= 0)", value);
+        if (!isfinite(value))
+            STATS_REJECT("value '%.40s' is not finite", fields[cols.value]);
+        if (value < 0)
+            STATS_REJECT("value %g is negative (durations are >= 0)", value);
         if (cols.time >= 0) {
             const char *t = fields[cols.time];
             if (stats_parse_number(t, &time) || !isfinite(time))
@@ -201,7 +217,8 @@ int stats_input_parse(const char *buf, size_t len, const char *name, int want_ti
         uint32_t label = STATS_NO_LABEL;
         if (cols.label >= 0) {
             const char *l = fields[cols.label];
-            if (!l[0]) STATS_REJECT("empty label");
+            if (!l[0])
+                STATS_REJECT("empty label");
             label = stats_intern(in, l);
             if (label == UINT32_MAX - 1)
                 STATS_REJECT("more than %d distinct labels", STATS_INPUT_MAX_LABELS);
@@ -234,7 +251,8 @@ double stats_parse_duration(const char *s)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || !isfinite(v) || v <= 0) return -1;
+    if (end == s || !isfinite(v) || v <= 0)
+        return -1;
     double unit = 1;
     if (!strcmp(end, "") || !strcmp(end, "s"))
         unit = 1;

@@ -50,7 +50,8 @@ int pt4c_bandwidth(const double *x, size_t n, const struct pt4c_kde_options *opt
         snprintf(err, PT4C_ERR_LEN, "a density needs at least 2 samples, got %zu", n);
         return -1;
     }
-    if (stats_check_finite(x, n, err)) return -1;
+    if (stats_check_finite(x, n, err))
+        return -1;
     if (opt->bandwidth_rule == PT4C_BW_FIXED) {
         if (!(opt->bandwidth > 0) || !isfinite(opt->bandwidth)) {
             snprintf(err, PT4C_ERR_LEN, "bandwidth must be a positive number, got %g",
@@ -69,7 +70,8 @@ int pt4c_bandwidth(const double *x, size_t n, const struct pt4c_kde_options *opt
         ss += (x[i] - mean) * (x[i] - mean);
     double sd = sqrt(ss / (double)(n - 1));
     /* Rounding can leave a tiny spread on equal values: treat as zero. */
-    if (sd <= 1e-14 * fabs(mean)) sd = 0;
+    if (sd <= 1e-14 * fabs(mean))
+        sd = 0;
     double factor = opt->bandwidth_rule == PT4C_BW_SILVERMAN ? pow(0.75 * (double)n, -0.2)
                                                              : pow((double)n, -0.2);
     *h = sd * factor;
@@ -119,18 +121,23 @@ int stats_binned_init(struct stats_binned *b, const struct pt4c_grid *grid, doub
     b->h = h;
     double want = ceil(STATS_NODES_PER_H * grid->width / h);
     size_t max_sub = STATS_MAX_NODES / (size_t)grid->strips;
-    if (max_sub < 1) max_sub = 1;
-    if (!(want >= 1)) want = 1;
+    if (max_sub < 1)
+        max_sub = 1;
+    if (!(want >= 1))
+        want = 1;
     size_t sub = want > (double)max_sub ? max_sub : (size_t)want;
-    if (sub % 2 == 0) sub = sub > 1 && sub == max_sub ? sub - 1 : sub + 1;
+    if (sub % 2 == 0)
+        sub = sub > 1 && sub == max_sub ? sub - 1 : sub + 1;
     b->sub = (int)sub;
     b->nodes = (size_t)grid->strips * sub;
     b->delta = grid->width / (double)sub;
     double half = ceil(STATS_KERNEL_SIGMAS * h / b->delta);
-    if (half > (double)b->nodes) half = (double)b->nodes;
+    if (half > (double)b->nodes)
+        half = (double)b->nodes;
     b->half = (size_t)half;
     b->kernel = malloc(sizeof(double) * (b->half + 1));
-    if (!b->kernel) goto oom;
+    if (!b->kernel)
+        goto oom;
     for (size_t k = 0; k <= b->half; k++) {
         double z = (double)k * b->delta / h;
         b->kernel[k] = STATS_INV_SQRT_2PI / h * exp(-0.5 * z * z);
@@ -141,11 +148,13 @@ int stats_binned_init(struct stats_binned *b, const struct pt4c_grid *grid, doub
     double gather_cost = (double)grid->strips * (double)(2 * b->half + 1);
     b->use_fft = fft_cost < gather_cost;
     if (b->use_fft) {
-        if (stats_fft_init(&b->fft, n)) goto oom;
+        if (stats_fft_init(&b->fft, n))
+            goto oom;
         b->kernel_hat = calloc(n, sizeof(double));
         b->re = calloc(n, sizeof(double));
         b->im = calloc(n, sizeof(double));
-        if (!b->kernel_hat || !b->re || !b->im) goto oom;
+        if (!b->kernel_hat || !b->re || !b->im)
+            goto oom;
         b->re[0] = b->kernel[0];
         for (size_t k = 1; k <= b->half; k++)
             b->re[k] = b->re[n - k] = b->kernel[k];
@@ -163,7 +172,8 @@ oom:
 void stats_binned_free(struct stats_binned *b)
 {
     free(b->kernel);
-    if (b->use_fft) stats_fft_free(&b->fft);
+    if (b->use_fft)
+        stats_fft_free(&b->fft);
     free(b->kernel_hat);
     free(b->re);
     free(b->im);
@@ -189,7 +199,8 @@ void stats_binned_bin(const struct stats_binned *b, const double *x, size_t n, d
             outside[out++] = x[i];
         }
     }
-    if (n_outside) *n_outside = out;
+    if (n_outside)
+        *n_outside = out;
 }
 
 static void stats_binned_gather(const struct stats_binned *b, const double *counts, double *out)
@@ -211,7 +222,8 @@ void stats_binned_smooth(struct stats_binned *b, const double *counts, double *o
 {
     if (!b->use_fft) {
         stats_binned_gather(b, counts, out);
-        if (counts2) stats_binned_gather(b, counts2, out2);
+        if (counts2)
+            stats_binned_gather(b, counts2, out2);
         return;
     }
     size_t n = b->fft.n;
@@ -232,7 +244,8 @@ void stats_binned_smooth(struct stats_binned *b, const double *counts, double *o
     for (int i = 0; i < b->grid.strips; i++) {
         size_t J = (size_t)i * (size_t)b->sub + center;
         out[i] = b->re[J];
-        if (counts2) out2[i] = b->im[J];
+        if (counts2)
+            out2[i] = b->im[J];
     }
 }
 
@@ -246,7 +259,8 @@ void stats_exact_add(const double *x, size_t n, double h, const struct pt4c_grid
         for (size_t k = 0; k < n; k++) {
             double z = (xi - x[k]) * inv_h;
             double z2 = z * z;
-            if (z2 < 1500) sum += exp(-0.5 * z2);
+            if (z2 < 1500)
+                sum += exp(-0.5 * z2);
         }
         out[i] += sum * norm;
     }
@@ -257,10 +271,12 @@ int stats_floor_normalize(double *d, const struct pt4c_grid *grid)
     double max = 0;
     for (int i = 0; i < grid->strips; i++)
         max = d[i] > max ? d[i] : max;
-    if (!(max > 0) || !isfinite(max)) return -1;
+    if (!(max > 0) || !isfinite(max))
+        return -1;
     double floor_value = 1e-12 * max, total = 0;
     for (int i = 0; i < grid->strips; i++) {
-        if (d[i] < floor_value) d[i] = floor_value;
+        if (d[i] < floor_value)
+            d[i] = floor_value;
         total += d[i];
     }
     double scale = 1.0 / (total * grid->width);
@@ -271,8 +287,10 @@ int stats_floor_normalize(double *d, const struct pt4c_grid *grid)
 
 static int stats_use_exact(enum pt4c_method method, size_t n, int strips)
 {
-    if (method == PT4C_METHOD_EXACT) return 1;
-    if (method == PT4C_METHOD_BINNED) return 0;
+    if (method == PT4C_METHOD_EXACT)
+        return 1;
+    if (method == PT4C_METHOD_BINNED)
+        return 0;
     return (double)n * strips <= STATS_AUTO_EXACT_WORK;
 }
 
@@ -288,7 +306,8 @@ int pt4c_density(const double *x, size_t n, double h, const struct pt4c_grid *gr
         stats_exact_add(x, n, h, grid, out);
     } else {
         struct stats_binned b;
-        if (stats_binned_init(&b, grid, h, err)) return -1;
+        if (stats_binned_init(&b, grid, h, err))
+            return -1;
         double *counts = malloc(sizeof(double) * b.nodes);
         double *outside = malloc(sizeof(double) * n);
         if (!counts || !outside) {
@@ -301,7 +320,8 @@ int pt4c_density(const double *x, size_t n, double h, const struct pt4c_grid *gr
         size_t n_out = 0;
         stats_binned_bin(&b, x, n, counts, outside, &n_out);
         stats_binned_smooth(&b, counts, out, NULL, NULL);
-        if (n_out) stats_exact_add(outside, n_out, h, grid, out);
+        if (n_out)
+            stats_exact_add(outside, n_out, h, grid, out);
         free(counts);
         free(outside);
         stats_binned_free(&b);
@@ -329,7 +349,8 @@ int pt4c_similarity_compute(const double *a, size_t na, const double *b, size_t 
 {
     memset(out, 0, sizeof *out);
     double ha, hb;
-    if (pt4c_bandwidth(a, na, opt, &ha, err) || pt4c_bandwidth(b, nb, opt, &hb, err)) return -1;
+    if (pt4c_bandwidth(a, na, opt, &ha, err) || pt4c_bandwidth(b, nb, opt, &hb, err))
+        return -1;
     if (ha == 0 && hb == 0) {
         out->p = a[0] == b[0] ? 1.0 : 0.0;
         out->kl12 = out->kl21 = a[0] == b[0] ? 0.0 : INFINITY;
@@ -347,7 +368,8 @@ int pt4c_similarity_compute(const double *a, size_t na, const double *b, size_t 
     out->h1 = ha;
     out->h2 = hb;
     double h = ha > hb ? ha : hb;
-    if (pt4c_grid_for(a, na, b, nb, h, opt->strips, &out->grid, err)) return -1;
+    if (pt4c_grid_for(a, na, b, nb, h, opt->strips, &out->grid, err))
+        return -1;
     out->d1 = malloc(sizeof(double) * (size_t)opt->strips);
     out->d2 = malloc(sizeof(double) * (size_t)opt->strips);
     if (!out->d1 || !out->d2) {
@@ -385,7 +407,8 @@ double stats_quantile_sorted(const double *sorted, size_t n, double q)
 {
     double pos = q * (double)(n - 1);
     size_t lo = (size_t)floor(pos);
-    if (lo >= n - 1) return sorted[n - 1];
+    if (lo >= n - 1)
+        return sorted[n - 1];
     double frac = pos - (double)lo;
     return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
 }
@@ -406,7 +429,8 @@ double stats_select(double *a, size_t n, size_t k)
                 a[i] = a[j];
                 a[j] = t;
                 i++;
-                if (j == 0) break;
+                if (j == 0)
+                    break;
                 j--;
             }
         }

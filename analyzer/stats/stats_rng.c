@@ -65,7 +65,8 @@ size_t stats_rng_index(struct stats_rng *r, size_t n)
 double stats_rng_normal(struct stats_rng *r)
 {
     double u1 = stats_rng_uniform(r), u2 = stats_rng_uniform(r);
-    if (u1 <= 0) u1 = 0x1.0p-53;
+    if (u1 <= 0)
+        u1 = 0x1.0p-53;
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
@@ -73,7 +74,8 @@ double stats_rng_normal(struct stats_rng *r)
  * transformed rejection for lambda >= 10 (the same algorithm numpy uses). */
 double stats_rng_poisson(struct stats_rng *r, double lambda)
 {
-    if (lambda <= 0) return 0;
+    if (lambda <= 0)
+        return 0;
     if (lambda < 10) {
         double limit = exp(-lambda), prod = stats_rng_uniform(r);
         double k = 0;
@@ -93,8 +95,10 @@ double stats_rng_poisson(struct stats_rng *r, double lambda)
         double v = stats_rng_uniform(r);
         double us = 0.5 - fabs(u);
         double k = floor((2 * a / us + b) * u + lambda + 0.43);
-        if (us >= 0.07 && v <= vr) return k;
-        if (k < 0 || (us < 0.013 && v > us)) continue;
+        if (us >= 0.07 && v <= vr)
+            return k;
+        if (k < 0 || (us < 0.013 && v > us))
+            continue;
         if (log(v) + log(invalpha) - log(a / (us * us) + b) <= -lambda + k * loglam - lgamma(k + 1))
             return k;
     }

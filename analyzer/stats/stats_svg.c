@@ -32,12 +32,14 @@ int stats_svg_write(const char *path, const struct pt4c_grid *g, const double *d
                     const double *low, const double *high, const char *title)
 {
     FILE *f = fopen(path, "w");
-    if (!f) return -1;
+    if (!f)
+        return -1;
     double ymax = 0;
     for (int i = 0; i < g->strips; i++) {
         double v = high ? high[i] : d2[i];
         ymax = v > ymax ? v : ymax;
-        if (d1 && d1[i] > ymax) ymax = d1[i];
+        if (d1 && d1[i] > ymax)
+            ymax = d1[i];
     }
     ymax = ymax > 0 ? ymax * 1.05 : 1;
     fprintf(f,
@@ -54,7 +56,8 @@ int stats_svg_write(const char *path, const struct pt4c_grid *g, const double *d
             fprintf(f, "%.1f,%.1f ", svg_px(g, i), svg_py(low[i], ymax));
         fprintf(f, "\"/>\n");
     }
-    if (d1) svg_polyline(f, g, d1, ymax, "stroke=\"#d95f02\" stroke-dasharray=\"4 3\"");
+    if (d1)
+        svg_polyline(f, g, d1, ymax, "stroke=\"#d95f02\" stroke-dasharray=\"4 3\"");
     svg_polyline(f, g, d2, ymax, "stroke=\"#08519c\" stroke-width=\"1.5\"");
     double x0 = pt4c_grid_x(g, 0), x1 = pt4c_grid_x(g, g->strips - 1);
     fprintf(f,

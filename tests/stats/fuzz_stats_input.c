@@ -20,8 +20,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (stats_input_parse((const char *)data, size, "fuzz", want_timestamps, NULL, 0, &in, err) ==
         0) {
         for (size_t i = 0; i < in.n; i++) {
-            if (!isfinite(in.value[i]) || in.value[i] < 0 || !isfinite(in.time[i])) abort();
-            if (in.label_id[i] != STATS_NO_LABEL && in.label_id[i] >= in.nlabels) abort();
+            if (!isfinite(in.value[i]) || in.value[i] < 0 || !isfinite(in.time[i]))
+                abort();
+            if (in.label_id[i] != STATS_NO_LABEL && in.label_id[i] >= in.nlabels)
+                abort();
         }
         stats_input_free(&in);
     }
@@ -30,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, n);
     text[n] = 0;
     double d = stats_parse_duration(text);
-    if (d != -1 && !(d > 0)) abort();
+    if (d != -1 && !(d > 0))
+        abort();
     return 0;
 }

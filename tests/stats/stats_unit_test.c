@@ -208,7 +208,8 @@ static void test_band_coverage(void **state)
         for (int i = 0; i < b.grid.strips; i++) {
             double xi = pt4c_grid_x(&b.grid, i);
             assert_true(b.low[i] <= b.high[i]);
-            if (fabs(xi) > 2.5) continue;
+            if (fabs(xi) > 2.5)
+                continue;
             total++;
             double t = truth[i] / mass;
             covered += t >= b.low[i] && t <= b.high[i];
@@ -302,10 +303,13 @@ static void test_machine_standard(void **state)
             assert_true(st.compared);
             assert_true(st.stable == (st.p >= 0.9));
             assert_int_equal(st.action, st.stable ? PT4C_STOP : PT4C_CONTINUE);
-            if (!st.stable) assert_string_equal(st.held_open_by, "(overall)");
+            if (!st.stable)
+                assert_string_equal(st.held_open_by, "(overall)");
         }
-        if (i == 1) assert_false(st.stable); /* a 3-sigma jump cannot look stable */
-        if (st.action == PT4C_STOP) stopped_at = i + 1;
+        if (i == 1)
+            assert_false(st.stable); /* a 3-sigma jump cannot look stable */
+        if (st.action == PT4C_STOP)
+            stopped_at = i + 1;
         free(x);
     }
     assert_true(stopped_at >= 3);
