@@ -1,0 +1,74 @@
+/* db_common.h - what the two DB capture paths of libpreplay_trace.so share:
+ * the MySQL C API interposer (interpose_db.c) and the wire-protocol parser
+ * (db_wire.c) both render statement parameters as SQL-like text (`1, 'abc',
+ * NULL`) for TRACE_DB_EXECUTE events, with the same quoting and limits, so a
+ * statement looks the same in a trace whichever way it was captured.
+ *
+ * Rendering writes into a caller-provided buffer: it never allocates and
+ * never fails (values that do not fit are cut and marked with `...`). */
+#ifndef PREPLAY_TRACER_DB_COMMON_H
+#define PREPLAY_TRACER_DB_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest rendered parameter list and longest single value kept. */
+#define DB_PARAMS_TEXT_MAX 4096
+#define DB_PARAM_VALUE_MAX 256
+
+/* MySQL column / parameter types (enum enum_field_types, the same numbers
+ * in MariaDB Connector/C, libmysqlclient and on the wire). */
+enum db_field_type {
+    DB_TYPE_DECIMAL = 0,
+    DB_TYPE_TINY = 1,
+    DB_TYPE_SHORT = 2,
+    DB_TYPE_LONG = 3,
+    DB_TYPE_FLOAT = 4,
+    DB_TYPE_DOUBLE = 5,
+    DB_TYPE_NULL = 6,
+    DB_TYPE_TIMESTAMP = 7,
+    DB_TYPE_LONGLONG = 8,
+    DB_TYPE_INT24 = 9,
+    DB_TYPE_DATE = 10,
+    DB_TYPE_TIME = 11,
+    DB_TYPE_DATETIME = 12,
+    DB_TYPE_YEAR = 13,
+    DB_TYPE_NEWDATE = 14,
+    DB_TYPE_VARCHAR = 15,
+    DB_TYPE_BIT = 16,
+    DB_TYPE_JSON = 245,
+    DB_TYPE_NEWDECIMAL = 246,
+    DB_TYPE_ENUM = 247,
+    DB_TYPE_SET = 248,
+    DB_TYPE_TINY_BLOB = 249,
+    DB_TYPE_MEDIUM_BLOB = 250,
+    DB_TYPE_LONG_BLOB = 251,
+    DB_TYPE_BLOB = 252,
+    DB_TYPE_VAR_STRING = 253,
+    DB_TYPE_STRING = 254,
+    DB_TYPE_GEOMETRY = 255,
+};
+
+struct db_render {
+    char *buf;
+    size_t cap; /* bytes of buf usable for text (one more holds the NUL) */
+    size_t len;
+    unsigned count; /* values rendered so far */
+    int full;       /* the list was cut: later values are dropped */
+};
+
+void db_render_init(struct db_render *r, char *buf, size_t bufsize);
+void db_render_null(struct db_render *r);
+void db_render_int(struct db_render *r, int64_t v);
+void db_render_uint(struct db_render *r, uint64_t v);
+void db_render_double(struct db_render *r, double v, int is_float);
+/* Text or bytes: quoted with '' doubling; bytes outside printable ASCII and
+ * UTF-8 turn the value into X'hex'. `quoted` 0 renders digits as they are
+ * (DECIMAL values arrive as text). */
+void db_render_text(struct db_render *r, const char *s, size_t len, int quoted);
+/* DATE / DATETIME / TIMESTAMP / TIME (for TIME, days are folded into hour). */
+void db_render_temporal(struct db_render *r, int type, unsigned year, unsigned month, unsigned day,
+                        unsigned hour, unsigned minute, unsigned second, unsigned long micro,
+                        int negative);
+
+#endif
