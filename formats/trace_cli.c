@@ -338,6 +338,13 @@ static void cli_free_process(struct cli_process *p)
 
 /* ---- sorting ------------------------------------------------------------- */
 
+/* qsort that accepts an empty, NULL array (qsort itself must not get NULL). */
+static void cli_sort(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(v, n, size, cmp);
+}
+
 static int cli_cmp_u64_desc(uint64_t a, uint64_t b)
 {
     return a < b ? 1 : a > b ? -1 : 0;
@@ -455,7 +462,7 @@ static json_t *cli_json_process(struct cli_process *p)
     cli_json_counts(o, &p->c);
 
     json_t *threads = json_array();
-    qsort(p->threads.v, p->threads.n, sizeof *p->threads.v, cli_cmp_thread);
+    cli_sort(p->threads.v, p->threads.n, sizeof *p->threads.v, cli_cmp_thread);
     for (size_t i = 0; i < p->threads.n; i++) {
         json_t *t = json_object();
         json_object_set_new(t, "tid", json_integer(p->threads.v[i].tid));
@@ -465,7 +472,7 @@ static json_t *cli_json_process(struct cli_process *p)
     json_object_set_new(o, "threads", threads);
 
     json_t *files = json_array();
-    qsort(p->files.v, p->files.n, sizeof *p->files.v, cli_cmp_file);
+    cli_sort(p->files.v, p->files.n, sizeof *p->files.v, cli_cmp_file);
     for (size_t i = 0; i < p->files.n && i < CLI_TOP; i++) {
         const struct cli_file *f = &p->files.v[i];
         json_t *j = json_object();
@@ -480,7 +487,7 @@ static json_t *cli_json_process(struct cli_process *p)
     json_object_set_new(o, "top_files", files);
 
     json_t *conns = json_array();
-    qsort(p->conns.v, p->conns.n, sizeof *p->conns.v, cli_cmp_conn);
+    cli_sort(p->conns.v, p->conns.n, sizeof *p->conns.v, cli_cmp_conn);
     for (size_t i = 0; i < p->conns.n; i++) {
         const struct cli_conn *c = &p->conns.v[i];
         json_t *j = json_object();
@@ -508,7 +515,7 @@ static json_t *cli_json_process(struct cli_process *p)
     json_object_set_new(o, "connections", conns);
 
     json_t *locks = json_array();
-    qsort(p->locks.v, p->locks.n, sizeof *p->locks.v, cli_cmp_lock);
+    cli_sort(p->locks.v, p->locks.n, sizeof *p->locks.v, cli_cmp_lock);
     for (size_t i = 0; i < p->locks.n && i < CLI_TOP; i++) {
         const struct cli_lock *l = &p->locks.v[i];
         json_t *j = json_object();
@@ -523,8 +530,8 @@ static json_t *cli_json_process(struct cli_process *p)
 
     for (int pass = 0; pass < 2; pass++) {
         json_t *qs = json_array();
-        qsort(p->queries.v, p->queries.n, sizeof *p->queries.v,
-              pass ? cli_cmp_query_count : cli_cmp_query_time);
+        cli_sort(p->queries.v, p->queries.n, sizeof *p->queries.v,
+                 pass ? cli_cmp_query_count : cli_cmp_query_time);
         for (size_t i = 0; i < p->queries.n && i < CLI_TOP; i++) {
             const struct cli_query *q = &p->queries.v[i];
             json_t *j = json_object();
@@ -715,7 +722,7 @@ static char **cli_list_traces(const char *target, size_t *n, int *is_dir)
         free(v);
         return NULL;
     }
-    qsort(v, *n, sizeof *v, cli_cmp_str);
+    cli_sort(v, *n, sizeof *v, cli_cmp_str);
     return v;
 }
 
