@@ -72,7 +72,8 @@ static void test_simulated_switch(int signal_number)
 {
     (void)signal_number;
     struct cpuclock_slot *slot = test_simulated_slot;
-    if (!slot) return;
+    if (!slot)
+        return;
     uint64_t on = atomic_load_explicit(&slot->on_cpu_since_ns, memory_order_relaxed) + 1000;
     atomic_store_explicit(&slot->off_cpu_since_ns, on - 10, memory_order_relaxed);
     atomic_store_explicit(&slot->total_ns, on + test_invariant, memory_order_relaxed);
@@ -113,6 +114,7 @@ static void test_read_is_consistent_under_switches(void **state)
     /* establish the invariant before the switches begin */
     atomic_store(&th.slot->on_cpu_since_ns, 1000000u);
     atomic_store(&th.slot->total_ns, 1000000u + test_invariant);
+    atomic_store(&th.slot->off_cpu_since_ns, 1000000u - 10u);
     test_start_switch_timer(th.slot);
     uint64_t reads = 0, inconsistent = 0;
     uint64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + 300000000u;
@@ -122,7 +124,8 @@ static void test_read_is_consistent_under_switches(void **state)
         unsigned flags = 0;
         uint64_t value = cpuclock_thread_now(&th, now, &flags);
         assert_int_equal(flags, CPUCLOCK_EXACT);
-        if (value != now + test_invariant) inconsistent++;
+        if (value != now + test_invariant)
+            inconsistent++;
         reads++;
     }
     test_stop_switch_timer();
@@ -144,7 +147,8 @@ static void test_switch_now(int signal_number)
 {
     (void)signal_number;
     struct cpuclock_slot *slot = test_switching_slot;
-    if (!slot || atomic_load_explicit(&slot->tid, memory_order_relaxed) == 0) return;
+    if (!slot || atomic_load_explicit(&slot->tid, memory_order_relaxed) == 0)
+        return;
     uint64_t now = test_clock_ns(CLOCK_MONOTONIC);
     atomic_store_explicit(&slot->total_ns, test_clock_ns(CLOCK_THREAD_CPUTIME_ID),
                           memory_order_relaxed);
@@ -179,7 +183,8 @@ static void test_claim_retries_across_switches(void **state)
         sigaddset(&block, SIGALRM);
         pthread_sigmask(SIG_BLOCK, &block, &old); /* hold the "kernel" off */
         assert_int_equal(mode, CPUCLOCK_MODE_BPF);
-        if (atomic_load(&slot->seq) != seq_before) interrupted++;
+        if (atomic_load(&slot->seq) != seq_before)
+            interrupted++;
         assert_true(atomic_load(&slot->on_cpu_since_ns) >= test_last_switch_ns);
         cpuclock_thread_release(&th);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -223,7 +228,8 @@ static void test_claim_ownership(void **state)
     /* a slot left behind by a dead thread is taken over */
     pid_t child = fork();
     assert_true(child >= 0);
-    if (child == 0) _exit(0);
+    if (child == 0)
+        _exit(0);
     assert_int_equal(waitpid(child, NULL, 0), child);
     struct cpuclock_slot *dead_slot = &table.slots[(uint32_t)child & (CPUCLOCK_SLOT_COUNT - 1)];
     atomic_store(&dead_slot->tid, (uint32_t)child);
@@ -294,7 +300,8 @@ static void test_tsc_conversion(void **state)
         uint64_t error = converted < before  ? before - converted
                          : converted > after ? converted - after
                                              : 0;
-        if (error > worst) worst = error;
+        if (error > worst)
+            worst = error;
     }
     fprintf(stderr, "TSC conversion: worst error right after calibration %llu ns\n",
             (unsigned long long)worst);
@@ -339,7 +346,8 @@ static void test_tsc_reader_during_recalibration(void **state)
         uint64_t error = converted < before  ? before - converted
                          : converted > after ? converted - after
                                              : 0;
-        if (error > worst) worst = error;
+        if (error > worst)
+            worst = error;
     }
     atomic_store(&test_writer_stop, 1);
     pthread_join(writer, NULL);

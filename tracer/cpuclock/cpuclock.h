@@ -209,8 +209,10 @@ uint64_t cpuclock_fallback_precise(struct cpuclock_thread *th, uint64_t mono_now
 static inline uint64_t cpuclock_slot_value(uint64_t total, uint64_t on_since, uint64_t off_since,
                                            uint64_t mono_now)
 {
-    if (mono_now >= on_since) return total + (mono_now - on_since);
-    if (mono_now >= off_since || off_since > on_since) return total;
+    if (mono_now >= on_since)
+        return total + (mono_now - on_since);
+    if (mono_now >= off_since || off_since > on_since)
+        return total;
     return off_since - mono_now < total ? total - (off_since - mono_now) : 0;
 }
 
@@ -239,7 +241,8 @@ static inline uint64_t cpuclock_thread_now(struct cpuclock_thread *th, uint64_t 
         }
         if (off_since > on_since)
             return cpuclock_slot_repair(th, mono_now, flags);
-        if (flags) *flags = CPUCLOCK_EXACT;
+        if (flags)
+            *flags = CPUCLOCK_EXACT;
         return cpuclock_slot_value(total, on_since, off_since, mono_now);
     }
     if (th->mode == CPUCLOCK_MODE_FALLBACK && mono_now >= th->reported_mono_ns &&
@@ -247,7 +250,8 @@ static inline uint64_t cpuclock_thread_now(struct cpuclock_thread *th, uint64_t 
         th->reported_cpu_ns += mono_now - th->reported_mono_ns;
         th->reported_mono_ns = mono_now;
         th->estimated_reads++;
-        if (flags) *flags = CPUCLOCK_ESTIMATED;
+        if (flags)
+            *flags = CPUCLOCK_ESTIMATED;
         return th->reported_cpu_ns;
     }
     return cpuclock_fallback_precise(th, mono_now, flags);

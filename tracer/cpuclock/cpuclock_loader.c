@@ -37,7 +37,8 @@ static char cpuclock_libbpf_last[256]; /* last libbpf warning, for the error rea
 
 static int cpuclock_libbpf_print(enum libbpf_print_level level, const char *format, va_list args)
 {
-    if (level == LIBBPF_DEBUG) return 0;
+    if (level == LIBBPF_DEBUG)
+        return 0;
     int n = vsnprintf(cpuclock_libbpf_last, sizeof cpuclock_libbpf_last, format, args);
     if (n > 0) {
         size_t len = strnlen(cpuclock_libbpf_last, sizeof cpuclock_libbpf_last);
@@ -49,8 +50,10 @@ static int cpuclock_libbpf_print(enum libbpf_print_level level, const char *form
 
 static const char *cpuclock_errno_hint(int error)
 {
-    if (error == EPERM || error == EACCES) return " (needs root or CAP_BPF+CAP_PERFMON)";
-    if (error == ENOSYS) return " (kernel built without BPF)";
+    if (error == EPERM || error == EACCES)
+        return " (needs root or CAP_BPF+CAP_PERFMON)";
+    if (error == ENOSYS)
+        return " (kernel built without BPF)";
     if (error == ESRCH || error == ENOENT)
         return " (kernel BTF /sys/kernel/btf/vmlinux or the sched_switch tracepoint missing)";
     return "";
@@ -66,9 +69,12 @@ static void cpuclock_fail(char *err, size_t errlen, const char *step, int error)
 
 static void cpuclock_bpf_free(struct cpuclock_bpf *bpf)
 {
-    if (bpf->table.slots) munmap(bpf->table.slots, bpf->table.map_bytes);
-    if (bpf->link) bpf_link__destroy(bpf->link);
-    if (bpf->object) bpf_object__close(bpf->object);
+    if (bpf->table.slots)
+        munmap(bpf->table.slots, bpf->table.map_bytes);
+    if (bpf->link)
+        bpf_link__destroy(bpf->link);
+    if (bpf->object)
+        bpf_object__close(bpf->object);
     memset(bpf, 0, sizeof *bpf);
     bpf->map_fd = -1;
 }
@@ -183,7 +189,8 @@ struct cpuclock_bpf *cpuclock_bpf_load(char *err, size_t errlen)
         cpuclock_fail(err, errlen, "attaching to tp_btf/sched_switch", error);
         goto fail;
     }
-    if (cpuclock_bpf_self_test(bpf, err, errlen) != 0) goto fail;
+    if (cpuclock_bpf_self_test(bpf, err, errlen) != 0)
+        goto fail;
     libbpf_set_print(previous_print);
     cpuclock_bpf_is_loaded = 1;
     return bpf;
@@ -205,7 +212,8 @@ struct cpuclock_table *cpuclock_bpf_table(void)
 
 void cpuclock_bpf_unload(void)
 {
-    if (!cpuclock_bpf_is_loaded) return;
+    if (!cpuclock_bpf_is_loaded)
+        return;
     cpuclock_bpf_free(&cpuclock_bpf_loaded);
     cpuclock_bpf_is_loaded = 0;
 }

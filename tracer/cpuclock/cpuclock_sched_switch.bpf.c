@@ -57,7 +57,8 @@ static __always_inline struct cpuclock_slot *cpuclock_slot_of(__u32 tid)
 {
     __u32 index = tid & (CPUCLOCK_SLOT_COUNT - 1);
     struct cpuclock_slot *slot = bpf_map_lookup_elem(&cpuclock_slots, &index);
-    if (!slot || *(volatile __u32 *)&slot->tid != tid) return 0;
+    if (!slot || *(volatile __u32 *)&slot->tid != tid)
+        return 0;
     return slot;
 }
 
@@ -79,7 +80,8 @@ int BPF_PROG(cpuclock_on_sched_switch, bool preempt, struct task_struct *prev,
         __sync_fetch_and_add(&slot->seq, 1);
     }
     if (next_tid != 0 && (slot = cpuclock_slot_of(next_tid)) != 0) {
-        if (now == 0) now = bpf_ktime_get_ns();
+        if (now == 0)
+            now = bpf_ktime_get_ns();
         slot->total_ns = next->se.sum_exec_runtime;
         slot->on_cpu_since_ns = now;
         __sync_fetch_and_add(&slot->seq, 1);

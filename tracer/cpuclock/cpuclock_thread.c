@@ -18,7 +18,8 @@
 static uint64_t cpuclock_clock_ns(clockid_t clock)
 {
     struct timespec ts;
-    if (clock_gettime(clock, &ts) != 0) return 0;
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -71,7 +72,8 @@ fail:
 
 void cpuclock_detach(struct cpuclock_table *table)
 {
-    if (table->slots) munmap(table->slots, table->map_bytes);
+    if (table->slots)
+        munmap(table->slots, table->map_bytes);
     memset(table, 0, sizeof *table);
 }
 
@@ -107,7 +109,8 @@ static int cpuclock_slot_initialise(struct cpuclock_slot *slot)
         atomic_store_explicit(&slot->on_cpu_since_ns, mono, memory_order_relaxed);
         atomic_store_explicit(&slot->off_cpu_since_ns, mono, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
-        if (atomic_load_explicit(&slot->seq, memory_order_acquire) == seq) return 0;
+        if (atomic_load_explicit(&slot->seq, memory_order_acquire) == seq)
+            return 0;
     }
     return -1;
 }
@@ -134,7 +137,8 @@ enum cpuclock_mode cpuclock_thread_claim(const struct cpuclock_table *table,
             errno = saved_errno;
             return CPUCLOCK_MODE_BPF;
         }
-        if (claimed) atomic_store_explicit(&slot->tid, 0, memory_order_release);
+        if (claimed)
+            atomic_store_explicit(&slot->tid, 0, memory_order_release);
     }
     cpuclock_fallback_init(th);
     errno = saved_errno;
@@ -174,7 +178,8 @@ uint64_t cpuclock_slot_repair(struct cpuclock_thread *th, uint64_t mono_now, uns
 uint64_t cpuclock_fallback_precise(struct cpuclock_thread *th, uint64_t mono_now, unsigned *flags)
 {
     if (th->mode != CPUCLOCK_MODE_FALLBACK) {
-        if (flags) *flags = 0;
+        if (flags)
+            *flags = 0;
         return 0;
     }
     int saved_errno = errno;
@@ -183,10 +188,13 @@ uint64_t cpuclock_fallback_precise(struct cpuclock_thread *th, uint64_t mono_now
     th->precise_reads++;
     /* Earlier estimates may have counted a preemption as CPU: never go back in
      * time, the excess is taken out of this segment instead. */
-    if (cpu < th->reported_cpu_ns) cpu = th->reported_cpu_ns;
+    if (cpu < th->reported_cpu_ns)
+        cpu = th->reported_cpu_ns;
     th->reported_cpu_ns = cpu;
     th->precise_mono_ns = mono_now;
-    if (mono_now > th->reported_mono_ns) th->reported_mono_ns = mono_now;
-    if (flags) *flags = CPUCLOCK_EXACT;
+    if (mono_now > th->reported_mono_ns)
+        th->reported_mono_ns = mono_now;
+    if (flags)
+        *flags = CPUCLOCK_EXACT;
     return cpu;
 }

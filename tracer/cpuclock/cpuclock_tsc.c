@@ -29,7 +29,8 @@ static int cpuclock_tsc_is_invariant(void)
     if (!cpuinfo)
         return 1; /* cannot tell: trust it, the offset check below still bounds the error */
     while (fgets(line, sizeof line, cpuinfo)) {
-        if (strncmp(line, "flags", 5) != 0) continue;
+        if (strncmp(line, "flags", 5) != 0)
+            continue;
         constant = strstr(line, " constant_tsc") != NULL;
         nonstop = strstr(line, " nonstop_tsc") != NULL;
         break;
@@ -85,7 +86,8 @@ int cpuclock_tsc_calibrate(struct cpuclock_tsc *tsc, uint64_t span_ns)
         errno = ENOTSUP;
         return -1;
     }
-    if (span_ns < 1000000u) span_ns = 1000000u;
+    if (span_ns < 1000000u)
+        span_ns = 1000000u;
     cpuclock_tsc_pair(&tsc0, &mono0);
     do
         cpuclock_tsc_pair(&tsc1, &mono1);
@@ -126,7 +128,8 @@ int cpuclock_tsc_recalibrate(struct cpuclock_tsc *tsc, uint64_t slew_ns)
     } else {
         /* Slew: over the next slew_ns, run slower/faster by the offset. */
         uint64_t slew_cycles = (uint64_t)(((cpuclock_tsc_u128)slew_ns << 32) / rate);
-        if (slew_cycles == 0) slew_cycles = 1;
+        if (slew_cycles == 0)
+            slew_cycles = 1;
         int64_t correction =
             (int64_t)(((cpuclock_tsc_s128)-offset * 4294967296) / (cpuclock_tsc_s128)slew_cycles);
         cpuclock_tsc_publish(tsc, (uint64_t)((int64_t)rate + correction), now_tsc, converted);

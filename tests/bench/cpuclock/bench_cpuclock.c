@@ -101,18 +101,22 @@ static void bench_drift(int seconds)
     for (int step = 1; step <= seconds * 10; step++) {
         struct timespec pause = {0, 100000000};
         nanosleep(&pause, NULL);
-        if (step % 10 == 0) cpuclock_tsc_recalibrate(&tracked, 1000000000u);
+        if (step % 10 == 0)
+            cpuclock_tsc_recalibrate(&tracked, 1000000000u);
         int64_t best_fixed = INT64_MAX, best_tracked = INT64_MAX;
         for (int attempt = 0; attempt < 20; attempt++) {
             uint64_t before = bench_clock_ns(CLOCK_MONOTONIC);
             uint64_t cycles = cpuclock_rdtsc();
             uint64_t after = bench_clock_ns(CLOCK_MONOTONIC);
-            if (after - before > 200) continue;
+            if (after - before > 200)
+                continue;
             uint64_t middle = before + (after - before) / 2;
             int64_t error_fixed = (int64_t)(cpuclock_tsc_to_mono(&fixed, cycles) - middle);
             int64_t error_tracked = (int64_t)(cpuclock_tsc_to_mono(&tracked, cycles) - middle);
-            if (llabs(error_fixed) < llabs(best_fixed)) best_fixed = error_fixed;
-            if (llabs(error_tracked) < llabs(best_tracked)) best_tracked = error_tracked;
+            if (llabs(error_fixed) < llabs(best_fixed))
+                best_fixed = error_fixed;
+            if (llabs(error_tracked) < llabs(best_tracked))
+                best_tracked = error_tracked;
         }
         if (step % 10 == 0 || step == 1)
             printf("%8.1f %14lld %18lld\n", (double)(bench_clock_ns(CLOCK_MONOTONIC) - start) / 1e9,
@@ -183,6 +187,7 @@ int main(int argc, char **argv)
     cpuclock_thread_release(&fallback_thread);
     cpuclock_detach(&table);
     cpuclock_bpf_unload();
-    if (drift_seconds > 0) bench_drift(drift_seconds);
+    if (drift_seconds > 0)
+        bench_drift(drift_seconds);
     return 0;
 }
