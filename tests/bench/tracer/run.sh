@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# tests/bench/tracer/run.sh [--quick] [BUILD_DIR] - the tracer benchmark
+# (issue 2 section 6). Prints one table of medians, with every baseline
+# measured in the same run:
+#   1. added ns per traced call (64-byte write to /dev/null, pipe ping-pong,
+#      pread of a cached file, uncontended mutex lock+unlock), sustained
+#      (lossless tight loop: bounded by the collector) and in bursts that
+#      never fill the ring (the app-side cost alone), beside strace -f and
+#      ltrace -f on the same loops;
+#   2. nginx (1 and 2 workers) at saturation under wrk, untraced vs traced:
+#      requests/s both ways, throughput lost, trace bytes per event/request;
+#   3. events/s the collector drains+encodes+compresses per second of its CPU;
+#   4. CPU-time fidelity: 4 busy threads on 2 cores, trace vs the threads'
+#      CLOCK_THREAD_CPUTIME_ID.
+# Targets are printed as PASS/MISS and never fail the script: it fails only
+# when it cannot measure (a tool missing, a program failing, an empty
+# trace), with a one-line reason. --quick (or PREPLAY_BENCH_TRACER_MODE=quick,
+# how ctest runs it) takes well under a minute and checks that every value
+# of the table was measured and is sane, never a timing target.
+set -euo pipefail
+
+mode=${PREPLAY_BENCH_TRACER_MODE:-full}
+build=${PREPLAY_BUILD_DIR:-}
+for arg in "$@"; do
+  case $arg in
+    --quick) mode=quick ;;
+    --full) mode=full ;;
+    -h | --help)
+      sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    -*) echo "run.sh: unknown option '$arg' (use --quick, --full or BUILD_DIR)" >&2; exit 2 ;;
+    *) build=$arg ;;
+  esac
+done
+if [ -z "$build" ]; then
+  here=$(cd "$(dirname "$0")/../../.." && pwd)
+  build=$here/build/bench
+fi
+preplay=${PREPLAY_BIN:-$build/preplay}
+loops=$build/tests/bench/tracer/bench_tracer_loops
+
+fail() { echo "run.sh: $*" >&2; exit 1; }
+[ -x "$preplay" ] || fail "no preplay binary at $preplay (build first, or pass BUILD_DIR)"
+[ -x "$loops" ] || fail "no bench_tracer_loops at $loops (cmake --build BUILD_DIR --target bench_tracer_loops)"
+for tool in strace ltrace nginx wrk curl jq awk taskset; do
+  command -v "$tool" >/dev/null || fail "$tool not found (tools/install-deps installs it)"
+done
+
+if [ "$mode" = quick ]; then
+  loop_iters=20000 loop_runs=3 pp_iters=2000
+  burst_iters=20000 burst_runs=3 burst=1000
+  strace_iters=2000 strace_runs=3 ltrace_iters=200 ltrace_runs=3
+  wrk_seconds=2 wrk_reps=1 nginx_workers="1"
+  coll_threads=2 coll_iters=100000 fid_ms=1000
+else
+  loop_iters=200000 loop_runs=11 pp_iters=20000
+  burst_iters=100000 burst_runs=5 burst=1000
+  strace_iters=20000 strace_runs=5 ltrace_iters=2000 ltrace_runs=3
+  wrk_seconds=5 wrk_reps=3 nginx_workers="1 2"
+  coll_threads=2 coll_iters=1000000 fid_ms=3000
+fi
+
+work=$(mktemp -d /tmp/preplay-bench-tracer.XXXXXX)
+chmod 755 "$work" # nginx workers run as nobody and read the document root here
+bg_pids=()
+cleanup() {
+  local pid
+  for pid in "${bg_pids[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${bg_pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Runs a command with a time bound; fails the benchmark with a reason.
+bounded() {
+  local limit=$1 what=$2
+  shift 2
+  timeout --kill-after=5 "$limit" "$@" || fail "$what failed or exceeded ${limit}s (exit $?)"
+}
+
+median_of() { sed -n 's/.* median_ns=\([0-9.]*\).*/\1/p' <<<"$1"; }
+calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
+# Sum of every count in the trace's "events" object.
+trace_events() { "$preplay" info --json "$1" | jq '[.events[]] | add'; }
+trace_json() { "$preplay" info --json "$1" | jq -r "$2"; }
+
+echo "preplay tracer benchmark ($mode) - $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -r)"
+echo "medians of repeated runs; 'added' = traced minus untraced, measured in this run"
+
+# ---- 1. added cost per traced call --------------------------------------
+declare -A base sust brst stra ltra
+loop_modes=(write pingpong pread mutex)
+for m in "${loop_modes[@]}"; do
+  iters=$loop_iters
+  [ "$m" = pingpong ] && iters=$pp_iters
+  out=$(bounded 120 "untraced $m loop" "$loops" loop "$m" "$iters" "$loop_runs" "$work")
+  base[$m]=$(median_of "$out")
+  out=$(bounded 300 "traced $m loop" "$preplay" record -q -o "$work/t-$m" -- "$loops" loop "$m" "$iters" "$loop_runs" "$work")
+  sust[$m]=$(median_of "$out")
+  # every call of the timed runs (plus the warm-up) must be in the trace
+  family=file
+  per_iter=1
+  case $m in
+    pingpong) family=file per_iter=4 ;;
+    mutex) family=lock per_iter=2 ;;
+  esac
+  want=$((iters * loop_runs * per_iter))
+  got=$(trace_json "$work/t-$m" ".events.$family")
+  [ "$got" -ge "$want" ] || fail "traced $m loop: trace has $got $family events, expected >= $want"
+  if [ "$m" = write ]; then
+    write_events=$(trace_events "$work/t-$m")
+    write_bytes=$(trace_json "$work/t-$m" .bytes_on_disk)
+  fi
+  rm -rf "$work/t-$m"
+  if [ "$m" = pingpong ]; then
+    brst[$m]=$(calc "${base[$m]} + 0" 2) # no burst variant: a round trip never fills the ring
+    burst_base=${base[$m]}
+  else
+    out=$(bounded 120 "untraced $m bursts" "$loops" loop "$m" "$burst_iters" "$burst_runs" "$work" "$burst")
+    burst_base=$(median_of "$out")
+    out=$(bounded 300 "traced $m bursts" "$preplay" record -q -o "$work/b-$m" -- "$loops" loop "$m" "$burst_iters" "$burst_runs" "$work" "$burst")
+    brst[$m]=$(calc "$(median_of "$out") - $burst_base + ${base[$m]}" 2)
+    lost=$(trace_json "$work/b-$m" .lost_events)
+    [ "$lost" = 0 ] || fail "traced $m bursts lost $lost events (lossless mode)"
+    rm -rf "$work/b-$m"
+  fi
+  siters=$strace_iters
+  [ "$m" = pingpong ] && siters=$((strace_iters / 4))
+  out=$(bounded 300 "strace on $m" strace -f -o /dev/null "$loops" loop "$m" "$siters" "$strace_runs" "$work")
+  stra[$m]=$(median_of "$out")
+  out=$(bounded 300 "ltrace on $m" ltrace -f -o /dev/null "$loops" loop "$m" "$ltrace_iters" "$ltrace_runs" "$work")
+  ltra[$m]=$(median_of "$out")
+done
+
+echo
+echo "== 1. added ns per traced call (median of $loop_runs runs x $loop_iters calls; ping-pong $pp_iters round trips, both threads on one core) =="
+printf '%-16s %-11s %9s %10s %6s %10s %6s %7s %11s %8s %11s %8s\n' loop per untraced sustained ok burst ok target \
+  strace_add x_ours ltrace_add x_ours
+print_row() { # LABEL UNIT MODE DIVISOR TARGET
+  local label=$1 unit=$2 m=$3 div=$4 target=$5
+  local b s r st lt rok
+  b=$(calc "${base[$m]} / $div" 1)
+  s=$(calc "(${sust[$m]} - ${base[$m]}) / $div" 1)
+  r=$(calc "(${brst[$m]} - ${base[$m]}) / $div" 1)
+  st=$(calc "(${stra[$m]} - ${base[$m]}) / $div" 0)
+  lt=$(calc "(${ltra[$m]} - ${base[$m]}) / $div" 0)
+  rok=$(verdict "$r" "$target")
+  if [ "$m" = pingpong ]; then r="-" rok="-"; fi
+  printf '%-16s %-11s %9s %10s %6s %10s %6s %7s %11s %8s %11s %8s\n' "$label" "$unit" "$b" "$s" \
+    "$(verdict "$s" "$target")" "$r" "$rok" "<=$target" "$st" "$(ratio "$st" "$s")" "$lt" "$(ratio "$lt" "$s")"
+}
+verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t) ? "PASS" : "MISS" }'; }
+# their added ns / ours; "-" when theirs is nothing (strace sees no syscall in a mutex loop)
+ratio() { awk -v a="$1" -v o="$2" 'BEGIN { if (a < 1) print "-"; else if (o > 0) printf "%.0fx", a / o; else print "n/a" }'; }
+print_row "write 64B" syscall write 1 50
+print_row "pipe ping-pong" "round trip" pingpong 1 200
+print_row "pipe ping-pong" syscall pingpong 4 50
+print_row "pread 64B" syscall pread 1 50
+print_row "mutex lock+unl" "lock op" mutex 2 15
+echo "(sustained: lossless tight loop, the collector's drain rate bounds it; burst: $burst calls"
+echo " then a pause, the ring never fills: the app-side cost alone. strace/ltrace: ${strace_iters}/${ltrace_iters}"
+echo " calls per run, x_ours = their added ns / our sustained added ns. Round-trip target: 4 x 50 ns.)"
+echo "trace of the write loop: $write_events events, $write_bytes bytes on disk, $(calc "$write_bytes / $write_events" 2) bytes/event"
+
+# Sanity (the smoke test's assertions): every value measured, the tracer
+# costs something, strace costs more than nothing.
+for m in "${loop_modes[@]}"; do
+  for v in "${base[$m]}" "${sust[$m]}" "${brst[$m]}" "${stra[$m]}" "${ltra[$m]}"; do
+    [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "loop $m: a median is missing or not a number ('$v')"
+  done
+done
+awk -v b="${base[write]}" -v s="${sust[write]}" 'BEGIN { exit !(s > b) }' ||
+  fail "traced write (${sust[write]} ns) is not slower than untraced (${base[write]} ns): is the tracer loaded?"
+awk -v b="${base[write]}" -v s="${stra[write]}" 'BEGIN { exit !(s > b) }' ||
+  fail "strace'd write (${stra[write]} ns) is not slower than untraced (${base[write]} ns)"
+
+# ---- 2. nginx at saturation ----------------------------------------------
+free_port() {
+  local p
+  for p in $(seq $((20000 + RANDOM % 20000)) 1 65000); do
+    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+  done
+  fail "no free TCP port on 127.0.0.1"
+}
+mkdir -p "$work/www"
+head -c 612 /dev/urandom | base64 -w 76 >"$work/www/index.html"
+chmod -R a+rX "$work/www"
+nginx_conf() { # NAME WORKERS PORT
+  local d=$work/nginx-$1
+  mkdir -p "$d/tmp"
+  cat >"$d/nginx.conf" <<EOF
+worker_processes $2;
+daemon off;
+master_process on;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log $d/access.log;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  client_body_temp_path $d/tmp/body;
+  proxy_temp_path $d/tmp/proxy;
+  fastcgi_temp_path $d/tmp/fastcgi;
+  uwsgi_temp_path $d/tmp/uwsgi;
+  scgi_temp_path $d/tmp/scgi;
+  server {
+    listen 127.0.0.1:$3;
+    root $work/www;
+  }
+}
+EOF
+  echo "$d/nginx.conf"
+}
+wait_http() { # PORT PID
+  for _ in $(seq 100); do
+    kill -0 "$2" 2>/dev/null || fail "nginx on port $1 exited at start (see its error.log above)"
+    curl -sf -o /dev/null "http://127.0.0.1:$1/index.html" && return 0
+    sleep 0.1
+  done
+  fail "nginx on port $1 did not answer within 10 s"
+}
+run_wrk() { # PORT SECONDS -> "requests_per_s total_requests"
+  local out
+  out=$(timeout --kill-after=5 $(($2 + 20)) wrk -t2 -c32 -d"${2}s" "http://127.0.0.1:$1/index.html" 2>&1) ||
+    fail "wrk against port $1 failed: $(tail -1 <<<"$out")"
+  grep -q 'Non-2xx' <<<"$out" && fail "wrk against port $1 got errors: $(grep Non-2xx <<<"$out")"
+  local rps total
+  rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
+  total=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' <<<"$out")
+  [ -n "$rps" ] && [ -n "$total" ] || fail "cannot read wrk's output: $out"
+  echo "$rps $total"
+}
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+stop_pid() { # PID SECONDS
+  kill -TERM "$1" 2>/dev/null || true
+  for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+  fail "process $1 did not stop within $2 s of SIGTERM"
+}
+
+echo
+echo "== 2. nginx serving a 828-byte file on 127.0.0.1, wrk -t2 -c32, $wrk_reps x ${wrk_seconds}s alternating, median =="
+printf '%-10s %12s %12s %8s %6s %10s %10s %10s %9s %6s\n' workers untraced_rps traced_rps lost_% ok events bytes bytes/ev bytes/req ok
+for workers in $nginx_workers; do
+  pa=$(free_port)
+  conf_a=$(nginx_conf "plain-$workers" "$workers" "$pa")
+  nginx -p "$work" -e "$work/nginx-plain-$workers/error.log" -c "$conf_a" &
+  pid_a=$!
+  bg_pids+=("$pid_a")
+  wait_http "$pa" "$pid_a"
+  pb=$(free_port)
+  [ "$pb" != "$pa" ] || pb=$((pa + 1))
+  conf_b=$(nginx_conf "traced-$workers" "$workers" "$pb")
+  "$preplay" record -q -o "$work/trace-nginx-$workers" -- \
+    nginx -p "$work" -e "$work/nginx-traced-$workers/error.log" -c "$conf_b" &
+  pid_b=$!
+  bg_pids+=("$pid_b")
+  wait_http "$pb" "$pid_b"
+  run_wrk "$pa" 1 >/dev/null # warm-up both
+  traced_requests=$(run_wrk "$pb" 1 | cut -d' ' -f2)
+  rps_a="" rps_b=""
+  for _ in $(seq "$wrk_reps"); do
+    rps_a+=" $(run_wrk "$pa" "$wrk_seconds" | cut -d' ' -f1)"
+    r=$(run_wrk "$pb" "$wrk_seconds")
+    rps_b+=" ${r% *}"
+    traced_requests=$((traced_requests + ${r#* }))
+  done
+  stop_pid "$pid_a" 20
+  stop_pid "$pid_b" 60
+  ma=$(median <<<"$rps_a")
+  mb=$(median <<<"$rps_b")
+  lost=$(calc "100 * ($ma - $mb) / $ma" 1)
+  ev=$(trace_events "$work/trace-nginx-$workers")
+  bytes=$(trace_json "$work/trace-nginx-$workers" .bytes_on_disk)
+  [ "$ev" -gt "$traced_requests" ] || fail "nginx trace ($workers workers) has $ev events for $traced_requests requests"
+  bpe=$(calc "$bytes / $ev" 2)
+  printf '%-10s %12.0f %12.0f %8s %6s %10s %10s %10s %9s %6s\n' "$workers" "$ma" "$mb" "$lost" \
+    "$(awk -v l="$lost" 'BEGIN { print (l <= 3) ? "PASS" : "MISS" }')" "$ev" "$bytes" "$bpe" \
+    "$(calc "$bytes / $traced_requests" 1)" "$(awk -v b="$bpe" 'BEGIN { print (b <= 8) ? "PASS" : "MISS" }')"
+  echo "  ($workers workers) traced requests: $traced_requests, events/request: $(calc "$ev / $traced_requests" 1); by type: $(trace_json "$work/trace-nginx-$workers" '.events | to_entries | map(select(.value > 0) | "\(.key)=\(.value)") | join(" ")')"
+  rm -rf "$work/trace-nginx-$workers"
+done
+echo "(targets: lost <= 3%, <= 8 bytes/event; access log on, sendfile on)"
+
+# ---- 3. collector throughput ---------------------------------------------
+echo
+echo "== 3. collector: $coll_threads threads x $coll_iters mutex lock+unlock, lossless, collector CPU from /proc/PID/stat =="
+out=$(bounded 300 "collector benchmark" "$preplay" record -q -o "$work/coll" -- "$loops" collector "$coll_threads" "$coll_iters")
+coll_cpu=$(sed -n 's/.*collector_cpu_ns=\([0-9]*\).*/\1/p' <<<"$out")
+app_wall=$(sed -n 's/.*app_wall_ns=\([0-9]*\).*/\1/p' <<<"$out")
+lock_ops=$(sed -n 's/.*lock_ops=\([0-9]*\).*/\1/p' <<<"$out")
+coll_events=$(trace_events "$work/coll")
+coll_bytes=$(trace_json "$work/coll" .bytes_on_disk)
+[ -n "$coll_cpu" ] && [ "$coll_cpu" -gt 0 ] || fail "collector CPU time not measured ($out)"
+[ "$coll_events" -ge "$lock_ops" ] || fail "collector trace has $coll_events events for $lock_ops lock operations"
+rate=$(calc "$coll_events / ($coll_cpu / 1e9) / 1e6" 2)
+printf '%-28s %s\n' "events written" "$coll_events ($lock_ops lock records + the CPU events between them)" \
+  "collector CPU" "$(calc "$coll_cpu / 1e6" 0) ms (app wall $(calc "$app_wall / 1e6" 0) ms)" \
+  "events/s of collector CPU" "$rate M  (target >= 2 M: $(awk -v r="$rate" 'BEGIN { print (r >= 2) ? "PASS" : "MISS" }'))" \
+  "ring records/s of its CPU" "$(calc "$lock_ops / ($coll_cpu / 1e9) / 1e6" 2) M" \
+  "bytes/event" "$(calc "$coll_bytes / $coll_events" 2)"
+rm -rf "$work/coll"
+
+# ---- 4. CPU-time fidelity --------------------------------------------------
+echo
+echo "== 4. CPU-time fidelity: 4 busy threads on 2 cores for $fid_ms ms, traced writes every 2-60k spins =="
+out=$(bounded 120 "fidelity program" "$preplay" record -q -o "$work/fid" -- "$loops" fidelity 4 2 "$fid_ms")
+"$preplay" info --json "$work/fid" | jq -r '.process_list[].threads[] | "\(.tid) \(.cpu_ns)"' >"$work/fid.trace"
+max_err=$(awk 'NR == FNR { trace[$1] = $2; next }
+  { split($1, a, "="); split($2, b, "="); tid = a[2]; truth = b[2]
+    if (!(tid in trace) || truth <= 0) { print "missing " tid; exit }
+    e = trace[tid] - truth; if (e < 0) e = -e; r = e / truth
+    printf "  thread %s: program %.1f ms, trace %.1f ms, error %.3f%%\n", tid, truth / 1e6, trace[tid] / 1e6, 100 * r > "/dev/stderr"
+    if (r > m) m = r; n++ }
+  END { if (n == 4) printf "%.4f", 100 * m }' "$work/fid.trace" - <<<"$out" 2>&1 >"$work/fid.max")
+echo "$max_err"
+max_err=$(cat "$work/fid.max")
+[[ $max_err =~ ^[0-9.]+$ ]] || fail "fidelity: a thread is missing from the trace or the program's output ($out)"
+echo "max relative error of per-thread CPU time: ${max_err}% (target <= 5%: $(awk -v e="$max_err" 'BEGIN { print (e <= 5) ? "PASS" : "MISS" }'))"
+rm -rf "$work/fid"
+echo
+echo "done ($mode)"
