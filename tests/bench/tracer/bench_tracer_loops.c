@@ -58,8 +58,8 @@ static long bench_parse(const char *s, const char *name, long min, long max)
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < min || v > max) {
-        fprintf(stderr, "bench_tracer_loops: %s must be an integer in [%ld, %ld], got '%s'\n",
-                name, min, max, s);
+        fprintf(stderr, "bench_tracer_loops: %s must be an integer in [%ld, %ld], got '%s'\n", name,
+                min, max, s);
         exit(2);
     }
     return v;
