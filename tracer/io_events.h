@@ -40,8 +40,11 @@ uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f
 void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
                         int64_t result, uint64_t begin_ns, uint64_t end_ns);
 
-/* MySQL wire-protocol parsing of bytes sent on a DB connection (db_wire.c). */
+/* MySQL wire-protocol parsing of bytes sent on / received from a DB
+ * connection (db_wire.c): commands are recorded when their answer arrives. */
 void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
                          int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns);
+void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
+                             int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns);
 
 #endif
