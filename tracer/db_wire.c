@@ -388,7 +388,8 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
     c->params_id = params_id;
     c->stmt_id = stmt;
     c->begin_ns = begin;
-    c->cmd_bytes = pkt_len;
+    /* QUERY/PREPARE: the SQL text's length, as the C API path records it */
+    c->cmd_bytes = op == TRACE_DB_QUERY || op == TRACE_DB_PREPARE ? pkt_len - 1 : pkt_len;
     c->rows = c->bytes = 0;
 }
 
@@ -570,7 +571,7 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
             int metadata = 1;
             if ((c->ext_caps & MARIADB_CLIENT_CACHE_METADATA) && used && have > used)
                 metadata = p[used] != 0;
-            c->defs_left = metadata ? ncols + (deprecate_eof ? 0 : 1) : 0;
+            c->defs_left = (metadata ? ncols : 0) + (deprecate_eof ? 0 : 1);
         }
         if (c->in_result) { /* header of a later result: keep counting */
             if (error) {
@@ -593,8 +594,6 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
             if (!c->defs_left)
                 c->op = 0;
         } else {
-            if (c->op == TRACE_DB_PREPARE)
-                c->query_id = c->prep_query_id;
             c->in_result = 1;
             c->fetch_begin_ns = end;
             c->rows = c->bytes = 0;
