@@ -1,0 +1,249 @@
+/* tt_locks.c - lock pairing and contention with known waits, for
+ * test_locks.py: a mutex under contention from several threads, trylock
+ * failing on a held mutex, timedlock timing out and then succeeding, an
+ * rwlock held exclusively while readers wait and then shared by two
+ * readers, a condition wait, flock and F_OFD_SETLKW between threads (each
+ * with its own open file description) and F_SETLKW against a child
+ * process. Every contended wait is made >= HOLD_MS by the holder sleeping
+ * with the lock held. Prints the lock addresses as one JSON line. It must
+ * never synchronise its phases with traced locks (only atomics and sleeps),
+ * or the handshakes would show up as extra lock events. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOLD_MS 40
+#define POUNDERS 4
+#define POUND_ITERS 2000
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;  /* contended */
+static pthread_mutex_t tm = PTHREAD_MUTEX_INITIALIZER; /* timedlock */
+static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER; /* condvar */
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static _Atomic int stage;
+static _Atomic int readers_in;
+static int cond_ready;
+static long shared_counter;
+static const char *lock_path;
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void wait_stage(int s)
+{
+    for (int i = 0; i < 20000 && atomic_load(&stage) < s; i++)
+        sleep_ms(1);
+    if (atomic_load(&stage) < s) {
+        fprintf(stderr, "tt_locks: stage %d never came\n", s);
+        exit(1);
+    }
+}
+
+static void die(const char *what, int err)
+{
+    fprintf(stderr, "tt_locks: %s: %s\n", what, strerror(err));
+    exit(1);
+}
+
+static void *pounder(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < POUND_ITERS; i++) {
+        pthread_mutex_lock(&m);
+        shared_counter++;
+        pthread_mutex_unlock(&m);
+    }
+    return NULL;
+}
+
+static void flock_ex(int fd)
+{
+    if (flock(fd, LOCK_EX) != 0)
+        die("flock", errno);
+}
+
+static void ofd(int fd, short type, int cmd)
+{
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = 100, .l_len = 50};
+    if (fcntl(fd, cmd, &fl) != 0)
+        die("fcntl ofd", errno);
+}
+
+/* The holder: takes each lock, lets the waiter start waiting, sleeps. */
+static void *holder(void *arg)
+{
+    (void)arg;
+    /* 1: mutex held while the waiter trylocks (EBUSY) and then blocks */
+    pthread_mutex_lock(&m);
+    atomic_store(&stage, 1);
+    sleep_ms(HOLD_MS);
+    pthread_mutex_unlock(&m);
+    /* 2: timedlock: held long enough for a 10 ms timeout to expire */
+    wait_stage(2);
+    pthread_mutex_lock(&tm);
+    atomic_store(&stage, 3);
+    sleep_ms(HOLD_MS);
+    pthread_mutex_unlock(&tm);
+    /* 4: rwlock held exclusively while a reader waits */
+    wait_stage(4);
+    pthread_rwlock_wrlock(&rw);
+    atomic_store(&stage, 5);
+    sleep_ms(HOLD_MS);
+    pthread_rwlock_unlock(&rw);
+    /* 6: shared with the waiter: both readers inside at once */
+    wait_stage(6);
+    pthread_rwlock_rdlock(&rw);
+    atomic_fetch_add(&readers_in, 1);
+    for (int i = 0; i < 5000 && atomic_load(&readers_in) < 2; i++)
+        sleep_ms(1);
+    pthread_rwlock_unlock(&rw);
+    /* 7: flock on our own open file description */
+    wait_stage(7);
+    int fd = open(lock_path, O_RDWR);
+    if (fd < 0)
+        die("open", errno);
+    flock_ex(fd);
+    atomic_store(&stage, 8);
+    sleep_ms(HOLD_MS);
+    flock(fd, LOCK_UN);
+    /* 9: OFD lock on a byte range */
+    wait_stage(9);
+    ofd(fd, F_WRLCK, F_OFD_SETLKW);
+    atomic_store(&stage, 10);
+    sleep_ms(HOLD_MS);
+    ofd(fd, F_UNLCK, F_OFD_SETLK);
+    close(fd);
+    /* 11: condition variable: signal the waiter after a while */
+    wait_stage(11);
+    sleep_ms(HOLD_MS / 2);
+    pthread_mutex_lock(&cm);
+    cond_ready = 1;
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&cm);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: tt_locks LOCKFILE\n");
+        return 2;
+    }
+    lock_path = argv[1];
+    int fd = open(lock_path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0)
+        die("open", errno);
+
+    pthread_t h, p[POUNDERS];
+    pthread_create(&h, NULL, holder, NULL);
+    wait_stage(1);
+    int rc = pthread_mutex_trylock(&m);
+    if (rc != EBUSY)
+        die("trylock on a held mutex did not fail", rc);
+    pthread_mutex_lock(&m); /* waits ~HOLD_MS */
+    pthread_mutex_unlock(&m);
+
+    atomic_store(&stage, 2);
+    wait_stage(3);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 10 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L)
+        ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    rc = pthread_mutex_timedlock(&tm, &ts);
+    if (rc != ETIMEDOUT)
+        die("timedlock did not time out", rc);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
+    rc = pthread_mutex_timedlock(&tm, &ts);
+    if (rc != 0)
+        die("timedlock", rc);
+    pthread_mutex_unlock(&tm);
+
+    atomic_store(&stage, 4);
+    wait_stage(5);
+    pthread_rwlock_rdlock(&rw); /* waits for the writer */
+    pthread_rwlock_unlock(&rw);
+    atomic_store(&stage, 6);
+    pthread_rwlock_rdlock(&rw);
+    atomic_fetch_add(&readers_in, 1);
+    for (int i = 0; i < 5000 && atomic_load(&readers_in) < 2; i++)
+        sleep_ms(1);
+    pthread_rwlock_unlock(&rw);
+
+    atomic_store(&stage, 7);
+    wait_stage(8);
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+        die("flock LOCK_NB on a held lock did not fail", errno);
+    flock_ex(fd); /* waits */
+    flock(fd, LOCK_UN);
+
+    atomic_store(&stage, 9);
+    wait_stage(10);
+    ofd(fd, F_WRLCK, F_OFD_SETLKW); /* waits */
+    ofd(fd, F_UNLCK, F_OFD_SETLK);
+
+    atomic_store(&stage, 11);
+    pthread_mutex_lock(&cm);
+    while (!cond_ready)
+        pthread_cond_wait(&cv, &cm);
+    pthread_mutex_unlock(&cm);
+    pthread_join(h, NULL);
+
+    /* process-associated record lock: a child holds it, we wait */
+    int ready[2];
+    if (pipe(ready) != 0)
+        die("pipe", errno);
+    pid_t child = fork();
+    if (child == 0) {
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 10};
+        if (fcntl(fd, F_SETLKW, &fl) != 0)
+            _exit(3);
+        if (write(ready[1], "r", 1) != 1)
+            _exit(4);
+        sleep_ms(HOLD_MS);
+        fl.l_type = F_UNLCK;
+        fcntl(fd, F_SETLK, &fl);
+        _exit(0);
+    }
+    char c;
+    if (read(ready[0], &c, 1) != 1)
+        die("child lock", EIO);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 10};
+    if (fcntl(fd, F_SETLKW, &fl) != 0)
+        die("F_SETLKW", errno); /* waits for the child */
+    fl.l_type = F_UNLCK;
+    fcntl(fd, F_SETLK, &fl);
+    int status;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        die("child", EIO);
+
+    for (int i = 0; i < POUNDERS; i++)
+        pthread_create(&p[i], NULL, pounder, NULL);
+    for (int i = 0; i < POUNDERS; i++)
+        pthread_join(p[i], NULL);
+    if (shared_counter != POUNDERS * POUND_ITERS)
+        die("counter", EIO);
+    printf("{\"m\":%llu,\"tm\":%llu,\"cm\":%llu,\"rw\":%llu,\"hold_ms\":%d,\"pounders\":%d,"
+           "\"iters\":%d,\"child\":%d}\n",
+           (unsigned long long)(uintptr_t)&m, (unsigned long long)(uintptr_t)&tm,
+           (unsigned long long)(uintptr_t)&cm, (unsigned long long)(uintptr_t)&rw, HOLD_MS,
+           POUNDERS, POUND_ITERS, (int)child);
+    return 0;
+}
