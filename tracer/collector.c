@@ -340,6 +340,16 @@ static void collector_register(struct collector *c, int conn)
         return;
     }
     r->base = base;
+    if (p->nregions > 0) {
+        /* A new image of the same process writes into the same trace file:
+         * its string and connection ids must continue where the old
+         * image's stopped, or its id 1 would resolve to the old image's
+         * string 1 (the reader keeps the first definition of an id). */
+        struct tracer_control *old_ctl = tracer_region_control(p->regions[p->nregions - 1]->base);
+        struct tracer_control *new_ctl = tracer_region_control(base);
+        atomic_store(&new_ctl->next_string_id, atomic_load(&old_ctl->next_string_id));
+        atomic_store(&new_ctl->next_conn_id, atomic_load(&old_ctl->next_conn_id));
+    }
     p->regions[p->nregions++] = r;
     if (req.is_exec) {
         struct trace_event ev;
