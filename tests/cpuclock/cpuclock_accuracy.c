@@ -58,11 +58,16 @@ static uint64_t accuracy_clock_ns(clockid_t clock)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static volatile uint64_t accuracy_sink;
+
 static void accuracy_burn(uint64_t loops)
 {
-    volatile uint64_t sink = 0;
-    for (uint64_t i = 0; i < loops; i++)
-        sink += i * 2654435761u;
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < loops; i++) {
+        sum += i * 2654435761u;
+        __asm__ __volatile__("" : "+r"(sum)); /* keep the loop: it is the work */
+    }
+    accuracy_sink += sum;
 }
 
 static void accuracy_calibrate_burn(void)
@@ -141,7 +146,7 @@ static double accuracy_quantile(const double *sorted, size_t count, double q)
 static int accuracy_parse(int argc, char **argv, struct accuracy_options *options)
 {
     *options = (struct accuracy_options){1, 4, 2, 300, 10.0, 10000.0, 0, 3};
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (!value) {
             fprintf(stderr, "cpuclock_accuracy: %s needs a value\n", argv[i]);
@@ -171,7 +176,6 @@ static int accuracy_parse(int argc, char **argv, struct accuracy_options *option
             fprintf(stderr, "cpuclock_accuracy: unknown option '%s'\n", argv[i]);
             return -1;
         }
-        i++;
     }
     if (options->threads < 1 || options->threads > 64 || options->cpus < 1 ||
         options->segments < 10 || options->rounds < 1 || options->rounds > ACCURACY_MAX_ROUNDS ||

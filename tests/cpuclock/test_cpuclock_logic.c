@@ -339,7 +339,11 @@ static void test_tsc_reader_during_recalibration(void **state)
     atomic_store(&test_writer_stop, 0);
     assert_int_equal(pthread_create(&writer, NULL, test_tsc_writer, NULL), 0);
     uint64_t worst = 0;
-    for (int i = 0; i < 200000; i++) {
+    /* until the writer has recalibrated often enough (bounded: 10 s) */
+    uint64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + 10000000000u;
+    for (int i = 0; i < 200000 || (atomic_load(&test_shared_tsc.calibrations) <= 10 &&
+                                   test_clock_ns(CLOCK_MONOTONIC) < deadline);
+         i++) {
         uint64_t before = test_clock_ns(CLOCK_MONOTONIC);
         uint64_t converted = cpuclock_tsc_mono_now(&test_shared_tsc);
         uint64_t after = test_clock_ns(CLOCK_MONOTONIC);
