@@ -12,6 +12,9 @@
  * calls (getc, putc, fgetc, fputc) are not wrapped: a refill or flush they
  * trigger is not seen (the next wrapped call sees a consistent buffer), and
  * fflush(NULL) flushes streams we cannot name. See docs/tracer.md. */
+/* glibc's optimized headers define vprintf and getline as extern inlines;
+ * we must own those names (clang refuses an attribute on them otherwise). */
+#define __NO_INLINE__ 1
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,26 +113,36 @@ static void stdio_account(struct tracer_thread *t, FILE *f, struct stdio_snapsho
     errno = err;                                                                                   \
     return r;
 
-TRACER_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *f){
-    STDIO_BODY(size_t, f, tracer_real_fread()(buf, size, n, f), 0, r *size, 0)}
+TRACER_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *f)
+{
+    STDIO_BODY(size_t, f, tracer_real_fread()(buf, size, n, f), 0, r * size, 0);
+}
 
-TRACER_EXPORT size_t fwrite(const void *buf, size_t size, size_t n, FILE *f){
-    STDIO_BODY(size_t, f, tracer_real_fwrite()(buf, size, n, f), r *size, 0, r < n)}
+TRACER_EXPORT size_t fwrite(const void *buf, size_t size, size_t n, FILE *f)
+{
+    STDIO_BODY(size_t, f, tracer_real_fwrite()(buf, size, n, f), r * size, 0, r < n);
+}
 
-TRACER_EXPORT char *fgets(char *s, int n, FILE *f){
-    STDIO_BODY(char *, f, tracer_real_fgets()(s, n, f), 0, r ? strlen(r) : 0, 0)}
+TRACER_EXPORT char *fgets(char *s, int n, FILE *f)
+{
+    STDIO_BODY(char *, f, tracer_real_fgets()(s, n, f), 0, r ? strlen(r) : 0, 0);
+}
 
-TRACER_EXPORT int fputs(const char *s, FILE *f){
-    STDIO_BODY(int, f, tracer_real_fputs()(s, f), r >= 0 ? strlen(s) : 0, 0, r < 0)}
+TRACER_EXPORT int fputs(const char *s, FILE *f)
+{
+    STDIO_BODY(int, f, tracer_real_fputs()(s, f), r >= 0 ? strlen(s) : 0, 0, r < 0);
+}
 
 TRACER_EXPORT int puts(const char *s)
 {
     FILE *f = stdout;
-    STDIO_BODY(int, f, tracer_real_puts()(s), r >= 0 ? strlen(s) + 1 : 0, 0, r < 0)
+    STDIO_BODY(int, f, tracer_real_puts()(s), r >= 0 ? strlen(s) + 1 : 0, 0, r < 0);
 }
 
-TRACER_EXPORT int vfprintf(FILE *f, const char *fmt, va_list ap){
-    STDIO_BODY(int, f, tracer_real_vfprintf()(f, fmt, ap), r > 0 ? (size_t)r : 0, 0, r < 0)}
+TRACER_EXPORT int vfprintf(FILE *f, const char *fmt, va_list ap)
+{
+    STDIO_BODY(int, f, tracer_real_vfprintf()(f, fmt, ap), r > 0 ? (size_t)r : 0, 0, r < 0);
+}
 
 TRACER_EXPORT int fprintf(FILE *f, const char *fmt, ...)
 {
@@ -154,16 +167,21 @@ TRACER_EXPORT int vprintf(const char *fmt, va_list ap)
     return vfprintf(stdout, fmt, ap);
 }
 
-TRACER_EXPORT ssize_t getdelim(char **line, size_t *cap, int delim, FILE *f){
+TRACER_EXPORT ssize_t getdelim(char **line, size_t *cap, int delim, FILE *f)
+{
     STDIO_BODY(ssize_t, f, tracer_real_getdelim()(line, cap, delim, f), 0, r > 0 ? (size_t)r : 0,
-               0)}
+               0);
+}
 
 TRACER_EXPORT ssize_t getline(char **line, size_t *cap, FILE *f)
 {
     return getdelim(line, cap, '\n', f);
 }
 
-static int stdio_fflush_one(FILE *f){STDIO_BODY(int, f, tracer_real_fflush()(f), 0, 0, r != 0)}
+static int stdio_fflush_one(FILE *f)
+{
+    STDIO_BODY(int, f, tracer_real_fflush()(f), 0, 0, r != 0);
+}
 
 TRACER_EXPORT int fflush(FILE *f)
 {
@@ -204,14 +222,20 @@ static void stdio_seeked(FILE *f)
     errno = err;                                                                                   \
     return r;
 
-TRACER_EXPORT int fseek(FILE *f, long off,
-                        int whence){STDIO_SEEK_BODY(tracer_real_fseek()(f, off, whence))}
+TRACER_EXPORT int fseek(FILE *f, long off, int whence)
+{
+    STDIO_SEEK_BODY(tracer_real_fseek()(f, off, whence));
+}
 
-TRACER_EXPORT int fseeko(FILE *f, off_t off,
-                         int whence){STDIO_SEEK_BODY(tracer_real_fseeko()(f, off, whence))}
+TRACER_EXPORT int fseeko(FILE *f, off_t off, int whence)
+{
+    STDIO_SEEK_BODY(tracer_real_fseeko()(f, off, whence));
+}
 
-TRACER_EXPORT int fseeko64(FILE *f, off_t off,
-                           int whence){STDIO_SEEK_BODY(tracer_real_fseeko64()(f, off, whence))}
+TRACER_EXPORT int fseeko64(FILE *f, off_t off, int whence)
+{
+    STDIO_SEEK_BODY(tracer_real_fseeko64()(f, off, whence));
+}
 
 TRACER_EXPORT void rewind(FILE *f)
 {
@@ -274,24 +298,28 @@ static void stdio_opened(struct tracer_thread *t, FILE *f, const char *path, con
     errno = err;                                                                                   \
     return f;
 
-TRACER_EXPORT FILE *fopen(const char *path, const char *mode){
-    STDIO_OPEN_BODY(tracer_real_fopen()(path, mode), path, mode)}
+TRACER_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+    STDIO_OPEN_BODY(tracer_real_fopen()(path, mode), path, mode);
+}
 
-TRACER_EXPORT FILE *fopen64(const char *path, const char *mode){
-    STDIO_OPEN_BODY(tracer_real_fopen64()(path, mode), path, mode)}
+TRACER_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+    STDIO_OPEN_BODY(tracer_real_fopen64()(path, mode), path, mode);
+}
 
 TRACER_EXPORT FILE *freopen(const char *path, const char *mode, FILE *old)
 {
     if (old)
         tracer_fd_reset(fileno(old));
-    STDIO_OPEN_BODY(tracer_real_freopen()(path, mode, old), path, mode)
+    STDIO_OPEN_BODY(tracer_real_freopen()(path, mode, old), path, mode);
 }
 
 TRACER_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *old)
 {
     if (old)
         tracer_fd_reset(fileno(old));
-    STDIO_OPEN_BODY(tracer_real_freopen64()(path, mode, old), path, mode)
+    STDIO_OPEN_BODY(tracer_real_freopen64()(path, mode, old), path, mode);
 }
 
 /* fdopen adopts a descriptor we already know: nothing to record. */
