@@ -45,11 +45,11 @@ enum tracer_ring_state {
 struct tracer_control {
     uint32_t magic, version;
     uint32_t ring_count, ring_bytes;
-    _Atomic uint32_t enabled; /* tracing on (1) or off (0); the collector flips it */
-    uint32_t only_mask;       /* TRACER_ONLY_* */
-    uint32_t drop_when_full;  /* 1: count and mark losses; 0: wait for the collector */
-    uint32_t keep_query;      /* keep the query string in HTTP labels */
-    uint32_t stack_depth;     /* --stacks N (0 = off) */
+    _Atomic uint32_t enabled;        /* tracing on (1) or off (0); the collector flips it */
+    uint32_t only_mask;              /* TRACER_ONLY_* */
+    _Atomic uint32_t drop_when_full; /* 1: count and mark losses; 0: wait for the collector */
+    uint32_t keep_query;             /* keep the query string in HTTP labels */
+    uint32_t stack_depth;            /* --stacks N (0 = off) */
     uint32_t ndb_ports;
     uint16_t db_ports[8];               /* peer ports that are MySQL endpoints (wire parsing) */
     char db_socket_suffix[64];          /* AF_UNIX paths ending in this are DB endpoints */
