@@ -1,0 +1,219 @@
+/* plan.h - the replay plan: what `preplay analyze` writes and `preplay
+ * replay/drive/run` read. The contract between the analyzer and the
+ * replayer; the byte layout is specified in PLAN.md.
+ *
+ * A plan says, per component (tier), how many workers it had and which
+ * event blocks it serves; each block is the ordered list of operations one
+ * worker performed for one request (CPU, file, lock, DB, nested calls to
+ * other components' blocks, external calls, and the request/response bytes
+ * send by send). The schedule lists the front-end requests as they arrived.
+ * Everything is referenced by dense ids (index into the owning array).
+ *
+ * In memory a plan is plain arrays owned by struct plan; plan_free releases
+ * them. Strings (paths, SQL, labels, hosts) live in one string table and
+ * are referenced by id; id 0 is the empty string. */
+#ifndef PREPLAY_PLAN_H
+#define PREPLAY_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_file.h" /* struct trace_cpu_score */
+
+#define PLAN_FORMAT_MAJOR 1
+#define PLAN_FORMAT_MINOR 0
+
+enum plan_op_kind {
+    PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
+    PLAN_OP_FILE = 2,     /* file operation on a.file */
+    PLAN_OP_LOCK = 3,     /* lock operation on a.lock */
+    PLAN_OP_DB = 4,       /* SQL on a DB connection */
+    PLAN_OP_CALL = 5,     /* nested request to another component's block */
+    PLAN_OP_EXTERNAL = 6, /* call to an untraced peer, emulated by its duration */
+    PLAN_OP_RECV = 7,     /* receive a.net.bytes of this block's request */
+    PLAN_OP_SEND = 8,     /* send a.net.bytes of this block's response */
+    PLAN_OP_SOCKOPT = 9,  /* set an option on the request's connection */
+};
+
+enum plan_file_op {
+    PLAN_FILE_READ = 1,
+    PLAN_FILE_WRITE,
+    PLAN_FILE_FSYNC,
+    PLAN_FILE_FDATASYNC,
+    PLAN_FILE_OPEN,
+    PLAN_FILE_CLOSE,
+    PLAN_FILE_TRUNCATE
+};
+enum plan_lock_op { PLAN_LOCK_ACQUIRE = 1, PLAN_LOCK_RELEASE, PLAN_LOCK_TRY };
+enum plan_lock_mode { PLAN_LOCK_EXCLUSIVE = 1, PLAN_LOCK_SHARED };
+enum plan_db_op { PLAN_DB_QUERY = 1, PLAN_DB_PREPARE, PLAN_DB_EXECUTE };
+
+/* One message segment of a nested call: a send or a receive of `bytes`,
+ * as the caller performed it (the sequence reproduces Nagle/delayed-ACK
+ * behaviour; flags carry MSG_MORE). */
+struct plan_segment {
+    uint8_t dir; /* 0 = caller sends (request), 1 = caller receives (response) */
+    uint8_t flags;
+    uint32_t bytes;
+};
+#define PLAN_SEG_MORE 0x01
+
+struct plan_op {
+    uint8_t kind; /* enum plan_op_kind */
+    uint8_t op;   /* per kind: plan_file_op, plan_lock_op, plan_db_op */
+    uint16_t flags;
+    uint64_t recorded_ns; /* duration this operation took when recorded */
+    union {
+        uint64_t cpu_ns;
+        struct {
+            uint32_t file; /* index into plan.files */
+            int64_t offset;
+            uint64_t size;
+        } file;
+        struct {
+            uint32_t lock; /* index into plan.locks */
+            uint8_t mode;  /* plan_lock_mode */
+        } lock;
+        struct {
+            uint32_t conn;   /* DB connection index within the component */
+            uint32_t sql;    /* string id */
+            uint32_t params; /* string id (rendered parameters) or 0 */
+            uint64_t rows;
+            int32_t error; /* recorded server error (0 = success) */
+        } db;
+        struct {
+            uint32_t callee_block;  /* index into plan.blocks */
+            uint32_t first_segment; /* into plan.segments */
+            uint32_t nsegments;
+        } call;
+        struct {
+            uint32_t host; /* string id "addr:port" of the untraced peer */
+            uint64_t sent, received;
+        } external;
+        struct {
+            uint64_t bytes;
+        } net;
+        struct {
+            int32_t level, name;
+            int64_t value;
+        } sockopt;
+    } a;
+};
+
+#define PLAN_BLOCK_VIOLATION 0x0001 /* built by the fallback for an interleaving thread */
+
+struct plan_block {
+    uint32_t component;      /* index into plan.components */
+    uint32_t label;          /* string id ("GET /cart") or 0 */
+    uint32_t first_op, nops; /* into plan.ops */
+    uint32_t flags;
+    uint64_t recorded_ns; /* response time of this block when recorded */
+};
+
+struct plan_component {
+    uint32_t name;        /* string id, e.g. "frontend" */
+    uint32_t host;        /* string id of the recorded host */
+    uint32_t workers;     /* worker threads (or processes for prefork servers) seen */
+    uint32_t db_conns;    /* DB connections the component used */
+    uint16_t listen_port; /* port it served on when recorded (informative) */
+    uint8_t prefork;      /* workers are processes */
+    uint8_t is_frontend;
+};
+
+struct plan_file {
+    uint32_t path; /* string id of the recorded path (informative) */
+    uint64_t initial_size;
+};
+
+struct plan_lock {
+    uint8_t kind; /* trace_lock_kind */
+    uint64_t recorded_id;
+};
+
+struct plan_db_endpoint {
+    uint32_t address; /* string id, e.g. "127.0.0.1:3306" or a socket path */
+};
+
+struct plan_request {
+    uint64_t arrival_ns; /* offset from the first request */
+    uint32_t block;      /* front-end block */
+    uint32_t label;      /* string id */
+    uint32_t session;    /* session id (0 = none) */
+    uint32_t connection; /* client connection it came on (keep-alive grouping) */
+    uint64_t think_ns;   /* think time before it within its session */
+};
+
+struct plan {
+    uint16_t version_major, version_minor;
+    char recording_id[40];
+    uint32_t ncpu_scores;
+    struct trace_cpu_score cpu_scores[TRACE_MAX_CPU_SCORES];
+
+    char **strings; /* strings[0] == "" */
+    uint32_t nstrings;
+    struct plan_component *components;
+    uint32_t ncomponents;
+    struct plan_file *files;
+    uint32_t nfiles;
+    struct plan_lock *locks;
+    uint32_t nlocks;
+    struct plan_db_endpoint *db_endpoints;
+    uint32_t ndb_endpoints;
+    struct plan_block *blocks;
+    uint32_t nblocks;
+    struct plan_op *ops;
+    uint64_t nops;
+    struct plan_segment *segments;
+    uint64_t nsegments;
+    struct plan_request *requests;
+    uint64_t nrequests;
+
+    /* analysis summary, for `preplay info PLAN` */
+    double coverage;          /* traced non-CPU events that belong to a block */
+    uint64_t unmatched_bytes; /* network bytes not matched to a peer */
+    uint32_t nviolations;     /* threads that interleaved connections */
+    uint32_t violations_text; /* string id: human-readable violation report */
+};
+
+/* Streaming writer: the analyzer emits definitions and blocks as it
+ * finishes them, so its memory does not grow with the trace. Every id a
+ * record refers to must have been added before (a block's callee blocks
+ * finish before the caller's block does). Ids are dense, from 0 (strings
+ * from 1; 0 is ""). The file appears atomically at plan_writer_close
+ * (temp file + rename). Functions return the new id, or UINT32_MAX /
+ * -1 on error (reason via plan_writer_error; the writer is then unusable). */
+struct plan_writer;
+struct plan_writer *plan_writer_open(const char *path, const char *recording_id,
+                                     const struct trace_cpu_score *scores, uint32_t nscores,
+                                     char *err, size_t errlen);
+uint32_t plan_writer_string(struct plan_writer *w, const char *s, size_t len); /* deduplicated */
+uint32_t plan_writer_component(struct plan_writer *w, const struct plan_component *c);
+uint32_t plan_writer_file(struct plan_writer *w, const struct plan_file *f);
+uint32_t plan_writer_lock(struct plan_writer *w, const struct plan_lock *l);
+uint32_t plan_writer_db_endpoint(struct plan_writer *w, const struct plan_db_endpoint *e);
+/* A block with its ops; CALL ops' segments are given in `segs` (their
+ * first_segment fields index into segs, the writer renumbers them). */
+uint32_t plan_writer_block(struct plan_writer *w, const struct plan_block *b,
+                           const struct plan_op *ops, const struct plan_segment *segs,
+                           uint32_t nsegs);
+int plan_writer_request(struct plan_writer *w, const struct plan_request *r);
+/* Component fields learned late (worker counts) may be updated until close. */
+int plan_writer_update_component(struct plan_writer *w, uint32_t id,
+                                 const struct plan_component *c);
+int plan_writer_summary(struct plan_writer *w, double coverage, uint64_t unmatched_bytes,
+                        uint32_t nviolations, const char *violations_text);
+const char *plan_writer_error(const struct plan_writer *w);
+/* Finishes and renames into place; on error removes the temp file. Frees w. */
+int plan_writer_close(struct plan_writer *w, char *err, size_t errlen);
+/* Drops the partial plan (error path). Frees w. */
+void plan_writer_abort(struct plan_writer *w);
+
+/* Writes a whole in-memory plan (tests, tools): built on the writer. */
+int plan_write(const struct plan *p, const char *path, char *err, size_t errlen);
+/* Reads a plan. NULL + reason naming file and offset on damage, wrong
+ * magic or an unknown major version. */
+struct plan *plan_read(const char *path, char *err, size_t errlen);
+void plan_free(struct plan *p);
+const char *plan_string(const struct plan *p, uint32_t id);
+
+#endif
