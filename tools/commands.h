@@ -8,10 +8,12 @@
 #ifndef PREPLAY_COMMANDS_H
 #define PREPLAY_COMMANDS_H
 
-int cmd_record(int argc, char **argv);  /* tracer/record_cli.c */
-int cmd_collect(int argc, char **argv); /* tracer/record_cli.c */
-int cmd_info(int argc, char **argv);    /* formats/trace_cli.c */
-int cmd_dump(int argc, char **argv);    /* formats/trace_cli.c */
-int cmd_stats(int argc, char **argv);   /* analyzer/stats/stats_cli.c */
+int cmd_record(int argc, char **argv);    /* tracer/record_cli.c */
+int cmd_collect(int argc, char **argv);   /* tracer/record_cli.c */
+int cmd_info(int argc, char **argv);      /* formats/trace_cli.c */
+int cmd_dump(int argc, char **argv);      /* formats/trace_cli.c */
+int cmd_stats(int argc, char **argv);     /* analyzer/stats/stats_cli.c */
+int cmd_calibrate(int argc, char **argv); /* replayer/calibrate_cli.c */
+int cmd_prepare(int argc, char **argv);   /* replayer/prepare_cli.c */
 
 #endif

@@ -13,6 +13,8 @@
 #pragma weak cmd_info
 #pragma weak cmd_dump
 #pragma weak cmd_stats
+#pragma weak cmd_calibrate
+#pragma weak cmd_prepare
 
 struct preplay_command {
     const char *name;
@@ -26,6 +28,8 @@ static const struct preplay_command preplay_commands[] = {
     {"info", cmd_info, "summarize a trace file or a trace directory"},
     {"dump", cmd_dump, "print every event of a trace, one per line"},
     {"stats", cmd_stats, "PT4Cloud statistics: stop rule, similarity of samples"},
+    {"calibrate", cmd_calibrate, "calibrate the CPU burn and score this machine's CPU"},
+    {"prepare", cmd_prepare, "create a plan's dummy files for replay"},
 };
 
 #define PREPLAY_NCOMMANDS (sizeof preplay_commands / sizeof preplay_commands[0])

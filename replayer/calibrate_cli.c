@@ -1,0 +1,152 @@
+/* calibrate_cli.c - `preplay calibrate`: calibrates the CPU burn on one
+ * core and runs the CPU benchmark kernels, printing loops/ns, the steal
+ * seen and the kernel scores (text, or JSON with --json).
+ *
+ * Must never: report a rate measured while steal was unaccounted for
+ * without saying so (the steal mode is always printed). */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "cpu_kernels.h"
+#include "cpuburn.h"
+
+static const char calibrate_usage[] =
+    "usage: preplay calibrate [--json] [--cpu N] [--no-kernels] [--ms MS]\n"
+    "Calibrates the replayer's CPU burn (busy-loop iterations per ns of thread\n"
+    "CPU time) on one core, excluding hypervisor steal on that core, and runs\n"
+    "the CPU benchmark kernels whose times give the CPU scaling ratio.\n\n"
+    "      --json        machine-readable output\n"
+    "      --cpu N       core to run on (default: the current one)\n"
+    "      --no-kernels  calibrate only, do not run the benchmark kernels\n"
+    "      --ms MS       CPU time spent calibrating (default 300, 20-60000)\n";
+
+static int calibrate_parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, 0, 'j'},       {"cpu", required_argument, 0, 'c'},
+        {"no-kernels", no_argument, 0, 'k'}, {"ms", required_argument, 0, 'm'},
+        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+    int json = 0, kernels = 1;
+    long cpu = -1, ms = 300;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'j':
+            json = 1;
+            break;
+        case 'c':
+            if (calibrate_parse_long(optarg, 0, CPU_SETSIZE - 1, &cpu)) {
+                fprintf(stderr, "preplay calibrate: bad --cpu '%s' (a core number)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'k':
+            kernels = 0;
+            break;
+        case 'm':
+            if (calibrate_parse_long(optarg, 20, 60000, &ms)) {
+                fprintf(stderr, "preplay calibrate: bad --ms '%s' (20-60000)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            printf("%s", calibrate_usage);
+            return 0;
+        default:
+            fprintf(stderr, "%s", calibrate_usage);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "preplay calibrate: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (cpu >= 0) {
+        cpu_set_t allowed;
+        if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && !CPU_ISSET((int)cpu, &allowed)) {
+            fprintf(stderr, "preplay calibrate: --cpu %ld: not a core this process may run on\n",
+                    cpu);
+            return 2;
+        }
+    }
+
+    struct cpuburn_calibration cal;
+    char err[256];
+    if (cpuburn_calibrate(&cal, (int)cpu, (uint64_t)ms * 1000000ull, err, sizeof err)) {
+        fprintf(stderr, "preplay calibrate: %s\n", err);
+        return 1;
+    }
+    struct trace_cpu_score scores[CPU_KERNELS_COUNT];
+    int nscores = 0;
+    if (kernels) {
+        nscores = cpu_kernels_run_on(cal.cpu, scores, CPU_KERNELS_COUNT, err, sizeof err);
+        if (nscores < 0) {
+            fprintf(stderr, "preplay calibrate: %s\n", err);
+            return 1;
+        }
+    }
+
+    if (json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "cpu", json_integer(cal.cpu));
+        json_object_set_new(o, "loops_per_ns", json_real(cal.loops_per_ns));
+        json_object_set_new(o, "ns_per_loop", json_real(1.0 / cal.loops_per_ns));
+        json_object_set_new(o, "rounds", json_integer((json_int_t)cal.rounds));
+        json_object_set_new(o, "spread", json_real(cal.spread));
+        json_object_set_new(o, "cpu_ns", json_integer((json_int_t)cal.cpu_ns));
+        json_object_set_new(o, "wall_ns", json_integer((json_int_t)cal.wall_ns));
+        json_object_set_new(o, "steal_ns", json_integer((json_int_t)cal.steal_ns));
+        json_object_set_new(o, "steal_mode", json_string(cpuburn_steal_mode_name(cal.steal_mode)));
+        json_object_set_new(o, "clock_read_ns", json_integer((json_int_t)cal.clock_read_ns));
+        json_object_set_new(o, "chunk_ns", json_integer((json_int_t)cal.chunk_ns));
+        json_t *arr = json_array();
+        for (int i = 0; i < nscores; i++) {
+            json_t *s = json_object();
+            json_object_set_new(s, "name", json_string(scores[i].name));
+            json_object_set_new(s, "seconds", json_real(scores[i].seconds));
+            json_array_append_new(arr, s);
+        }
+        json_object_set_new(o, "scores", arr);
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+        json_decref(o);
+        if (!text) {
+            fprintf(stderr, "preplay calibrate: out of memory\n");
+            return 1;
+        }
+        printf("%s\n", text);
+        free(text);
+        return 0;
+    }
+    printf("cpu %d: %.4f loops/ns (%.4f ns/loop), median of %llu rounds, spread %.2f%%\n", cal.cpu,
+           cal.loops_per_ns, 1.0 / cal.loops_per_ns, (unsigned long long)cal.rounds,
+           cal.spread * 100);
+    printf("calibration: %.1f ms thread CPU, %.1f ms wall, steal seen %.1f ms (%s)\n",
+           (double)cal.cpu_ns / 1e6, (double)cal.wall_ns / 1e6, (double)cal.steal_ns / 1e6,
+           cpuburn_steal_mode_name(cal.steal_mode));
+    printf("thread CPU clock read: %llu ns; burns over %llu us re-read it per chunk\n",
+           (unsigned long long)cal.clock_read_ns, (unsigned long long)(cal.chunk_ns / 1000));
+    if (nscores) {
+        printf("kernels (thread CPU seconds on cpu %d):\n", cal.cpu);
+        for (int i = 0; i < nscores; i++)
+            printf("  %-16s %.4f\n", scores[i].name, scores[i].seconds);
+    }
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* cpu_kernels.h - a fixed set of single-thread CPU benchmark kernels
+ * (compression, hashing, sorting, floating point) whose thread-CPU times
+ * characterize a machine's single-thread speed. `preplay record` stores
+ * them in every trace header; the replayer runs them on the target and
+ * scales recorded CPU events by the geometric mean of the per-kernel time
+ * ratios (CloudProphet §3.1.1, "single-thread performance ratio").
+ *
+ * Every kernel does a fixed amount of work on a fixed, generated input, so
+ * scores from different machines are comparable; each takes ~100-300 ms on
+ * the development VM. Time is the thread's CPU time on one pinned core with
+ * that core's steal handled as in cpuburn (cpuburn_effective_cpu_ns).
+ *
+ * Must never: change the kernels' work or inputs without renaming them
+ * (old traces would be compared against different work). */
+#ifndef PREPLAY_CPU_KERNELS_H
+#define PREPLAY_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_file.h" /* struct trace_cpu_score */
+
+#define CPU_KERNELS_COUNT 4
+
+/* Runs every kernel once, pinned to the core the thread is on (affinity is
+ * restored afterwards), and fills out[0..min(max, CPU_KERNELS_COUNT)).
+ * Returns the number of scores written, or -1 if a kernel failed its own
+ * result check or could not run (reason from cpu_kernels_error()). */
+int cpu_kernels_run(struct trace_cpu_score *out, uint32_t max);
+/* Same on a chosen core (cpu < 0: the current one), reason into err. */
+int cpu_kernels_run_on(int cpu, struct trace_cpu_score *out, uint32_t max, char *err,
+                       size_t errlen);
+const char *cpu_kernels_error(void);
+
+/* The CPU scaling ratio: geometric mean over kernels present in both sets
+ * (matched by name; non-positive or non-finite times skipped) of
+ * target.seconds / recorded.seconds. > 1 means the target is slower, so a
+ * recorded CPU event of d ns is replayed as d * ratio. NAN when the sets
+ * have no usable kernel in common. */
+double cpu_kernels_ratio(const struct trace_cpu_score *recorded, uint32_t n,
+                         const struct trace_cpu_score *target, uint32_t m);
+
+/* SHA-256 as used by the hashing kernel (exposed for its test vectors). */
+void cpu_kernels_sha256(const void *data, size_t len, uint8_t digest[32]);
+
+#endif

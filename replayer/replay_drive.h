@@ -1,0 +1,54 @@
+/* replay_drive.h - the test client that drives a front-end replayer
+ * (CloudProphet §3.3): `independent` mode sends the plan's requests at
+ * their recorded arrival offsets (open loop), `session` mode keeps each
+ * session's think times (closed loop). One thread, an epoll loop and as
+ * many non-blocking connections as requests in flight, so the client is
+ * never the bottleneck; how late each send was is measured and reported.
+ * Never retries a request: a failed one is a sample marked failed. */
+#ifndef PREPLAY_REPLAY_DRIVE_H
+#define PREPLAY_REPLAY_DRIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+enum replay_drive_mode { REPLAY_DRIVE_INDEPENDENT, REPLAY_DRIVE_SESSION };
+
+struct replay_drive_options {
+    const struct plan *plan;
+    const char *target; /* front-end replayer HOST:PORT */
+    uint64_t token;
+    enum replay_drive_mode mode;
+    double speed;          /* arrival offsets and think times divided by this (1) */
+    double duration_s;     /* > 0: repeat the schedule until this long; 0 = one pass */
+    double drain_s;        /* wait this long for answers after the last send (30) */
+    int max_connections;   /* in flight at once (0 = as many as descriptors allow) */
+    /* polled about every 50 ms; non-zero stops the drive (results so far kept) */
+    int (*should_abort)(void *arg);
+    void *abort_arg;
+};
+
+struct replay_sample {
+    uint32_t request; /* index into plan->requests */
+    uint32_t label;   /* string id */
+    double sent_s;    /* when its first byte went out, from the start of the drive */
+    double response_s;
+    double late_s; /* how much later than scheduled it was sent */
+    int ok;        /* 0: connection failed or answer incomplete */
+};
+
+struct replay_drive_result {
+    struct replay_sample *samples;
+    size_t nsamples;
+    uint64_t failed;
+    double elapsed_s;
+    int aborted;
+    int connections_opened;
+};
+
+int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive_result *res,
+                     char *err, size_t errlen);
+void replay_drive_result_free(struct replay_drive_result *res);
+
+#endif

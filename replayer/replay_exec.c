@@ -1,0 +1,639 @@
+/* replay_exec.c - replays one event block, op by op, on the calling worker
+ * thread (CloudProphet §3.1): CPU as a burn of the recorded CPU time times
+ * the CPU ratio; file ops on the dummy files at the recorded offsets and
+ * sizes with descriptors cached per thread; lock ops on a table of pthread
+ * rwlocks in the recorded modes; DB queries on the thread's connection;
+ * nested calls over pooled peer connections; external calls as a sleep of
+ * their recorded duration; the request and response bytes as recorded.
+ * Never prints and never stops on a failed op: it counts it. */
+#include "replay_exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "replay_proto.h"
+
+const char *const replay_kind_names[REPLAY_NKINDS] = {"cpu",  "file",     "lock", "db",
+                                                      "call", "external", "net"};
+
+replay_cpu_burn_fn replay_cpu_burn = replay_cpu_burn_fallback;
+
+static uint64_t replay_now_ns(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Spins on the thread CPU clock (a syscall here, ~0.4 us, so the clock is
+ * read every ~2 us of spinning): waiting for the CPU does not count. */
+void replay_cpu_burn_fallback(uint64_t ns)
+{
+    uint64_t end = replay_now_ns(CLOCK_THREAD_CPUTIME_ID) + ns;
+    volatile uint64_t sink = 0;
+    while (replay_now_ns(CLOCK_THREAD_CPUTIME_ID) < end)
+        for (int i = 0; i < 2000; i++)
+            sink += (uint64_t)i;
+    (void)sink;
+}
+
+struct replay_lock_slot {
+    pthread_rwlock_t rw;
+};
+
+struct replay_db_error {
+    _Atomic uint64_t count;
+    int code; /* first error seen for this query */
+    char message[160];
+};
+
+struct replay_engine {
+    struct replay_config cfg;
+    const struct plan *plan;
+    struct replay_lock_slot *locks;
+    struct replay_db_pool *db;
+    char db_err[256];
+    struct replay_peers *peers;
+    /* labels: dense index per label string id seen on this component's blocks */
+    uint32_t *label_of_string; /* nstrings entries, UINT32_MAX = none */
+    uint32_t *label_strings;   /* nlabels string ids */
+    uint32_t nlabels;
+    _Atomic uint64_t *label_ns; /* nlabels * REPLAY_NKINDS */
+    _Atomic uint64_t *label_blocks;
+    struct replay_db_error *db_errors; /* per SQL string id */
+    pthread_mutex_t db_errors_mu;
+    _Atomic uint64_t blocks, db_queries, db_unavailable, call_errors, file_errors;
+    _Atomic uint64_t lock_try_failed, locks_left_held, lock_bad_release;
+};
+
+struct replay_thread {
+    struct replay_engine *e;
+    int *fds; /* cached descriptor per plan file, -1 = not open */
+    void *db;
+    uint8_t *held; /* per lock: 0, 1 = write, 2 = read */
+    uint32_t *held_list;
+    uint32_t nheld;
+    char *buf;
+    size_t buflen;
+};
+
+static size_t replay_alloc_count(uint64_t n)
+{
+    return n ? (size_t)n : 1;
+}
+
+struct replay_engine *replay_engine_new(const struct replay_config *cfg, char *err, size_t errlen)
+{
+    const struct plan *p = cfg->plan;
+    if (cfg->component >= p->ncomponents) {
+        snprintf(err, errlen, "component index %u out of range (plan has %u)", cfg->component,
+                 p->ncomponents);
+        return NULL;
+    }
+    struct replay_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        goto oom;
+    e->cfg = *cfg;
+    e->plan = p;
+    if (!(e->cfg.cpu_ratio > 0))
+        e->cfg.cpu_ratio = 1.0;
+    if (e->cfg.io_timeout_s <= 0)
+        e->cfg.io_timeout_s = 60;
+    pthread_mutex_init(&e->db_errors_mu, NULL);
+    e->locks = calloc(replay_alloc_count(p->nlocks), sizeof *e->locks);
+    e->label_of_string = malloc(replay_alloc_count(p->nstrings) * sizeof *e->label_of_string);
+    e->db_errors = calloc(replay_alloc_count(p->nstrings), sizeof *e->db_errors);
+    if (!e->locks || !e->label_of_string || !e->db_errors)
+        goto oom;
+    for (uint32_t i = 0; i < p->nlocks; i++)
+        pthread_rwlock_init(&e->locks[i].rw, NULL);
+    for (uint32_t i = 0; i < p->nstrings; i++)
+        e->label_of_string[i] = UINT32_MAX;
+    for (uint32_t b = 0; b < p->nblocks; b++) {
+        uint32_t s = p->blocks[b].label;
+        if (s < p->nstrings && e->label_of_string[s] == UINT32_MAX)
+            e->label_of_string[s] = e->nlabels++;
+    }
+    e->label_strings = malloc(replay_alloc_count(e->nlabels) * sizeof *e->label_strings);
+    e->label_ns =
+        calloc(replay_alloc_count((uint64_t)e->nlabels * REPLAY_NKINDS), sizeof(uint64_t));
+    e->label_blocks = calloc(replay_alloc_count(e->nlabels), sizeof(uint64_t));
+    if (!e->label_strings || !e->label_ns || !e->label_blocks)
+        goto oom;
+    for (uint32_t i = 0; i < p->nstrings; i++)
+        if (e->label_of_string[i] != UINT32_MAX)
+            e->label_strings[e->label_of_string[i]] = i;
+    if (cfg->db_url && cfg->db_url[0]) {
+        e->db = replay_db_pool_new(cfg->db_url, err, errlen);
+        if (!e->db) {
+            replay_engine_free(e);
+            return NULL;
+        }
+    }
+    e->peers = replay_peers_new(cfg->peers_path, cfg->token, cfg->pool, e->cfg.io_timeout_s);
+    if (!e->peers)
+        goto oom;
+    return e;
+oom:
+    snprintf(err, errlen, "out of memory setting up the replay engine");
+    replay_engine_free(e);
+    return NULL;
+}
+
+void replay_engine_free(struct replay_engine *e)
+{
+    if (!e)
+        return;
+    if (e->locks)
+        for (uint32_t i = 0; i < e->plan->nlocks; i++)
+            pthread_rwlock_destroy(&e->locks[i].rw);
+    free(e->locks);
+    free(e->label_of_string);
+    free(e->label_strings);
+    free(e->label_ns);
+    free(e->label_blocks);
+    free(e->db_errors);
+    pthread_mutex_destroy(&e->db_errors_mu);
+    replay_db_pool_free(e->db);
+    replay_peers_free(e->peers);
+    free(e);
+}
+
+const struct replay_config *replay_engine_config(const struct replay_engine *e)
+{
+    return &e->cfg;
+}
+
+struct replay_thread *replay_thread_new(struct replay_engine *e)
+{
+    struct replay_thread *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->e = e;
+    t->fds = malloc(replay_alloc_count(e->plan->nfiles) * sizeof *t->fds);
+    t->held = calloc(replay_alloc_count(e->plan->nlocks), 1);
+    t->held_list = malloc(replay_alloc_count(e->plan->nlocks) * sizeof *t->held_list);
+    if (!t->fds || !t->held || !t->held_list) {
+        replay_thread_free(t);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < e->plan->nfiles; i++)
+        t->fds[i] = -1;
+    return t;
+}
+
+void replay_thread_free(struct replay_thread *t)
+{
+    if (!t)
+        return;
+    if (t->fds)
+        for (uint32_t i = 0; i < t->e->plan->nfiles; i++)
+            if (t->fds[i] >= 0)
+                close(t->fds[i]);
+    if (t->db)
+        replay_db_release(t->e->db, t->db);
+    free(t->fds);
+    free(t->held);
+    free(t->held_list);
+    free(t->buf);
+    free(t);
+}
+
+void replay_block_bytes(const struct plan *p, uint32_t block, uint64_t *request_bytes,
+                        uint64_t *response_bytes)
+{
+    uint64_t rq = 0, rs = 0;
+    const struct plan_block *b = &p->blocks[block];
+    for (uint32_t i = 0; i < b->nops; i++) {
+        const struct plan_op *op = &p->ops[b->first_op + i];
+        if (op->kind == PLAN_OP_RECV)
+            rq += op->a.net.bytes;
+        else if (op->kind == PLAN_OP_SEND)
+            rs += op->a.net.bytes;
+    }
+    *request_bytes = rq;
+    *response_bytes = rs;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static int replay_file_fd(struct replay_thread *t, uint32_t file)
+{
+    if (t->fds[file] >= 0)
+        return t->fds[file];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/f%06u", t->e->cfg.dir ? t->e->cfg.dir : ".", file);
+    t->fds[file] = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    return t->fds[file];
+}
+
+static int replay_buffer(struct replay_thread *t, uint64_t size)
+{
+    if (size <= t->buflen)
+        return 0;
+    char *nb = realloc(t->buf, (size_t)size);
+    if (!nb)
+        return -1;
+    /* written data: bytes that do not compress (storage sees real blocks) */
+    uint64_t x = 0x9e3779b97f4a7c15u ^ (uint64_t)(uintptr_t)nb;
+    for (size_t i = t->buflen; i < size; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        nb[i] = (char)x;
+    }
+    t->buf = nb;
+    t->buflen = (size_t)size;
+    return 0;
+}
+
+static void replay_file_op(struct replay_thread *t, const struct plan_op *op)
+{
+    struct replay_engine *e = t->e;
+    uint32_t file = op->a.file.file;
+    if (file >= e->plan->nfiles) {
+        atomic_fetch_add(&e->file_errors, 1);
+        return;
+    }
+    int fd = replay_file_fd(t, file);
+    if (fd < 0) {
+        atomic_fetch_add(&e->file_errors, 1);
+        return;
+    }
+    uint64_t size = op->a.file.size;
+    int64_t off = op->a.file.offset;
+    ssize_t n = 0;
+    switch (op->op) {
+    case PLAN_FILE_READ:
+    case PLAN_FILE_WRITE:
+        if (replay_buffer(t, size)) {
+            atomic_fetch_add(&e->file_errors, 1);
+            return;
+        }
+        if (op->op == PLAN_FILE_READ)
+            n = off >= 0 ? pread(fd, t->buf, (size_t)size, off) : read(fd, t->buf, (size_t)size);
+        else
+            n = off >= 0 ? pwrite(fd, t->buf, (size_t)size, off) : write(fd, t->buf, (size_t)size);
+        break;
+    case PLAN_FILE_FSYNC:
+        n = fsync(fd);
+        break;
+    case PLAN_FILE_FDATASYNC:
+        n = fdatasync(fd);
+        break;
+    case PLAN_FILE_TRUNCATE:
+        n = ftruncate(fd, (off_t)size);
+        break;
+    case PLAN_FILE_OPEN:
+    case PLAN_FILE_CLOSE: /* descriptors are cached per thread (CloudProphet §3.1.2) */
+        break;
+    default:
+        n = -1;
+    }
+    if (n < 0)
+        atomic_fetch_add(&e->file_errors, 1);
+}
+
+/* ---- locks -------------------------------------------------------------- */
+
+static void replay_lock_forget(struct replay_thread *t, uint32_t lock)
+{
+    t->held[lock] = 0;
+    for (uint32_t i = 0; i < t->nheld; i++)
+        if (t->held_list[i] == lock) {
+            t->held_list[i] = t->held_list[--t->nheld];
+            break;
+        }
+}
+
+static void replay_lock_op(struct replay_thread *t, const struct plan_op *op)
+{
+    struct replay_engine *e = t->e;
+    uint32_t lock = op->a.lock.lock;
+    if (lock >= e->plan->nlocks) {
+        atomic_fetch_add(&e->lock_bad_release, 1);
+        return;
+    }
+    pthread_rwlock_t *rw = &e->locks[lock].rw;
+    int shared = op->a.lock.mode == PLAN_LOCK_SHARED;
+    switch (op->op) {
+    case PLAN_LOCK_ACQUIRE:
+    case PLAN_LOCK_TRY:
+        if (t->held[lock]) { /* recursive acquire: the recorded lock allowed it */
+            atomic_fetch_add(&e->lock_bad_release, 1);
+            return;
+        }
+        if (op->op == PLAN_LOCK_ACQUIRE) {
+            if (shared ? pthread_rwlock_rdlock(rw) : pthread_rwlock_wrlock(rw))
+                return;
+        } else if (shared ? pthread_rwlock_tryrdlock(rw) : pthread_rwlock_trywrlock(rw)) {
+            atomic_fetch_add(&e->lock_try_failed, 1);
+            return;
+        }
+        t->held[lock] = shared ? 2 : 1;
+        t->held_list[t->nheld++] = lock;
+        break;
+    case PLAN_LOCK_RELEASE:
+        if (!t->held[lock]) { /* a failed try, or acquired outside the block */
+            atomic_fetch_add(&e->lock_bad_release, 1);
+            return;
+        }
+        pthread_rwlock_unlock(rw);
+        replay_lock_forget(t, lock);
+        break;
+    }
+}
+
+/* A block that ends holding locks would block every later block: release. */
+static void replay_lock_release_all(struct replay_thread *t)
+{
+    while (t->nheld) {
+        uint32_t lock = t->held_list[t->nheld - 1];
+        pthread_rwlock_unlock(&t->e->locks[lock].rw);
+        replay_lock_forget(t, lock);
+        atomic_fetch_add(&t->e->locks_left_held, 1);
+    }
+}
+
+/* ---- DB ----------------------------------------------------------------- */
+
+static void replay_db_count_error(struct replay_engine *e, uint32_t sql, int code, const char *msg)
+{
+    struct replay_db_error *de = &e->db_errors[sql < e->plan->nstrings ? sql : 0];
+    if (atomic_fetch_add(&de->count, 1) == 0) {
+        pthread_mutex_lock(&e->db_errors_mu);
+        de->code = code;
+        snprintf(de->message, sizeof de->message, "%s", msg);
+        pthread_mutex_unlock(&e->db_errors_mu);
+    }
+}
+
+static void replay_db_op(struct replay_thread *t, const struct plan_op *op)
+{
+    struct replay_engine *e = t->e;
+    char err[256];
+    if (!e->db) {
+        atomic_fetch_add(&e->db_unavailable, 1);
+        return;
+    }
+    if (!t->db && !(t->db = replay_db_acquire(e->db, err, sizeof err))) {
+        replay_db_count_error(e, op->a.db.sql, -1, err);
+        return;
+    }
+    atomic_fetch_add(&e->db_queries, 1);
+    int rc = replay_db_run(t->db, op, e->plan, err, sizeof err);
+    if (rc)
+        replay_db_count_error(e, op->a.db.sql, rc, err);
+}
+
+/* ---- the block ---------------------------------------------------------- */
+
+static void replay_sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+        ;
+}
+
+int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t request_bytes,
+                      uint64_t response_bytes, char *err, size_t errlen)
+{
+    struct replay_engine *e = t->e;
+    const struct plan *p = e->plan;
+    if (block >= p->nblocks) {
+        snprintf(err, errlen, "block %u out of range (plan has %u)", block, p->nblocks);
+        return -1;
+    }
+    const struct plan_block *b = &p->blocks[block];
+    uint64_t kind_ns[REPLAY_NKINDS] = {0};
+    uint64_t req_left = request_bytes, resp_left = response_bytes;
+    uint32_t last_send = UINT32_MAX, nrecv = 0;
+    for (uint32_t i = 0; i < b->nops; i++) {
+        uint8_t k = p->ops[b->first_op + i].kind;
+        if (k == PLAN_OP_SEND)
+            last_send = i;
+        nrecv += k == PLAN_OP_RECV;
+    }
+    int rc = 0;
+    uint64_t t0 = replay_now_ns(CLOCK_MONOTONIC), t1;
+    if (fd >= 0 && nrecv == 0 && req_left) { /* no RECV op: take the request first */
+        if (replay_recv_discard(fd, req_left))
+            goto net_fail;
+        req_left = 0;
+    }
+    for (uint32_t i = 0; i < b->nops; i++) {
+        const struct plan_op *op = &p->ops[b->first_op + i];
+        int kind;
+        switch (op->kind) {
+        case PLAN_OP_CPU:
+            kind = REPLAY_KIND_CPU;
+            replay_cpu_burn((uint64_t)((double)op->a.cpu_ns * e->cfg.cpu_ratio + 0.5));
+            break;
+        case PLAN_OP_FILE:
+            kind = REPLAY_KIND_FILE;
+            replay_file_op(t, op);
+            break;
+        case PLAN_OP_LOCK:
+            kind = REPLAY_KIND_LOCK;
+            replay_lock_op(t, op);
+            break;
+        case PLAN_OP_DB:
+            kind = REPLAY_KIND_DB;
+            replay_db_op(t, op);
+            break;
+        case PLAN_OP_CALL: {
+            kind = REPLAY_KIND_CALL;
+            char cerr[256];
+            if (replay_peers_call(e->peers, p, op, cerr, sizeof cerr))
+                atomic_fetch_add(&e->call_errors, 1);
+            break;
+        }
+        case PLAN_OP_EXTERNAL:
+            kind = REPLAY_KIND_EXTERNAL;
+            replay_sleep_ns(op->recorded_ns);
+            break;
+        case PLAN_OP_RECV: {
+            kind = REPLAY_KIND_NET;
+            uint64_t n = op->a.net.bytes < req_left ? op->a.net.bytes : req_left;
+            if (fd >= 0 && n && replay_recv_discard(fd, n))
+                goto net_fail;
+            req_left -= n;
+            break;
+        }
+        case PLAN_OP_SEND: {
+            kind = REPLAY_KIND_NET;
+            if (fd >= 0 && req_left) { /* the client's bytes come before any answer */
+                if (replay_recv_discard(fd, req_left))
+                    goto net_fail;
+                req_left = 0;
+            }
+            uint64_t n = i == last_send                ? resp_left
+                         : op->a.net.bytes < resp_left ? op->a.net.bytes
+                                                       : resp_left;
+            int more = (op->flags & PLAN_SEG_MORE) && i != last_send ? MSG_MORE : 0;
+            if (fd >= 0 && n && replay_send_filler(fd, n, more))
+                goto net_fail;
+            resp_left -= n;
+            break;
+        }
+        case PLAN_OP_SOCKOPT: {
+            kind = REPLAY_KIND_NET;
+            int v = (int)op->a.sockopt.value;
+            if (fd >= 0)
+                setsockopt(fd, op->a.sockopt.level, op->a.sockopt.name, &v, sizeof v);
+            break;
+        }
+        default:
+            continue;
+        }
+        t1 = replay_now_ns(CLOCK_MONOTONIC);
+        kind_ns[kind] += t1 - t0;
+        t0 = t1;
+    }
+    if (fd >= 0 && req_left && replay_recv_discard(fd, req_left))
+        goto net_fail;
+    if (fd >= 0 && resp_left && replay_send_filler(fd, resp_left, 0))
+        goto net_fail;
+    goto done;
+net_fail:
+    snprintf(err, errlen, "block %u: request connection: %s", block,
+             errno ? strerror(errno) : "closed by peer");
+    rc = -1;
+done:
+    replay_lock_release_all(t);
+    atomic_fetch_add(&e->blocks, 1);
+    uint32_t label = e->label_of_string[b->label < p->nstrings ? b->label : 0];
+    if (label != UINT32_MAX) {
+        atomic_fetch_add(&e->label_blocks[label], 1);
+        for (int k = 0; k < REPLAY_NKINDS; k++)
+            if (kind_ns[k])
+                atomic_fetch_add(&e->label_ns[(size_t)label * REPLAY_NKINDS + k], kind_ns[k]);
+    }
+    return rc;
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+struct replay_text {
+    char *s;
+    size_t len, cap;
+};
+
+static void replay_text_add(struct replay_text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void replay_text_add(struct replay_text *t, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = (t->cap + (size_t)n + 1) * 2;
+        char *ns = realloc(t->s, cap);
+        if (!ns)
+            return;
+        t->s = ns;
+        t->cap = cap;
+    }
+}
+
+static void replay_text_json_string(struct replay_text *t, const char *s)
+{
+    replay_text_add(t, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            replay_text_add(t, "\\%c", c);
+        else if (c < 0x20)
+            replay_text_add(t, "\\u%04x", c);
+        else
+            replay_text_add(t, "%c", c);
+    }
+    replay_text_add(t, "\"");
+}
+
+char *replay_engine_stats_json(struct replay_engine *e)
+{
+    const struct plan *p = e->plan;
+    struct replay_text t = {0};
+    replay_text_add(&t, "{\"component\":");
+    replay_text_json_string(&t, plan_string(p, p->components[e->cfg.component].name));
+    replay_text_add(
+        &t,
+        ",\"blocks\":%" PRIu64 ",\"db_queries\":%" PRIu64 ",\"db_unavailable\":%" PRIu64
+        ",\"call_errors\":%" PRIu64 ",\"file_errors\":%" PRIu64 ",\"lock_try_failed\":%" PRIu64
+        ",\"locks_left_held\":%" PRIu64 ",\"lock_bad_release\":%" PRIu64
+        ",\"calls_connections\":%" PRIu64 ",\"labels\":{",
+        atomic_load(&e->blocks), atomic_load(&e->db_queries), atomic_load(&e->db_unavailable),
+        atomic_load(&e->call_errors), atomic_load(&e->file_errors),
+        atomic_load(&e->lock_try_failed), atomic_load(&e->locks_left_held),
+        atomic_load(&e->lock_bad_release), replay_peers_opened(e->peers));
+    int first = 1;
+    for (uint32_t l = 0; l < e->nlabels; l++) {
+        uint64_t n = atomic_load(&e->label_blocks[l]);
+        if (!n)
+            continue;
+        replay_text_add(&t, first ? "" : ",");
+        first = 0;
+        replay_text_json_string(&t, plan_string(p, e->label_strings[l]));
+        replay_text_add(&t, ":{\"blocks\":%" PRIu64, n);
+        for (int k = 0; k < REPLAY_NKINDS; k++)
+            replay_text_add(&t, ",\"%s_s\":%.9f", replay_kind_names[k],
+                            (double)atomic_load(&e->label_ns[(size_t)l * REPLAY_NKINDS + k]) / 1e9);
+        replay_text_add(&t, "}");
+    }
+    replay_text_add(&t, "},\"db_errors\":[");
+    first = 1;
+    pthread_mutex_lock(&e->db_errors_mu);
+    for (uint32_t s = 0; s < p->nstrings; s++) {
+        uint64_t n = atomic_load(&e->db_errors[s].count);
+        if (!n)
+            continue;
+        replay_text_add(&t, "%s{\"query\":", first ? "" : ",");
+        first = 0;
+        replay_text_json_string(&t, plan_string(p, s));
+        replay_text_add(&t, ",\"count\":%" PRIu64 ",\"code\":%d,\"message\":", n,
+                        e->db_errors[s].code);
+        replay_text_json_string(&t, e->db_errors[s].message);
+        replay_text_add(&t, "}");
+    }
+    pthread_mutex_unlock(&e->db_errors_mu);
+    replay_text_add(&t, "]}");
+    return t.s;
+}
+
+void replay_engine_stats_reset(struct replay_engine *e)
+{
+    atomic_store(&e->blocks, 0);
+    atomic_store(&e->db_queries, 0);
+    atomic_store(&e->db_unavailable, 0);
+    atomic_store(&e->call_errors, 0);
+    atomic_store(&e->file_errors, 0);
+    atomic_store(&e->lock_try_failed, 0);
+    atomic_store(&e->locks_left_held, 0);
+    atomic_store(&e->lock_bad_release, 0);
+    for (uint32_t l = 0; l < e->nlabels; l++) {
+        atomic_store(&e->label_blocks[l], 0);
+        for (int k = 0; k < REPLAY_NKINDS; k++)
+            atomic_store(&e->label_ns[(size_t)l * REPLAY_NKINDS + k], 0);
+    }
+    for (uint32_t s = 0; s < e->plan->nstrings; s++)
+        atomic_store(&e->db_errors[s].count, 0);
+}

@@ -1,0 +1,303 @@
+/* replay_server.c - dispatcher + worker pool of `preplay replay`
+ * (CloudProphet §3.3): a block runs when its request arrives, on the first
+ * free worker. The dispatcher only watches descriptors; workers read the
+ * header, replay, answer, and re-arm the connection (or serve the next
+ * request on it at once when it is already there). Never blocks the
+ * dispatcher on a client, never replays a request whose token is wrong. */
+#include "replay_server.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "replay_proto.h"
+
+struct replay_server {
+    struct replay_engine *e;
+    const struct replay_config *cfg;
+    int listen_fd, epfd, stop_fd;
+    FILE *log;
+    pthread_t dispatcher;
+    pthread_t *workers;
+    int nworkers, started_workers, dispatcher_started;
+    /* ready connections: a ring the dispatcher fills and workers drain */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int *ring;
+    size_t ring_cap, ring_head, ring_len;
+    int stopping;
+    pthread_mutex_t log_mu;
+    _Atomic uint64_t served, rejected;
+};
+
+static void replay_server_log(struct replay_server *s, int fd, const char *what)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char peer[128] = "?";
+    if (!getpeername(fd, (struct sockaddr *)&ss, &len))
+        replay_addr_format((struct sockaddr *)&ss, peer, sizeof peer);
+    pthread_mutex_lock(&s->log_mu);
+    fprintf(s->log, "replay: %s: %s\n", peer, what);
+    fflush(s->log);
+    pthread_mutex_unlock(&s->log_mu);
+}
+
+static int replay_server_push(struct replay_server *s, int fd)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->ring_len == s->ring_cap) {
+        size_t cap = s->ring_cap * 2;
+        int *n = malloc(cap * sizeof *n);
+        if (!n) {
+            pthread_mutex_unlock(&s->mu);
+            return -1;
+        }
+        for (size_t i = 0; i < s->ring_len; i++)
+            n[i] = s->ring[(s->ring_head + i) % s->ring_cap];
+        free(s->ring);
+        s->ring = n;
+        s->ring_cap = cap;
+        s->ring_head = 0;
+    }
+    s->ring[(s->ring_head + s->ring_len++) % s->ring_cap] = fd;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+static void *replay_server_dispatch(void *arg)
+{
+    struct replay_server *s = arg;
+    struct epoll_event evs[256];
+    for (;;) {
+        int n = epoll_wait(s->epfd, evs, 256, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        for (int i = 0; i < n; i++) {
+            int fd = evs[i].data.fd;
+            if (fd == s->stop_fd)
+                return NULL;
+            if (fd == s->listen_fd) {
+                for (int k = 0; k < 64; k++) {
+                    /* blocking (accept4 does not inherit O_NONBLOCK): workers use
+                     * blocking I/O with a timeout, so no replay hangs forever */
+                    int c = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                    if (c < 0)
+                        break;
+                    struct timeval tv = {s->cfg->io_timeout_s, 0};
+                    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+                    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+                    struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = c};
+                    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, c, &ev))
+                        close(c);
+                }
+                continue;
+            }
+            if (replay_server_push(s, fd))
+                close(fd);
+        }
+    }
+    return NULL;
+}
+
+/* Serves one request on fd. 0 = keep the connection, -1 = close it. */
+static int replay_server_serve(struct replay_server *s, struct replay_thread *t, int fd)
+{
+    unsigned char hb[REPLAY_HEADER_SIZE];
+    ssize_t got = recv(fd, hb, sizeof hb, MSG_WAITALL);
+    if (got == 0)
+        return -1; /* the client closed: normal end of a connection */
+    if (got != (ssize_t)sizeof hb) {
+        if (got > 0)
+            replay_server_log(s, fd, "truncated request header");
+        return -1;
+    }
+    struct replay_header h;
+    if (replay_header_decode(hb, &h)) {
+        atomic_fetch_add(&s->rejected, 1);
+        replay_server_log(s, fd, "rejected: not a replay client (bad magic)");
+        return -1;
+    }
+    if (h.token != s->cfg->token) {
+        atomic_fetch_add(&s->rejected, 1);
+        replay_server_log(s, fd, "rejected: bad token");
+        return -1;
+    }
+    if (h.block == REPLAY_BLOCK_STATS || h.block == REPLAY_BLOCK_RESET) {
+        char *json = h.block == REPLAY_BLOCK_STATS ? replay_engine_stats_json(s->e) : NULL;
+        if (h.block == REPLAY_BLOCK_RESET)
+            replay_engine_stats_reset(s->e);
+        uint32_t len = json ? (uint32_t)strlen(json) : 0;
+        unsigned char lb[4] = {(unsigned char)len, (unsigned char)(len >> 8),
+                               (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
+        int rc = replay_send_exact(fd, lb, 4, len ? MSG_MORE : 0) ||
+                 (len && replay_send_exact(fd, json, len, 0));
+        free(json);
+        return rc ? -1 : 0;
+    }
+    if (h.block >= s->cfg->plan->nblocks) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "rejected: block %u not in the plan (%u blocks)", h.block,
+                 s->cfg->plan->nblocks);
+        atomic_fetch_add(&s->rejected, 1);
+        replay_server_log(s, fd, msg);
+        return -1;
+    }
+    char err[256];
+    if (replay_exec_block(t, h.block, fd, h.request_bytes, h.response_bytes, err, sizeof err)) {
+        replay_server_log(s, fd, err);
+        return -1;
+    }
+    atomic_fetch_add(&s->served, 1);
+    return 0;
+}
+
+static void *replay_server_work(void *arg)
+{
+    struct replay_server *s = arg;
+    struct replay_thread *t = replay_thread_new(s->e);
+    if (!t) {
+        pthread_mutex_lock(&s->log_mu);
+        fprintf(s->log, "replay: out of memory starting a worker\n");
+        pthread_mutex_unlock(&s->log_mu);
+        return NULL;
+    }
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->ring_len && !s->stopping)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->stopping) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        int fd = s->ring[s->ring_head];
+        s->ring_head = (s->ring_head + 1) % s->ring_cap;
+        s->ring_len--;
+        pthread_mutex_unlock(&s->mu);
+        int keep;
+        for (;;) {
+            keep = replay_server_serve(s, t, fd) == 0;
+            if (!keep)
+                break;
+            /* the next request already there: serve it without a round trip
+             * through the dispatcher */
+            char c;
+            if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
+                break;
+        }
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = fd};
+        if (!keep || epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev))
+            close(fd);
+    }
+    replay_thread_free(t);
+    return NULL;
+}
+
+struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd, int workers,
+                                          FILE *log, char *err, size_t errlen)
+{
+    struct replay_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        close(listen_fd);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->e = e;
+    s->cfg = replay_engine_config(e);
+    s->listen_fd = listen_fd;
+    s->log = log ? log : stderr;
+    s->nworkers = workers > 0 ? workers : 1;
+    s->epfd = epoll_create1(EPOLL_CLOEXEC);
+    s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->ring_cap = 1024;
+    s->ring = malloc(s->ring_cap * sizeof *s->ring);
+    s->workers = calloc((size_t)s->nworkers, sizeof *s->workers);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->log_mu, NULL);
+    if (s->epfd < 0 || s->stop_fd < 0 || !s->ring || !s->workers) {
+        snprintf(err, errlen, "starting the server: %s", strerror(errno ? errno : ENOMEM));
+        goto fail;
+    }
+    int fl = 1;
+    ioctl(listen_fd, FIONBIO, &fl);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = listen_fd};
+    struct epoll_event sev = {.events = EPOLLIN, .data.fd = s->stop_fd};
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, listen_fd, &ev) ||
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->stop_fd, &sev)) {
+        snprintf(err, errlen, "epoll: %s", strerror(errno));
+        goto fail;
+    }
+    for (int i = 0; i < s->nworkers; i++) {
+        if (pthread_create(&s->workers[i], NULL, replay_server_work, s)) {
+            snprintf(err, errlen, "starting worker %d: %s", i, strerror(errno));
+            goto fail;
+        }
+        s->started_workers++;
+    }
+    if (pthread_create(&s->dispatcher, NULL, replay_server_dispatch, s)) {
+        snprintf(err, errlen, "starting the dispatcher: %s", strerror(errno));
+        goto fail;
+    }
+    s->dispatcher_started = 1;
+    return s;
+fail:
+    replay_server_stop(s);
+    return NULL;
+}
+
+void replay_server_stop(struct replay_server *s)
+{
+    if (!s)
+        return;
+    if (s->stop_fd >= 0) {
+        uint64_t one = 1;
+        if (write(s->stop_fd, &one, sizeof one) < 0) { /* nothing else to do */
+        }
+    }
+    if (s->dispatcher_started)
+        pthread_join(s->dispatcher, NULL);
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    /* a worker blocked in a request is released by shutting its socket down */
+    for (size_t i = 0; i < s->ring_len; i++)
+        close(s->ring[(s->ring_head + i) % s->ring_cap]);
+    s->ring_len = 0;
+    for (int i = 0; i < s->started_workers; i++)
+        pthread_join(s->workers[i], NULL);
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    if (s->epfd >= 0)
+        close(s->epfd);
+    if (s->stop_fd >= 0)
+        close(s->stop_fd);
+    free(s->ring);
+    free(s->workers);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->log_mu);
+    free(s);
+}
+
+uint64_t replay_server_served(const struct replay_server *s)
+{
+    return atomic_load(&((struct replay_server *)s)->served);
+}
+
+uint64_t replay_server_rejected(const struct replay_server *s)
+{
+    return atomic_load(&((struct replay_server *)s)->rejected);
+}

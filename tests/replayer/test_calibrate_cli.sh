@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# test_calibrate_cli.sh - `preplay calibrate`: JSON and text output carry a
+# positive loops/ns, the steal seen and the four kernel scores by name;
+# bad options give exact one-line messages and exit 2.
+set -euo pipefail
+: "${PREPLAY_BIN:?}"
+dir=$(mktemp -d /tmp/preplay-calibrate-test.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+
+"$PREPLAY_BIN" calibrate --json --ms 60 --cpu 0 > "$dir/cal.json"
+python3 - "$dir/cal.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+def check(cond, what):
+    if not cond:
+        sys.exit(f"calibrate --json: {what}: {j!r}")
+check(j["cpu"] == 0, "ran on the core asked for")
+check(0.01 < j["loops_per_ns"] < 100, "loops_per_ns plausible")
+check(abs(j["ns_per_loop"] * j["loops_per_ns"] - 1) < 1e-6, "ns_per_loop is the inverse")
+check(j["rounds"] == 6, "6 rounds")
+check(j["cpu_ns"] >= 50_000_000, "spent about --ms 60 of CPU")
+check(j["wall_ns"] >= j["cpu_ns"] * 0.95, "wall time covers CPU time")
+check(j["steal_ns"] >= 0 and j["steal_mode"] in ("none", "excluded-by-kernel", "subtracted"),
+      "steal reported")
+check((j["steal_ns"] == 0) == (j["steal_mode"] == "none"), "steal mode matches steal seen")
+check(j["clock_read_ns"] > 0, "clock read cost measured")
+names = [s["name"] for s in j["scores"]]
+check(names == ["zstd3-compress", "sha256", "qsort-int", "nbody-fp"], "kernel names")
+check(all(0.001 < s["seconds"] < 30 for s in j["scores"]), "kernel times plausible")
+PY
+
+"$PREPLAY_BIN" calibrate --ms 40 --no-kernels > "$dir/cal.txt"
+grep -Eq '^cpu [0-9]+: [0-9.]+ loops/ns \([0-9.]+ ns/loop\), median of 6 rounds' "$dir/cal.txt" ||
+    { echo "text output: no loops/ns line"; cat "$dir/cal.txt"; exit 1; }
+grep -Eq '^calibration: .* steal seen [0-9.]+ ms \((none|excluded-by-kernel|subtracted)\)$' \
+    "$dir/cal.txt" || { echo "text output: no steal line"; cat "$dir/cal.txt"; exit 1; }
+if grep -q kernels "$dir/cal.txt"; then echo "--no-kernels still ran kernels"; exit 1; fi
+
+"$PREPLAY_BIN" calibrate --help | grep -q '^usage: preplay calibrate'
+
+expect_error() { # expect_error STATUS MESSAGE ARGS...
+    local want_status=$1 want=$2
+    shift 2
+    local status=0
+    "$PREPLAY_BIN" calibrate "$@" > "$dir/out" 2> "$dir/err" || status=$?
+    if [[ $status != "$want_status" || "$(cat "$dir/err")" != "$want" || -s "$dir/out" ]]; then
+        echo "calibrate $*: exit $status, stderr '$(cat "$dir/err")'; want $want_status, '$want'"
+        exit 1
+    fi
+}
+expect_error 2 "preplay calibrate: bad --cpu 'abc' (a core number)" --cpu abc
+expect_error 2 "preplay calibrate: bad --cpu '-1' (a core number)" --cpu -1
+expect_error 2 "preplay calibrate: --cpu 1000: not a core this process may run on" --cpu 1000
+expect_error 2 "preplay calibrate: bad --ms '5' (20-60000)" --ms 5
+expect_error 2 "preplay calibrate: unexpected argument 'extra'" extra
+echo "calibrate CLI: ok"
