@@ -149,8 +149,10 @@ struct plan {
     uint32_t ncpu_scores;
     struct trace_cpu_score cpu_scores[TRACE_MAX_CPU_SCORES];
 
-    char **strings; /* strings[0] == "" */
+    char **strings; /* strings[0] == ""; each NUL-terminated */
     uint32_t nstrings;
+    uint32_t *string_lens; /* byte length of each string (they may hold NUL bytes);
+                            * may be NULL in a hand-built plan (then strlen) */
     struct plan_component *components;
     uint32_t ncomponents;
     struct plan_file *files;
@@ -173,6 +175,7 @@ struct plan {
     uint64_t unmatched_bytes; /* network bytes not matched to a peer */
     uint32_t nviolations;     /* threads that interleaved connections */
     uint32_t violations_text; /* string id: human-readable violation report */
+    uint64_t skipped_records; /* records of types this reader does not know (newer minor) */
 };
 
 /* Streaming writer: the analyzer emits definitions and blocks as it
@@ -203,6 +206,9 @@ int plan_writer_update_component(struct plan_writer *w, uint32_t id,
 int plan_writer_summary(struct plan_writer *w, double coverage, uint64_t unmatched_bytes,
                         uint32_t nviolations, const char *violations_text);
 const char *plan_writer_error(const struct plan_writer *w);
+/* Uncompressed bytes per zstd frame (default 256 KiB; 64 B .. 64 MiB). A
+ * record bigger than this gets a frame of its own. */
+int plan_writer_set_frame_bytes(struct plan_writer *w, size_t bytes);
 /* Finishes and renames into place; on error removes the temp file. Frees w. */
 int plan_writer_close(struct plan_writer *w, char *err, size_t errlen);
 /* Drops the partial plan (error path). Frees w. */
@@ -214,6 +220,7 @@ int plan_write(const struct plan *p, const char *path, char *err, size_t errlen)
  * magic or an unknown major version. */
 struct plan *plan_read(const char *path, char *err, size_t errlen);
 void plan_free(struct plan *p);
+/* The string with this id, or NULL when id >= nstrings. */
 const char *plan_string(const struct plan *p, uint32_t id);
 
 #endif
