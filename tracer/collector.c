@@ -65,7 +65,8 @@ struct collector {
     struct collector_process **procs;
     size_t nprocs, cap;
     struct collector_stats stats;
-    int cpu_clock_bpf; /* the BPF CPU clock is loaded */
+    int cpu_clock_bpf;        /* the BPF CPU clock is loaded */
+    uint64_t drained_records; /* records drained by the current round */
     uint64_t tsc_recalibrated_ns;
     char cpu_clock_note[256]; /* why the fallback is used, when it is */
     char error[512];
@@ -238,6 +239,8 @@ static struct collector_process *collector_new_process(struct collector *c,
     h.ppid = req->ppid;
     h.mono_anchor_ns = collector_clock(CLOCK_MONOTONIC);
     h.real_anchor_ns = collector_clock(CLOCK_REALTIME);
+    for (uint32_t i = 0; i < c->opt.ncpu_scores && i < TRACE_MAX_CPU_SCORES; i++)
+        h.cpu_scores[h.ncpu_scores++] = c->opt.cpu_scores[i];
     struct trace_writer_options wo = {.max_bytes = c->opt.max_bytes};
     char err[256];
     p->writer = trace_writer_open(p->path, &h, &wo, err, sizeof err);
@@ -409,11 +412,17 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
             tail = limit;
             break;
         }
-        if (h->kind == TRACER_REC_EVENT && size >= sizeof *h + sizeof(struct trace_event)) {
+        /* Records hold a prefix of struct trace_event (common fields and
+         * the type's union member); STRING/STACK hold it whole plus bytes. */
+        size_t ev_bytes = size - sizeof *h;
+        if (h->kind == TRACER_REC_EVENT && ev_bytes >= offsetof(struct trace_event, u)) {
             struct trace_event ev;
-            memcpy(&ev, (const unsigned char *)h + sizeof *h, sizeof ev);
+            memset(&ev, 0, sizeof ev);
+            memcpy(&ev, (const unsigned char *)h + sizeof *h,
+                   ev_bytes < sizeof ev ? ev_bytes : sizeof ev);
             ev.data = NULL;
-            if (ev.type == TRACE_EV_STRING || ev.type == TRACE_EV_STACK) {
+            if ((ev.type == TRACE_EV_STRING || ev.type == TRACE_EV_STACK) &&
+                ev_bytes >= sizeof ev) {
                 size_t room = size - sizeof *h - sizeof ev;
                 size_t want =
                     ev.type == TRACE_EV_STRING ? ev.u.string.len : (size_t)ev.u.stack.nframes * 8;
@@ -444,6 +453,7 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
                 return -1;
         }
         tail += size;
+        c->drained_records++;
     }
     atomic_store_explicit(&r->tail, tail, memory_order_release);
     if (atomic_load_explicit(&r->producer_waiting, memory_order_acquire)) {
@@ -538,8 +548,11 @@ static int collector_close_process(struct collector *c, struct collector_process
 
 int collector_poll(struct collector *c, int timeout_ms)
 {
+    /* Sleep only when the last round found nothing: under load the rings
+     * are drained back to back, so producers never wait on our timer. */
     struct pollfd pfd = {.fd = c->listen_fd, .events = POLLIN};
-    poll(&pfd, 1, timeout_ms);
+    poll(&pfd, 1, c->drained_records ? 0 : timeout_ms);
+    c->drained_records = 0;
     if (c->cpu_clock_bpf) {
         /* keep the shared TSC conversion on CLOCK_MONOTONIC (NTP slews it) */
         uint64_t now = collector_clock(CLOCK_MONOTONIC);

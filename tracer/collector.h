@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct trace_cpu_score;
+
 struct collector_options {
     const char *out_dir;  /* created if missing (mode 0700) */
     const char *name;     /* abstract socket name; processes get PREPLAY_COLLECTOR=name */
@@ -21,6 +23,10 @@ struct collector_options {
     uint32_t ndb_ports;
     const char *db_socket_suffix;
     const char *path_prefix; /* only files under this path */
+    /* CPU benchmark scores of this machine (replayer/cpu_kernels.h), copied
+     * into every trace header; the array must outlive the collector. */
+    const struct trace_cpu_score *cpu_scores;
+    uint32_t ncpu_scores;
 };
 
 struct collector_stats {

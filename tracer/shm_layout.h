@@ -25,7 +25,7 @@
 #define TRACER_SHM_MAGIC 0x70726570u /* "prep" */
 #define TRACER_SHM_VERSION 1u
 #define TRACER_RING_COUNT 257u /* ring 0 + 256 thread rings */
-#define TRACER_RING_BYTES (512u * 1024u)
+#define TRACER_RING_BYTES (1024u * 1024u)
 #define TRACER_CONTROL_BYTES 4096u
 
 enum tracer_ring_state {

@@ -281,12 +281,11 @@ struct tracer_thread *tracer_enter(uint32_t family)
 /* ---- the event write path ---------------------------------------------- */
 
 static __thread uint64_t tracer_pending_cpu __attribute__((tls_model("initial-exec")));
-static __thread unsigned char *tracer_pending_rec __attribute__((tls_model("initial-exec")));
-static __thread uint32_t tracer_pending_size __attribute__((tls_model("initial-exec")));
 
 uint64_t tracer_event_begin(struct tracer_thread *t)
 {
     uint64_t now = tracer_now_ns();
+    t->begin_ns = now;
     if (tracer_global.control->only_mask & TRACER_ONLY_CPU) {
         uint64_t cpu = tracer_cpu_time_now(now);
         if (t->has_cpu && cpu > t->cpu_at_last_end)
@@ -305,7 +304,8 @@ void tracer_event_end(struct tracer_thread *t, uint64_t end_ns)
         return;
     t->recorded = 0;
     t->last_end_ns = end_ns;
-    if (t->has_cpu)
+    /* end == begin (an uncontended lock): the CPU value read at begin holds */
+    if (t->has_cpu && end_ns != t->begin_ns)
         t->cpu_at_last_end = tracer_cpu_time_now(end_ns);
 }
 
@@ -351,17 +351,27 @@ static int tracer_wait_room(struct tracer_ring *r, uint64_t head, uint64_t need)
     }
 }
 
-static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t extra,
-                                             uint64_t *cpu_slot)
+/* Reserves a record of `event_bytes` of struct trace_event (a prefix: the
+ * common fields and the union member the type uses) plus `extra` bytes in
+ * ring r. `cached_tail` (per-thread rings only) avoids re-reading the
+ * collector's tail while the last known free space suffices. The record's
+ * size is returned in *size for the commit. */
+static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t event_bytes,
+                                             size_t extra, uint64_t *cpu_slot,
+                                             uint64_t *cached_tail, uint32_t *size)
 {
-    size_t need =
-        (sizeof(struct tracer_record_header) + sizeof(struct trace_event) + extra + 7) & ~(size_t)7;
+    size_t need = (sizeof(struct tracer_record_header) + event_bytes + extra + 7) & ~(size_t)7;
     if (need > TRACER_RING_DATA_BYTES / 4)
         return NULL;
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
     uint64_t pos = head % TRACER_RING_DATA_BYTES;
     uint64_t pad = TRACER_RING_DATA_BYTES - pos < need ? TRACER_RING_DATA_BYTES - pos : 0;
+    uint64_t tail = cached_tail ? *cached_tail : 0;
+    if (!cached_tail || TRACER_RING_DATA_BYTES - (head - tail) < need + pad) {
+        tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (cached_tail)
+            *cached_tail = tail;
+    }
     if (TRACER_RING_DATA_BYTES - (head - tail) < need + pad) {
         if (tracer_global.control->drop_when_full || tracer_drop_local ||
             tracer_wait_room(r, head, need + pad) < 0) {
@@ -371,6 +381,8 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t extra
             atomic_fetch_add_explicit(&tracer_global.control->lost_events, 1, memory_order_relaxed);
             return NULL;
         }
+        if (cached_tail)
+            *cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
     }
     if (pad) {
         struct tracer_record_header *ph = (struct tracer_record_header *)(r->data + pos);
@@ -387,29 +399,34 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t extra
     h->cpu_before_ns = cpu_slot ? *cpu_slot : 0;
     if (cpu_slot)
         *cpu_slot = 0;
-    tracer_pending_rec = rec;
-    tracer_pending_size = (uint32_t)need;
+    *size = (uint32_t)need;
     struct trace_event *ev = (struct trace_event *)(rec + sizeof *h);
-    memset(ev, 0, sizeof *ev);
+    memset(ev, 0, event_bytes);
+    return ev;
+}
+
+struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_bytes, size_t extra)
+{
+    if (!t->ring)
+        return NULL;
+    t->busy++;
+    struct trace_event *ev = tracer_reserve_in(t->ring, event_bytes, extra, &tracer_pending_cpu,
+                                               &t->cached_tail, &t->pending_size);
+    if (!ev)
+        t->busy--;
     return ev;
 }
 
 struct trace_event *tracer_reserve(struct tracer_thread *t, size_t extra)
 {
-    if (!t->ring)
-        return NULL;
-    t->busy++;
-    struct trace_event *ev = tracer_reserve_in(t->ring, extra, &tracer_pending_cpu);
-    if (!ev)
-        t->busy--;
-    return ev;
+    return tracer_reserve_bytes(t, sizeof(struct trace_event), extra);
 }
 
 void tracer_commit(struct tracer_thread *t)
 {
     struct tracer_ring *r = t->ring;
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    atomic_store_explicit(&r->head, head + tracer_pending_size, memory_order_release);
+    atomic_store_explicit(&r->head, head + t->pending_size, memory_order_release);
     t->recorded = 1;
     t->busy--;
 }
@@ -444,7 +461,9 @@ static void tracer_process_unlock(void)
 static int tracer_emit_in_ring0(const struct trace_event *src, const void *data, size_t len)
 {
     struct tracer_ring *r0 = tracer_region_ring(tracer_global.region, 0);
-    struct trace_event *ev = tracer_reserve_in(r0, len, NULL);
+    uint32_t size;
+    struct trace_event *ev =
+        tracer_reserve_in(r0, sizeof(struct trace_event), len, NULL, NULL, &size);
     if (!ev)
         return -1;
     *ev = *src;
@@ -452,7 +471,7 @@ static int tracer_emit_in_ring0(const struct trace_event *src, const void *data,
     if (len)
         memcpy((unsigned char *)(ev + 1), data, len);
     uint64_t head = atomic_load_explicit(&r0->head, memory_order_relaxed);
-    atomic_store_explicit(&r0->head, head + tracer_pending_size, memory_order_release);
+    atomic_store_explicit(&r0->head, head + size, memory_order_release);
     return 0;
 }
 

@@ -47,7 +47,10 @@ struct tracer_thread {
     uint64_t last_end_ns;
     uint32_t parent_tid;
     uint32_t has_cpu;
-    uint32_t recorded; /* a record was committed since tracer_event_begin */
+    uint32_t recorded;     /* a record was committed since tracer_event_begin */
+    uint32_t pending_size; /* size of the record reserved, for its commit */
+    uint64_t begin_ns;     /* start of the current event */
+    uint64_t cached_tail;  /* collector's tail as last read (free space known) */
 };
 
 /* Global state of the library in this process. */
@@ -88,6 +91,35 @@ uint64_t tracer_event_begin(struct tracer_thread *t);
  * full, or no ring). Must be followed by tracer_commit when non-NULL. */
 struct trace_event *tracer_reserve(struct tracer_thread *t, size_t extra);
 void tracer_commit(struct tracer_thread *t);
+/* Same, reserving only the first event_bytes of struct trace_event. */
+struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_bytes, size_t extra);
+
+/* Bytes of struct trace_event an event of `type` uses: the common fields and
+ * its union member (records in the ring are that long, not the full union). */
+static inline size_t tracer_event_bytes(uint8_t type)
+{
+#define TRACER_EV_BYTES(member)                                                                    \
+    (offsetof(struct trace_event, u) + sizeof(((struct trace_event *)0)->u.member))
+    switch (type) {
+    case TRACE_EV_FILE:
+        return TRACER_EV_BYTES(file);
+    case TRACE_EV_NET:
+        return TRACER_EV_BYTES(net);
+    case TRACE_EV_LOCK:
+        return TRACER_EV_BYTES(lock);
+    case TRACE_EV_DB:
+        return TRACER_EV_BYTES(db);
+    case TRACE_EV_LABEL:
+        return TRACER_EV_BYTES(label);
+    case TRACE_EV_SOCKOPT:
+        return TRACER_EV_BYTES(sockopt);
+    case TRACE_EV_CONTROL:
+        return TRACER_EV_BYTES(control);
+    default:
+        return sizeof(struct trace_event);
+    }
+#undef TRACER_EV_BYTES
+}
 
 /* Ends an event: the next CPU segment starts at `end_ns`. */
 void tracer_event_end(struct tracer_thread *t, uint64_t end_ns);
@@ -96,7 +128,7 @@ void tracer_event_end(struct tracer_thread *t, uint64_t end_ns);
 static inline struct trace_event *tracer_event_new(struct tracer_thread *t, uint8_t type,
                                                    uint8_t op, uint64_t begin_ns, uint64_t end_ns)
 {
-    struct trace_event *ev = tracer_reserve(t, 0);
+    struct trace_event *ev = tracer_reserve_bytes(t, tracer_event_bytes(type), 0);
     if (!ev)
         return NULL;
     ev->type = type;
