@@ -20,10 +20,10 @@ struct replay_drive_options {
     const char *target; /* front-end replayer HOST:PORT */
     uint64_t token;
     enum replay_drive_mode mode;
-    double speed;          /* arrival offsets and think times divided by this (1) */
-    double duration_s;     /* > 0: repeat the schedule until this long; 0 = one pass */
-    double drain_s;        /* wait this long for answers after the last send (30) */
-    int max_connections;   /* in flight at once (0 = as many as descriptors allow) */
+    double speed;        /* arrival offsets and think times divided by this (1) */
+    double duration_s;   /* > 0: repeat the schedule until this long; 0 = one pass */
+    double drain_s;      /* wait this long for answers after the last send (30) */
+    int max_connections; /* in flight at once (0 = as many as descriptors allow) */
     /* polled about every 50 ms; non-zero stops the drive (results so far kept) */
     int (*should_abort)(void *arg);
     void *abort_arg;
@@ -45,6 +45,7 @@ struct replay_drive_result {
     double elapsed_s;
     int aborted;
     int connections_opened;
+    uint64_t refused; /* connections the target refused */
 };
 
 int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive_result *res,

@@ -152,8 +152,7 @@ static int replay_peers_get(struct replay_peers *ps, const char *name, int nodel
     return fd;
 }
 
-static void replay_peers_put(struct replay_peers *ps, struct replay_peer *peer, int nodelay,
-                             int fd)
+static void replay_peers_put(struct replay_peers *ps, struct replay_peer *peer, int nodelay, int fd)
 {
     pthread_mutex_lock(&ps->mu);
     if (ps->pool && peer->nidle[nodelay] < ps->pool) {
@@ -169,8 +168,8 @@ int replay_peers_call(struct replay_peers *ps, const struct plan *p, const struc
                       char *err, size_t errlen)
 {
     uint32_t callee = op->a.call.callee_block;
-    if (callee >= p->nblocks || op->a.call.first_segment + (uint64_t)op->a.call.nsegments >
-                                    p->nsegments) {
+    if (callee >= p->nblocks ||
+        op->a.call.first_segment + (uint64_t)op->a.call.nsegments > p->nsegments) {
         snprintf(err, errlen, "call to block %u: out of range", callee);
         return -1;
     }

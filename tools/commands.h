@@ -15,5 +15,8 @@ int cmd_dump(int argc, char **argv);      /* formats/trace_cli.c */
 int cmd_stats(int argc, char **argv);     /* analyzer/stats/stats_cli.c */
 int cmd_calibrate(int argc, char **argv); /* replayer/calibrate_cli.c */
 int cmd_prepare(int argc, char **argv);   /* replayer/prepare_cli.c */
+int cmd_replay(int argc, char **argv);    /* replayer/replay_cli.c */
+int cmd_drive(int argc, char **argv);     /* replayer/drive_cli.c */
+int cmd_run(int argc, char **argv);       /* replayer/run_cli.c */
 
 #endif

@@ -13,8 +13,12 @@
 #pragma weak cmd_info
 #pragma weak cmd_dump
 #pragma weak cmd_stats
+#pragma weak cmd_analyze
 #pragma weak cmd_calibrate
 #pragma weak cmd_prepare
+#pragma weak cmd_replay
+#pragma weak cmd_drive
+#pragma weak cmd_run
 
 struct preplay_command {
     const char *name;
@@ -28,8 +32,12 @@ static const struct preplay_command preplay_commands[] = {
     {"info", cmd_info, "summarize a trace file or a trace directory"},
     {"dump", cmd_dump, "print every event of a trace, one per line"},
     {"stats", cmd_stats, "PT4Cloud statistics: stop rule, similarity of samples"},
+    {"analyze", cmd_analyze, "rebuild request blocks from traces and write a replay plan"},
     {"calibrate", cmd_calibrate, "calibrate the CPU burn and score this machine's CPU"},
     {"prepare", cmd_prepare, "create a plan's dummy files for replay"},
+    {"replay", cmd_replay, "serve one component's event blocks (replay server)"},
+    {"drive", cmd_drive, "send a plan's requests to a replayer, record response times"},
+    {"run", cmd_run, "replay a plan interval by interval until PT4Cloud says stable"},
 };
 
 #define PREPLAY_NCOMMANDS (sizeof preplay_commands / sizeof preplay_commands[0])

@@ -1,0 +1,262 @@
+/* replay_cli.c - `preplay replay PLAN --component C --listen ADDR --token T`:
+ * loads the plan, measures the CPU ratio (unless given) and calibrates the
+ * CPU burn, then serves the component's blocks until SIGINT/SIGTERM. Prints
+ * "listening ADDR" as its first stdout line (what `preplay run` waits for).
+ * Must never serve without a token. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "cpu_kernels.h"
+#include "cpuburn.h"
+#include "replay_cli.h"
+#include "replay_exec.h"
+#include "replay_proto.h"
+#include "replay_server.h"
+
+static struct cpuburn_calibration replay_cli_cal;
+
+static void replay_cli_burn(uint64_t ns)
+{
+    cpuburn_run(&replay_cli_cal, ns);
+}
+
+int replay_cli_calibrate(const char *who)
+{
+    char err[256];
+    if (cpuburn_calibrate(&replay_cli_cal, -1, 0, err, sizeof err)) {
+        fprintf(stderr, "%s: CPU burn calibration failed: %s\n", who, err);
+        return -1;
+    }
+    replay_cpu_burn = replay_cli_burn;
+    return 0;
+}
+
+double replay_cli_cpu_ratio(const struct plan *p, const char *who)
+{
+    if (!p->ncpu_scores) {
+        fprintf(stderr, "%s: the plan has no recorded CPU scores: CPU ratio 1 (use --cpu-ratio)\n",
+                who);
+        return 1.0;
+    }
+    struct trace_cpu_score here[CPU_KERNELS_COUNT];
+    char err[256];
+    int n = cpu_kernels_run_on(-1, here, CPU_KERNELS_COUNT, err, sizeof err);
+    if (n <= 0) {
+        fprintf(stderr, "%s: CPU kernels failed (%s): CPU ratio 1 (use --cpu-ratio)\n", who, err);
+        return 1.0;
+    }
+    double r = cpu_kernels_ratio(p->cpu_scores, p->ncpu_scores, here, (uint32_t)n);
+    if (!isfinite(r) || r <= 0) {
+        fprintf(stderr, "%s: no CPU kernel in common with the plan's scores: CPU ratio 1\n", who);
+        return 1.0;
+    }
+    return r;
+}
+
+struct plan *replay_cli_load_plan(const char *path, const char *who)
+{
+    char err[512];
+    struct plan *p = plan_read(path, err, sizeof err);
+    if (!p) {
+        fprintf(stderr, "%s: %s\n", who, err);
+        return NULL;
+    }
+    return p;
+}
+
+int replay_cli_component(const struct plan *p, const char *name)
+{
+    for (uint32_t i = 0; i < p->ncomponents; i++)
+        if (!strcmp(plan_string(p, p->components[i].name), name))
+            return (int)i;
+    return -1;
+}
+
+static void replay_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: preplay replay PLAN --component C --listen HOST:PORT --token T\n"
+            "                      [--workers N] [--db URL] [--dir D] [--peers FILE]\n"
+            "                      [--pool N] [--cpu-ratio R] [--stats FILE]\n\n"
+            "Serve component C's event blocks: a dispatcher and a pool of workers replay\n"
+            "each request's block (CPU, files, locks, DB, nested calls) when it arrives.\n\n"
+            "  --token T       16 hex digits every request must carry (per run)\n"
+            "  --workers N     worker threads (default: the plan's count for C)\n"
+            "  --db URL        mysql://user:password@host:port/db for DB ops\n"
+            "  --dir D         dummy files made by `preplay prepare` (default .)\n"
+            "  --peers FILE    'component HOST:PORT' lines for nested calls\n"
+            "  --pool N        idle connections kept per callee (default 64; 0: one per call)\n"
+            "  --cpu-ratio R   scale recorded CPU time by R (default: measured)\n"
+            "  --stats FILE    write the replay counters (JSON) there on exit\n"
+            "Prints 'listening HOST:PORT' on stdout once ready; stops on SIGINT/SIGTERM.\n");
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    static const struct option opts[] = {{"component", required_argument, 0, 'c'},
+                                         {"listen", required_argument, 0, 'l'},
+                                         {"workers", required_argument, 0, 'w'},
+                                         {"db", required_argument, 0, 'd'},
+                                         {"dir", required_argument, 0, 'D'},
+                                         {"peers", required_argument, 0, 'p'},
+                                         {"token", required_argument, 0, 't'},
+                                         {"pool", required_argument, 0, 'P'},
+                                         {"cpu-ratio", required_argument, 0, 'r'},
+                                         {"stats", required_argument, 0, 's'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *component = NULL, *listen_addr = NULL, *db = NULL, *dir = ".", *peers = NULL;
+    const char *token_text = NULL, *stats_path = NULL;
+    int workers = 0, pool = 64;
+    double ratio = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:l:w:d:D:p:t:P:r:s:h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'c':
+            component = optarg;
+            break;
+        case 'l':
+            listen_addr = optarg;
+            break;
+        case 'w':
+            workers = (int)strtol(optarg, &end, 10);
+            if (*end || workers <= 0 || workers > 4096) {
+                fprintf(stderr, "replay: --workers '%s': expected 1..4096\n", optarg);
+                return 2;
+            }
+            break;
+        case 'd':
+            db = optarg;
+            break;
+        case 'D':
+            dir = optarg;
+            break;
+        case 'p':
+            peers = optarg;
+            break;
+        case 't':
+            token_text = optarg;
+            break;
+        case 'P':
+            pool = (int)strtol(optarg, &end, 10);
+            if (*end || pool < 0 || pool > 65536) {
+                fprintf(stderr, "replay: --pool '%s': expected 0..65536\n", optarg);
+                return 2;
+            }
+            break;
+        case 'r':
+            ratio = strtod(optarg, &end);
+            if (*end || !(ratio > 0) || !isfinite(ratio)) {
+                fprintf(stderr, "replay: --cpu-ratio '%s': expected a positive number\n", optarg);
+                return 2;
+            }
+            break;
+        case 's':
+            stats_path = optarg;
+            break;
+        case 'h':
+            replay_usage(stdout);
+            return 0;
+        default:
+            replay_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind + 1 != argc || !component || !listen_addr) {
+        fprintf(stderr, "replay: needs PLAN, --component and --listen (see --help)\n");
+        return 2;
+    }
+    uint64_t token;
+    if (!token_text || replay_token_parse(token_text, &token)) {
+        fprintf(stderr,
+                "replay: --token: expected 16 hex digits (preplay run makes one per run)\n");
+        return 2;
+    }
+    struct plan *p = replay_cli_load_plan(argv[optind], "replay");
+    if (!p)
+        return 1;
+    int rc = 1;
+    struct replay_engine *e = NULL;
+    struct replay_server *srv = NULL;
+    int comp = replay_cli_component(p, component);
+    if (comp < 0) {
+        fprintf(stderr, "replay: %s: no component '%s' in the plan\n", argv[optind], component);
+        goto out;
+    }
+    char err[512];
+    int lfd = replay_listen(listen_addr, err, sizeof err);
+    if (lfd < 0) {
+        fprintf(stderr, "replay: %s\n", err);
+        goto out;
+    }
+    if (!(ratio > 0))
+        ratio = replay_cli_cpu_ratio(p, "replay");
+    if (replay_cli_calibrate("replay")) {
+        close(lfd);
+        goto out;
+    }
+    struct replay_config cfg = {.plan = p,
+                                .component = (uint32_t)comp,
+                                .dir = dir,
+                                .db_url = db,
+                                .peers_path = peers,
+                                .token = token,
+                                .pool = pool,
+                                .cpu_ratio = ratio};
+    e = replay_engine_new(&cfg, err, sizeof err);
+    if (!e) {
+        fprintf(stderr, "replay: %s\n", err);
+        close(lfd);
+        goto out;
+    }
+    if (!workers)
+        workers = p->components[comp].workers ? (int)p->components[comp].workers : 1;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char bound[128] = "?";
+    if (!getsockname(lfd, (struct sockaddr *)&ss, &sl))
+        replay_addr_format((struct sockaddr *)&ss, bound, sizeof bound);
+    srv = replay_server_start(e, lfd, workers, stderr, err, sizeof err);
+    if (!srv) {
+        fprintf(stderr, "replay: %s\n", err);
+        goto out;
+    }
+    printf("listening %s\n", bound);
+    fflush(stdout);
+    fprintf(stderr, "replay: component %s on %s, %d workers, CPU ratio %.3f\n", component, bound,
+            workers, ratio);
+    int sig;
+    sigwait(&set, &sig);
+    rc = 0;
+out:
+    replay_server_stop(srv);
+    if (e && stats_path) {
+        char *json = replay_engine_stats_json(e);
+        FILE *f = fopen(stats_path, "w");
+        if (!f || !json || fputs(json, f) < 0) {
+            fprintf(stderr, "replay: %s: cannot write stats\n", stats_path);
+            rc = 1;
+        }
+        if (f)
+            fclose(f);
+        free(json);
+    }
+    replay_engine_free(e);
+    plan_free(p);
+    return rc;
+}

@@ -1,0 +1,571 @@
+/* replay_drive.c - the driver's event loop: a schedule (recorded arrivals
+ * for independent requests, think times for sessions), a pool of
+ * non-blocking connections to the front-end replayer, and one sample per
+ * request. Sends each request as the header then one send(2) per recorded
+ * RECV segment of the front-end block; reads exactly the response bytes.
+ * Must never block: a slow replayer shows as response time, a slow client
+ * as lateness. */
+#include "replay_drive.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "replay_exec.h"
+#include "replay_proto.h"
+
+#define DRIVE_CHUNK 65536
+static char drive_zeros[DRIVE_CHUNK];
+static char drive_sink[DRIVE_CHUNK];
+
+enum drive_state { DRIVE_IDLE, DRIVE_CONNECTING, DRIVE_SENDING, DRIVE_RECEIVING };
+
+struct drive_conn {
+    int fd;
+    enum drive_state state;
+    uint32_t req, session; /* session index or UINT32_MAX */
+    unsigned char header[REPLAY_HEADER_SIZE];
+    uint32_t header_off;
+    uint32_t op;       /* next op index within the block while sending */
+    uint64_t seg_left; /* bytes left of the current segment */
+    uint64_t resp_left;
+    uint64_t due_ns, sent_ns;
+    size_t busy_idx;
+};
+
+struct drive_job {
+    uint64_t due_ns;
+    uint32_t req, session;
+};
+
+struct drive {
+    const struct replay_drive_options *opt;
+    const struct plan *p;
+    int epfd;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    struct drive_conn **idle;
+    size_t nidle;
+    size_t open_conns, max_conns, in_flight;
+    struct drive_conn **busy; /* connections with a request in flight */
+    size_t nbusy;
+    uint64_t refused;
+    struct drive_job *heap;
+    size_t nheap, heapcap;
+    struct replay_drive_result *res;
+    size_t samplecap;
+    uint64_t start_ns;
+    char *err;
+    size_t errlen;
+};
+
+static uint64_t drive_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int drive_heap_push(struct drive *d, struct drive_job j)
+{
+    if (d->nheap == d->heapcap) {
+        size_t cap = d->heapcap ? d->heapcap * 2 : 256;
+        struct drive_job *n = realloc(d->heap, cap * sizeof *n);
+        if (!n)
+            return -1;
+        d->heap = n;
+        d->heapcap = cap;
+    }
+    size_t i = d->nheap++;
+    while (i && d->heap[(i - 1) / 2].due_ns > j.due_ns) {
+        d->heap[i] = d->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    d->heap[i] = j;
+    return 0;
+}
+
+static struct drive_job drive_heap_pop(struct drive *d)
+{
+    struct drive_job top = d->heap[0], last = d->heap[--d->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= d->nheap)
+            break;
+        if (c + 1 < d->nheap && d->heap[c + 1].due_ns < d->heap[c].due_ns)
+            c++;
+        if (d->heap[c].due_ns >= last.due_ns)
+            break;
+        d->heap[i] = d->heap[c];
+        i = c;
+    }
+    if (d->nheap)
+        d->heap[i] = last;
+    return top;
+}
+
+static int drive_record(struct drive *d, struct drive_conn *c, int ok, uint64_t now)
+{
+    struct replay_drive_result *r = d->res;
+    if (r->nsamples == d->samplecap) {
+        size_t cap = d->samplecap ? d->samplecap * 2 : 1024;
+        struct replay_sample *n = realloc(r->samples, cap * sizeof *n);
+        if (!n)
+            return -1;
+        r->samples = n;
+        d->samplecap = cap;
+    }
+    struct replay_sample *s = &r->samples[r->nsamples++];
+    s->request = c->req;
+    s->label = d->p->requests[c->req].label;
+    s->sent_s = (double)(c->sent_ns - d->start_ns) / 1e9;
+    s->response_s = ok ? (double)(now - c->sent_ns) / 1e9 : 0;
+    s->late_s = c->sent_ns > c->due_ns ? (double)(c->sent_ns - c->due_ns) / 1e9 : 0;
+    s->ok = ok;
+    if (!ok)
+        r->failed++;
+    return 0;
+}
+
+static void drive_close(struct drive *d, struct drive_conn *c)
+{
+    close(c->fd);
+    d->open_conns--;
+    free(c);
+}
+
+static int drive_arm(struct drive *d, struct drive_conn *c, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    return epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Next session job after c's request finished (or failed). */
+static int drive_session_next(struct drive *d, uint32_t session, uint32_t req, uint64_t now,
+                              const uint32_t *order, const uint32_t *sess_start,
+                              const uint32_t *sess_end, uint32_t *pos_of_req);
+
+/* Context the continuation needs; kept in the drive to avoid long signatures. */
+static const uint32_t *drive_order, *drive_sess_start, *drive_sess_end, *drive_pos;
+
+static int drive_finish(struct drive *d, struct drive_conn *c, int ok, uint64_t now)
+{
+    if (drive_record(d, c, ok, now))
+        return -1;
+    d->in_flight--;
+    d->busy[c->busy_idx] = d->busy[--d->nbusy];
+    d->busy[c->busy_idx]->busy_idx = c->busy_idx;
+    uint32_t session = c->session, req = c->req;
+    if (ok && c->state == DRIVE_RECEIVING) {
+        c->state = DRIVE_IDLE;
+        drive_arm(d, c, EPOLLIN);
+        d->idle[d->nidle++] = c;
+    } else {
+        drive_close(d, c);
+    }
+    if (session != UINT32_MAX)
+        return drive_session_next(d, session, req, now, drive_order, drive_sess_start,
+                                  drive_sess_end, (uint32_t *)drive_pos);
+    return 0;
+}
+
+static int drive_session_next(struct drive *d, uint32_t session, uint32_t req, uint64_t now,
+                              const uint32_t *order, const uint32_t *sess_start,
+                              const uint32_t *sess_end, uint32_t *pos_of_req)
+{
+    uint32_t pos = pos_of_req[req] + 1;
+    double speed = d->opt->speed;
+    if (pos >= sess_end[session]) {
+        /* the session is over: start it again while the duration lasts */
+        if (!(d->opt->duration_s > 0) || (double)(now - d->start_ns) / 1e9 >= d->opt->duration_s)
+            return 0;
+        pos = sess_start[session];
+    }
+    uint32_t next = order[pos];
+    uint64_t think = (uint64_t)((double)d->p->requests[next].think_ns / speed);
+    struct drive_job j = {now + think, next, session};
+    if (d->opt->duration_s > 0 && (double)(j.due_ns - d->start_ns) / 1e9 >= d->opt->duration_s)
+        return 0;
+    return drive_heap_push(d, j);
+}
+
+/* Sends what it can; 1 when the request is fully out, 0 on EAGAIN, -1 error. */
+static int drive_send(struct drive *d, struct drive_conn *c)
+{
+    const struct plan *p = d->p;
+    const struct plan_block *b = &p->blocks[p->requests[c->req].block];
+    while (c->header_off < REPLAY_HEADER_SIZE) {
+        int more = c->op < b->nops ? MSG_MORE : 0;
+        ssize_t n = send(c->fd, c->header + c->header_off, REPLAY_HEADER_SIZE - c->header_off,
+                         MSG_DONTWAIT | MSG_NOSIGNAL | more);
+        if (n < 0)
+            return errno == EAGAIN || errno == EINTR ? 0 : -1;
+        c->header_off += (uint32_t)n;
+    }
+    for (;;) {
+        while (!c->seg_left) {
+            if (c->op >= b->nops)
+                return 1;
+            const struct plan_op *op = &p->ops[b->first_op + c->op++];
+            if (op->kind == PLAN_OP_RECV)
+                c->seg_left = op->a.net.bytes;
+        }
+        size_t want = c->seg_left < DRIVE_CHUNK ? (size_t)c->seg_left : DRIVE_CHUNK;
+        int more = c->seg_left > DRIVE_CHUNK ? MSG_MORE : 0;
+        ssize_t n = send(c->fd, drive_zeros, want, MSG_DONTWAIT | MSG_NOSIGNAL | more);
+        if (n < 0)
+            return errno == EAGAIN || errno == EINTR ? 0 : -1;
+        c->seg_left -= (uint64_t)n;
+    }
+}
+
+/* Reads what is there; 1 when the whole response arrived, 0 wait, -1 error/EOF. */
+static int drive_recv(struct drive_conn *c)
+{
+    while (c->resp_left) {
+        size_t want = c->resp_left < DRIVE_CHUNK ? (size_t)c->resp_left : DRIVE_CHUNK;
+        ssize_t n = recv(c->fd, drive_sink, want, MSG_DONTWAIT);
+        if (n == 0)
+            return -1;
+        if (n < 0)
+            return errno == EAGAIN || errno == EINTR ? 0 : -1;
+        c->resp_left -= (uint64_t)n;
+    }
+    return 1;
+}
+
+static int drive_progress(struct drive *d, struct drive_conn *c, uint64_t now)
+{
+    if (c->state == DRIVE_SENDING) {
+        int r = drive_send(d, c);
+        if (r < 0)
+            return drive_finish(d, c, 0, now);
+        if (r == 0)
+            return drive_arm(d, c, EPOLLOUT) ? drive_finish(d, c, 0, now) : 0;
+        c->state = DRIVE_RECEIVING;
+    }
+    if (c->state == DRIVE_RECEIVING) {
+        int r = drive_recv(c);
+        if (r < 0)
+            return drive_finish(d, c, 0, now);
+        if (r == 0)
+            return drive_arm(d, c, EPOLLIN) ? drive_finish(d, c, 0, now) : 0;
+        return drive_finish(d, c, 1, drive_now());
+    }
+    return 0;
+}
+
+static int drive_start(struct drive *d, struct drive_job j, uint64_t now)
+{
+    struct drive_conn *c;
+    int fresh = 0;
+    if (d->nidle) {
+        c = d->idle[--d->nidle];
+    } else {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return -1;
+        c->fd = socket(d->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (c->fd < 0) {
+            snprintf(d->err, d->errlen, "socket: %s", strerror(errno));
+            free(c);
+            return -1;
+        }
+        d->open_conns++;
+        d->res->connections_opened++;
+        struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = c};
+        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
+            snprintf(d->err, d->errlen, "epoll: %s", strerror(errno));
+            drive_close(d, c);
+            return -1;
+        }
+        fresh = 1;
+    }
+    const struct plan *p = d->p;
+    uint64_t rq, rs;
+    replay_block_bytes(p, p->requests[j.req].block, &rq, &rs);
+    struct replay_header h = {p->requests[j.req].block, d->opt->token, (uint32_t)rq, (uint32_t)rs};
+    replay_header_encode(&h, c->header);
+    c->header_off = 0;
+    c->op = 0;
+    c->seg_left = 0;
+    c->resp_left = rs;
+    c->req = j.req;
+    c->session = j.session;
+    c->due_ns = j.due_ns;
+    c->sent_ns = now;
+    c->busy_idx = d->nbusy;
+    d->busy[d->nbusy++] = c;
+    d->in_flight++;
+    if (fresh) {
+        c->state = DRIVE_CONNECTING;
+        if (connect(c->fd, (struct sockaddr *)&d->addr, d->addrlen) == 0 || errno == EINPROGRESS)
+            return 0; /* EPOLLOUT says when it is connected */
+        d->refused++;
+        return drive_finish(d, c, 0, now);
+    }
+    c->state = DRIVE_SENDING;
+    return drive_progress(d, c, now);
+}
+
+static int drive_cmp_arrival(const void *a, const void *b, void *arg);
+
+struct drive_sort_ctx {
+    const struct plan *p;
+    int by_session;
+};
+
+static _Thread_local struct drive_sort_ctx drive_sort;
+
+static int drive_cmp(const void *a, const void *b)
+{
+    return drive_cmp_arrival(a, b, &drive_sort);
+}
+
+static int drive_cmp_arrival(const void *a, const void *b, void *arg)
+{
+    const struct drive_sort_ctx *ctx = arg;
+    const struct plan_request *ra = &ctx->p->requests[*(const uint32_t *)a];
+    const struct plan_request *rb = &ctx->p->requests[*(const uint32_t *)b];
+    if (ctx->by_session && ra->session != rb->session)
+        return ra->session < rb->session ? -1 : 1;
+    if (ra->arrival_ns != rb->arrival_ns)
+        return ra->arrival_ns < rb->arrival_ns ? -1 : 1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive_result *res,
+                     char *err, size_t errlen)
+{
+    const struct plan *p = opt->plan;
+    memset(res, 0, sizeof *res);
+    struct drive d = {.opt = opt, .p = p, .res = res, .err = err, .errlen = errlen, .epfd = -1};
+    uint32_t *order = NULL, *sess_start = NULL, *sess_end = NULL, *pos = NULL;
+    int rc = -1;
+    if (!p->nrequests) {
+        snprintf(err, errlen, "the plan has no requests to send");
+        return -1;
+    }
+    if (p->nrequests > UINT32_MAX - 1) {
+        snprintf(err, errlen, "too many requests in the plan");
+        return -1;
+    }
+    for (uint64_t i = 0; i < p->nrequests; i++)
+        if (p->requests[i].block >= p->nblocks) {
+            snprintf(err, errlen, "request %llu: block %u out of range", (unsigned long long)i,
+                     p->requests[i].block);
+            return -1;
+        }
+    if (replay_addr_parse(opt->target, &d.addr, &d.addrlen, err, errlen))
+        return -1;
+    struct rlimit rl;
+    if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    d.max_conns = rl.rlim_cur > 128 ? (size_t)rl.rlim_cur - 64 : 64;
+    if (opt->max_connections > 0 && (size_t)opt->max_connections < d.max_conns)
+        d.max_conns = (size_t)opt->max_connections;
+    size_t n = (size_t)p->nrequests;
+    order = malloc(n * sizeof *order);
+    pos = malloc(n * sizeof *pos);
+    sess_start = malloc(n * sizeof *sess_start);
+    sess_end = malloc(n * sizeof *sess_end);
+    d.idle = malloc(d.max_conns * sizeof *d.idle);
+    d.busy = malloc(d.max_conns * sizeof *d.busy);
+    d.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (!order || !pos || !sess_start || !sess_end || !d.idle || !d.busy || d.epfd < 0) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    int session_mode = opt->mode == REPLAY_DRIVE_SESSION;
+    drive_sort.p = p;
+    drive_sort.by_session = session_mode;
+    qsort(order, n, sizeof *order, drive_cmp);
+    for (size_t i = 0; i < n; i++)
+        pos[order[i]] = (uint32_t)i;
+    double speed = opt->speed > 0 ? opt->speed : 1.0;
+    /* independent requests: order[ind_lo..ind_hi) (all of them outside session mode) */
+    size_t ind_lo = 0, ind_hi = n, nsess = 0;
+    if (session_mode) {
+        ind_hi = 0;
+        while (ind_hi < n && p->requests[order[ind_hi]].session == 0)
+            ind_hi++;
+        for (size_t i = ind_hi; i < n;) {
+            size_t j = i;
+            while (j < n && p->requests[order[j]].session == p->requests[order[i]].session)
+                j++;
+            sess_start[nsess] = (uint32_t)i;
+            sess_end[nsess] = (uint32_t)j;
+            nsess++;
+            i = j;
+        }
+    }
+    drive_order = order;
+    drive_sess_start = sess_start;
+    drive_sess_end = sess_end;
+    drive_pos = pos;
+    uint64_t first = UINT64_MAX, last = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a = p->requests[i].arrival_ns;
+        first = a < first ? a : first;
+        last = a > last ? a : last;
+    }
+    /* the schedule repeats with a period of its span plus one mean gap */
+    uint64_t span = last - first + (n > 1 ? (last - first) / (n - 1) : 0);
+    if (!span)
+        span = 1000000;
+    d.start_ns = drive_now() + 1000000; /* 1 ms to set up */
+    for (size_t s = 0; s < nsess; s++) {
+        uint32_t r = order[sess_start[s]];
+        struct drive_job j = {d.start_ns +
+                                  (uint64_t)((double)(p->requests[r].arrival_ns - first) / speed),
+                              r, (uint32_t)s};
+        if (drive_heap_push(&d, j))
+            goto oom;
+    }
+    size_t cursor = ind_lo;
+    uint64_t iteration = 0;
+    uint64_t duration_ns = opt->duration_s > 0 ? (uint64_t)(opt->duration_s * 1e9) : 0;
+    uint64_t next_abort_check = 0, drain_deadline = 0;
+    double drain = opt->drain_s > 0 ? opt->drain_s : 30;
+    struct epoll_event evs[256];
+    for (;;) {
+        uint64_t now = drive_now();
+        /* generate due independent requests into the heap */
+        while (cursor < ind_hi) {
+            uint32_t r = order[cursor];
+            uint64_t off =
+                (uint64_t)((double)(p->requests[r].arrival_ns - first + iteration * span) / speed);
+            if (duration_ns && off >= duration_ns) {
+                cursor = ind_hi;
+                break;
+            }
+            if (d.start_ns + off > now + 2000000)
+                break;
+            if (drive_heap_push(&d, (struct drive_job){d.start_ns + off, r, UINT32_MAX}))
+                goto oom;
+            if (++cursor == ind_hi && duration_ns) {
+                cursor = ind_lo;
+                iteration++;
+            }
+        }
+        while (d.nheap && d.heap[0].due_ns <= now && d.in_flight < d.max_conns) {
+            struct drive_job j = drive_heap_pop(&d);
+            if (drive_start(&d, j, drive_now()))
+                goto oom;
+        }
+        int generating = cursor < ind_hi || d.nheap;
+        if (!generating && !d.in_flight)
+            break;
+        if (!generating && !drain_deadline)
+            drain_deadline = now + (uint64_t)(drain * 1e9);
+        if (drain_deadline && now >= drain_deadline)
+            break;
+        if (now >= next_abort_check) {
+            next_abort_check = now + 50000000;
+            if (opt->should_abort && opt->should_abort(opt->abort_arg)) {
+                res->aborted = 1;
+                break;
+            }
+        }
+        /* sleep until the next due request, at most until the next abort check */
+        uint64_t wake = next_abort_check;
+        if (d.nheap && d.heap[0].due_ns < wake && d.in_flight < d.max_conns)
+            wake = d.heap[0].due_ns;
+        if (cursor < ind_hi) {
+            uint64_t nx = d.start_ns + (uint64_t)((double)(p->requests[order[cursor]].arrival_ns -
+                                                           first + iteration * span) /
+                                                  speed);
+            if (nx < wake)
+                wake = nx > 2000000 ? nx - 2000000 : 0;
+        }
+        struct timespec ts = {0, 0};
+        if (wake > now) {
+            uint64_t dt = wake - now;
+            ts.tv_sec = (time_t)(dt / 1000000000u);
+            ts.tv_nsec = (long)(dt % 1000000000u);
+        }
+        int ne = epoll_pwait2(d.epfd, evs, 256, &ts, NULL);
+        if (ne < 0 && errno != EINTR) {
+            snprintf(err, errlen, "epoll: %s", strerror(errno));
+            goto out;
+        }
+        now = drive_now();
+        for (int i = 0; i < ne; i++) {
+            struct drive_conn *c = evs[i].data.ptr;
+            if (c->state == DRIVE_IDLE) { /* the replayer closed an idle connection */
+                for (size_t k = 0; k < d.nidle; k++)
+                    if (d.idle[k] == c) {
+                        d.idle[k] = d.idle[--d.nidle];
+                        break;
+                    }
+                drive_close(&d, c);
+                continue;
+            }
+            if (c->state == DRIVE_CONNECTING) {
+                int soerr = 0;
+                socklen_t sl = sizeof soerr;
+                getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+                if (soerr || (evs[i].events & (EPOLLERR | EPOLLHUP))) {
+                    d.refused++;
+                    if (drive_finish(&d, c, 0, now))
+                        goto oom;
+                    continue;
+                }
+                c->sent_ns = now; /* connecting is not part of the response time */
+                c->state = DRIVE_SENDING;
+            }
+            if (drive_progress(&d, c, now))
+                goto oom;
+        }
+    }
+    /* whatever is still in flight did not get its answer */
+    while (d.nbusy) {
+        struct drive_conn *c = d.busy[d.nbusy - 1];
+        c->state = DRIVE_CONNECTING; /* finish closes it instead of keeping it */
+        c->session = UINT32_MAX;
+        if (drive_finish(&d, c, 0, drive_now()))
+            goto oom;
+    }
+    res->elapsed_s = (double)(drive_now() - d.start_ns) / 1e9;
+    res->refused = d.refused;
+    rc = 0;
+    goto out;
+oom:
+    if (!err[0])
+        snprintf(err, errlen, "out of memory driving requests");
+out:
+    while (d.nidle)
+        drive_close(&d, d.idle[--d.nidle]);
+    if (d.epfd >= 0)
+        close(d.epfd);
+    free(d.heap);
+    while (d.nbusy) {
+        struct drive_conn *c = d.busy[--d.nbusy];
+        drive_close(&d, c);
+    }
+    free(d.idle);
+    free(d.busy);
+    free(order);
+    free(pos);
+    free(sess_start);
+    free(sess_end);
+    return rc;
+}
+
+void replay_drive_result_free(struct replay_drive_result *res)
+{
+    free(res->samples);
+    memset(res, 0, sizeof *res);
+}
