@@ -13,6 +13,7 @@ int cmd_collect(int argc, char **argv);   /* tracer/record_cli.c */
 int cmd_info(int argc, char **argv);      /* formats/trace_cli.c */
 int cmd_dump(int argc, char **argv);      /* formats/trace_cli.c */
 int cmd_stats(int argc, char **argv);     /* analyzer/stats/stats_cli.c */
+int cmd_analyze(int argc, char **argv);   /* analyzer/deps/analyze_cli.c */
 int cmd_calibrate(int argc, char **argv); /* replayer/calibrate_cli.c */
 int cmd_prepare(int argc, char **argv);   /* replayer/prepare_cli.c */
 int cmd_replay(int argc, char **argv);    /* replayer/replay_cli.c */

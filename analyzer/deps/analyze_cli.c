@@ -1,0 +1,103 @@
+/* analyze_cli.c - `preplay analyze DIR... -o PLAN`: runs the dependency
+ * extraction and prints a one-line summary. Argument handling and
+ * messages only; the work is in deps_analyze.c. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "preplay_analyze.h"
+
+static void analyze_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: preplay analyze DIR... -o PLAN [--salvage] [--window-ms N] [--grace-ms N]\n"
+            "                       [--blocks FILE] [--quiet]\n"
+            "Rebuilds which events served which request from the trace directories of one\n"
+            "recording (one directory per tier or host) and writes the replay plan.\n"
+            "  -o, --output PLAN   plan file to write (atomically)\n"
+            "  --salvage           analyze what is valid in damaged traces\n"
+            "  --window-ms N       per-file reordering window (default 200)\n"
+            "  --grace-ms N        wait for a connection's peer end this long (default 2000)\n"
+            "  --blocks FILE       also write every block and request as TSV (debugging)\n"
+            "  -q, --quiet         no summary line\n");
+}
+
+int cmd_analyze(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
+                                             {"salvage", no_argument, NULL, 's'},
+                                             {"window-ms", required_argument, NULL, 'w'},
+                                             {"grace-ms", required_argument, NULL, 'g'},
+                                             {"blocks", required_argument, NULL, 'b'},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    struct analyze_options opt = {0};
+    const char *out = NULL;
+    int quiet = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'o':
+            out = optarg;
+            break;
+        case 's':
+            opt.salvage = 1;
+            break;
+        case 'w':
+        case 'g': {
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (!*optarg || *end || v == 0 || v > 3600000) {
+                fprintf(stderr, "preplay analyze: --%s wants milliseconds (1..3600000), got '%s'\n",
+                        c == 'w' ? "window-ms" : "grace-ms", optarg);
+                return 2;
+            }
+            if (c == 'w')
+                opt.window_ns = v * 1000000ull;
+            else
+                opt.grace_ns = v * 1000000ull;
+            break;
+        }
+        case 'b':
+            opt.blocks_path = optarg;
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'h':
+            analyze_usage(stdout);
+            return 0;
+        default:
+            analyze_usage(stderr);
+            return 2;
+        }
+    }
+    if (!out || optind >= argc) {
+        fprintf(stderr, "preplay analyze: %s\n",
+                !out ? "missing -o PLAN"
+                     : "missing trace directory (preplay analyze DIR... -o PLAN)");
+        return 2;
+    }
+    opt.progress = isatty(STDERR_FILENO) && !quiet ? stderr : NULL;
+    opt.warnings = stderr;
+    struct analyze_result r;
+    char err[1024];
+    if (analyze_run((const char *const *)argv + optind, argc - optind, out, &opt, &r, err,
+                    sizeof err) != 0) {
+        fprintf(stderr, "preplay analyze: %s\n", err);
+        return 1;
+    }
+    if (!quiet)
+        printf("%s: %" PRIu64 " requests, %" PRIu64 " blocks, %" PRIu64 " calls, %" PRIu64
+               " external calls, %" PRIu64 " DB ops; coverage %.2f%%, %" PRIu64
+               " unmatched bytes, %u violations (%" PRIu64 " events)\n",
+               out, r.requests, r.blocks, r.calls, r.externals, r.db_ops, r.coverage * 100.0,
+               r.unmatched_bytes, r.violations, r.events);
+    return 0;
+}

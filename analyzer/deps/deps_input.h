@@ -1,0 +1,88 @@
+/* deps_input.h - the analyzer's input: every trace file of one or more
+ * recording directories, read in parallel and merged into one stream in
+ * (approximate) global time order, with a bounded reordering window per
+ * file. It must never hold more than the window's worth of events.
+ *
+ * Order: within a file, each thread's events are in order but threads
+ * interleave by collector drain round, and an event is committed at its
+ * END (a blocking recv that began 2 s ago appears in the file now). So
+ * the merge key is the end time (ts + dur; for CPU events, which the
+ * collector stamps with the end of the previous event, ts), made
+ * monotone per thread; each thread (and the file's connection
+ * definitions) is a FIFO, and a heap over FIFO heads pops the smallest key
+ * once its file has been read `window_ns` past it (or to its end). Events
+ * that arrive later than that are still processed (counted as late). */
+#ifndef PREPLAY_DEPS_INPUT_H
+#define PREPLAY_DEPS_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deps_map.h"
+#include "trace_file.h"
+
+struct deps_queued {
+    uint64_t key; /* merge key on the common timeline */
+    struct trace_event ev;
+};
+
+struct deps_fifo {
+    struct deps_queued *q;
+    uint32_t cap, head, n; /* ring buffer */
+    uint64_t last_key;
+    int heap_pos; /* -1 when empty (not in the heap) */
+    uint32_t file;
+};
+
+struct deps_input_file {
+    char *path;
+    struct trace_reader *reader;
+    const struct trace_header *hdr;
+    uint32_t host; /* index into deps_input.hosts */
+    int eof;
+    uint64_t max_key;      /* largest key read so far */
+    uint64_t bytes;        /* file size */
+    struct deps_map fifos; /* tid -> fifo; key 0 = definitions */
+    struct deps_fifo **all;
+    uint32_t nall, capall;
+};
+
+struct deps_input_host {
+    char *name;
+    int64_t offset_ns;    /* added to a ts to get the common timeline */
+    int64_t anchor_ns;    /* realtime - monotonic at record time */
+    int64_t corrected_ns; /* skew corrections applied so far (sum) */
+};
+
+struct deps_input {
+    struct deps_input_file *files;
+    uint32_t nfiles;
+    struct deps_input_host *hosts;
+    uint32_t nhosts;
+    struct deps_fifo **heap;
+    uint32_t nheap, capheap;
+    uint64_t window_ns;
+    uint64_t events; /* popped */
+    uint64_t late;   /* popped with a key below an earlier popped key */
+    uint64_t last_key;
+    struct deps_queued current;
+    char err[1024];
+};
+
+/* Opens every *.trace file in each input (a directory, or a trace file)
+ * and checks that files of one directory share a recording id. 0 or -1
+ * with a one-line reason in in->err (also for an input without traces). */
+int deps_input_open(struct deps_input *in, const char *const *inputs, int ninputs, int salvage,
+                    uint64_t window_ns);
+/* Next event in merge order: 1 (*file, *ev set; valid until the next call),
+ * 0 at the end, -1 on damage (in->err). */
+int deps_input_next(struct deps_input *in, uint32_t *file, struct deps_queued **ev);
+/* Common-timeline time of a raw ts of file f. */
+uint64_t deps_input_common(const struct deps_input *in, uint32_t f, uint64_t ts);
+/* Skew correction: subtract delta_ns from host h's clock from now on. */
+void deps_input_correct_host(struct deps_input *in, uint32_t h, int64_t delta_ns);
+/* Bytes of all files, and bytes consumed so far (approximation for progress). */
+uint64_t deps_input_total_bytes(const struct deps_input *in);
+void deps_input_close(struct deps_input *in);
+
+#endif

@@ -1,0 +1,38 @@
+/* preplay_analyze.h - dependency extraction (CloudProphet §3.2): turns the
+ * trace files of a recording (one or more directories, one per tier or
+ * host) into a replay plan (formats/plan.h). Streaming: memory grows with
+ * open connections and in-flight blocks, never with trace length. The
+ * algorithm and its limits are described in docs/preplay-analyze.md. */
+#ifndef PREPLAY_ANALYZE_H
+#define PREPLAY_ANALYZE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct analyze_options {
+    int salvage;             /* analyze what is valid in damaged traces */
+    uint64_t window_ns;      /* per-file reordering window (0 = 200 ms) */
+    uint64_t grace_ns;       /* time to wait for a connection's peer end (0 = 2 s) */
+    const char *blocks_path; /* optional TSV of blocks and requests (tests, debugging) */
+    FILE *progress;          /* progress line target (a terminal) or NULL */
+    FILE *warnings;          /* one-line warnings (violations, skew, untraced peers) or NULL */
+};
+
+struct analyze_result {
+    uint64_t events;          /* events read (without strings/stacks) */
+    uint64_t resource_events; /* FILE, NET, LOCK, DB, SOCKOPT events */
+    uint64_t covered_events;  /* of those, belonging to a written block */
+    double coverage;
+    uint64_t blocks, requests, calls, externals, db_ops;
+    uint64_t unmatched_bytes;
+    uint32_t violations;     /* threads that interleaved connections */
+    uint64_t late_events;    /* arrived after the reordering window */
+    uint64_t dropped_blocks; /* requests without a response */
+};
+
+/* Returns 0, or -1 with a one-line reason in err (the plan is not written). */
+int analyze_run(const char *const *inputs, int ninputs, const char *plan_path,
+                const struct analyze_options *opt, struct analyze_result *res, char *err,
+                size_t errlen);
+
+#endif
