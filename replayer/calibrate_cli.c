@@ -15,16 +15,19 @@
 #include "commands.h"
 #include "cpu_kernels.h"
 #include "cpuburn.h"
+#include "trace_file.h"
 
 static const char calibrate_usage[] =
-    "usage: preplay calibrate [--json] [--cpu N] [--no-kernels] [--ms MS]\n"
+    "usage: preplay calibrate [--json] [--cpu N] [--no-kernels] [--ms MS] [--against TRACE]\n"
     "Calibrates the replayer's CPU burn (busy-loop iterations per ns of thread\n"
     "CPU time) on one core, excluding hypervisor steal on that core, and runs\n"
     "the CPU benchmark kernels whose times give the CPU scaling ratio.\n\n"
     "      --json        machine-readable output\n"
     "      --cpu N       core to run on (default: the current one)\n"
     "      --no-kernels  calibrate only, do not run the benchmark kernels\n"
-    "      --ms MS       CPU time spent calibrating (default 300, 20-60000)\n";
+    "      --ms MS       CPU time spent calibrating (default 300, 20-60000)\n"
+    "      --against TRACE  also print the CPU scaling ratio of this machine to the\n"
+    "                    one TRACE was recorded on (its header's kernel scores)\n";
 
 static int calibrate_parse_long(const char *s, long lo, long hi, long *out)
 {
@@ -37,14 +40,42 @@ static int calibrate_parse_long(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
+/* Kernel scores from a trace header. Returns the count (> 0), or -1 with
+ * the reason printed. */
+static int calibrate_read_scores(const char *path, struct trace_cpu_score *out)
+{
+    char err[512];
+    struct trace_reader *r = trace_reader_open(path, NULL, err, sizeof err);
+    if (!r) {
+        fprintf(stderr, "preplay calibrate: %s\n", err);
+        return -1;
+    }
+    const struct trace_header *h = trace_reader_header(r);
+    uint32_t n = h->ncpu_scores < TRACE_MAX_CPU_SCORES ? h->ncpu_scores : TRACE_MAX_CPU_SCORES;
+    memcpy(out, h->cpu_scores, n * sizeof *out);
+    trace_reader_close(r);
+    if (!n) {
+        fprintf(stderr,
+                "preplay calibrate: %s: no CPU scores in the trace header (recorded with "
+                "--no-cpu-scores?)\n",
+                path);
+        return -1;
+    }
+    return (int)n;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, 0, 'j'},       {"cpu", required_argument, 0, 'c'},
-        {"no-kernels", no_argument, 0, 'k'}, {"ms", required_argument, 0, 'm'},
-        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"json", no_argument, 0, 'j'},
+                                             {"cpu", required_argument, 0, 'c'},
+                                             {"no-kernels", no_argument, 0, 'k'},
+                                             {"ms", required_argument, 0, 'm'},
+                                             {"against", required_argument, 0, 'a'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     int json = 0, kernels = 1;
     long cpu = -1, ms = 300;
+    const char *against = NULL;
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -67,6 +98,9 @@ int cmd_calibrate(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'a':
+            against = optarg;
+            break;
         case 'h':
             printf("%s", calibrate_usage);
             return 0;
@@ -88,6 +122,15 @@ int cmd_calibrate(int argc, char **argv)
         }
     }
 
+    if (against && !kernels) {
+        fprintf(stderr, "preplay calibrate: --against needs the kernels (drop --no-kernels)\n");
+        return 2;
+    }
+    struct trace_cpu_score recorded[TRACE_MAX_CPU_SCORES];
+    int nrecorded = 0;
+    if (against && (nrecorded = calibrate_read_scores(against, recorded)) < 0)
+        return 1;
+
     struct cpuburn_calibration cal;
     char err[256];
     if (cpuburn_calibrate(&cal, (int)cpu, (uint64_t)ms * 1000000ull, err, sizeof err)) {
@@ -100,6 +143,15 @@ int cmd_calibrate(int argc, char **argv)
         nscores = cpu_kernels_run_on(cal.cpu, scores, CPU_KERNELS_COUNT, err, sizeof err);
         if (nscores < 0) {
             fprintf(stderr, "preplay calibrate: %s\n", err);
+            return 1;
+        }
+    }
+    double ratio = 0;
+    if (against) {
+        ratio = cpu_kernels_ratio(recorded, (uint32_t)nrecorded, scores, (uint32_t)nscores);
+        if (ratio != ratio) { /* NAN */
+            fprintf(stderr, "preplay calibrate: %s: no CPU kernel in common with this build\n",
+                    against);
             return 1;
         }
     }
@@ -125,6 +177,8 @@ int cmd_calibrate(int argc, char **argv)
             json_array_append_new(arr, s);
         }
         json_object_set_new(o, "scores", arr);
+        if (against)
+            json_object_set_new(o, "cpu_ratio", json_real(ratio));
         char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
         json_decref(o);
         if (!text) {
@@ -148,5 +202,7 @@ int cmd_calibrate(int argc, char **argv)
         for (int i = 0; i < nscores; i++)
             printf("  %-16s %.4f\n", scores[i].name, scores[i].seconds);
     }
+    if (against)
+        printf("cpu ratio (this machine / %s): %.4f\n", against, ratio);
     return 0;
 }

@@ -6,8 +6,9 @@
  * ratios (CloudProphet §3.1.1, "single-thread performance ratio").
  *
  * Every kernel does a fixed amount of work on a fixed, generated input, so
- * scores from different machines are comparable; each takes ~100-300 ms on
- * the development VM. Time is the thread's CPU time on one pinned core with
+ * scores from different machines are comparable. A score is the fastest
+ * of 3 runs (~60-80 ms each on the development VM, so ~0.2 s per kernel,
+ * ~0.9 s for the set) in the thread's CPU time on one pinned core, with
  * that core's steal handled as in cpuburn (cpuburn_effective_cpu_ns).
  *
  * Must never: change the kernels' work or inputs without renaming them
