@@ -2,7 +2,9 @@
  * as its collector) and `preplay collect` (a standalone collector for apps
  * started elsewhere). `record` behaves like a good wrapper: the command
  * keeps our stdin/stdout/stderr, gets SIGINT/SIGTERM/SIGHUP forwarded, and
- * its exit status (128+N for death by signal N) becomes ours. */
+ * its exit status (128+N for death by signal N) becomes ours. Before the
+ * app starts, both run the CPU benchmark kernels (replayer/cpu_kernels.h)
+ * so every trace header carries this machine's CPU scores. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "cpu_kernels.h"
 #include "shm_layout.h"
 
 static volatile sig_atomic_t record_forward_signal;
@@ -125,6 +128,8 @@ struct record_common {
     struct collector_options copt;
     const char *out_dir;
     int quiet;
+    int no_cpu_scores;
+    struct trace_cpu_score cpu_scores[TRACE_MAX_CPU_SCORES];
 };
 
 static const char record_common_help[] =
@@ -140,6 +145,7 @@ static const char record_common_help[] =
     "                        oldest chunks (the dropped span is marked)\n"
     "      --stacks N        record up to N stack frames per event (not in this build)\n"
     "      --off             start with tracing switched off (SIGUSR1 toggles)\n"
+    "      --no-cpu-scores   do not run the CPU benchmark kernels (~0.6 s) first\n"
     "  -q, --quiet           no progress line\n";
 
 enum {
@@ -152,7 +158,8 @@ enum {
     OPT_MAXSIZE,
     OPT_STACKS,
     OPT_OFF,
-    OPT_NAME
+    OPT_NAME,
+    OPT_NOCPU
 };
 
 static const struct option record_long_options[] = {{"output", required_argument, 0, 'o'},
@@ -167,6 +174,7 @@ static const struct option record_long_options[] = {{"output", required_argument
                                                     {"stacks", required_argument, 0, OPT_STACKS},
                                                     {"off", no_argument, 0, OPT_OFF},
                                                     {"name", required_argument, 0, OPT_NAME},
+                                                    {"no-cpu-scores", no_argument, 0, OPT_NOCPU},
                                                     {"quiet", no_argument, 0, 'q'},
                                                     {"help", no_argument, 0, 'h'},
                                                     {0, 0, 0, 0}};
@@ -237,6 +245,9 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
         case OPT_OFF:
             rc->copt.start_disabled = 1;
             break;
+        case OPT_NOCPU:
+            rc->no_cpu_scores = 1;
+            break;
         case OPT_NAME:
             if (!name)
                 goto bad;
@@ -280,6 +291,21 @@ static void record_cpu_clock_note(struct collector *c, int quiet, const char *cm
                 "preplay %s: CPU time per thread uses the fallback clock (%s); see "
                 "docs/cpu-time.md\n",
                 cmd, note);
+}
+
+/* Scores this machine's CPU before the app starts (it would disturb the
+ * app otherwise); a failure costs the scores, never the recording. */
+static void record_cpu_scores(struct record_common *rc, const char *cmd)
+{
+    if (rc->no_cpu_scores)
+        return;
+    int n = cpu_kernels_run(rc->cpu_scores, TRACE_MAX_CPU_SCORES);
+    if (n < 0) {
+        fprintf(stderr, "preplay %s: CPU scores not recorded: %s\n", cmd, cpu_kernels_error());
+        return;
+    }
+    rc->copt.cpu_scores = rc->cpu_scores;
+    rc->copt.ncpu_scores = (uint32_t)n;
 }
 
 static double record_now(void)
@@ -340,6 +366,7 @@ int cmd_record(int argc, char **argv)
     char name[64];
     snprintf(name, sizeof name, "rec-%d-%ld", (int)getpid(), (long)time(NULL));
     rc.copt.name = name;
+    record_cpu_scores(&rc, "record");
     char err[512];
     struct collector *c = collector_create(&rc.copt, err, sizeof err);
     if (!c) {
@@ -454,6 +481,7 @@ int cmd_collect(int argc, char **argv)
         return 2;
     }
     rc.copt.name = name;
+    record_cpu_scores(&rc, "collect");
     char err[512];
     struct collector *c = collector_create(&rc.copt, err, sizeof err);
     if (!c) {
