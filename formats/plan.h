@@ -220,6 +220,9 @@ int plan_write(const struct plan *p, const char *path, char *err, size_t errlen)
  * magic or an unknown major version. */
 struct plan *plan_read(const char *path, char *err, size_t errlen);
 void plan_free(struct plan *p);
+/* 1 when path starts like a plan file (its magic), 0 when not, -1 when it
+ * cannot be read (errno set). Reads 16 bytes; validates nothing else. */
+int plan_file_probe(const char *path);
 /* The string with this id, or NULL when id >= nstrings. */
 const char *plan_string(const struct plan *p, uint32_t id);
 

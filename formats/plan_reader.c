@@ -644,3 +644,15 @@ const char *plan_string(const struct plan *p, uint32_t id)
 {
     return id < p->nstrings ? p->strings[id] : NULL;
 }
+
+int plan_file_probe(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    uint8_t b[16];
+    int rc = plan_pread_full(fd, b, sizeof b, 0) == 0 &&
+             trace_get_le32(b) == PLAN_HEADER_FRAME_MAGIC && !memcmp(b + 8, PLAN_FILE_MAGIC, 8);
+    close(fd);
+    return rc;
+}

@@ -659,8 +659,7 @@ int plan_write(const struct plan *p, const char *path, char *err, size_t errlen)
         return -1;
     uint32_t *ids = calloc(p->nstrings ? p->nstrings : 1, sizeof *ids);
     struct plan_op *ops = NULL;
-    struct plan_segment *segs = NULL;
-    size_t cap_ops = 0, cap_segs = 0;
+    size_t cap_ops = 0;
     if (!ids) {
         plan_writer_fail(w, "out of memory");
         goto out;
@@ -703,24 +702,37 @@ int plan_write(const struct plan *p, const char *path, char *err, size_t errlen)
             cap_ops = b.nops;
             ops = malloc(cap_ops * sizeof *ops);
         }
-        uint64_t nsegs = 0;
-        for (uint32_t i = 0; i < b.nops; i++)
-            if (p->ops[b.first_op + i].kind == PLAN_OP_CALL)
-                nsegs += p->ops[b.first_op + i].a.call.nsegments;
-        if (nsegs > UINT32_MAX) {
+        /* The block's segments: the span its CALL ops cover, kept as it is
+         * (so a plan read back is written back unchanged). */
+        uint64_t seg_lo = UINT64_MAX, seg_hi = 0;
+        for (uint32_t i = 0; i < b.nops; i++) {
+            const struct plan_op *o = &p->ops[b.first_op + i];
+            if (o->kind != PLAN_OP_CALL || !o->a.call.nsegments)
+                continue;
+            uint64_t first = o->a.call.first_segment, end = first + o->a.call.nsegments;
+            if (end > p->nsegments) {
+                plan_writer_fail(w,
+                                 "block %u: op %u (CALL): segments [%llu, +%u) run past the "
+                                 "plan's %llu segments",
+                                 bi, i, (unsigned long long)first, o->a.call.nsegments,
+                                 (unsigned long long)p->nsegments);
+                break;
+            }
+            seg_lo = first < seg_lo ? first : seg_lo;
+            seg_hi = end > seg_hi ? end : seg_hi;
+        }
+        if (w->failed)
+            break;
+        if (seg_lo == UINT64_MAX)
+            seg_lo = seg_hi = 0;
+        if (seg_hi - seg_lo > UINT32_MAX) {
             plan_writer_fail(w, "block %u: too many segments", bi);
             break;
         }
-        if (nsegs > cap_segs) {
-            free(segs);
-            cap_segs = (size_t)nsegs;
-            segs = malloc(cap_segs * sizeof *segs);
-        }
-        if ((b.nops && !ops) || (nsegs && !segs)) {
+        if (b.nops && !ops) {
             plan_writer_fail(w, "out of memory");
             break;
         }
-        uint32_t ns = 0;
         for (uint32_t i = 0; i < b.nops; i++) {
             struct plan_op o = p->ops[b.first_op + i];
             if (o.kind == PLAN_OP_DB) {
@@ -728,25 +740,13 @@ int plan_write(const struct plan *p, const char *path, char *err, size_t errlen)
                 o.a.db.params = PLAN_SID(o.a.db.params);
             } else if (o.kind == PLAN_OP_EXTERNAL) {
                 o.a.external.host = PLAN_SID(o.a.external.host);
-            } else if (o.kind == PLAN_OP_CALL) {
-                uint64_t first = o.a.call.first_segment;
-                if (first + o.a.call.nsegments > p->nsegments) {
-                    plan_writer_fail(w,
-                                     "block %u: op %u (CALL): segments [%llu, +%u) run past "
-                                     "the plan's %llu segments",
-                                     bi, i, (unsigned long long)first, o.a.call.nsegments,
-                                     (unsigned long long)p->nsegments);
-                    break;
-                }
-                memcpy(segs + ns, p->segments + first, o.a.call.nsegments * sizeof *segs);
-                o.a.call.first_segment = ns;
-                ns += o.a.call.nsegments;
+            } else if (o.kind == PLAN_OP_CALL && o.a.call.nsegments) {
+                o.a.call.first_segment -= (uint32_t)seg_lo;
             }
             ops[i] = o;
         }
         b.label = PLAN_SID(b.label);
-        if (!w->failed)
-            plan_writer_block(w, &b, ops, segs, ns);
+        plan_writer_block(w, &b, ops, p->segments + seg_lo, (uint32_t)(seg_hi - seg_lo));
     }
     for (uint64_t i = 0; i < p->nrequests && !w->failed; i++) {
         struct plan_request r = p->requests[i];
@@ -770,7 +770,6 @@ int plan_write(const struct plan *p, const char *path, char *err, size_t errlen)
 out:
     free(ids);
     free(ops);
-    free(segs);
     if (w->failed) {
         plan_copy_err(err, errlen, w->err);
         plan_writer_abort(w);

@@ -1,7 +1,9 @@
-/* trace_cli.c - `preplay info` (summary of a trace file or directory) and
- * `preplay dump` (every event, one per line). Both stream the trace through
- * the reader, so they work on traces larger than memory; info keeps only
- * per-thread/file/connection/lock/query aggregates. Exit status: 0 ok,
+/* trace_cli.c - `preplay info` (summary of a trace file or directory, or of
+ * a replay plan: requests and time per resource per label, coverage,
+ * violations) and `preplay dump` (every event, one per line). Both stream
+ * the trace through the reader, so they work on traces larger than memory;
+ * info keeps only per-thread/file/connection/lock/query aggregates (a plan
+ * is loaded whole, as the replayer loads it). Exit status: 0 ok,
  * 1 damaged or unreadable trace, 2 usage, 3 damaged but salvaged (output is
  * complete up to the damage). They must never print a partial summary as if
  * it were complete: damage is always reported on stderr. */
@@ -17,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "plan.h"
 #include "trace_file.h"
 #include "trace_u64map.h"
 
@@ -726,11 +729,217 @@ static char **cli_list_traces(const char *target, size_t *n, int *is_dir)
     return v;
 }
 
+/* ---- info on a replay plan ------------------------------------------------- */
+
+/* Time per resource type of a block, in ns (docs/preplay-info.md):
+ * cpu = CPU ops' cpu_ns; file, lock, db = recorded_ns of those ops;
+ * net = recorded_ns of RECV, SEND, SOCKOPT and EXTERNAL ops, plus for each
+ * CALL the part of its recorded time not explained by the callee block's
+ * recorded response time (max(0, call - callee)): the callee's own work is
+ * counted through the callee block itself. */
+enum { CLI_RES_CPU, CLI_RES_FILE, CLI_RES_NET, CLI_RES_LOCK, CLI_RES_DB, CLI_RES_COUNT };
+static const char *const cli_res_keys[CLI_RES_COUNT] = {"cpu_s", "file_s", "net_s", "lock_s",
+                                                        "db_s"};
+static const char *const cli_res_names[CLI_RES_COUNT] = {"cpu", "file", "net", "lock", "db"};
+
+struct cli_label {
+    uint32_t label; /* string id */
+    uint64_t requests;
+    double ns[CLI_RES_COUNT];
+};
+
+static int cli_cmp_label(const void *a, const void *b)
+{
+    const struct cli_label *x = a, *y = b;
+    if (x->requests != y->requests)
+        return x->requests < y->requests ? 1 : -1;
+    return x->label < y->label ? -1 : x->label > y->label;
+}
+
+/* Per block, the time of its own ops plus (recursively) of its callee
+ * blocks. Callees always precede their callers (PLAN.md), so one forward
+ * pass computes it. */
+static double *cli_plan_block_resources(const struct plan *p)
+{
+    double *res = cli_xalloc(calloc((size_t)p->nblocks * CLI_RES_COUNT + 1, sizeof *res));
+    for (uint32_t b = 0; b < p->nblocks; b++) {
+        double *r = res + (size_t)b * CLI_RES_COUNT;
+        const struct plan_block *blk = &p->blocks[b];
+        for (uint32_t i = 0; i < blk->nops; i++) {
+            const struct plan_op *o = &p->ops[blk->first_op + i];
+            switch (o->kind) {
+            case PLAN_OP_CPU:
+                r[CLI_RES_CPU] += (double)o->a.cpu_ns;
+                break;
+            case PLAN_OP_FILE:
+                r[CLI_RES_FILE] += (double)o->recorded_ns;
+                break;
+            case PLAN_OP_LOCK:
+                r[CLI_RES_LOCK] += (double)o->recorded_ns;
+                break;
+            case PLAN_OP_DB:
+                r[CLI_RES_DB] += (double)o->recorded_ns;
+                break;
+            case PLAN_OP_CALL: {
+                uint32_t c = o->a.call.callee_block;
+                const double *cr = res + (size_t)c * CLI_RES_COUNT;
+                for (int k = 0; k < CLI_RES_COUNT; k++)
+                    r[k] += cr[k];
+                uint64_t callee = p->blocks[c].recorded_ns;
+                if (o->recorded_ns > callee)
+                    r[CLI_RES_NET] += (double)(o->recorded_ns - callee);
+                break;
+            }
+            default: /* RECV, SEND, SOCKOPT, EXTERNAL */
+                r[CLI_RES_NET] += (double)o->recorded_ns;
+                break;
+            }
+        }
+    }
+    return res;
+}
+
+static const char *cli_plan_label(const struct plan *p, uint32_t id)
+{
+    return id ? plan_string(p, id) : "(no label)";
+}
+
+static json_t *cli_json_resources(const double ns[CLI_RES_COUNT], double divide)
+{
+    json_t *o = json_object();
+    for (int k = 0; k < CLI_RES_COUNT; k++)
+        json_object_set_new(o, cli_res_keys[k], json_real(divide > 0 ? ns[k] / 1e9 / divide : 0));
+    return o;
+}
+
+static int cli_info_plan(const char *path, int as_json)
+{
+    char err[1024];
+    struct plan *p = plan_read(path, err, sizeof err);
+    if (!p) {
+        fprintf(stderr, "preplay: %s\n", err);
+        return CLI_EXIT_DAMAGED;
+    }
+    double *res = cli_plan_block_resources(p);
+    uint32_t *slot = cli_xalloc(calloc(p->nstrings, sizeof *slot)); /* label id -> index + 1 */
+    struct cli_label *labels = NULL;
+    size_t nlabels = 0;
+    for (uint64_t i = 0; i < p->nrequests; i++) {
+        const struct plan_request *r = &p->requests[i];
+        if (!slot[r->label]) {
+            labels = cli_xalloc(realloc(labels, (nlabels + 1) * sizeof *labels));
+            memset(&labels[nlabels], 0, sizeof *labels);
+            labels[nlabels].label = r->label;
+            slot[r->label] = (uint32_t)++nlabels;
+        }
+        struct cli_label *l = &labels[slot[r->label] - 1];
+        l->requests++;
+        for (int k = 0; k < CLI_RES_COUNT; k++)
+            l->ns[k] += res[(size_t)r->block * CLI_RES_COUNT + k];
+    }
+    cli_sort(labels, nlabels, sizeof *labels, cli_cmp_label);
+    uint32_t flagged = 0;
+    for (uint32_t b = 0; b < p->nblocks; b++)
+        flagged += (p->blocks[b].flags & PLAN_BLOCK_VIOLATION) != 0;
+    const char *vtext = plan_string(p, p->violations_text);
+    if (as_json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "file", json_string(path));
+        json_object_set_new(o, "format_version",
+                            json_integer(p->version_major * 1000 + p->version_minor));
+        json_object_set_new(o, "recording_id", cli_json_str(p->recording_id));
+        json_object_set_new(o, "requests", json_integer((json_int_t)p->nrequests));
+        json_object_set_new(o, "blocks", json_integer(p->nblocks));
+        json_object_set_new(o, "ops", json_integer((json_int_t)p->nops));
+        json_object_set_new(o, "violation_blocks", json_integer(flagged));
+        json_t *lj = json_object(), *rj = json_object(), *mj = json_object();
+        for (size_t i = 0; i < nlabels; i++) {
+            const char *name = cli_plan_label(p, labels[i].label);
+            json_object_set_new(lj, name, json_integer((json_int_t)labels[i].requests));
+            json_object_set_new(rj, name, cli_json_resources(labels[i].ns, 1));
+            json_object_set_new(mj, name,
+                                cli_json_resources(labels[i].ns, (double)labels[i].requests));
+        }
+        json_object_set_new(o, "labels", lj);
+        json_object_set_new(o, "coverage", json_real(p->coverage));
+        json_object_set_new(o, "unmatched_bytes", json_integer((json_int_t)p->unmatched_bytes));
+        json_object_set_new(o, "violations", json_integer(p->nviolations));
+        json_object_set_new(o, "violations_text", json_string(vtext ? vtext : ""));
+        json_object_set_new(o, "resources_by_label", rj);
+        json_object_set_new(o, "resources_per_request_by_label", mj);
+        json_t *cj = json_array();
+        for (uint32_t i = 0; i < p->ncomponents; i++) {
+            const struct plan_component *c = &p->components[i];
+            json_t *x = json_object();
+            json_object_set_new(x, "name", json_string(plan_string(p, c->name)));
+            json_object_set_new(x, "host", json_string(plan_string(p, c->host)));
+            json_object_set_new(x, "workers", json_integer(c->workers));
+            json_object_set_new(x, "db_conns", json_integer(c->db_conns));
+            json_object_set_new(x, "listen_port", json_integer(c->listen_port));
+            json_object_set_new(x, "prefork", json_boolean(c->prefork));
+            json_object_set_new(x, "frontend", json_boolean(c->is_frontend));
+            json_array_append_new(cj, x);
+        }
+        json_object_set_new(o, "components", cj);
+        json_object_set_new(o, "skipped_records", json_integer((json_int_t)p->skipped_records));
+        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("\n");
+        json_decref(o);
+    } else {
+        printf("plan %s: format %u.%u, recording %s\n", path, p->version_major, p->version_minor,
+               p->recording_id[0] ? p->recording_id : "(none)");
+        printf("%" PRIu64 " requests, %u blocks (%u flagged as violations), %" PRIu64
+               " ops, %u components\n",
+               p->nrequests, p->nblocks, flagged, p->nops, p->ncomponents);
+        for (uint32_t i = 0; i < p->ncomponents; i++) {
+            const struct plan_component *c = &p->components[i];
+            printf("  %-16s on %s: %u %s, %u DB connections, port %u%s\n", plan_string(p, c->name),
+                   plan_string(p, c->host), c->workers,
+                   c->prefork ? "worker processes" : "worker threads", c->db_conns, c->listen_port,
+                   c->is_frontend ? ", front end" : "");
+        }
+        printf("coverage %.2f%%, unmatched bytes %" PRIu64 ", violations %u\n", p->coverage * 100,
+               p->unmatched_bytes, p->nviolations);
+        if (nlabels)
+            printf("time per resource by label: total seconds (mean ms per request)\n");
+        for (size_t i = 0; i < nlabels; i++) {
+            printf("  %-24s %8" PRIu64 " req", cli_plan_label(p, labels[i].label),
+                   labels[i].requests);
+            for (int k = 0; k < CLI_RES_COUNT; k++)
+                printf("  %s %.6f (%.3f)", cli_res_names[k], labels[i].ns[k] / 1e9,
+                       labels[i].ns[k] / 1e6 / (double)labels[i].requests);
+            printf("\n");
+        }
+        if (vtext && vtext[0]) {
+            printf("violations:\n  ");
+            for (const char *c = vtext; *c; c++) { /* indent every line */
+                if (*c != '\n')
+                    putchar(*c);
+                else if (c[1])
+                    fputs("\n  ", stdout);
+            }
+            printf("\n");
+        }
+        if (p->skipped_records)
+            printf("%" PRIu64 " records of a newer format minor version were skipped\n",
+                   p->skipped_records);
+    }
+    free(labels);
+    free(slot);
+    free(res);
+    plan_free(p);
+    if (fflush(stdout) != 0)
+        return CLI_EXIT_DAMAGED;
+    return 0;
+}
+
 static const char cli_info_usage[] =
-    "usage: preplay info [--json] [--salvage] TRACE|DIR\n"
+    "usage: preplay info [--json] [--salvage] TRACE|DIR|PLAN\n"
     "Summarize a trace file, or every *.trace file of a trace directory: per process\n"
     "and thread event counts by type, bytes, durations, losses, top files,\n"
-    "connections, locks and queries.\n"
+    "connections, locks and queries. For a replay plan (from preplay analyze):\n"
+    "requests and time per resource (cpu, file, net, lock, db) per label,\n"
+    "coverage, unmatched bytes and model violations.\n"
     "  --json     machine-readable output (see docs/preplay-info.md)\n"
     "  --salvage  on damage, summarize what precedes it (exit status 3) instead of failing\n"
     "Exit: 0 ok, 1 damaged/unreadable trace, 2 usage, 3 damaged but salvaged.\n";
@@ -741,6 +950,13 @@ int cmd_info(int argc, char **argv)
     int rc = cli_parse(argc, argv, &a, cli_info_usage);
     if (rc >= 0)
         return rc;
+    if (plan_file_probe(a.target) == 1) {
+        if (a.salvage) {
+            fprintf(stderr, "preplay info: --salvage applies to traces, not to plans\n");
+            return CLI_EXIT_USAGE;
+        }
+        return cli_info_plan(a.target, a.json);
+    }
     size_t n;
     int is_dir;
     char **files = cli_list_traces(a.target, &n, &is_dir);
