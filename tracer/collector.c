@@ -67,6 +67,7 @@ struct collector {
     struct collector_stats stats;
     int cpu_clock_bpf;        /* the BPF CPU clock is loaded */
     uint64_t drained_records; /* records drained by the current round */
+    int ring_pressure;        /* a ring was > 1/4 full this round, or a producer waited */
     uint64_t tsc_recalibrated_ns;
     char cpu_clock_note[256]; /* why the fallback is used, when it is */
     char error[512];
@@ -399,6 +400,9 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
 {
     struct tracer_ring *r = tracer_region_ring(reg->base, idx);
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    if (limit - tail > TRACER_RING_DATA_BYTES / 4 ||
+        atomic_load_explicit(&r->producer_waiting, memory_order_relaxed))
+        c->ring_pressure = 1;
     while (tail < limit) {
         uint64_t pos = tail % TRACER_RING_DATA_BYTES;
         const struct tracer_record_header *h = (const void *)(r->data + pos);
@@ -548,11 +552,19 @@ static int collector_close_process(struct collector *c, struct collector_process
 
 int collector_poll(struct collector *c, int timeout_ms)
 {
-    /* Sleep only when the last round found nothing: under load the rings
-     * are drained back to back, so producers never wait on our timer. */
+    /* Sleep in proportion to the work: back to back while some ring came
+     * back more than a quarter full (producers would soon wait on us),
+     * a short nap while records trickle in, the caller's timeout when idle.
+     * Draining costs the app's CPU share, so never spin without need. */
     struct pollfd pfd = {.fd = c->listen_fd, .events = POLLIN};
-    poll(&pfd, 1, c->drained_records ? 0 : timeout_ms);
+    struct timespec nap = {.tv_sec = timeout_ms / 1000, .tv_nsec = (timeout_ms % 1000) * 1000000L};
+    if (c->ring_pressure)
+        nap.tv_sec = nap.tv_nsec = 0;
+    else if (c->drained_records)
+        nap.tv_sec = 0, nap.tv_nsec = 500000;
+    ppoll(&pfd, 1, &nap, NULL);
     c->drained_records = 0;
+    c->ring_pressure = 0;
     if (c->cpu_clock_bpf) {
         /* keep the shared TSC conversion on CLOCK_MONOTONIC (NTP slews it) */
         uint64_t now = collector_clock(CLOCK_MONOTONIC);
