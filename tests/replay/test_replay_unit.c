@@ -1,0 +1,571 @@
+/* test_replay_unit.c - the replayer's protocol and block execution on
+ * hand-built plans: header bytes, exact request/response bytes per
+ * segment, nested-call segments as a callee sees them, pooled versus
+ * per-call connections, lock semantics (exclusive, shared, failed try,
+ * locks left held), file offsets and sizes on the dummy files, EXECUTE
+ * parameter rendering, and a driver run against an in-process server
+ * (good token and bad token). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "replay_drive.h"
+#include "replay_exec.h"
+#include "replay_fixture.h"
+#include "replay_proto.h"
+#include "replay_server.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A connected TCP pair on loopback: *a is the client end, *b the server end. */
+static void tcp_pair(int *a, int *b)
+{
+    char err[256];
+    int l = replay_listen("127.0.0.1:0", err, sizeof err);
+    assert_true(l >= 0);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    assert_int_equal(getsockname(l, (struct sockaddr *)&ss, &sl), 0);
+    char addr[64];
+    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
+    *a = replay_connect(addr, 1, err, sizeof err);
+    assert_true(*a >= 0);
+    *b = accept(l, NULL, NULL);
+    assert_true(*b >= 0);
+    close(l);
+}
+
+static void test_header_bytes(void **state)
+{
+    (void)state;
+    struct replay_header h = {.block = 0x01020304,
+                              .token = 0x1122334455667788ull,
+                              .request_bytes = 10,
+                              .response_bytes = 0x10000};
+    unsigned char b[REPLAY_HEADER_SIZE];
+    replay_header_encode(&h, b);
+    static const unsigned char want[REPLAY_HEADER_SIZE] = {
+        'P',  'R',  'P',  '1',  0x04, 0x03, 0x02, 0x01, 0x88, 0x77, 0x66, 0x55,
+        0x44, 0x33, 0x22, 0x11, 10,   0,    0,    0,    0,    0,    1,    0};
+    assert_memory_equal(b, want, sizeof want);
+    struct replay_header d;
+    assert_int_equal(replay_header_decode(b, &d), 0);
+    assert_int_equal(d.block, h.block);
+    assert_true(d.token == h.token);
+    assert_int_equal(d.request_bytes, 10);
+    assert_int_equal(d.response_bytes, 0x10000);
+    b[0] = 'G'; /* "GET /" is not a replay client */
+    assert_int_equal(replay_header_decode(b, &d), -1);
+
+    uint64_t t;
+    assert_int_equal(replay_token_parse("00ff00ff00ff00fF", &t), 0);
+    assert_true(t == 0x00ff00ff00ff00ffull);
+    char text[17];
+    replay_token_format(t, text);
+    assert_string_equal(text, "00ff00ff00ff00ff");
+    assert_int_equal(replay_token_parse("00ff00ff00ff00f", &t), -1);
+    assert_int_equal(replay_token_parse("00ff00ff00ff00fg", &t), -1);
+    assert_true(replay_token_random() != replay_token_random());
+
+    char err[256];
+    assert_int_equal(replay_listen("127.0.0.1:99999", err, sizeof err), -1);
+    assert_non_null(strstr(err, "bad port"));
+    int l = replay_listen("127.0.0.1:0", err, sizeof err);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(l, (struct sockaddr *)&ss, &sl);
+    char addr[64];
+    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
+    assert_int_equal(replay_listen(addr, err, sizeof err), -1);
+    assert_non_null(strstr(err, "port in use"));
+    close(l);
+}
+
+/* RECV 10, RECV 6, SEND 5 (MSG_MORE), CPU, SEND 7: exact bytes both ways,
+ * and bytes after the request stay unread for the next request. */
+static void test_block_net_bytes(void **state)
+{
+    (void)state;
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 1, 1);
+    uint32_t b = fixture_block(p, c, "GET /a");
+    fixture_op(p, fixture_net(0, 10, 0));
+    fixture_op(p, fixture_net(0, 6, 0));
+    fixture_op(p, fixture_net(1, 5, PLAN_SEG_MORE));
+    fixture_op(p, fixture_cpu(1000));
+    fixture_op(p, fixture_net(1, 7, 0));
+    uint64_t rq, rs;
+    replay_block_bytes(p, b, &rq, &rs);
+    assert_int_equal(rq, 16);
+    assert_int_equal(rs, 12);
+
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    assert_non_null(e);
+    struct replay_thread *t = replay_thread_new(e);
+    int cl, sv;
+    tcp_pair(&cl, &sv);
+    char req[19];
+    memset(req, 'x', 16);
+    memcpy(req + 16, "NXT", 3);
+    assert_int_equal(replay_send_exact(cl, req, sizeof req, 0), 0);
+    assert_int_equal(replay_exec_block(t, b, sv, 16, 12, err, sizeof err), 0);
+    char resp[12];
+    assert_int_equal(replay_recv_exact(cl, resp, 12), 0);
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(resp[i], 0);
+    char next[3];
+    assert_int_equal(recv(sv, next, 3, MSG_DONTWAIT), 3);
+    assert_memory_equal(next, "NXT", 3);
+    /* nothing more was sent than the header asked for */
+    char extra;
+    assert_int_equal(recv(cl, &extra, 1, MSG_DONTWAIT), -1);
+
+    /* a caller whose header says other sizes still gets exactly what it asked */
+    char big[40] = {0};
+    assert_int_equal(replay_send_exact(cl, big, 40, 0), 0);
+    assert_int_equal(replay_exec_block(t, b, sv, 40, 3, err, sizeof err), 0);
+    assert_int_equal(replay_recv_exact(cl, resp, 3), 0);
+    assert_int_equal(recv(cl, &extra, 1, MSG_DONTWAIT), -1);
+    assert_int_equal(recv(sv, &extra, 1, MSG_DONTWAIT), -1);
+
+    /* the client went away: a clear error naming the block */
+    close(cl);
+    assert_int_equal(replay_exec_block(t, b, sv, 16, 12, err, sizeof err), -1);
+    assert_non_null(strstr(err, "block 0"));
+    close(sv);
+
+    char *json = replay_engine_stats_json(e);
+    assert_non_null(strstr(json, "\"GET /a\":{\"blocks\":3"));
+    free(json);
+    replay_thread_free(t);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+}
+
+/* A fake callee: reads the header and the caller's segments phase by phase. */
+struct callee_script {
+    int listen_fd;
+    int conns, requests;
+    unsigned char header[REPLAY_HEADER_SIZE];
+    int phases[8]; /* positive: bytes to read, negative: bytes to send */
+    int nphases;
+    int ok;
+};
+
+static void *callee_main(void *arg)
+{
+    struct callee_script *cs = arg;
+    cs->ok = 1;
+    int fd = -1;
+    for (int r = 0; r < cs->requests; r++) {
+        if (fd < 0) {
+            fd = accept(cs->listen_fd, NULL, NULL);
+            cs->conns++;
+        }
+        if (replay_recv_exact(fd, cs->header, REPLAY_HEADER_SIZE)) {
+            close(fd);
+            fd = -1;
+            r--;
+            continue;
+        }
+        for (int i = 0; i < cs->nphases; i++) {
+            int n = cs->phases[i];
+            char buf[256];
+            if (n > 0)
+                cs->ok &= replay_recv_exact(fd, buf, (size_t)n) == 0;
+            else
+                cs->ok &= replay_send_filler(fd, (uint64_t)-n, 0) == 0;
+        }
+        if (r == cs->requests - 1) { /* nothing beyond the segments was sent */
+            char extra;
+            usleep(20000);
+            cs->ok &= recv(fd, &extra, 1, MSG_DONTWAIT) <= 0; /* EAGAIN or EOF */
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static void run_call_test(int pool, int expect_conns)
+{
+    struct plan *p = fixture_plan_new();
+    uint32_t front = fixture_component(p, "front", 1, 1);
+    uint32_t back = fixture_component(p, "back", 1, 0);
+    uint32_t cb = fixture_block(p, back, "back-op");
+    fixture_op(p, fixture_net(0, 150, 0));
+    fixture_op(p, fixture_net(1, 60, 0));
+    uint32_t fb = fixture_block(p, front, "GET /call");
+    static const int32_t segs[] = {100, -50, 30, 20, -10};
+    fixture_call(p, cb, segs, 5, 1u << 2 /* the 30 had MSG_MORE */, REPLAY_CALL_NODELAY);
+    (void)fb;
+
+    char err[256];
+    struct callee_script cs = {.requests = 3, .phases = {100, -50, 50, -10}, .nphases = 4};
+    cs.listen_fd = replay_listen("127.0.0.1:0", err, sizeof err);
+    assert_true(cs.listen_fd >= 0);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(cs.listen_fd, (struct sockaddr *)&ss, &sl);
+    char addr[64], peers[] = "/tmp/replay-peers-XXXXXX";
+    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
+    int pf = mkstemp(peers);
+    dprintf(pf, "# component address\nback %s\n", addr);
+    close(pf);
+    pthread_t th;
+    pthread_create(&th, NULL, callee_main, &cs);
+
+    struct replay_config cfg = {.plan = p,
+                                .component = front,
+                                .peers_path = peers,
+                                .token = 0xabcdef0123456789ull,
+                                .pool = pool,
+                                .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    assert_non_null(e);
+    struct replay_thread *t = replay_thread_new(e);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(replay_exec_block(t, 1, -1, 0, 0, err, sizeof err), 0);
+    pthread_join(th, NULL);
+    assert_true(cs.ok);
+    assert_int_equal(cs.conns, expect_conns);
+    struct replay_header h;
+    assert_int_equal(replay_header_decode(cs.header, &h), 0);
+    assert_int_equal(h.block, cb);
+    assert_true(h.token == 0xabcdef0123456789ull);
+    assert_int_equal(h.request_bytes, 150);
+    assert_int_equal(h.response_bytes, 60);
+    char *json = replay_engine_stats_json(e);
+    assert_non_null(strstr(json, "\"call_errors\":0"));
+    free(json);
+    replay_thread_free(t);
+    replay_engine_free(e);
+    close(cs.listen_fd);
+    unlink(peers);
+    fixture_plan_free(p);
+}
+
+static void test_call_segments_pooled(void **state)
+{
+    (void)state;
+    run_call_test(4, 1);
+}
+
+static void test_call_segments_per_call(void **state)
+{
+    (void)state;
+    run_call_test(0, 3);
+}
+
+struct lock_run {
+    struct replay_engine *e;
+    uint32_t block;
+};
+
+static void *lock_worker(void *arg)
+{
+    struct lock_run *lr = arg;
+    struct replay_thread *t = replay_thread_new(lr->e);
+    char err[256];
+    replay_exec_block(t, lr->block, -1, 0, 0, err, sizeof err);
+    replay_thread_free(t);
+    return NULL;
+}
+
+static double run_pair(struct replay_engine *e, uint32_t block)
+{
+    struct lock_run lr = {e, block};
+    pthread_t a, b;
+    double t0 = now_s();
+    pthread_create(&a, NULL, lock_worker, &lr);
+    pthread_create(&b, NULL, lock_worker, &lr);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    return now_s() - t0;
+}
+
+static void test_lock_semantics(void **state)
+{
+    (void)state;
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 2, 1);
+    uint32_t lk = fixture_lock(p);
+    uint32_t excl = fixture_block(p, c, "excl");
+    fixture_op(p, fixture_lockop(PLAN_LOCK_ACQUIRE, lk, PLAN_LOCK_EXCLUSIVE));
+    fixture_op(p, fixture_external(100000000));
+    fixture_op(p, fixture_lockop(PLAN_LOCK_RELEASE, lk, PLAN_LOCK_EXCLUSIVE));
+    uint32_t shared = fixture_block(p, c, "shared");
+    fixture_op(p, fixture_lockop(PLAN_LOCK_ACQUIRE, lk, PLAN_LOCK_SHARED));
+    fixture_op(p, fixture_external(100000000));
+    fixture_op(p, fixture_lockop(PLAN_LOCK_RELEASE, lk, PLAN_LOCK_SHARED));
+    uint32_t leaves = fixture_block(p, c, "leaves-held");
+    fixture_op(p, fixture_lockop(PLAN_LOCK_ACQUIRE, lk, PLAN_LOCK_EXCLUSIVE));
+    uint32_t tryb = fixture_block(p, c, "try");
+    fixture_op(p, fixture_lockop(PLAN_LOCK_TRY, lk, PLAN_LOCK_EXCLUSIVE));
+    fixture_op(p, fixture_lockop(PLAN_LOCK_RELEASE, lk, PLAN_LOCK_EXCLUSIVE));
+
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    assert_non_null(e);
+    double te = run_pair(e, excl);
+    double ts = run_pair(e, shared);
+    /* exclusive holders run one after the other, shared ones together */
+    assert_true(te >= 0.195);
+    assert_true(ts < 0.190);
+    assert_true(ts >= 0.095);
+
+    /* a block that ends holding the lock releases it; a later one gets it */
+    struct replay_thread *t = replay_thread_new(e);
+    assert_int_equal(replay_exec_block(t, leaves, -1, 0, 0, err, sizeof err), 0);
+    assert_int_equal(replay_exec_block(t, tryb, -1, 0, 0, err, sizeof err), 0);
+    char *json = replay_engine_stats_json(e);
+    assert_non_null(strstr(json, "\"locks_left_held\":1"));
+    assert_non_null(strstr(json, "\"lock_try_failed\":0"));
+    assert_non_null(strstr(json, "\"lock_bad_release\":0"));
+    free(json);
+    /* held by another thread: the try fails, its release is not performed */
+    /* another thread holds the lock for 150 ms while this one tries */
+    uint32_t hold = fixture_block(p, c, "hold");
+    fixture_op(p, fixture_lockop(PLAN_LOCK_ACQUIRE, lk, PLAN_LOCK_EXCLUSIVE));
+    fixture_op(p, fixture_external(150000000));
+    fixture_op(p, fixture_lockop(PLAN_LOCK_RELEASE, lk, PLAN_LOCK_EXCLUSIVE));
+    replay_thread_free(t);
+    replay_engine_free(e);
+    /* a new engine sees the new block (its label table is built at start) */
+    e = replay_engine_new(&cfg, err, sizeof err);
+    struct lock_run lr = {e, hold};
+    pthread_t th;
+    pthread_create(&th, NULL, lock_worker, &lr);
+    usleep(50000);
+    t = replay_thread_new(e);
+    assert_int_equal(replay_exec_block(t, tryb, -1, 0, 0, err, sizeof err), 0);
+    pthread_join(th, NULL);
+    json = replay_engine_stats_json(e);
+    assert_non_null(strstr(json, "\"lock_try_failed\":1"));
+    assert_non_null(strstr(json, "\"lock_bad_release\":1"));
+    assert_non_null(strstr(json, "\"locks_left_held\":0"));
+    assert_non_null(strstr(json, "\"hold\":{\"blocks\":1"));
+    free(json);
+    replay_thread_free(t);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+}
+
+static void test_file_offsets(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/replay-files-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 1, 1);
+    uint32_t f0 = fixture_file(p, 0);
+    uint32_t f1 = fixture_file(p, 0);
+    uint32_t b = fixture_block(p, c, "io");
+    fixture_op(p, fixture_fileop(PLAN_FILE_OPEN, f0, 0, 0));
+    fixture_op(p, fixture_fileop(PLAN_FILE_WRITE, f0, 4096, 100));
+    fixture_op(p, fixture_fileop(PLAN_FILE_READ, f0, 0, 10));
+    fixture_op(p, fixture_fileop(PLAN_FILE_FSYNC, f0, 0, 0));
+    fixture_op(p, fixture_fileop(PLAN_FILE_WRITE, f1, 0, 50));
+    fixture_op(p, fixture_fileop(PLAN_FILE_TRUNCATE, f1, 0, 8192));
+    fixture_op(p, fixture_fileop(PLAN_FILE_CLOSE, f0, 0, 0));
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .dir = dir, .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    struct replay_thread *t = replay_thread_new(e);
+    assert_int_equal(replay_exec_block(t, b, -1, 0, 0, err, sizeof err), 0);
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/f%06u", dir, f0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, 4196);
+    unsigned char buf[4196];
+    int fd = open(path, O_RDONLY);
+    assert_int_equal(read(fd, buf, sizeof buf), 4196);
+    close(fd);
+    for (int i = 0; i < 4096; i++)
+        assert_int_equal(buf[i], 0); /* a hole before the write's offset */
+    int nonzero = 0;
+    for (int i = 4096; i < 4196; i++)
+        nonzero += buf[i] != 0;
+    assert_true(nonzero > 90); /* written bytes are incompressible, not zeros */
+    snprintf(path, sizeof path, "%s/f%06u", dir, f1);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, 8192);
+    /* the descriptor is cached: the same thread writes at the same offset again */
+    assert_int_equal(replay_exec_block(t, b, -1, 0, 0, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/f%06u", dir, f0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, 4196);
+    char *json = replay_engine_stats_json(e);
+    assert_non_null(strstr(json, "\"file_errors\":0"));
+    free(json);
+    replay_thread_free(t);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_db_render(void **state)
+{
+    (void)state;
+    char *s = replay_db_render("INSERT INTO t VALUES (?, ?, ?)", "1, 'a,b', NULL");
+    assert_string_equal(s, "INSERT INTO t VALUES (1, 'a,b', NULL)");
+    free(s);
+    s = replay_db_render("SELECT '?' , ? FROM t WHERE n = ?", "'O''Brien', 2.5");
+    assert_string_equal(s, "SELECT '?' , 'O''Brien' FROM t WHERE n = 2.5");
+    free(s);
+    s = replay_db_render("SELECT ?", "");
+    assert_string_equal(s, "SELECT NULL");
+    free(s);
+}
+
+static void test_server_and_driver(void **state)
+{
+    (void)state;
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 2, 1);
+    uint32_t ba = fixture_block(p, c, "GET /a");
+    fixture_op(p, fixture_net(0, 200, 0));
+    fixture_op(p, fixture_external(2000000));
+    fixture_op(p, fixture_net(1, 3000, 0));
+    uint32_t bb = fixture_block(p, c, "GET /b");
+    fixture_op(p, fixture_net(0, 50, 0));
+    fixture_op(p, fixture_net(1, 100000, 0));
+    for (int i = 0; i < 40; i++)
+        fixture_request(p, i % 4 ? ba : bb, (uint64_t)i * 5000000, 0, 0);
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .token = 42, .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    int l = replay_listen("127.0.0.1:0", err, sizeof err);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(l, (struct sockaddr *)&ss, &sl);
+    char addr[64];
+    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
+    char logbuf[4096] = "";
+    FILE *log = fmemopen(logbuf, sizeof logbuf, "w");
+    struct replay_server *s = replay_server_start(e, l, 2, log, err, sizeof err);
+    assert_non_null(s);
+
+    struct replay_drive_options o = {
+        .plan = p, .target = addr, .token = 42, .mode = REPLAY_DRIVE_INDEPENDENT, .speed = 1};
+    struct replay_drive_result r;
+    double t0 = now_s();
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    double took = now_s() - t0;
+    assert_int_equal(r.nsamples, 40);
+    assert_int_equal(r.failed, 0);
+    assert_true(took >= 0.195); /* 40 arrivals 5 ms apart: open loop */
+    int na = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        assert_true(r.samples[i].ok);
+        if (r.samples[i].label == p->blocks[ba].label) {
+            na++;
+            assert_true(r.samples[i].response_s >= 0.002); /* the external op */
+        }
+    }
+    assert_int_equal(na, 30);
+    for (int i = 0; i < 100 && replay_server_served(s) < 40; i++)
+        usleep(10000); /* the worker counts after its last send */
+    assert_int_equal(replay_server_served(s), 40);
+    replay_drive_result_free(&r);
+
+    /* double speed: half the time; sessions: closed loop with think times */
+    o.speed = 2;
+    t0 = now_s();
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_true(now_s() - t0 < 0.190);
+    replay_drive_result_free(&r);
+
+    /* a wrong token: every request refused, one log line per connection */
+    o.token = 43;
+    o.speed = 4;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.failed, 40);
+    assert_true(replay_server_rejected(s) >= 1);
+    replay_drive_result_free(&r);
+    replay_server_stop(s);
+    fclose(log);
+    assert_non_null(strstr(logbuf, "rejected: bad token"));
+    replay_engine_free(e);
+    fixture_plan_free(p);
+}
+
+static void test_session_mode(void **state)
+{
+    (void)state;
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 4, 1);
+    uint32_t b = fixture_block(p, c, "step");
+    fixture_op(p, fixture_net(0, 10, 0));
+    fixture_op(p, fixture_external(20000000)); /* 20 ms of service */
+    fixture_op(p, fixture_net(1, 10, 0));
+    /* two sessions of 4 requests, 10 ms think time, all "arriving" at 0 */
+    for (uint32_t s = 1; s <= 2; s++)
+        for (int i = 0; i < 4; i++)
+            fixture_request(p, b, 0, s, i ? 10000000 : 0);
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .token = 7, .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    int l = replay_listen("127.0.0.1:0", err, sizeof err);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(l, (struct sockaddr *)&ss, &sl);
+    char addr[64];
+    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
+    struct replay_server *s = replay_server_start(e, l, 4, NULL, err, sizeof err);
+    struct replay_drive_options o = {
+        .plan = p, .target = addr, .token = 7, .mode = REPLAY_DRIVE_SESSION, .speed = 1};
+    struct replay_drive_result r;
+    double t0 = now_s();
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    double took = now_s() - t0;
+    assert_int_equal(r.nsamples, 8);
+    assert_int_equal(r.failed, 0);
+    /* per session: 4 x 20 ms service + 3 x 10 ms think = 110 ms, sessions in parallel */
+    assert_true(took >= 0.108);
+    assert_true(took < 0.200);
+    replay_drive_result_free(&r);
+    replay_server_stop(s);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_header_bytes),
+        cmocka_unit_test(test_block_net_bytes),
+        cmocka_unit_test(test_call_segments_pooled),
+        cmocka_unit_test(test_call_segments_per_call),
+        cmocka_unit_test(test_lock_semantics),
+        cmocka_unit_test(test_file_offsets),
+        cmocka_unit_test(test_db_render),
+        cmocka_unit_test(test_server_and_driver),
+        cmocka_unit_test(test_session_mode),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
