@@ -1608,7 +1608,7 @@ int analyze_run(const char *const *inputs, int ninputs, const char *plan_path,
     }
     uint32_t file;
     struct deps_queued *q;
-    int n;
+    int n = 0;
     while (!s->failed && (n = deps_input_next(&s->in, &file, &q)) > 0) {
         deps_on_event(s, file, q);
         if ((s->in.events & (DEPS_CHECKPOINT_EVENTS - 1)) == 0) {
