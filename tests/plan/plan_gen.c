@@ -1,8 +1,10 @@
 /* plan_gen.c - writes the replay plan that tests/plan/test_plan_info.sh
  * checks `preplay info` against (known contents: keep the numbers in the
  * script in sync with this file), through the streaming writer as the
- * analyzer would. Usage: plan_gen PATH. Test code only. */
+ * analyzer would. Usage: plan_gen PATH [FRAME_BYTES] (small frames make a
+ * multi-frame plan, e.g. for the fuzz seed corpus). Test code only. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
@@ -11,8 +13,8 @@
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: plan_gen PATH\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: plan_gen PATH [FRAME_BYTES]\n");
         return 2;
     }
     char err[1024];
@@ -20,6 +22,11 @@ int main(int argc, char **argv)
     struct plan_writer *w = plan_writer_open(argv[1], "rec-info-test", &score, 1, err, sizeof err);
     if (!w) {
         fprintf(stderr, "plan_gen: %s\n", err);
+        return 1;
+    }
+    if (argc == 3 && plan_writer_set_frame_bytes(w, strtoul(argv[2], NULL, 10)) != 0) {
+        fprintf(stderr, "plan_gen: %s\n", plan_writer_error(w));
+        plan_writer_abort(w);
         return 1;
     }
     uint32_t host = S(w, "h1");
@@ -36,7 +43,8 @@ int main(int argc, char **argv)
     uint32_t sql = S(w, "SELECT price FROM items WHERE id = ?");
 
     /* block 0 (app): cpu 2 ms, db 3 ms, net 1.5 us; recorded 6 ms */
-    struct plan_op b0[4] = {
+    struct plan_op b0[5] = {
+        {.kind = PLAN_OP_SOCKOPT, .a.sockopt = {6, 1, 1}},
         {.kind = PLAN_OP_RECV, .recorded_ns = 1000, .a.net.bytes = 120},
         {.kind = PLAN_OP_CPU, .recorded_ns = 2100000, .a.cpu_ns = 2000000},
         {.kind = PLAN_OP_DB,
@@ -45,7 +53,7 @@ int main(int argc, char **argv)
          .a.db = {0, sql, 0, 1, 0}},
         {.kind = PLAN_OP_SEND, .recorded_ns = 500, .a.net.bytes = 80},
     };
-    struct plan_block blk0 = {0, 0, 0, 4, 0, 6000000};
+    struct plan_block blk0 = {0, 0, 0, 5, 0, 6000000};
     plan_writer_block(w, &blk0, b0, NULL, 0);
 
     /* block 1 (frontend, GET /cart): own cpu 1 ms, file 0.4 ms, lock 50 us,

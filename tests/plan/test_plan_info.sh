@@ -24,7 +24,7 @@ def eq(what, got, want):
         sys.exit(f"info --json PLAN: {what} = {got!r}, want {want!r}")
 eq("requests", j["requests"], 5)
 eq("blocks", j["blocks"], 3)
-eq("ops", j["ops"], 14)
+eq("ops", j["ops"], 15)
 eq("labels", j["labels"], {"GET /cart": 3, "POST /buy": 2})
 eq("label order", list(j["labels"]), ["GET /cart", "POST /buy"])
 eq("coverage", j["coverage"], 0.995)
@@ -61,7 +61,7 @@ expect_line() {
   grep -qxF -- "$1" "$dir/info.txt" || { echo "info PLAN: missing line '$1' in:"; cat "$dir/info.txt"; exit 1; }
 }
 expect_line "plan $dir/app.plan: format 1.0, recording rec-info-test"
-expect_line "5 requests, 3 blocks (1 flagged as violations), 14 ops, 2 components"
+expect_line "5 requests, 3 blocks (1 flagged as violations), 15 ops, 2 components"
 expect_line "  frontend         on h1: 4 worker threads, 0 DB connections, port 8080, front end"
 expect_line "coverage 99.50%, unmatched bytes 1234, violations 1"
 expect_line "  GET /cart                       3 req  cpu 0.009000 (3.000)  file 0.001200 (0.400)  net 0.003095 (1.032)  lock 0.000150 (0.050)  db 0.009000 (3.000)"
