@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""test_sigwrite.py - a signal handler calling write() thousands of times
+while the main thread is inside traced calls: the app neither crashes nor
+hangs, and every write the handler did is in the trace, as are all of the
+main thread's operations."""
+import os
+
+import tracerlib as tl
+
+work = tl.scratch("sigwrite")
+out = os.path.join(work, "trace")
+data, hfile = os.path.join(work, "data"), os.path.join(work, "handler")
+rc, stdout, stderr = tl.record(out, [tl.helper("tt_sigwrite"), data, hfile], timeout=60)
+tl.check_eq(rc, 0, f"tt_sigwrite exit status (stderr: {stderr.strip()})")
+handler_writes, ops = (int(x) for x in stdout.split())
+tl.check(handler_writes >= 500, f"the handler ran often enough to matter: {handler_writes}")
+tl.check_eq(os.path.getsize(hfile), handler_writes, "bytes the handler wrote")
+traces = tl.read_traces(out)
+(t,) = traces.values()
+hopen = [e for e in t.of("file", "open") if e.get("path") == hfile]
+dopen = [e for e in t.of("file", "open") if e.get("path") == data and e["open_flags"] & 0o100]
+if tl.check(len(hopen) == 1 and len(dopen) == 1, "opens of the two files"):
+    hw = tl.file_events(t, hopen[0]["ino"], {"write"})
+    tl.check_eq(len(hw), handler_writes, "handler writes in the trace")
+    tl.check(all(e["result"] == 1 for e in hw), "handler writes of 1 byte")
+    n = ops // 5
+    tl.check_eq(len(tl.file_events(t, dopen[0]["ino"], {"pwrite"})), n, "main thread's pwrites")
+    tl.check_eq(len(tl.file_events(t, dopen[0]["ino"], {"pread"})), n, "main thread's preads")
+    locks = [e for e in t.of("lock") if e["tid"] == t.pid]
+    tl.check_eq(len(locks), 2 * n, "main thread's lock events")
+tl.check_eq(t.of("loss"), [], "loss records")
+tl.finish()
