@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dummy_files.h"
 #include "replay_proto.h"
 
 const char *const replay_kind_names[REPLAY_NKINDS] = {"cpu",  "file",     "lock", "db",
@@ -62,7 +63,7 @@ struct replay_engine {
     const struct plan *plan;
     struct replay_lock_slot *locks;
     struct replay_db_pool *db;
-    char db_err[256];
+    struct dummy_files *files; /* paths of the dummy files (preplay prepare) */
     struct replay_peers *peers;
     /* labels: dense index per label string id seen on this component's blocks */
     uint32_t *label_of_string; /* nstrings entries, UINT32_MAX = none */
@@ -133,6 +134,13 @@ struct replay_engine *replay_engine_new(const struct replay_config *cfg, char *e
     for (uint32_t i = 0; i < p->nstrings; i++)
         if (e->label_of_string[i] != UINT32_MAX)
             e->label_strings[e->label_of_string[i]] = i;
+    if (p->nfiles) {
+        e->files = dummy_files_open_plan(cfg->dir ? cfg->dir : ".", p, err, errlen);
+        if (!e->files) {
+            replay_engine_free(e);
+            return NULL;
+        }
+    }
     if (cfg->db_url && cfg->db_url[0]) {
         e->db = replay_db_pool_new(cfg->db_url, err, errlen);
         if (!e->db) {
@@ -165,6 +173,7 @@ void replay_engine_free(struct replay_engine *e)
     free(e->db_errors);
     pthread_mutex_destroy(&e->db_errors_mu);
     replay_db_pool_free(e->db);
+    dummy_files_close(e->files);
     replay_peers_free(e->peers);
     free(e);
 }
@@ -231,9 +240,8 @@ static int replay_file_fd(struct replay_thread *t, uint32_t file)
 {
     if (t->fds[file] >= 0)
         return t->fds[file];
-    char path[4096];
-    snprintf(path, sizeof path, "%s/f%06u", t->e->cfg.dir ? t->e->cfg.dir : ".", file);
-    t->fds[file] = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    const char *path = dummy_files_path(t->e->files, file);
+    t->fds[file] = path ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
     return t->fds[file];
 }
 

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dummy_files.h"
 #include "replay_drive.h"
 #include "replay_exec.h"
 #include "replay_fixture.h"
@@ -396,7 +397,9 @@ static void test_file_offsets(void **state)
     assert_int_equal(replay_exec_block(t, b, -1, 0, 0, err, sizeof err), 0);
     char path[256];
     struct stat st;
-    snprintf(path, sizeof path, "%s/f%06u", dir, f0);
+    struct dummy_files *df = dummy_files_open_plan(dir, p, err, sizeof err);
+    assert_non_null(df);
+    snprintf(path, sizeof path, "%s", dummy_files_path(df, f0));
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_size, 4196);
     unsigned char buf[4196];
@@ -409,17 +412,18 @@ static void test_file_offsets(void **state)
     for (int i = 4096; i < 4196; i++)
         nonzero += buf[i] != 0;
     assert_true(nonzero > 90); /* written bytes are incompressible, not zeros */
-    snprintf(path, sizeof path, "%s/f%06u", dir, f1);
+    snprintf(path, sizeof path, "%s", dummy_files_path(df, f1));
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_size, 8192);
     /* the descriptor is cached: the same thread writes at the same offset again */
     assert_int_equal(replay_exec_block(t, b, -1, 0, 0, err, sizeof err), 0);
-    snprintf(path, sizeof path, "%s/f%06u", dir, f0);
+    snprintf(path, sizeof path, "%s", dummy_files_path(df, f0));
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_size, 4196);
     char *json = replay_engine_stats_json(e);
     assert_non_null(strstr(json, "\"file_errors\":0"));
     free(json);
+    dummy_files_close(df);
     replay_thread_free(t);
     replay_engine_free(e);
     fixture_plan_free(p);

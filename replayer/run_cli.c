@@ -1,0 +1,754 @@
+/* run_cli.c - `preplay run PLAN -o RESULTS`: the controller. Starts one
+ * replayer per component as a child process on a loopback port with a fresh
+ * random token, prepares the dummy files, snapshots the DB, then runs
+ * interval after interval (restore files and DB, drive the schedule, collect
+ * each replayer's counters) feeding the response times to the PT4Cloud
+ * machine until it says stop or --max-intervals. A replayer that dies stops
+ * the run with its name; results so far are written. Must never leave a
+ * replayer running: children get SIGTERM at the end and die with us
+ * (PR_SET_PDEATHSIG). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "dummy_files.h"
+#include "pt4cloud.h"
+#include "replay_cli.h"
+#include "replay_drive.h"
+#include "replay_proto.h"
+#include "replay_results.h"
+
+struct run_child {
+    const char *name;
+    pid_t pid;
+    int status, exited;
+    char addr[128];
+    char log[4200];
+};
+
+struct run_ctx {
+    struct run_child *children;
+    uint32_t nchildren;
+    const char *dead; /* name of a replayer that died */
+};
+
+static double run_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Non-zero once a child has exited; remembers which. */
+static int run_check_children(void *arg)
+{
+    struct run_ctx *ctx = arg;
+    for (uint32_t i = 0; i < ctx->nchildren; i++) {
+        struct run_child *c = &ctx->children[i];
+        if (c->pid > 0 && !c->exited && waitpid(c->pid, &c->status, WNOHANG) == c->pid) {
+            c->exited = 1;
+            if (!ctx->dead)
+                ctx->dead = c->name;
+        }
+        if (c->exited)
+            return 1;
+    }
+    return 0;
+}
+
+static void run_describe_exit(const struct run_child *c, char *out, size_t outlen)
+{
+    if (WIFSIGNALED(c->status))
+        snprintf(out, outlen, "killed by signal %d", WTERMSIG(c->status));
+    else
+        snprintf(out, outlen, "exited with status %d", WEXITSTATUS(c->status));
+}
+
+/* The last non-empty line of a log file (what a dead replayer said). */
+static void run_last_line(const char *path, char *out, size_t outlen)
+{
+    out[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (line[0])
+            snprintf(out, outlen, "%s", line);
+    }
+    fclose(f);
+}
+
+static int run_spawn(struct run_child *c, char **argv, double timeout_s, char *err, size_t errlen)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC)) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t parent = getpid();
+    c->pid = fork();
+    if (c->pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (c->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(1);
+        int logfd = open(c->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (logfd >= 0)
+            dup2(logfd, 2);
+        dup2(pfd[1], 1);
+        execv("/proc/self/exe", argv);
+        fprintf(stderr, "run: exec /proc/self/exe: %s\n", strerror(errno));
+        _exit(127);
+    }
+    close(pfd[1]);
+    /* wait for "listening ADDR" */
+    char buf[256];
+    size_t got = 0;
+    double deadline = run_now() + timeout_s;
+    int rc = -1;
+    while (run_now() < deadline && got < sizeof buf - 1) {
+        struct pollfd p = {pfd[0], POLLIN, 0};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        ssize_t n = read(pfd[0], buf + got, sizeof buf - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        buf[got] = 0;
+        char *nl = strchr(buf, '\n');
+        if (nl) {
+            *nl = 0;
+            if (!strncmp(buf, "listening ", 10)) {
+                snprintf(c->addr, sizeof c->addr, "%s", buf + 10);
+                rc = 0;
+            }
+            break;
+        }
+    }
+    close(pfd[0]);
+    if (rc) {
+        char last[512];
+        run_last_line(c->log, last, sizeof last);
+        snprintf(err, errlen, "replayer for component '%s' did not start: %s", c->name,
+                 last[0] ? last : "no 'listening' line in time");
+    }
+    return rc;
+}
+
+/* A control request (stats or reset) to one replayer; stats JSON (malloc'ed) or NULL. */
+static char *run_control(const char *addr, uint64_t token, uint32_t block, char *err, size_t errlen)
+{
+    int fd = replay_connect(addr, 1, err, errlen);
+    if (fd < 0)
+        return NULL;
+    struct replay_header h = {.block = block, .token = token};
+    unsigned char hb[REPLAY_HEADER_SIZE], lb[4];
+    replay_header_encode(&h, hb);
+    char *text = NULL;
+    if (replay_send_exact(fd, hb, sizeof hb, 0) || replay_recv_exact(fd, lb, 4)) {
+        snprintf(err, errlen, "control request to %s failed", addr);
+        goto out;
+    }
+    uint32_t len =
+        (uint32_t)lb[0] | (uint32_t)lb[1] << 8 | (uint32_t)lb[2] << 16 | (uint32_t)lb[3] << 24;
+    text = malloc((size_t)len + 1);
+    if (!text || replay_recv_exact(fd, text, len)) {
+        snprintf(err, errlen, "control answer from %s truncated", addr);
+        free(text);
+        text = NULL;
+        goto out;
+    }
+    text[len] = 0;
+out:
+    close(fd);
+    return text;
+}
+
+/* Runs argv with stdin/stdout redirected (NULL = inherit); exit status or -1. */
+static int run_exec(char *const argv[], const char *in, const char *out)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (in) {
+            int fd = open(in, O_RDONLY);
+            if (fd < 0 || dup2(fd, 0) < 0)
+                _exit(126);
+        }
+        if (out) {
+            int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || dup2(fd, 1) < 0)
+                _exit(126);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* DB snapshot by dump and reload with the mariadb clients. */
+struct run_db {
+    char host[256], user[128], password[128], db[128], socket[256], port[16];
+    char dump_path[4200];
+};
+
+static int run_db_parse(const char *url, struct run_db *d, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    const char *s = strstr(url, "://");
+    if (!s) {
+        snprintf(err, errlen, "--db '%s': expected mysql://user:password@host:port/db", url);
+        return -1;
+    }
+    s += 3;
+    const char *at = strchr(s, '@');
+    if (at) {
+        const char *colon = memchr(s, ':', (size_t)(at - s));
+        snprintf(d->user, sizeof d->user, "%.*s", (int)((colon ? colon : at) - s), s);
+        if (colon)
+            snprintf(d->password, sizeof d->password, "%.*s", (int)(at - colon - 1), colon + 1);
+        s = at + 1;
+    }
+    const char *slash = strchr(s, '/');
+    const char *he = slash ? slash : s + strlen(s);
+    const char *pc = memchr(s, ':', (size_t)(he - s));
+    snprintf(d->host, sizeof d->host, "%.*s", (int)((pc ? pc : he) - s), s);
+    if (pc)
+        snprintf(d->port, sizeof d->port, "%.*s", (int)(he - pc - 1), pc + 1);
+    if (slash) {
+        const char *q = strchr(slash + 1, '?');
+        snprintf(d->db, sizeof d->db, "%.*s", (int)(q ? q - slash - 1 : (long)strlen(slash + 1)),
+                 slash + 1);
+        if (q && !strncmp(q + 1, "socket=", 7))
+            snprintf(d->socket, sizeof d->socket, "%s", q + 8);
+    }
+    if (!d->db[0]) {
+        snprintf(err, errlen, "--db '%s': no database name (…/DBNAME)", url);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_db_client(const struct run_db *d, const char *tool, const char *in, const char *out)
+{
+    char user[160], pass[160], host[300], port[40], sock[300];
+    char *argv[16];
+    int n = 0;
+    argv[n++] = (char *)tool;
+    argv[n++] = "--no-defaults";
+    if (d->socket[0]) {
+        snprintf(sock, sizeof sock, "--socket=%s", d->socket);
+        argv[n++] = sock;
+    } else {
+        snprintf(host, sizeof host, "--host=%s", d->host);
+        argv[n++] = host;
+        if (d->port[0]) {
+            snprintf(port, sizeof port, "--port=%s", d->port);
+            argv[n++] = port;
+        }
+    }
+    if (d->user[0]) {
+        snprintf(user, sizeof user, "--user=%s", d->user);
+        argv[n++] = user;
+    }
+    if (d->password[0]) {
+        snprintf(pass, sizeof pass, "--password=%s", d->password);
+        argv[n++] = pass;
+    }
+    if (!strcmp(tool, "mariadb-dump")) {
+        argv[n++] = "--single-transaction";
+        argv[n++] = "--skip-lock-tables";
+    }
+    argv[n++] = (char *)d->db;
+    argv[n] = NULL;
+    return run_exec(argv, in, out);
+}
+
+/* Adds the numbers of a replayer's per-label stats into acc[component][label]. */
+static void run_accumulate(json_t *acc, const char *component, const char *stats_text,
+                           json_t *db_errors)
+{
+    json_t *st = json_loads(stats_text, 0, NULL);
+    if (!st)
+        return;
+    json_t *comp = json_object_get(acc, component);
+    if (!comp) {
+        comp = json_object();
+        json_object_set_new(acc, component, comp);
+    }
+    const char *label;
+    json_t *v;
+    json_object_foreach(json_object_get(st, "labels"), label, v)
+    {
+        json_t *dst = json_object_get(comp, label);
+        if (!dst) {
+            dst = json_object();
+            json_object_set_new(comp, label, dst);
+        }
+        const char *k;
+        json_t *num;
+        json_object_foreach(v, k, num)
+        {
+            json_t *old = json_object_get(dst, k);
+            double sum = json_number_value(num) + (old ? json_number_value(old) : 0);
+            json_object_set_new(
+                dst, k, json_is_integer(num) ? json_integer((json_int_t)sum) : json_real(sum));
+        }
+    }
+    size_t i;
+    json_array_foreach(json_object_get(st, "db_errors"), i, v)
+    {
+        json_t *e = json_deep_copy(v);
+        json_object_set_new(e, "component", json_string(component));
+        json_array_append_new(db_errors, e);
+    }
+    json_decref(st);
+}
+
+static void run_usage(FILE *out)
+{
+    fprintf(out, "usage: preplay run PLAN -o RESULTS [--db URL] [--p0 P] [--interval T]\n"
+                 "                   [--max-intervals N] [--mode independent|session] [--speed X]\n"
+                 "                   [--instance NAME] [--price USD_PER_HOUR] [--dir D]\n"
+                 "                   [--pool N] [--cpu-ratio R]\n\n"
+                 "Start a replayer per component on loopback, then replay the plan's schedule\n"
+                 "interval after interval until PT4Cloud says the response times are stable.\n"
+                 "  --db URL          mysql://user:password@host:port/db (or ?socket=PATH); it is\n"
+                 "                    dumped before the first interval and reloaded before each\n"
+                 "  --p0 P            PT4Cloud objective probability (0.9)\n"
+                 "  --interval T      length of one interval (30s)\n"
+                 "  --max-intervals N stop after N intervals even if not stable (20)\n"
+                 "  --dir D           dummy files directory (default: a temporary one)\n"
+                 "  --instance NAME, --price USD  recorded in the results\n");
+}
+
+int cmd_run(int argc, char **argv)
+{
+    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
+                                         {"p0", required_argument, 0, 'p'},
+                                         {"interval", required_argument, 0, 'i'},
+                                         {"max-intervals", required_argument, 0, 'n'},
+                                         {"mode", required_argument, 0, 'm'},
+                                         {"speed", required_argument, 0, 's'},
+                                         {"instance", required_argument, 0, 'I'},
+                                         {"price", required_argument, 0, 'P'},
+                                         {"dir", required_argument, 0, 'D'},
+                                         {"pool", required_argument, 0, 'L'},
+                                         {"cpu-ratio", required_argument, 0, 'r'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *db_url = NULL, *instance = "", *dir = NULL, *out = NULL, *pool = "64";
+    double p0 = 0.9, interval = 30, speed = 1, price = NAN, ratio = 0;
+    long max_intervals = 20;
+    enum replay_drive_mode mode = REPLAY_DRIVE_INDEPENDENT;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "d:p:i:n:m:s:I:P:D:L:r:o:h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'd':
+            db_url = optarg;
+            break;
+        case 'p':
+            p0 = strtod(optarg, &end);
+            if (*end || !(p0 > 0 && p0 < 1)) {
+                fprintf(stderr, "run: --p0 '%s': expected a probability in (0, 1)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'i':
+            if (replay_parse_duration(optarg, &interval) || !(interval > 0)) {
+                fprintf(stderr, "run: --interval '%s': expected e.g. 30s, 2m\n", optarg);
+                return 2;
+            }
+            break;
+        case 'n':
+            max_intervals = strtol(optarg, &end, 10);
+            if (*end || max_intervals < 1 || max_intervals > 100000) {
+                fprintf(stderr, "run: --max-intervals '%s': expected 1..100000\n", optarg);
+                return 2;
+            }
+            break;
+        case 'm':
+            if (replay_parse_mode(optarg, &mode)) {
+                fprintf(stderr, "run: --mode '%s': expected independent or session\n", optarg);
+                return 2;
+            }
+            break;
+        case 's':
+            speed = strtod(optarg, &end);
+            if (*end || !(speed > 0) || !isfinite(speed)) {
+                fprintf(stderr, "run: --speed '%s': expected a positive number\n", optarg);
+                return 2;
+            }
+            break;
+        case 'I':
+            instance = optarg;
+            break;
+        case 'P':
+            price = strtod(optarg, &end);
+            if (*end || !(price >= 0)) {
+                fprintf(stderr, "run: --price '%s': expected USD per hour\n", optarg);
+                return 2;
+            }
+            break;
+        case 'D':
+            dir = optarg;
+            break;
+        case 'L':
+            pool = optarg;
+            break;
+        case 'r':
+            ratio = strtod(optarg, &end);
+            if (*end || !(ratio > 0) || !isfinite(ratio)) {
+                fprintf(stderr, "run: --cpu-ratio '%s': expected a positive number\n", optarg);
+                return 2;
+            }
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 'h':
+            run_usage(stdout);
+            return 0;
+        default:
+            run_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind + 1 != argc || !out) {
+        fprintf(stderr, "run: needs PLAN and -o RESULTS (see --help)\n");
+        return 2;
+    }
+    const char *plan_path = argv[optind];
+    struct plan *p = replay_cli_load_plan(plan_path, "run");
+    if (!p)
+        return 1;
+    int rc = 1;
+    char err[1024] = "", work[] = "/tmp/preplay-run-XXXXXX", peers[4200], tokbuf[17], ratiobuf[32];
+    struct run_ctx ctx = {0};
+    struct dummy_files *files = NULL;
+    struct pt4c_machine *m = NULL;
+    json_t *root = json_object(), *intervals = json_array(), *samples = json_array();
+    json_t *resources = json_object(), *db_errors = json_array(), *restores = json_array();
+    struct replay_label_set all = {0};
+    struct run_db db;
+    int have_work = 0, have_db = 0, frontend = -1;
+    double dump_s = 0;
+    uint64_t token = replay_token_random();
+    replay_token_format(token, tokbuf);
+    for (uint32_t i = 0; i < p->ncomponents && frontend < 0; i++)
+        if (p->components[i].is_frontend)
+            frontend = (int)i;
+    if (frontend < 0 && p->nrequests && p->requests[0].block < p->nblocks)
+        frontend = (int)p->blocks[p->requests[0].block].component;
+    if (frontend < 0 || !p->nrequests) {
+        fprintf(stderr, "run: %s: no front-end requests to replay\n", plan_path);
+        goto out;
+    }
+    if (db_url && run_db_parse(db_url, &db, err, sizeof err)) {
+        fprintf(stderr, "run: %s\n", err);
+        goto out;
+    }
+    if (!mkdtemp(work)) {
+        fprintf(stderr, "run: %s: %s\n", work, strerror(errno));
+        goto out;
+    }
+    have_work = 1;
+    char dirbuf[4200];
+    if (!dir) {
+        snprintf(dirbuf, sizeof dirbuf, "%s/files", work);
+        dir = dirbuf;
+    }
+    /* dummy files */
+    if (p->nfiles) {
+        struct dummy_files_stats fst;
+        files = dummy_files_open_plan(dir, p, err, sizeof err);
+        if (!files || dummy_files_check_space(files, err, sizeof err) ||
+            dummy_files_create(files, &fst, err, sizeof err)) {
+            fprintf(stderr, "run: dummy files: %s\n", err);
+            goto out;
+        }
+    }
+    /* CPU ratio once for every replayer */
+    if (!(ratio > 0))
+        ratio = replay_cli_cpu_ratio(p, "run");
+    snprintf(ratiobuf, sizeof ratiobuf, "%.6f", ratio);
+    /* DB snapshot: dump now, reload before each interval */
+    if (db_url) {
+        snprintf(db.dump_path, sizeof db.dump_path, "%s/db-snapshot.sql", work);
+        double t0 = run_now();
+        int st = run_db_client(&db, "mariadb-dump", NULL, db.dump_path);
+        dump_s = run_now() - t0;
+        if (st) {
+            fprintf(stderr,
+                    "run: mariadb-dump of '%s' failed (status %d): cannot snapshot the DB\n", db.db,
+                    st);
+            goto out;
+        }
+        have_db = 1;
+    }
+    /* replayers: one child per component, on loopback port 0 */
+    snprintf(peers, sizeof peers, "%s/peers", work);
+    ctx.children = calloc(p->ncomponents, sizeof *ctx.children);
+    if (!ctx.children)
+        goto out;
+    for (uint32_t i = 0; i < p->ncomponents; i++) {
+        struct run_child *ch = &ctx.children[i];
+        ch->name = plan_string(p, p->components[i].name);
+        snprintf(ch->log, sizeof ch->log, "%s/replay-%u.log", work, i);
+        char *cargv[24];
+        int n = 0;
+        cargv[n++] = "preplay";
+        cargv[n++] = "replay";
+        cargv[n++] = (char *)plan_path;
+        cargv[n++] = "--component";
+        cargv[n++] = (char *)ch->name;
+        cargv[n++] = "--listen";
+        cargv[n++] = "127.0.0.1:0";
+        cargv[n++] = "--token";
+        cargv[n++] = tokbuf;
+        cargv[n++] = "--peers";
+        cargv[n++] = peers;
+        cargv[n++] = "--dir";
+        cargv[n++] = (char *)dir;
+        cargv[n++] = "--cpu-ratio";
+        cargv[n++] = ratiobuf;
+        cargv[n++] = "--pool";
+        cargv[n++] = (char *)pool;
+        if (db_url) {
+            cargv[n++] = "--db";
+            cargv[n++] = (char *)db_url;
+        }
+        cargv[n] = NULL;
+        ctx.nchildren = i + 1;
+        if (run_spawn(ch, cargv, 60, err, sizeof err)) {
+            fprintf(stderr, "run: %s\n", err);
+            goto out;
+        }
+    }
+    {
+        char tmp[4300];
+        snprintf(tmp, sizeof tmp, "%s.tmp", peers);
+        FILE *f = fopen(tmp, "w");
+        if (!f)
+            goto out;
+        for (uint32_t i = 0; i < ctx.nchildren; i++)
+            fprintf(f, "%s %s\n", ctx.children[i].name, ctx.children[i].addr);
+        if (fclose(f) || rename(tmp, peers)) {
+            fprintf(stderr, "run: %s: cannot write the peers file\n", peers);
+            goto out;
+        }
+    }
+    struct pt4c_config cfg;
+    pt4c_config_default(&cfg);
+    cfg.p0 = p0;
+    cfg.interval = interval;
+    cfg.max_interval = interval;
+    m = pt4c_machine_new(&cfg, err);
+    if (!m) {
+        fprintf(stderr, "run: %s\n", err);
+        goto out;
+    }
+    int tty = isatty(2);
+    int stopped = 0;
+    for (long iv = 1; iv <= max_intervals && !stopped; iv++) {
+        /* the same starting state every interval */
+        double tr = run_now(), files_s = 0, db_s = 0;
+        if (files) {
+            struct dummy_files_stats fst;
+            if (dummy_files_restore(files, 1, &fst, err, sizeof err)) {
+                fprintf(stderr, "run: interval %ld: restoring dummy files: %s\n", iv, err);
+                goto write;
+            }
+            files_s = run_now() - tr;
+        }
+        if (have_db) {
+            double t0 = run_now();
+            int st = run_db_client(&db, "mariadb", db.dump_path, NULL);
+            db_s = run_now() - t0;
+            if (st) {
+                fprintf(stderr, "run: interval %ld: reloading the DB snapshot failed (status %d)\n",
+                        iv, st);
+                goto write;
+            }
+        }
+        json_array_append_new(restores, json_pack("{s:I, s:f, s:f}", "interval", (json_int_t)iv,
+                                                  "files_s", files_s, "db_s", db_s));
+        for (uint32_t i = 0; i < ctx.nchildren; i++) {
+            char *r = run_control(ctx.children[i].addr, token, REPLAY_BLOCK_RESET, err, sizeof err);
+            free(r);
+        }
+        struct replay_drive_options o = {.plan = p,
+                                         .target = ctx.children[frontend].addr,
+                                         .token = token,
+                                         .mode = mode,
+                                         .speed = speed,
+                                         .duration_s = pt4c_machine_interval_length(m),
+                                         .should_abort = run_check_children,
+                                         .abort_arg = &ctx};
+        struct replay_drive_result r;
+        if (replay_drive_run(&o, &r, err, sizeof err)) {
+            fprintf(stderr, "run: interval %ld: %s\n", iv, err);
+            goto write;
+        }
+        if (r.aborted || run_check_children(&ctx)) {
+            replay_drive_result_free(&r);
+            goto write;
+        }
+        for (uint32_t i = 0; i < ctx.nchildren; i++) {
+            char *st =
+                run_control(ctx.children[i].addr, token, REPLAY_BLOCK_STATS, err, sizeof err);
+            if (st)
+                run_accumulate(resources, ctx.children[i].name, st, db_errors);
+            free(st);
+        }
+        /* feed PT4Cloud: overall and per label, successful responses only */
+        struct replay_label_set ls = {0};
+        if (replay_label_set_add(&ls, r.samples, r.nsamples) ||
+            replay_label_set_add(&all, r.samples, r.nsamples) ||
+            replay_results_samples(samples, p, r.samples, r.nsamples, (int)iv)) {
+            replay_label_set_free(&ls);
+            replay_drive_result_free(&r);
+            fprintf(stderr, "run: out of memory\n");
+            goto write;
+        }
+        struct pt4c_label_samples *lab = calloc(ls.nlabels ? ls.nlabels : 1, sizeof *lab);
+        for (size_t l = 0; lab && l < ls.nlabels; l++)
+            lab[l] = (struct pt4c_label_samples){plan_string(p, ls.label_ids[l]), ls.values[l],
+                                                 ls.counts[l]};
+        struct pt4c_step step;
+        int fed = lab && !pt4c_machine_feed(m, ls.all, ls.nall, lab, ls.nlabels, &step, err);
+        json_t *ij =
+            json_pack("{s:I, s:I, s:I, s:f, s:o}", "interval", (json_int_t)iv, "requests",
+                      (json_int_t)r.nsamples, "failed", (json_int_t)r.failed, "length_s",
+                      o.duration_s, "lateness", replay_results_lateness(r.samples, r.nsamples));
+        if (fed) {
+            json_object_set_new(ij, "p", step.compared ? json_real(step.p) : json_null());
+            json_object_set_new(ij, "action", json_string(pt4c_action_name(step.action)));
+            json_object_set_new(ij, "held_open_by", json_string(step.held_open_by));
+            stopped = step.action == PT4C_STOP;
+        } else {
+            json_object_set_new(ij, "p", json_null());
+        }
+        json_array_append_new(intervals, ij);
+        char pbuf[32] = "n/a";
+        if (fed && step.compared)
+            snprintf(pbuf, sizeof pbuf, "%.3f", step.p);
+        fprintf(stderr, "%sinterval %ld: %zu requests (%llu failed), p %s%s%s%s", tty ? "\r" : "",
+                iv, r.nsamples, (unsigned long long)r.failed, pbuf,
+                fed && step.held_open_by[0] ? ", held open by " : "", fed ? step.held_open_by : "",
+                tty ? "\033[K" : "\n");
+        free(lab);
+        replay_label_set_free(&ls);
+        replay_drive_result_free(&r);
+        if (!fed) {
+            fprintf(stderr, "%srun: interval %ld: %s\n", tty ? "\n" : "", iv, err);
+            goto write;
+        }
+    }
+    if (tty)
+        fprintf(stderr, "\n");
+    rc = 0;
+write:
+    if (ctx.dead) {
+        for (uint32_t i = 0; i < ctx.nchildren; i++)
+            if (ctx.children[i].exited) {
+                char how[64], last[512];
+                run_describe_exit(&ctx.children[i], how, sizeof how);
+                run_last_line(ctx.children[i].log, last, sizeof last);
+                fprintf(stderr,
+                        "%srun: the replayer for component '%s' %s during interval %zu%s%s\n",
+                        tty ? "\n" : "", ctx.children[i].name, how, json_array_size(intervals) + 1,
+                        last[0] ? ": " : "", last);
+                break;
+            }
+        rc = 1;
+    }
+    json_object_set_new(root, "format", json_string("preplay-results"));
+    json_object_set_new(root, "version", json_integer(REPLAY_RESULTS_VERSION));
+    json_object_set_new(root, "kind", json_string("run"));
+    json_object_set_new(root, "plan", json_string(plan_path));
+    json_object_set_new(root, "instance", json_string(instance));
+    json_object_set_new(root, "price", isnan(price) ? json_null() : json_real(price));
+    json_object_set_new(root, "mode",
+                        json_string(mode == REPLAY_DRIVE_SESSION ? "session" : "independent"));
+    json_object_set_new(root, "speed", json_real(speed));
+    json_object_set_new(root, "cpu_ratio", json_real(ratio));
+    json_object_set_new(root, "p0", json_real(p0));
+    json_object_set_new(root, "stopped", json_boolean(m && pt4c_machine_stopped(m)));
+    json_object_set_new(root, "error",
+                        ctx.dead ? json_sprintf("replayer '%s' died", ctx.dead) : json_null());
+    json_object_set_new(root, "labels", replay_results_labels(p, &all, 1));
+    json_object_set_new(root, "intervals", intervals);
+    json_object_set_new(root, "resources", resources);
+    json_object_set_new(root, "db_errors", db_errors);
+    json_object_set_new(root, "state_restore",
+                        json_pack("{s:s, s:f, s:o}", "db_method",
+                                  have_db ? "mariadb-dump, reloaded with mariadb" : "none",
+                                  "db_dump_s", dump_s, "per_interval", restores));
+    json_object_set_new(root, "samples", samples);
+    intervals = resources = db_errors = restores = samples = NULL;
+    if (replay_results_save(root, out, err, sizeof err)) {
+        fprintf(stderr, "run: %s\n", err);
+        rc = 1;
+    }
+out:
+    for (uint32_t i = 0; i < ctx.nchildren; i++)
+        if (ctx.children[i].pid > 0 && !ctx.children[i].exited)
+            kill(ctx.children[i].pid, SIGTERM);
+    for (uint32_t i = 0; i < ctx.nchildren; i++) {
+        struct run_child *ch = &ctx.children[i];
+        if (ch->pid <= 0 || ch->exited)
+            continue;
+        for (int k = 0; k < 50 && waitpid(ch->pid, &ch->status, WNOHANG) == 0; k++)
+            usleep(20000);
+        if (kill(ch->pid, 0) == 0) {
+            kill(ch->pid, SIGKILL);
+            waitpid(ch->pid, &ch->status, 0);
+        }
+    }
+    free(ctx.children);
+    if (have_work && rc == 0) {
+        char *rm[] = {"rm", "-rf", work, NULL};
+        run_exec(rm, NULL, NULL);
+    } else if (have_work) {
+        fprintf(stderr, "run: replayer logs kept in %s\n", work);
+    }
+    json_decref(root);
+    json_decref(intervals);
+    json_decref(samples);
+    json_decref(resources);
+    json_decref(db_errors);
+    json_decref(restores);
+    replay_label_set_free(&all);
+    pt4c_machine_free(m);
+    dummy_files_close(files);
+    plan_free(p);
+    return rc;
+}

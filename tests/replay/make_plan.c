@@ -1,0 +1,92 @@
+/* make_plan.c - writes the hand-built plans the replay script tests run:
+ *   make_plan two-tier OUT   front-end "web" (2 workers) calling "app" (2 workers):
+ *                            "GET /fast" (CPU 300 us, call, 2 KiB answer) and
+ *                            "POST /slow" (file write+read, lock, CPU 2 ms,
+ *                            external 1 ms, call); 50 requests/s for 1 s.
+ *   make_plan db OUT DBNAME  one component doing INSERT/SELECT on table t of
+ *                            DBNAME (the DB replay and restore test).
+ * Test code: exits non-zero with a message on failure. */
+#include <stdio.h>
+#include <string.h>
+
+#include "replay_exec.h"
+#include "replay_fixture.h"
+
+static struct plan_op db_op(struct plan *p, uint8_t kind, const char *sql, const char *params)
+{
+    struct plan_op o = {.kind = PLAN_OP_DB, .op = kind};
+    o.a.db.sql = fixture_string(p, sql);
+    o.a.db.params = params ? fixture_string(p, params) : 0;
+    return o;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: make_plan two-tier|db OUT [DBNAME]\n");
+        return 2;
+    }
+    struct plan *p = fixture_plan_new();
+    strcpy(p->recording_id, "hand-built");
+    if (!strcmp(argv[1], "two-tier")) {
+        uint32_t web = fixture_component(p, "web", 2, 1);
+        uint32_t app = fixture_component(p, "app", 2, 0);
+        uint32_t file = fixture_file(p, 1 << 20);
+        uint32_t lock = fixture_lock(p);
+        uint32_t app_fast = fixture_block(p, app, "app:fast");
+        fixture_op(p, fixture_net(0, 120, 0));
+        fixture_op(p, fixture_cpu(200000));
+        fixture_op(p, fixture_net(1, 800, 0));
+        uint32_t app_slow = fixture_block(p, app, "app:slow");
+        fixture_op(p, fixture_net(0, 300, 0));
+        fixture_op(p, fixture_lockop(PLAN_LOCK_ACQUIRE, lock, PLAN_LOCK_EXCLUSIVE));
+        fixture_op(p, fixture_fileop(PLAN_FILE_WRITE, file, 4096, 8192));
+        fixture_op(p, fixture_lockop(PLAN_LOCK_RELEASE, lock, PLAN_LOCK_EXCLUSIVE));
+        fixture_op(p, fixture_fileop(PLAN_FILE_READ, file, 65536, 16384));
+        fixture_op(p, fixture_cpu(1000000));
+        fixture_op(p, fixture_net(1, 4000, 0));
+        uint32_t fast = fixture_block(p, web, "GET /fast");
+        fixture_op(p, fixture_net(0, 400, 0));
+        fixture_op(p, fixture_cpu(300000));
+        static const int32_t fs[] = {120, -800};
+        fixture_call(p, app_fast, fs, 2, 0, REPLAY_CALL_NODELAY);
+        fixture_op(p, fixture_net(1, 2048, 0));
+        uint32_t slow = fixture_block(p, web, "POST /slow");
+        fixture_op(p, fixture_net(0, 1500, 0));
+        fixture_op(p, fixture_cpu(1000000));
+        fixture_op(p, fixture_external(1000000));
+        static const int32_t ss[] = {200, 100, -4000};
+        fixture_call(p, app_slow, ss, 3, 1, REPLAY_CALL_NODELAY);
+        fixture_op(p, fixture_net(1, 512, PLAN_SEG_MORE));
+        fixture_op(p, fixture_net(1, 1024, 0));
+        for (int i = 0; i < 50; i++)
+            fixture_request(p, i % 3 ? fast : slow, (uint64_t)i * 20000000, 0, 0);
+    } else if (!strcmp(argv[1], "db") && argc == 4) {
+        uint32_t c = fixture_component(p, "dbapp", 2, 1);
+        char sql[256];
+        uint32_t ins = fixture_block(p, c, "POST /insert");
+        fixture_op(p, fixture_net(0, 100, 0));
+        snprintf(sql, sizeof sql, "INSERT INTO %s.t (id, name) VALUES (?, ?)", argv[3]);
+        fixture_op(p, db_op(p, PLAN_DB_EXECUTE, sql, "1000, 'replayed'"));
+        fixture_op(p, fixture_net(1, 100, 0));
+        uint32_t sel = fixture_block(p, c, "GET /select");
+        fixture_op(p, fixture_net(0, 100, 0));
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s.t", argv[3]);
+        fixture_op(p, db_op(p, PLAN_DB_QUERY, sql, NULL));
+        fixture_op(p, db_op(p, PLAN_DB_QUERY, "SELEC broken", NULL));
+        fixture_op(p, fixture_net(1, 100, 0));
+        fixture_request(p, ins, 0, 0, 0);
+        for (int i = 1; i < 40; i++)
+            fixture_request(p, sel, (uint64_t)i * 10000000, 0, 0);
+    } else {
+        fprintf(stderr, "make_plan: unknown plan '%s'\n", argv[1]);
+        return 2;
+    }
+    char err[512];
+    if (plan_write(p, argv[2], err, sizeof err)) {
+        fprintf(stderr, "make_plan: %s\n", err);
+        return 1;
+    }
+    fixture_plan_free(p);
+    return 0;
+}
