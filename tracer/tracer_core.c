@@ -51,11 +51,24 @@ uint32_t tracer_gettid(void)
 
 /* ---- registration ------------------------------------------------------ */
 
+/* The collector name and component as first seen at load: an app that
+ * clears its environment and then forks (a daemon, nginx's master before
+ * its workers) must still register its children with the same collector. */
+static char tracer_env_saved[2][256];
+
 static const char *tracer_env(const char *name)
 {
-    /* getenv is safe in constructors and after fork; the app may have
-     * cleared its environment, in which case we simply stay inactive. */
-    return getenv(name);
+    /* getenv is safe in constructors and after fork */
+    const char *v = getenv(name);
+    int slot = !strcmp(name, "PREPLAY_COLLECTOR") ? 0 : !strcmp(name, "PREPLAY_COMPONENT") ? 1 : -1;
+    if (slot < 0)
+        return v;
+    if (v) {
+        if (!tracer_env_saved[slot][0])
+            snprintf(tracer_env_saved[slot], sizeof tracer_env_saved[slot], "%s", v);
+        return v;
+    }
+    return tracer_env_saved[slot][0] ? tracer_env_saved[slot] : NULL;
 }
 
 int tracer_collector_env_present(void)
