@@ -19,6 +19,7 @@
 #pragma weak cmd_replay
 #pragma weak cmd_drive
 #pragma weak cmd_run
+#pragma weak cmd_compare
 
 struct preplay_command {
     const char *name;
@@ -38,6 +39,7 @@ static const struct preplay_command preplay_commands[] = {
     {"replay", cmd_replay, "serve one component's event blocks (replay server)"},
     {"drive", cmd_drive, "send a plan's requests to a replayer, record response times"},
     {"run", cmd_run, "replay a plan interval by interval until PT4Cloud says stable"},
+    {"compare", cmd_compare, "compare runs on instance types: SLO verdict, cost, HTML report"},
 };
 
 #define PREPLAY_NCOMMANDS (sizeof preplay_commands / sizeof preplay_commands[0])

@@ -1,0 +1,170 @@
+/* compare.h - `preplay compare`: reads the results files `preplay run`
+ * writes (formats/RESULTS.md), optionally the replay plan they came from
+ * (the on-premise recording), and decides which candidate instance types
+ * meet a service-level objective and which of those is cheapest.
+ *
+ * Layers, each usable alone (tests build on them):
+ *   compare_run_load      one results file -> struct compare_run
+ *   compare_recording_load the plan's recorded response times per label
+ *   compare_slo_parse     'p95<200ms' -> struct compare_slo
+ *   compare_analyze       statistics (through analyzer/stats, never
+ *                         reimplemented here) and the verdict
+ *   compare_json / compare_print_table / compare_report_write  outputs
+ *
+ * Never exits or prints from the library: errors come back as one line in
+ * the caller's buffer, naming the file and the key or record at fault. */
+#ifndef PREPLAY_COMPARE_H
+#define PREPLAY_COMPARE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define COMPARE_ERR_LEN 512
+
+/* Resource kinds of the report's time-per-resource chart (CloudProphet
+ * Fig. 12). The replayer's kinds map onto them: cpu, file, lock, db as is;
+ * net (request/response bytes) and external (untraced peers) are "network";
+ * nested calls are left out because the callee's own time is counted
+ * under its kinds already. */
+enum compare_resource {
+    COMPARE_RES_CPU,
+    COMPARE_RES_FILE,
+    COMPARE_RES_NET,
+    COMPARE_RES_LOCK,
+    COMPARE_RES_DB,
+    COMPARE_NRES
+};
+extern const char *const compare_resource_names[COMPARE_NRES];
+
+/* A statistic with its confidence band; lo == hi == value when the results
+ * file gave no band and there were too few samples to compute one. */
+struct compare_stat {
+    double value, lo, hi;
+    int has_band;
+};
+
+enum compare_metric { COMPARE_MEDIAN, COMPARE_P95, COMPARE_P99, COMPARE_NMETRICS };
+extern const char *const compare_metric_names[COMPARE_NMETRICS];
+
+struct compare_label {
+    char *name;
+    size_t count; /* successful requests */
+    struct compare_stat stat[COMPARE_NMETRICS];
+    double *samples; /* successful response times (s), from "samples" */
+    size_t nsamples;
+    int has_resources;
+    double resource_s[COMPARE_NRES]; /* mean seconds per request */
+    double p_recording;              /* PT4Cloud p against the recording; NAN = not computed */
+};
+
+struct compare_interval {
+    size_t requests;
+    double p; /* NAN when the interval was not compared */
+    double length_s;
+};
+
+struct compare_run {
+    char *path;
+    char *instance;
+    double price_per_hour; /* NAN when not priced */
+    char *recording_id;    /* "" when the file does not say */
+    char *plan;            /* plan path as written at run time (informative) */
+    int has_stop_rule;     /* a `run` file (a `drive` file has no stop rule) */
+    int stopped;           /* PT4Cloud said stable */
+    double p0;             /* objective probability of the run (0.9 when absent) */
+    char *stop_note;       /* why it ended, when the file says */
+    double elapsed_s;      /* time spent driving requests */
+    size_t requests_ok, failed;
+    struct compare_label *labels;
+    size_t nlabels;
+    struct compare_interval *intervals;
+    size_t nintervals;
+    /* filled by compare_analyze */
+    double requests_per_hour; /* successful requests / elapsed_s * 3600 */
+    double cost_per_million;  /* price_per_hour / requests_per_hour * 1e6; NAN if unpriced */
+    int meets_slo;
+    char *slo_failure; /* first failing check, "" when it meets */
+    int tier;          /* performance tier (1 = fastest); equivalent types share a tier */
+    double score;      /* geometric mean over labels of the ranking metric (s) */
+};
+
+/* Loads one results file. 0, or -1 with a one-line reason in err. */
+int compare_run_load(const char *path, struct compare_run *run, char *err, size_t errlen);
+void compare_run_free(struct compare_run *run);
+const struct compare_label *compare_run_label(const struct compare_run *run, const char *name);
+
+/* The on-premise recording, from the plan: per label the front-end
+ * blocks' recorded response times, and every request's arrival. */
+struct compare_recording {
+    char *path;
+    char recording_id[40];
+    size_t nlabels;
+    char **label_names;
+    double **recorded_s; /* per label, response times as recorded (s) */
+    size_t *nrecorded;
+    size_t nrequests;
+    double *arrival_s;     /* per request, from the first request */
+    size_t *request_label; /* per request, index into label_names */
+    double span_s;         /* last arrival */
+};
+int compare_recording_load(const char *path, struct compare_recording *rec, char *err,
+                           size_t errlen);
+void compare_recording_free(struct compare_recording *rec);
+/* Label index, or (size_t)-1 */
+size_t compare_recording_label(const struct compare_recording *rec, const char *name);
+
+/* A service-level objective: METRIC OP NUMBER UNIT, e.g. p95<200ms. */
+struct compare_slo {
+    enum compare_metric metric;
+    int inclusive; /* <= rather than < */
+    double limit_s;
+    char text[64]; /* normalized, e.g. "p95 < 200 ms" */
+};
+int compare_slo_parse(const char *text, struct compare_slo *slo, char *err, size_t errlen);
+/* 1 when `s` meets the SLO with the pessimistic (upper) edge of its band. */
+int compare_slo_met(const struct compare_slo *slo, const struct compare_stat *s);
+
+struct compare_options {
+    const struct compare_slo *slos;
+    size_t nslos;
+    const char *const *slo_labels; /* NULL/0: every label */
+    size_t nslo_labels;
+    double equivalent_p; /* p at or above which two types' label distributions are the same */
+};
+void compare_options_default(struct compare_options *o);
+
+struct compare_verdict {
+    size_t nlabels; /* union of labels over runs, in first-seen order */
+    char **labels;
+    int *meets; /* per run */
+    /* equivalent[i * nruns + j]: runs i and j differ only by noise on every label */
+    int *equivalent;
+    size_t recommended; /* run index, or (size_t)-1 */
+    char reason[256];   /* one sentence for people */
+    size_t nruns;
+};
+
+/* Statistics (missing bands, p against the recording), costs, SLO checks,
+ * tiers and the recommendation. rec may be NULL. 0 or -1 with err. */
+int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare_recording *rec,
+                    const struct compare_options *opt, struct compare_verdict *v, char *err,
+                    size_t errlen);
+void compare_verdict_free(struct compare_verdict *v);
+/* Checks the runs belong together (same recording, also the plan's) and
+ * that instance names are distinct. 0 or -1 with err. */
+int compare_check_consistent(const struct compare_run *runs, size_t nruns,
+                             const struct compare_recording *rec, char *err, size_t errlen);
+
+json_t *compare_json(const struct compare_run *runs, size_t nruns,
+                     const struct compare_recording *rec, const struct compare_options *opt,
+                     const struct compare_verdict *v);
+void compare_print_table(FILE *out, const struct compare_run *runs, size_t nruns,
+                         const struct compare_recording *rec, const struct compare_options *opt,
+                         const struct compare_verdict *v);
+/* The self-contained HTML report. 0 or -1 with err. */
+int compare_report_write(const char *path, const struct compare_run *runs, size_t nruns,
+                         const struct compare_recording *rec, const struct compare_options *opt,
+                         const struct compare_verdict *v, char *err, size_t errlen);
+
+#endif

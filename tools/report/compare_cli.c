@@ -1,0 +1,176 @@
+/* compare_cli.c - `preplay compare RESULTS... [--plan PLAN] [--slo SLO]...
+ * [--slo-label LABEL]... [--equivalent-p P] [-o report.html] [--json]`:
+ * loads every results file, checks they belong together, decides, and
+ * prints the verdict table (or JSON) and writes the HTML report. Never
+ * writes a report from inputs it refused. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "compare.h"
+
+static void compare_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: preplay compare RESULTS... [--plan PLAN] [--slo SLO]... [--slo-label "
+            "LABEL]...\n"
+            "                       [--equivalent-p P] [-o report.html] [--json]\n\n"
+            "Compares the results of `preplay run` on candidate instance types (one file per\n"
+            "type, named with --instance and priced with --price at run time) and says which\n"
+            "meet the SLOs and which of those is cheapest per million requests.\n\n"
+            "  --plan PLAN        the plan the runs replayed: adds the on-premise recording\n"
+            "                     (p against it per label, requests per label over time)\n"
+            "  --slo SLO          METRIC<LIMIT or METRIC<=LIMIT; METRIC median|p50|p95|p99,\n"
+            "                     LIMIT a number with us, ms or s: 'p95<200ms' (repeatable)\n"
+            "  --slo-label LABEL  apply the SLOs to this label only (repeatable; default all)\n"
+            "  --equivalent-p P   PT4Cloud p at or above which two types are equivalent (0.9)\n"
+            "  -o FILE            write the self-contained HTML report\n"
+            "  --json             print the comparison as JSON instead of the table\n"
+            "See docs/preplay-compare.md.\n");
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"plan", required_argument, NULL, 'p'},
+                                             {"slo", required_argument, NULL, 's'},
+                                             {"slo-label", required_argument, NULL, 'l'},
+                                             {"equivalent-p", required_argument, NULL, 'e'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *plan_path = NULL, *out_path = NULL;
+    int json_out = 0, rc = 2;
+    struct compare_options opt;
+    compare_options_default(&opt);
+    struct compare_slo *slos = calloc((size_t)argc + 1, sizeof *slos);
+    const char **slo_labels = calloc((size_t)argc + 1, sizeof *slo_labels);
+    struct compare_run *runs = NULL;
+    size_t nruns = 0;
+    struct compare_recording rec = {0};
+    int have_rec = 0;
+    struct compare_verdict v = {0};
+    int have_verdict = 0;
+    char err[COMPARE_ERR_LEN];
+    if (!slos || !slo_labels) {
+        fprintf(stderr, "compare: out of memory\n");
+        rc = 1;
+        goto out;
+    }
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            plan_path = optarg;
+            break;
+        case 's':
+            if (compare_slo_parse(optarg, &slos[opt.nslos], err, sizeof err)) {
+                fprintf(stderr, "compare: --slo: %s\n", err);
+                goto out;
+            }
+            opt.nslos++;
+            break;
+        case 'l':
+            slo_labels[opt.nslo_labels++] = optarg;
+            break;
+        case 'e': {
+            char *end;
+            opt.equivalent_p = strtod(optarg, &end);
+            if (*end || end == optarg || !(opt.equivalent_p > 0 && opt.equivalent_p <= 1)) {
+                fprintf(stderr, "compare: --equivalent-p '%s': expected a number in (0, 1]\n",
+                        optarg);
+                goto out;
+            }
+            break;
+        }
+        case 'o':
+            out_path = optarg;
+            break;
+        case 'j':
+            json_out = 1;
+            break;
+        case 'h':
+            compare_usage(stdout);
+            rc = 0;
+            goto out;
+        default:
+            compare_usage(stderr);
+            goto out;
+        }
+    }
+    opt.slos = slos;
+    opt.slo_labels = slo_labels;
+    if (optind >= argc) {
+        fprintf(stderr, "compare: needs at least one RESULTS file (see --help)\n");
+        goto out;
+    }
+    if (opt.nslo_labels && !opt.nslos) {
+        fprintf(stderr, "compare: --slo-label needs an --slo to apply to\n");
+        goto out;
+    }
+    rc = 1;
+    runs = calloc((size_t)(argc - optind), sizeof *runs);
+    if (!runs) {
+        fprintf(stderr, "compare: out of memory\n");
+        goto out;
+    }
+    for (int i = optind; i < argc; i++) {
+        int failed = compare_run_load(argv[i], &runs[nruns], err, sizeof err);
+        nruns++;
+        if (failed) {
+            fprintf(stderr, "compare: %s\n", err);
+            goto out;
+        }
+    }
+    if (plan_path) {
+        if (compare_recording_load(plan_path, &rec, err, sizeof err)) {
+            compare_recording_free(&rec);
+            fprintf(stderr, "compare: --plan: %s\n", err);
+            goto out;
+        }
+        have_rec = 1;
+    }
+    if (compare_check_consistent(runs, nruns, have_rec ? &rec : NULL, err, sizeof err)) {
+        fprintf(stderr, "compare: %s\n", err);
+        goto out;
+    }
+    if (compare_analyze(runs, nruns, have_rec ? &rec : NULL, &opt, &v, err, sizeof err)) {
+        fprintf(stderr, "compare: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    have_verdict = 1;
+    if (json_out) {
+        json_t *j = compare_json(runs, nruns, have_rec ? &rec : NULL, &opt, &v);
+        if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
+            json_decref(j);
+            fprintf(stderr, "compare: cannot write JSON\n");
+            goto out;
+        }
+        json_decref(j);
+        printf("\n");
+    } else
+        compare_print_table(stdout, runs, nruns, have_rec ? &rec : NULL, &opt, &v);
+    if (out_path) {
+        if (compare_report_write(out_path, runs, nruns, have_rec ? &rec : NULL, &opt, &v, err,
+                                 sizeof err)) {
+            fprintf(stderr, "compare: %s\n", err);
+            goto out;
+        }
+        fprintf(stderr, "compare: report written to %s\n", out_path);
+    }
+    rc = 0;
+out:
+    if (have_verdict)
+        compare_verdict_free(&v);
+    for (size_t i = 0; i < nruns; i++)
+        compare_run_free(&runs[i]);
+    free(runs);
+    if (have_rec)
+        compare_recording_free(&rec);
+    free(slos);
+    free(slo_labels);
+    return rc;
+}

@@ -1,0 +1,180 @@
+/* compare_output.c - the verdict of `preplay compare` as a table for people
+ * (stdout) and as JSON for tools (--json). Only formatting: every number
+ * was decided by compare_analyze. */
+#include <math.h>
+#include <string.h>
+
+#include "compare.h"
+
+static json_t *compare_json_num(double x)
+{
+    return isnan(x) ? json_null() : json_real(x);
+}
+
+static json_t *compare_json_stat(const struct compare_stat *s)
+{
+    return json_pack("[f, f]", s->lo, s->hi);
+}
+
+json_t *compare_json(const struct compare_run *runs, size_t nruns,
+                     const struct compare_recording *rec, const struct compare_options *opt,
+                     const struct compare_verdict *v)
+{
+    static const char *const keys[COMPARE_NMETRICS] = {"median_s", "p95_s", "p99_s"};
+    static const char *const ci_keys[COMPARE_NMETRICS] = {"median_ci_s", "p95_ci_s", "p99_ci_s"};
+    json_t *root = json_object(), *instances = json_array(), *labels = json_array();
+    for (size_t l = 0; l < v->nlabels; l++)
+        json_array_append_new(labels, json_string(v->labels[l]));
+    for (size_t i = 0; i < nruns; i++) {
+        const struct compare_run *r = &runs[i];
+        json_t *o = json_object(), *lo = json_object(), *eq = json_array();
+        json_object_set_new(o, "name", json_string(r->instance));
+        json_object_set_new(o, "file", json_string(r->path));
+        json_object_set_new(o, "price_per_hour", compare_json_num(r->price_per_hour));
+        json_object_set_new(o, "requests", json_integer((json_int_t)r->requests_ok));
+        json_object_set_new(o, "failed", json_integer((json_int_t)r->failed));
+        json_object_set_new(o, "elapsed_s", json_real(r->elapsed_s));
+        json_object_set_new(o, "requests_per_hour", compare_json_num(r->requests_per_hour));
+        json_object_set_new(o, "cost_per_million", compare_json_num(r->cost_per_million));
+        json_t *stop = json_object();
+        json_object_set_new(stop, "applies", json_boolean(r->has_stop_rule));
+        json_object_set_new(stop, "met", json_boolean(r->stopped));
+        json_object_set_new(stop, "intervals", json_integer((json_int_t)r->nintervals));
+        json_object_set_new(stop, "p0", json_real(r->p0));
+        json_object_set_new(stop, "note", json_string(r->stop_note));
+        json_object_set_new(o, "stop_rule", stop);
+        json_object_set_new(o, "meets_slo", json_boolean(r->meets_slo));
+        json_object_set_new(o, "slo_failure", json_string(r->slo_failure ? r->slo_failure : ""));
+        json_object_set_new(o, "tier", json_integer(r->tier));
+        json_object_set_new(o, "score_s", compare_json_num(r->score));
+        for (size_t j = 0; j < nruns; j++)
+            if (j != i && v->equivalent[i * nruns + j])
+                json_array_append_new(eq, json_string(runs[j].instance));
+        json_object_set_new(o, "equivalent_to", eq);
+        for (size_t l = 0; l < r->nlabels; l++) {
+            const struct compare_label *lab = &r->labels[l];
+            json_t *x = json_object();
+            json_object_set_new(x, "count", json_integer((json_int_t)lab->count));
+            for (int m = 0; m < COMPARE_NMETRICS; m++) {
+                json_object_set_new(x, keys[m], json_real(lab->stat[m].value));
+                json_object_set_new(x, ci_keys[m], compare_json_stat(&lab->stat[m]));
+            }
+            json_object_set_new(x, "p_recording", compare_json_num(lab->p_recording));
+            if (lab->has_resources) {
+                json_t *res = json_object();
+                for (int k = 0; k < COMPARE_NRES; k++)
+                    json_object_set_new(res, compare_resource_names[k],
+                                        json_real(lab->resource_s[k]));
+                json_object_set_new(x, "resource_s_per_request", res);
+            }
+            json_object_set_new(lo, lab->name, x);
+        }
+        json_object_set_new(o, "labels", lo);
+        json_array_append_new(instances, o);
+    }
+    json_object_set_new(root, "instances", instances);
+    json_object_set_new(root, "labels", labels);
+    json_t *slos = json_array();
+    for (size_t s = 0; s < opt->nslos; s++)
+        json_array_append_new(slos, json_pack("{s:s, s:s, s:s, s:f}", "slo", opt->slos[s].text,
+                                              "metric", compare_metric_names[opt->slos[s].metric],
+                                              "op", opt->slos[s].inclusive ? "<=" : "<", "limit_s",
+                                              opt->slos[s].limit_s));
+    json_t *slo_labels = json_array();
+    for (size_t s = 0; s < opt->nslo_labels; s++)
+        json_array_append_new(slo_labels, json_string(opt->slo_labels[s]));
+    json_t *verdict = json_object(), *meeting = json_array(), *tiers = json_array();
+    for (size_t i = 0; i < nruns; i++)
+        if (v->meets[i])
+            json_array_append_new(meeting, json_string(runs[i].instance));
+    for (int t = 1;; t++) {
+        json_t *tier = json_array();
+        for (size_t i = 0; i < nruns; i++)
+            if (runs[i].tier == t)
+                json_array_append_new(tier, json_string(runs[i].instance));
+        if (!json_array_size(tier)) {
+            json_decref(tier);
+            break;
+        }
+        json_array_append_new(tiers, tier);
+    }
+    json_object_set_new(verdict, "slos", slos);
+    json_object_set_new(verdict, "slo_labels", slo_labels);
+    json_object_set_new(verdict, "equivalent_p", json_real(opt->equivalent_p));
+    json_object_set_new(verdict, "meeting", meeting);
+    json_object_set_new(verdict, "tiers", tiers);
+    json_object_set_new(verdict, "recommended",
+                        v->recommended == (size_t)-1 ? json_null()
+                                                     : json_string(runs[v->recommended].instance));
+    json_object_set_new(verdict, "reason", json_string(v->reason));
+    json_object_set_new(root, "verdict", verdict);
+    if (rec)
+        json_object_set_new(root, "recording",
+                            json_pack("{s:s, s:s, s:I, s:f}", "plan", rec->path, "recording_id",
+                                      rec->recording_id, "requests", (json_int_t)rec->nrequests,
+                                      "span_s", rec->span_s));
+    return root;
+}
+
+static void compare_print_stat(FILE *out, const struct compare_stat *s)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.3g [%.3g, %.3g]", s->value * 1e3, s->lo * 1e3, s->hi * 1e3);
+    fprintf(out, "  %-24s", buf);
+}
+
+void compare_print_table(FILE *out, const struct compare_run *runs, size_t nruns,
+                         const struct compare_recording *rec, const struct compare_options *opt,
+                         const struct compare_verdict *v)
+{
+    fprintf(out, "Response times per label (ms, value [99%% band])%s\n",
+            rec ? ", p = PT4Cloud similarity to the recording" : "");
+    fprintf(out, "%-16s %-20s %7s  %-24s  %-24s  %-24s%s\n", "instance", "label", "count", "median",
+            "p95", "p99", rec ? "  p(rec)" : "");
+    for (size_t i = 0; i < nruns; i++)
+        for (size_t l = 0; l < runs[i].nlabels; l++) {
+            const struct compare_label *lab = &runs[i].labels[l];
+            fprintf(out, "%-16.16s %-20.20s %7zu", runs[i].instance, lab->name, lab->count);
+            for (int m = 0; m < COMPARE_NMETRICS; m++)
+                compare_print_stat(out, &lab->stat[m]);
+            if (rec && !isnan(lab->p_recording))
+                fprintf(out, "  %.3f", lab->p_recording);
+            else if (rec)
+                fprintf(out, "  -");
+            fprintf(out, "\n");
+        }
+    fprintf(out, "\nVerdict");
+    for (size_t s = 0; s < opt->nslos; s++)
+        fprintf(out, "%s%s", s ? ", " : " (SLO ", opt->slos[s].text);
+    if (opt->nslos)
+        fprintf(out, " on the pessimistic band edge%s)", opt->nslo_labels ? ", some labels" : "");
+    fprintf(out, "\n%-16s %8s %10s %9s  %-16s %4s  %s\n", "instance", "$/hour", "req/hour",
+            "$/M req", "stop rule", "tier", "SLO");
+    for (size_t i = 0; i < nruns; i++) {
+        const struct compare_run *r = &runs[i];
+        char price[32] = "-", rph[32] = "-", cost[32] = "-", stop[32];
+        if (!isnan(r->price_per_hour))
+            snprintf(price, sizeof price, "%.4g", r->price_per_hour);
+        if (!isnan(r->requests_per_hour))
+            snprintf(rph, sizeof rph, "%.0f", r->requests_per_hour);
+        if (!isnan(r->cost_per_million))
+            snprintf(cost, sizeof cost, "%.4g", r->cost_per_million);
+        if (!r->has_stop_rule)
+            snprintf(stop, sizeof stop, "n/a (drive)");
+        else
+            snprintf(stop, sizeof stop, "%s (%zu int.)", r->stopped ? "met" : "CUT SHORT",
+                     r->nintervals);
+        fprintf(out, "%-16.16s %8s %10s %9s  %-16s %4d  %s", r->instance, price, rph, cost, stop,
+                r->tier, r->meets_slo ? "meets" : "fails: ");
+        if (!r->meets_slo)
+            fprintf(out, "%s", r->slo_failure);
+        int first = 1;
+        for (size_t j = 0; j < nruns; j++)
+            if (j != i && v->equivalent[i * nruns + j]) {
+                fprintf(out, "%s%s", first ? "  (equivalent to " : ", ", runs[j].instance);
+                first = 0;
+            }
+        fprintf(out, "%s%s\n", first ? "" : ")", i == v->recommended ? "  <= recommended" : "");
+    }
+    fprintf(out, "=> %s\n", v->reason);
+}

@@ -1,0 +1,662 @@
+/* compare_report.c - the self-contained HTML report of `preplay compare`:
+ * the verdict, per-label tables, and inline SVG charts (distributions with
+ * bootstrap bands, normalized medians and p95 per label as CloudProphet's
+ * Figures 9-10, time per resource per label as its Figure 12, the stop
+ * rule's p per interval, the recording's requests per label over time).
+ * Densities and bands come from analyzer/stats. The file never references
+ * anything outside itself (no scripts, fonts, images or links to load),
+ * and every label is escaped. Written to a temp file, then renamed. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compare.h"
+#include "pt4cloud.h"
+#include "report_svg.h"
+
+#define REPORT_PLOT_POINTS 300 /* polyline vertices per density (of the grid's strips) */
+
+struct report_ctx {
+    FILE *f;
+    int next_id;
+    const struct compare_run *runs;
+    size_t nruns;
+    const struct compare_recording *rec;
+    const struct compare_options *opt;
+    const struct compare_verdict *v;
+};
+
+static void report_note(FILE *f, const char *text)
+{
+    fprintf(f, "<p class=\"note\">");
+    report_escape(f, text);
+    fprintf(f, "</p>\n");
+}
+
+/* A density (per second of samples) drawn in ms as a path over [x0, x1] ms. */
+static void report_density_path(struct report_chart *c, const struct pt4c_grid *g, const double *d,
+                                double x1_ms, const char *attrs)
+{
+    int step = g->strips / REPORT_PLOT_POINTS > 1 ? g->strips / REPORT_PLOT_POINTS : 1;
+    fprintf(c->f, "<path fill=\"none\" %s d=\"", attrs);
+    int first = 1;
+    for (int i = 0; i < g->strips; i += step) {
+        double x = pt4c_grid_x(g, i) * 1e3;
+        if (x > x1_ms)
+            break;
+        fprintf(c->f, "%c%.1f,%.1f ", first ? 'M' : 'L', report_chart_x(c, x),
+                report_chart_y(c, d[i] / 1e3));
+        first = 0;
+    }
+    fprintf(c->f, "\"/>\n");
+}
+
+static void report_band_path(struct report_chart *c, const struct pt4c_grid *g, const double *lo,
+                             const double *hi, double x1_ms, const char *color)
+{
+    int step = g->strips / REPORT_PLOT_POINTS > 1 ? g->strips / REPORT_PLOT_POINTS : 1;
+    int last = 0;
+    fprintf(c->f, "<path fill=\"%s\" fill-opacity=\"0.22\" stroke=\"none\" d=\"", color);
+    for (int i = 0; i < g->strips && pt4c_grid_x(g, i) * 1e3 <= x1_ms; i += step) {
+        fprintf(c->f, "%c%.1f,%.1f ", i ? 'L' : 'M', report_chart_x(c, pt4c_grid_x(g, i) * 1e3),
+                report_chart_y(c, hi[i] / 1e3));
+        last = i;
+    }
+    for (int i = last; i >= 0; i -= step)
+        fprintf(c->f, "L%.1f,%.1f ", report_chart_x(c, pt4c_grid_x(g, i) * 1e3),
+                report_chart_y(c, lo[i] / 1e3));
+    fprintf(c->f, "Z\"/>\n");
+}
+
+/* Figure: response-time densities of one label on every type, with bands,
+ * and the recording's density when the plan was given. */
+static int report_distribution(struct report_ctx *x, const char *label)
+{
+    size_t n = x->nruns + 1;
+    struct pt4c_band *bands = calloc(n, sizeof *bands);
+    int *have = calloc(n, sizeof *have);
+    double *rec_density = NULL;
+    int rc = -1;
+    if (!bands || !have)
+        goto out;
+    struct pt4c_kde_options ko;
+    pt4c_kde_options_default(&ko);
+    struct pt4c_band_options bo;
+    pt4c_band_options_default(&bo);
+    char err[PT4C_ERR_LEN];
+    /* one grid for all: the union's range, widest bandwidth */
+    double lo = INFINITY, hi = -INFINITY, h = 0, view = 0;
+    size_t rl = x->rec ? compare_recording_label(x->rec, label) : (size_t)-1;
+    const double *recs = rl != (size_t)-1 ? x->rec->recorded_s[rl] : NULL;
+    size_t nrecs = rl != (size_t)-1 ? x->rec->nrecorded[rl] : 0;
+    for (size_t i = 0; i <= x->nruns; i++) {
+        const double *s;
+        size_t ns;
+        if (i < x->nruns) {
+            const struct compare_label *l = compare_run_label(&x->runs[i], label);
+            if (!l || l->nsamples < 2)
+                continue;
+            s = l->samples;
+            ns = l->nsamples;
+            view = fmax(view, l->stat[COMPARE_P99].hi);
+        } else {
+            if (nrecs < 2)
+                continue;
+            s = recs;
+            ns = nrecs;
+        }
+        double hh;
+        if (pt4c_bandwidth(s, ns, &ko, &hh, err))
+            continue;
+        h = fmax(h, hh);
+        for (size_t k = 0; k < ns; k++) {
+            lo = fmin(lo, s[k]);
+            hi = fmax(hi, s[k]);
+        }
+        have[i] = 1;
+    }
+    int any = 0;
+    for (size_t i = 0; i < x->nruns; i++)
+        any |= have[i];
+    if (!any) {
+        report_note(x->f, "No samples in the results files for this label: the results carry "
+                          "summaries only, so no distribution can be drawn.");
+        rc = 0;
+        goto out;
+    }
+    if (!(h > 0))
+        h = fmax(hi * 1e-3, 1e-6);
+    struct pt4c_grid g = {.lo = fmax(0, lo - 3 * h), .strips = ko.strips};
+    g.width = (hi + 3 * h - g.lo) / g.strips;
+    double ymax = 0;
+    for (size_t i = 0; i < x->nruns; i++) {
+        if (!have[i])
+            continue;
+        const struct compare_label *l = compare_run_label(&x->runs[i], label);
+        if (pt4c_band_compute(l->samples, l->nsamples, &g, &ko, &bo, &bands[i], err)) {
+            have[i] = 0;
+            continue;
+        }
+        for (int k = 0; k < g.strips; k++)
+            ymax = fmax(ymax, bands[i].high[k]);
+    }
+    if (have[x->nruns]) {
+        double rh;
+        rec_density = malloc((size_t)g.strips * sizeof *rec_density);
+        if (!rec_density)
+            goto out;
+        if (pt4c_bandwidth(recs, nrecs, &ko, &rh, err) || !(rh > 0) ||
+            pt4c_density(recs, nrecs, rh, &g, ko.method, rec_density, err))
+            have[x->nruns] = 0;
+        else {
+            for (int k = 0; k < g.strips; k++)
+                ymax = fmax(ymax, rec_density[k]);
+            double p99 = recs[0];
+            for (size_t k = 0; k < nrecs; k++)
+                p99 = fmax(p99, recs[k]); /* the recording has no band: show up to its max */
+            view = fmax(view, fmin(p99, view * 2));
+        }
+    }
+    double x1 = fmin(view * 1.25, hi + 3 * h) * 1e3;
+    struct report_chart c;
+    char title[300];
+    snprintf(title, sizeof title, "Response time of %s: density per instance type (band: 99%%)",
+             label);
+    report_chart_begin(&c, x->f, x->next_id++, title, "response time (ms)", "density (1/ms)",
+                       g.lo * 1e3, x1, 0, ymax / 1e3 * 1.08, 0);
+    const char *names[REPORT_NSTYLES + 1];
+    const struct report_style *styles[REPORT_NSTYLES + 1];
+    char kinds[REPORT_NSTYLES + 2] = "";
+    size_t nl = 0;
+    for (size_t i = 0; i < x->nruns; i++) {
+        if (!have[i])
+            continue;
+        const struct report_style *st = report_style(i);
+        char attrs[160];
+        report_band_path(&c, &g, bands[i].low, bands[i].high, x1, st->color);
+        snprintf(attrs, sizeof attrs, "stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"%s\"",
+                 st->color, st->dash);
+        report_density_path(&c, &g, bands[i].density, x1, attrs);
+        if (nl < REPORT_NSTYLES) {
+            names[nl] = x->runs[i].instance;
+            styles[nl] = st;
+            kinds[nl++] = 'l';
+        }
+    }
+    if (have[x->nruns]) {
+        static const struct report_style rec_style = {"#000000", "3 2 8 2", 0};
+        report_density_path(&c, &g, rec_density, x1,
+                            "stroke=\"#000\" stroke-width=\"1.5\" stroke-dasharray=\"3 2 8 2\"");
+        names[nl] = "on-premise (recorded)";
+        styles[nl] = &rec_style;
+        kinds[nl++] = 'l';
+    }
+    report_chart_legend(&c, names, styles, kinds, nl);
+    report_chart_end(&c);
+    rc = 0;
+out:
+    for (size_t i = 0; bands && i < n; i++)
+        if (have && have[i] && i < x->nruns)
+            pt4c_band_free(&bands[i]);
+    free(bands);
+    free(have);
+    free(rec_density);
+    return rc;
+}
+
+/* Figures 9-10: one metric per label across types, normalized per label to
+ * the slowest, with the band as an error bar. */
+static void report_normalized(struct report_ctx *x, enum compare_metric m)
+{
+    size_t nl = x->v->nlabels, nr = x->nruns;
+    struct report_chart c;
+    char title[160], ylabel[160];
+    snprintf(title, sizeof title, "%s response time per label, normalized to the slowest type",
+             m == COMPARE_MEDIAN ? "Median" : "95th percentile");
+    snprintf(ylabel, sizeof ylabel, "%s / slowest %s (1 = slowest)", compare_metric_names[m],
+             compare_metric_names[m]);
+    double ymax = 1.0;
+    for (size_t l = 0; l < nl; l++) {
+        double worst = 0;
+        for (size_t i = 0; i < nr; i++) {
+            const struct compare_label *lab = compare_run_label(&x->runs[i], x->v->labels[l]);
+            if (lab && lab->count)
+                worst = fmax(worst, lab->stat[m].value);
+        }
+        for (size_t i = 0; i < nr; i++) {
+            const struct compare_label *lab = compare_run_label(&x->runs[i], x->v->labels[l]);
+            if (lab && lab->count && worst > 0)
+                ymax = fmax(ymax, lab->stat[m].hi / worst);
+        }
+    }
+    report_chart_begin(&c, x->f, x->next_id++, title, "request label", ylabel, 0, (double)nl, 0,
+                       ymax * 1.25, 1);
+    double gw = (c.right - c.left) / (double)(nl ? nl : 1);
+    double bw = gw * 0.8 / (double)(nr ? nr : 1);
+    for (size_t l = 0; l < nl; l++) {
+        double worst = 0;
+        for (size_t i = 0; i < nr; i++) {
+            const struct compare_label *lab = compare_run_label(&x->runs[i], x->v->labels[l]);
+            if (lab && lab->count)
+                worst = fmax(worst, lab->stat[m].value);
+        }
+        double gx = c.left + gw * (double)l + gw * 0.1;
+        for (size_t i = 0; i < nr && worst > 0; i++) {
+            const struct compare_label *lab = compare_run_label(&x->runs[i], x->v->labels[l]);
+            if (!lab || !lab->count)
+                continue;
+            char fill[64];
+            report_fill(&c, report_style(i), fill, sizeof fill);
+            double bx = gx + bw * (double)i, y0 = report_chart_y(&c, 0);
+            double y = report_chart_y(&c, lab->stat[m].value / worst);
+            fprintf(x->f,
+                    "<path d=\"M%.1f,%.1f V%.1f H%.1f V%.1f Z\" fill=\"%s\" stroke=\"#000\" "
+                    "stroke-width=\"0.6\"><title>",
+                    bx, y0, y, bx + bw * 0.92, y0, fill);
+            report_escape(x->f, x->runs[i].instance);
+            fprintf(x->f, " %.4g ms [%.4g, %.4g]</title></path>\n", lab->stat[m].value * 1e3,
+                    lab->stat[m].lo * 1e3, lab->stat[m].hi * 1e3);
+            double cx = bx + bw * 0.46, ylo = report_chart_y(&c, lab->stat[m].lo / worst),
+                   yhi = report_chart_y(&c, lab->stat[m].hi / worst);
+            fprintf(x->f,
+                    "<path d=\"M%.1f,%.1f V%.1f M%.1f,%.1f h6 M%.1f,%.1f h6\" stroke=\"#000\" "
+                    "stroke-width=\"1.2\"/>\n",
+                    cx, ylo, yhi, cx - 3, ylo, cx - 3, yhi);
+        }
+        fprintf(x->f,
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" transform=\"rotate(-25 %.1f "
+                "%.1f)\">",
+                gx + gw * 0.4, c.bottom + 16, gx + gw * 0.4, c.bottom + 16);
+        report_escape(x->f, x->v->labels[l]);
+        fprintf(x->f, "</text>\n");
+    }
+    const char *names[REPORT_NSTYLES];
+    const struct report_style *styles[REPORT_NSTYLES];
+    char kinds[REPORT_NSTYLES + 1] = "";
+    size_t n = nr < REPORT_NSTYLES ? nr : REPORT_NSTYLES;
+    for (size_t i = 0; i < n; i++) {
+        names[i] = x->runs[i].instance;
+        styles[i] = report_style(i);
+        kinds[i] = 'b';
+    }
+    report_chart_legend(&c, names, styles, kinds, n);
+    report_chart_end(&c);
+}
+
+/* Figure 12: per label, one stacked bar per type of the mean time per
+ * request spent on each resource kind. */
+static void report_resources(struct report_ctx *x)
+{
+    size_t nl = x->v->nlabels, nr = x->nruns;
+    int any = 0;
+    double ymax = 0;
+    for (size_t i = 0; i < nr; i++)
+        for (size_t l = 0; l < x->runs[i].nlabels; l++) {
+            const struct compare_label *lab = &x->runs[i].labels[l];
+            if (!lab->has_resources)
+                continue;
+            any = 1;
+            double sum = 0;
+            for (int k = 0; k < COMPARE_NRES; k++)
+                sum += lab->resource_s[k];
+            ymax = fmax(ymax, sum * 1e3);
+        }
+    if (!any) {
+        report_note(x->f, "The results files carry no per-resource time, so this chart is left "
+                          "out (results of `preplay run` include it).");
+        return;
+    }
+    struct report_chart c;
+    report_chart_begin(&c, x->f, x->next_id++,
+                       "Time per resource per request, per label and instance type",
+                       "request label (one bar per instance type, in legend order below the "
+                       "chart)",
+                       "time per request (ms)", 0, (double)nl, 0, ymax * 1.3, 1);
+    double gw = (c.right - c.left) / (double)(nl ? nl : 1);
+    double bw = gw * 0.8 / (double)(nr ? nr : 1);
+    for (size_t l = 0; l < nl; l++) {
+        double gx = c.left + gw * (double)l + gw * 0.1;
+        for (size_t i = 0; i < nr; i++) {
+            const struct compare_label *lab = compare_run_label(&x->runs[i], x->v->labels[l]);
+            if (!lab || !lab->has_resources)
+                continue;
+            double bx = gx + bw * (double)i, acc = 0;
+            for (int k = 0; k < COMPARE_NRES; k++) {
+                double ms = lab->resource_s[k] * 1e3;
+                if (!(ms > 0))
+                    continue;
+                char fill[64];
+                report_fill(&c, report_style((size_t)k), fill, sizeof fill);
+                double y0 = report_chart_y(&c, acc), y1 = report_chart_y(&c, acc + ms);
+                fprintf(x->f,
+                        "<path d=\"M%.1f,%.1f V%.1f H%.1f V%.1f Z\" fill=\"%s\" stroke=\"#000\" "
+                        "stroke-width=\"0.5\"><title>",
+                        bx, y0, y1, bx + bw * 0.9, y0, fill);
+                report_escape(x->f, x->runs[i].instance);
+                fprintf(x->f, " %s: %.4g ms</title></path>\n", compare_resource_names[k], ms);
+                acc += ms;
+            }
+            /* which type the bar is: its index under the bar */
+            fprintf(
+                x->f,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%zu</text>\n",
+                bx + bw * 0.45, c.bottom + 10, i + 1);
+        }
+        fprintf(x->f,
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" transform=\"rotate(-25 %.1f "
+                "%.1f)\">",
+                gx + gw * 0.4, c.bottom + 26, gx + gw * 0.4, c.bottom + 26);
+        report_escape(x->f, x->v->labels[l]);
+        fprintf(x->f, "</text>\n");
+    }
+    const struct report_style *styles[COMPARE_NRES];
+    char kinds[COMPARE_NRES + 1] = "";
+    for (int k = 0; k < COMPARE_NRES; k++) {
+        styles[k] = report_style((size_t)k);
+        kinds[k] = 'b';
+    }
+    report_chart_legend(&c, (const char *const *)compare_resource_names, styles, kinds,
+                        COMPARE_NRES);
+    report_chart_end(&c);
+    fprintf(x->f, "<p class=\"note\">Bars under each label, left to right: ");
+    for (size_t i = 0; i < nr; i++) {
+        fprintf(x->f, "%s%zu = ", i ? ", " : "", i + 1);
+        report_escape(x->f, x->runs[i].instance);
+    }
+    fprintf(x->f, ".</p>\n");
+}
+
+/* The stop rule's p per interval, one line per run, and each run's p0. */
+static void report_convergence(struct report_ctx *x)
+{
+    size_t maxn = 0;
+    for (size_t i = 0; i < x->nruns; i++)
+        maxn = x->runs[i].nintervals > maxn ? x->runs[i].nintervals : maxn;
+    if (!maxn) {
+        report_note(x->f, "No stop-rule history: these results come from `preplay drive`.");
+        return;
+    }
+    struct report_chart c;
+    report_chart_begin(&c, x->f, x->next_id++, "PT4Cloud stop rule: p per interval",
+                       "interval (number)", "p (similarity to the previous distribution)", 0.5,
+                       (double)maxn + 0.5, 0, 1.05, 0);
+    const char *names[REPORT_NSTYLES];
+    const struct report_style *styles[REPORT_NSTYLES];
+    char kinds[REPORT_NSTYLES + 1] = "";
+    size_t nl = 0;
+    double p0 = x->runs[0].p0;
+    for (size_t i = 0; i < x->nruns; i++) {
+        const struct compare_run *r = &x->runs[i];
+        const struct report_style *st = report_style(i);
+        fprintf(x->f,
+                "<path fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"%s\" "
+                "d=\"",
+                st->color, st->dash);
+        int pen = 0;
+        for (size_t k = 0; k < r->nintervals; k++) {
+            if (isnan(r->intervals[k].p)) {
+                pen = 0;
+                continue;
+            }
+            fprintf(x->f, "%c%.1f,%.1f ", pen ? 'L' : 'M', report_chart_x(&c, (double)k + 1),
+                    report_chart_y(&c, r->intervals[k].p));
+            pen = 1;
+        }
+        fprintf(x->f, "\"/>\n");
+        for (size_t k = 0; k < r->nintervals; k++)
+            if (!isnan(r->intervals[k].p)) {
+                double px = report_chart_x(&c, (double)k + 1),
+                       py = report_chart_y(&c, r->intervals[k].p);
+                fprintf(x->f,
+                        "<path d=\"M%.1f,%.1f h6 v6 h-6 Z\" fill=\"%s\" stroke=\"#000\" "
+                        "stroke-width=\"0.5\"><title>",
+                        px - 3, py - 3, st->color);
+                report_escape(x->f, r->instance);
+                fprintf(x->f, " interval %zu: p = %.3f, %zu requests</title></path>\n", k + 1,
+                        r->intervals[k].p, r->intervals[k].requests);
+            }
+        if (nl < REPORT_NSTYLES) {
+            names[nl] = r->instance;
+            styles[nl] = st;
+            kinds[nl++] = 'l';
+        }
+    }
+    fprintf(x->f,
+            "<path d=\"M%.1f,%.1f H%.1f\" stroke=\"#c00\" stroke-dasharray=\"6 3\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\">p0 = %.2f</text>\n",
+            c.left, report_chart_y(&c, p0), c.right, c.left + 6, report_chart_y(&c, p0) - 4, p0);
+    report_chart_legend(&c, names, styles, kinds, nl);
+    report_chart_end(&c);
+}
+
+/* The recording: requests per second per label over time, from the plan. */
+static int report_recording(struct report_ctx *x)
+{
+    const struct compare_recording *rec = x->rec;
+    if (!rec || !rec->nrequests) {
+        report_note(x->f, rec ? "The plan holds no requests."
+                              : "Run compare with --plan PLAN to see the recording's requests "
+                                "per label over time and p against it.");
+        return 0;
+    }
+    size_t bins = rec->nrequests < 600 ? 20 : 60;
+    double span = rec->span_s > 0 ? rec->span_s : 1, bw = span / (double)bins;
+    size_t nl = rec->nlabels < REPORT_NSTYLES ? rec->nlabels : REPORT_NSTYLES;
+    double *count = calloc(nl * bins, sizeof *count);
+    if (!count)
+        return -1;
+    for (size_t r = 0; r < rec->nrequests; r++) {
+        size_t l = rec->request_label[r];
+        if (l >= nl)
+            continue;
+        size_t b = (size_t)(rec->arrival_s[r] / bw);
+        count[l * bins + (b < bins ? b : bins - 1)] += 1;
+    }
+    double ymax = 0;
+    for (size_t k = 0; k < nl * bins; k++)
+        ymax = fmax(ymax, count[k] / bw);
+    struct report_chart c;
+    report_chart_begin(
+        &c, x->f, x->next_id++, "The recording: requests per label over time (on-premise)",
+        "time since the first request (s)", "requests per second", 0, span, 0, ymax * 1.3, 0);
+    const char *names[REPORT_NSTYLES];
+    const struct report_style *styles[REPORT_NSTYLES];
+    char kinds[REPORT_NSTYLES + 1] = "";
+    for (size_t l = 0; l < nl; l++) {
+        const struct report_style *st = report_style(l);
+        fprintf(x->f,
+                "<path fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"%s\" "
+                "d=\"",
+                st->color, st->dash);
+        for (size_t b = 0; b < bins; b++)
+            fprintf(x->f, "%c%.1f,%.1f ", b ? 'L' : 'M', report_chart_x(&c, ((double)b + 0.5) * bw),
+                    report_chart_y(&c, count[l * bins + b] / bw));
+        fprintf(x->f, "\"/>\n");
+        names[l] = rec->label_names[l];
+        styles[l] = st;
+        kinds[l] = 'l';
+    }
+    report_chart_legend(&c, names, styles, kinds, nl);
+    report_chart_end(&c);
+    if (rec->nlabels > nl)
+        report_note(x->f, "Only the first labels are drawn; the table lists all of them.");
+    free(count);
+    return 0;
+}
+
+static void report_fmt_ms(FILE *f, const struct compare_stat *s)
+{
+    fprintf(f, "<td>%.4g <span class=\"band\">[%.4g, %.4g]</span></td>", s->value * 1e3,
+            s->lo * 1e3, s->hi * 1e3);
+}
+
+static void report_tables(struct report_ctx *x)
+{
+    FILE *f = x->f;
+    fprintf(f, "<h2>Verdict</h2>\n<p class=\"verdict\"><strong>");
+    report_escape(f, x->v->reason);
+    fprintf(f, "</strong></p>\n<p>SLOs: ");
+    if (!x->opt->nslos)
+        fprintf(f, "none given");
+    for (size_t s = 0; s < x->opt->nslos; s++) {
+        fprintf(f, "%s", s ? ", " : "");
+        report_escape(f, x->opt->slos[s].text);
+    }
+    if (x->opt->nslo_labels) {
+        fprintf(f, " on labels ");
+        for (size_t s = 0; s < x->opt->nslo_labels; s++) {
+            fprintf(f, "%s", s ? ", " : "");
+            report_escape(f, x->opt->slo_labels[s]);
+        }
+    }
+    fprintf(f,
+            ", checked against the pessimistic (upper) edge of each 99%% band. Types in the "
+            "same tier differ only by noise (bands overlap or p &ge; %.2f on every label) and "
+            "are not ranked against each other.</p>\n",
+            x->opt->equivalent_p);
+    fprintf(f, "<table><tr><th>instance type</th><th>$/hour</th><th>requests/hour</th>"
+               "<th>$ per million requests</th><th>stop rule</th><th>tier</th><th>SLO</th></tr>\n");
+    for (size_t i = 0; i < x->nruns; i++) {
+        const struct compare_run *r = &x->runs[i];
+        fprintf(f, "<tr%s><td>", i == x->v->recommended ? " class=\"pick\"" : "");
+        report_escape(f, r->instance);
+        if (isnan(r->price_per_hour))
+            fprintf(f, "</td><td>-");
+        else
+            fprintf(f, "</td><td>%.4g", r->price_per_hour);
+        fprintf(f, "</td><td>%.0f</td><td>", r->requests_per_hour);
+        if (isnan(r->cost_per_million))
+            fprintf(f, "-");
+        else
+            fprintf(f, "%.4g", r->cost_per_million);
+        if (!r->has_stop_rule)
+            fprintf(f, "</td><td>n/a (drive)");
+        else
+            fprintf(f, "</td><td>%s after %zu intervals", r->stopped ? "met" : "cut short",
+                    r->nintervals);
+        fprintf(f, "</td><td>%d</td><td>%s", r->tier, r->meets_slo ? "meets" : "fails: ");
+        report_escape(f, r->meets_slo ? "" : r->slo_failure);
+        fprintf(f, "</td></tr>\n");
+    }
+    fprintf(f, "</table>\n<p>Requests per hour are the successful requests of the run divided "
+               "by its driving time; under the default open-loop replay this is the recorded "
+               "arrival rate (times --speed) when the type keeps up.</p>\n");
+    fprintf(f,
+            "<h2>Response times per label</h2>\n<p>Milliseconds, value [99%% bootstrap "
+            "band].%s</p>\n<table><tr><th>label</th><th>instance type</th><th>requests</th>"
+            "<th>median</th><th>p95</th><th>p99</th>%s</tr>\n",
+            x->rec ? " p: PT4Cloud similarity of the type's distribution to the on-premise "
+                     "recording (1 = the same)."
+                   : "",
+            x->rec ? "<th>p vs recording</th>" : "");
+    for (size_t l = 0; l < x->v->nlabels; l++)
+        for (size_t i = 0; i < x->nruns; i++) {
+            const struct compare_label *lab = compare_run_label(&x->runs[i], x->v->labels[l]);
+            fprintf(f, "<tr><td>");
+            report_escape(f, x->v->labels[l]);
+            fprintf(f, "</td><td>");
+            report_escape(f, x->runs[i].instance);
+            if (!lab) {
+                fprintf(f, "</td><td colspan=\"4\">no requests</td></tr>\n");
+                continue;
+            }
+            fprintf(f, "</td><td>%zu</td>", lab->count);
+            for (int m = 0; m < COMPARE_NMETRICS; m++)
+                report_fmt_ms(f, &lab->stat[m]);
+            if (x->rec && isnan(lab->p_recording))
+                fprintf(f, "<td>-</td>");
+            else if (x->rec)
+                fprintf(f, "<td>%.3f</td>", lab->p_recording);
+            fprintf(f, "</tr>\n");
+        }
+    fprintf(f, "</table>\n");
+}
+
+static int report_body(struct report_ctx *x)
+{
+    FILE *f = x->f;
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+               "<title>preplay compare report</title>\n<style>\n"
+               "body{font-family:sans-serif;max-width:900px;margin:2em auto;color:#111}\n"
+               "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;"
+               "padding:3px 8px;text-align:left}tr.pick{background:#e8f0e0;font-weight:bold}\n"
+               ".band{color:#555;font-size:90%%}.note{color:#444;font-style:italic}\n"
+               "svg.chart{display:block;margin:1em 0;border:1px solid #eee}\n"
+               "</style></head><body>\n<h1>Which instance type? preplay compare</h1>\n<p>");
+    for (size_t i = 0; i < x->nruns; i++) {
+        fprintf(f, "%s", i ? ", " : "Results compared: ");
+        report_escape(f, x->runs[i].path);
+        fprintf(f, " (");
+        report_escape(f, x->runs[i].instance);
+        fprintf(f, ")");
+    }
+    fprintf(f, ".");
+    if (x->rec) {
+        fprintf(f, " Recording: ");
+        report_escape(f, x->rec->path);
+        fprintf(f, " (%zu requests over %.1f s, recording ", x->rec->nrequests, x->rec->span_s);
+        report_escape(f, x->rec->recording_id);
+        fprintf(f, ").");
+    }
+    fprintf(f, "</p>\n");
+    report_tables(x);
+    fprintf(f, "<h2>Response-time distributions</h2>\n<p>Kernel density estimates of each "
+               "type's response times, with the 99%% bootstrap band shaded; the x axis is cut "
+               "a little past the slowest p99.</p>\n");
+    for (size_t l = 0; l < x->v->nlabels; l++)
+        if (report_distribution(x, x->v->labels[l]))
+            return -1;
+    fprintf(f, "<h2>Across instance types, per label</h2>\n<p>Each label's value on each type "
+               "divided by the slowest type's (CloudProphet Fig. 9-10); whiskers are the "
+               "99%% bands.</p>\n");
+    report_normalized(x, COMPARE_MEDIAN);
+    report_normalized(x, COMPARE_P95);
+    fprintf(f, "<h2>Where the time goes</h2>\n<p>Mean time per request spent on CPU, files, "
+               "network (request/response transfer and untraced peers), locks and the "
+               "database, summed over the components (CloudProphet Fig. 12): a bottleneck "
+               "that shifts between types shows here.</p>\n");
+    report_resources(x);
+    fprintf(f, "<h2>Did the runs converge?</h2>\n<p>PT4Cloud compares each interval's "
+               "distribution with the previous one; a run stops when p reaches p0. A run "
+               "that was cut short (max intervals, an error) is flagged in the verdict "
+               "table.</p>\n");
+    report_convergence(x);
+    fprintf(f, "<h2>The recording</h2>\n");
+    if (report_recording(x))
+        return -1;
+    fprintf(f, "<p class=\"note\">Generated by preplay compare; see docs/preplay-compare.md "
+               "for how every number is derived.</p>\n</body></html>\n");
+    return 0;
+}
+
+int compare_report_write(const char *path, const struct compare_run *runs, size_t nruns,
+                         const struct compare_recording *rec, const struct compare_options *opt,
+                         const struct compare_verdict *v, char *err, size_t errlen)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot create (%s)", tmp, strerror(errno));
+        return -1;
+    }
+    struct report_ctx x = {
+        .f = f, .next_id = 1, .runs = runs, .nruns = nruns, .rec = rec, .opt = opt, .v = v};
+    int bad = report_body(&x);
+    if (ferror(f))
+        bad = 1;
+    if (fclose(f) || bad) {
+        snprintf(err, errlen, "%s: cannot write the report (%s)", path,
+                 bad ? "out of memory or disk full" : strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path)) {
+        snprintf(err, errlen, "%s: cannot rename into place (%s)", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}

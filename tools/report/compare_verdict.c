@@ -1,0 +1,342 @@
+/* compare_verdict.c - the statistics and the decision of `preplay compare`.
+ *
+ * Every number that needs statistics comes from analyzer/stats (bootstrap
+ * percentile bands, PT4Cloud p); nothing is reimplemented here. The rules
+ * (docs/preplay-compare.md):
+ *  - a type meets the SLOs when, for every SLO and every label it applies
+ *    to, the pessimistic (upper) edge of the metric's confidence band is
+ *    within the limit; a label with no successful request fails;
+ *  - requests per hour = successful requests / driving time * 3600, cost
+ *    per million requests = price per hour / requests per hour * 1e6;
+ *  - two types are equivalent when, on every label, either their samples
+ *    are alike (PT4Cloud p >= equivalent_p) or the bands of median, p95
+ *    and p99 all overlap; equivalent types share a performance tier;
+ *  - the recommendation is the cheapest type that meets the SLOs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare.h"
+#include "pt4cloud.h"
+
+void compare_options_default(struct compare_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->equivalent_p = 0.9;
+}
+
+int compare_check_consistent(const struct compare_run *runs, size_t nruns,
+                             const struct compare_recording *rec, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < nruns; i++) {
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(runs[i].recording_id, runs[j].recording_id)) {
+                snprintf(err, errlen,
+                         "%s and %s come from different recordings (%s vs %s): compare runs of "
+                         "one plan",
+                         runs[j].path, runs[i].path,
+                         runs[j].recording_id[0] ? runs[j].recording_id : "(none)",
+                         runs[i].recording_id[0] ? runs[i].recording_id : "(none)");
+                return -1;
+            }
+            if (!strcmp(runs[i].instance, runs[j].instance)) {
+                snprintf(err, errlen,
+                         "%s and %s both name instance '%s' (give each run its own --instance)",
+                         runs[j].path, runs[i].path, runs[i].instance);
+                return -1;
+            }
+        }
+        if (rec && strcmp(runs[i].recording_id, rec->recording_id)) {
+            snprintf(err, errlen, "%s comes from recording %s, but plan %s is recording %s",
+                     runs[i].path, runs[i].recording_id[0] ? runs[i].recording_id : "(none)",
+                     rec->path, rec->recording_id);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int compare_overlap(const struct compare_stat *a, const struct compare_stat *b)
+{
+    return a->lo <= b->hi && b->lo <= a->hi;
+}
+
+/* 1 when labels a and b differ only by noise. */
+static int compare_label_equivalent(const struct compare_label *a, const struct compare_label *b,
+                                    double equivalent_p)
+{
+    int bands = 1;
+    for (int m = 0; m < COMPARE_NMETRICS; m++)
+        bands &= compare_overlap(&a->stat[m], &b->stat[m]);
+    if (bands)
+        return 1;
+    if (a->nsamples < 2 || b->nsamples < 2)
+        return 0;
+    struct pt4c_kde_options ko;
+    pt4c_kde_options_default(&ko);
+    struct pt4c_similarity sim;
+    char err[PT4C_ERR_LEN];
+    if (pt4c_similarity_compute(a->samples, a->nsamples, b->samples, b->nsamples, &ko, &sim, err))
+        return 0;
+    int same = sim.p >= equivalent_p;
+    pt4c_similarity_free(&sim);
+    return same;
+}
+
+static int compare_fill_bands(struct compare_label *l)
+{
+    int need = 0;
+    for (int m = 0; m < COMPARE_NMETRICS; m++)
+        need |= !l->stat[m].has_band;
+    if (!need || l->nsamples < 2)
+        return 0;
+    static const double pct[COMPARE_NMETRICS] = {50, 95, 99};
+    double value[COMPARE_NMETRICS], lo[COMPARE_NMETRICS], hi[COMPARE_NMETRICS];
+    struct pt4c_band_options bo;
+    pt4c_band_options_default(&bo);
+    char err[PT4C_ERR_LEN];
+    if (pt4c_percentile_ci(l->samples, l->nsamples, pct, COMPARE_NMETRICS, &bo, value, lo, hi, err))
+        return -1;
+    for (int m = 0; m < COMPARE_NMETRICS; m++)
+        if (!l->stat[m].has_band) {
+            /* the band is about the file's value: widen it to hold it */
+            l->stat[m].lo = fmin(lo[m], l->stat[m].value);
+            l->stat[m].hi = fmax(hi[m], l->stat[m].value);
+            l->stat[m].has_band = 1;
+        }
+    return 0;
+}
+
+static int compare_add_label(struct compare_verdict *v, const char *name)
+{
+    for (size_t i = 0; i < v->nlabels; i++)
+        if (!strcmp(v->labels[i], name))
+            return 0;
+    char **nl = realloc(v->labels, (v->nlabels + 1) * sizeof *nl);
+    if (!nl)
+        return -1;
+    v->labels = nl;
+    size_t n = strlen(name) + 1;
+    if (!(v->labels[v->nlabels] = malloc(n)))
+        return -1;
+    memcpy(v->labels[v->nlabels++], name, n);
+    return 0;
+}
+
+static int compare_slo_applies(const struct compare_options *opt, const char *label)
+{
+    if (!opt->nslo_labels)
+        return 1;
+    for (size_t i = 0; i < opt->nslo_labels; i++)
+        if (!strcmp(opt->slo_labels[i], label))
+            return 1;
+    return 0;
+}
+
+static int compare_check_slos(struct compare_run *r, const struct compare_verdict *v,
+                              const struct compare_options *opt)
+{
+    char why[256] = "";
+    r->meets_slo = 1;
+    for (size_t s = 0; s < opt->nslos && r->meets_slo; s++) {
+        const struct compare_slo *slo = &opt->slos[s];
+        for (size_t l = 0; l < v->nlabels && r->meets_slo; l++) {
+            if (!compare_slo_applies(opt, v->labels[l]))
+                continue;
+            const struct compare_label *lab = compare_run_label(r, v->labels[l]);
+            if (!lab || !lab->count) {
+                snprintf(why, sizeof why, "%s: no successful requests", v->labels[l]);
+                r->meets_slo = 0;
+            } else if (!compare_slo_met(slo, &lab->stat[slo->metric])) {
+                snprintf(why, sizeof why, "%s: %s up to %.4g ms, SLO %s", v->labels[l],
+                         compare_metric_names[slo->metric],
+                         fmax(lab->stat[slo->metric].hi, lab->stat[slo->metric].value) * 1e3,
+                         slo->text);
+                r->meets_slo = 0;
+            }
+        }
+    }
+    size_t n = strlen(why) + 1;
+    if (!(r->slo_failure = malloc(n)))
+        return -1;
+    memcpy(r->slo_failure, why, n);
+    return 0;
+}
+
+/* qsort_r comparator: run indices by score (NAN last) */
+static int compare_score_cmp(const void *a, const void *b, void *ctx)
+{
+    const struct compare_run *runs = ctx;
+    double x = runs[*(const size_t *)a].score, y = runs[*(const size_t *)b].score;
+    if (isnan(x) || isnan(y))
+        return isnan(x) - isnan(y);
+    return x < y ? -1 : x > y;
+}
+
+int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare_recording *rec,
+                    const struct compare_options *opt, struct compare_verdict *v, char *err,
+                    size_t errlen)
+{
+    memset(v, 0, sizeof *v);
+    v->recommended = (size_t)-1;
+    v->nruns = nruns;
+    size_t *order = NULL;
+    for (size_t i = 0; i < nruns; i++)
+        for (size_t l = 0; l < runs[i].nlabels; l++)
+            if (compare_add_label(v, runs[i].labels[l].name))
+                goto oom;
+    for (size_t s = 0; s < opt->nslo_labels; s++) {
+        size_t l = 0;
+        while (l < v->nlabels && strcmp(v->labels[l], opt->slo_labels[s]))
+            l++;
+        if (l == v->nlabels) {
+            snprintf(err, errlen, "--slo-label '%s': no results have this label",
+                     opt->slo_labels[s]);
+            return -1;
+        }
+    }
+    v->meets = calloc(nruns ? nruns : 1, sizeof *v->meets);
+    v->equivalent = calloc(nruns * nruns + 1, sizeof *v->equivalent);
+    order = malloc((nruns ? nruns : 1) * sizeof *order);
+    if (!v->meets || !v->equivalent || !order)
+        goto oom;
+    enum compare_metric rank_metric = opt->nslos ? opt->slos[0].metric : COMPARE_P95;
+    for (size_t i = 0; i < nruns; i++) {
+        struct compare_run *r = &runs[i];
+        double logsum = 0;
+        size_t nlog = 0;
+        for (size_t l = 0; l < r->nlabels; l++) {
+            struct compare_label *lab = &r->labels[l];
+            if (compare_fill_bands(lab)) {
+                snprintf(err, errlen, "%s: label \"%s\": bootstrap of the percentiles failed",
+                         r->path, lab->name);
+                goto fail;
+            }
+            size_t rl = rec ? compare_recording_label(rec, lab->name) : (size_t)-1;
+            if (rl != (size_t)-1 && lab->nsamples >= 2 && rec->nrecorded[rl] >= 2) {
+                struct pt4c_kde_options ko;
+                pt4c_kde_options_default(&ko);
+                struct pt4c_similarity sim;
+                char serr[PT4C_ERR_LEN];
+                if (!pt4c_similarity_compute(rec->recorded_s[rl], rec->nrecorded[rl], lab->samples,
+                                             lab->nsamples, &ko, &sim, serr)) {
+                    lab->p_recording = sim.p;
+                    pt4c_similarity_free(&sim);
+                }
+            }
+            if (lab->count && lab->stat[rank_metric].value > 0) {
+                logsum += log(lab->stat[rank_metric].value);
+                nlog++;
+            }
+        }
+        r->score = nlog ? exp(logsum / (double)nlog) : NAN;
+        r->requests_per_hour =
+            r->elapsed_s > 0 ? (double)r->requests_ok / r->elapsed_s * 3600.0 : NAN;
+        r->cost_per_million = r->requests_per_hour > 0 && !isnan(r->price_per_hour)
+                                  ? r->price_per_hour / r->requests_per_hour * 1e6
+                                  : NAN;
+        if (compare_check_slos(r, v, opt))
+            goto oom;
+        v->meets[i] = r->meets_slo;
+    }
+    for (size_t i = 0; i < nruns; i++) {
+        v->equivalent[i * nruns + i] = 1;
+        for (size_t j = i + 1; j < nruns; j++) {
+            int same = 1;
+            for (size_t l = 0; l < v->nlabels && same; l++) {
+                const struct compare_label *a = compare_run_label(&runs[i], v->labels[l]);
+                const struct compare_label *b = compare_run_label(&runs[j], v->labels[l]);
+                if (!a || !b || !a->count || !b->count)
+                    same = (!a || !a->count) && (!b || !b->count);
+                else
+                    same = compare_label_equivalent(a, b, opt->equivalent_p);
+            }
+            v->equivalent[i * nruns + j] = v->equivalent[j * nruns + i] = same;
+        }
+    }
+    /* tiers: by score, a type joins the current tier when it is equivalent
+     * to the tier's fastest member */
+    for (size_t i = 0; i < nruns; i++)
+        order[i] = i;
+    qsort_r(order, nruns, sizeof *order, compare_score_cmp, runs);
+    int tier = 0;
+    size_t leader = 0;
+    for (size_t k = 0; k < nruns; k++) {
+        size_t i = order[k];
+        if (!k || !v->equivalent[leader * nruns + i]) {
+            tier++;
+            leader = i;
+        }
+        runs[i].tier = tier;
+    }
+    /* the recommendation */
+    size_t nmeet = 0, npriced = 0;
+    for (size_t i = 0; i < nruns; i++) {
+        if (!runs[i].meets_slo)
+            continue;
+        nmeet++;
+        if (isnan(runs[i].cost_per_million))
+            continue;
+        npriced++;
+        if (v->recommended == (size_t)-1 ||
+            runs[i].cost_per_million < runs[v->recommended].cost_per_million)
+            v->recommended = i;
+    }
+    char slos[160] = "";
+    for (size_t s = 0; s < opt->nslos; s++)
+        snprintf(slos + strlen(slos), sizeof slos - strlen(slos), "%s%s", s ? ", " : "",
+                 opt->slos[s].text);
+    if (!nmeet)
+        snprintf(v->reason, sizeof v->reason, "no instance type meets %s for every label", slos);
+    else if (v->recommended != (size_t)-1) {
+        const struct compare_run *r = &runs[v->recommended];
+        int n = snprintf(v->reason, sizeof v->reason,
+                         "%s %s and is the cheapest at $%.4g per "
+                         "million requests",
+                         r->instance, opt->nslos ? "meets every SLO" : "has no SLO to meet",
+                         r->cost_per_million);
+        if (npriced < nmeet && n > 0 && (size_t)n < sizeof v->reason)
+            snprintf(v->reason + n, sizeof v->reason - (size_t)n,
+                     " (%zu type(s) meeting the SLOs have no price)", nmeet - npriced);
+    } else {
+        /* nothing priced: the fastest tier among those that meet, if it is alone */
+        int best = 0;
+        size_t pick = (size_t)-1, in_best = 0;
+        for (size_t i = 0; i < nruns; i++)
+            if (runs[i].meets_slo && (!best || runs[i].tier < best))
+                best = runs[i].tier;
+        for (size_t i = 0; i < nruns; i++)
+            if (runs[i].meets_slo && runs[i].tier == best) {
+                pick = i;
+                in_best++;
+            }
+        if (in_best == 1) {
+            v->recommended = pick;
+            snprintf(v->reason, sizeof v->reason,
+                     "no prices (run with --price): %s meets the SLOs and is the fastest",
+                     runs[pick].instance);
+        } else
+            snprintf(v->reason, sizeof v->reason,
+                     "no prices (run with --price): %zu types meet the SLOs and are equivalent "
+                     "within noise (tier %d)",
+                     in_best, best);
+    }
+    free(order);
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+fail:
+    free(order);
+    compare_verdict_free(v);
+    return -1;
+}
+
+void compare_verdict_free(struct compare_verdict *v)
+{
+    for (size_t i = 0; i < v->nlabels; i++)
+        free(v->labels[i]);
+    free(v->labels);
+    free(v->meets);
+    free(v->equivalent);
+    memset(v, 0, sizeof *v);
+}

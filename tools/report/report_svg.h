@@ -1,0 +1,49 @@
+/* report_svg.h - the small SVG chart kit of the HTML report: a plot area
+ * with titled, ticked and labelled axes, a series style table that stays
+ * distinguishable in grayscale (lightness steps + dash patterns + fill
+ * hatches), a legend, and HTML/XML escaping. Writes text to a FILE; never
+ * references anything outside the document (no fonts, no scripts). */
+#ifndef PREPLAY_REPORT_SVG_H
+#define PREPLAY_REPORT_SVG_H
+
+#include <stdio.h>
+
+struct report_chart {
+    FILE *f;
+    int id; /* unique per document: prefixes pattern ids */
+    double width, height;
+    double left, right, top, bottom; /* plot area in pixels */
+    double xmin, xmax, ymin, ymax;   /* data range */
+};
+
+#define REPORT_NSTYLES 8
+struct report_style {
+    const char *color; /* stroke/fill; lightness decreases with the index pairs */
+    const char *dash;  /* stroke-dasharray, "" = solid */
+    int pattern;       /* fill hatch 0..REPORT_NSTYLES-1 */
+};
+const struct report_style *report_style(size_t i);
+
+/* Writes `s` with &, <, >, " and ' escaped (text and attribute safe). */
+void report_escape(FILE *f, const char *s);
+
+/* A "nice" tick step for the range (1, 2 or 5 times a power of ten). */
+double report_nice_step(double range, int target_ticks);
+
+/* Opens <svg>: title, axes with ticks and labels, the hatch patterns.
+ * xlabel/ylabel carry units ("response time (ms)"). When xcats > 0 the
+ * x axis gets no numeric ticks (category charts draw their own). */
+void report_chart_begin(struct report_chart *c, FILE *f, int id, const char *title,
+                        const char *xlabel, const char *ylabel, double xmin, double xmax,
+                        double ymin, double ymax, int xcats);
+double report_chart_x(const struct report_chart *c, double x);
+double report_chart_y(const struct report_chart *c, double y);
+/* A legend box at the top right of the plot: n entries; kinds[i] 'l' for a
+ * line sample (dash of style i), 'b' for a filled box (hatch of style i). */
+void report_chart_legend(struct report_chart *c, const char *const *names,
+                         const struct report_style *const *styles, const char *kinds, size_t n);
+void report_chart_end(struct report_chart *c);
+/* fill attribute value for style s: url(#pattern) of this chart */
+void report_fill(struct report_chart *c, const struct report_style *s, char *buf, size_t len);
+
+#endif
