@@ -141,6 +141,7 @@ int cmd_drive(int argc, char **argv)
     json_object_set_new(root, "version", json_integer(REPLAY_RESULTS_VERSION));
     json_object_set_new(root, "kind", json_string("drive"));
     json_object_set_new(root, "plan", json_string(argv[optind]));
+    json_object_set_new(root, "recording_id", json_string(p->recording_id));
     json_object_set_new(root, "target", json_string(target));
     json_object_set_new(root, "mode",
                         json_string(mode == REPLAY_DRIVE_SESSION ? "session" : "independent"));

@@ -694,6 +694,7 @@ write:
     json_object_set_new(root, "version", json_integer(REPLAY_RESULTS_VERSION));
     json_object_set_new(root, "kind", json_string("run"));
     json_object_set_new(root, "plan", json_string(plan_path));
+    json_object_set_new(root, "recording_id", json_string(p->recording_id));
     json_object_set_new(root, "instance", json_string(instance));
     json_object_set_new(root, "price", isnan(price) ? json_null() : json_real(price));
     json_object_set_new(root, "mode",
