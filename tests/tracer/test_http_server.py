@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 
 import tracerlib as tl
 
@@ -31,31 +32,6 @@ if not tl.check(tl.wait_port(port, 30, server), "http.server listening"):
     tl.finish()
 
 
-def get(sock, path, state):
-    """One GET on a raw socket; counts every byte sent and received."""
-    req = f"GET /{path}?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
-    sock.sendall(req)
-    state["sent"] += len(req)
-    buf = state["pending"]
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise RuntimeError("server closed the connection")
-        state["received"] += len(chunk)
-        buf += chunk
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    length = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
-              if l.lower().startswith(b"content-length:")][0]
-    while len(rest) < length:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise RuntimeError("server closed the connection mid-body")
-        state["received"] += len(chunk)
-        rest += chunk
-    state["pending"] = rest[length:]
-    return rest[:length]
-
-
 conns = []  # (client port, bytes sent, bytes received, [paths])
 requests = [["file.txt", "big.bin", "file.txt", "empty.txt", "big.bin"],  # keep-alive
             ["big.bin", "file.txt", "file.txt", "file.txt", "empty.txt"]]  # keep-alive
@@ -65,7 +41,7 @@ for paths in requests:
     sock = socket.create_connection(("127.0.0.1", port), timeout=20)
     state = {"sent": 0, "received": 0, "pending": b""}
     for path in paths:
-        tl.check(get(sock, path, state) == files[path], f"body of /{path}")
+        tl.check(tl.http_get(sock, path, state) == files[path], f"body of /{path}")
     sock.shutdown(socket.SHUT_WR)
     while True:  # the server closes its side after our shutdown: drain to EOF
         chunk = sock.recv(65536)
@@ -76,6 +52,9 @@ for paths in requests:
     sock.close()
 nreq = sum(len(p) for _, _, _, p in conns)
 tl.check_eq(nreq, 20, "requests sent")
+# the handler thread closes the socket just after the client saw EOF: give
+# it a moment before stopping the server, so the close is part of the run
+time.sleep(0.5)
 server.send_signal(signal.SIGINT)
 try:
     server.wait(timeout=30)

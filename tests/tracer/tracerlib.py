@@ -182,3 +182,28 @@ def wait_port(port, timeout=20, proc=None):
         except OSError:
             time.sleep(0.05)
     return False
+
+
+def http_get(sock, path, state):
+    """One GET on a raw socket; counts every byte sent and received."""
+    req = f"GET /{path}?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    sock.sendall(req)
+    state["sent"] += len(req)
+    buf = state["pending"]
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise RuntimeError("server closed the connection")
+        state["received"] += len(chunk)
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    length = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
+              if l.lower().startswith(b"content-length:")][0]
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise RuntimeError("server closed the connection mid-body")
+        state["received"] += len(chunk)
+        rest += chunk
+    state["pending"] = rest[length:]
+    return rest[:length]
