@@ -53,4 +53,22 @@ expect_error 2 "preplay calibrate: bad --cpu '-1' (a core number)" --cpu -1
 expect_error 2 "preplay calibrate: --cpu 1000: not a core this process may run on" --cpu 1000
 expect_error 2 "preplay calibrate: bad --ms '5' (20-60000)" --ms 5
 expect_error 2 "preplay calibrate: unexpected argument 'extra'" extra
+expect_error 2 "preplay calibrate: --against needs the kernels (drop --no-kernels)" \
+    --no-kernels --against "$dir/x.trace"
+
+# `preplay record` stores the kernel scores in the trace header: the ratio of
+# this machine to itself is about 1 (wide margins: other load)
+"$PREPLAY_BIN" record -q -o "$dir/rec" -- true
+trace=$(ls "$dir"/rec/*.trace | head -1)
+"$PREPLAY_BIN" calibrate --json --ms 40 --against "$trace" > "$dir/ratio.json"
+python3 - "$dir/ratio.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+if not 0.5 < j["cpu_ratio"] < 2.0:
+    sys.exit(f"cpu_ratio against our own recording: {j['cpu_ratio']}")
+PY
+"$PREPLAY_BIN" record -q --no-cpu-scores -o "$dir/rec2" -- true
+trace2=$(ls "$dir"/rec2/*.trace | head -1)
+expect_error 1 "preplay calibrate: $trace2: no CPU scores in the trace header (recorded with --no-cpu-scores?)" \
+    --against "$trace2"
 echo "calibrate CLI: ok"
