@@ -63,6 +63,7 @@ int main(int argc, char **argv)
             fixture_request(p, i % 3 ? fast : slow, (uint64_t)i * 20000000, 0, 0);
     } else if (!strcmp(argv[1], "db") && argc == 4) {
         uint32_t c = fixture_component(p, "dbapp", 2, 1);
+        p->components[c].db_conns = 1;
         char sql[256];
         uint32_t ins = fixture_block(p, c, "POST /insert");
         fixture_op(p, fixture_net(0, 100, 0));
