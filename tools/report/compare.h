@@ -24,9 +24,8 @@
 
 /* Resource kinds of the report's time-per-resource chart (CloudProphet
  * Fig. 12). The replayer's kinds map onto them: cpu, file, lock, db as is;
- * net (request/response bytes) and external (untraced peers) are "network";
- * nested calls are left out because the callee's own time is counted
- * under its kinds already. */
+ * net (request/response bytes), external (untraced peers) and call
+ * (waiting for a nested component) are "network". */
 enum compare_resource {
     COMPARE_RES_CPU,
     COMPARE_RES_FILE,
@@ -53,9 +52,13 @@ struct compare_label {
     struct compare_stat stat[COMPARE_NMETRICS];
     double *samples; /* successful response times (s), from "samples" */
     size_t nsamples;
-    int has_resources;
-    double resource_s[COMPARE_NRES]; /* mean seconds per request */
-    double p_recording;              /* PT4Cloud p against the recording; NAN = not computed */
+    double p_recording; /* PT4Cloud p against the recording; NAN = not computed */
+};
+
+/* Time per resource of one component's blocks of one label, mean per block. */
+struct compare_resources {
+    char *group; /* "component: label" */
+    double s[COMPARE_NRES];
 };
 
 struct compare_interval {
@@ -80,6 +83,8 @@ struct compare_run {
     size_t nlabels;
     struct compare_interval *intervals;
     size_t nintervals;
+    struct compare_resources *resources;
+    size_t nresources;
     /* filled by compare_analyze */
     double requests_per_hour; /* successful requests / elapsed_s * 3600 */
     double cost_per_million;  /* price_per_hour / requests_per_hour * 1e6; NAN if unpriced */

@@ -122,7 +122,7 @@ static int compare_push(double **v, size_t *n, double x)
 {
     /* grows at powers of two: *n is the only state needed */
     if ((*n & (*n - 1)) == 0) {
-        double *nv = realloc(*v, (*n ? *n * 2 : 16) * sizeof *nv);
+        double *nv = realloc(*v, (*n ? *n * 2 : 1) * sizeof *nv);
         if (!nv)
             return -1;
         *v = nv;
@@ -151,10 +151,10 @@ static int compare_load_samples(json_t *samples, struct compare_run *run, char *
                      run->path, i);
             return -1;
         }
-        if (ok && !json_is_true(ok))
-            continue;
         const char *name = json_string_value(label);
         struct compare_label *l = compare_find(run, name[0] ? name : "(unlabelled)");
+        if (ok && !json_is_true(ok))
+            continue; /* a label whose every request failed has no summary */
         if (!l) {
             snprintf(err, errlen, "%s: samples[%zu]: label \"%s\" is not in labels", run->path, i,
                      name);
@@ -200,45 +200,73 @@ static int compare_load_intervals(json_t *iv, struct compare_run *run, char *err
     return 0;
 }
 
-/* Per-label time per resource: "resources": {LABEL: {"cpu_s", "file_s",
- * "net_s", "external_s", "lock_s", "db_s", "requests"}} summed over every
- * component's replayer. Kept as mean seconds per request. */
+/* Time per resource: "resources": {COMPONENT: {LABEL: {"blocks", "cpu_s",
+ * "file_s", "lock_s", "db_s", "call_s", "external_s", "net_s"}}}
+ * (formats/RESULTS.md), kept per component and label as mean seconds per
+ * block: a nested component's blocks carry their own labels, so each tier
+ * shows where its own time goes. */
 static int compare_load_resources(json_t *res, struct compare_run *run, char *err, size_t errlen)
 {
     static const struct {
         const char *key;
         enum compare_resource r;
-    } map[] = {{"cpu_s", COMPARE_RES_CPU},   {"file_s", COMPARE_RES_FILE},
-               {"net_s", COMPARE_RES_NET},   {"external_s", COMPARE_RES_NET},
-               {"lock_s", COMPARE_RES_LOCK}, {"db_s", COMPARE_RES_DB}};
+    } map[] = {{"cpu_s", COMPARE_RES_CPU},  {"file_s", COMPARE_RES_FILE},
+               {"net_s", COMPARE_RES_NET},  {"external_s", COMPARE_RES_NET},
+               {"call_s", COMPARE_RES_NET}, {"lock_s", COMPARE_RES_LOCK},
+               {"db_s", COMPARE_RES_DB}};
     if (!json_is_object(res)) {
-        snprintf(err, errlen, "%s: resources: expected an object", run->path);
+        snprintf(err, errlen, "%s: resources: expected an object (component -> label -> times)",
+                 run->path);
         return -1;
     }
-    const char *name;
-    json_t *o;
-    json_object_foreach(res, name, o)
+    size_t total = 0;
+    const char *comp, *name;
+    json_t *co, *o;
+    json_object_foreach(res, comp, co)
     {
-        struct compare_label *l = compare_find(run, name);
-        json_t *req = json_object_get(o, "requests");
-        if (!json_is_object(o) || !json_is_integer(req) || json_integer_value(req) < 0) {
-            snprintf(err, errlen, "%s: resources.\"%s\": expected an object with \"requests\"",
-                     run->path, name);
+        if (!json_is_object(co)) {
+            snprintf(err, errlen, "%s: resources.\"%s\": expected an object (label -> times)",
+                     run->path, comp);
             return -1;
         }
-        if (!l || !json_integer_value(req))
-            continue; /* a label only nested components served, or never completed */
-        for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
-            double s;
-            if (compare_number(o, map[k].key, &s) || (!isnan(s) && s < 0)) {
-                snprintf(err, errlen, "%s: resources.\"%s\".%s: expected a number >= 0", run->path,
-                         name, map[k].key);
+        total += json_object_size(co);
+    }
+    run->resources = calloc(total + 1, sizeof *run->resources);
+    if (!run->resources) {
+        snprintf(err, errlen, "%s: out of memory", run->path);
+        return -1;
+    }
+    json_object_foreach(res, comp, co)
+    {
+        json_object_foreach(co, name, o)
+        {
+            json_t *blocks = json_object_get(o, "blocks");
+            if (!json_is_object(o) || !json_is_integer(blocks) || json_integer_value(blocks) < 0) {
+                snprintf(err, errlen,
+                         "%s: resources.\"%s\".\"%s\": expected an object with integer \"blocks\"",
+                         run->path, comp, name);
                 return -1;
             }
-            if (!isnan(s))
-                l->resource_s[map[k].r] += s / (double)json_integer_value(req);
+            struct compare_resources *r = &run->resources[run->nresources];
+            size_t len = strlen(comp) + strlen(name) + 3;
+            if (!(r->group = malloc(len))) {
+                snprintf(err, errlen, "%s: out of memory", run->path);
+                return -1;
+            }
+            snprintf(r->group, len, "%s: %s", comp, name);
+            run->nresources++;
+            double nb = (double)json_integer_value(blocks);
+            for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
+                double sec;
+                if (compare_number(o, map[k].key, &sec) || (!isnan(sec) && sec < 0)) {
+                    snprintf(err, errlen, "%s: resources.\"%s\".\"%s\".%s: expected a number >= 0",
+                             run->path, comp, name, map[k].key);
+                    return -1;
+                }
+                if (!isnan(sec) && nb > 0)
+                    r->s[map[k].r] += sec / nb;
+            }
         }
-        l->has_resources = 1;
     }
     return 0;
 }
@@ -300,16 +328,15 @@ int compare_run_load(const char *path, struct compare_run *run, char *err, size_
     const char *base = strrchr(path, '/');
     run->instance = compare_strdup(inst ? json_string_value(inst) : base ? base + 1 : path);
     double price;
-    if (compare_number(root, "price_per_hour", &price) || (!isnan(price) && price < 0)) {
-        snprintf(err, errlen, "%s: price_per_hour: expected a number >= 0 ($/hour)", path);
+    if (compare_number(root, "price", &price) || (!isnan(price) && price < 0)) {
+        snprintf(err, errlen, "%s: price: expected a number >= 0 (USD per hour) or null", path);
         goto out;
     }
     run->price_per_hour = price;
     json_t *rid = json_object_get(root, "recording_id"), *plan = json_object_get(root, "plan");
     run->recording_id = compare_strdup(json_is_string(rid) ? json_string_value(rid) : "");
     run->plan = compare_strdup(json_is_string(plan) ? json_string_value(plan) : "");
-    json_t *stopped = json_object_get(root, "stopped"),
-           *note = json_object_get(root, "stop_reason");
+    json_t *stopped = json_object_get(root, "stopped"), *note = json_object_get(root, "error");
     if (run->has_stop_rule && !json_is_boolean(stopped)) {
         snprintf(err, errlen, "%s: stopped: expected true or false", path);
         goto out;
@@ -372,6 +399,9 @@ void compare_run_free(struct compare_run *run)
     }
     free(run->labels);
     free(run->intervals);
+    for (size_t i = 0; i < run->nresources; i++)
+        free(run->resources[i].group);
+    free(run->resources);
     free(run->path);
     free(run->instance);
     free(run->recording_id);

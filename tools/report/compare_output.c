@@ -60,16 +60,17 @@ json_t *compare_json(const struct compare_run *runs, size_t nruns,
                 json_object_set_new(x, ci_keys[m], compare_json_stat(&lab->stat[m]));
             }
             json_object_set_new(x, "p_recording", compare_json_num(lab->p_recording));
-            if (lab->has_resources) {
-                json_t *res = json_object();
-                for (int k = 0; k < COMPARE_NRES; k++)
-                    json_object_set_new(res, compare_resource_names[k],
-                                        json_real(lab->resource_s[k]));
-                json_object_set_new(x, "resource_s_per_request", res);
-            }
             json_object_set_new(lo, lab->name, x);
         }
         json_object_set_new(o, "labels", lo);
+        json_t *res = json_object();
+        for (size_t k = 0; k < r->nresources; k++) {
+            json_t *g = json_object();
+            for (int q = 0; q < COMPARE_NRES; q++)
+                json_object_set_new(g, compare_resource_names[q], json_real(r->resources[k].s[q]));
+            json_object_set_new(res, r->resources[k].group, g);
+        }
+        json_object_set_new(o, "resource_s_per_block", res);
         json_array_append_new(instances, o);
     }
     json_object_set_new(root, "instances", instances);
@@ -148,7 +149,7 @@ void compare_print_table(FILE *out, const struct compare_run *runs, size_t nruns
         fprintf(out, "%s%s", s ? ", " : " (SLO ", opt->slos[s].text);
     if (opt->nslos)
         fprintf(out, " on the pessimistic band edge%s)", opt->nslo_labels ? ", some labels" : "");
-    fprintf(out, "\n%-16s %8s %10s %9s  %-16s %4s  %s\n", "instance", "$/hour", "req/hour",
+    fprintf(out, "\n%-16s %8s %10s %9s  %-18s %4s  %s\n", "instance", "$/hour", "req/hour",
             "$/M req", "stop rule", "tier", "SLO");
     for (size_t i = 0; i < nruns; i++) {
         const struct compare_run *r = &runs[i];
@@ -164,7 +165,7 @@ void compare_print_table(FILE *out, const struct compare_run *runs, size_t nruns
         else
             snprintf(stop, sizeof stop, "%s (%zu int.)", r->stopped ? "met" : "CUT SHORT",
                      r->nintervals);
-        fprintf(out, "%-16.16s %8s %10s %9s  %-16s %4d  %s", r->instance, price, rph, cost, stop,
+        fprintf(out, "%-16.16s %8s %10s %9s  %-18s %4d  %s", r->instance, price, rph, cost, stop,
                 r->tier, r->meets_slo ? "meets" : "fails: ");
         if (!r->meets_slo)
             fprintf(out, "%s", r->slo_failure);

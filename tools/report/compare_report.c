@@ -147,8 +147,9 @@ static int report_distribution(struct report_ctx *x, const char *label)
         rec_density = malloc((size_t)g.strips * sizeof *rec_density);
         if (!rec_density)
             goto out;
-        if (pt4c_bandwidth(recs, nrecs, &ko, &rh, err) || !(rh > 0) ||
-            pt4c_density(recs, nrecs, rh, &g, ko.method, rec_density, err))
+        /* a recording with one response time everywhere borrows the common bandwidth */
+        if (pt4c_bandwidth(recs, nrecs, &ko, &rh, err) ||
+            pt4c_density(recs, nrecs, rh > 0 ? rh : h, &g, ko.method, rec_density, err))
             have[x->nruns] = 0;
         else {
             for (int k = 0; k < g.strips; k++)
@@ -285,46 +286,61 @@ static void report_normalized(struct report_ctx *x, enum compare_metric m)
     report_chart_end(&c);
 }
 
-/* Figure 12: per label, one stacked bar per type of the mean time per
- * request spent on each resource kind. */
-static void report_resources(struct report_ctx *x)
+static const struct compare_resources *report_find_group(const struct compare_run *r,
+                                                         const char *group)
 {
-    size_t nl = x->v->nlabels, nr = x->nruns;
-    int any = 0;
+    for (size_t k = 0; k < r->nresources; k++)
+        if (!strcmp(r->resources[k].group, group))
+            return &r->resources[k];
+    return NULL;
+}
+
+/* Figure 12: per component and label, one stacked bar per type of the mean
+ * time per block spent on each resource kind. */
+static int report_resources(struct report_ctx *x)
+{
+    size_t nr = x->nruns, ng = 0;
+    const char **groups = NULL;
     double ymax = 0;
     for (size_t i = 0; i < nr; i++)
-        for (size_t l = 0; l < x->runs[i].nlabels; l++) {
-            const struct compare_label *lab = &x->runs[i].labels[l];
-            if (!lab->has_resources)
-                continue;
-            any = 1;
-            double sum = 0;
-            for (int k = 0; k < COMPARE_NRES; k++)
-                sum += lab->resource_s[k];
-            ymax = fmax(ymax, sum * 1e3);
-        }
-    if (!any) {
+        ng += x->runs[i].nresources;
+    if (!ng) {
         report_note(x->f, "The results files carry no per-resource time, so this chart is left "
                           "out (results of `preplay run` include it).");
-        return;
+        return 0;
     }
+    if (!(groups = calloc(ng, sizeof *groups)))
+        return -1;
+    ng = 0;
+    for (size_t i = 0; i < nr; i++)
+        for (size_t k = 0; k < x->runs[i].nresources; k++) {
+            const struct compare_resources *g = &x->runs[i].resources[k];
+            size_t j = 0;
+            while (j < ng && strcmp(groups[j], g->group))
+                j++;
+            if (j == ng)
+                groups[ng++] = g->group;
+            double sum = 0;
+            for (int q = 0; q < COMPARE_NRES; q++)
+                sum += g->s[q];
+            ymax = fmax(ymax, sum * 1e3);
+        }
     struct report_chart c;
     report_chart_begin(&c, x->f, x->next_id++,
-                       "Time per resource per request, per label and instance type",
-                       "request label (one bar per instance type, in legend order below the "
-                       "chart)",
-                       "time per request (ms)", 0, (double)nl, 0, ymax * 1.3, 1);
-    double gw = (c.right - c.left) / (double)(nl ? nl : 1);
-    double bw = gw * 0.8 / (double)(nr ? nr : 1);
-    for (size_t l = 0; l < nl; l++) {
+                       "Time per resource per block, per component, label and instance type",
+                       "component: request label (bars numbered by instance type, see below)",
+                       "time per block (ms)", 0, (double)ng, 0, ymax * 1.3, REPORT_X_CATEGORIES);
+    double gw = (c.right - c.left) / (double)ng;
+    double bw = gw * 0.8 / (double)nr;
+    for (size_t l = 0; l < ng; l++) {
         double gx = c.left + gw * (double)l + gw * 0.1;
         for (size_t i = 0; i < nr; i++) {
-            const struct compare_label *lab = compare_run_label(&x->runs[i], x->v->labels[l]);
-            if (!lab || !lab->has_resources)
+            const struct compare_resources *g = report_find_group(&x->runs[i], groups[l]);
+            if (!g)
                 continue;
             double bx = gx + bw * (double)i, acc = 0;
             for (int k = 0; k < COMPARE_NRES; k++) {
-                double ms = lab->resource_s[k] * 1e3;
+                double ms = g->s[k] * 1e3;
                 if (!(ms > 0))
                     continue;
                 char fill[64];
@@ -338,7 +354,6 @@ static void report_resources(struct report_ctx *x)
                 fprintf(x->f, " %s: %.4g ms</title></path>\n", compare_resource_names[k], ms);
                 acc += ms;
             }
-            /* which type the bar is: its index under the bar */
             fprintf(
                 x->f,
                 "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%zu</text>\n",
@@ -348,7 +363,7 @@ static void report_resources(struct report_ctx *x)
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" transform=\"rotate(-25 %.1f "
                 "%.1f)\">",
                 gx + gw * 0.4, c.bottom + 26, gx + gw * 0.4, c.bottom + 26);
-        report_escape(x->f, x->v->labels[l]);
+        report_escape(x->f, groups[l]);
         fprintf(x->f, "</text>\n");
     }
     const struct report_style *styles[COMPARE_NRES];
@@ -360,12 +375,14 @@ static void report_resources(struct report_ctx *x)
     report_chart_legend(&c, (const char *const *)compare_resource_names, styles, kinds,
                         COMPARE_NRES);
     report_chart_end(&c);
-    fprintf(x->f, "<p class=\"note\">Bars under each label, left to right: ");
+    fprintf(x->f, "<p class=\"note\">Bars in each group, left to right: ");
     for (size_t i = 0; i < nr; i++) {
         fprintf(x->f, "%s%zu = ", i ? ", " : "", i + 1);
         report_escape(x->f, x->runs[i].instance);
     }
     fprintf(x->f, ".</p>\n");
+    free(groups);
+    return 0;
 }
 
 /* The stop rule's p per interval, one line per run, and each run's p0. */
@@ -381,7 +398,7 @@ static void report_convergence(struct report_ctx *x)
     struct report_chart c;
     report_chart_begin(&c, x->f, x->next_id++, "PT4Cloud stop rule: p per interval",
                        "interval (number)", "p (similarity to the previous distribution)", 0.5,
-                       (double)maxn + 0.5, 0, 1.05, 0);
+                       (double)maxn + 0.5, 0, 1.05, REPORT_X_INTEGER);
     const char *names[REPORT_NSTYLES];
     const struct report_style *styles[REPORT_NSTYLES];
     char kinds[REPORT_NSTYLES + 1] = "";
@@ -613,11 +630,12 @@ static int report_body(struct report_ctx *x)
                "99%% bands.</p>\n");
     report_normalized(x, COMPARE_MEDIAN);
     report_normalized(x, COMPARE_P95);
-    fprintf(f, "<h2>Where the time goes</h2>\n<p>Mean time per request spent on CPU, files, "
-               "network (request/response transfer and untraced peers), locks and the "
-               "database, summed over the components (CloudProphet Fig. 12): a bottleneck "
-               "that shifts between types shows here.</p>\n");
-    report_resources(x);
+    fprintf(f, "<h2>Where the time goes</h2>\n<p>Mean time per block (one request's work on one "
+               "component) spent on CPU, files, network (request/response transfer, untraced "
+               "peers and waiting for nested components), locks and the database (CloudProphet "
+               "Fig. 12): a bottleneck that shifts between types shows here.</p>\n");
+    if (report_resources(x))
+        return -1;
     fprintf(f, "<h2>Did the runs converge?</h2>\n<p>PT4Cloud compares each interval's "
                "distribution with the previous one; a run stops when p reaches p0. A run "
                "that was cut short (max intervals, an error) is flagged in the verdict "

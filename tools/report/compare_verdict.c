@@ -30,13 +30,13 @@ int compare_check_consistent(const struct compare_run *runs, size_t nruns,
 {
     for (size_t i = 0; i < nruns; i++) {
         for (size_t j = 0; j < i; j++) {
-            if (strcmp(runs[i].recording_id, runs[j].recording_id)) {
+            /* an empty id (results written before recording_id existed) is unknown */
+            if (runs[i].recording_id[0] && runs[j].recording_id[0] &&
+                strcmp(runs[i].recording_id, runs[j].recording_id)) {
                 snprintf(err, errlen,
                          "%s and %s come from different recordings (%s vs %s): compare runs of "
                          "one plan",
-                         runs[j].path, runs[i].path,
-                         runs[j].recording_id[0] ? runs[j].recording_id : "(none)",
-                         runs[i].recording_id[0] ? runs[i].recording_id : "(none)");
+                         runs[j].path, runs[i].path, runs[j].recording_id, runs[i].recording_id);
                 return -1;
             }
             if (!strcmp(runs[i].instance, runs[j].instance)) {
@@ -46,10 +46,9 @@ int compare_check_consistent(const struct compare_run *runs, size_t nruns,
                 return -1;
             }
         }
-        if (rec && strcmp(runs[i].recording_id, rec->recording_id)) {
+        if (rec && runs[i].recording_id[0] && strcmp(runs[i].recording_id, rec->recording_id)) {
             snprintf(err, errlen, "%s comes from recording %s, but plan %s is recording %s",
-                     runs[i].path, runs[i].recording_id[0] ? runs[i].recording_id : "(none)",
-                     rec->path, rec->recording_id);
+                     runs[i].path, runs[i].recording_id, rec->path, rec->recording_id);
             return -1;
         }
     }

@@ -135,7 +135,7 @@ void report_chart_begin(struct report_chart *c, FILE *f, int id, const char *tit
     c->left = 70;
     c->right = c->width - 20;
     c->top = 40;
-    c->bottom = c->height - (xcats ? 80 : 55);
+    c->bottom = c->height - (xcats == REPORT_X_CATEGORIES ? 80 : 55);
     c->xmin = xmin;
     c->xmax = xmax > xmin ? xmax : xmin + 1;
     c->ymin = ymin;
@@ -163,8 +163,10 @@ void report_chart_begin(struct report_chart *c, FILE *f, int id, const char *tit
         report_tick_label(f, y);
         fprintf(f, "</text>\n");
     }
-    if (!xcats) {
+    if (xcats != REPORT_X_CATEGORIES) {
         double xstep = report_nice_step(c->xmax - c->xmin, 8);
+        if (xcats == REPORT_X_INTEGER && xstep < 1)
+            xstep = 1;
         for (double x = ceil(c->xmin / xstep) * xstep; x <= c->xmax + xstep * 1e-9; x += xstep) {
             double px = report_chart_x(c, x);
             fprintf(f,

@@ -30,9 +30,15 @@ void report_escape(FILE *f, const char *s);
 /* A "nice" tick step for the range (1, 2 or 5 times a power of ten). */
 double report_nice_step(double range, int target_ticks);
 
+enum report_x_axis {
+    REPORT_X_NUMERIC = 0,
+    REPORT_X_CATEGORIES = 1, /* no numeric ticks: category charts draw their own */
+    REPORT_X_INTEGER = 2,    /* ticks at whole numbers only (interval counts) */
+};
+
 /* Opens <svg>: title, axes with ticks and labels, the hatch patterns.
- * xlabel/ylabel carry units ("response time (ms)"). When xcats > 0 the
- * x axis gets no numeric ticks (category charts draw their own). */
+ * xlabel/ylabel carry units ("response time (ms)"); xcats is a
+ * report_x_axis. */
 void report_chart_begin(struct report_chart *c, FILE *f, int id, const char *title,
                         const char *xlabel, const char *ylabel, double xmin, double xmax,
                         double ymin, double ymax, int xcats);
