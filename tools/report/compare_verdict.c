@@ -156,6 +156,7 @@ static int compare_check_slos(struct compare_run *r, const struct compare_verdic
         }
     }
     size_t n = strlen(why) + 1;
+    free(r->slo_failure); /* from an earlier analysis of the same runs */
     if (!(r->slo_failure = malloc(n)))
         return -1;
     memcpy(r->slo_failure, why, n);
@@ -191,7 +192,7 @@ int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare
         if (l == v->nlabels) {
             snprintf(err, errlen, "--slo-label '%s': no results have this label",
                      opt->slo_labels[s]);
-            return -1;
+            goto fail;
         }
     }
     v->meets = calloc(nruns ? nruns : 1, sizeof *v->meets);
