@@ -52,13 +52,16 @@ static void tracer_lock_event(struct tracer_thread *t, uint8_t op, uint8_t kind,
     tracer_commit(t);
 }
 
-/* Blocking acquire of a pthread lock: try first, block only when busy. */
+/* Blocking acquire of a pthread lock: try first, block only when busy. The
+ * clock is read after the try, so an uncontended acquire is stamped once the
+ * lock is ours: stamped before, a thread preempted between the stamp and
+ * the try showed a hold overlapping the previous holder's. */
 #define TRACER_PTHREAD_ACQUIRE(lockp, real_try, real_block, KIND, MODE)                            \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
     if (!t)                                                                                        \
         return real_block(lockp);                                                                  \
-    uint64_t begin = tracer_event_begin(t);                                                        \
     int rc = real_try(lockp);                                                                      \
+    uint64_t begin = tracer_event_begin(t);                                                        \
     uint64_t end = begin;                                                                          \
     if (rc == EBUSY) {                                                                             \
         rc = real_block(lockp);                                                                    \
