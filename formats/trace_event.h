@@ -106,6 +106,12 @@ enum trace_control_op {
     TRACE_CTL_RING_WRAP /* --max-size dropped the span [a, b] of older chunks */
 };
 
+/* TRACE_EV_STACK ops */
+enum trace_stack_op {
+    TRACE_STACK_FRAMES = 0, /* id = stack id; data = nframes return addresses, innermost first */
+    TRACE_STACK_SYMBOL = 1  /* id = string id of "symbol+0xoff (library)"; data = the address */
+};
+
 /* TRACE_EV_LOSS reasons */
 enum trace_loss_reason {
     TRACE_LOSS_BUFFER_FULL = 1,

@@ -143,7 +143,7 @@ static const char record_common_help[] =
     "                        making the app wait (default: lossless back-pressure)\n"
     "      --max-size SIZE   keep each trace within SIZE (e.g. 500M), dropping the\n"
     "                        oldest chunks (the dropped span is marked)\n"
-    "      --stacks N        record up to N stack frames per event (not in this build)\n"
+    "      --stacks N        record up to N (1-32) stack frames per non-CPU event\n"
     "      --off             start with tracing switched off (SIGUSR1 toggles)\n"
     "      --no-cpu-scores   do not run the CPU benchmark kernels (~0.6 s) first\n"
     "  -q, --quiet           no progress line\n";
@@ -239,9 +239,25 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
                 return 2;
             }
             break;
-        case OPT_STACKS:
-            fprintf(stderr, "preplay %s: --stacks is not supported by this build yet\n", cmd);
+        case OPT_STACKS: {
+#ifdef PREPLAY_HAVE_LIBUNWIND
+            char *end;
+            long depth = strtol(optarg, &end, 10);
+            if (*end || depth < 1 || depth > 32) {
+                fprintf(stderr, "preplay %s: bad --stacks '%s' (frames per event, 1-32)\n", cmd,
+                        optarg);
+                return 2;
+            }
+            rc->copt.stack_depth = (uint32_t)depth;
+            break;
+#else
+            fprintf(stderr,
+                    "preplay %s: --stacks needs libunwind, which this build lacks "
+                    "(apt-get install libunwind-dev and rebuild)\n",
+                    cmd);
             return 2;
+#endif
+        }
         case OPT_OFF:
             rc->copt.start_disabled = 1;
             break;

@@ -488,6 +488,21 @@ static int tracer_emit_in_ring0(const struct trace_event *src, const void *data,
     return 0;
 }
 
+int tracer_emit_definition_data(const struct trace_event *ev, const void *data, size_t len)
+{
+    struct tracer_thread *t = &tracer_tls;
+    if (!tracer_global.active)
+        return -1;
+    t->busy++;
+    int rc = -1;
+    if (tracer_process_lock() == 0) {
+        rc = tracer_emit_in_ring0(ev, data, len);
+        tracer_process_unlock();
+    }
+    t->busy--;
+    return rc;
+}
+
 int tracer_emit_definition(const struct trace_event *ev)
 {
     struct tracer_thread *t = &tracer_tls;
@@ -642,6 +657,7 @@ void tracer_after_fork_child(void)
     tracer_holds_process_lock = 0;
     tracer_drop_local = 0;
     tracer_cpu_time_after_fork();
+    tracer_stacks_after_fork();
     if (tracer_strtab) {
         syscall(SYS_munmap, tracer_strtab, TRACER_STRTAB_SLOTS * sizeof(struct tracer_strtab_slot));
         syscall(SYS_munmap, tracer_strtab_arena, TRACER_STRTAB_ARENA);

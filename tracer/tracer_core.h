@@ -124,13 +124,24 @@ static inline size_t tracer_event_bytes(uint8_t type)
 /* Ends an event: the next CPU segment starts at `end_ns`. */
 void tracer_event_end(struct tracer_thread *t, uint64_t end_ns);
 
+/* --stacks: id of the calling thread's current stack (0: none). stacks.c */
+uint32_t tracer_stack_id(uint32_t depth);
+void tracer_stacks_after_fork(void);
+
 /* Convenience for the common case: reserve, fill the common fields. */
 static inline struct trace_event *tracer_event_new(struct tracer_thread *t, uint8_t type,
                                                    uint8_t op, uint64_t begin_ns, uint64_t end_ns)
 {
+    uint32_t stack = 0;
+    if (TRACER_UNLIKELY(tracer_global.control->stack_depth) && !t->busy) {
+        t->busy++; /* libunwind and dladdr call (traced) pthread locks */
+        stack = tracer_stack_id(tracer_global.control->stack_depth);
+        t->busy--;
+    }
     struct trace_event *ev = tracer_reserve_bytes(t, tracer_event_bytes(type), 0);
     if (!ev)
         return NULL;
+    ev->stack_id = stack;
     ev->type = type;
     ev->op = op;
     ev->tid = t->tid;
@@ -147,6 +158,8 @@ uint32_t tracer_intern(const char *s, size_t len);
 /* Writes a definition event (CONN...) into the process ring 0. `fill` gets
  * the zeroed event. Returns 0 on success. */
 int tracer_emit_definition(const struct trace_event *ev);
+/* Same with trailing bytes (STRING/STACK payload). */
+int tracer_emit_definition_data(const struct trace_event *ev, const void *data, size_t len);
 
 /* Next connection id for this process. */
 uint64_t tracer_next_conn_id(void);
