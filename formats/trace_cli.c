@@ -1256,6 +1256,79 @@ static void cli_print_event_text(json_t *o)
     printf("\n");
 }
 
+/* --stacks: frames per stack id and a symbol per address, from the STACK
+ * records seen so far, so dump can print each event's stack by name. Memory
+ * grows with distinct stacks and addresses, not with events. */
+struct cli_stacks {
+    struct trace_u64map symbol_of; /* address -> string id of its symbol */
+    struct trace_u64map index_of;  /* stack id -> index into frames/nframes */
+    uint64_t **frames;
+    uint32_t *nframes;
+    size_t n, cap;
+};
+
+static void cli_stacks_note(struct cli_stacks *st, const struct trace_event *ev)
+{
+    const uint64_t *f = ev->data;
+    if (ev->type != TRACE_EV_STACK || !f || !ev->u.stack.nframes)
+        return;
+    int inserted;
+    if (ev->op == TRACE_STACK_SYMBOL) {
+        uint32_t *v = trace_u64map_upsert(&st->symbol_of, f[0], ev->u.stack.id, &inserted);
+        if (v)
+            *v = ev->u.stack.id;
+        return;
+    }
+    uint32_t *idx = trace_u64map_upsert(&st->index_of, ev->u.stack.id, (uint32_t)st->n, &inserted);
+    if (!idx || !inserted)
+        return;
+    if (st->n == st->cap) {
+        st->cap = st->cap ? st->cap * 2 : 64;
+        st->frames = cli_xalloc(realloc(st->frames, st->cap * sizeof *st->frames));
+        st->nframes = cli_xalloc(realloc(st->nframes, st->cap * sizeof *st->nframes));
+    }
+    st->frames[st->n] = cli_xalloc(malloc(ev->u.stack.nframes * sizeof(uint64_t)));
+    memcpy(st->frames[st->n], f, ev->u.stack.nframes * sizeof(uint64_t));
+    st->nframes[st->n] = ev->u.stack.nframes;
+    st->n++;
+}
+
+/* Adds "stack": ["symbol+0xoff (lib)", ...] to an event that has one. */
+static void cli_stacks_resolve(const struct cli_stacks *st, json_t *o, const struct trace_event *ev,
+                               struct trace_reader *r)
+{
+    if (!ev->stack_id || ev->type == TRACE_EV_STACK)
+        return;
+    uint32_t *idx = trace_u64map_find(&st->index_of, ev->stack_id);
+    if (!idx)
+        return;
+    json_t *names = json_array();
+    for (uint32_t i = 0; i < st->nframes[*idx]; i++) {
+        uint64_t addr = st->frames[*idx][i];
+        uint32_t *sid = trace_u64map_find(&st->symbol_of, addr);
+        uint32_t len = 0;
+        const char *name = sid ? trace_reader_string(r, *sid, &len) : NULL;
+        if (name) {
+            json_array_append_new(names, json_stringn(name, len));
+        } else {
+            char hex[24];
+            snprintf(hex, sizeof hex, "0x%" PRIx64, addr);
+            json_array_append_new(names, json_string(hex));
+        }
+    }
+    json_object_set_new(o, "stack", names);
+}
+
+static void cli_stacks_free(struct cli_stacks *st)
+{
+    for (size_t i = 0; i < st->n; i++)
+        free(st->frames[i]);
+    free(st->frames);
+    free(st->nframes);
+    trace_u64map_free(&st->symbol_of);
+    trace_u64map_free(&st->index_of);
+}
+
 static const char cli_dump_usage[] =
     "usage: preplay dump [--json] [--salvage] TRACE\n"
     "Print every event of a trace file, one per line, with names for types,\n"
@@ -1278,8 +1351,13 @@ int cmd_dump(int argc, char **argv)
         return CLI_EXIT_DAMAGED;
     }
     struct trace_event ev;
+    struct cli_stacks stacks = {0};
+    trace_u64map_init(&stacks.symbol_of);
+    trace_u64map_init(&stacks.index_of);
     while ((rc = trace_reader_next(r, &ev)) == 1) {
+        cli_stacks_note(&stacks, &ev);
         json_t *j = cli_event_json(&ev, r);
+        cli_stacks_resolve(&stacks, j, &ev, r);
         if (a.json) {
             json_dumpf(j, stdout, JSON_COMPACT);
             putchar('\n');
@@ -1304,6 +1382,7 @@ int cmd_dump(int argc, char **argv)
                 "skipped (trace written by a newer minor version)\n",
                 trace_reader_skipped(r));
     trace_reader_close(r);
+    cli_stacks_free(&stacks);
     if (ferror(stdout) && !status)
         status = CLI_EXIT_DAMAGED;
     return status;
