@@ -116,7 +116,8 @@ enum trace_stack_op {
 enum trace_loss_reason {
     TRACE_LOSS_BUFFER_FULL = 1,
     TRACE_LOSS_RING_OVERWRITE,
-    TRACE_LOSS_SALVAGE
+    TRACE_LOSS_SALVAGE,
+    TRACE_LOSS_SIGNAL_NESTED /* a signal handler's call interrupted the tracer mid-record */
 };
 
 /* flags (any type) */

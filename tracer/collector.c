@@ -40,6 +40,7 @@ struct collector_region {
     void *base;
     uint64_t last_end_ns[TRACER_RING_COUNT]; /* per ring: end of the last event */
     uint64_t lost_seen[TRACER_RING_COUNT];
+    uint64_t lost_nested_seen[TRACER_RING_COUNT];
 };
 
 struct collector_process {
@@ -467,25 +468,39 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
     return 0;
 }
 
-static int collector_note_losses(struct collector *c, struct collector_process *p,
-                                 struct collector_region *reg, unsigned idx)
+static int collector_note_loss_counter(struct collector *c, struct collector_process *p,
+                                       struct collector_region *reg, unsigned idx,
+                                       uint64_t now_lost, uint64_t *seen, uint32_t reason)
 {
-    struct tracer_ring *r = tracer_region_ring(reg->base, idx);
-    uint64_t lost = atomic_load_explicit(&r->lost, memory_order_relaxed);
-    if (lost == reg->lost_seen[idx])
+    if (now_lost == *seen)
         return 0;
     struct trace_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = TRACE_EV_LOSS;
-    ev.tid = r->tid;
+    ev.tid = tracer_region_ring(reg->base, idx)->tid;
     ev.ts_ns = reg->last_end_ns[idx];
-    ev.u.loss.count = lost - reg->lost_seen[idx];
+    ev.u.loss.count = now_lost - *seen;
     ev.u.loss.from_ns = reg->last_end_ns[idx];
     ev.u.loss.to_ns = collector_clock(CLOCK_MONOTONIC);
-    ev.u.loss.reason = TRACE_LOSS_BUFFER_FULL;
-    reg->lost_seen[idx] = lost;
+    ev.u.loss.reason = reason;
+    *seen = now_lost;
     c->stats.lost += ev.u.loss.count;
     return collector_append(c, p, &ev);
+}
+
+/* Events a ring could not take (drop mode) and calls a signal handler made
+ * while the tracer was writing become LOSS events: counted, never silent. */
+static int collector_note_losses(struct collector *c, struct collector_process *p,
+                                 struct collector_region *reg, unsigned idx)
+{
+    struct tracer_ring *r = tracer_region_ring(reg->base, idx);
+    if (collector_note_loss_counter(c, p, reg, idx,
+                                    atomic_load_explicit(&r->lost, memory_order_relaxed),
+                                    &reg->lost_seen[idx], TRACE_LOSS_BUFFER_FULL))
+        return -1;
+    return collector_note_loss_counter(c, p, reg, idx,
+                                       atomic_load_explicit(&r->lost_nested, memory_order_relaxed),
+                                       &reg->lost_nested_seen[idx], TRACE_LOSS_SIGNAL_NESTED);
 }
 
 static int collector_drain_region(struct collector *c, struct collector_process *p,
@@ -517,6 +532,8 @@ static int collector_drain_region(struct collector *c, struct collector_process 
             atomic_store(&r->lost, 0);
             reg->last_end_ns[i] = 0;
             reg->lost_seen[i] = 0;
+            reg->lost_nested_seen[i] = 0;
+            atomic_store(&r->lost_nested, 0);
             if (!final)
                 atomic_store_explicit(&r->state, TRACER_RING_FREE, memory_order_release);
         }

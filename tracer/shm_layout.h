@@ -74,7 +74,8 @@ struct tracer_ring {
     uint32_t pad;
     _Atomic uint64_t lost; /* events dropped in this ring (drop mode) */
     uint64_t lost_since_ns;
-    char reserved[64 - 48];
+    _Atomic uint64_t lost_nested; /* calls a signal handler made while we wrote a record */
+    char reserved[64 - 56];
     unsigned char data[]; /* TRACER_RING_BYTES - sizeof(struct tracer_ring) usable */
 };
 

@@ -266,9 +266,17 @@ struct tracer_thread *tracer_enter(uint32_t family)
     if (TRACER_UNLIKELY(!tracer_global.active))
         return NULL;
     struct tracer_control *ctl = tracer_global.control;
-    if (!atomic_load_explicit(&ctl->enabled, memory_order_relaxed) || !(ctl->only_mask & family) ||
-        t->busy)
+    if (!atomic_load_explicit(&ctl->enabled, memory_order_relaxed) || !(ctl->only_mask & family))
         return NULL;
+    if (TRACER_UNLIKELY(t->busy)) {
+        /* A signal handler's traced call interrupted us mid-record: it
+         * cannot be written now, so it is counted as lost (the trace says
+         * so), never silently missing. Calls our own code makes into other
+         * libraries (t->internal) are not the app's and are not counted. */
+        if (!t->internal && t->ring && t->claimed_gen == tracer_global.generation)
+            atomic_fetch_add_explicit(&t->ring->lost_nested, 1, memory_order_relaxed);
+        return NULL;
+    }
     if (TRACER_UNLIKELY(!t->ring || t->claimed_gen != tracer_global.generation)) {
         t->busy++;
         t->ring = NULL;

@@ -51,6 +51,7 @@ struct tracer_thread {
     uint32_t pending_size; /* size of the record reserved, for its commit */
     uint64_t begin_ns;     /* start of the current event */
     uint64_t cached_tail;  /* collector's tail as last read (free space known) */
+    uint32_t internal;     /* nonzero while our own code calls into other libraries */
 };
 
 /* Global state of the library in this process. */
@@ -135,7 +136,9 @@ static inline struct trace_event *tracer_event_new(struct tracer_thread *t, uint
     uint32_t stack = 0;
     if (TRACER_UNLIKELY(tracer_global.control->stack_depth) && !t->busy) {
         t->busy++; /* libunwind and dladdr call (traced) pthread locks */
+        t->internal++;
         stack = tracer_stack_id(tracer_global.control->stack_depth);
+        t->internal--;
         t->busy--;
     }
     struct trace_event *ev = tracer_reserve_bytes(t, tracer_event_bytes(type), 0);
