@@ -21,7 +21,7 @@
 #include "trace_file.h" /* struct trace_cpu_score */
 
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 0
+#define PLAN_FORMAT_MINOR 1 /* 1.1: blocks carry worker and start_ns */
 
 enum plan_op_kind {
     PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
@@ -58,10 +58,16 @@ struct plan_segment {
 };
 #define PLAN_SEG_MORE 0x01
 
+/* plan_op.flags, per kind: SEND ops carry PLAN_SEG_MORE (MSG_MORE); CALL ops
+ * carry PLAN_CALL_NODELAY (the caller's connection had TCP_NODELAY set when
+ * it made the call, so the replayer uses a pooled connection with Nagle
+ * off). Other bits are 0 in 1.x. */
+#define PLAN_CALL_NODELAY 0x0001
+
 struct plan_op {
-    uint8_t kind; /* enum plan_op_kind */
-    uint8_t op;   /* per kind: plan_file_op, plan_lock_op, plan_db_op */
-    uint16_t flags;
+    uint8_t kind;         /* enum plan_op_kind */
+    uint8_t op;           /* per kind: plan_file_op, plan_lock_op, plan_db_op */
+    uint16_t flags;       /* per kind, see PLAN_CALL_NODELAY */
     uint64_t recorded_ns; /* duration this operation took when recorded */
     union {
         uint64_t cpu_ns;
@@ -108,6 +114,12 @@ struct plan_block {
     uint32_t first_op, nops; /* into plan.ops */
     uint32_t flags;
     uint64_t recorded_ns; /* response time of this block when recorded */
+    /* Since 1.1 (a 1.0 plan reads as worker 0, start_ns 0 for every block;
+     * check version_minor >= 1 before relying on them): */
+    uint32_t worker;   /* the recorded worker that served it: dense index, within
+                        * its component, of the thread (or process, prefork) */
+    uint64_t start_ns; /* recorded start, offset from the first request (the
+                        * same origin as plan_request.arrival_ns) */
 };
 
 struct plan_component {

@@ -175,6 +175,7 @@ int plan_check_request(const struct plan_defined *d, const struct plan_request *
 #define PLAN_OP_BOUND 64u     /* kind + length + the largest op body (< 128) */
 #define PLAN_SEGMENT_BOUND 8u /* dir + flags + varint u32 */
 #define PLAN_BLOCK_HEAD_BOUND 48u
+#define PLAN_BLOCK_TAIL_BOUND 20u /* 1.1: worker, start_ns */
 
 size_t plan_component_bound(void)
 {
@@ -195,7 +196,7 @@ size_t plan_encode_component(uint8_t *out, const struct plan_component *c)
 
 size_t plan_block_bound(uint32_t nops, uint32_t nsegs)
 {
-    return PLAN_BLOCK_HEAD_BOUND + (size_t)nops * PLAN_OP_BOUND +
+    return PLAN_BLOCK_HEAD_BOUND + PLAN_BLOCK_TAIL_BOUND + (size_t)nops * PLAN_OP_BOUND +
            (size_t)nsegs * PLAN_SEGMENT_BOUND;
 }
 
@@ -274,6 +275,9 @@ size_t plan_encode_block(uint8_t *out, const struct plan_block *b, const struct 
         out[n++] = segs[i].flags;
         n += trace_put_varint(out + n, segs[i].bytes);
     }
+    /* 1.1: after the segments, where a 1.0 reader skips them */
+    n += trace_put_varint(out + n, b->worker);
+    n += trace_put_varint(out + n, b->start_ns);
     return n;
 }
 
@@ -347,6 +351,17 @@ int plan_decode_block_head(struct plan_cursor *c, struct plan_block *b, uint32_t
     b->recorded_ns = plan_cursor_varint(c);
     b->nops = plan_cursor_u32v(c);
     *nsegs = plan_cursor_u32v(c);
+    return c->bad ? -1 : 0;
+}
+
+int plan_decode_block_tail(struct plan_cursor *c, struct plan_block *b)
+{
+    b->worker = 0;
+    b->start_ns = 0;
+    if (c->bad || c->p >= c->end)
+        return c->bad ? -1 : 0; /* a 1.0 block: no tail */
+    b->worker = plan_cursor_u32v(c);
+    b->start_ns = plan_cursor_varint(c);
     return c->bad ? -1 : 0;
 }
 

@@ -94,6 +94,10 @@ uint32_t plan_cursor_u32v(struct plan_cursor *c); /* a varint that must fit 32 b
 int plan_decode_component(struct plan_cursor *c, struct plan_component *out);
 /* Decodes a BLOCK body's fixed part: fills b (nops) and *nsegs. */
 int plan_decode_block_head(struct plan_cursor *c, struct plan_block *b, uint32_t *nsegs);
+/* Decodes the fields 1.1 appended to a BLOCK body after its segments
+ * (worker, start_ns); a body that ends before them (a 1.0 writer) leaves
+ * both 0. -1 when they are present but damaged. */
+int plan_decode_block_tail(struct plan_cursor *c, struct plan_block *b);
 /* Decodes one op (kind, length, body). Unknown trailing bytes inside an
  * op's length are skipped. 0 or -1 with why. */
 int plan_decode_op(struct plan_cursor *c, struct plan_op *op, char *why, size_t len);

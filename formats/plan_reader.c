@@ -245,6 +245,8 @@ static int plan_decode_block(struct plan_load *L, struct plan_cursor *c)
             snprintf(why, sizeof why, "segment %u: truncated", i);
             return plan_record_fail(L, PLAN_REC_BLOCK, id, why);
         }
+    if (plan_decode_block_tail(c, &b) != 0)
+        return plan_record_fail(L, PLAN_REC_BLOCK, id, "worker or start_ns (1.1) damaged");
     if (plan_check_block(&L->d, &b, ops, segs, nsegs, why, sizeof why) != 0)
         return plan_record_fail(L, PLAN_REC_BLOCK, id, why);
     struct plan_conn_use *u = &L->conn_use[b.component];

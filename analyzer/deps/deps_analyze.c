@@ -41,6 +41,11 @@
 #include "preplay_analyze.h"
 
 #define DEPS_CHECKPOINT_EVENTS 65536u
+/* Linux socket option numbers as the tracer records them (SOCKOPT events
+ * carry the raw level/name; these are fixed by the Linux ABI). */
+#define TRACE_IPPROTO_TCP 6
+#define TRACE_TCP_NODELAY 1
+#define TRACE_TCP_CORK 3
 
 enum deps_peer { DEPS_PEER_UNKNOWN = 0, DEPS_PEER_TRACED, DEPS_PEER_UNTRACED };
 enum deps_call_state {
@@ -89,6 +94,9 @@ struct deps_end {
     /* the call currently open on this (client) end */
     struct deps_block *call_block;
     uint32_t call_index;
+    /* timing socket options (TCP_NODELAY, TCP_CORK) as last set; *_set = seen */
+    uint8_t nodelay_set, cork_set;
+    int64_t nodelay, cork;
 };
 
 struct deps_call {
@@ -130,6 +138,7 @@ struct deps_thread {
     uint64_t viol_events, viol_blocks;
     uint32_t viol_conns;
     uint64_t blocks;
+    uint32_t worker; /* dense index among its component's serving threads */
 };
 
 struct deps_component {
@@ -141,10 +150,17 @@ struct deps_component {
     uint32_t max_threads_per_proc;
 };
 
+struct deps_pending_opt { /* options set on a socket before its CONN event */
+    uint64_t ts_ns;
+    uint8_t nodelay_set, cork_set;
+    int64_t nodelay, cork;
+};
+
 struct deps_proc {
     uint32_t component;
-    struct deps_map threads; /* tid -> thread */
-    struct deps_map ends;    /* conn_id -> end */
+    struct deps_map threads;      /* tid -> thread */
+    struct deps_map ends;         /* conn_id -> end */
+    struct deps_map pending_opts; /* fd + 1 -> struct deps_pending_opt */
     struct deps_thread **all;
     uint32_t nall, capall;
     uint32_t serving_threads;
@@ -189,8 +205,8 @@ struct deps_state {
     uint64_t now_c;
     struct deps_sched *sched;
     size_t nsched, capsched;
-    int have_first_arrival;
-    uint64_t first_arrival_c;
+    int have_origin;
+    uint64_t origin_c; /* first request's start: origin of arrival_ns and start_ns */
     uint32_t next_connection;
     struct deps_skew *skews;
     uint32_t nskews;
@@ -463,6 +479,19 @@ static struct plan_op *deps_op_add(struct deps_state *s, struct deps_block *b)
     return op;
 }
 
+static struct plan_op *deps_sockopt_op(struct deps_state *s, struct deps_block *b, int32_t level,
+                                       int32_t name, int64_t value)
+{
+    struct plan_op *o = deps_op_add(s, b);
+    if (o) {
+        o->kind = PLAN_OP_SOCKOPT;
+        o->a.sockopt.level = level;
+        o->a.sockopt.name = name;
+        o->a.sockopt.value = value;
+    }
+    return o;
+}
+
 static void deps_block_free(struct deps_block *b)
 {
     for (uint32_t i = 0; i < b->ncalls; i++)
@@ -482,6 +511,14 @@ static void deps_block_release(struct deps_state *s, struct deps_block *b)
         deps_end_unref(s, b->calls[i].end);
     deps_block_free(b);
     deps_end_unref(s, e);
+}
+
+/* Offset of a common-timeline time from the plan's origin (PLAN.md §5.3),
+ * clamped at 0: the origin is the first request start the merge delivered,
+ * and a concurrent first request may have begun microseconds before it. */
+static uint64_t deps_since_origin(const struct deps_state *s, uint64_t t_c)
+{
+    return s->have_origin && t_c > s->origin_c ? t_c - s->origin_c : 0;
 }
 
 static void deps_schedule_push(struct deps_state *s, const struct deps_served *sv)
@@ -537,11 +574,7 @@ static void deps_schedule_flush(struct deps_state *s, uint64_t horizon)
         }
         if (s->nsched)
             s->sched[i] = last;
-        if (!s->have_first_arrival) {
-            s->have_first_arrival = 1;
-            s->first_arrival_c = top.arrival_c;
-        }
-        top.r.arrival_ns = top.arrival_c - s->first_arrival_c;
+        top.r.arrival_ns = deps_since_origin(s, top.arrival_c);
         if (plan_writer_request(s->w, &top.r) != 0)
             deps_fail(s, "writing the plan: %s", plan_writer_error(s->w));
         if (s->blocks_out)
@@ -777,7 +810,9 @@ static void deps_block_emit(struct deps_state *s, struct deps_block *b)
                             .label = b->label,
                             .nops = n,
                             .flags = b->flags,
-                            .recorded_ns = b->last_send_end_raw - b->start_raw};
+                            .recorded_ns = b->last_send_end_raw - b->start_raw,
+                            .worker = b->th->worker,
+                            .start_ns = deps_since_origin(s, b->start_c)};
     uint32_t id = plan_writer_block(s->w, &pb, b->ops, segs, nsegs);
     free(segs);
     if (id == UINT32_MAX) {
@@ -799,7 +834,21 @@ static void deps_block_emit(struct deps_state *s, struct deps_block *b)
                 any = 1;
             }
         const char *label = deps_map_get(&s->label_text, b->label);
-        fprintf(s->blocks_out, "%s\t%s\n", any ? "" : "-", label ? label : "-");
+        fprintf(s->blocks_out, "%s\t%s\t%u\t%" PRIu64 "\t", any ? "" : "-", label ? label : "-",
+                pb.worker, pb.start_ns);
+        uint32_t nodelay_calls = 0;
+        any = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const struct plan_op *o = &b->ops[i];
+            if (o->kind == PLAN_OP_CALL && (o->flags & PLAN_CALL_NODELAY))
+                nodelay_calls++;
+            if (o->kind == PLAN_OP_SOCKOPT) {
+                fprintf(s->blocks_out, "%s%d:%d=%" PRId64, any ? "," : "", o->a.sockopt.level,
+                        o->a.sockopt.name, o->a.sockopt.value);
+                any = 1;
+            }
+        }
+        fprintf(s->blocks_out, "%s\t%u\n", any ? "" : "-", nodelay_calls);
     }
     struct deps_served sv = {.gid = b->end->gid,
                              .in_off = b->in_off,
@@ -910,11 +959,24 @@ static struct deps_block *deps_block_start(struct deps_state *s, struct deps_thr
     b->label = e->pending_label;
     e->pending_label = 0;
     b->in_off = e->in_off;
-    b->start_raw = ev->ts_ns;
-    b->start_c = common - ev->dur_ns;
+    /* The request arrived by the end of the first receive that returned its
+     * bytes: a blocking receive (keep-alive idle, a thread per connection)
+     * began long before the client sent anything. */
+    b->start_raw = ev->ts_ns + ev->dur_ns;
+    b->start_c = common;
+    if (!s->have_origin) {
+        s->have_origin = 1;
+        s->origin_c = common;
+    }
     if (t->violating)
         b->flags |= PLAN_BLOCK_VIOLATION;
     e->cur = b;
+    /* the response's socket options as set before the request: the
+     * replayer applies them to its connection before answering */
+    if ((e->nodelay_set &&
+         !deps_sockopt_op(s, b, TRACE_IPPROTO_TCP, TRACE_TCP_NODELAY, e->nodelay)) ||
+        (e->cork_set && !deps_sockopt_op(s, b, TRACE_IPPROTO_TCP, TRACE_TCP_CORK, e->cork)))
+        return NULL;
     if (!t->serving) {
         t->serving = 1;
         struct deps_proc *p = &s->procs[e->file];
@@ -923,7 +985,9 @@ static struct deps_block *deps_block_start(struct deps_state *s, struct deps_thr
             c->serving_procs++;
         if (p->serving_threads > c->max_threads_per_proc)
             c->max_threads_per_proc = p->serving_threads;
-        c->serving_threads++;
+        /* prefork processes serve with one thread each, so this numbering
+         * is also the process numbering PLAN.md §5.2 asks for there */
+        t->worker = c->serving_threads++;
         if (!c->pc.listen_port && e->family != AF_UNIX)
             c->pc.listen_port = e->local_port;
     }
@@ -1077,6 +1141,8 @@ static void deps_on_client_net(struct deps_state *s, struct deps_thread *t, stru
         if (!op)
             return;
         op->kind = PLAN_OP_CALL;
+        if (e->nodelay_set && e->nodelay)
+            op->flags |= PLAN_CALL_NODELAY;
         c->op = b->nops - 1;
         c->end = e;
         e->refs++;
@@ -1105,6 +1171,9 @@ static void deps_on_client_net(struct deps_state *s, struct deps_thread *t, stru
     c->t1_c = common;
 }
 
+static void deps_apply_pending_opts(struct deps_state *s, uint32_t file, struct deps_end *e,
+                                    const struct trace_event *ev);
+
 static void deps_on_conn(struct deps_state *s, uint32_t file, const struct trace_event *ev)
 {
     const struct trace_conn_event *c = &ev->u.conn;
@@ -1119,6 +1188,7 @@ static void deps_on_conn(struct deps_state *s, uint32_t file, const struct trace
     case TRACE_CONN_IDENT:
         if (ev->op == TRACE_CONN_ACCEPT)
             e->accepted = 1;
+        deps_apply_pending_opts(s, file, e, ev);
         if (c->family) {
             e->family = c->family;
             e->proto = c->proto;
@@ -1266,6 +1336,74 @@ static void deps_on_file(struct deps_state *s, uint32_t file, struct deps_thread
         fe->result > 0 ? (uint64_t)fe->result : (op == PLAN_FILE_TRUNCATE ? fe->size : 0);
 }
 
+/* Keeps each end's TCP_NODELAY / TCP_CORK as last set. An option set before
+ * connect() names no connection yet (conn_id 0): it waits by descriptor
+ * for the CONN event of that descriptor. */
+static void deps_on_sockopt_state(struct deps_state *s, uint32_t file, const struct trace_event *ev)
+{
+    const struct trace_sockopt_event *so = &ev->u.sockopt;
+    if (so->level != TRACE_IPPROTO_TCP ||
+        (so->name != TRACE_TCP_NODELAY && so->name != TRACE_TCP_CORK))
+        return;
+    int nodelay = so->name == TRACE_TCP_NODELAY;
+    if (so->conn_id) {
+        struct deps_end *e = deps_end_get(s, file, so->conn_id);
+        if (!e)
+            return;
+        if (nodelay) {
+            e->nodelay_set = 1;
+            e->nodelay = so->value;
+        } else {
+            e->cork_set = 1;
+            e->cork = so->value;
+        }
+        return;
+    }
+    if (so->fd < 0)
+        return;
+    struct deps_map *m = &s->procs[file].pending_opts;
+    struct deps_pending_opt *po = deps_map_get(m, (uint64_t)so->fd + 1);
+    if (!po) {
+        po = calloc(1, sizeof *po);
+        if (!po || deps_map_put(m, (uint64_t)so->fd + 1, po) != 0) {
+            free(po);
+            deps_fail(s, "out of memory");
+            return;
+        }
+    }
+    po->ts_ns = ev->ts_ns;
+    if (nodelay) {
+        po->nodelay_set = 1;
+        po->nodelay = so->value;
+    } else {
+        po->cork_set = 1;
+        po->cork = so->value;
+    }
+}
+
+/* Options set on descriptor fd before its connection existed. */
+static void deps_apply_pending_opts(struct deps_state *s, uint32_t file, struct deps_end *e,
+                                    const struct trace_event *ev)
+{
+    struct deps_map *m = &s->procs[file].pending_opts;
+    if (ev->u.conn.fd < 0 || !m->count)
+        return;
+    struct deps_pending_opt *po = deps_map_del(m, (uint64_t)ev->u.conn.fd + 1);
+    if (!po)
+        return;
+    if (po->ts_ns <= ev->ts_ns + ev->dur_ns) { /* else it belongs to a later socket */
+        if (po->nodelay_set && !e->nodelay_set) {
+            e->nodelay_set = 1;
+            e->nodelay = po->nodelay;
+        }
+        if (po->cork_set && !e->cork_set) {
+            e->cork_set = 1;
+            e->cork = po->cork;
+        }
+    }
+    free(po);
+}
+
 static void deps_on_event(struct deps_state *s, uint32_t file, const struct deps_queued *q)
 {
     const struct trace_event *ev = &q->ev;
@@ -1372,19 +1510,14 @@ static void deps_on_event(struct deps_state *s, uint32_t file, const struct deps
         return;
     }
     case TRACE_EV_SOCKOPT: {
+        deps_on_sockopt_state(s, file, ev);
         struct deps_block *b = deps_thread_block(t);
         if (!b)
             return;
         deps_cover(t, b);
         if (ev->u.sockopt.conn_id != b->end->conn_id)
-            return;
-        struct plan_op *o = deps_op_add(s, b);
-        if (!o)
-            return;
-        o->kind = PLAN_OP_SOCKOPT;
-        o->a.sockopt.level = ev->u.sockopt.level;
-        o->a.sockopt.name = ev->u.sockopt.name;
-        o->a.sockopt.value = ev->u.sockopt.value;
+            return; /* a caller's connection: its NODELAY goes to CALL flags */
+        deps_sockopt_op(s, b, ev->u.sockopt.level, ev->u.sockopt.name, ev->u.sockopt.value);
         return;
     }
     default:
@@ -1515,6 +1648,7 @@ static int deps_components(struct deps_state *s)
         s->procs[i].component = c;
         deps_map_init(&s->procs[i].threads);
         deps_map_init(&s->procs[i].ends);
+        deps_map_init(&s->procs[i].pending_opts);
     }
     return 0;
 }
@@ -1703,6 +1837,9 @@ out:
             free(s->procs[f].all);
             deps_map_free(&s->procs[f].threads);
             deps_map_free(&s->procs[f].ends);
+            for (size_t j = 0; j < s->procs[f].pending_opts.cap; j++)
+                free(s->procs[f].pending_opts.slots[j].value);
+            deps_map_free(&s->procs[f].pending_opts);
         }
     struct deps_map *ptr_maps[] = {&s->files, &s->rendezvous, &s->label_text};
     for (size_t i = 0; i < sizeof ptr_maps / sizeof ptr_maps[0]; i++) {

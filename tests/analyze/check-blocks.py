@@ -4,7 +4,12 @@ with the sample app's own side logs (tests/apps/README.md): every front-end
 request is exactly one scheduled block on the same thread containing the
 logged interval, with the same label; every app-tier request is one block,
 nested (in call order) in the block of its parent; nothing else is a block;
-no block is flagged. Prints counts; exits 1 with the first mismatches."""
+no block is flagged. Plan 1.1 fields: each component's serving threads are
+workers 0..n-1 (one per thread), each worker's blocks have start_ns in
+recorded order; the front end's TCP_NODELAY (set on every accepted
+connection) is a SOCKOPT op of every front-end block, and every nested call
+(over connections the front end set TCP_NODELAY on) carries
+PLAN_CALL_NODELAY. Prints counts; exits 1 with the first mismatches."""
 import sys
 
 
@@ -31,7 +36,9 @@ def main():
                 blocks[int(p[1])] = dict(comp=p[2], pid=int(p[3]), tid=int(p[4]), start=int(p[5]),
                                          end=int(p[6]), flags=int(p[7]),
                                          callees=[] if p[8] == '-' else [int(x) for x in p[8].split(',')],
-                                         label=p[9])
+                                         label=p[9], worker=int(p[10]), start_ns=int(p[11]),
+                                         sockopts=[] if p[12] == '-' else p[12].split(','),
+                                         nodelay_calls=int(p[13]))
             elif p[0] == 'R':
                 scheduled.append(int(p[1]))
     front, app = read_side(front_log), read_side(app_log)
@@ -82,6 +89,30 @@ def main():
         errors.append('%d blocks match no side-log line (e.g. %s)' % (len(extra), sorted(extra)[:5]))
     if len(sched) != len(front):
         errors.append('%d scheduled requests, %d front-end side-log lines' % (len(sched), len(front)))
+    workers = {}
+    for b in blocks.values():
+        workers.setdefault(b['comp'], {}).setdefault(b['worker'], set()).add((b['pid'], b['tid']))
+    for comp, ws in workers.items():
+        if sorted(ws) != list(range(len(ws))):
+            errors.append('%s: workers %s are not dense from 0' % (comp, sorted(ws)))
+        for w, threads in ws.items():
+            if len(threads) != 1:
+                errors.append('%s: worker %d is %d threads' % (comp, w, len(threads)))
+        if len(set().union(*ws.values())) != len(ws):
+            errors.append('%s: a thread has several worker numbers' % comp)
+    for (pid, tid), bids in by_thread.items():
+        bs = sorted(bids, key=lambda i: blocks[i]['start'])
+        if [blocks[i]['start_ns'] for i in bs] != sorted(blocks[i]['start_ns'] for i in bs):
+            errors.append('thread %d: start_ns not in recorded order' % tid)
+        starts = [blocks[i]['start'] - blocks[i]['start_ns'] for i in bs]
+        if max(starts) - min(starts) > 1000000:  # one origin (same host, same clock)
+            errors.append('thread %d: start_ns origin drifts by %d ns' % (tid, max(starts) - min(starts)))
+    for bid in sched:
+        if '6:1=1' not in blocks[bid]['sockopts']:
+            errors.append('front-end block %d: no TCP_NODELAY SOCKOPT op (%s)' % (bid, blocks[bid]['sockopts']))
+    for bid, b in blocks.items():
+        if b['nodelay_calls'] != len(b['callees']):
+            errors.append('block %d: %d of %d calls flagged NODELAY' % (bid, b['nodelay_calls'], len(b['callees'])))
     flagged = [bid for bid, b in blocks.items() if b['flags']]
     if flagged:
         errors.append('%d blocks flagged as violations' % len(flagged))
