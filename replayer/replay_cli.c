@@ -85,7 +85,8 @@ static void replay_usage(FILE *out)
     fprintf(out,
             "usage: preplay replay PLAN --component C --listen HOST:PORT --token T\n"
             "                      [--workers N] [--db URL] [--dir D] [--peers FILE]\n"
-            "                      [--pool N] [--cpu-ratio R] [--stats FILE]\n\n"
+            "                      [--pool N] [--cpu-ratio R] [--stats FILE]\n"
+            "                      [--no-deps [--hold S]]\n\n"
             "Serve component C's event blocks: a dispatcher and a pool of workers replay\n"
             "each request's block (CPU, files, locks, DB, nested calls) when it arrives.\n\n"
             "  --token T       16 hex digits every request must carry (per run)\n"
@@ -96,6 +97,9 @@ static void replay_usage(FILE *out)
             "  --pool N        idle connections kept per callee (default 64; 0: one per call)\n"
             "  --cpu-ratio R   scale recorded CPU time by R (default: measured)\n"
             "  --stats FILE    write the replay counters (JSON) there on exit\n"
+            "  --no-deps       CloudProphet's strawman: each recorded worker replays its\n"
+            "                  blocks in recorded order, holding requests that come early\n"
+            "  --hold S        --no-deps: skip a block that has not come after S s (5)\n"
             "Prints 'listening HOST:PORT' on stdout once ready; stops on SIGINT/SIGTERM.\n");
 }
 
@@ -111,15 +115,17 @@ int cmd_replay(int argc, char **argv)
                                          {"pool", required_argument, 0, 'P'},
                                          {"cpu-ratio", required_argument, 0, 'r'},
                                          {"stats", required_argument, 0, 's'},
+                                         {"no-deps", no_argument, 0, 'N'},
+                                         {"hold", required_argument, 0, 'H'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *component = NULL, *listen_addr = NULL, *db = NULL, *dir = ".", *peers = NULL;
     const char *token_text = NULL, *stats_path = NULL;
     int workers = 0, pool = 64;
-    double ratio = 0;
-    int c;
+    double ratio = 0, hold = 5;
+    int c, no_deps = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:l:w:d:D:p:t:P:r:s:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:l:w:d:D:p:t:P:r:s:NH:h", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'c':
@@ -163,6 +169,16 @@ int cmd_replay(int argc, char **argv)
             break;
         case 's':
             stats_path = optarg;
+            break;
+        case 'N':
+            no_deps = 1;
+            break;
+        case 'H':
+            hold = strtod(optarg, &end);
+            if (*end || !(hold > 0) || hold > 3600) {
+                fprintf(stderr, "replay: --hold '%s': expected seconds in (0, 3600]\n", optarg);
+                return 2;
+            }
             break;
         case 'h':
             replay_usage(stdout);
@@ -212,7 +228,9 @@ int cmd_replay(int argc, char **argv)
                                 .peers_path = peers,
                                 .token = token,
                                 .pool = pool,
-                                .cpu_ratio = ratio};
+                                .cpu_ratio = ratio,
+                                .no_deps = no_deps,
+                                .no_deps_hold_s = hold};
     e = replay_engine_new(&cfg, err, sizeof err);
     if (!e) {
         fprintf(stderr, "replay: %s\n", err);
@@ -238,8 +256,8 @@ int cmd_replay(int argc, char **argv)
     }
     printf("listening %s\n", bound);
     fflush(stdout);
-    fprintf(stderr, "replay: component %s on %s, %d workers, CPU ratio %.3f\n", component, bound,
-            workers, ratio);
+    fprintf(stderr, "replay: component %s on %s, %d workers, CPU ratio %.3f%s\n", component, bound,
+            workers, ratio, no_deps ? ", --no-deps (recorded order per worker)" : "");
     int sig;
     sigwait(&set, &sig);
     rc = 0;

@@ -110,6 +110,8 @@ struct replay_engine *replay_engine_new(const struct replay_config *cfg, char *e
         e->cfg.cpu_ratio = 1.0;
     if (e->cfg.io_timeout_s <= 0)
         e->cfg.io_timeout_s = 60;
+    if (!(e->cfg.no_deps_hold_s > 0))
+        e->cfg.no_deps_hold_s = 5;
     pthread_mutex_init(&e->db_errors_mu, NULL);
     e->locks = calloc(replay_alloc_count(p->nlocks), sizeof *e->locks);
     e->label_of_string = malloc(replay_alloc_count(p->nstrings) * sizeof *e->label_of_string);

@@ -39,6 +39,8 @@ struct replay_config {
     int pool;               /* idle connections kept per callee; 0 = one per call */
     double cpu_ratio;       /* recorded CPU time is multiplied by this */
     int io_timeout_s;       /* receive/send timeout on every socket (deadlock guard) */
+    int no_deps;            /* CloudProphet's strawman: workers replay in recorded order */
+    double no_deps_hold_s;  /* --no-deps: skip a block not arrived after this long (5) */
 };
 
 /* The CPU burn used for CPU ops: ns of thread CPU time. Switchable so the

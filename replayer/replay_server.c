@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "replay_nodeps.h"
 #include "replay_proto.h"
 
 struct replay_server {
@@ -36,6 +37,15 @@ struct replay_server {
     int stopping;
     pthread_mutex_t log_mu;
     _Atomic uint64_t served, rejected;
+    /* --no-deps: one thread per recorded worker replays its blocks in order */
+    struct replay_nodeps *nodeps;
+    pthread_t *seq_threads;
+    uint32_t seq_started;
+};
+
+struct replay_server_seq_arg {
+    struct replay_server *s;
+    uint32_t worker;
 };
 
 static void replay_server_log(struct replay_server *s, int fd, const char *what)
@@ -111,7 +121,8 @@ static void *replay_server_dispatch(void *arg)
     return NULL;
 }
 
-/* Serves one request on fd. 0 = keep the connection, -1 = close it. */
+/* Serves one request on fd. 0 = keep the connection, -1 = close it, 1 = handed
+ * to a --no-deps worker sequence (which re-arms or closes it). */
 static int replay_server_serve(struct replay_server *s, struct replay_thread *t, int fd)
 {
     unsigned char hb[REPLAY_HEADER_SIZE];
@@ -136,8 +147,11 @@ static int replay_server_serve(struct replay_server *s, struct replay_thread *t,
     }
     if (h.block == REPLAY_BLOCK_STATS || h.block == REPLAY_BLOCK_RESET) {
         char *json = h.block == REPLAY_BLOCK_STATS ? replay_engine_stats_json(s->e) : NULL;
-        if (h.block == REPLAY_BLOCK_RESET)
+        if (h.block == REPLAY_BLOCK_RESET) {
             replay_engine_stats_reset(s->e);
+            if (s->nodeps)
+                replay_nodeps_reset(s->nodeps);
+        }
         uint32_t len = json ? (uint32_t)strlen(json) : 0;
         unsigned char lb[4] = {(unsigned char)len, (unsigned char)(len >> 8),
                                (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
@@ -154,6 +168,8 @@ static int replay_server_serve(struct replay_server *s, struct replay_thread *t,
         replay_server_log(s, fd, msg);
         return -1;
     }
+    if (s->nodeps && replay_nodeps_offer(s->nodeps, h.block, fd, h.request_bytes, h.response_bytes))
+        return 1;
     char err[256];
     if (replay_exec_block(t, h.block, fd, h.request_bytes, h.response_bytes, err, sizeof err)) {
         replay_server_log(s, fd, err);
@@ -185,9 +201,10 @@ static void *replay_server_work(void *arg)
         s->ring_head = (s->ring_head + 1) % s->ring_cap;
         s->ring_len--;
         pthread_mutex_unlock(&s->mu);
-        int keep;
+        int keep, rc;
         for (;;) {
-            keep = replay_server_serve(s, t, fd) == 0;
+            rc = replay_server_serve(s, t, fd);
+            keep = rc == 0;
             if (!keep)
                 break;
             /* the next request already there: serve it without a round trip
@@ -196,6 +213,39 @@ static void *replay_server_work(void *arg)
             if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
                 break;
         }
+        if (rc == 1)
+            continue; /* a worker sequence owns it now */
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = fd};
+        if (!keep || epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev))
+            close(fd);
+    }
+    replay_thread_free(t);
+    return NULL;
+}
+
+/* --no-deps: recorded worker `w` replays its held requests in recorded order,
+ * then gives each connection back to the dispatcher. */
+static void *replay_server_sequence(void *arg)
+{
+    struct replay_server_seq_arg a = *(struct replay_server_seq_arg *)arg;
+    free(arg);
+    struct replay_server *s = a.s;
+    struct replay_thread *t = replay_thread_new(s->e);
+    if (!t) {
+        pthread_mutex_lock(&s->log_mu);
+        fprintf(s->log, "replay: out of memory starting worker sequence %u\n", a.worker);
+        pthread_mutex_unlock(&s->log_mu);
+        return NULL;
+    }
+    uint32_t block, req, resp;
+    int fd;
+    while (!replay_nodeps_next(s->nodeps, a.worker, &block, &fd, &req, &resp)) {
+        char err[256];
+        int keep = !replay_exec_block(t, block, fd, req, resp, err, sizeof err);
+        if (keep)
+            atomic_fetch_add(&s->served, 1);
+        else
+            replay_server_log(s, fd, err);
         struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = fd};
         if (!keep || epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev))
             close(fd);
@@ -239,6 +289,36 @@ struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd
         snprintf(err, errlen, "epoll: %s", strerror(errno));
         goto fail;
     }
+    if (s->cfg->no_deps) {
+        if (s->cfg->plan->version_major == 1 && s->cfg->plan->version_minor < 1) {
+            snprintf(err, errlen,
+                     "--no-deps needs the recorded worker of each block: plan format %u.%u has "
+                     "none (analyze the trace again)",
+                     s->cfg->plan->version_major, s->cfg->plan->version_minor);
+            goto fail;
+        }
+        s->nodeps =
+            replay_nodeps_new(s->cfg->plan, s->cfg->component, s->cfg->no_deps_hold_s, err, errlen);
+        if (!s->nodeps)
+            goto fail;
+        uint32_t n = replay_nodeps_workers(s->nodeps);
+        s->seq_threads = calloc(n, sizeof *s->seq_threads);
+        if (!s->seq_threads) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        for (uint32_t w = 0; w < n; w++) {
+            struct replay_server_seq_arg *a = malloc(sizeof *a);
+            if (a)
+                *a = (struct replay_server_seq_arg){s, w};
+            if (!a || pthread_create(&s->seq_threads[w], NULL, replay_server_sequence, a)) {
+                free(a);
+                snprintf(err, errlen, "starting worker sequence %u: %s", w, strerror(errno));
+                goto fail;
+            }
+            s->seq_started++;
+        }
+    }
     for (int i = 0; i < s->nworkers; i++) {
         if (pthread_create(&s->workers[i], NULL, replay_server_work, s)) {
             snprintf(err, errlen, "starting worker %d: %s", i, strerror(errno));
@@ -278,6 +358,17 @@ void replay_server_stop(struct replay_server *s)
     s->ring_len = 0;
     for (int i = 0; i < s->started_workers; i++)
         pthread_join(s->workers[i], NULL);
+    if (s->nodeps) {
+        replay_nodeps_stop(s->nodeps);
+        for (uint32_t w = 0; w < s->seq_started; w++)
+            pthread_join(s->seq_threads[w], NULL);
+        uint64_t skipped = replay_nodeps_skipped(s->nodeps);
+        if (skipped)
+            fprintf(s->log, "replay: --no-deps: %llu blocks skipped after being held %.1f s\n",
+                    (unsigned long long)skipped, s->cfg->no_deps_hold_s);
+        replay_nodeps_free(s->nodeps);
+    }
+    free(s->seq_threads);
     if (s->listen_fd >= 0)
         close(s->listen_fd);
     if (s->epfd >= 0)

@@ -334,7 +334,7 @@ static void run_usage(FILE *out)
     fprintf(out, "usage: preplay run PLAN -o RESULTS [--db URL] [--p0 P] [--interval T]\n"
                  "                   [--max-intervals N] [--mode independent|session] [--speed X]\n"
                  "                   [--instance NAME] [--price USD_PER_HOUR] [--dir D]\n"
-                 "                   [--pool N] [--cpu-ratio R]\n\n"
+                 "                   [--pool N] [--cpu-ratio R] [--no-deps]\n\n"
                  "Start a replayer per component on loopback, then replay the plan's schedule\n"
                  "interval after interval until PT4Cloud says the response times are stable.\n"
                  "  --db URL          mysql://user:password@host:port/db (or ?socket=PATH); it is\n"
@@ -343,6 +343,8 @@ static void run_usage(FILE *out)
                  "  --interval T      length of one interval (30s)\n"
                  "  --max-intervals N stop after N intervals even if not stable (20)\n"
                  "  --dir D           dummy files directory (default: a temporary one)\n"
+                 "  --no-deps         CloudProphet's strawman: each recorded worker replays its\n"
+                 "                    blocks in recorded order, ignoring dependencies\n"
                  "  --instance NAME, --price USD  recorded in the results\n");
 }
 
@@ -359,16 +361,18 @@ int cmd_run(int argc, char **argv)
                                          {"dir", required_argument, 0, 'D'},
                                          {"pool", required_argument, 0, 'L'},
                                          {"cpu-ratio", required_argument, 0, 'r'},
+                                         {"no-deps", no_argument, 0, 'N'},
                                          {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *db_url = NULL, *instance = "", *dir = NULL, *out = NULL, *pool = "64";
     double p0 = 0.9, interval = 30, speed = 1, price = NAN, ratio = 0;
     long max_intervals = 20;
+    int no_deps = 0;
     enum replay_drive_mode mode = REPLAY_DRIVE_INDEPENDENT;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "d:p:i:n:m:s:I:P:D:L:r:o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:p:i:n:m:s:I:P:D:L:r:No:h", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'd':
@@ -429,6 +433,9 @@ int cmd_run(int argc, char **argv)
                 fprintf(stderr, "run: --cpu-ratio '%s': expected a positive number\n", optarg);
                 return 2;
             }
+            break;
+        case 'N':
+            no_deps = 1;
             break;
         case 'o':
             out = optarg;
@@ -545,6 +552,8 @@ int cmd_run(int argc, char **argv)
             cargv[n++] = "--db";
             cargv[n++] = (char *)db_url;
         }
+        if (no_deps)
+            cargv[n++] = "--no-deps";
         cargv[n] = NULL;
         ctx.nchildren = i + 1;
         if (run_spawn(ch, cargv, 60, err, sizeof err)) {
@@ -701,6 +710,7 @@ write:
                         json_string(mode == REPLAY_DRIVE_SESSION ? "session" : "independent"));
     json_object_set_new(root, "speed", json_real(speed));
     json_object_set_new(root, "cpu_ratio", json_real(ratio));
+    json_object_set_new(root, "no_deps", json_boolean(no_deps));
     json_object_set_new(root, "p0", json_real(p0));
     json_object_set_new(root, "stopped", json_boolean(m && pt4c_machine_stopped(m)));
     json_object_set_new(root, "error",

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""compare.py - the accuracy table of tests/bench/accuracy: per request label,
+the median and p95 relative error of a prediction (`preplay run` results
+JSON) against the real application's response times (the load generator's
+CSV), and p(predicted, real) from `preplay stats similarity`.
+
+usage: compare.py --preplay BIN --real CSV --pred RESULTS [--pred-nodeps RESULTS]
+                  --type NAME [--level TEXT] [--min-count N] [--json OUT]
+                  [--check-median F] [--check-p95 F] [--header]
+
+Prints one markdown table row per label (plus a row for all requests);
+with --check-*, exits 1 naming every label whose deps error is above the
+bound (labels with fewer than --min-count samples on either side are
+reported but not judged). Never edits its inputs; percentiles are linear
+interpolation (numpy's default), the same as the results file."""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def percentile(values, q):
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    pos = (len(v) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def load_real(path):
+    out = {}
+    with open(path) as f:
+        for n, row in enumerate(csv.DictReader(f), start=2):
+            try:
+                status = int(row["status"])
+                rt = int(row["response_ns"]) / 1e9
+            except (KeyError, ValueError) as e:
+                sys.exit(f"compare: {path}: line {n}: bad row ({e})")
+            if status != 200:
+                continue
+            out.setdefault(row["label"], []).append(rt)
+    return out
+
+
+def load_pred(path):
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"compare: {path}: {e}")
+    out = {}
+    for s in r.get("samples", []):
+        if s.get("ok"):
+            out.setdefault(s["label"], []).append(s["response_s"])
+    return out, r
+
+
+def similarity(preplay, a, b):
+    if len(a) < 2 or len(b) < 2:
+        return float("nan")
+    with tempfile.TemporaryDirectory() as d:
+        pa, pb = os.path.join(d, "a"), os.path.join(d, "b")
+        for path, vals in ((pa, a), (pb, b)):
+            with open(path, "w") as f:
+                f.write("\n".join(repr(x) for x in vals) + "\n")
+        res = subprocess.run([preplay, "stats", "similarity", "--json", pa, pb],
+                             capture_output=True, text=True)
+        if res.returncode:
+            sys.exit(f"compare: preplay stats similarity failed: {res.stderr.strip()}")
+        return json.loads(res.stdout)["p"]
+
+
+def rel(pred, real):
+    return abs(pred - real) / real if real > 0 else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preplay", required=True)
+    ap.add_argument("--real", required=True)
+    ap.add_argument("--pred", required=True)
+    ap.add_argument("--pred-nodeps")
+    ap.add_argument("--type", required=True)
+    ap.add_argument("--level", default="")
+    ap.add_argument("--min-count", type=int, default=30)
+    ap.add_argument("--json")
+    ap.add_argument("--check-median", type=float)
+    ap.add_argument("--check-p95", type=float)
+    ap.add_argument("--header", action="store_true")
+    a = ap.parse_args()
+
+    real = load_real(a.real)
+    pred, pred_doc = load_pred(a.pred)
+    nodeps = load_pred(a.pred_nodeps)[0] if a.pred_nodeps else None
+    real["(all)"] = [x for k, v in real.items() for x in v]
+    pred["(all)"] = [x for k, v in pred.items() for x in v]
+    if nodeps is not None:
+        nodeps["(all)"] = [x for k, v in nodeps.items() for x in v]
+    if a.header:
+        print("| type | load | label | n real/pred | real p50 ms | pred p50 ms | p50 err | "
+              "real p95 ms | pred p95 ms | p95 err | p | no-deps p50 err | no-deps p95 err | no-deps p |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    rows, bad = [], []
+    for label in sorted(real):
+        r = real[label]
+        p = pred.get(label, [])
+        row = {"type": a.type, "level": a.level, "label": label, "n_real": len(r), "n_pred": len(p),
+               "real_median_s": percentile(r, 0.5), "pred_median_s": percentile(p, 0.5),
+               "real_p95_s": percentile(r, 0.95), "pred_p95_s": percentile(p, 0.95)}
+        row["median_err"] = rel(row["pred_median_s"], row["real_median_s"])
+        row["p95_err"] = rel(row["pred_p95_s"], row["real_p95_s"])
+        row["p"] = similarity(a.preplay, p, r)
+        nd = "| | |"
+        if nodeps is not None:
+            q = nodeps.get(label, [])
+            row["nodeps_median_err"] = rel(percentile(q, 0.5), row["real_median_s"])
+            row["nodeps_p95_err"] = rel(percentile(q, 0.95), row["real_p95_s"])
+            row["nodeps_p"] = similarity(a.preplay, q, r)
+            nd = "| %.1f%% | %.1f%% | %.3f |" % (100 * row["nodeps_median_err"],
+                                              100 * row["nodeps_p95_err"], row["nodeps_p"])
+        rows.append(row)
+        print("| %s | %s | %s | %d/%d | %.3f | %.3f | %.1f%% | %.3f | %.3f | %.1f%% | %.3f %s" % (
+            a.type, a.level, label, len(r), len(p), 1e3 * row["real_median_s"],
+            1e3 * row["pred_median_s"], 100 * row["median_err"], 1e3 * row["real_p95_s"],
+            1e3 * row["pred_p95_s"], 100 * row["p95_err"], row["p"], nd))
+        judged = len(r) >= a.min_count and len(p) >= a.min_count and label != "(all)"
+        if judged and a.check_median is not None and not row["median_err"] <= a.check_median:
+            bad.append(f"{label}: median error {100 * row['median_err']:.1f}% > {100 * a.check_median:.0f}%")
+        if judged and a.check_p95 is not None and not row["p95_err"] <= a.check_p95:
+            bad.append(f"{label}: p95 error {100 * row['p95_err']:.1f}% > {100 * a.check_p95:.0f}%")
+        if label != "(all)" and len(p) == 0 and len(r) >= a.min_count:
+            bad.append(f"{label}: no predicted samples")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rows": rows, "cpu_ratio": pred_doc.get("cpu_ratio")}, f, indent=1)
+    for b in bad:
+        print(f"compare: {a.type} {a.level}: {b}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
