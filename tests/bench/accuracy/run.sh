@@ -157,7 +157,11 @@ table_file=$work/table.md
 one_case base "$rate" "$types" "${rate}/s"
 for t in $types; do
   check=(--check-median 0.10 --check-p95 0.15)
-  [ $short -eq 1 ] && check=(--check-median 0.25 --check-p95 0.50 --min-count 40)
+  # short: 8 s of load is ~50 samples per label, too few to hold each label
+  # to the targets; the overall distribution must be close, every label
+  # predicted (under ASan+UBSan only the latter: timing is not the point)
+  [ $short -eq 1 ] && check=(--check-overall-median 0.15 --check-overall-p95 0.30 --min-count 20)
+  [ $short -eq 1 ] && [ "${PREPLAY_SANITIZE:-0}" = 1 ] && check=(--min-count 20)
   table base "$t" "${rate}/s" $header "${check[@]}" | tee -a "$table_file" || status=1
   header=""
 done
