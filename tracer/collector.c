@@ -408,14 +408,29 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
         uint64_t pos = tail % TRACER_RING_DATA_BYTES;
         const struct tracer_record_header *h = (const void *)(r->data + pos);
         uint32_t size = h->size;
-        if (size < sizeof *h || size % 8 || size > TRACER_RING_DATA_BYTES - pos ||
-            tail + size > limit) {
+        /* A PAD record only needs its size and kind (8 bytes: the end of
+         * the ring may have exactly that much left); events need a header. */
+        uint32_t min = h->kind == TRACER_REC_PAD ? 8 : sizeof *h;
+        if (size < min || size % 8 || size > TRACER_RING_DATA_BYTES - pos || tail + size > limit) {
+            /* Never silent: the run fails with this message (the app wrote
+             * outside its ring, or a tracer bug) and the skipped span is
+             * marked as lost. */
             snprintf(c->error, sizeof c->error,
                      "%s: corrupt ring %u of pid %u at byte %llu (record size %u); rest of the "
                      "ring skipped",
                      p->path, idx, p->pid, (unsigned long long)tail, size);
-            tail = limit;
-            break;
+            struct trace_event loss;
+            memset(&loss, 0, sizeof loss);
+            loss.type = TRACE_EV_LOSS;
+            loss.tid = r->tid;
+            loss.ts_ns = reg->last_end_ns[idx];
+            loss.u.loss.from_ns = reg->last_end_ns[idx];
+            loss.u.loss.to_ns = collector_clock(CLOCK_MONOTONIC);
+            loss.u.loss.count = (limit - tail) / sizeof(struct tracer_record_header) + 1;
+            loss.u.loss.reason = TRACE_LOSS_BUFFER_FULL;
+            atomic_store_explicit(&r->tail, limit, memory_order_release);
+            collector_append(c, p, &loss);
+            return -1;
         }
         /* Records hold a prefix of struct trace_event (common fields and
          * the type's union member); STRING/STACK hold it whole plus bytes. */

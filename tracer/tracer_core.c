@@ -278,12 +278,12 @@ struct tracer_thread *tracer_enter(uint32_t family)
         return NULL;
     }
     if (TRACER_UNLIKELY(!t->ring || t->claimed_gen != tracer_global.generation)) {
-        t->busy++;
+        tracer_busy_enter(t);
         t->ring = NULL;
         t->has_cpu = 0;
         tracer_gettid();
         struct tracer_ring *r = tracer_thread_claim(t);
-        t->busy--;
+        tracer_busy_leave(t);
         if (!r)
             return NULL;
         uint64_t now = tracer_now_ns();
@@ -430,11 +430,11 @@ struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_b
 {
     if (!t->ring)
         return NULL;
-    t->busy++;
+    tracer_busy_enter(t);
     struct trace_event *ev = tracer_reserve_in(t->ring, event_bytes, extra, &tracer_pending_cpu,
                                                &t->cached_tail, &t->pending_size);
     if (!ev)
-        t->busy--;
+        tracer_busy_leave(t);
     return ev;
 }
 
@@ -449,7 +449,7 @@ void tracer_commit(struct tracer_thread *t)
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     atomic_store_explicit(&r->head, head + t->pending_size, memory_order_release);
     t->recorded = 1;
-    t->busy--;
+    tracer_busy_leave(t);
 }
 
 /* ---- ring 0: definitions and strings ------------------------------------ */
@@ -501,13 +501,13 @@ int tracer_emit_definition_data(const struct trace_event *ev, const void *data, 
     struct tracer_thread *t = &tracer_tls;
     if (!tracer_global.active)
         return -1;
-    t->busy++;
+    tracer_busy_enter(t);
     int rc = -1;
     if (tracer_process_lock() == 0) {
         rc = tracer_emit_in_ring0(ev, data, len);
         tracer_process_unlock();
     }
-    t->busy--;
+    tracer_busy_leave(t);
     return rc;
 }
 
@@ -516,13 +516,13 @@ int tracer_emit_definition(const struct trace_event *ev)
     struct tracer_thread *t = &tracer_tls;
     if (!tracer_global.active)
         return -1;
-    t->busy++;
+    tracer_busy_enter(t);
     int rc = -1;
     if (tracer_process_lock() == 0) {
         rc = tracer_emit_in_ring0(ev, NULL, 0);
         tracer_process_unlock();
     }
-    t->busy--;
+    tracer_busy_leave(t);
     return rc;
 }
 
@@ -606,7 +606,7 @@ uint32_t tracer_intern(const char *s, size_t len)
         if (id)
             return id;
     }
-    t->busy++;
+    tracer_busy_enter(t);
     uint32_t id = 0;
     if (tracer_process_lock() == 0) {
         if (tracer_strtab) /* re-check under the lock */
@@ -640,7 +640,7 @@ uint32_t tracer_intern(const char *s, size_t len)
         }
         tracer_process_unlock();
     }
-    t->busy--;
+    tracer_busy_leave(t);
     return id;
 }
 

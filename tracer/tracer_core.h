@@ -54,6 +54,21 @@ struct tracer_thread {
     uint32_t internal;     /* nonzero while our own code calls into other libraries */
 };
 
+/* The busy mark tells a signal handler running on this thread that we are
+ * in the middle of a record: the compiler must not move ring accesses
+ * across it (a plain increment may be sunk past them), hence the fences. */
+static inline void tracer_busy_enter(struct tracer_thread *t)
+{
+    t->busy++;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void tracer_busy_leave(struct tracer_thread *t)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    t->busy--;
+}
+
 /* Global state of the library in this process. */
 struct tracer_state {
     void *region; /* mapped shared region, NULL when inactive */
@@ -135,11 +150,11 @@ static inline struct trace_event *tracer_event_new(struct tracer_thread *t, uint
 {
     uint32_t stack = 0;
     if (TRACER_UNLIKELY(tracer_global.control->stack_depth) && !t->busy) {
-        t->busy++; /* libunwind and dladdr call (traced) pthread locks */
+        tracer_busy_enter(t); /* libunwind and dladdr call (traced) pthread locks */
         t->internal++;
         stack = tracer_stack_id(tracer_global.control->stack_depth);
         t->internal--;
-        t->busy--;
+        tracer_busy_leave(t);
     }
     struct trace_event *ev = tracer_reserve_bytes(t, tracer_event_bytes(type), 0);
     if (!ev)
