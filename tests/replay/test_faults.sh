@@ -20,7 +20,10 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 grep -q '^interval 1:' "$work/dead.err" || fail "run did not finish interval 1: $(cat "$work/dead.err")"
-app=$(pgrep -f -- "--component app" | head -1)
+# only our own run's replayer (other runs may be going on on this machine):
+# runner (subshell) -> preplay run -> preplay replay --component app
+run_pid=$(pgrep -P "$runner" -f -- "run $work/plan" | head -1)
+app=$( [ -n "$run_pid" ] && pgrep -P "$run_pid" -f -- "--component app" | head -1)
 [ -n "$app" ] || fail "no app replayer found"
 sleep 0.5
 kill -9 "$app"
