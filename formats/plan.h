@@ -183,7 +183,9 @@ struct plan {
     uint64_t nrequests;
 
     /* analysis summary, for `preplay info PLAN` */
-    double coverage;          /* traced non-CPU events that belong to a block */
+    double coverage;          /* non-CPU events of serving threads within their
+                               * requests that belong to a block
+                               * (docs/preplay-analyze.md) */
     uint64_t unmatched_bytes; /* network bytes not matched to a peer */
     uint32_t nviolations;     /* threads that interleaved connections */
     uint32_t violations_text; /* string id: human-readable violation report */

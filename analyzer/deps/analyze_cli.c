@@ -95,9 +95,11 @@ int cmd_analyze(int argc, char **argv)
     }
     if (!quiet)
         printf("%s: %" PRIu64 " requests, %" PRIu64 " blocks, %" PRIu64 " calls, %" PRIu64
-               " external calls, %" PRIu64 " DB ops; coverage %.2f%%, %" PRIu64
+               " external calls, %" PRIu64 " DB ops; coverage %.2f%% (%" PRIu64 " of %" PRIu64
+               " in-request events; %.2f%% of all %" PRIu64 " resource events), %" PRIu64
                " unmatched bytes, %u violations (%" PRIu64 " events)\n",
                out, r.requests, r.blocks, r.calls, r.externals, r.db_ops, r.coverage * 100.0,
+               r.covered_events, r.window_events, r.coverage_all * 100.0, r.resource_events,
                r.unmatched_bytes, r.violations, r.events);
     return 0;
 }

@@ -22,7 +22,10 @@ struct analyze_result {
     uint64_t events;          /* events read (without strings/stacks) */
     uint64_t resource_events; /* FILE, NET, LOCK, DB, SOCKOPT events */
     uint64_t covered_events;  /* of those, belonging to a written block */
-    double coverage;
+    uint64_t window_events;   /* of those, on serving threads between their first
+                               * request and their last block's end */
+    double coverage;          /* covered / window (docs/preplay-analyze.md) */
+    double coverage_all;      /* covered / all resource events */
     uint64_t blocks, requests, calls, externals, db_ops;
     uint64_t unmatched_bytes;
     uint32_t violations;     /* threads that interleaved connections */

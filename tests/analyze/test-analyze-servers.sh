@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# test-analyze-servers.sh - `preplay analyze` on real servers nobody here
+# wrote. (1) apache2, worker MPM (threads), reverse-proxying with
+# mod_proxy_http (keepalive=On, enablereuse) to a threaded Python backend
+# (backend.py, HTTP/1.1 keep-alive), both under `preplay record`, under a
+# bounded curl load (3 clients, each one keep-alive connection): zero
+# violations, coverage >= 99% (in-request definition, docs/preplay-analyze.md),
+# front-end requests per label = what curl sent, every front-end block calls
+# exactly one backend block, and blocks carry workers within the component's
+# worker count. (2) nginx (event-driven: one worker thread interleaves
+# connections): the violation report names the component, the thread and
+# the events, and the interleaving blocks are flagged, never silent.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${PREPLAY_BIN:?PREPLAY_BIN not set}
+work=$(mktemp -d /tmp/preplay-analyze-servers.XXXXXX)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    sleep 0.5
+    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+for tool in /usr/sbin/apache2 /usr/sbin/nginx /usr/bin/curl /usr/bin/python3; do
+    [ -x "$tool" ] || fail "$tool missing (tools/install-deps installs apache2, nginx-light, curl)"
+done
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { # port seconds
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+stop() { # pid: SIGTERM through preplay record, bounded wait
+    local i
+    kill -TERM "$1" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    fail "process $1 did not stop after SIGTERM"
+}
+# curl_load PORT CLIENTS ROUNDS PATH... : each client fetches ROUNDS x PATHs on
+# one keep-alive connection; checks every status; prints "PATH count" lines.
+curl_load() {
+    local port=$1 clients=$2 rounds=$3; shift 3
+    local args=() c r p
+    for ((r = 0; r < rounds; r++)); do
+        for p in "$@"; do args+=(-o /dev/null "http://127.0.0.1:$port$p"); done
+    done
+    local curls=()
+    for ((c = 0; c < clients; c++)); do
+        timeout 60 curl -s --max-time 50 ${curl_extra:-} -w '%{http_code} %{num_connects}\n' "${args[@]}" \
+            >"$work/curl.$port.$c" &
+        curls+=($!)
+    done
+    wait "${curls[@]}" || true # statuses are checked below
+    for ((c = 0; c < clients; c++)); do
+        [ "$(grep -c '^200 ' "$work/curl.$port.$c")" -eq $((rounds * $#)) ] ||
+            fail "client $c on port $port: not every request answered 200"
+        [ "$(awk '{s += $2} END {print s}' "$work/curl.$port.$c")" -eq 1 ] ||
+            fail "client $c on port $port: curl did not keep one connection alive"
+    done
+}
+
+# ---- (1) apache2 worker MPM -> mod_proxy_http -> threaded Python ----
+fport=$(free_port); bport=$(free_port)
+while [ "$bport" = "$fport" ]; do bport=$(free_port); done
+mods=/usr/lib/apache2/modules
+mkdir -p "$work/apache"
+cat >"$work/apache/httpd.conf" <<CONF
+ServerRoot $work/apache
+ServerName 127.0.0.1
+Listen 127.0.0.1:$fport
+PidFile $work/apache/apache.pid
+ErrorLog $work/apache/error.log
+LogLevel warn
+Mutex file:$work/apache default
+LoadModule mpm_worker_module $mods/mod_mpm_worker.so
+LoadModule authz_core_module $mods/mod_authz_core.so
+LoadModule proxy_module $mods/mod_proxy.so
+LoadModule proxy_http_module $mods/mod_proxy_http.so
+User www-data
+Group www-data
+StartServers 1
+ServerLimit 1
+ThreadLimit 4
+ThreadsPerChild 4
+MaxRequestWorkers 4
+MinSpareThreads 1
+MaxSpareThreads 4
+KeepAlive On
+KeepAliveTimeout 10
+MaxKeepAliveRequests 0
+ProxyPass "/" "http://127.0.0.1:$bport/" keepalive=On enablereuse=on
+ProxyPassReverse "/" "http://127.0.0.1:$bport/"
+CONF
+"$bin" record -q -o "$work/trace/backend" -c backend -- /usr/bin/python3 "$here/backend.py" "$bport" \
+    >"$work/backend.out" 2>"$work/backend.err" &
+pids+=($!); be=$!
+"$bin" record -q -o "$work/trace/frontend" -c frontend -- /usr/sbin/apache2 -DFOREGROUND \
+    -f "$work/apache/httpd.conf" >"$work/apache.out" 2>"$work/apache.err" &
+pids+=($!); fe=$!
+wait_port "$bport" 30 || fail "backend not listening: $(cat "$work/backend.err")"
+wait_port "$fport" 30 || fail "apache2 not listening: $(cat "$work/apache.err" "$work/apache/error.log")"
+rounds=15
+curl_load "$fport" 3 "$rounds" /small /medium /large
+stop "$fe"; stop "$be"
+"$bin" analyze "$work/trace/frontend" "$work/trace/backend" -o "$work/apache.plan" \
+    --blocks "$work/apache.tsv" >"$work/apache.analyze" 2>"$work/apache.analyze.err" ||
+    fail "analyze apache: $(cat "$work/apache.analyze.err")"
+cat "$work/apache.analyze"
+"$bin" info --json "$work/apache.plan" >"$work/apache.json"
+/usr/bin/python3 - "$work/apache.json" "$work/apache.tsv" "$rounds" <<'PY' || fail "apache2 + Python plan"
+import json, sys
+j = json.load(open(sys.argv[1]))
+rounds = int(sys.argv[3])
+want = {"GET /small": 3 * rounds, "GET /medium": 3 * rounds, "GET /large": 3 * rounds}
+errors = []
+if j["labels"] != want:
+    errors.append("labels %s, curl sent %s" % (j["labels"], want))
+if j["requests"] != 9 * rounds:
+    errors.append("requests %d, curl sent %d" % (j["requests"], 9 * rounds))
+if j["violations"] != 0:
+    errors.append("violations %d: %s" % (j["violations"], j.get("violations_text")))
+if j["coverage"] < 0.99:
+    errors.append("coverage %.4f < 0.99" % j["coverage"])
+comps = {c["name"]: c for c in j["components"]}
+if sorted(comps) != ["backend", "frontend"] or not comps["frontend"]["frontend"]:
+    errors.append("components %s" % j["components"])
+blocks = {}
+for line in open(sys.argv[2]):
+    p = line.rstrip("\n").split("\t")
+    if p[0] == "B":
+        blocks[int(p[1])] = dict(comp=p[2], tid=int(p[4]), flags=int(p[7]),
+                                 callees=[] if p[8] == "-" else [int(x) for x in p[8].split(",")],
+                                 label=p[9], worker=int(p[10]))
+sched = [int(l.split("\t")[1]) for l in open(sys.argv[2]) if l.startswith("R\t")]
+fe = [b for b in blocks.values() if b["comp"] == "frontend"]
+be = [i for i, b in blocks.items() if b["comp"] == "backend"]
+if len(fe) != 9 * rounds or len(be) != 9 * rounds:
+    errors.append("%d front-end and %d backend blocks, want %d each" % (len(fe), len(be), 9 * rounds))
+if sorted(sched) != sorted(i for i, b in blocks.items() if b["comp"] == "frontend"):
+    errors.append("the schedule is not the front-end blocks")
+called = sorted(c for b in fe for c in b["callees"])
+if called != sorted(be):
+    errors.append("front-end blocks do not call each backend block exactly once")
+if any(len(b["callees"]) != 1 for b in fe):
+    errors.append("a front-end block without exactly one call")
+for i, b in blocks.items():
+    if b["comp"] == "backend" and b["label"] != blocks[next(k for k, f in blocks.items() if i in f["callees"])]["label"]:
+        errors.append("backend block %d label %s differs from its caller's" % (i, b["label"]))
+        break
+for name in ("frontend", "backend"):
+    ws = {b["worker"] for b in blocks.values() if b["comp"] == name}
+    if not ws or max(ws) >= comps[name]["workers"]:
+        errors.append("%s: block workers %s, component has %d" % (name, sorted(ws), comps[name]["workers"]))
+if any(b["flags"] for b in blocks.values()):
+    errors.append("blocks flagged")
+print("apache2+python: %d requests %s, coverage %.4f, %d+%d blocks, workers fe=%d be=%d" %
+      (j["requests"], j["labels"], j["coverage"], len(fe), len(be),
+       comps["frontend"]["workers"], comps["backend"]["workers"]))
+for e in errors:
+    print("apache2+python: " + e)
+sys.exit(1 if errors else 0)
+PY
+
+# ---- (2) nginx: event-driven, must yield the violation report ----
+nport=$(free_port)
+mkdir -p "$work/nginx/www"
+head -c 16000000 /dev/urandom >"$work/nginx/www/big.bin" # > loopback socket buffers
+echo small >"$work/nginx/www/small.txt"
+cat >"$work/nginx/nginx.conf" <<CONF
+daemon off;
+master_process on;
+worker_processes 1;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+user root;
+events { worker_connections 64; }
+http {
+    access_log off;
+    sendfile off;
+    client_body_temp_path $work/nginx/body;
+    proxy_temp_path $work/nginx/proxy;
+    fastcgi_temp_path $work/nginx/fcgi;
+    uwsgi_temp_path $work/nginx/uwsgi;
+    scgi_temp_path $work/nginx/scgi;
+    server {
+        listen 127.0.0.1:$nport;
+        root $work/nginx/www;
+        keepalive_timeout 10;
+        keepalive_requests 10000;
+    }
+}
+CONF
+"$bin" record -q -o "$work/trace/nginx" -c web -- /usr/sbin/nginx -c "$work/nginx/nginx.conf" \
+    -p "$work/nginx" >"$work/nginx.out" 2>"$work/nginx.err" &
+pids+=($!); ng=$!
+wait_port "$nport" 30 || fail "nginx not listening: $(cat "$work/nginx.err")"
+# clients that read slowly fill nginx's socket buffers: it writes what fits,
+# serves the other connections and comes back, one thread for all of them
+curl_extra="--limit-rate 8M" curl_load "$nport" 3 1 /big.bin /small.txt
+stop "$ng"
+"$bin" analyze "$work/trace/nginx" -o "$work/nginx.plan" --blocks "$work/nginx.tsv" \
+    >"$work/nginx.analyze" 2>"$work/nginx.analyze.err" ||
+    fail "analyze nginx: $(cat "$work/nginx.analyze.err")"
+cat "$work/nginx.analyze"
+grep -E "^model violation: component web \(pid [0-9]+\) thread [0-9]+ switched between open requests [1-9][0-9]* times; [1-9][0-9]* events attributed to the connection last read \(blocks flagged\)$" \
+    "$work/nginx.analyze.err" || fail "no violation report: $(cat "$work/nginx.analyze.err")"
+"$bin" info --json "$work/nginx.plan" >"$work/nginx.json"
+/usr/bin/python3 - "$work/nginx.json" "$work/nginx.tsv" <<'PY' || fail "nginx plan"
+import json, sys
+j = json.load(open(sys.argv[1]))
+flagged = sum(1 for l in open(sys.argv[2]) if l.startswith("B\t") and int(l.split("\t")[7]) & 1)
+errors = []
+if j["violations"] < 1:
+    errors.append("violations %d" % j["violations"])
+if "model violation: component web" not in j.get("violations_text", ""):
+    errors.append("plan violation text: %r" % j.get("violations_text"))
+if j["violation_blocks"] < 1 or j["violation_blocks"] != flagged:
+    errors.append("violation_blocks %d, flagged in --blocks %d" % (j["violation_blocks"], flagged))
+print("nginx: %d requests, %d violations, %d of %d blocks flagged" %
+      (j["requests"], j["violations"], flagged, j["blocks"]))
+for e in errors:
+    print("nginx: " + e)
+sys.exit(1 if errors else 0)
+PY
+echo PASS
