@@ -211,18 +211,8 @@ TRACER_EXPORT int close(int fd)
         tracer_fd_reset(fd);
     if (kind == TRACER_FD_SOCKET && copy.conn_id &&
         (tracer_global.control->only_mask & TRACER_ONLY_NET)) {
-        struct trace_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.type = TRACE_EV_CONN;
-        ev.op = TRACE_CONN_CLOSE;
-        ev.tid = t->tid;
-        ev.ts_ns = begin;
-        ev.dur_ns = end - begin;
-        ev.u.conn.fd = fd;
-        ev.u.conn.conn_id = copy.conn_id;
-        ev.u.conn.proto = copy.proto;
-        ev.u.conn.result = rc == 0 ? 0 : -err;
-        tracer_emit_definition(&ev);
+        tracer_conn_lifecycle(t, fd, copy.conn_id, copy.proto, TRACE_CONN_CLOSE, rc == 0 ? 0 : -err,
+                              begin, end);
     } else if (kind == TRACER_FD_FILE && (tracer_global.control->only_mask & TRACER_ONLY_FILE) &&
                !(tracer_global.control->path_filter[0] && !copy.path_id)) {
         tracer_file_simple(t, fd, &copy, TRACE_FILE_CLOSE, rc == 0 ? 0 : -err, begin, end);
@@ -438,30 +428,28 @@ static int tracer_truncated(int fd, off_t len, int r, int err, struct tracer_thr
     return r;
 }
 
-TRACER_EXPORT int ftruncate(int fd, off_t len)
+/* ftruncate and ftruncate64 differ only in the function they wrap. */
+static int tracer_ftruncate_common(tracer_ftruncate_fn real, int fd, off_t len)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
     if (!t)
-        return tracer_real_ftruncate()(fd, len);
+        return real(fd, len);
     uint64_t begin = tracer_event_begin(t);
-    int r = tracer_real_ftruncate()(fd, len);
+    int r = real(fd, len);
     int err = errno;
     tracer_truncated(fd, len, r, err, t, begin);
     errno = err;
     return r;
 }
 
+TRACER_EXPORT int ftruncate(int fd, off_t len)
+{
+    return tracer_ftruncate_common(tracer_real_ftruncate(), fd, len);
+}
+
 TRACER_EXPORT int ftruncate64(int fd, off_t len)
 {
-    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
-    if (!t)
-        return tracer_real_ftruncate64()(fd, len);
-    uint64_t begin = tracer_event_begin(t);
-    int r = tracer_real_ftruncate64()(fd, len);
-    int err = errno;
-    tracer_truncated(fd, len, r, err, t, begin);
-    errno = err;
-    return r;
+    return tracer_ftruncate_common(tracer_real_ftruncate64(), fd, len);
 }
 
 /* ---- fd-to-fd copies ------------------------------------------------------ */
@@ -503,46 +491,38 @@ static void tracer_copy_recorded(struct tracer_thread *t, uint8_t op, int in_fd,
                            .begin_ns = begin,
                            .end_ns = end};
     struct tracer_fd *out = tracer_fd_classify(out_fd);
-    if (r > 0 && out && out->kind == TRACER_FD_SOCKET)
+    if (r > 0 && out && (out->kind == TRACER_FD_SOCKET || out->kind == TRACER_FD_FILE))
         tracer_io_record(t, &io);
-    else if (r > 0 && out && out->kind == TRACER_FD_FILE)
-        tracer_io_record(t, &io);
+}
+
+/* sendfile and sendfile64 differ only in the function they wrap. */
+static ssize_t tracer_sendfile_common(tracer_sendfile_fn real, int out_fd, int in_fd, off_t *off,
+                                      size_t n)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET);
+    if (!t)
+        return real(out_fd, in_fd, off, n);
+    int64_t in_off = off ? *off : -1;
+    uint64_t begin = tracer_event_begin(t);
+    ssize_t r = real(out_fd, in_fd, off, n);
+    int err = errno;
+    uint64_t end = tracer_now_ns();
+    if (!(r < 0 && (err == EAGAIN || err == EWOULDBLOCK)))
+        tracer_copy_recorded(t, TRACE_FILE_SENDFILE, in_fd, in_off, out_fd, -1, n, r, err, begin,
+                             end);
+    tracer_event_end(t, end);
+    errno = err;
+    return r;
 }
 
 TRACER_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 {
-    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET);
-    if (!t)
-        return tracer_real_sendfile()(out_fd, in_fd, off, n);
-    int64_t in_off = off ? *off : -1;
-    uint64_t begin = tracer_event_begin(t);
-    ssize_t r = tracer_real_sendfile()(out_fd, in_fd, off, n);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
-    if (!(r < 0 && (err == EAGAIN || err == EWOULDBLOCK)))
-        tracer_copy_recorded(t, TRACE_FILE_SENDFILE, in_fd, in_off, out_fd, -1, n, r, err, begin,
-                             end);
-    tracer_event_end(t, end);
-    errno = err;
-    return r;
+    return tracer_sendfile_common(tracer_real_sendfile(), out_fd, in_fd, off, n);
 }
 
 TRACER_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off_t *off, size_t n)
 {
-    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET);
-    if (!t)
-        return tracer_real_sendfile64()(out_fd, in_fd, off, n);
-    int64_t in_off = off ? *off : -1;
-    uint64_t begin = tracer_event_begin(t);
-    ssize_t r = tracer_real_sendfile64()(out_fd, in_fd, off, n);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
-    if (!(r < 0 && (err == EAGAIN || err == EWOULDBLOCK)))
-        tracer_copy_recorded(t, TRACE_FILE_SENDFILE, in_fd, in_off, out_fd, -1, n, r, err, begin,
-                             end);
-    tracer_event_end(t, end);
-    errno = err;
-    return r;
+    return tracer_sendfile_common(tracer_real_sendfile64(), out_fd, in_fd, off, n);
 }
 
 TRACER_EXPORT ssize_t copy_file_range(int in_fd, off_t *in_off, int out_fd, off_t *out_off,

@@ -155,18 +155,8 @@ TRACER_EXPORT int shutdown(int fd, int how)
     struct tracer_fd *f = tracer_fd_classify(fd);
     if (f && f->kind == TRACER_FD_SOCKET) {
         uint64_t conn = tracer_conn_ensure(t, fd, f, TRACE_CONN_IDENT, begin, begin, 0);
-        struct trace_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.type = TRACE_EV_CONN;
-        ev.op = TRACE_CONN_SHUTDOWN;
-        ev.tid = t->tid;
-        ev.ts_ns = begin;
-        ev.dur_ns = end - begin;
-        ev.u.conn.fd = fd;
-        ev.u.conn.conn_id = conn;
-        ev.u.conn.proto = f->proto;
-        ev.u.conn.result = rc == 0 ? how : -err;
-        tracer_emit_definition(&ev);
+        tracer_conn_lifecycle(t, fd, conn, f->proto, TRACE_CONN_SHUTDOWN, rc == 0 ? how : -err,
+                              begin, end);
     }
     tracer_event_end(t, end);
     errno = err;

@@ -142,6 +142,23 @@ uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f
     return f->conn_id;
 }
 
+void tracer_conn_lifecycle(struct tracer_thread *t, int fd, uint64_t conn_id, uint8_t proto,
+                           uint8_t op, int64_t result, uint64_t begin_ns, uint64_t end_ns)
+{
+    struct trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = TRACE_EV_CONN;
+    ev.op = op;
+    ev.tid = t->tid;
+    ev.ts_ns = begin_ns;
+    ev.dur_ns = end_ns - begin_ns;
+    ev.u.conn.fd = fd;
+    ev.u.conn.conn_id = conn_id;
+    ev.u.conn.proto = proto;
+    ev.u.conn.result = result;
+    tracer_emit_definition(&ev);
+}
+
 void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
                         int64_t result, uint64_t begin_ns, uint64_t end_ns)
 {

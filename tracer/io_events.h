@@ -36,6 +36,11 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io);
 uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
                             uint64_t begin_ns, uint64_t end_ns, int64_t result);
 
+/* A CONN event for a connection that already has its identity (close,
+ * shutdown): written to the process ring like every CONN event. */
+void tracer_conn_lifecycle(struct tracer_thread *t, int fd, uint64_t conn_id, uint8_t proto,
+                           uint8_t op, int64_t result, uint64_t begin_ns, uint64_t end_ns);
+
 /* A record with no data (fsync, close, ...) on a descriptor. */
 void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
                         int64_t result, uint64_t begin_ns, uint64_t end_ns);
