@@ -106,6 +106,17 @@ static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, i
     return fd;
 }
 
+/* The mode argument of the variadic open forms, read only when the flags
+ * say it was passed. Declares `mode`. */
+#define TRACER_OPEN_MODE(flags)                                                                    \
+    mode_t mode = 0;                                                                               \
+    if (tracer_open_needs_mode(flags)) {                                                           \
+        va_list ap;                                                                                \
+        va_start(ap, flags);                                                                       \
+        mode = (mode_t)va_arg(ap, int);                                                            \
+        va_end(ap);                                                                                \
+    }
+
 #define TRACER_OPEN_BODY(realcall, dirfd)                                                          \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);                                      \
     if (!t)                                                                                        \
@@ -119,74 +130,58 @@ static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, i
 
 TRACER_EXPORT int open(const char *path, int flags, ...)
 {
-    mode_t mode = 0;
-    if (tracer_open_needs_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
-    TRACER_OPEN_BODY(tracer_real_open()(path, flags, mode), AT_FDCWD)
+    TRACER_OPEN_MODE(flags);
+    TRACER_OPEN_BODY(tracer_real_open()(path, flags, mode), AT_FDCWD);
 }
 
 TRACER_EXPORT int open64(const char *path, int flags, ...)
 {
-    mode_t mode = 0;
-    if (tracer_open_needs_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
-    TRACER_OPEN_BODY(tracer_real_open64()(path, flags, mode), AT_FDCWD)
+    TRACER_OPEN_MODE(flags);
+    TRACER_OPEN_BODY(tracer_real_open64()(path, flags, mode), AT_FDCWD);
 }
 
 TRACER_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
-    mode_t mode = 0;
-    if (tracer_open_needs_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
-    TRACER_OPEN_BODY(tracer_real_openat()(dirfd, path, flags, mode), dirfd)
+    TRACER_OPEN_MODE(flags);
+    TRACER_OPEN_BODY(tracer_real_openat()(dirfd, path, flags, mode), dirfd);
 }
 
 TRACER_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
-    mode_t mode = 0;
-    if (tracer_open_needs_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
-    TRACER_OPEN_BODY(tracer_real_openat64()(dirfd, path, flags, mode), dirfd)
+    TRACER_OPEN_MODE(flags);
+    TRACER_OPEN_BODY(tracer_real_openat64()(dirfd, path, flags, mode), dirfd);
 }
 
-TRACER_EXPORT int __open_2(const char *path, int flags){
-    TRACER_OPEN_BODY(tracer_real___open_2()(path, flags), AT_FDCWD)}
+TRACER_EXPORT int __open_2(const char *path, int flags)
+{
+    TRACER_OPEN_BODY(tracer_real___open_2()(path, flags), AT_FDCWD);
+}
 
-TRACER_EXPORT int __open64_2(const char *path, int flags){
-    TRACER_OPEN_BODY(tracer_real___open64_2()(path, flags), AT_FDCWD)}
+TRACER_EXPORT int __open64_2(const char *path, int flags)
+{
+    TRACER_OPEN_BODY(tracer_real___open64_2()(path, flags), AT_FDCWD);
+}
 
-TRACER_EXPORT int __openat_2(int dirfd, const char *path, int flags){
-    TRACER_OPEN_BODY(tracer_real___openat_2()(dirfd, path, flags), dirfd)}
+TRACER_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+    TRACER_OPEN_BODY(tracer_real___openat_2()(dirfd, path, flags), dirfd);
+}
 
-TRACER_EXPORT int __openat64_2(int dirfd, const char *path, int flags){
-    TRACER_OPEN_BODY(tracer_real___openat64_2()(dirfd, path, flags), dirfd)}
+TRACER_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+    TRACER_OPEN_BODY(tracer_real___openat64_2()(dirfd, path, flags), dirfd);
+}
 
 TRACER_EXPORT int creat(const char *path, mode_t mode)
 {
     int flags = O_CREAT | O_WRONLY | O_TRUNC;
-    TRACER_OPEN_BODY(tracer_real_creat()(path, mode), AT_FDCWD)
+    TRACER_OPEN_BODY(tracer_real_creat()(path, mode), AT_FDCWD);
 }
 
 TRACER_EXPORT int creat64(const char *path, mode_t mode)
 {
     int flags = O_CREAT | O_WRONLY | O_TRUNC;
-    TRACER_OPEN_BODY(tracer_real_creat64()(path, mode), AT_FDCWD)
+    TRACER_OPEN_BODY(tracer_real_creat64()(path, mode), AT_FDCWD);
 }
 
 /* ---- close and dup -------------------------------------------------------- */
@@ -277,69 +272,97 @@ TRACER_EXPORT int dup3(int fd, int fd2, int flags)
 
 #define TRACER_ONE_IOV(b, n) (&(struct iovec){.iov_base = (void *)(b), .iov_len = (n)})
 
-TRACER_EXPORT ssize_t read(int fd, void *buf, size_t n){
-    TRACER_IO_BODY(tracer_real_read()(fd, buf, n), TRACER_IO_IN, -1, n, TRACER_ONE_IOV(buf, n), 1)}
+TRACER_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+    TRACER_IO_BODY(tracer_real_read()(fd, buf, n), TRACER_IO_IN, -1, n, TRACER_ONE_IOV(buf, n), 1);
+}
 
-TRACER_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen){
+TRACER_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
     TRACER_IO_BODY(tracer_real___read_chk()(fd, buf, n, buflen), TRACER_IO_IN, -1, n,
-                   TRACER_ONE_IOV(buf, n), 1)}
+                   TRACER_ONE_IOV(buf, n), 1);
+}
 
 TRACER_EXPORT ssize_t write(int fd, const void *buf,
                             size_t n){TRACER_IO_BODY(tracer_real_write()(fd, buf, n), TRACER_IO_OUT,
                                                      -1, n, TRACER_ONE_IOV(buf, n), 1)}
 
-TRACER_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off){
-    TRACER_IO_BODY(tracer_real_pread()(fd, buf, n, off), TRACER_IO_IN, off, n, NULL, 0)}
+TRACER_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+    TRACER_IO_BODY(tracer_real_pread()(fd, buf, n, off), TRACER_IO_IN, off, n, NULL, 0);
+}
 
-TRACER_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off){
-    TRACER_IO_BODY(tracer_real_pread64()(fd, buf, n, off), TRACER_IO_IN, off, n, NULL, 0)}
+TRACER_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+    TRACER_IO_BODY(tracer_real_pread64()(fd, buf, n, off), TRACER_IO_IN, off, n, NULL, 0);
+}
 
-TRACER_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen){
+TRACER_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
     TRACER_IO_BODY(tracer_real___pread_chk()(fd, buf, n, off, buflen), TRACER_IO_IN, off, n, NULL,
-                   0)}
+                   0);
+}
 
-TRACER_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen){
+TRACER_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
     TRACER_IO_BODY(tracer_real___pread64_chk()(fd, buf, n, off, buflen), TRACER_IO_IN, off, n, NULL,
-                   0)}
+                   0);
+}
 
-TRACER_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off){
-    TRACER_IO_BODY(tracer_real_pwrite()(fd, buf, n, off), TRACER_IO_OUT, off, n, NULL, 0)}
+TRACER_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    TRACER_IO_BODY(tracer_real_pwrite()(fd, buf, n, off), TRACER_IO_OUT, off, n, NULL, 0);
+}
 
-TRACER_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off){
-    TRACER_IO_BODY(tracer_real_pwrite64()(fd, buf, n, off), TRACER_IO_OUT, off, n, NULL, 0)}
+TRACER_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+    TRACER_IO_BODY(tracer_real_pwrite64()(fd, buf, n, off), TRACER_IO_OUT, off, n, NULL, 0);
+}
 
 TRACER_EXPORT ssize_t readv(int fd, const struct iovec *iov,
                             int cnt){TRACER_IO_BODY(tracer_real_readv()(fd, iov, cnt), TRACER_IO_IN,
                                                     -1, tracer_iov_total(iov, cnt), iov, cnt)}
 
-TRACER_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt){
+TRACER_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
     TRACER_IO_BODY(tracer_real_writev()(fd, iov, cnt), TRACER_IO_OUT, -1,
-                   tracer_iov_total(iov, cnt), iov, cnt)}
+                   tracer_iov_total(iov, cnt), iov, cnt);
+}
 
-TRACER_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off){
+TRACER_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
     TRACER_IO_BODY(tracer_real_preadv()(fd, iov, cnt, off), TRACER_IO_IN, off,
-                   tracer_iov_total(iov, cnt), NULL, 0)}
+                   tracer_iov_total(iov, cnt), NULL, 0);
+}
 
-TRACER_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off){
+TRACER_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off)
+{
     TRACER_IO_BODY(tracer_real_preadv64()(fd, iov, cnt, off), TRACER_IO_IN, off,
-                   tracer_iov_total(iov, cnt), NULL, 0)}
+                   tracer_iov_total(iov, cnt), NULL, 0);
+}
 
-TRACER_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off){
+TRACER_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
     TRACER_IO_BODY(tracer_real_pwritev()(fd, iov, cnt, off), TRACER_IO_OUT, off,
-                   tracer_iov_total(iov, cnt), NULL, 0)}
+                   tracer_iov_total(iov, cnt), NULL, 0);
+}
 
-TRACER_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off){
+TRACER_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
+{
     TRACER_IO_BODY(tracer_real_pwritev64()(fd, iov, cnt, off), TRACER_IO_OUT, off,
-                   tracer_iov_total(iov, cnt), NULL, 0)}
+                   tracer_iov_total(iov, cnt), NULL, 0);
+}
 
-TRACER_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags){
+TRACER_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
     TRACER_IO_BODY(tracer_real_preadv2()(fd, iov, cnt, off, flags), TRACER_IO_IN, off,
-                   tracer_iov_total(iov, cnt), off < 0 ? iov : NULL, off < 0 ? cnt : 0)}
+                   tracer_iov_total(iov, cnt), off < 0 ? iov : NULL, off < 0 ? cnt : 0);
+}
 
 TRACER_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
     TRACER_IO_BODY(tracer_real_pwritev2()(fd, iov, cnt, off, flags), TRACER_IO_OUT, off,
-                   tracer_iov_total(iov, cnt), off < 0 ? iov : NULL, off < 0 ? cnt : 0)
+                   tracer_iov_total(iov, cnt), off < 0 ? iov : NULL, off < 0 ? cnt : 0);
 }
 
 /* ---- sync, seek, truncate ------------------------------------------------- */

@@ -232,43 +232,57 @@ static size_t tracer_msg_total(const struct msghdr *m)
     return n;
 }
 
-TRACER_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags){
+TRACER_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
     TRACER_SOCK_BODY(tracer_real_send()(fd, buf, n, flags), TRACER_IO_OUT, n,
-                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t)}
+                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t);
+}
 
-TRACER_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags){
+TRACER_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
     TRACER_SOCK_BODY(tracer_real_recv()(fd, buf, n, flags), TRACER_IO_IN, n,
-                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t)}
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t);
+}
 
-TRACER_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags){
+TRACER_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
     TRACER_SOCK_BODY(tracer_real___recv_chk()(fd, buf, n, buflen, flags), TRACER_IO_IN, n,
-                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t)}
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t);
+}
 
 TRACER_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
-                             const struct sockaddr *to, socklen_t tolen){
+                             const struct sockaddr *to, socklen_t tolen)
+{
     TRACER_SOCK_BODY(tracer_real_sendto()(fd, buf, n, flags, to, tolen), TRACER_IO_OUT, n,
-                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t)}
+                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t);
+}
 
-TRACER_EXPORT ssize_t
-    recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fromlen){
-        TRACER_SOCK_BODY(tracer_real_recvfrom()(fd, buf, n, flags, from, fromlen), TRACER_IO_IN, n,
-                         (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t)}
+TRACER_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
+                               socklen_t *fromlen)
+{
+    TRACER_SOCK_BODY(tracer_real_recvfrom()(fd, buf, n, flags, from, fromlen), TRACER_IO_IN, n,
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t);
+}
 
 TRACER_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
-                                     struct sockaddr *from, socklen_t *fromlen){
+                                     struct sockaddr *from, socklen_t *fromlen)
+{
     TRACER_SOCK_BODY(tracer_real___recvfrom_chk()(fd, buf, n, buflen, flags, from, fromlen),
                      TRACER_IO_IN, n, (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags,
-                     1, ssize_t)}
+                     1, ssize_t);
+}
 
-TRACER_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags){
+TRACER_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
     TRACER_SOCK_BODY(tracer_real_sendmsg()(fd, msg, flags), TRACER_IO_OUT, tracer_msg_total(msg),
-                     msg ? msg->msg_iov : NULL, msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t)}
+                     msg ? msg->msg_iov : NULL, msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t);
+}
 
 TRACER_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     TRACER_SOCK_BODY(tracer_real_recvmsg()(fd, msg, flags), TRACER_IO_IN, tracer_msg_total(msg),
                      (msg && !(flags & MSG_PEEK)) ? msg->msg_iov : NULL,
-                     msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t)
+                     msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t);
 }
 
 /* For the mmsg calls the event's result is the total bytes over the
