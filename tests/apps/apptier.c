@@ -237,7 +237,6 @@ int main(int argc, char **argv)
     const char *side_log_path = NULL;
     char err[8192];
     int status = 1;
-    struct worker_pool *pool = NULL;
     if (apptier_parse_args(&at, argc, argv, &side_log_path) < 0)
         return 2;
     if (mysql_library_init(0, NULL, NULL) != 0) {
@@ -273,41 +272,14 @@ int main(int argc, char **argv)
         }
     }
 
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    unsigned bound = 0;
-    int listen_fd = app_listen_tcp(at.bind_host, at.port, &bound);
-    if (listen_fd < 0) {
-        fprintf(stderr, "apptier: listen on %s:%u: %s\n", at.bind_host, at.port, strerror(errno));
-        goto out;
-    }
     struct worker_pool_hooks hooks = {.serve = apptier_serve,
                                       .thread_start = apptier_thread_start,
                                       .thread_stop = apptier_thread_stop,
                                       .ctx = &at};
-    pool = worker_pool_start(listen_fd, at.workers, &hooks, err, sizeof err);
-    if (!pool) {
-        fprintf(stderr, "apptier: %s\n", err);
+    if (worker_pool_serve("apptier", at.bind_host, at.port, at.port_file, at.workers, &hooks) < 0)
         goto out;
-    }
-    if (at.port_file && app_write_port_file(at.port_file, bound) < 0) {
-        fprintf(stderr, "apptier: port file %s: %s\n", at.port_file, strerror(errno));
-        goto out;
-    }
-    fprintf(stderr, "apptier: pid %d listening on %s:%u with %u workers\n", (int)getpid(),
-            at.bind_host, bound, at.workers);
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    fprintf(stderr, "apptier: signal %d, stopping\n", sig);
     status = 0;
 out:
-    worker_pool_stop(pool);
     if (side_log_close(at.side_log) < 0) {
         fprintf(stderr, "apptier: writing side log %s failed\n", side_log_path);
         status = 1;

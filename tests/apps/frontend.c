@@ -672,7 +672,6 @@ int main(int argc, char **argv)
     const char *side_log_path = NULL;
     char err[8192];
     int status = 1;
-    struct worker_pool *pool = NULL;
     atomic_init(&fe.next_id, 1);
     pthread_mutex_init(&fe.shared_log_mutex, NULL);
     if (frontend_parse_args(&fe, argc, argv, &side_log_path) < 0)
@@ -707,43 +706,16 @@ int main(int argc, char **argv)
         }
     }
 
-    /* Every thread inherits this mask; the main thread takes the signals. */
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    unsigned bound = 0;
-    int listen_fd = app_listen_tcp(fe.bind_host, fe.port, &bound);
-    if (listen_fd < 0) {
-        fprintf(stderr, "frontend: listen on %s:%u: %s\n", fe.bind_host, fe.port, strerror(errno));
-        goto out;
-    }
     struct worker_pool_hooks hooks = {.serve = frontend_serve,
                                       .thread_start = frontend_thread_start,
                                       .thread_stop = frontend_thread_stop,
                                       .ctx = &fe};
-    pool = worker_pool_start(listen_fd, fe.workers, &hooks, err, sizeof err);
-    if (!pool) {
-        fprintf(stderr, "frontend: %s\n", err);
+    if (worker_pool_serve("frontend", fe.bind_host, fe.port, fe.port_file, fe.workers, &hooks) < 0)
         goto out;
-    }
-    if (fe.port_file && app_write_port_file(fe.port_file, bound) < 0) {
-        fprintf(stderr, "frontend: port file %s: %s\n", fe.port_file, strerror(errno));
-        goto out;
-    }
-    fprintf(stderr, "frontend: pid %d listening on %s:%u with %u workers\n", (int)getpid(),
-            fe.bind_host, bound, fe.workers);
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    fprintf(stderr, "frontend: signal %d, stopping after %llu requests\n", sig,
+    fprintf(stderr, "frontend: served %llu requests\n",
             (unsigned long long)atomic_load(&fe.next_id) - 1);
     status = 0;
 out:
-    worker_pool_stop(pool);
     app_client_pool_free(fe.app);
     if (side_log_close(fe.side_log) < 0) {
         fprintf(stderr, "frontend: writing side log %s failed\n", side_log_path);

@@ -3,8 +3,11 @@
  * connections at once. */
 #include "worker_pool.h"
 
+#include "app_net.h"
+
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,4 +191,42 @@ void worker_pool_stop(struct worker_pool *pool)
     free(pool->active_fd);
     free(pool->workers);
     free(pool);
+}
+
+int worker_pool_serve(const char *name, const char *bind_host, unsigned port, const char *port_file,
+                      unsigned workers, const struct worker_pool_hooks *hooks)
+{
+    /* Every thread inherits this mask; the calling thread takes the signals. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    unsigned bound = 0;
+    int listen_fd = app_listen_tcp(bind_host, port, &bound);
+    if (listen_fd < 0) {
+        fprintf(stderr, "%s: listen on %s:%u: %s\n", name, bind_host, port, strerror(errno));
+        return -1;
+    }
+    char err[512];
+    struct worker_pool *pool = worker_pool_start(listen_fd, workers, hooks, err, sizeof err);
+    if (!pool) {
+        fprintf(stderr, "%s: %s\n", name, err);
+        return -1;
+    }
+    if (port_file && app_write_port_file(port_file, bound) < 0) {
+        fprintf(stderr, "%s: port file %s: %s\n", name, port_file, strerror(errno));
+        worker_pool_stop(pool);
+        return -1;
+    }
+    fprintf(stderr, "%s: pid %d listening on %s:%u with %u workers\n", name, (int)getpid(),
+            bind_host, bound, workers);
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    fprintf(stderr, "%s: signal %d, stopping\n", name, sig);
+    worker_pool_stop(pool);
+    return 0;
 }

@@ -31,4 +31,13 @@ struct worker_pool *worker_pool_start(int listen_fd, unsigned workers,
  * joins every thread, closes the queued and listening sockets and frees. */
 void worker_pool_stop(struct worker_pool *pool);
 
+/* A tier's whole serving life: blocks SIGINT/SIGTERM/SIGHUP in every thread
+ * (the caller's thread takes them), ignores SIGPIPE, listens on
+ * bind_host:port (0 = any free port), starts the pool, writes the bound port
+ * to port_file (if not NULL) and logs "NAME: pid P listening on H:PORT",
+ * then waits for a stop signal and stops the pool. 0 after a stop signal,
+ * -1 when start-up failed (the reason printed to stderr, prefixed NAME). */
+int worker_pool_serve(const char *name, const char *bind_host, unsigned port, const char *port_file,
+                      unsigned workers, const struct worker_pool_hooks *hooks);
+
 #endif
