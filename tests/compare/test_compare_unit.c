@@ -15,8 +15,7 @@
 #include <cmocka.h>
 
 #include "compare.h"
-
-static char test_dir[64];
+#include "test_tmpdir.h"
 
 /* One label's p95 and its band; median/p99 are derived so they order. */
 struct test_label {
@@ -26,11 +25,10 @@ struct test_label {
 
 /* Writes a run results file with `count` = 3600 per label over 3600 s of
  * intervals, so requests per hour = 3600 * nlabels. */
-static char *test_write_run(const char *file, const char *instance, double price,
-                            const char *recording, const struct test_label *labels, size_t n)
+static const char *test_write_run(const char *file, const char *instance, double price,
+                                  const char *recording, const struct test_label *labels, size_t n)
 {
-    static char path[128];
-    snprintf(path, sizeof path, "%s/%s", test_dir, file);
+    const char *path = test_tmpdir_path(file);
     json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:s, s:b, s:f}", "format", "preplay-results",
                              "version", 1, "kind", "run", "instance", instance, "recording_id",
                              recording, "stopped", 1, "p0", 0.9);
@@ -52,22 +50,6 @@ static char *test_write_run(const char *file, const char *instance, double price
     assert_int_equal(json_dump_file(root, path, 0), 0);
     json_decref(root);
     return path;
-}
-
-static int test_setup(void **state)
-{
-    (void)state;
-    snprintf(test_dir, sizeof test_dir, "/tmp/compare-unit-XXXXXX");
-    assert_non_null(mkdtemp(test_dir));
-    return 0;
-}
-
-static int test_teardown(void **state)
-{
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", test_dir);
-    return system(cmd);
 }
 
 static void test_slo_accepts(void **state)
@@ -298,5 +280,5 @@ int main(void)
         cmocka_unit_test(test_verdict_unpriced),
         cmocka_unit_test(test_consistency),
     };
-    return cmocka_run_group_tests(tests, test_setup, test_teardown);
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

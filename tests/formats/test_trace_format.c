@@ -19,33 +19,8 @@
 
 #include "trace_codec.h"
 #include "trace_file.h"
+#include "test_tmpdir.h"
 #include "trace_test_events.h"
-
-static char test_dir[256];
-
-static const char *test_path(const char *name)
-{
-    static char buf[4][512];
-    static int i;
-    i = (i + 1) % 4;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", test_dir, name);
-    return buf[i];
-}
-
-static int setup_dir(void **state)
-{
-    (void)state;
-    snprintf(test_dir, sizeof test_dir, "/tmp/preplay-test-format-XXXXXX");
-    return mkdtemp(test_dir) ? 0 : -1;
-}
-
-static int teardown_dir(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
 
 /* Events compare equal when every field matches and their payloads match. */
 static void assert_event_equal(const struct trace_event *a, const struct trace_event *b)
@@ -280,7 +255,7 @@ static void test_roundtrip_every_type_and_extreme(void **state)
     for (unsigned t = 1; t < TRACE_EV_TYPE_COUNT; t++)
         if (!seen[t])
             fail_msg("type %s is not exercised", trace_event_type_name(t));
-    const char *p = test_path("extreme.trace");
+    const char *p = test_tmpdir_path("extreme.trace");
     write_trace(p, evs, n, NULL, NULL, 0);
     char msg[512];
     assert_int_equal(read_all(p, 0, got, 64, &m, msg, sizeof msg), 0);
@@ -341,7 +316,7 @@ static void test_multi_frame(void **state)
 {
     (void)state;
     size_t n = make_mix(40000, 7), m;
-    const char *p = test_path("multi.trace");
+    const char *p = test_tmpdir_path("multi.trace");
     struct trace_writer_options o = {.frame_bytes = 4096};
     write_trace(p, mix_events, n, &o, NULL, 0);
     char msg[512];
@@ -370,7 +345,7 @@ static void test_truncated_tail_every_byte(void **state)
 {
     (void)state;
     size_t n, per_frame = 400;
-    const char *p = test_path("three.trace");
+    const char *p = test_tmpdir_path("three.trace");
     uint64_t last = write_three_frames(p, &n, per_frame);
     FILE *f = fopen(p, "rb");
     assert_non_null(f);
@@ -378,7 +353,7 @@ static void test_truncated_tail_every_byte(void **state)
     size_t size = fread(data, 1, sizeof data, f);
     fclose(f);
     assert_true(size > last + 64);
-    const char *t = test_path("cut.trace");
+    const char *t = test_tmpdir_path("cut.trace");
     char want[600], msg[600];
     snprintf(want, sizeof want, "%s: truncated frame at offset %llu (record ", t,
              (unsigned long long)last);
@@ -421,7 +396,7 @@ static void test_flipped_bytes(void **state)
 {
     (void)state;
     size_t n, per_frame = 300;
-    const char *p = test_path("flip.trace");
+    const char *p = test_tmpdir_path("flip.trace");
     (void)write_three_frames(p, &n, per_frame);
     /* the second frame spans [offs1, offs2) */
     uint64_t offs[4];
@@ -431,7 +406,7 @@ static void test_flipped_bytes(void **state)
     static uint8_t data[1 << 20];
     size_t size = fread(data, 1, sizeof data, f);
     fclose(f);
-    const char *t = test_path("flipped.trace");
+    const char *t = test_tmpdir_path("flipped.trace");
     char want[600], msg[600];
     snprintf(want, sizeof want, "%s: frame at offset %llu: ", t, (unsigned long long)start);
     size_t checksum_hits = 0;
@@ -472,7 +447,7 @@ static void test_wrong_magic_and_unknown_major(void **state)
     (void)state;
     struct trace_event evs[64];
     size_t n = make_extreme_events(evs);
-    const char *p = test_path("magic.trace");
+    const char *p = test_tmpdir_path("magic.trace");
     write_trace(p, evs, n, NULL, NULL, 0);
     char msg[600], want[600];
     FILE *f = fopen(p, "r+b");
@@ -528,7 +503,7 @@ static void append_chunk(FILE *f, const uint8_t *raw, size_t len, uint64_t seq, 
 static void test_higher_minor_skips_unknown(void **state)
 {
     (void)state;
-    const char *p = test_path("minor.trace");
+    const char *p = test_tmpdir_path("minor.trace");
     write_trace(p, NULL, 0, NULL, NULL, 0);
     /* Rewrite the header as minor 7 with an extra unknown field (tag 999). */
     FILE *f = fopen(p, "rb");
@@ -630,7 +605,7 @@ static void test_ring_marks_dropped_span(void **state)
     mix_events[n].ts_ns = mix_events[n - 1].ts_ns + 10;
     mix_events[n].tid = mix_events[n - 1].tid;
     n++;
-    const char *p = test_path("ring.trace");
+    const char *p = test_tmpdir_path("ring.trace");
     struct trace_writer_options o = {.frame_bytes = 2048, .max_bytes = 48 * 1024};
     write_trace(p, mix_events, n, &o, NULL, 1000);
     struct stat st;
@@ -696,9 +671,10 @@ static void test_ring_too_small_and_bad_event(void **state)
     trace_test_header(&h, 1, "x");
     char err[600];
     struct trace_writer_options o = {.frame_bytes = 65536, .max_bytes = 4096};
-    assert_null(trace_writer_open(test_path("small.trace"), &h, &o, err, sizeof err));
+    assert_null(trace_writer_open(test_tmpdir_path("small.trace"), &h, &o, err, sizeof err));
     assert_non_null(strstr(err, "max_bytes 4096 is too small"));
-    struct trace_writer *w = trace_writer_open(test_path("bad.trace"), &h, NULL, err, sizeof err);
+    struct trace_writer *w =
+        trace_writer_open(test_tmpdir_path("bad.trace"), &h, NULL, err, sizeof err);
     assert_non_null(w);
     struct trace_event ev;
     memset(&ev, 0, sizeof ev);
@@ -713,7 +689,7 @@ static void test_ring_too_small_and_bad_event(void **state)
 static void test_file_mode_0600(void **state)
 {
     (void)state;
-    const char *p = test_path("mode.trace");
+    const char *p = test_tmpdir_path("mode.trace");
     FILE *f = fopen(p, "w");
     fclose(f);
     assert_int_equal(chmod(p, 0644), 0);
@@ -723,7 +699,7 @@ static void test_file_mode_0600(void **state)
     struct stat st;
     assert_int_equal(stat(p, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
-    const char *q = test_path("mode2.trace");
+    const char *q = test_tmpdir_path("mode2.trace");
     old = umask(0);
     write_trace(q, NULL, 0, NULL, NULL, 0);
     umask(old);
@@ -744,5 +720,5 @@ int main(void)
         cmocka_unit_test(test_ring_too_small_and_bad_event),
         cmocka_unit_test(test_file_mode_0600),
     };
-    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -27,37 +27,12 @@
 #include "plan.h"
 #include "plan_codec.h"
 #include "plan_craft.h"
-
-static char test_dir[256];
-
-static const char *test_path(const char *name)
-{
-    static char buf[4][512];
-    static int i;
-    i = (i + 1) % 4;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", test_dir, name);
-    return buf[i];
-}
-
-static int setup_dir(void **state)
-{
-    (void)state;
-    snprintf(test_dir, sizeof test_dir, "/tmp/preplay-test-plan-XXXXXX");
-    return mkdtemp(test_dir) ? 0 : -1;
-}
-
-static int teardown_dir(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
+#include "test_tmpdir.h"
 
 /* Number of entries in the test directory (to see no temp file is left). */
 static int dir_entries(void)
 {
-    DIR *d = opendir(test_dir);
+    DIR *d = opendir(test_tmpdir());
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)))
@@ -201,7 +176,7 @@ static const char sql_with_nul[] = "SELECT ?\0binary";
  * and blocks as the analyzer does; returns the path. */
 static const char *write_sample(const char *name, size_t frame_bytes)
 {
-    const char *path = test_path(name);
+    const char *path = test_tmpdir_path(name);
     struct trace_cpu_score scores[2] = {{"zstd-compress", 0.125}, {"sha256", 1e-300}};
     char err[512] = "";
     struct plan_writer *w = plan_writer_open(path, "rec-0123456789abcdef0123456789abcdef012",
@@ -381,7 +356,7 @@ static void test_round_trip_every_op(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
     /* plan_write of what was read reads back identical */
-    const char *copy = test_path("copy.plan");
+    const char *copy = test_tmpdir_path("copy.plan");
     assert_int_equal(plan_write(p, copy, err, sizeof err), 0);
     struct plan *q = plan_read(copy, err, sizeof err);
     if (!q)
@@ -424,7 +399,7 @@ static void test_many_blocks_many_frames(void **state)
 {
     (void)state;
     enum { NBLOCKS = 6000, NREQ = 20000 };
-    const char *path = test_path("many.plan");
+    const char *path = test_tmpdir_path("many.plan");
     char err[512];
     struct plan_writer *w = plan_writer_open(path, "many", NULL, 0, err, sizeof err);
     assert_non_null(w);
@@ -536,7 +511,7 @@ static void test_truncation_every_byte_of_last_frame(void **state)
     int frames = count_frames(path, &last, &size);
     assert_true(frames >= 3);
     uint8_t *b = slurp(path, &size);
-    const char *cut = test_path("trunc.plan");
+    const char *cut = test_tmpdir_path("trunc.plan");
     for (long len = last; len < size; len++) {
         spit(cut, b, len);
         if (len == last)
@@ -565,7 +540,7 @@ static void test_flipped_bytes(void **state)
     long size, last;
     count_frames(path, &last, &size);
     uint8_t *b = slurp(path, &size);
-    const char *bad = test_path("flip.plan");
+    const char *bad = test_tmpdir_path("flip.plan");
     uint32_t hsize = trace_get_le32(b + 4);
     long first = 8 + (long)hsize;
     /* exact messages for flips in each protected part */
@@ -616,7 +591,7 @@ static void test_wrong_magic_and_unknown_major(void **state)
     const char *path = write_sample("magic-src.plan", 0);
     long size;
     uint8_t *b = slurp(path, &size);
-    const char *bad = test_path("magic.plan");
+    const char *bad = test_tmpdir_path("magic.plan");
     b[8] = 'X';
     spit(bad, b, size);
     expect_error(bad, "not a preplay plan (bad magic)");
@@ -629,8 +604,8 @@ static void test_wrong_magic_and_unknown_major(void **state)
     spit(bad, b, size);
     expect_error(bad, "unknown format major version 2 (this preplay reads 1)");
     free(b);
-    expect_error(test_path("missing.plan"), "cannot open: No such file or directory");
-    expect_error(test_dir, "not a regular file");
+    expect_error(test_tmpdir_path("missing.plan"), "cannot open: No such file or directory");
+    expect_error(test_tmpdir(), "not a regular file");
 }
 
 /* A base crafted plan: string 1 "a", component 0, block 0 (one CPU op),
@@ -668,7 +643,7 @@ static void test_higher_minor_skips_unknown(void **state)
     uint8_t blk[] = {0, 0, 0, 50, 1, 0, PLAN_OP_CPU, 5, 0, 0, 8, 6, 0x55};
     plan_craft_record(&c, PLAN_REC_BLOCK, blk, sizeof blk);
     craft_end(&c, 2, 2, 2, 0, 1);
-    const char *path = test_path("minor.plan");
+    const char *path = test_tmpdir_path("minor.plan");
     assert_int_equal(plan_craft_save(&c, path), 0);
     char err[512];
     struct plan *p = plan_read(path, err, sizeof err);
@@ -696,7 +671,7 @@ static void test_higher_minor_skips_unknown(void **state)
 static void test_block_worker_fields(void **state)
 {
     (void)state;
-    const char *path = test_path("tail.plan");
+    const char *path = test_tmpdir_path("tail.plan");
     struct plan_craft c;
     craft_base(&c, 7); /* block 0: a 1.0 body */
     /* block 1: CPU op, worker 3, start_ns 300 (varint 0xac 0x02), then 2 bytes of minor 7 */
@@ -738,7 +713,7 @@ static void test_block_worker_fields(void **state)
 static void test_dangling_references(void **state)
 {
     (void)state;
-    const char *path = test_path("dangling.plan");
+    const char *path = test_tmpdir_path("dangling.plan");
     struct plan_craft c;
     char where[64];
 #define FRAME_AT(c)                                                                                \
@@ -855,7 +830,7 @@ static void test_writer_refuses_dangling(void **state)
 {
     (void)state;
     int before = dir_entries();
-    const char *path = test_path("refused.plan");
+    const char *path = test_tmpdir_path("refused.plan");
     char err[512] = "";
     struct plan_writer *w = plan_writer_open(path, "r", NULL, 0, err, sizeof err);
     assert_non_null(w);
@@ -912,7 +887,7 @@ static void test_write_error_names_path(void **state)
 {
     (void)state;
     int before = dir_entries();
-    const char *path = test_path("full.plan");
+    const char *path = test_tmpdir_path("full.plan");
     int pfd[2];
     assert_int_equal(pipe(pfd), 0);
     pid_t pid = fork();
@@ -965,5 +940,5 @@ int main(void)
         cmocka_unit_test(test_writer_refuses_dangling),
         cmocka_unit_test(test_write_error_names_path),
     };
-    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }
