@@ -933,10 +933,13 @@ static void deps_block_finish(struct deps_state *s, struct deps_end *e, int fina
     }
     b->finished = 1;
     b->th->blocks++;
+    /* never give a call up here, even at the end: its callee may be one of
+     * the blocks the final checkpoint finishes after this one; the
+     * checkpoint's held-block pass decides what is still unresolved */
     for (uint32_t i = 0; i < b->ncalls; i++) {
         if (b->calls[i].end->call_block == b)
             b->calls[i].end->call_block = NULL;
-        if (!deps_call_resolve(s, b, i, final))
+        if (!deps_call_resolve(s, b, i, 0))
             b->unresolved++;
     }
     if (b->unresolved == 0) {
