@@ -56,6 +56,10 @@ struct pt4c_kde_options {
 
 void pt4c_kde_options_default(struct pt4c_kde_options *opt);
 
+/* The method a density of n samples on `strips` strips really uses: AUTO
+ * resolves to EXACT or BINNED. */
+enum pt4c_method pt4c_method_resolve(enum pt4c_method method, size_t n, int strips);
+
 /* The grid: `strips` equal strips of width `width` starting at `lo`; densities
  * are evaluated at the midpoints lo + (i + 0.5) * width. */
 struct pt4c_grid {
@@ -91,11 +95,12 @@ double pt4c_kl_bits(const double *p, const double *q, const struct pt4c_grid *gr
 
 struct pt4c_similarity {
     struct pt4c_grid grid;
-    double h1, h2;     /* bandwidths actually used */
-    double kl12, kl21; /* D_KL(d1||d2), D_KL(d2||d1) in bits */
-    double p;          /* 2^-kl12 * 2^-kl21 */
-    double *d1, *d2;   /* densities on the grid (grid.strips each), owned */
-    const char *note;  /* non-NULL when an edge case decided the answer */
+    double h1, h2;                     /* bandwidths actually used */
+    double kl12, kl21;                 /* D_KL(d1||d2), D_KL(d2||d1) in bits */
+    double p;                          /* 2^-kl12 * 2^-kl21 */
+    double *d1, *d2;                   /* densities on the grid (grid.strips each), owned */
+    enum pt4c_method method1, method2; /* what d1 and d2 used: EXACT or BINNED */
+    const char *note;                  /* non-NULL when an edge case decided the answer */
 };
 
 /* p between sample sets a (d1) and b (d2). Zero-variance sets: a set with

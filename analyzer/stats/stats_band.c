@@ -108,7 +108,7 @@ static int stats_bootstrap_run(const double *x, size_t n, const struct pt4c_grid
     if (!counts || !counts2 || !base || !outside || !res || !smooth || !nz)
         goto oom;
     size_t n_out = 0;
-    stats_binned_bin(&b, x, n, base, outside, &n_out);
+    stats_binned_bin(&b, STATS_BIN_LINEAR, x, n, base, outside, &n_out);
     /* Indices of nodes holding mass: the Poisson draws skip empty ones. */
     size_t nnz = 0;
     for (size_t j = 0; j < b.nodes; j++)
@@ -128,7 +128,7 @@ static int stats_bootstrap_run(const double *x, size_t n, const struct pt4c_grid
                 /* Outside samples cannot occur with the default grid; a
                  * caller's grid may leave some out, which are then evaluated
                  * exactly below. */
-                stats_binned_bin(&b, res, n, c, outside, &dummy);
+                stats_binned_bin(&b, STATS_BIN_LINEAR, res, n, c, outside, &dummy);
                 memset(ds[t], 0, sizeof(double) * (size_t)m);
                 if (dummy)
                     stats_exact_add(outside, dummy, h, grid, ds[t]);

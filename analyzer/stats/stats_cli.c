@@ -359,6 +359,10 @@ static int stats_similarity_main(int argc, char **argv)
         json_object_set_new(root, "bandwidth_b", json_real(sim.h2));
         json_object_set_new(root, "note", sim.note ? json_string(sim.note) : json_null());
         if (sim.d1) {
+            json_object_set_new(root, "method_a",
+                                json_string(sim.method1 == PT4C_METHOD_EXACT ? "exact" : "binned"));
+            json_object_set_new(root, "method_b",
+                                json_string(sim.method2 == PT4C_METHOD_EXACT ? "exact" : "binned"));
             json_object_set_new(root, "grid_lo", json_real(sim.grid.lo));
             json_object_set_new(root, "grid_width", json_real(sim.grid.width));
             json_object_set_new(root, "grid", stats_json_grid_x(&sim.grid));

@@ -56,11 +56,24 @@ struct stats_binned {
 
 int stats_binned_init(struct stats_binned *b, const struct pt4c_grid *grid, double h, char *err);
 void stats_binned_free(struct stats_binned *b);
-/* Linear binning of x into counts[nodes]; samples beyond the nodes are
- * appended to `outside` (may be NULL when none can occur) and counted in
- * *n_outside. */
-void stats_binned_bin(const struct stats_binned *b, const double *x, size_t n, double *counts,
-                      double *outside, size_t *n_outside);
+/* How a sample's unit mass is spread over the nodes around it.
+ *  - LINEAR: two nodes, weights 1-t and t (non-negative, so node counts can
+ *    be resampled: the bootstrap uses it). Error O(delta^2 K'').
+ *  - CUBIC: four nodes, the weights of cubic Lagrange interpolation through
+ *    them (two may be negative). The smoothed sum then equals the exact sum
+ *    up to the interpolation error of the kernel, O(delta^4 K''''): this is
+ *    what single densities use (see stats_kde.c for the bound). */
+enum stats_bin_order {
+    STATS_BIN_LINEAR,
+    STATS_BIN_CUBIC,
+};
+
+/* Binning of x into counts[nodes]; samples the chosen order cannot place
+ * (beyond the nodes, or for CUBIC within one node of the ends) are appended
+ * to `outside` (may be NULL when none can occur) and counted in *n_outside:
+ * the caller evaluates them exactly. */
+void stats_binned_bin(const struct stats_binned *b, enum stats_bin_order order, const double *x,
+                      size_t n, double *counts, double *outside, size_t *n_outside);
 /* Raw (unnormalized) density sum at the midpoints: out[i] = sum_j counts[j] *
  * kernel(J_i - j). Two count vectors at once when counts2 != NULL (the FFT
  * path transforms both in one complex FFT). */

@@ -2,17 +2,23 @@
  * exact and binned, plus the KL divergence and the similarity p built on
  * them (PT4Cloud §3, Eq. 1-3).
  *
- * The binned path: samples are linearly binned onto nodes spaced at most
- * h/32 apart (an odd number of nodes per strip, so every strip midpoint is a
- * node), then convolved with the Gaussian sampled at node offsets and cut at
- * 9 h (the mass beyond is below 2e-19). Linear binning replaces each kernel
- * by its linear interpolation between the two nodes around the sample, so the
- * error at any point is at most delta^2/8 * max|K''| = 0.0499 delta^2/h^3 per
- * unit of mass, i.e. at most 1/(8*32^2) * phi(0)/h ~ 4.9e-5 of the largest
- * possible density value, and on average a twelfth of that times f''h^2/f
- * (docs/preplay-stats.md quotes what tests measure against --exact). The
- * convolution runs as an FFT when that is cheaper than gathering 2*half+1
- * nodes per strip midpoint. Never allocates per sample. */
+ * The binned path: samples are binned onto nodes spaced delta <= h/32 apart
+ * (an odd number of nodes per strip, so every strip midpoint is a node),
+ * then convolved with the Gaussian sampled at node offsets and cut at 9 h
+ * (the mass beyond is below 2e-19). Densities use cubic binning: a sample
+ * at node j + t puts the four cubic Lagrange weights of t on nodes j-1..j+2,
+ * so at every midpoint the binned sum is the exact sum with each kernel
+ * replaced by its cubic interpolant through four nodes. The error per unit
+ * of mass is at most max|(t+1)t(t-1)(t-2)|/4! * delta^4 * max|K''''| =
+ * (9/16)/24 * delta^4 * 3 phi(0)/h^5, i.e. at most 0.0703 (delta/h)^4 <=
+ * 6.7e-8 of the largest density a kernel can reach, phi(0)/h. (Linear
+ * binning, used before and still by the bootstrap whose node counts must be
+ * non-negative, is bounded by delta^2/8 max|K''| = 4.9e-5 of it.) The
+ * measured errors against --exact and scipy are in docs/preplay-stats.md.
+ * When a very long range forces the node count cap (4M nodes, a range over
+ * ~130000 h), delta grows beyond h/32 and the bound grows as (delta/h)^4.
+ * The convolution runs as an FFT when that is cheaper than gathering
+ * 2*half+1 nodes per strip midpoint. Never allocates per sample. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,12 +186,33 @@ void stats_binned_free(struct stats_binned *b)
     b->kernel = b->kernel_hat = b->re = b->im = NULL;
 }
 
-void stats_binned_bin(const struct stats_binned *b, const double *x, size_t n, double *counts,
-                      double *outside, size_t *n_outside)
+void stats_binned_bin(const struct stats_binned *b, enum stats_bin_order order, const double *x,
+                      size_t n, double *counts, double *outside, size_t *n_outside)
 {
     double lo = b->grid.lo + 0.5 * b->delta, inv = 1.0 / b->delta;
     size_t out = 0, last = b->nodes - 1;
     memset(counts, 0, sizeof(double) * b->nodes);
+    if (order == STATS_BIN_CUBIC) {
+        /* Nodes j-1, j, j+1, j+2 around pos = j + t; Lagrange weights at t. */
+        double first = 1, end = last >= 3 ? (double)(last - 1) : 0;
+        for (size_t i = 0; i < n; i++) {
+            double pos = (x[i] - lo) * inv;
+            if (pos >= first && pos < end) {
+                size_t j = (size_t)pos;
+                double t = pos - (double)j;
+                double tp = t + 1, tm = t - 1, tmm = t - 2;
+                counts[j - 1] -= t * tm * tmm * (1.0 / 6);
+                counts[j] += tp * tm * tmm * 0.5;
+                counts[j + 1] -= tp * t * tmm * 0.5;
+                counts[j + 2] += tp * t * tm * (1.0 / 6);
+            } else if (outside) {
+                outside[out++] = x[i];
+            }
+        }
+        if (n_outside)
+            *n_outside = out;
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         double pos = (x[i] - lo) * inv;
         if (pos >= 0 && pos < (double)last) {
@@ -285,13 +312,11 @@ int stats_floor_normalize(double *d, const struct pt4c_grid *grid)
     return 0;
 }
 
-static int stats_use_exact(enum pt4c_method method, size_t n, int strips)
+enum pt4c_method pt4c_method_resolve(enum pt4c_method method, size_t n, int strips)
 {
-    if (method == PT4C_METHOD_EXACT)
-        return 1;
-    if (method == PT4C_METHOD_BINNED)
-        return 0;
-    return (double)n * strips <= STATS_AUTO_EXACT_WORK;
+    if (method != PT4C_METHOD_AUTO)
+        return method;
+    return (double)n * strips <= STATS_AUTO_EXACT_WORK ? PT4C_METHOD_EXACT : PT4C_METHOD_BINNED;
 }
 
 int pt4c_density(const double *x, size_t n, double h, const struct pt4c_grid *grid,
@@ -302,7 +327,7 @@ int pt4c_density(const double *x, size_t n, double h, const struct pt4c_grid *gr
         return -1;
     }
     memset(out, 0, sizeof(double) * (size_t)grid->strips);
-    if (stats_use_exact(method, n, grid->strips)) {
+    if (pt4c_method_resolve(method, n, grid->strips) == PT4C_METHOD_EXACT) {
         stats_exact_add(x, n, h, grid, out);
     } else {
         struct stats_binned b;
@@ -318,7 +343,7 @@ int pt4c_density(const double *x, size_t n, double h, const struct pt4c_grid *gr
             return -1;
         }
         size_t n_out = 0;
-        stats_binned_bin(&b, x, n, counts, outside, &n_out);
+        stats_binned_bin(&b, STATS_BIN_CUBIC, x, n, counts, outside, &n_out);
         stats_binned_smooth(&b, counts, out, NULL, NULL);
         if (n_out)
             stats_exact_add(outside, n_out, h, grid, out);
@@ -382,6 +407,8 @@ int pt4c_similarity_compute(const double *a, size_t na, const double *b, size_t 
         pt4c_similarity_free(out);
         return -1;
     }
+    out->method1 = pt4c_method_resolve(opt->method, na, opt->strips);
+    out->method2 = pt4c_method_resolve(opt->method, nb, opt->strips);
     out->kl12 = pt4c_kl_bits(out->d1, out->d2, &out->grid);
     out->kl21 = pt4c_kl_bits(out->d2, out->d1, &out->grid);
     out->p = exp2(-out->kl12) * exp2(-out->kl21);

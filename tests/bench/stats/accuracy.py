@@ -17,8 +17,8 @@ import tempfile
 
 import numpy as np
 
-PREPLAY = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("PREPLAY_BIN", "preplay")
-TRIALS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+PREPLAY = os.environ.get("PREPLAY_BIN", "preplay")
+TRIALS = 5
 STEP = 300.0                      # one test run every 5 minutes
 WEEK = 7 * 86400.0
 MAX_WEEKS = 8
@@ -92,63 +92,73 @@ def ci_width_stop(t, v, rng):
     return len(v)
 
 
-rows = []
-with tempfile.TemporaryDirectory() as tmp:
-    for name in PROCESSES:
-        acc = {"pt": [], "short": [], "ci": [], "fixed": []}
-        runs = {"pt": [], "short": [], "ci": [], "fixed": []}
-        weeks = []
-        for trial in range(TRIALS):
-            rng = np.random.default_rng(1000 * PROCESSES.index(name) + trial)
-            t = np.arange(0, MAX_WEEKS * WEEK, STEP)
-            v = process(name, t, rng)
-            truth_t = np.arange(0, 6 * WEEK, STEP)
-            truth = process(name, truth_t, np.random.default_rng(99999 + 1000 * PROCESSES.index(name) + trial))
-            path = os.path.join(tmp, "run.csv")
-            write_csv(path, t, v)
-            o = preplay(["pt4cloud", "--interval", "7d", "--bootstrap", "100", path])
-            n = o["final_samples"]
-            weeks.append(o["stopped_at_interval"] or MAX_WEEKS)
-            runs["pt"].append(n)
-            acc["pt"].append(similarity(tmp, v[:n], truth))
-            o = preplay(["pt4cloud", "--interval", "12h", "--short", "--hourly", "0.5",
-                         "--bootstrap", "100", path])
-            # Runs executed = every sample fed to the machine (rounds that were discarded too).
-            executed = 0
-            prev = 0
-            for s in o["steps"]:
-                executed += s["samples"] - prev if s["action"] != "lengthen" else s["samples"]
-                prev = 0 if s["action"] == "lengthen" else s["samples"]
-            final = o["final_samples"]
-            runs["short"].append(executed)
-            # Its final set: the kept (hourly-sampled) samples of the last round, which
-            # starts after the discarded rounds and ends before any validation intervals.
-            keep = (t % 3600) < 1800
-            kept_t, kept_v = t[keep], v[keep]
-            discarded = executed - final - (sum(s["samples"] for s in o["steps"][-2:]) if o["steps"][-1]["validation"] else 0)
-            start = max(0, discarded)
-            acc["short"].append(similarity(tmp, kept_v[start:start + final], truth))
-            nci = ci_width_stop(t, v, rng)
-            runs["ci"].append(nci)
-            acc["ci"].append(similarity(tmp, v[:nci], truth))
-            runs["fixed"].append(1000)
-            acc["fixed"].append(similarity(tmp, v[:1000], truth))
-        truth_runs = len(np.arange(0, 6 * WEEK, STEP))
-        rows.append((name, np.mean(weeks), {k: 100 * np.mean(a) for k, a in acc.items()},
-                     {k: 100 * (1 - np.mean(r) / truth_runs) for k, r in runs.items()},
-                     100 * np.min(acc["pt"])))
-        print(f"done {name}", file=sys.stderr)
+def main():
+    global PREPLAY, TRIALS
+    if len(sys.argv) > 1:
+        PREPLAY = sys.argv[1]
+    if len(sys.argv) > 2:
+        TRIALS = int(sys.argv[2])
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in PROCESSES:
+            acc = {"pt": [], "short": [], "ci": [], "fixed": []}
+            runs = {"pt": [], "short": [], "ci": [], "fixed": []}
+            weeks = []
+            for trial in range(TRIALS):
+                rng = np.random.default_rng(1000 * PROCESSES.index(name) + trial)
+                t = np.arange(0, MAX_WEEKS * WEEK, STEP)
+                v = process(name, t, rng)
+                truth_t = np.arange(0, 6 * WEEK, STEP)
+                truth = process(name, truth_t, np.random.default_rng(99999 + 1000 * PROCESSES.index(name) + trial))
+                path = os.path.join(tmp, "run.csv")
+                write_csv(path, t, v)
+                o = preplay(["pt4cloud", "--interval", "7d", "--bootstrap", "100", path])
+                n = o["final_samples"]
+                weeks.append(o["stopped_at_interval"] or MAX_WEEKS)
+                runs["pt"].append(n)
+                acc["pt"].append(similarity(tmp, v[:n], truth))
+                o = preplay(["pt4cloud", "--interval", "12h", "--short", "--hourly", "0.5",
+                             "--bootstrap", "100", path])
+                # Runs executed = every sample fed to the machine (rounds that were discarded too).
+                executed = 0
+                prev = 0
+                for s in o["steps"]:
+                    executed += s["samples"] - prev if s["action"] != "lengthen" else s["samples"]
+                    prev = 0 if s["action"] == "lengthen" else s["samples"]
+                final = o["final_samples"]
+                runs["short"].append(executed)
+                # Its final set: the kept (hourly-sampled) samples of the last round, which
+                # starts after the discarded rounds and ends before any validation intervals.
+                keep = (t % 3600) < 1800
+                kept_t, kept_v = t[keep], v[keep]
+                discarded = executed - final - (sum(s["samples"] for s in o["steps"][-2:]) if o["steps"][-1]["validation"] else 0)
+                start = max(0, discarded)
+                acc["short"].append(similarity(tmp, kept_v[start:start + final], truth))
+                nci = ci_width_stop(t, v, rng)
+                runs["ci"].append(nci)
+                acc["ci"].append(similarity(tmp, v[:nci], truth))
+                runs["fixed"].append(1000)
+                acc["fixed"].append(similarity(tmp, v[:1000], truth))
+            truth_runs = len(np.arange(0, 6 * WEEK, STEP))
+            rows.append((name, np.mean(weeks), {k: 100 * np.mean(a) for k, a in acc.items()},
+                         {k: 100 * (1 - np.mean(r) / truth_runs) for k, r in runs.items()},
+                         100 * np.min(acc["pt"])))
+            print(f"done {name}", file=sys.stderr)
 
-print(f"| process | PT4Cloud weeks | PT4Cloud accuracy (min) | PT4Cloud fewer runs | "
-      f"short+hourly accuracy | short fewer runs | CI-width accuracy | CI-width fewer runs | "
-      f"fixed 1000 accuracy |")
-print("|---|---|---|---|---|---|---|---|---|")
-for name, wk, a, red, amin in rows:
-    print(f"| {name} | {wk:.1f} | {a['pt']:.1f}% ({amin:.1f}%) | {red['pt']:.0f}% | {a['short']:.1f}% | "
-          f"{red['short']:.0f}% | {a['ci']:.1f}% | {red['ci']:.0f}% | {a['fixed']:.1f}% |")
-avg = {k: np.mean([r[2][k] for r in rows]) for k in ("pt", "short", "ci", "fixed")}
-red = {k: np.mean([r[3][k] for r in rows]) for k in ("pt", "short", "ci", "fixed")}
-print(f"| **average** | {np.mean([r[1] for r in rows]):.1f} | {avg['pt']:.1f}% | {red['pt']:.0f}% | "
-      f"{avg['short']:.1f}% | {red['short']:.0f}% | {avg['ci']:.1f}% | {red['ci']:.0f}% | {avg['fixed']:.1f}% |")
-print(f"\n{TRIALS} trials per process; ground truth = an independent run of six week-long "
-      f"intervals ({len(np.arange(0, 6 * WEEK, STEP))} runs, one every {STEP:.0f} s).")
+    print(f"| process | PT4Cloud weeks | PT4Cloud accuracy (min) | PT4Cloud fewer runs | "
+          f"short+hourly accuracy | short fewer runs | CI-width accuracy | CI-width fewer runs | "
+          f"fixed 1000 accuracy |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, wk, a, red, amin in rows:
+        print(f"| {name} | {wk:.1f} | {a['pt']:.1f}% ({amin:.1f}%) | {red['pt']:.0f}% | {a['short']:.1f}% | "
+              f"{red['short']:.0f}% | {a['ci']:.1f}% | {red['ci']:.0f}% | {a['fixed']:.1f}% |")
+    avg = {k: np.mean([r[2][k] for r in rows]) for k in ("pt", "short", "ci", "fixed")}
+    red = {k: np.mean([r[3][k] for r in rows]) for k in ("pt", "short", "ci", "fixed")}
+    print(f"| **average** | {np.mean([r[1] for r in rows]):.1f} | {avg['pt']:.1f}% | {red['pt']:.0f}% | "
+          f"{avg['short']:.1f}% | {red['short']:.0f}% | {avg['ci']:.1f}% | {red['ci']:.0f}% | {avg['fixed']:.1f}% |")
+    print(f"\n{TRIALS} trials per process; ground truth = an independent run of six week-long "
+          f"intervals ({len(np.arange(0, 6 * WEEK, STEP))} runs, one every {STEP:.0f} s).")
+
+
+if __name__ == "__main__":
+    main()
