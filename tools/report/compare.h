@@ -94,7 +94,8 @@ struct compare_run {
     double score;      /* geometric mean over labels of the ranking metric (s) */
 };
 
-/* Loads one results file. 0, or -1 with a one-line reason in err. */
+/* Loads one results file. 0, or -1 with a one-line reason in err and
+ * nothing left allocated in run. */
 int compare_run_load(const char *path, struct compare_run *run, char *err, size_t errlen);
 void compare_run_free(struct compare_run *run);
 const struct compare_label *compare_run_label(const struct compare_run *run, const char *name);

@@ -286,6 +286,7 @@ int compare_run_load(const char *path, struct compare_run *run, char *err, size_
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
+        compare_run_free(run);
         return -1;
     }
     root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
@@ -293,6 +294,7 @@ int compare_run_load(const char *path, struct compare_run *run, char *err, size_
     if (!root) {
         snprintf(err, errlen, "%s: line %d column %d: not valid JSON (%s)", path, je.line,
                  je.column, je.text);
+        compare_run_free(run);
         return -1;
     }
     int rc = -1;
@@ -388,6 +390,8 @@ int compare_run_load(const char *path, struct compare_run *run, char *err, size_
     rc = 0;
 out:
     json_decref(root);
+    if (rc)
+        compare_run_free(run); /* a refused file leaves nothing to free */
     return rc;
 }
 
