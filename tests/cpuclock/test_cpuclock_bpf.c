@@ -1,8 +1,9 @@
 /* test_cpuclock_bpf.c - the BPF CPU clock end to end: the collector-side loader
  * loads the embedded sched_switch program, a thread and a forked process attach
  * through the map fd and read their CPU time without syscalls, matching
- * CLOCK_THREAD_CPUTIME_ID; an unprivileged loader gets a clear reason; after
- * unload the kernel stops updating. Needs root: without it, it fails and says
+ * CLOCK_THREAD_CPUTIME_ID; slots whose claimed bit is down are left alone;
+ * an unprivileged loader gets a clear reason; after unload the kernel stops
+ * updating. Needs root: without it, it fails and says
  * so (never skips).
  */
 #include <setjmp.h>
@@ -104,6 +105,39 @@ static void test_thread_reads_kernel_cpu_time(void **state)
     cpuclock_detach(&table);
 }
 
+/* The kernel side looks at the claimed bit first: a slot that holds this
+ * thread's tid but whose bit is down (never claimed) is left alone, and the
+ * same slot is updated again once the thread claims it. */
+static void test_unclaimed_slot_is_not_touched(void **state)
+{
+    (void)state;
+    struct cpuclock_table table;
+    char err[512];
+    if (cpuclock_attach(cpuclock_bpf_map_fd(), &table, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    uint32_t tid = (uint32_t)syscall(SYS_gettid);
+    struct cpuclock_slot *slot = &table.slots[tid & (CPUCLOCK_SLOT_COUNT - 1)];
+    assert_int_equal(atomic_load(&slot->tid), 0);
+    atomic_store(&slot->tid, tid); /* tid written, bit not raised */
+    uint32_t seq_before = atomic_load(&slot->seq);
+    for (int i = 0; i < 10; i++) {
+        struct timespec pause = {0, 200000};
+        nanosleep(&pause, NULL); /* each sleep is two context switches of ours */
+    }
+    assert_int_equal(atomic_load(&slot->seq), seq_before);
+    atomic_store(&slot->tid, 0);
+    struct cpuclock_thread th;
+    assert_int_equal(cpuclock_thread_claim(&table, &th, tid), CPUCLOCK_MODE_BPF);
+    seq_before = atomic_load(&slot->seq);
+    for (int i = 0; i < 10; i++) {
+        struct timespec pause = {0, 200000};
+        nanosleep(&pause, NULL);
+    }
+    assert_true(atomic_load(&slot->seq) - seq_before >= 2 * 10);
+    cpuclock_thread_release(&th);
+    cpuclock_detach(&table);
+}
+
 /* Another process gets the fd (here by fork, in the tracer over a unix
  * socket), maps it, closes the fd and still reads its own CPU time. */
 static void test_other_process_attaches(void **state)
@@ -195,6 +229,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thread_reads_kernel_cpu_time),
+        cmocka_unit_test(test_unclaimed_slot_is_not_touched),
         cmocka_unit_test(test_other_process_attaches),
         cmocka_unit_test(test_unprivileged_load_says_why),
         cmocka_unit_test(test_unload_stops_updates),

@@ -38,6 +38,13 @@ static uint32_t test_gettid(void)
     return (uint32_t)syscall(SYS_gettid);
 }
 
+/* The claimed bit of tid's slot (what the BPF program tests first). */
+static int test_claimed_bit(const struct cpuclock_table *table, uint32_t tid)
+{
+    uint32_t index = tid & (CPUCLOCK_SLOT_COUNT - 1);
+    return (int)((atomic_load(&table->claimed[index >> 6]) >> (index & 63u)) & 1u);
+}
+
 /* A table in ordinary memory, laid out like the BPF map. */
 static struct cpuclock_table test_table_new(void)
 {
@@ -46,6 +53,7 @@ static struct cpuclock_table test_table_new(void)
     table.slots = calloc(1, table.map_bytes);
     assert_non_null(table.slots);
     table.header = (struct cpuclock_header *)(table.slots + CPUCLOCK_SLOT_COUNT);
+    table.claimed = cpuclock_table_bitmap(table.slots);
     return table;
 }
 
@@ -210,6 +218,7 @@ static void test_claim_ownership(void **state)
     struct cpuclock_slot *slot = mine.slot;
     assert_ptr_equal(slot, &table.slots[me & (CPUCLOCK_SLOT_COUNT - 1)]);
     assert_int_equal(atomic_load(&slot->tid), me);
+    assert_int_equal(test_claimed_bit(&table, me), 1); /* the BPF program looks at it first */
     uint64_t cpu = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t now = test_clock_ns(CLOCK_MONOTONIC);
     uint64_t value = cpuclock_thread_now(&mine, now, NULL);
@@ -220,10 +229,14 @@ static void test_claim_ownership(void **state)
     assert_int_equal(atomic_load(&slot->tid), me);
     cpuclock_thread_release(&other);
     assert_int_equal(atomic_load(&slot->tid), me);
+    assert_int_equal(test_claimed_bit(&table, me), 1);
 
-    /* release frees it */
+    /* release frees it and lowers its bit, and no other bit was ever raised */
     cpuclock_thread_release(&mine);
     assert_int_equal(atomic_load(&slot->tid), 0);
+    assert_int_equal(test_claimed_bit(&table, me), 0);
+    for (uint32_t w = 0; w < CPUCLOCK_SLOT_COUNT / 64; w++)
+        assert_int_equal(atomic_load(&table.claimed[w]), 0);
 
     /* a slot left behind by a dead thread is taken over */
     pid_t child = fork();
@@ -236,7 +249,9 @@ static void test_claim_ownership(void **state)
     uint32_t heir = (uint32_t)child + CPUCLOCK_SLOT_COUNT;
     assert_int_equal(cpuclock_thread_claim(&table, &other, heir), CPUCLOCK_MODE_BPF);
     assert_int_equal(atomic_load(&dead_slot->tid), heir);
+    assert_int_equal(test_claimed_bit(&table, heir), 1);
     cpuclock_thread_release(&other);
+    assert_int_equal(test_claimed_bit(&table, heir), 0);
 
     /* no table: fallback */
     assert_int_equal(cpuclock_thread_claim(NULL, &other, me), CPUCLOCK_MODE_FALLBACK);

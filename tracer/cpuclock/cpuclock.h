@@ -41,8 +41,13 @@ extern "C" {
 
 #define CPUCLOCK_SLOT_COUNT 65536u /* slots indexed by tid & (COUNT - 1) */
 #define CPUCLOCK_HEADER_ENTRIES 4u /* array entries after the slots holding the header */
+/* After the header: one bit per slot, set while the slot is claimed (8 KiB,
+ * 256 entries of 256 bits). The BPF program tests the bit before it touches
+ * the slot, so a context switch of an untraced task reads two words of a
+ * small, cache-resident bitmap instead of two lines of the 2 MiB slot array. */
+#define CPUCLOCK_BITMAP_ENTRIES (CPUCLOCK_SLOT_COUNT / 256u)
 #define CPUCLOCK_MAGIC 0x4b4c4343u /* "CCLK" */
-#define CPUCLOCK_VERSION 1u
+#define CPUCLOCK_VERSION 2u
 
 /* One thread's slot. Written by the BPF program at each switch of the thread
  * whose tid is in `tid`, and by that thread itself when it claims the slot. */
@@ -84,7 +89,8 @@ struct cpuclock_header {
 #define CPUCLOCK_HEADER_TSC_VALID 1u
 
 #define CPUCLOCK_SLOT_SIZE 32u
-#define CPUCLOCK_MAP_ENTRIES (CPUCLOCK_SLOT_COUNT + CPUCLOCK_HEADER_ENTRIES)
+#define CPUCLOCK_MAP_ENTRIES                                                                       \
+    (CPUCLOCK_SLOT_COUNT + CPUCLOCK_HEADER_ENTRIES + CPUCLOCK_BITMAP_ENTRIES)
 _Static_assert(sizeof(struct cpuclock_slot) == CPUCLOCK_SLOT_SIZE, "slot layout is ABI");
 _Static_assert(sizeof(struct cpuclock_header) <= CPUCLOCK_HEADER_ENTRIES * CPUCLOCK_SLOT_SIZE,
                "header must fit its entries");
@@ -139,8 +145,17 @@ static inline uint64_t cpuclock_tsc_mono_now(const struct cpuclock_tsc *tsc)
 struct cpuclock_table {
     struct cpuclock_slot *slots;    /* CPUCLOCK_SLOT_COUNT slots */
     struct cpuclock_header *header; /* after the slots */
+    _Atomic uint64_t *claimed;      /* after the header: bit i set while slot i is claimed */
     size_t map_bytes;
 };
+
+/* The claimed-bitmap of a mapping that starts with the slots. */
+static inline _Atomic uint64_t *cpuclock_table_bitmap(void *map)
+{
+    return (_Atomic uint64_t *)((char *)map +
+                                (size_t)(CPUCLOCK_SLOT_COUNT + CPUCLOCK_HEADER_ENTRIES) *
+                                    CPUCLOCK_SLOT_SIZE);
+}
 
 /* Maps the table whose BPF map fd the collector sent. The fd may be closed
  * afterwards (the mapping keeps the map alive). Checks magic, version, size and
@@ -169,6 +184,7 @@ enum cpuclock_mode {
  * only used by that thread. */
 struct cpuclock_thread {
     struct cpuclock_slot *slot; /* BPF mode */
+    _Atomic uint64_t *claimed;  /* BPF mode: the table's claimed-bitmap */
     uint32_t tid;
     uint32_t mode;             /* enum cpuclock_mode */
     uint64_t threshold_ns;     /* fallback: precise read when the wall gap exceeds this */

@@ -168,6 +168,7 @@ struct cpuclock_bpf *cpuclock_bpf_load(char *err, size_t errlen)
     bpf->table.map_bytes = bytes;
     bpf->table.header = (struct cpuclock_header *)((char *)mapped + (size_t)CPUCLOCK_SLOT_COUNT *
                                                                         CPUCLOCK_SLOT_SIZE);
+    bpf->table.claimed = cpuclock_table_bitmap(mapped);
     if (stat("/proc/self/ns/pid", &pidns) != 0) {
         cpuclock_fail(err, errlen, "stat /proc/self/ns/pid", errno);
         goto fail;

@@ -7,10 +7,11 @@
 // CLOCK_MONOTONIC time they were last switched in and out. The traced thread
 // reads its slot without a syscall (tracer/cpuclock/cpuclock.h).
 //
-// It must never do more than two array look-ups and two compares for threads
-// that did not claim a slot (that is every other thread of the system), never
-// loop, never take locks, and never touch a slot whose tid is not the task's.
-// Slot layout and indexing must match struct cpuclock_slot in cpuclock.h.
+// For threads that did not claim a slot (every other thread of the system) it
+// must do no more than test one bit each of prev and next in the 8 KiB
+// claimed-bitmap (cache-resident, where the 2 MiB slot array is not); it must
+// never loop, never take locks, and never touch a slot whose tid is not the
+// task's. Slot layout, bitmap and indexing must match cpuclock.h.
 
 typedef unsigned int __u32;
 typedef unsigned long long __u64;
@@ -36,6 +37,7 @@ struct task_struct {
 
 #define CPUCLOCK_SLOT_COUNT 65536u
 #define CPUCLOCK_HEADER_ENTRIES 4u
+#define CPUCLOCK_BITMAP_ENTRIES (CPUCLOCK_SLOT_COUNT / 256u)
 
 struct cpuclock_slot {
     __u32 tid;
@@ -48,14 +50,23 @@ struct cpuclock_slot {
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
     __uint(map_flags, BPF_F_MMAPABLE);
-    __uint(max_entries, CPUCLOCK_SLOT_COUNT + CPUCLOCK_HEADER_ENTRIES);
+    __uint(max_entries, CPUCLOCK_SLOT_COUNT + CPUCLOCK_HEADER_ENTRIES + CPUCLOCK_BITMAP_ENTRIES);
     __type(key, __u32);
     __type(value, struct cpuclock_slot);
 } cpuclock_slots SEC(".maps");
 
+// Bitmap entry views: an array element of the map is 32 bytes, 256 bits.
+struct cpuclock_bits {
+    __u64 word[4];
+};
+
 static __always_inline struct cpuclock_slot *cpuclock_slot_of(__u32 tid)
 {
     __u32 index = tid & (CPUCLOCK_SLOT_COUNT - 1);
+    __u32 bits_index = CPUCLOCK_SLOT_COUNT + CPUCLOCK_HEADER_ENTRIES + (index >> 8);
+    struct cpuclock_bits *bits = bpf_map_lookup_elem(&cpuclock_slots, &bits_index);
+    if (!bits || !((*(volatile __u64 *)&bits->word[(index >> 6) & 3]) & (1ull << (index & 63))))
+        return 0;
     struct cpuclock_slot *slot = bpf_map_lookup_elem(&cpuclock_slots, &index);
     if (!slot || *(volatile __u32 *)&slot->tid != tid)
         return 0;

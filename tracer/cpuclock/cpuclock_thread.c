@@ -60,6 +60,7 @@ int cpuclock_attach(int map_fd, struct cpuclock_table *table, char *err, size_t 
     }
     table->slots = (struct cpuclock_slot *)map;
     table->header = header;
+    table->claimed = cpuclock_table_bitmap(map);
     table->map_bytes = bytes;
     errno = saved_errno;
     return 0;
@@ -75,6 +76,19 @@ void cpuclock_detach(struct cpuclock_table *table)
     if (table->slots)
         munmap(table->slots, table->map_bytes);
     memset(table, 0, sizeof *table);
+}
+
+/* Raises or lowers the claimed bit of tid's slot (no bitmap: nothing). */
+static void cpuclock_bitmap_set(_Atomic uint64_t *bitmap, uint32_t tid, int on)
+{
+    if (!bitmap)
+        return;
+    uint32_t index = tid & (CPUCLOCK_SLOT_COUNT - 1);
+    uint64_t bit = 1ull << (index & 63u);
+    if (on)
+        atomic_fetch_or_explicit(&bitmap[index >> 6], bit, memory_order_seq_cst);
+    else
+        atomic_fetch_and_explicit(&bitmap[index >> 6], ~bit, memory_order_seq_cst);
 }
 
 /* Is the thread that owns `tid` alive? kill(tid, 0) finds any task by tid. */
@@ -131,14 +145,22 @@ enum cpuclock_mode cpuclock_thread_claim(const struct cpuclock_table *table,
         } else if (owner == 0 || !cpuclock_tid_alive(owner)) {
             claimed = atomic_compare_exchange_strong(&slot->tid, &owner, tid);
         }
+        /* The bit goes up before the slot is initialised: from then on the
+         * kernel writes the slot at every switch, so initialise's sequence
+         * check sees any switch in between. */
+        if (claimed)
+            cpuclock_bitmap_set(table->claimed, tid, 1);
         if (claimed && cpuclock_slot_initialise(slot) == 0) {
             th->slot = slot;
+            th->claimed = table->claimed;
             th->mode = CPUCLOCK_MODE_BPF;
             errno = saved_errno;
             return CPUCLOCK_MODE_BPF;
         }
-        if (claimed)
+        if (claimed) {
+            cpuclock_bitmap_set(table->claimed, tid, 0);
             atomic_store_explicit(&slot->tid, 0, memory_order_release);
+        }
     }
     cpuclock_fallback_init(th);
     errno = saved_errno;
@@ -149,9 +171,13 @@ void cpuclock_thread_release(struct cpuclock_thread *th)
 {
     if (th->mode == CPUCLOCK_MODE_BPF && th->slot) {
         uint32_t expected = th->tid;
+        /* Bit down first: a new owner of the slot raises it again after its
+         * own compare-and-swap, which cannot succeed before ours. */
+        cpuclock_bitmap_set(th->claimed, th->tid, 0);
         atomic_compare_exchange_strong(&th->slot->tid, &expected, 0);
     }
     th->slot = NULL;
+    th->claimed = NULL;
     th->mode = CPUCLOCK_MODE_NONE;
 }
 
