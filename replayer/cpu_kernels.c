@@ -115,12 +115,12 @@ void cpu_kernels_sha256(const void *data, size_t len, uint8_t digest[32])
 
 /* ---------------------------------------------------------------- kernels */
 
-/* Each kernel: prepare (untimed), then CPU_KERNELS_REPS times reset
- * (untimed) and run (timed), then check (untimed). The score is the
- * fastest run: co-runners on the other core (shared cache, memory
- * bandwidth) only ever slow a run down, so the minimum is the stable
- * statistic; both ends of a ratio are measured the same way. */
-#define CPU_KERNELS_REPS 3
+/* Each kernel: prepare (untimed), then per round reset (untimed) and run
+ * (timed), then check (untimed). Rounds are interleaved across kernels
+ * (round r runs every kernel once) so a disturbance lasting a fraction of a
+ * second - the other tier or a database starting next to `preplay record` -
+ * hits one round of every kernel instead of every run of one kernel, and
+ * the per-kernel median over rounds drops it. */
 struct cpu_kernel_ctx {
     void *a, *b;
     size_t na, nb;
@@ -389,55 +389,90 @@ static const struct cpu_kernel cpu_kernels[CPU_KERNELS_COUNT] = {
     {"nbody-fp", nbody_prepare, nbody_reset, nbody_run, nbody_check},
 };
 
-int cpu_kernels_run_on(int cpu, struct trace_cpu_score *out, uint32_t max, char *err, size_t errlen)
+static int cpu_kernels_cmp_u64(const void *a, const void *b)
 {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* One timed run of a prepared kernel: its effective CPU ns (steal removed). */
+static int cpu_kernels_time_one(const struct cpu_kernel *kern, struct cpu_kernel_ctx *k, int core,
+                                uint64_t *ns)
+{
+    if (kern->reset)
+        kern->reset(k);
+    int64_t s0 = cpuburn_core_steal_ns(core);
+    uint64_t w0 = cpuburn_wall_ns(), c0 = cpuburn_thread_cpu_ns();
+    int failed = kern->run(k);
+    uint64_t c1 = cpuburn_thread_cpu_ns(), w1 = cpuburn_wall_ns();
+    int64_t s1 = cpuburn_core_steal_ns(core);
+    uint64_t steal = s0 >= 0 && s1 > s0 ? (uint64_t)(s1 - s0) : 0;
+    *ns = cpuburn_effective_cpu_ns(w1 - w0, c1 - c0, steal, NULL);
+    return failed;
+}
+
+int cpu_kernels_run_opts(const struct cpu_kernels_options *opt, struct trace_cpu_score *out,
+                         uint32_t max, char *err, size_t errlen)
+{
+    int rounds = opt && opt->rounds > 0 ? opt->rounds : CPU_KERNELS_ROUNDS;
+    if (rounds > CPU_KERNELS_MAX_ROUNDS)
+        rounds = CPU_KERNELS_MAX_ROUNDS;
+    int use_min = opt && opt->statistic == CPU_KERNELS_MIN;
+    int back_to_back = opt && opt->back_to_back;
+    uint32_t nk = max < CPU_KERNELS_COUNT ? max : CPU_KERNELS_COUNT;
+    struct cpu_kernel_ctx ctx[CPU_KERNELS_COUNT];
+    uint64_t times[CPU_KERNELS_COUNT][CPU_KERNELS_MAX_ROUNDS];
+    memset(ctx, 0, sizeof ctx);
     struct cpuburn_affinity saved;
-    int core = cpuburn_pin(cpu, &saved);
+    int core = cpuburn_pin(opt ? opt->cpu : -1, &saved);
     if (core < 0) {
-        snprintf(err, errlen, "cannot pin to CPU %d: %s", cpu, strerror(errno));
+        snprintf(err, errlen, "cannot pin to CPU %d: %s", opt ? opt->cpu : -1, strerror(errno));
         return -1;
     }
-    int n = 0;
-    for (uint32_t i = 0; i < CPU_KERNELS_COUNT && i < max; i++) {
-        const struct cpu_kernel *kern = &cpu_kernels[i];
-        struct cpu_kernel_ctx k;
-        memset(&k, 0, sizeof k);
-        int failed = kern->prepare(&k);
-        if (failed) {
-            snprintf(err, errlen, "%s kernel: out of memory preparing its input", kern->name);
-        } else {
-            uint64_t best = UINT64_MAX;
-            for (int rep = 0; rep < CPU_KERNELS_REPS && !failed; rep++) {
-                if (kern->reset)
-                    kern->reset(&k);
-                int64_t s0 = cpuburn_core_steal_ns(core);
-                uint64_t w0 = cpuburn_wall_ns(), c0 = cpuburn_thread_cpu_ns();
-                failed = kern->run(&k);
-                uint64_t c1 = cpuburn_thread_cpu_ns(), w1 = cpuburn_wall_ns();
-                int64_t s1 = cpuburn_core_steal_ns(core);
-                uint64_t steal = s0 >= 0 && s1 > s0 ? (uint64_t)(s1 - s0) : 0;
-                uint64_t eff = cpuburn_effective_cpu_ns(w1 - w0, c1 - c0, steal, NULL);
-                if (eff < best)
-                    best = eff;
-            }
-            if (failed) {
-                snprintf(err, errlen, "%s kernel: failed to run", kern->name);
-            } else if (!(failed = kern->check(&k, err, errlen))) {
-                memset(&out[n], 0, sizeof out[n]);
-                snprintf(out[n].name, sizeof out[n].name, "%s", kern->name);
-                out[n].seconds = (double)best / 1e9;
-                n++;
+    int n = -1;
+    for (uint32_t i = 0; i < nk; i++)
+        if (cpu_kernels[i].prepare(&ctx[i])) {
+            snprintf(err, errlen, "%s kernel: out of memory preparing its input",
+                     cpu_kernels[i].name);
+            goto out;
+        }
+    /* interleaved: round-major; back to back (the old way, kept for the
+     * benchmark's baseline): kernel-major */
+    for (int outer = 0; outer < (back_to_back ? (int)nk : rounds); outer++)
+        for (int inner = 0; inner < (back_to_back ? rounds : (int)nk); inner++) {
+            uint32_t i = (uint32_t)(back_to_back ? outer : inner);
+            int r = back_to_back ? inner : outer;
+            if (cpu_kernels_time_one(&cpu_kernels[i], &ctx[i], core, &times[i][r])) {
+                snprintf(err, errlen, "%s kernel: failed to run", cpu_kernels[i].name);
+                goto out;
             }
         }
-        free(k.a);
-        free(k.b);
-        if (failed) {
-            cpuburn_unpin(&saved);
-            return -1;
-        }
+    for (uint32_t i = 0; i < nk; i++) {
+        if (cpu_kernels[i].check(&ctx[i], err, errlen))
+            goto out;
+        qsort(times[i], (size_t)rounds, sizeof times[i][0], cpu_kernels_cmp_u64);
+        double ns = use_min ? (double)times[i][0]
+                    : rounds % 2
+                        ? (double)times[i][rounds / 2]
+                        : ((double)times[i][rounds / 2 - 1] + (double)times[i][rounds / 2]) / 2;
+        memset(&out[i], 0, sizeof out[i]);
+        snprintf(out[i].name, sizeof out[i].name, "%s", cpu_kernels[i].name);
+        out[i].seconds = ns / 1e9;
+    }
+    n = (int)nk;
+out:
+    for (uint32_t i = 0; i < nk; i++) {
+        free(ctx[i].a);
+        free(ctx[i].b);
     }
     cpuburn_unpin(&saved);
     return n;
+}
+
+int cpu_kernels_run_on(int cpu, struct trace_cpu_score *out, uint32_t max, char *err, size_t errlen)
+{
+    struct cpu_kernels_options opt = {.cpu = cpu, .rounds = CPU_KERNELS_ROUNDS};
+    return cpu_kernels_run_opts(&opt, out, max, err, errlen);
 }
 
 int cpu_kernels_run(struct trace_cpu_score *out, uint32_t max)

@@ -6,10 +6,12 @@
  * ratios (CloudProphet §3.1.1, "single-thread performance ratio").
  *
  * Every kernel does a fixed amount of work on a fixed, generated input, so
- * scores from different machines are comparable. A score is the fastest
- * of 3 runs (~60-80 ms each on the development VM, so ~0.2 s per kernel,
- * ~0.9 s for the set) in the thread's CPU time on one pinned core, with
- * that core's steal handled as in cpuburn (cpuburn_effective_cpu_ns).
+ * scores from different machines are comparable. A score is the median of
+ * CPU_KERNELS_ROUNDS rounds (a round runs every kernel once, ~60-80 ms each
+ * on the development VM, so ~1.4 s for the set) in the thread's CPU time on
+ * one pinned core, with that core's steal handled as in cpuburn
+ * (cpuburn_effective_cpu_ns). Both ends of a ratio are measured this way;
+ * tests/replayer/bench_cpu_ratio.c measures its spread on one machine.
  *
  * Must never: change the kernels' work or inputs without renaming them
  * (old traces would be compared against different work). */
@@ -22,9 +24,28 @@
 #include "trace_file.h" /* struct trace_cpu_score */
 
 #define CPU_KERNELS_COUNT 4
+#define CPU_KERNELS_ROUNDS 5      /* default rounds per score set */
+#define CPU_KERNELS_MAX_ROUNDS 31 /* cap on cpu_kernels_options.rounds */
 
-/* Runs every kernel once, pinned to the core the thread is on (affinity is
- * restored afterwards), and fills out[0..min(max, CPU_KERNELS_COUNT)).
+enum cpu_kernels_statistic { CPU_KERNELS_MEDIAN = 0, CPU_KERNELS_MIN = 1 };
+
+struct cpu_kernels_options {
+    int cpu;          /* core to pin to; < 0 = the current one */
+    int rounds;       /* <= 0: CPU_KERNELS_ROUNDS */
+    int statistic;    /* enum cpu_kernels_statistic over the rounds */
+    int back_to_back; /* run each kernel's rounds in a row (the pre-rounds
+                       * method, kept as the benchmark's baseline) instead of
+                       * interleaving rounds across kernels */
+};
+
+/* Scores every kernel as `opt` says (NULL: defaults), pinned to one core
+ * (affinity restored afterwards). Returns the number of scores written, or
+ * -1 with the reason in err. */
+int cpu_kernels_run_opts(const struct cpu_kernels_options *opt, struct trace_cpu_score *out,
+                         uint32_t max, char *err, size_t errlen);
+/* Scores every kernel (median of CPU_KERNELS_ROUNDS interleaved rounds),
+ * pinned to the core the thread is on (affinity is restored afterwards),
+ * and fills out[0..min(max, CPU_KERNELS_COUNT)).
  * Returns the number of scores written, or -1 if a kernel failed its own
  * result check or could not run (reason from cpu_kernels_error()). */
 int cpu_kernels_run(struct trace_cpu_score *out, uint32_t max);

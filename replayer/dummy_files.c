@@ -206,6 +206,20 @@ struct dummy_files *dummy_files_open_plan(const char *dir, const struct plan *p,
         specs[i].recorded_path = plan_string(p, p->files[i].path);
         specs[i].initial_size = p->files[i].initial_size;
     }
+    /* A recorded read at an offset returned data, so the file held those
+     * bytes when it ran: a file the traced app filled before its first
+     * request (the sample app's input.dat) shows initial size 0 in the
+     * manifest, and replaying its reads on an empty file would read
+     * nothing. Such a file starts as large as its reads reach. */
+    for (uint32_t o = 0; o < p->nops; o++) {
+        const struct plan_op *op = &p->ops[o];
+        if (op->kind != PLAN_OP_FILE || op->op != PLAN_FILE_READ || op->a.file.offset < 0 ||
+            op->a.file.file >= p->nfiles)
+            continue;
+        uint64_t end = (uint64_t)op->a.file.offset + op->a.file.size;
+        if (end > specs[op->a.file.file].initial_size)
+            specs[op->a.file.file].initial_size = end;
+    }
     struct dummy_files *d = dummy_files_open(dir, specs, p->nfiles, err, errlen);
     free(specs);
     return d;
@@ -451,6 +465,20 @@ int dummy_files_restore(struct dummy_files *d, int full, struct dummy_files_stat
     }
     free(buf);
     st->seconds = dummy_now() - t0;
+    return rc;
+}
+
+int dummy_files_settle(struct dummy_files *d, char *err, size_t errlen)
+{
+    int fd = open(d->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", d->dir, strerror(errno));
+        return -1;
+    }
+    int rc = syncfs(fd);
+    if (rc)
+        snprintf(err, errlen, "%s: syncfs: %s", d->dir, strerror(errno));
+    close(fd);
     return rc;
 }
 

@@ -45,7 +45,8 @@ struct dummy_files;
  * specs' strings are copied. NULL + one-line reason on failure. */
 struct dummy_files *dummy_files_open(const char *dir, const struct dummy_file_spec *specs,
                                      uint32_t n, char *err, size_t errlen);
-/* The same from a plan's file manifest (plan.files). */
+/* The same from a plan's file manifest (plan.files); a file is at least as
+ * large as the furthest byte a recorded read at an offset reached. */
 struct dummy_files *dummy_files_open_plan(const char *dir, const struct plan *p, char *err,
                                           size_t errlen);
 void dummy_files_close(struct dummy_files *d);
@@ -75,6 +76,12 @@ void dummy_files_note_write(struct dummy_files *d, uint32_t i, uint64_t offset, 
  * recreated. Forgets the noted ranges. 0, or -1 with a reason. */
 int dummy_files_restore(struct dummy_files *d, int full, struct dummy_files_stats *st, char *err,
                         size_t errlen);
+
+/* Waits until the filesystem holding the files has written back every
+ * dirty page (syncfs), so an interval does not start while the restore's
+ * (or anything else's) write-back still occupies the device. 0, or -1 with
+ * the reason. */
+int dummy_files_settle(struct dummy_files *d, char *err, size_t errlen);
 
 /* Evicts the files from the page cache so the next reads hit storage.
  * method 0 (auto): drop_caches when permitted (it evicts every clean page

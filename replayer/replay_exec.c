@@ -75,11 +75,15 @@ struct replay_engine {
     pthread_mutex_t db_errors_mu;
     _Atomic uint64_t blocks, db_queries, db_unavailable, call_errors, file_errors;
     _Atomic uint64_t lock_try_failed, locks_left_held, lock_bad_release;
+    /* bumped by replay_engine_restore_files: threads reopen their cached
+     * descriptors, so position-relative ops start from offset 0 again */
+    _Atomic uint32_t files_generation;
 };
 
 struct replay_thread {
     struct replay_engine *e;
-    int *fds; /* cached descriptor per plan file, -1 = not open */
+    int *fds;                  /* cached descriptor per plan file, -1 = not open */
+    uint32_t files_generation; /* of the engine when fds were opened */
     void *db;
     uint8_t *held; /* per lock: 0, 1 = write, 2 = read */
     uint32_t *held_list;
@@ -87,6 +91,8 @@ struct replay_thread {
     char *buf;
     size_t buflen;
 };
+
+static void replay_file_close_all(struct replay_thread *t);
 
 static size_t replay_alloc_count(uint64_t n)
 {
@@ -208,9 +214,7 @@ void replay_thread_free(struct replay_thread *t)
     if (!t)
         return;
     if (t->fds)
-        for (uint32_t i = 0; i < t->e->plan->nfiles; i++)
-            if (t->fds[i] >= 0)
-                close(t->fds[i]);
+        replay_file_close_all(t);
     if (t->db)
         replay_db_release(t->e->db, t->db);
     free(t->fds);
@@ -238,8 +242,22 @@ void replay_block_bytes(const struct plan *p, uint32_t block, uint64_t *request_
 
 /* ---- files -------------------------------------------------------------- */
 
+static void replay_file_close_all(struct replay_thread *t)
+{
+    for (uint32_t i = 0; i < t->e->plan->nfiles; i++)
+        if (t->fds[i] >= 0) {
+            close(t->fds[i]);
+            t->fds[i] = -1;
+        }
+}
+
 static int replay_file_fd(struct replay_thread *t, uint32_t file)
 {
+    uint32_t gen = atomic_load_explicit(&t->e->files_generation, memory_order_acquire);
+    if (gen != t->files_generation) {
+        replay_file_close_all(t);
+        t->files_generation = gen;
+    }
     if (t->fds[file] >= 0)
         return t->fds[file];
     const char *path = dummy_files_path(t->e->files, file);
@@ -290,10 +308,16 @@ static void replay_file_op(struct replay_thread *t, const struct plan_op *op)
             atomic_fetch_add(&e->file_errors, 1);
             return;
         }
-        if (op->op == PLAN_FILE_READ)
+        if (op->op == PLAN_FILE_READ) {
             n = off >= 0 ? pread(fd, t->buf, (size_t)size, off) : read(fd, t->buf, (size_t)size);
-        else
-            n = off >= 0 ? pwrite(fd, t->buf, (size_t)size, off) : write(fd, t->buf, (size_t)size);
+            break;
+        }
+        n = off >= 0 ? pwrite(fd, t->buf, (size_t)size, off) : write(fd, t->buf, (size_t)size);
+        if (n > 0) { /* remembered so the next interval restores only this range */
+            off_t at = off >= 0 ? (off_t)off : lseek(fd, 0, SEEK_CUR) - (off_t)n;
+            if (at >= 0)
+                dummy_files_note_write(e->files, file, (uint64_t)at, (uint64_t)n);
+        }
         break;
     case PLAN_FILE_FSYNC:
         n = fsync(fd);
@@ -627,6 +651,21 @@ char *replay_engine_stats_json(struct replay_engine *e)
     pthread_mutex_unlock(&e->db_errors_mu);
     replay_text_add(&t, "]}");
     return t.s;
+}
+
+int replay_engine_restore_files(struct replay_engine *e, double *seconds, char *err, size_t errlen)
+{
+    *seconds = 0;
+    if (!e->files)
+        return 0;
+    struct dummy_files_stats st;
+    atomic_fetch_add_explicit(&e->files_generation, 1, memory_order_release);
+    if (dummy_files_restore(e->files, 0, &st, err, errlen))
+        return -1;
+    if (dummy_files_settle(e->files, err, errlen))
+        return -1;
+    *seconds = st.seconds;
+    return 0;
 }
 
 void replay_engine_stats_reset(struct replay_engine *e)

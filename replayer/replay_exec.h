@@ -77,6 +77,11 @@ void replay_block_bytes(const struct plan *p, uint32_t block, uint64_t *request_
  * DB errors per query, failed calls, file errors, lock anomalies. */
 char *replay_engine_stats_json(struct replay_engine *e);
 void replay_engine_stats_reset(struct replay_engine *e);
+/* Between intervals (no block running): rewrites the ranges of the dummy
+ * files this engine's writes changed, makes threads reopen their cached
+ * descriptors, and waits for the filesystem's write-back (syncfs). 0, or -1
+ * with the reason; seconds = restore time without the write-back wait. */
+int replay_engine_restore_files(struct replay_engine *e, double *seconds, char *err, size_t errlen);
 
 /* Internal pieces shared by replay_exec.c, replay_db.c, replay_peers.c. */
 struct replay_db_pool;

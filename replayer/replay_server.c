@@ -148,6 +148,17 @@ static int replay_server_serve(struct replay_server *s, struct replay_thread *t,
     if (h.block == REPLAY_BLOCK_STATS || h.block == REPLAY_BLOCK_RESET) {
         char *json = h.block == REPLAY_BLOCK_STATS ? replay_engine_stats_json(s->e) : NULL;
         if (h.block == REPLAY_BLOCK_RESET) {
+            /* a new interval: the dummy-file ranges this replayer wrote are
+             * rewritten and write-back settles before the answer, so the
+             * controller starts the driver on the same files every time */
+            char ferr[256];
+            double restore_s;
+            if (replay_engine_restore_files(s->e, &restore_s, ferr, sizeof ferr)) {
+                pthread_mutex_lock(&s->log_mu);
+                fprintf(s->log, "replay: restoring dummy files: %s\n", ferr);
+                fflush(s->log);
+                pthread_mutex_unlock(&s->log_mu);
+            }
             replay_engine_stats_reset(s->e);
             if (s->nodeps)
                 replay_nodeps_reset(s->nodeps);

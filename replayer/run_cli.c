@@ -590,8 +590,9 @@ int cmd_run(int argc, char **argv)
         /* the same starting state every interval */
         double tr = run_now(), files_s = 0, db_s = 0;
         if (files) {
+            /* sizes here; each replayer rewrites the ranges it wrote at RESET */
             struct dummy_files_stats fst;
-            if (dummy_files_restore(files, 1, &fst, err, sizeof err)) {
+            if (dummy_files_restore(files, 0, &fst, err, sizeof err)) {
                 fprintf(stderr, "run: interval %ld: restoring dummy files: %s\n", iv, err);
                 goto write;
             }
