@@ -4,9 +4,14 @@
  * interval after interval (restore files and DB, drive the schedule, collect
  * each replayer's counters) feeding the response times to the PT4Cloud
  * machine until it says stop or --max-intervals. A replayer that dies stops
- * the run with its name; results so far are written. Must never leave a
- * replayer running: children get SIGTERM at the end and die with us
- * (PR_SET_PDEATHSIG). */
+ * the run with its name; results so far are written. With --hosts, the
+ * components it lists run on other hosts over ssh (run_remote.c): local
+ * replayers then listen on every address, and each host's peers file names
+ * them by the address that host reaches us at. Ctrl-C (SIGINT/SIGTERM) ends
+ * the run like a dead replayer does: results so far, everything stopped.
+ * Must never leave a replayer running: children get SIGTERM at the end and
+ * die with us (PR_SET_PDEATHSIG); remote ones are stopped over their ssh
+ * session, whose end alone also stops them and removes their temp dir. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -29,13 +34,17 @@
 #include "replay_drive.h"
 #include "replay_proto.h"
 #include "replay_results.h"
+#include "run_remote.h"
 
 struct run_child {
     const char *name;
     pid_t pid;
     int status, exited;
-    char addr[128];
+    char addr[128]; /* where the controller reaches it */
     char log[4200];
+    const struct run_host *host; /* NULL: local */
+    struct run_remote *remote;
+    char host_text[340]; /* "user@host:port" for messages */
 };
 
 struct run_ctx {
@@ -43,6 +52,13 @@ struct run_ctx {
     uint32_t nchildren;
     const char *dead; /* name of a replayer that died */
 };
+
+static volatile sig_atomic_t run_interrupted;
+
+static void run_on_signal(int sig)
+{
+    run_interrupted = sig;
+}
 
 static double run_now(void)
 {
@@ -57,7 +73,13 @@ static int run_check_children(void *arg)
     struct run_ctx *ctx = arg;
     for (uint32_t i = 0; i < ctx->nchildren; i++) {
         struct run_child *c = &ctx->children[i];
-        if (c->pid > 0 && !c->exited && waitpid(c->pid, &c->status, WNOHANG) == c->pid) {
+        if (c->remote && !c->exited && run_remote_exited(c->remote, &c->status)) {
+            c->exited = 1;
+            if (!ctx->dead)
+                ctx->dead = c->name;
+        }
+        if (!c->remote && c->pid > 0 && !c->exited &&
+            waitpid(c->pid, &c->status, WNOHANG) == c->pid) {
             c->exited = 1;
             if (!ctx->dead)
                 ctx->dead = c->name;
@@ -65,7 +87,7 @@ static int run_check_children(void *arg)
         if (c->exited)
             return 1;
     }
-    return 0;
+    return run_interrupted != 0;
 }
 
 static void run_describe_exit(const struct run_child *c, char *out, size_t outlen)
@@ -331,21 +353,29 @@ static void run_accumulate(json_t *acc, const char *component, const char *stats
 
 static void run_usage(FILE *out)
 {
-    fprintf(out, "usage: preplay run PLAN -o RESULTS [--db URL] [--p0 P] [--interval T]\n"
-                 "                   [--max-intervals N] [--mode independent|session] [--speed X]\n"
-                 "                   [--instance NAME] [--price USD_PER_HOUR] [--dir D]\n"
-                 "                   [--pool N] [--cpu-ratio R] [--no-deps]\n\n"
-                 "Start a replayer per component on loopback, then replay the plan's schedule\n"
-                 "interval after interval until PT4Cloud says the response times are stable.\n"
-                 "  --db URL          mysql://user:password@host:port/db (or ?socket=PATH); it is\n"
-                 "                    dumped before the first interval and reloaded before each\n"
-                 "  --p0 P            PT4Cloud objective probability (0.9)\n"
-                 "  --interval T      length of one interval (30s)\n"
-                 "  --max-intervals N stop after N intervals even if not stable (20)\n"
-                 "  --dir D           dummy files directory (default: a temporary one)\n"
-                 "  --no-deps         CloudProphet's strawman: each recorded worker replays its\n"
-                 "                    blocks in recorded order, ignoring dependencies\n"
-                 "  --instance NAME, --price USD  recorded in the results\n");
+    fprintf(out,
+            "usage: preplay run PLAN -o RESULTS [--db URL] [--p0 P] [--interval T]\n"
+            "                   [--max-intervals N] [--mode independent|session] [--speed X]\n"
+            "                   [--instance NAME] [--price USD_PER_HOUR] [--dir D]\n"
+            "                   [--pool N] [--cpu-ratio R] [--no-deps]\n"
+            "                   [--hosts FILE [--ssh-opts OPTS] [--ssh-timeout S]]\n\n"
+            "Start a replayer per component (on loopback, or over ssh on the hosts FILE\n"
+            "maps components to), then replay the plan's schedule interval after interval\n"
+            "until PT4Cloud says the response times are stable.\n"
+            "  --db URL          mysql://user:password@host:port/db (or ?socket=PATH); it is\n"
+            "                    dumped before the first interval and reloaded before each\n"
+            "  --p0 P            PT4Cloud objective probability (0.9)\n"
+            "  --interval T      length of one interval (30s)\n"
+            "  --max-intervals N stop after N intervals even if not stable (20)\n"
+            "  --dir D           dummy files directory (default: a temporary one)\n"
+            "  --no-deps         CloudProphet's strawman: each recorded worker replays its\n"
+            "                    blocks in recorded order, ignoring dependencies\n"
+            "  --instance NAME, --price USD  recorded in the results\n"
+            "  --hosts FILE      'COMPONENT [user@]host[:sshport] [listen-address]' lines:\n"
+            "                    those replayers run there (preplay is copied over ssh)\n"
+            "  --ssh-opts OPTS   extra ssh options, e.g. '-i KEY -o StrictHostKeyChecking=no'\n"
+            "                    (default: $PREPLAY_SSH_OPTS); ssh runs with BatchMode=yes\n"
+            "  --ssh-timeout S   ssh ConnectTimeout in seconds (10)\n");
 }
 
 int cmd_run(int argc, char **argv)
@@ -362,17 +392,21 @@ int cmd_run(int argc, char **argv)
                                          {"pool", required_argument, 0, 'L'},
                                          {"cpu-ratio", required_argument, 0, 'r'},
                                          {"no-deps", no_argument, 0, 'N'},
+                                         {"hosts", required_argument, 0, 'H'},
+                                         {"ssh-opts", required_argument, 0, 'S'},
+                                         {"ssh-timeout", required_argument, 0, 'T'},
                                          {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *db_url = NULL, *instance = "", *dir = NULL, *out = NULL, *pool = "64";
     double p0 = 0.9, interval = 30, speed = 1, price = NAN, ratio = 0;
-    long max_intervals = 20;
-    int no_deps = 0;
+    long max_intervals = 20, ssh_timeout = 10;
+    int no_deps = 0, ratio_given = 0;
+    const char *hosts_path = NULL, *ssh_opts = getenv("PREPLAY_SSH_OPTS");
     enum replay_drive_mode mode = REPLAY_DRIVE_INDEPENDENT;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "d:p:i:n:m:s:I:P:D:L:r:No:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:p:i:n:m:s:I:P:D:L:r:NH:S:T:o:h", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'd':
@@ -433,6 +467,20 @@ int cmd_run(int argc, char **argv)
                 fprintf(stderr, "run: --cpu-ratio '%s': expected a positive number\n", optarg);
                 return 2;
             }
+            ratio_given = 1;
+            break;
+        case 'H':
+            hosts_path = optarg;
+            break;
+        case 'S':
+            ssh_opts = optarg;
+            break;
+        case 'T':
+            ssh_timeout = strtol(optarg, &end, 10);
+            if (*end || ssh_timeout < 1 || ssh_timeout > 600) {
+                fprintf(stderr, "run: --ssh-timeout '%s': expected 1..600 seconds\n", optarg);
+                return 2;
+            }
             break;
         case 'N':
             no_deps = 1;
@@ -465,7 +513,9 @@ int cmd_run(int argc, char **argv)
     json_t *resources = json_object(), *db_errors = json_array(), *restores = json_array();
     struct replay_label_set all = {0};
     struct run_db db;
-    int have_work = 0, have_db = 0, frontend = -1;
+    struct run_hosts hosts = {0};
+    struct sigaction old_int, old_term;
+    int have_work = 0, have_db = 0, frontend = -1, nremote = 0, have_handlers = 0;
     double dump_s = 0;
     uint64_t token = replay_token_random();
     replay_token_format(token, tokbuf);
@@ -477,6 +527,26 @@ int cmd_run(int argc, char **argv)
     if (frontend < 0 || !p->nrequests) {
         fprintf(stderr, "run: %s: no front-end requests to replay\n", plan_path);
         goto out;
+    }
+    if (hosts_path) {
+        if (run_hosts_read(hosts_path, &hosts, err, sizeof err)) {
+            fprintf(stderr, "run: --hosts %s\n", err);
+            goto out;
+        }
+        for (uint32_t i = 0; i < hosts.n; i++)
+            if (replay_cli_component(p, hosts.hosts[i].component) < 0) {
+                fprintf(stderr, "run: --hosts %s:%u: no component '%s' in %s\n", hosts_path,
+                        hosts.hosts[i].line, hosts.hosts[i].component, plan_path);
+                goto out;
+            }
+    }
+    {
+        /* Ctrl-C: stop at the next check, write what we have, stop everything */
+        struct sigaction sa = {.sa_handler = run_on_signal};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        have_handlers = 1;
     }
     if (db_url && run_db_parse(db_url, &db, err, sizeof err)) {
         fprintf(stderr, "run: %s\n", err);
@@ -520,15 +590,76 @@ int cmd_run(int argc, char **argv)
         }
         have_db = 1;
     }
-    /* replayers: one child per component, on loopback port 0 */
+    /* replayers: remote ones first, since local ones must know whether to
+     * listen beyond loopback and the hosts say where they reach us */
     snprintf(peers, sizeof peers, "%s/peers", work);
     ctx.children = calloc(p->ncomponents, sizeof *ctx.children);
     if (!ctx.children)
         goto out;
+    ctx.nchildren = p->ncomponents;
     for (uint32_t i = 0; i < p->ncomponents; i++) {
         struct run_child *ch = &ctx.children[i];
         ch->name = plan_string(p, p->components[i].name);
         snprintf(ch->log, sizeof ch->log, "%s/replay-%u.log", work, i);
+        ch->host = hosts.n ? run_hosts_find(&hosts, ch->name) : NULL;
+        if (ch->host) {
+            run_host_describe(ch->host, ch->host_text, sizeof ch->host_text);
+            nremote++;
+        }
+    }
+    if (nremote) {
+        /* each host measures its own CPU ratio unless --cpu-ratio was given */
+        const char *rargs[12];
+        int na = 0;
+        rargs[na++] = "--pool";
+        rargs[na++] = pool;
+        if (db_url) {
+            rargs[na++] = "--db";
+            rargs[na++] = db_url;
+        }
+        if (no_deps)
+            rargs[na++] = "--no-deps";
+        if (ratio_given) {
+            rargs[na++] = "--cpu-ratio";
+            rargs[na++] = ratiobuf;
+        }
+        rargs[na] = NULL;
+        for (uint32_t i = 0; i < ctx.nchildren && !run_interrupted; i++) {
+            struct run_child *ch = &ctx.children[i];
+            if (!ch->host)
+                continue;
+            struct run_remote_config rcfg = {.host = ch->host,
+                                             .ssh_opts = ssh_opts,
+                                             .connect_timeout_s = (int)ssh_timeout,
+                                             .plan_path = plan_path,
+                                             .log_path = ch->log,
+                                             .token = token,
+                                             .replay_args = rargs};
+            ch->remote = run_remote_start(&rcfg, err, sizeof err);
+            if (!ch->remote) {
+                fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
+                goto out;
+            }
+            ch->pid = run_remote_ssh_pid(ch->remote);
+        }
+        for (uint32_t i = 0; i < ctx.nchildren && !run_interrupted; i++) {
+            struct run_child *ch = &ctx.children[i];
+            if (ch->remote && run_remote_wait_listening(ch->remote, 300, ch->addr, sizeof ch->addr,
+                                                        err, sizeof err)) {
+                fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
+                goto out;
+            }
+        }
+    }
+    const char *local_listen = "127.0.0.1:0";
+    for (uint32_t i = 0; i < ctx.nchildren; i++)
+        if (ctx.children[i].remote)
+            local_listen =
+                strchr(run_remote_client_ip(ctx.children[i].remote), ':') ? "[::]:0" : "0.0.0.0:0";
+    for (uint32_t i = 0; i < p->ncomponents && !run_interrupted; i++) {
+        struct run_child *ch = &ctx.children[i];
+        if (ch->host)
+            continue;
         char *cargv[24];
         int n = 0;
         cargv[n++] = "preplay";
@@ -537,7 +668,7 @@ int cmd_run(int argc, char **argv)
         cargv[n++] = "--component";
         cargv[n++] = (char *)ch->name;
         cargv[n++] = "--listen";
-        cargv[n++] = "127.0.0.1:0";
+        cargv[n++] = (char *)local_listen;
         cargv[n++] = "--token";
         cargv[n++] = tokbuf;
         cargv[n++] = "--peers";
@@ -555,11 +686,22 @@ int cmd_run(int argc, char **argv)
         if (no_deps)
             cargv[n++] = "--no-deps";
         cargv[n] = NULL;
-        ctx.nchildren = i + 1;
         if (run_spawn(ch, cargv, 60, err, sizeof err)) {
             fprintf(stderr, "run: %s\n", err);
             goto out;
         }
+        /* bound to every address: reach it on loopback from here */
+        const char *port = strrchr(ch->addr, ':');
+        if (port && strcmp(local_listen, "127.0.0.1:0")) {
+            char here[128];
+            snprintf(here, sizeof here, "%s%s", local_listen[0] == '[' ? "[::1]" : "127.0.0.1",
+                     port);
+            snprintf(ch->addr, sizeof ch->addr, "%s", here);
+        }
+    }
+    if (run_interrupted) {
+        fprintf(stderr, "run: interrupted while starting the replayers\n");
+        goto out;
     }
     {
         char tmp[4300];
@@ -571,6 +713,36 @@ int cmd_run(int argc, char **argv)
             fprintf(f, "%s %s\n", ctx.children[i].name, ctx.children[i].addr);
         if (fclose(f) || rename(tmp, peers)) {
             fprintf(stderr, "run: %s: cannot write the peers file\n", peers);
+            goto out;
+        }
+    }
+    /* each host's peers file: local replayers by the address it reaches us at */
+    for (uint32_t i = 0; i < ctx.nchildren; i++) {
+        struct run_child *ch = &ctx.children[i];
+        if (!ch->remote)
+            continue;
+        const char *me = run_remote_client_ip(ch->remote);
+        size_t cap = 256 * (size_t)ctx.nchildren + 1, used = 0;
+        char *text = malloc(cap);
+        if (!text)
+            goto out;
+        text[0] = 0;
+        for (uint32_t j = 0; j < ctx.nchildren; j++) {
+            const struct run_child *o = &ctx.children[j];
+            const char *port = strrchr(o->addr, ':');
+            if (o->remote || !port)
+                used += (size_t)snprintf(text + used, cap - used, "%s %s\n", o->name, o->addr);
+            else
+                used += (size_t)snprintf(text + used, cap - used,
+                                         strchr(me, ':') ? "%s [%s]%s\n" : "%s %s%s\n", o->name, me,
+                                         port);
+            if (used >= cap)
+                used = cap - 1;
+        }
+        int bad = run_remote_send_peers(ch->remote, text, err, sizeof err);
+        free(text);
+        if (bad) {
+            fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
             goto out;
         }
     }
@@ -587,8 +759,14 @@ int cmd_run(int argc, char **argv)
     int tty = isatty(2);
     int stopped = 0;
     for (long iv = 1; iv <= max_intervals && !stopped; iv++) {
-        /* the same starting state every interval */
+        if (run_interrupted)
+            goto write;
+        /* the same starting state every interval, on every host at once */
         double tr = run_now(), files_s = 0, db_s = 0;
+        for (uint32_t i = 0; i < ctx.nchildren; i++)
+            if (ctx.children[i].remote &&
+                run_remote_restore_begin(ctx.children[i].remote, err, sizeof err))
+                goto remote_failed;
         if (files) {
             /* sizes here; each replayer rewrites the ranges it wrote at RESET */
             struct dummy_files_stats fst;
@@ -596,8 +774,12 @@ int cmd_run(int argc, char **argv)
                 fprintf(stderr, "run: interval %ld: restoring dummy files: %s\n", iv, err);
                 goto write;
             }
-            files_s = run_now() - tr;
         }
+        for (uint32_t i = 0; i < ctx.nchildren; i++)
+            if (ctx.children[i].remote &&
+                run_remote_restore_end(ctx.children[i].remote, 600, err, sizeof err))
+                goto remote_failed;
+        files_s = run_now() - tr;
         if (have_db) {
             double t0 = run_now();
             int st = run_db_client(&db, "mariadb", db.dump_path, NULL);
@@ -685,17 +867,35 @@ int cmd_run(int argc, char **argv)
     if (tty)
         fprintf(stderr, "\n");
     rc = 0;
+    if (0) {
+    remote_failed:
+        /* a host that stopped answering: a death if its session ended */
+        if (!run_check_children(&ctx))
+            fprintf(stderr, "run: %s\n", err);
+    }
 write:
-    if (ctx.dead) {
+    if (run_interrupted) {
+        fprintf(stderr,
+                "%srun: interrupted by signal %d during interval %zu: results so far kept\n",
+                tty ? "\n" : "", (int)run_interrupted, json_array_size(intervals) + 1);
+        ctx.dead = NULL;
+        rc = 128 + run_interrupted;
+    } else if (ctx.dead) {
         for (uint32_t i = 0; i < ctx.nchildren; i++)
             if (ctx.children[i].exited) {
-                char how[64], last[512];
-                run_describe_exit(&ctx.children[i], how, sizeof how);
-                run_last_line(ctx.children[i].log, last, sizeof last);
+                struct run_child *ch = &ctx.children[i];
+                char how[400], last[512];
+                if (ch->remote)
+                    run_remote_describe_end(ch->remote, how, sizeof how);
+                else
+                    run_describe_exit(ch, how, sizeof how);
+                run_last_line(ch->log, last, sizeof last);
                 fprintf(stderr,
-                        "%srun: the replayer for component '%s' %s during interval %zu%s%s\n",
-                        tty ? "\n" : "", ctx.children[i].name, how, json_array_size(intervals) + 1,
+                        "%srun: the replayer for component '%s'%s%s %s during interval %zu%s%s\n",
+                        tty ? "\n" : "", ch->name, ch->remote ? " on " : "",
+                        ch->remote ? ch->host_text : "", how, json_array_size(intervals) + 1,
                         last[0] ? ": " : "", last);
+                ctx.dead = ch->name;
                 break;
             }
         rc = 1;
@@ -715,7 +915,21 @@ write:
     json_object_set_new(root, "p0", json_real(p0));
     json_object_set_new(root, "stopped", json_boolean(m && pt4c_machine_stopped(m)));
     json_object_set_new(root, "error",
-                        ctx.dead ? json_sprintf("replayer '%s' died", ctx.dead) : json_null());
+                        run_interrupted ? json_string("interrupted")
+                        : ctx.dead      ? json_sprintf("replayer '%s' died", ctx.dead)
+                                        : json_null());
+    if (nremote) {
+        json_t *hj = json_object();
+        for (uint32_t i = 0; i < ctx.nchildren; i++)
+            if (ctx.children[i].remote)
+                json_object_set_new(hj, ctx.children[i].name,
+                                    json_pack("{s:s, s:s, s:s, s:s}", "host",
+                                              ctx.children[i].host_text, "address",
+                                              ctx.children[i].addr, "controller_address",
+                                              run_remote_client_ip(ctx.children[i].remote), "dir",
+                                              run_remote_dir(ctx.children[i].remote)));
+        json_object_set_new(root, "hosts", hj);
+    }
     json_object_set_new(root, "labels", replay_results_labels(p, &all, 1));
     json_object_set_new(root, "intervals", intervals);
     json_object_set_new(root, "resources", resources);
@@ -732,11 +946,15 @@ write:
     }
 out:
     for (uint32_t i = 0; i < ctx.nchildren; i++)
-        if (ctx.children[i].pid > 0 && !ctx.children[i].exited)
+        if (ctx.children[i].pid > 0 && !ctx.children[i].exited && !ctx.children[i].remote)
             kill(ctx.children[i].pid, SIGTERM);
     for (uint32_t i = 0; i < ctx.nchildren; i++) {
+        run_remote_stop(ctx.children[i].remote);
+        ctx.children[i].remote = NULL;
+    }
+    for (uint32_t i = 0; i < ctx.nchildren; i++) {
         struct run_child *ch = &ctx.children[i];
-        if (ch->pid <= 0 || ch->exited)
+        if (ch->pid <= 0 || ch->exited || ch->host)
             continue;
         for (int k = 0; k < 50 && waitpid(ch->pid, &ch->status, WNOHANG) == 0; k++)
             usleep(20000);
@@ -746,6 +964,11 @@ out:
         }
     }
     free(ctx.children);
+    run_hosts_free(&hosts);
+    if (have_handlers) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
     if (have_work && rc == 0) {
         char *rm[] = {"rm", "-rf", work, NULL};
         run_exec(rm, NULL, NULL);

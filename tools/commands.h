@@ -19,6 +19,7 @@ int cmd_prepare(int argc, char **argv);   /* replayer/prepare_cli.c */
 int cmd_replay(int argc, char **argv);    /* replayer/replay_cli.c */
 int cmd_drive(int argc, char **argv);     /* replayer/drive_cli.c */
 int cmd_run(int argc, char **argv);       /* replayer/run_cli.c */
+int cmd_remote_agent(int argc, char **argv); /* replayer/run_remote.c */
 int cmd_compare(int argc, char **argv);   /* tools/report/compare_cli.c */
 
 #endif

@@ -19,6 +19,7 @@
 #pragma weak cmd_replay
 #pragma weak cmd_drive
 #pragma weak cmd_run
+#pragma weak cmd_remote_agent
 #pragma weak cmd_compare
 
 struct preplay_command {
@@ -39,6 +40,7 @@ static const struct preplay_command preplay_commands[] = {
     {"replay", cmd_replay, "serve one component's event blocks (replay server)"},
     {"drive", cmd_drive, "send a plan's requests to a replayer, record response times"},
     {"run", cmd_run, "replay a plan interval by interval until PT4Cloud says stable"},
+    {"remote-agent", cmd_remote_agent, "the remote end of `preplay run --hosts` (started over ssh)"},
     {"compare", cmd_compare, "compare runs on instance types: SLO verdict, cost, HTML report"},
 };
 
