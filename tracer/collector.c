@@ -51,6 +51,7 @@ struct collector_process {
     struct collector_region *regions[COLLECTOR_MAX_REGIONS];
     int nregions;
     uint64_t events;
+    int write_failed; /* the trace could not be written: events are discarded */
     char path[4096];
 };
 
@@ -69,6 +70,7 @@ struct collector {
     int cpu_clock_bpf;        /* the BPF CPU clock is loaded */
     uint64_t drained_records; /* records drained by the current round */
     int ring_pressure;        /* a ring was > 1/4 full this round, or a producer waited */
+    int write_failed_pending; /* a trace write failed since the last collector_poll */
     uint64_t tsc_recalibrated_ns;
     char cpu_clock_note[256]; /* why the fallback is used, when it is */
     char error[512];
@@ -383,12 +385,23 @@ static void collector_accept_all(struct collector *c)
     }
 }
 
+/* Appends one event to the process's trace. When the trace cannot be
+ * written (disk full, I/O error) the first error is kept for the caller
+ * (collector_poll fails once) and the rest of that process's events are
+ * counted as lost and discarded: draining goes on, so the app is never held
+ * by back-pressure from a collector that can no longer write. */
 static int collector_append(struct collector *c, struct collector_process *p,
                             const struct trace_event *ev)
 {
     if (trace_writer_append(p->writer, ev) != 0) {
-        snprintf(c->error, sizeof c->error, "%s: %s", p->path, trace_writer_error(p->writer));
-        return -1;
+        if (!p->write_failed) {
+            p->write_failed = 1;
+            c->write_failed_pending = 1;
+            if (!c->error[0])
+                snprintf(c->error, sizeof c->error, "%s", trace_writer_error(p->writer));
+        }
+        c->stats.lost++;
+        return 0;
     }
     p->events++;
     c->stats.events++;
@@ -569,8 +582,10 @@ static int collector_close_process(struct collector *c, struct collector_process
     char err[256] = "";
     if (p->writer) {
         c->stats.bytes += trace_writer_bytes(p->writer);
-        if (trace_writer_close(p->writer, err, sizeof err) != 0) {
-            snprintf(c->error, sizeof c->error, "%s: %s", p->path, err);
+        /* the writer's message names the file; a failure already reported
+         * by collector_append is not reported twice */
+        if (trace_writer_close(p->writer, err, sizeof err) != 0 && !p->write_failed) {
+            snprintf(c->error, sizeof c->error, "%s", err);
             rc = -1;
         }
         p->writer = NULL;
@@ -634,6 +649,10 @@ int collector_poll(struct collector *c, int timeout_ms)
             memmove(p->regions, p->regions + 1, (size_t)(p->nregions - 1) * sizeof p->regions[0]);
             p->nregions--;
         }
+    }
+    if (c->write_failed_pending) {
+        c->write_failed_pending = 0;
+        rc = -1;
     }
     return rc;
 }
