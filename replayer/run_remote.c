@@ -433,7 +433,11 @@ static void run_remote_failure(const struct run_remote *r, const char *what, int
         snprintf(last, sizeof last, "ssh killed by signal %d", WTERMSIG(status));
     else if (!last[0])
         snprintf(last, sizeof last, "status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    snprintf(err, errlen, "host %s: %s: %s", r->host, what, last);
+    if (what)
+        snprintf(err, errlen, "host %s: %s: %s", r->host, what, last);
+    else /* ssh's own words: "ssh: connect to host ...", "root@h: Permission denied..." */
+        snprintf(err, errlen, "host %s: %s%s", r->host, strncmp(last, "ssh: ", 5) ? "ssh: " : "",
+                 last);
 }
 
 /* Step 1: a fresh temp dir there with our binary in it. */
@@ -487,7 +491,7 @@ static int run_remote_copy(struct run_remote *r, const struct run_remote_config 
             run_remote_failure(r, "cannot create a temp dir or copy preplay there", status, err,
                                errlen);
         else
-            run_remote_failure(r, "ssh", status, err, errlen);
+            run_remote_failure(r, NULL, status, err, errlen);
         return -1;
     }
     if (strncmp(line, RUN_REMOTE_DIR_PREFIX, strlen(RUN_REMOTE_DIR_PREFIX)) ||

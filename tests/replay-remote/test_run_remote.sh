@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# test_run_remote.sh - `preplay run --hosts`: replayers on other hosts over
+# ssh, against two sshds this test starts with its own host and client keys:
+# one on loopback, one inside a network namespace joined by a veth pair (a
+# second "host" at its own address). Checks:
+#   1. the front end (web) in the namespace, app local: results (labels,
+#      counts, intervals, resources of both tiers), the remote replayer was a
+#      process of the namespace listening on the namespace's address, the
+#      token on no command line, the remote temp dir gone afterwards;
+#   2. app on the loopback host, its replayer killed mid-run: the run stops
+#      naming the component and host, results so far kept, dir removed;
+#   3. Ctrl-C (SIGINT) mid-run: results so far, remote side stopped;
+#   4. faults, each one line naming the host, in bounded time: a closed
+#      port, an address nobody answers (connect timeout), a key the host
+#      does not accept; hosts file errors naming file and line.
+# Never touches root's own ssh files; sshds, namespace and veth are removed
+# in the trap.
+set -uo pipefail
+: "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || fail "needs root (network namespace, sshd)"
+[ -x /usr/sbin/sshd ] || fail "needs /usr/sbin/sshd (openssh-server, tools/install-deps)"
+command -v ssh >/dev/null || fail "needs ssh (openssh-client)"
+
+work=$(mktemp -d /tmp/replay-remote-XXXXXX)
+chmod 755 "$work"
+tag=$$
+ns="pprm$tag"
+veth_out="ppr${tag}a"
+veth_in="ppr${tag}b"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do
+    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null
+  done
+  ip link del "$veth_out" 2>/dev/null
+  ip netns del "$ns" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+plan="$work/plan"
+"$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan" two-tier "$plan" || fail "make_plan"
+
+# --- keys and sshd configs (nothing outside $work) ---
+ssh-keygen -q -t ed25519 -N '' -f "$work/hostkey" || fail "ssh-keygen"
+ssh-keygen -q -t ed25519 -N '' -f "$work/clientkey" || fail "ssh-keygen"
+ssh-keygen -q -t ed25519 -N '' -f "$work/otherkey" || fail "ssh-keygen"
+cp "$work/clientkey.pub" "$work/authorized_keys"
+chmod 600 "$work/authorized_keys"
+mkdir -p /run/sshd # privilege separation directory sshd insists on
+sshd_config() { # NAME LISTEN
+  cat >"$work/sshd-$1.conf" <<EOF
+ListenAddress $2
+HostKey $work/hostkey
+PidFile $work/sshd-$1.pid
+AuthorizedKeysFile $work/authorized_keys
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+MaxStartups 50
+LogLevel ERROR
+EOF
+}
+free_port() {
+  python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"
+}
+wait_ssh() { # HOST PORT NETNS-PREFIX...
+  local host=$1 port=$2
+  shift 2
+  for _ in $(seq 1 100); do
+    "$@" python3 -c "import socket,sys; socket.create_connection(('$host',$port),0.2)" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# host 1: loopback
+port_lo=$(free_port)
+sshd_config lo "127.0.0.1:$port_lo"
+/usr/sbin/sshd -D -f "$work/sshd-lo.conf" -E "$work/sshd-lo.log" &
+sshd_lo=$!
+pids+=("$sshd_lo")
+wait_ssh 127.0.0.1 "$port_lo" || fail "loopback sshd did not start: $(cat "$work/sshd-lo.log")"
+
+# host 2: a network namespace at 10.213.N.2, us at 10.213.N.1
+n=$((tag % 250 + 1))
+for _ in $(seq 1 250); do
+  ip -4 addr | grep -q "inet 10\.213\.$n\." || break
+  n=$((n % 250 + 1))
+done
+ip_out="10.213.$n.1"
+ip_in="10.213.$n.2"
+ip netns add "$ns" || fail "ip netns add"
+ip link add "$veth_out" type veth peer name "$veth_in" || fail "veth"
+ip link set "$veth_in" netns "$ns" || fail "veth into namespace"
+ip addr add "$ip_out/24" dev "$veth_out" && ip link set "$veth_out" up || fail "veth address"
+ip netns exec "$ns" ip addr add "$ip_in/24" dev "$veth_in" || fail "namespace address"
+ip netns exec "$ns" ip link set "$veth_in" up && ip netns exec "$ns" ip link set lo up || fail "up"
+sshd_config ns "$ip_in:22"
+ip netns exec "$ns" /usr/sbin/sshd -D -f "$work/sshd-ns.conf" -E "$work/sshd-ns.log" &
+pids+=($!)
+wait_ssh "$ip_in" 22 || fail "namespace sshd did not start: $(cat "$work/sshd-ns.log")"
+
+ssh_opts="-i $work/clientkey -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+
+# pid of the process named preplay-replay among a set of pids
+replayer_among() {
+  for p in "$@"; do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = preplay-replay ] && { echo "$p"; return 0; }
+  done
+  return 1
+}
+descendants() { # PID: every descendant, depth first
+  local c
+  for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done
+}
+
+# ---- 1. web (front end) in the namespace, app here ----
+printf '# component  host  (listen address: the one ssh reached)\nweb root@%s\n' "$ip_in" >"$work/hosts1"
+"$PREPLAY_BIN" run "$plan" --hosts "$work/hosts1" --ssh-opts "$ssh_opts" --max-intervals 2 \
+  --interval 2s --p0 0.99999 -o "$work/r1.json" 2>"$work/r1.err" &
+run=$!
+remote_pid=""
+for _ in $(seq 1 200); do
+  remote_pid=$(replayer_among $(ip netns pids "$ns")) && break
+  kill -0 "$run" 2>/dev/null || break
+  sleep 0.1
+done
+[ -n "$remote_pid" ] || { wait "$run"; fail "no replayer process in the namespace: $(cat "$work/r1.err")"; }
+cmdline=$(tr '\0' ' ' <"/proc/$remote_pid/cmdline")
+agent_cmdline=$(tr '\0' ' ' <"/proc/$(awk '{print $4}' "/proc/$remote_pid/stat")/cmdline")
+wait "$run"
+rc=$?
+cat "$work/r1.err"
+[ $rc = 0 ] || fail "run with a remote front end: exit $rc"
+echo "remote replayer: $cmdline"
+case "$cmdline" in
+*"--token"* | *"--component"*) fail "the remote command line shows the replayer's arguments: $cmdline" ;;
+"/tmp/preplay-remote."*"/preplay remote-agent /tmp/preplay-remote."*) ;;
+*) fail "unexpected remote command line: $cmdline" ;;
+esac
+[ "$agent_cmdline" = "$cmdline" ] || fail "replayer's parent is not the agent: $agent_cmdline"
+python3 - "$work/r1.json" "$ip_in" "$ip_out" <<'PY' || fail "results of the remote run"
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+ip_in, ip_out = sys.argv[2], sys.argv[3]
+assert d["kind"] == "run" and d["error"] is None, d["error"]
+h = d["hosts"]
+assert list(h) == ["web"], h
+assert h["web"]["address"].startswith(ip_in + ":"), h
+assert h["web"]["controller_address"] == ip_out, h
+assert h["web"]["host"] == "root@" + ip_in, h
+assert not os.path.exists(h["web"]["dir"]), "remote temp dir left: " + h["web"]["dir"]
+iv = d["intervals"]
+assert [i["requests"] for i in iv] == [100, 100] and all(i["failed"] == 0 for i in iv), iv
+assert iv[0]["p"] is None and 0 <= iv[1]["p"] <= 1, iv
+L = d["labels"]
+assert set(L) == {"GET /fast", "POST /slow"}, L.keys()
+fast, slow = L["GET /fast"], L["POST /slow"]
+assert fast["count"] + slow["count"] == 200, (fast["count"], slow["count"])
+# the blocks' CPU + external time (as in tests/replay/test_run_e2e.sh), plus a veth hop
+assert 0.0005 <= fast["median_s"] <= 0.006, fast
+assert 0.003 <= slow["median_s"] <= 0.015, slow
+R = d["resources"]
+# counters from the remote front end and from the local app it called
+assert R["web"]["POST /slow"]["blocks"] == slow["count"], R["web"]
+assert R["web"]["GET /fast"]["blocks"] == fast["count"], R["web"]
+assert R["app"]["app:slow"]["blocks"] == slow["count"], R["app"]
+assert R["app"]["app:slow"]["file_s"] > 0, R["app"]
+print("remote front end ok: fast median %.3f ms, slow %.3f ms, web at %s" %
+      (fast["median_s"] * 1e3, slow["median_s"] * 1e3, h["web"]["address"]))
+PY
+[ -z "$(replayer_among $(ip netns pids "$ns"))" ] || fail "a replayer survived in the namespace"
+
+# ---- 2. app on the loopback host, killed during interval 2 ----
+printf 'app root@127.0.0.1:%s\n' "$port_lo" >"$work/hosts2"
+"$PREPLAY_BIN" run "$plan" --hosts "$work/hosts2" --ssh-opts "$ssh_opts" --max-intervals 5 \
+  --interval 2s -o "$work/r2.json" 2>"$work/r2.err" &
+run=$!
+for _ in $(seq 1 200); do
+  grep -q '^interval 1:' "$work/r2.err" 2>/dev/null && break
+  kill -0 "$run" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q '^interval 1:' "$work/r2.err" || { kill "$run"; wait "$run"; fail "interval 1 did not end: $(cat "$work/r2.err")"; }
+victim=$(replayer_among $(descendants "$sshd_lo"))
+[ -n "$victim" ] || { kill "$run"; wait "$run"; fail "no remote replayer under the loopback sshd"; }
+sleep 0.5
+kill -9 "$victim"
+wait "$run"
+rc=$?
+cat "$work/r2.err"
+[ $rc = 1 ] || fail "run went on (exit $rc) after the remote replayer died"
+grep -q "^run: the replayer for component 'app' on root@127.0.0.1:$port_lo killed by signal 9 during interval 2" "$work/r2.err" ||
+  fail "no message naming the component and host"
+python3 - "$work/r2.json" <<'PY' || fail "results so far not kept"
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+assert d["error"] == "replayer 'app' died", d["error"]
+assert len(d["intervals"]) == 1 and d["intervals"][0]["requests"] == 100, d["intervals"]
+assert d["labels"]["GET /fast"]["count"] > 0
+assert d["hosts"]["app"]["address"].startswith("127.0.0.1:")
+dir_ = d["hosts"]["app"]["dir"]
+open(sys.argv[1] + ".dir", "w").write(dir_)
+PY
+dir2=$(cat "$work/r2.json.dir")
+for _ in $(seq 1 50); do [ -e "$dir2" ] || break; sleep 0.1; done
+[ ! -e "$dir2" ] || fail "remote temp dir $dir2 left after the replayer died"
+
+# ---- 3. Ctrl-C during interval 2 ----
+"$PREPLAY_BIN" run "$plan" --hosts "$work/hosts2" --ssh-opts "$ssh_opts" --max-intervals 5 \
+  --interval 2s -o "$work/r3.json" 2>"$work/r3.err" &
+run=$!
+for _ in $(seq 1 200); do
+  grep -q '^interval 1:' "$work/r3.err" 2>/dev/null && break
+  kill -0 "$run" 2>/dev/null || break
+  sleep 0.1
+done
+sleep 0.5
+kill -INT "$run"
+wait "$run"
+rc=$?
+cat "$work/r3.err"
+[ $rc = 130 ] || fail "Ctrl-C: exit $rc (expected 130)"
+grep -q '^run: interrupted by signal 2 during interval 2: results so far kept' "$work/r3.err" ||
+  fail "Ctrl-C: no message"
+python3 -c "
+import json, os; d = json.load(open('$work/r3.json'))
+assert d['error'] == 'interrupted' and len(d['intervals']) == 1, (d['error'], d['intervals'])
+assert not os.path.exists(d['hosts']['app']['dir']), 'remote dir left'
+" || fail "Ctrl-C: results"
+[ -z "$(replayer_among $(descendants "$sshd_lo"))" ] || fail "Ctrl-C: a remote replayer survived"
+
+# ---- 4. faults: one line naming the host, in bounded time ----
+one_fault() { # NAME HOSTS-LINE EXPECTED-REGEX MAX-SECONDS [SSH-OPTS]
+  local name=$1 line=$2 want=$3 max=$4 opts=${5:-$ssh_opts}
+  printf '%s\n' "$line" >"$work/hosts-$name"
+  local t0=$SECONDS
+  "$PREPLAY_BIN" run "$plan" --hosts "$work/hosts-$name" --ssh-opts "$opts" --ssh-timeout 2 \
+    --cpu-ratio 1 --max-intervals 1 --interval 1s -o "$work/f.json" 2>"$work/f.err"
+  local rc=$? took=$((SECONDS - t0))
+  local first
+  first=$(head -1 "$work/f.err")
+  echo "$name ($took s): $first"
+  [ $rc = 1 ] || fail "$name: exit $rc"
+  [ "$took" -le "$max" ] || fail "$name: took $took s (max $max)"
+  echo "$first" | grep -Eq "$want" || fail "$name: '$first' does not match '$want'"
+  ! grep -v '^run: replayer logs kept in ' "$work/f.err" | tail -n +2 | grep -q . ||
+    fail "$name: more than one line: $(cat "$work/f.err")"
+}
+closed=$(free_port)
+one_fault closed "app root@127.0.0.1:$closed" \
+  "^run: component 'app': host root@127.0.0.1:$closed: ssh: connect to host 127.0.0.1 port $closed: Connection refused$" 10
+one_fault timeout "app root@10.213.$n.3" \
+  "^run: component 'app': host root@10.213.$n.3: ssh: connect to host 10.213.$n.3 port 22: (Connection timed out|No route to host)$" 15
+one_fault auth "app root@127.0.0.1:$port_lo" \
+  "^run: component 'app': host root@127.0.0.1:$port_lo: ssh: .*Permission denied \(publickey\)" 10 \
+  "-i $work/otherkey -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+one_fault unknown-component "nosuch root@127.0.0.1:$port_lo" \
+  "^run: --hosts $work/hosts-unknown-component:1: no component 'nosuch' in $plan$" 5
+one_fault bad-port "app root@127.0.0.1:99999" \
+  "^run: --hosts $work/hosts-bad-port:1: 'root@127.0.0.1:99999': bad ssh port '99999'$" 5
+printf 'app root@127.0.0.1:%s\napp root@%s\n' "$port_lo" "$ip_in" >"$work/hosts-dup"
+out=$("$PREPLAY_BIN" run "$plan" --hosts "$work/hosts-dup" -o "$work/f.json" 2>&1)
+[ $? = 1 ] && [ "$out" = "run: --hosts $work/hosts-dup:2: component 'app' is already on line 1" ] ||
+  fail "duplicate component: '$out'"
+# nothing of ours left on the "hosts"
+[ -z "$(replayer_among $(descendants "$sshd_lo") $(ip netns pids "$ns"))" ] || fail "replayer left"
+echo "run --hosts ok"
