@@ -1,9 +1,14 @@
-/* replay_server.c - dispatcher + worker pool of `preplay replay`
- * (CloudProphet §3.3): a block runs when its request arrives, on the first
- * free worker. The dispatcher only watches descriptors; workers read the
- * header, replay, answer, and re-arm the connection (or serve the next
- * request on it at once when it is already there). Never blocks the
- * dispatcher on a client, never replays a request whose token is wrong. */
+/* replay_server.c - the worker pool of `preplay replay` (CloudProphet
+ * §3.3): a block runs when its request arrives, on the first free worker.
+ * Every worker waits in epoll_wait on the shared descriptor set (the
+ * listening socket and each idle connection, one-shot), so the worker the
+ * kernel wakes for a request is the one that serves it: no dispatcher
+ * thread hands the connection over (that hand-off was a second thread
+ * wake-up per request, ~20 us of the shortest request's response time on
+ * this VM; bench_replay_latency measures it). A worker reads the header,
+ * replays, answers, and re-arms the connection (or serves the next request
+ * on it at once when it is already there). Never blocks on a client
+ * without a timeout, never replays a request whose token is wrong. */
 #include "replay_server.h"
 
 #include <errno.h>
@@ -26,15 +31,8 @@ struct replay_server {
     const struct replay_config *cfg;
     int listen_fd, epfd, stop_fd;
     FILE *log;
-    pthread_t dispatcher;
     pthread_t *workers;
-    int nworkers, started_workers, dispatcher_started;
-    /* ready connections: a ring the dispatcher fills and workers drain */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int *ring;
-    size_t ring_cap, ring_head, ring_len;
-    int stopping;
+    int nworkers, started_workers;
     pthread_mutex_t log_mu;
     _Atomic uint64_t served, rejected;
     /* --no-deps: one thread per recorded worker replays its blocks in order */
@@ -61,64 +59,23 @@ static void replay_server_log(struct replay_server *s, int fd, const char *what)
     pthread_mutex_unlock(&s->log_mu);
 }
 
-static int replay_server_push(struct replay_server *s, int fd)
+/* Takes every pending connection off the (non-blocking) listening socket
+ * and adds it to the set, one-shot: one worker is woken per request. */
+static void replay_server_accept(struct replay_server *s)
 {
-    pthread_mutex_lock(&s->mu);
-    if (s->ring_len == s->ring_cap) {
-        size_t cap = s->ring_cap * 2;
-        int *n = malloc(cap * sizeof *n);
-        if (!n) {
-            pthread_mutex_unlock(&s->mu);
-            return -1;
-        }
-        for (size_t i = 0; i < s->ring_len; i++)
-            n[i] = s->ring[(s->ring_head + i) % s->ring_cap];
-        free(s->ring);
-        s->ring = n;
-        s->ring_cap = cap;
-        s->ring_head = 0;
-    }
-    s->ring[(s->ring_head + s->ring_len++) % s->ring_cap] = fd;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    return 0;
-}
-
-static void *replay_server_dispatch(void *arg)
-{
-    struct replay_server *s = arg;
-    struct epoll_event evs[256];
-    for (;;) {
-        int n = epoll_wait(s->epfd, evs, 256, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
+    for (int k = 0; k < 64; k++) {
+        /* blocking (accept4 does not inherit O_NONBLOCK): workers use
+         * blocking I/O with a timeout, so no replay hangs forever */
+        int c = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0)
             break;
-        for (int i = 0; i < n; i++) {
-            int fd = evs[i].data.fd;
-            if (fd == s->stop_fd)
-                return NULL;
-            if (fd == s->listen_fd) {
-                for (int k = 0; k < 64; k++) {
-                    /* blocking (accept4 does not inherit O_NONBLOCK): workers use
-                     * blocking I/O with a timeout, so no replay hangs forever */
-                    int c = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-                    if (c < 0)
-                        break;
-                    struct timeval tv = {s->cfg->io_timeout_s, 0};
-                    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-                    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-                    struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = c};
-                    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, c, &ev))
-                        close(c);
-                }
-                continue;
-            }
-            if (replay_server_push(s, fd))
-                close(fd);
-        }
+        struct timeval tv = {s->cfg->io_timeout_s, 0};
+        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = c};
+        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, c, &ev))
+            close(c);
     }
-    return NULL;
 }
 
 /* Serves one request on fd. 0 = keep the connection, -1 = close it, 1 = handed
@@ -200,42 +157,56 @@ static void *replay_server_work(void *arg)
         pthread_mutex_unlock(&s->log_mu);
         return NULL;
     }
-    for (;;) {
-        pthread_mutex_lock(&s->mu);
-        while (!s->ring_len && !s->stopping)
-            pthread_cond_wait(&s->cv, &s->mu);
-        if (s->stopping) {
-            pthread_mutex_unlock(&s->mu);
+    /* A lone worker takes every ready connection at once (nobody else could
+     * serve them; one epoll_wait for many requests under load). With
+     * several, each takes one: a request waiting behind another in one
+     * worker's batch while a second worker sleeps would be added latency. */
+    struct epoll_event evs[32];
+    int batch = s->nworkers == 1 ? 32 : 1, stop = 0;
+    while (!stop) {
+        int n = epoll_wait(s->epfd, evs, batch, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
             break;
+        for (int i = 0; i < n; i++) {
+            int fd = evs[i].data.fd;
+            if (fd == s->stop_fd) { /* level-triggered, never read: wakes every worker */
+                stop = 1;
+                continue; /* connections taken with it are closed below */
+            }
+            if (fd == s->listen_fd) {
+                replay_server_accept(s);
+                continue;
+            }
+            if (stop) {
+                close(fd);
+                continue;
+            }
+            int keep, rc;
+            for (;;) {
+                rc = replay_server_serve(s, t, fd);
+                keep = rc == 0;
+                if (!keep)
+                    break;
+                /* the next request already there: serve it at once */
+                char c;
+                if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
+                    break;
+            }
+            if (rc == 1)
+                continue; /* a worker sequence owns it now */
+            struct epoll_event rev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = fd};
+            if (!keep || epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &rev))
+                close(fd);
         }
-        int fd = s->ring[s->ring_head];
-        s->ring_head = (s->ring_head + 1) % s->ring_cap;
-        s->ring_len--;
-        pthread_mutex_unlock(&s->mu);
-        int keep, rc;
-        for (;;) {
-            rc = replay_server_serve(s, t, fd);
-            keep = rc == 0;
-            if (!keep)
-                break;
-            /* the next request already there: serve it without a round trip
-             * through the dispatcher */
-            char c;
-            if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
-                break;
-        }
-        if (rc == 1)
-            continue; /* a worker sequence owns it now */
-        struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = fd};
-        if (!keep || epoll_ctl(s->epfd, EPOLL_CTL_MOD, fd, &ev))
-            close(fd);
     }
     replay_thread_free(t);
     return NULL;
 }
 
 /* --no-deps: recorded worker `w` replays its held requests in recorded order,
- * then gives each connection back to the dispatcher. */
+ * then gives each connection back to the shared set. */
 static void *replay_server_sequence(void *arg)
 {
     struct replay_server_seq_arg a = *(struct replay_server_seq_arg *)arg;
@@ -281,13 +252,9 @@ struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd
     s->nworkers = workers > 0 ? workers : 1;
     s->epfd = epoll_create1(EPOLL_CLOEXEC);
     s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    s->ring_cap = 1024;
-    s->ring = malloc(s->ring_cap * sizeof *s->ring);
     s->workers = calloc((size_t)s->nworkers, sizeof *s->workers);
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->log_mu, NULL);
-    if (s->epfd < 0 || s->stop_fd < 0 || !s->ring || !s->workers) {
+    if (s->epfd < 0 || s->stop_fd < 0 || !s->workers) {
         snprintf(err, errlen, "starting the server: %s", strerror(errno ? errno : ENOMEM));
         goto fail;
     }
@@ -337,11 +304,6 @@ struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd
         }
         s->started_workers++;
     }
-    if (pthread_create(&s->dispatcher, NULL, replay_server_dispatch, s)) {
-        snprintf(err, errlen, "starting the dispatcher: %s", strerror(errno));
-        goto fail;
-    }
-    s->dispatcher_started = 1;
     return s;
 fail:
     replay_server_stop(s);
@@ -357,16 +319,8 @@ void replay_server_stop(struct replay_server *s)
         if (write(s->stop_fd, &one, sizeof one) < 0) { /* nothing else to do */
         }
     }
-    if (s->dispatcher_started)
-        pthread_join(s->dispatcher, NULL);
-    pthread_mutex_lock(&s->mu);
-    s->stopping = 1;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    /* a worker blocked in a request is released by shutting its socket down */
-    for (size_t i = 0; i < s->ring_len; i++)
-        close(s->ring[(s->ring_head + i) % s->ring_cap]);
-    s->ring_len = 0;
+    /* a worker inside a request finishes it (its socket has a timeout);
+     * every idle worker wakes on stop_fd */
     for (int i = 0; i < s->started_workers; i++)
         pthread_join(s->workers[i], NULL);
     if (s->nodeps) {
@@ -386,10 +340,7 @@ void replay_server_stop(struct replay_server *s)
         close(s->epfd);
     if (s->stop_fd >= 0)
         close(s->stop_fd);
-    free(s->ring);
     free(s->workers);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->log_mu);
     free(s);
 }
