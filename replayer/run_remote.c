@@ -574,8 +574,15 @@ struct run_remote *run_remote_start(const struct run_remote_config *cfg, char *e
     setsockopt(r->in, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     char line[512];
     if (run_remote_reply(r, cfg->connect_timeout_s + 30, line, sizeof line, "starting the agent",
-                         err, errlen))
+                         err, errlen)) {
+        /* copied but not runnable: noexec /tmp, missing libraries... */
+        char last[512];
+        run_remote_last_log_line(r->log, last, sizeof last);
+        if (r->exited && !r->died[0] && WIFEXITED(r->status) && WEXITSTATUS(r->status) != 255)
+            snprintf(err, errlen, "host %s: the copied preplay does not run there: %s", r->host,
+                     last[0] ? last : "no answer");
         goto fail;
+    }
     if (sscanf(line, "agent %63s %63s", r->client_ip, r->server_ip) != 2) {
         snprintf(err, errlen, "host %s: the copied preplay does not run there: '%.200s'", r->host,
                  line);

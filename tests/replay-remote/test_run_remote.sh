@@ -12,7 +12,8 @@
 #   3. Ctrl-C (SIGINT) mid-run: results so far, remote side stopped;
 #   4. faults, each one line naming the host, in bounded time: a closed
 #      port, an address nobody answers (connect timeout), a key the host
-#      does not accept; hosts file errors naming file and line.
+#      does not accept, a host where the copied binary cannot run (a third
+#      sshd whose /tmp is noexec); hosts file errors naming file and line.
 # Never touches root's own ssh files; sshds, namespace and veth are removed
 # in the trap.
 set -uo pipefail
@@ -35,6 +36,9 @@ cleanup() {
     for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$p" 2>/dev/null
   done
+  # logs `preplay run` keeps (and names) after the failures provoked here
+  cat "$work"/*.err 2>/dev/null | sed -n 's|^run: replayer logs kept in \(/tmp/preplay-run-[A-Za-z0-9]*\)$|\1|p' |
+    xargs -r rm -rf
   ip link del "$veth_out" 2>/dev/null
   ip netns del "$ns" 2>/dev/null
   rm -rf "$work"
@@ -70,11 +74,9 @@ EOF
 free_port() {
   python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"
 }
-wait_ssh() { # HOST PORT NETNS-PREFIX...
-  local host=$1 port=$2
-  shift 2
+wait_ssh() { # HOST PORT
   for _ in $(seq 1 100); do
-    "$@" python3 -c "import socket,sys; socket.create_connection(('$host',$port),0.2)" 2>/dev/null && return 0
+    timeout 1 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && return 0
     sleep 0.1
   done
   return 1
@@ -107,6 +109,14 @@ ip netns exec "$ns" /usr/sbin/sshd -D -f "$work/sshd-ns.conf" -E "$work/sshd-ns.
 pids+=($!)
 wait_ssh "$ip_in" 22 || fail "namespace sshd did not start: $(cat "$work/sshd-ns.log")"
 
+# host 3: loopback again, but /tmp is noexec there (its own mount namespace)
+port_nx=$(free_port)
+sshd_config nx "127.0.0.1:$port_nx"
+unshare -m --propagation private sh -c 'mount --bind /tmp /tmp && mount -o remount,bind,noexec /tmp &&
+  exec /usr/sbin/sshd -D -f "$1" -E "$2"' sh "$work/sshd-nx.conf" "$work/sshd-nx.log" &
+pids+=($!)
+wait_ssh 127.0.0.1 "$port_nx" || fail "noexec sshd did not start: $(cat "$work/sshd-nx.log")"
+
 ssh_opts="-i $work/clientkey -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
 
 # pid of the process named preplay-replay among a set of pids
@@ -122,6 +132,7 @@ descendants() { # PID: every descendant, depth first
 }
 
 # ---- 1. web (front end) in the namespace, app here ----
+echo "[$SECONDS s] web (front end) in the namespace, app here"
 printf '# component  host  (listen address: the one ssh reached)\nweb root@%s\n' "$ip_in" >"$work/hosts1"
 "$PREPLAY_BIN" run "$plan" --hosts "$work/hosts1" --ssh-opts "$ssh_opts" --max-intervals 2 \
   --interval 2s --p0 0.99999 -o "$work/r1.json" 2>"$work/r1.err" &
@@ -164,9 +175,10 @@ L = d["labels"]
 assert set(L) == {"GET /fast", "POST /slow"}, L.keys()
 fast, slow = L["GET /fast"], L["POST /slow"]
 assert fast["count"] + slow["count"] == 200, (fast["count"], slow["count"])
-# the blocks' CPU + external time (as in tests/replay/test_run_e2e.sh), plus a veth hop
-assert 0.0005 <= fast["median_s"] <= 0.006, fast
-assert 0.003 <= slow["median_s"] <= 0.015, slow
+# at least the blocks' CPU + external time (tests/replay/test_run_e2e.sh); loose
+# above: this checks where things ran, not accuracy, on a shared machine
+assert 0.0005 <= fast["median_s"] <= 0.05, fast
+assert 0.003 <= slow["median_s"] <= 0.05, slow
 R = d["resources"]
 # counters from the remote front end and from the local app it called
 assert R["web"]["POST /slow"]["blocks"] == slow["count"], R["web"]
@@ -179,6 +191,7 @@ PY
 [ -z "$(replayer_among $(ip netns pids "$ns"))" ] || fail "a replayer survived in the namespace"
 
 # ---- 2. app on the loopback host, killed during interval 2 ----
+echo "[$SECONDS s] app on the loopback host, killed during interval 2"
 printf 'app root@127.0.0.1:%s\n' "$port_lo" >"$work/hosts2"
 "$PREPLAY_BIN" run "$plan" --hosts "$work/hosts2" --ssh-opts "$ssh_opts" --max-intervals 5 \
   --interval 2s -o "$work/r2.json" 2>"$work/r2.err" &
@@ -191,7 +204,7 @@ done
 grep -q '^interval 1:' "$work/r2.err" || { kill "$run"; wait "$run"; fail "interval 1 did not end: $(cat "$work/r2.err")"; }
 victim=$(replayer_among $(descendants "$sshd_lo"))
 [ -n "$victim" ] || { kill "$run"; wait "$run"; fail "no remote replayer under the loopback sshd"; }
-sleep 0.5
+sleep 0.3
 kill -9 "$victim"
 wait "$run"
 rc=$?
@@ -214,6 +227,7 @@ for _ in $(seq 1 50); do [ -e "$dir2" ] || break; sleep 0.1; done
 [ ! -e "$dir2" ] || fail "remote temp dir $dir2 left after the replayer died"
 
 # ---- 3. Ctrl-C during interval 2 ----
+echo "[$SECONDS s] Ctrl-C during interval 2"
 "$PREPLAY_BIN" run "$plan" --hosts "$work/hosts2" --ssh-opts "$ssh_opts" --max-intervals 5 \
   --interval 2s -o "$work/r3.json" 2>"$work/r3.err" &
 run=$!
@@ -222,7 +236,7 @@ for _ in $(seq 1 200); do
   kill -0 "$run" 2>/dev/null || break
   sleep 0.1
 done
-sleep 0.5
+sleep 0.3
 kill -INT "$run"
 wait "$run"
 rc=$?
@@ -238,21 +252,22 @@ assert not os.path.exists(d['hosts']['app']['dir']), 'remote dir left'
 [ -z "$(replayer_among $(descendants "$sshd_lo"))" ] || fail "Ctrl-C: a remote replayer survived"
 
 # ---- 4. faults: one line naming the host, in bounded time ----
+echo "[$SECONDS s] faults: one line naming the host, in bounded time"
 one_fault() { # NAME HOSTS-LINE EXPECTED-REGEX MAX-SECONDS [SSH-OPTS]
   local name=$1 line=$2 want=$3 max=$4 opts=${5:-$ssh_opts}
   printf '%s\n' "$line" >"$work/hosts-$name"
   local t0=$SECONDS
   "$PREPLAY_BIN" run "$plan" --hosts "$work/hosts-$name" --ssh-opts "$opts" --ssh-timeout 2 \
-    --cpu-ratio 1 --max-intervals 1 --interval 1s -o "$work/f.json" 2>"$work/f.err"
+    --cpu-ratio 1 --max-intervals 1 --interval 1s -o "$work/f.json" 2>"$work/f-$name.err"
   local rc=$? took=$((SECONDS - t0))
   local first
-  first=$(head -1 "$work/f.err")
+  first=$(head -1 "$work/f-$name.err")
   echo "$name ($took s): $first"
   [ $rc = 1 ] || fail "$name: exit $rc"
   [ "$took" -le "$max" ] || fail "$name: took $took s (max $max)"
   echo "$first" | grep -Eq "$want" || fail "$name: '$first' does not match '$want'"
-  ! grep -v '^run: replayer logs kept in ' "$work/f.err" | tail -n +2 | grep -q . ||
-    fail "$name: more than one line: $(cat "$work/f.err")"
+  ! grep -v '^run: replayer logs kept in ' "$work/f-$name.err" | tail -n +2 | grep -q . ||
+    fail "$name: more than one line: $(cat "$work/f-$name.err")"
 }
 closed=$(free_port)
 one_fault closed "app root@127.0.0.1:$closed" \
@@ -262,6 +277,10 @@ one_fault timeout "app root@10.213.$n.3" \
 one_fault auth "app root@127.0.0.1:$port_lo" \
   "^run: component 'app': host root@127.0.0.1:$port_lo: ssh: .*Permission denied \(publickey\)" 10 \
   "-i $work/otherkey -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+before=$(ls -d /tmp/preplay-remote.* 2>/dev/null | wc -l)
+one_fault noexec "app root@127.0.0.1:$port_nx" \
+  "^run: component 'app': host root@127.0.0.1:$port_nx: the copied preplay does not run there: .*/tmp/preplay-remote\.[A-Za-z0-9]+/preplay: Permission denied$" 10
+[ "$(ls -d /tmp/preplay-remote.* 2>/dev/null | wc -l)" = "$before" ] || fail "noexec: remote temp dir left"
 one_fault unknown-component "nosuch root@127.0.0.1:$port_lo" \
   "^run: --hosts $work/hosts-unknown-component:1: no component 'nosuch' in $plan$" 5
 one_fault bad-port "app root@127.0.0.1:99999" \
