@@ -52,6 +52,13 @@ struct pt4c_kde_options {
     double bandwidth; /* only for PT4C_BW_FIXED */
     int strips;       /* number of equal strips of the grid (1000) */
     enum pt4c_method method;
+    /* 1: estimate on ln(value) instead of value (values must be > 0). Not the
+     * paper's default: an option for positive, heavy-tailed data such as
+     * response times, where a few far outliers would otherwise set the
+     * bandwidth and the grid (docs/stats-accuracy.md). KL divergence is
+     * invariant under a monotone change of variable, so p estimates the
+     * same quantity; grids and densities are then in ln units. */
+    int log_scale;
 };
 
 void pt4c_kde_options_default(struct pt4c_kde_options *opt);
@@ -111,6 +118,11 @@ int pt4c_similarity_compute(const double *a, size_t na, const double *b, size_t 
                             char *err);
 void pt4c_similarity_free(struct pt4c_similarity *s);
 
+/* ln of every value into a new array (*out, free()d by the caller), for the
+ * log scale. A value that is not > 0 (or not finite) is an error naming it:
+ * "<what> sample <i> is <v>: the log scale needs positive values". */
+int pt4c_log_copy(const double *x, size_t n, const char *what, double **out, char *err);
+
 /* ---- bootstrap confidence bands --------------------------------------- */
 
 struct pt4c_band_options {
@@ -132,10 +144,12 @@ struct pt4c_band {
     double *low, *high;                             /* point-wise band at cl */
     double pct[PT4C_NPCT];                          /* empirical percentiles of the set */
     double pct_low[PT4C_NPCT], pct_high[PT4C_NPCT]; /* bootstrap percentile interval */
+    int log_scale; /* grid, h and densities are in ln units; percentiles are not */
 };
 
 /* KDE, point-wise band and percentile summary of x on `grid` (NULL: the
- * default grid of x alone). */
+ * default grid of x alone). With kopt->log_scale the estimate is on ln(x)
+ * (a given grid is then in ln units); percentiles stay in x's units. */
 int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
                       const struct pt4c_kde_options *kopt, const struct pt4c_band_options *bopt,
                       struct pt4c_band *out, char *err);

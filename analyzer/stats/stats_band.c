@@ -211,6 +211,40 @@ static int stats_check_band_options(const struct pt4c_band_options *bopt, char *
     return 0;
 }
 
+/* The band of ln(x): the estimate and its band in ln units, the empirical
+ * percentiles of x itself, and the bootstrap percentile interval mapped back
+ * through exp (percentiles commute with a monotone map). */
+static int stats_band_compute_log(const double *x, size_t n, const struct pt4c_grid *grid,
+                                  const struct pt4c_kde_options *kopt,
+                                  const struct pt4c_band_options *bopt, struct pt4c_band *out,
+                                  char *err)
+{
+    double *lx = NULL, *sorted = NULL;
+    struct pt4c_kde_options linear = *kopt;
+    linear.log_scale = 0;
+    if (pt4c_log_copy(x, n, "the", &lx, err))
+        return -1;
+    int r = pt4c_band_compute(lx, n, grid, &linear, bopt, out, err);
+    free(lx);
+    if (r)
+        return r;
+    out->log_scale = 1;
+    sorted = malloc(sizeof(double) * n);
+    if (!sorted) {
+        pt4c_band_free(out);
+        snprintf(err, PT4C_ERR_LEN, "out of memory sorting %zu samples", n);
+        return -1;
+    }
+    memcpy(sorted, x, sizeof(double) * n);
+    for (int k = 0; k < PT4C_NPCT; k++) {
+        out->pct[k] = stats_quantile_unsorted(sorted, n, pt4c_summary_percentiles[k] / 100.0);
+        out->pct_low[k] = exp(out->pct_low[k]);
+        out->pct_high[k] = exp(out->pct_high[k]);
+    }
+    free(sorted);
+    return 0;
+}
+
 int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
                       const struct pt4c_kde_options *kopt, const struct pt4c_band_options *bopt,
                       struct pt4c_band *out, char *err)
@@ -218,6 +252,8 @@ int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
     memset(out, 0, sizeof *out);
     if (stats_check_band_options(bopt, err))
         return -1;
+    if (kopt->log_scale)
+        return stats_band_compute_log(x, n, grid, kopt, bopt, out, err);
     double h;
     if (pt4c_bandwidth(x, n, kopt, &h, err))
         return -1;
@@ -245,10 +281,10 @@ int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
     }
     if (pt4c_density(x, n, h, &out->grid, kopt->method, out->density, err))
         goto fail;
+    /* Four selections, O(n) each, instead of sorting 10^6 samples. */
     memcpy(sorted, x, sizeof(double) * n);
-    qsort(sorted, n, sizeof(double), stats_cmp_double);
     for (int k = 0; k < PT4C_NPCT; k++)
-        out->pct[k] = stats_quantile_sorted(sorted, n, pt4c_summary_percentiles[k] / 100.0);
+        out->pct[k] = stats_quantile_unsorted(sorted, n, pt4c_summary_percentiles[k] / 100.0);
     if (stats_bootstrap_run(x, n, &out->grid, h, bopt, dens, pt4c_summary_percentiles, PT4C_NPCT,
                             pct_res, err))
         goto fail;

@@ -58,6 +58,8 @@ static void stats_usage(FILE *out)
             "  --strips M           strips of the grid (1000)\n"
             "  --bandwidth B        scott (default), silverman or a number\n"
             "  --exact | --fast     exact KDE sums | binned KDE (default: exact when cheap)\n"
+            "  --log                estimate on ln(value) (positive, heavy-tailed data;\n"
+            "                       not the paper's default; grid and densities in ln units)\n"
             "  --json               machine-readable output\n");
 }
 
@@ -100,6 +102,7 @@ enum {
     OPT_BANDWIDTH,
     OPT_EXACT,
     OPT_FAST,
+    OPT_LOG,
     OPT_JSON,
     OPT_HELP,
 };
@@ -122,6 +125,7 @@ static const struct option stats_long_options[] = {
     {"bandwidth", required_argument, 0, OPT_BANDWIDTH},
     {"exact", no_argument, 0, OPT_EXACT},
     {"fast", no_argument, 0, OPT_FAST},
+    {"log", no_argument, 0, OPT_LOG},
     {"json", no_argument, 0, OPT_JSON},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
@@ -217,6 +221,9 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
         case OPT_FAST:
             o->cfg.kde.method = PT4C_METHOD_BINNED;
             break;
+        case OPT_LOG:
+            o->cfg.kde.log_scale = 1;
+            break;
         case OPT_JSON:
             o->json = 1;
             break;
@@ -276,14 +283,14 @@ static char *stats_read_file(const char *path, size_t *len)
     return buf;
 }
 
-static int stats_load(const char *path, int want_timestamps, struct stats_input *in)
+static int stats_load(const char *path, int flags, struct stats_input *in)
 {
     size_t len;
     char *buf = stats_read_file(path, &len);
     if (!buf)
         return -1;
     char err[PT4C_ERR_LEN];
-    int r = stats_input_parse(buf, len, path, want_timestamps, stderr, STATS_MAX_MESSAGES, in, err);
+    int r = stats_input_parse(buf, len, path, flags, stderr, STATS_MAX_MESSAGES, in, err);
     free(buf);
     if (r) {
         fprintf(stderr, "preplay stats: %s\n", err);
@@ -334,9 +341,10 @@ static int stats_similarity_main(int argc, char **argv)
         return 2;
     }
     struct stats_input a, b;
-    if (stats_load(argv[optind], 0, &a))
+    int flags = o.cfg.kde.log_scale ? STATS_INPUT_POSITIVE : 0;
+    if (stats_load(argv[optind], flags, &a))
         return 1;
-    if (stats_load(argv[optind + 1], 0, &b)) {
+    if (stats_load(argv[optind + 1], flags, &b)) {
         stats_input_free(&a);
         return 1;
     }
@@ -358,6 +366,7 @@ static int stats_similarity_main(int argc, char **argv)
         json_object_set_new(root, "bandwidth_a", json_real(sim.h1));
         json_object_set_new(root, "bandwidth_b", json_real(sim.h2));
         json_object_set_new(root, "note", sim.note ? json_string(sim.note) : json_null());
+        json_object_set_new(root, "scale", json_string(o.cfg.kde.log_scale ? "log" : "linear"));
         if (sim.d1) {
             json_object_set_new(root, "method_a",
                                 json_string(sim.method1 == PT4C_METHOD_EXACT ? "exact" : "binned"));
@@ -373,8 +382,8 @@ static int stats_similarity_main(int argc, char **argv)
     } else {
         printf("p = %.6f  (KL(A||B) = %.6g bits, KL(B||A) = %.6g bits)\n", sim.p, sim.kl12,
                sim.kl21);
-        printf("A: %zu samples, bandwidth %.6g; B: %zu samples, bandwidth %.6g\n", a.n, sim.h1, b.n,
-               sim.h2);
+        printf("A: %zu samples, bandwidth %.6g; B: %zu samples, bandwidth %.6g%s\n", a.n, sim.h1,
+               b.n, sim.h2, o.cfg.kde.log_scale ? " (ln units)" : "");
         if (sim.note)
             printf("note: %s\n", sim.note);
     }
@@ -586,7 +595,10 @@ static int stats_pt4cloud_main(int argc, char **argv)
     memset(&run, 0, sizeof run);
     int status = 0;
     struct pt4c_machine *m = NULL;
-    if (stats_load(path, o.interval_text != NULL, &run.in))
+    if (stats_load(path,
+                   (o.interval_text ? STATS_INPUT_TIMESTAMPS : 0) |
+                       (o.cfg.kde.log_scale ? STATS_INPUT_POSITIVE : 0),
+                   &run.in))
         return 1;
     struct stats_input *in = &run.in;
     if (in->bad)
@@ -710,7 +722,12 @@ static int stats_pt4cloud_main(int argc, char **argv)
             have_band = 1;
         }
     }
-    double *d1 = NULL;
+    double *d1 = NULL, *ref_log = NULL;
+    if (have_band && ref_n >= 2 && o.cfg.kde.log_scale) {
+        if (pt4c_log_copy(ref_v, ref_n, "d1", &ref_log, err))
+            ref_n = 0;
+        ref_v = ref_log;
+    }
     if (have_band && ref_n >= 2) {
         double h1;
         d1 = malloc(sizeof(double) * (size_t)band.grid.strips);
@@ -720,9 +737,12 @@ static int stats_pt4cloud_main(int argc, char **argv)
             d1 = NULL;
         }
     }
+    free(ref_log);
     if (o.svg && have_band &&
         stats_svg_write(o.svg, &band.grid, d1, band.density, band.low, band.high,
-                        stopped ? "PT4Cloud: stable" : "PT4Cloud: not stable")) {
+                        band.log_scale ? (stopped ? "PT4Cloud: stable (ln of values)"
+                                                  : "PT4Cloud: not stable (ln of values)")
+                                       : (stopped ? "PT4Cloud: stable" : "PT4Cloud: not stable"))) {
         fprintf(stderr, "preplay stats pt4cloud: %s: %s\n", o.svg, strerror(errno));
         status = 1;
     }
@@ -738,6 +758,7 @@ static int stats_pt4cloud_main(int argc, char **argv)
         json_object_set_new(root, "steps", run.steps);
         run.steps = NULL;
         if (have_band) {
+            json_object_set_new(root, "scale", json_string(band.log_scale ? "log" : "linear"));
             json_object_set_new(root, "bandwidth", json_real(band.h));
             json_object_set_new(root, "cl", json_real(o.band.cl));
             json_object_set_new(root, "grid", stats_json_grid_x(&band.grid));
@@ -756,9 +777,10 @@ static int stats_pt4cloud_main(int argc, char **argv)
             printf("not stable after %d intervals (p0 = %g): the data ended%s\n", fed, o.cfg.p0,
                    run.data_ended_incomplete ? " before the next interval was complete" : "");
         if (have_band) {
-            printf("final distribution: %zu samples, bandwidth %.6g, band at CL %g from %d "
+            printf("final distribution: %zu samples, bandwidth %.6g%s, band at CL %g from %d "
                    "resamples\n",
-                   final_n, band.h, o.band.cl, o.band.resamples);
+                   final_n, band.h, band.log_scale ? " (ln units)" : "", o.band.cl,
+                   o.band.resamples);
             static const char *names[PT4C_NPCT] = {"median", "p5", "p95", "p99"};
             for (int k = 0; k < PT4C_NPCT; k++)
                 printf("  %-6s %.6g  [%.6g, %.6g]\n", names[k], band.pct[k], band.pct_low[k],

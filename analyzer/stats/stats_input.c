@@ -137,9 +137,10 @@ static uint32_t stats_intern(struct stats_input *in, const char *text)
         goto next_line;                                                                            \
     } while (0)
 
-int stats_input_parse(const char *buf, size_t len, const char *name, int want_timestamps,
-                      FILE *diag, size_t max_messages, struct stats_input *in, char *err)
+int stats_input_parse(const char *buf, size_t len, const char *name, int flags, FILE *diag,
+                      size_t max_messages, struct stats_input *in, char *err)
 {
+    int want_timestamps = (flags & STATS_INPUT_TIMESTAMPS) != 0;
     memset(in, 0, sizeof *in);
     struct stats_columns cols = {-1, -1, -1, 0};
     int format_known = 0, csv = 0;
@@ -205,6 +206,8 @@ int stats_input_parse(const char *buf, size_t len, const char *name, int want_ti
             STATS_REJECT("value '%.40s' is not finite", fields[cols.value]);
         if (value < 0)
             STATS_REJECT("value %g is negative (durations are >= 0)", value);
+        if ((flags & STATS_INPUT_POSITIVE) && value == 0)
+            STATS_REJECT("value %g is not positive (the log scale needs values > 0)", value);
         if (cols.time >= 0) {
             const char *t = fields[cols.time];
             if (stats_parse_number(t, &time) || !isfinite(time))

@@ -30,14 +30,17 @@ struct stats_input {
 #define STATS_INPUT_MAX_LABELS 4096
 #define STATS_NO_LABEL UINT32_MAX
 
+#define STATS_INPUT_TIMESTAMPS 1 /* the second CSV column is a timestamp */
+#define STATS_INPUT_POSITIVE 2   /* reject values <= 0 (the log scale) */
+
 /* Parse `len` bytes named `name`. A header line names the columns (value,
  * interval, timestamp/time, label); without one, CSV columns are value,
- * interval (or timestamp when want_timestamps), label. Messages about
+ * interval (or timestamp with STATS_INPUT_TIMESTAMPS in flags), label. Messages about
  * rejected records go to diag (NULL: silent), at most max_messages of them.
  * Returns -1 with err only when nothing can be read at all (e.g. a header
  * without a value column, out of memory). */
-int stats_input_parse(const char *buf, size_t len, const char *name, int want_timestamps,
-                      FILE *diag, size_t max_messages, struct stats_input *in, char *err);
+int stats_input_parse(const char *buf, size_t len, const char *name, int flags, FILE *diag,
+                      size_t max_messages, struct stats_input *in, char *err);
 void stats_input_free(struct stats_input *in);
 
 /* "90s", "12h", "7d", "1w", "30m", "1.5h" or plain seconds; -1 on error. */

@@ -36,6 +36,28 @@ void pt4c_kde_options_default(struct pt4c_kde_options *opt)
     opt->bandwidth = 0;
     opt->strips = 1000;
     opt->method = PT4C_METHOD_AUTO;
+    opt->log_scale = 0;
+}
+
+int pt4c_log_copy(const double *x, size_t n, const char *what, double **out, char *err)
+{
+    *out = NULL;
+    double *l = malloc(sizeof(double) * (n ? n : 1));
+    if (!l) {
+        snprintf(err, PT4C_ERR_LEN, "out of memory for the ln of %zu samples", n);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!(x[i] > 0) || !isfinite(x[i])) {
+            snprintf(err, PT4C_ERR_LEN, "%s sample %zu is %g: the log scale needs positive values",
+                     what, i, x[i]);
+            free(l);
+            return -1;
+        }
+        l[i] = log(x[i]);
+    }
+    *out = l;
+    return 0;
 }
 
 static int stats_check_finite(const double *x, size_t n, char *err)
@@ -230,17 +252,31 @@ void stats_binned_bin(const struct stats_binned *b, enum stats_bin_order order, 
         *n_outside = out;
 }
 
+/* The direct convolution, scattered from the nodes that hold mass: each
+ * reaches the (2 half + 1) / sub strip midpoints within the kernel's cut, so
+ * the cost is nonzero nodes x that, never more than gathering 2 half + 1
+ * nodes at every midpoint (and far less for data with long empty stretches:
+ * the benchmark's heavy tail fills 6% of its nodes). */
 static void stats_binned_gather(const struct stats_binned *b, const double *counts, double *out)
 {
-    size_t center = (size_t)(b->sub - 1) / 2;
-    for (int i = 0; i < b->grid.strips; i++) {
-        size_t J = (size_t)i * (size_t)b->sub + center;
-        size_t from = J > b->half ? J - b->half : 0;
-        size_t to = J + b->half < b->nodes - 1 ? J + b->half : b->nodes - 1;
-        double sum = 0;
-        for (size_t j = from; j <= to; j++)
-            sum += counts[j] * b->kernel[j > J ? j - J : J - j];
-        out[i] = sum;
+    long long center = (b->sub - 1) / 2, sub = b->sub, half = (long long)b->half;
+    long long last_strip = b->grid.strips - 1;
+    memset(out, 0, sizeof(double) * (size_t)b->grid.strips);
+    for (size_t jj = 0; jj < b->nodes; jj++) {
+        double c = counts[jj];
+        if (c == 0)
+            continue;
+        long long j = (long long)jj;
+        /* Strips i with |i * sub + center - j| <= half. */
+        long long from = j - half - center, to = j + half - center;
+        from = from <= 0 ? 0 : (from + sub - 1) / sub;
+        to = to < 0 ? -1 : to / sub;
+        if (to > last_strip)
+            to = last_strip;
+        for (long long i = from; i <= to; i++) {
+            long long d = i * sub + center - j;
+            out[i] += c * b->kernel[d < 0 ? -d : d];
+        }
     }
 }
 
@@ -373,6 +409,19 @@ int pt4c_similarity_compute(const double *a, size_t na, const double *b, size_t 
                             char *err)
 {
     memset(out, 0, sizeof *out);
+    if (opt->log_scale) {
+        /* The same computation on ln(values): KL is invariant under the
+         * change of variable, only the estimator differs. */
+        double *la = NULL, *lb = NULL;
+        struct pt4c_kde_options linear = *opt;
+        linear.log_scale = 0;
+        int r = -1;
+        if (!pt4c_log_copy(a, na, "A", &la, err) && !pt4c_log_copy(b, nb, "B", &lb, err))
+            r = pt4c_similarity_compute(la, na, lb, nb, &linear, out, err);
+        free(la);
+        free(lb);
+        return r;
+    }
     double ha, hb;
     if (pt4c_bandwidth(a, na, opt, &ha, err) || pt4c_bandwidth(b, nb, opt, &hb, err))
         return -1;

@@ -157,6 +157,32 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"{name:20s} p={want['p']:.6f} default |dp|={dp:.2e} |dKL|={dkl:.2e}  "
               f"binned |dp|={bdp:.2e} |dKL|={bdkl:.2e} density {frac:.2e} of its bound")
 
+    # --log: the same quantities on ln(values), oracle = scipy on np.log of the
+    # sets, with the same tolerances for the default, exact and binned paths.
+    for name, a, b, bw, strips in cases:
+        if not (np.all(a > 0) and np.all(b > 0)) or name in ("tiny", "fixed-bw", "many-strips"):
+            continue
+        fa, fb = os.path.join(tmp, name + ".a"), os.path.join(tmp, name + ".b")
+        want = oracle(np.log(a), np.log(b), strips, bw)
+        want["na"], want["nb"] = len(a), len(b)
+        common = ["--log", "--bandwidth", bw, "--strips", str(strips)]
+        for mode, flags in (("exact", ["--exact"]), ("default", []), ("fast", ["--fast"])):
+            got = run_json(["similarity"] + flags + common + [fa, fb])
+            check(got["scale"] == "log", f"{name} --log {mode}: scale {got['scale']}")
+            dp, dkl, rel, frac = compare(name + " --log", mode, got, want, strips)
+            worst["log_p"] = max(worst.get("log_p", 0.0), dp)
+            worst["log_kl"] = max(worst.get("log_kl", 0.0), dkl)
+            worst["log_rel"] = max(worst.get("log_rel", 0.0), rel)
+        print(f"{name + ' --log':20s} p={want['p']:.6f} binned |dp|={dp:.2e} |dKL|={dkl:.2e} "
+              f"density {frac:.2e} of its bound")
+    # A value that is not positive is rejected by line under --log.
+    fz = os.path.join(tmp, "zero.txt")
+    write(fz, np.array([3.0, 0.0, 4.0, 5.0]))
+    r = subprocess.run([PREPLAY, "stats", "similarity", "--log", "--json", fz, fz],
+                       capture_output=True, text=True)
+    check(r.returncode == 1 and f"{fz}:2: value 0 is not positive" in r.stderr
+          and json.loads(r.stdout)["n_a"] == 3, f"--log with a zero: exit {r.returncode}, {r.stderr!r}")
+
     # pt4cloud: every step's p equals the oracle's on the cumulative sets.
     intervals = [rng.gamma(3, 1, 600) + shift for shift in (0.0, 0.8, 0.3, 0.35, 0.4, 0.4)]
     labels = [np.where(rng.random(len(v)) < 0.3, "slow", "fast") for v in intervals]
@@ -168,49 +194,53 @@ with tempfile.TemporaryDirectory() as tmp:
         for i, (v, lab) in enumerate(zip(intervals, labels)):
             for x, l in zip(v, lab):
                 f.write(f"{x!r},{i},{l}\n")
-    got = run_json(["pt4cloud", "--exact", "--bootstrap", "200", "--min-samples", "30", path])
-    steps = got["steps"]
-    check(steps[0]["p"] is None and steps[0]["action"] == "continue", "pt4cloud: first step")
-    for s in steps[1:]:
-        k = s["interval"]
-        d1 = np.concatenate(intervals[:k - 1])
-        d2 = np.concatenate(intervals[:k])
-        want = oracle(d1, d2)
-        check(abs(s["p"] - want["p"]) <= 1e-6, f"pt4cloud step {k}: p {s['p']} vs {want['p']}")
-        ps = [want["p"]]
-        for lab in ("slow", "fast"):
-            l1 = np.concatenate([v[l == lab] for v, l in zip(intervals[:k - 1], labels)])
-            l2 = np.concatenate([v[l == lab] for v, l in zip(intervals[:k], labels)])
-            ps.append(oracle(l1, l2)["p"])
-        check(abs(s["min_p"] - min(ps)) <= 1e-6, f"pt4cloud step {k}: min_p {s['min_p']} vs {min(ps)}")
-        stable = min(ps) >= 0.9
-        check(s["action"] == ("stop" if stable else "continue"), f"pt4cloud step {k}: action")
-        if not stable:
-            holder = ["(overall)", "slow", "fast"][int(np.argmin(ps))]
-            check(s["held_open_by"] == holder, f"pt4cloud step {k}: held open by {s['held_open_by']} not {holder}")
-    check(got["stable"] and got["stopped_at_interval"] == steps[-1]["interval"], "pt4cloud: stop")
-    final = np.concatenate(intervals[:steps[-1]["interval"]])
-    k, h = kde(final, "scott")
-    lo, hi = final.min() - 3 * h, final.max() + 3 * h
-    width = (hi - lo) / 1000
-    x = lo + (np.arange(1000) + 0.5) * width
-    dens = finish(k(x), width)
-    rel = float(np.max(np.abs(np.array(got["density"]) - dens) / dens))
-    check(rel <= 1e-9, f"pt4cloud final density relative error {rel:.3g}")
-    check(abs(got["summary"]["median"]["value"] - np.percentile(final, 50)) <= 1e-12 * np.median(final),
-          "pt4cloud: median")
-    check(abs(got["summary"]["p99"]["value"] - np.percentile(final, 99)) <= 1e-9, "pt4cloud: p99")
-    lowb, highb = np.array(got["band_low"]), np.array(got["band_high"])
-    inside = np.mean((lowb <= dens * (1 + 1e-9)) & (dens <= highb * (1 + 1e-9)))
-    check(inside >= 0.95, f"pt4cloud: density inside its own band at only {inside:.3f} of strips")
-    for key in ("median", "p5", "p95", "p99"):
-        e = got["summary"][key]
-        check(e["low"] <= e["value"] <= e["high"], f"pt4cloud: {key} outside its interval")
+    for scale, flags, tf in (("linear", [], lambda v: v), ("log", ["--log"], np.log)):
+        got = run_json(["pt4cloud", "--exact", "--bootstrap", "200", "--min-samples", "30"] + flags + [path])
+        check(got["scale"] == scale, f"pt4cloud {scale}: scale {got['scale']}")
+        steps = got["steps"]
+        check(steps[0]["p"] is None and steps[0]["action"] == "continue", f"pt4cloud {scale}: first step")
+        for s in steps[1:]:
+            k = s["interval"]
+            d1 = np.concatenate(intervals[:k - 1])
+            d2 = np.concatenate(intervals[:k])
+            want = oracle(tf(d1), tf(d2))
+            check(abs(s["p"] - want["p"]) <= 1e-6, f"pt4cloud {scale} step {k}: p {s['p']} vs {want['p']}")
+            ps = [want["p"]]
+            for lab in ("slow", "fast"):
+                l1 = np.concatenate([v[l == lab] for v, l in zip(intervals[:k - 1], labels)])
+                l2 = np.concatenate([v[l == lab] for v, l in zip(intervals[:k], labels)])
+                ps.append(oracle(tf(l1), tf(l2))["p"])
+            check(abs(s["min_p"] - min(ps)) <= 1e-6, f"pt4cloud {scale} step {k}: min_p {s['min_p']} vs {min(ps)}")
+            stable = min(ps) >= 0.9
+            check(s["action"] == ("stop" if stable else "continue"), f"pt4cloud {scale} step {k}: action")
+            if not stable:
+                holder = ["(overall)", "slow", "fast"][int(np.argmin(ps))]
+                check(s["held_open_by"] == holder, f"pt4cloud {scale} step {k}: held open by {s['held_open_by']} not {holder}")
+        check(got["stable"] and got["stopped_at_interval"] == steps[-1]["interval"], f"pt4cloud {scale}: stop")
+        final = np.concatenate(intervals[:steps[-1]["interval"]])
+        k, h = kde(tf(final), "scott")
+        lo, hi = tf(final).min() - 3 * h, tf(final).max() + 3 * h
+        width = (hi - lo) / 1000
+        x = lo + (np.arange(1000) + 0.5) * width
+        dens = finish(k(x), width)
+        rel = float(np.max(np.abs(np.array(got["density"]) - dens) / dens))
+        check(rel <= 1e-9, f"pt4cloud {scale} final density relative error {rel:.3g}")
+        check(abs(got["summary"]["median"]["value"] - np.percentile(final, 50)) <= 1e-12 * np.median(final),
+              f"pt4cloud {scale}: median")
+        check(abs(got["summary"]["p99"]["value"] - np.percentile(final, 99)) <= 1e-9, f"pt4cloud {scale}: p99")
+        lowb, highb = np.array(got["band_low"]), np.array(got["band_high"])
+        inside = np.mean((lowb <= dens * (1 + 1e-9)) & (dens <= highb * (1 + 1e-9)))
+        check(inside >= 0.95, f"pt4cloud {scale}: density inside its own band at only {inside:.3f} of strips")
+        for key in ("median", "p5", "p95", "p99"):
+            e = got["summary"][key]
+            check(e["low"] <= e["value"] <= e["high"], f"pt4cloud {scale}: {key} outside its interval")
 
 print(f"oracle agreement: exact: density rel {worst['exact_rel']:.2e}, KL {worst['exact_kl']:.2e}, "
       f"p {worst['exact_p']:.2e}; default: KL {worst['default_kl']:.2e}, p {worst['default_p']:.2e}, "
       f"density rel (where exact) {worst['default_rel']:.2e}; binned: KL {worst['binned_kl']:.2e}, "
-      f"p {worst['binned_p']:.2e}, density {worst['binned_dens']:.2e} of its bound")
+      f"p {worst['binned_p']:.2e}, density {worst['binned_dens']:.2e} of its bound; "
+      f"--log (all paths): KL {worst['log_kl']:.2e}, p {worst['log_p']:.2e}, "
+      f"density rel (where exact) {worst['log_rel']:.2e}")
 if failures:
     print(f"{len(failures)} failures")
     sys.exit(1)

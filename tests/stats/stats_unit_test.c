@@ -539,6 +539,95 @@ static void test_input_csv(void **state)
     assert_true(stats_parse_duration("") == -1);
 }
 
+/* --log: every quantity equals the linear computation on ln(values) (the
+ * same code on transformed samples), percentiles stay in the samples' units,
+ * a value that is not positive is refused naming it, and the state machine
+ * judges on the log scale when asked. */
+static void test_log_scale(void **state)
+{
+    (void)state;
+    char err[PT4C_ERR_LEN];
+    size_t n = 3000;
+    double *la = normal_samples(41, n, 3, 0.3), *lb = normal_samples(42, n, 3.02, 0.31);
+    double *a = malloc(sizeof(double) * n), *b = malloc(sizeof(double) * n);
+    for (size_t i = 0; i < n; i++) {
+        a[i] = exp(la[i]);
+        b[i] = exp(lb[i]);
+    }
+    b[7] = 5000; /* a far outlier: it sets the linear bandwidth, not the log one */
+    lb[7] = log(5000);
+    struct pt4c_kde_options lin, lg;
+    pt4c_kde_options_default(&lin);
+    lg = lin;
+    lg.log_scale = 1;
+    struct pt4c_similarity s_log, s_ref, s_lin;
+    assert_int_equal(pt4c_similarity_compute(a, n, b, n, &lg, &s_log, err), 0);
+    assert_int_equal(pt4c_similarity_compute(la, n, lb, n, &lin, &s_ref, err), 0);
+    assert_int_equal(pt4c_similarity_compute(a, n, b, n, &lin, &s_lin, err), 0);
+    assert_true(s_log.p == s_ref.p && s_log.kl12 == s_ref.kl12 && s_log.h1 == s_ref.h1);
+    assert_true(s_log.grid.lo == s_ref.grid.lo && s_log.grid.width == s_ref.grid.width);
+    for (int i = 0; i < s_log.grid.strips; i++)
+        assert_true(s_log.d1[i] == s_ref.d1[i] && s_log.d2[i] == s_ref.d2[i]);
+    /* The outlier widens the linear grid ~60-fold: the body falls in a few
+     * strips and p drops; on the log scale the two sets stay alike. */
+    assert_true(s_log.p > 0.95);
+    assert_true(s_lin.p < s_log.p);
+    pt4c_similarity_free(&s_log);
+    pt4c_similarity_free(&s_ref);
+    pt4c_similarity_free(&s_lin);
+
+    double saved = a[11];
+    a[11] = 0;
+    assert_int_equal(pt4c_similarity_compute(a, n, b, n, &lg, &s_log, err), -1);
+    assert_non_null(strstr(err, "A sample 11 is 0"));
+    assert_non_null(strstr(err, "positive"));
+    a[11] = saved;
+
+    struct pt4c_band_options bo;
+    pt4c_band_options_default(&bo);
+    bo.resamples = 200;
+    struct pt4c_band band, ref;
+    assert_int_equal(pt4c_band_compute(a, n, NULL, &lg, &bo, &band, err), 0);
+    assert_int_equal(pt4c_band_compute(la, n, NULL, &lin, &bo, &ref, err), 0);
+    assert_int_equal(band.log_scale, 1);
+    assert_int_equal(ref.log_scale, 0);
+    for (int i = 0; i < band.grid.strips; i++)
+        assert_true(band.density[i] == ref.density[i] && band.low[i] == ref.low[i] &&
+                    band.high[i] == ref.high[i]);
+    double *sorted = malloc(sizeof(double) * n);
+    memcpy(sorted, a, sizeof(double) * n);
+    qsort(sorted, n, sizeof(double), stats_cmp_double);
+    for (int k = 0; k < PT4C_NPCT; k++) {
+        double q = pt4c_summary_percentiles[k] / 100.0 * (double)(n - 1);
+        size_t lo = (size_t)q;
+        double want = sorted[lo] + (q - (double)lo) * (sorted[lo + 1] - sorted[lo]);
+        assert_true(fabs(band.pct[k] - want) <= 1e-12 * want);
+        assert_true(fabs(band.pct_low[k] - exp(ref.pct_low[k])) <= 1e-12 * band.pct_low[k]);
+        assert_true(band.pct_low[k] <= band.pct[k] && band.pct[k] <= band.pct_high[k]);
+    }
+    free(sorted);
+    pt4c_band_free(&band);
+    pt4c_band_free(&ref);
+
+    /* The machine on the log scale: its p is the log-scale similarity. */
+    struct pt4c_config cfg;
+    pt4c_config_default(&cfg);
+    cfg.kde.log_scale = 1;
+    struct pt4c_machine *m = pt4c_machine_new(&cfg, err);
+    assert_non_null(m);
+    struct pt4c_step step;
+    assert_int_equal(pt4c_machine_feed(m, a, n / 2, NULL, 0, &step, err), 0);
+    assert_int_equal(pt4c_machine_feed(m, a + n / 2, n - n / 2, NULL, 0, &step, err), 0);
+    assert_int_equal(pt4c_similarity_compute(a, n / 2, a, n, &lg, &s_log, err), 0);
+    assert_true(step.compared && step.p == s_log.p);
+    pt4c_similarity_free(&s_log);
+    pt4c_machine_free(m);
+    free(a);
+    free(b);
+    free(la);
+    free(lb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +643,7 @@ int main(void)
         cmocka_unit_test(test_machine_short_intervals),
         cmocka_unit_test(test_machine_refusals_and_hourly),
         cmocka_unit_test(test_input_csv),
+        cmocka_unit_test(test_log_scale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
