@@ -241,12 +241,13 @@ int run_hosts_read(const char *path, struct run_hosts *out, char *err, size_t er
         }
         snprintf(h.target, sizeof h.target, "%.*s%s", at ? (int)(at - t + 1) : 0, t, hostbuf);
         if (nf == 3) {
-            struct sockaddr_storage ss;
-            socklen_t sl;
-            char aerr[300];
-            if (replay_addr_parse(fields[2], &ss, &sl, aerr, sizeof aerr) &&
-                !strstr(aerr, "Name or service")) {
-                snprintf(err, errlen, "%s:%u: listen address: %s", path, lineno, aerr);
+            /* syntax only: a name may resolve only there */
+            const char *colon = strrchr(fields[2], ':');
+            char *end = NULL;
+            long lp = colon ? strtol(colon + 1, &end, 10) : -1;
+            if (!colon || colon == fields[2] || !colon[1] || *end || lp < 0 || lp > 65535) {
+                snprintf(err, errlen, "%s:%u: listen address '%s': expected HOST:PORT", path,
+                         lineno, fields[2]);
                 goto out;
             }
             snprintf(h.listen, sizeof h.listen, "%s", fields[2]);

@@ -12,8 +12,9 @@
 #   3. Ctrl-C (SIGINT) mid-run: results so far, remote side stopped;
 #   4. faults, each one line naming the host, in bounded time: a closed
 #      port, an address nobody answers (connect timeout), a key the host
-#      does not accept, a host where the copied binary cannot run (a third
-#      sshd whose /tmp is noexec); hosts file errors naming file and line.
+#      does not accept, a listen address in use there, a host where the
+#      copied binary cannot run (a third sshd whose /tmp is noexec); hosts
+#      file errors naming file and line (more in test_hosts_unit.c).
 # Never touches root's own ssh files; sshds, namespace and veth are removed
 # in the trap.
 set -uo pipefail
@@ -277,6 +278,8 @@ one_fault timeout "app root@10.213.$n.3" \
 one_fault auth "app root@127.0.0.1:$port_lo" \
   "^run: component 'app': host root@127.0.0.1:$port_lo: ssh: .*Permission denied \(publickey\)" 10 \
   "-i $work/otherkey -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+one_fault busy "app root@127.0.0.1:$port_lo 127.0.0.1:$port_lo" \
+  "^run: component 'app': host root@127.0.0.1:$port_lo: the replayer exited with status 1 before listening: replay: listen 127.0.0.1:$port_lo: port in use$" 15
 before=$(ls -d /tmp/preplay-remote.* 2>/dev/null | wc -l)
 one_fault noexec "app root@127.0.0.1:$port_nx" \
   "^run: component 'app': host root@127.0.0.1:$port_nx: the copied preplay does not run there: .*/tmp/preplay-remote\.[A-Za-z0-9]+/preplay: Permission denied$" 10
