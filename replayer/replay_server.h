@@ -1,7 +1,7 @@
-/* replay_server.h - the replay server: one dispatcher thread watching every
- * connection (epoll, one-shot) and a pool of worker threads that each take
- * a connection with a request ready, check its header (magic, run token,
- * block id), replay the block (replay_exec.h) and hand the connection back.
+/* replay_server.h - the replay server: a pool of worker threads waiting
+ * together on every connection (one epoll set, one-shot); the worker woken
+ * for a connection with a request ready checks its header (magic, run token,
+ * block id), replays the block (replay_exec.h) and re-arms the connection.
  * A request with a wrong token or magic closes its connection with one log
  * line: no stray client can make the replayer burn CPU. */
 #ifndef PREPLAY_REPLAY_SERVER_H
@@ -14,7 +14,7 @@
 
 struct replay_server;
 
-/* Starts the dispatcher and `workers` workers on listen_fd (which the server
+/* Starts `workers` workers on listen_fd (which the server
  * then owns). `log` gets one line per rejected client or failed request
  * (NULL = stderr). NULL with err on failure. */
 struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd, int workers,
