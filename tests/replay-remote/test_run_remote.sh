@@ -10,7 +10,9 @@
 #   2. app on the loopback host, its replayer killed mid-run: the run stops
 #      naming the component and host, results so far kept, dir removed;
 #   3. Ctrl-C (SIGINT) mid-run: results so far, remote side stopped;
-#   4. faults, each one line naming the host, in bounded time: a closed
+#   4. the ssh connection lost mid-run (message naming component and host),
+#      and the controller SIGKILLed: remote replayer and temp dir gone;
+#   5. faults, each one line naming the host, in bounded time: a closed
 #      port, an address nobody answers (connect timeout), a key the host
 #      does not accept, a listen address in use there, a host where the
 #      copied binary cannot run (a third sshd whose /tmp is noexec); hosts
@@ -181,10 +183,15 @@ assert fast["count"] + slow["count"] == 200, (fast["count"], slow["count"])
 assert 0.0005 <= fast["median_s"] <= 0.05, fast
 assert 0.003 <= slow["median_s"] <= 0.05, slow
 R = d["resources"]
-# counters from the remote front end and from the local app it called
-assert R["web"]["POST /slow"]["blocks"] == slow["count"], R["web"]
-assert R["web"]["GET /fast"]["blocks"] == fast["count"], R["web"]
-assert R["app"]["app:slow"]["blocks"] == slow["count"], R["app"]
+# counters from the remote front end and from the local app it called; a
+# replayer counts a block just after sending its response (replay_exec.c),
+# so the STATS request right after an interval's last answer can miss the
+# last block or two on a loaded machine
+def near(blocks, count):
+    return 0 <= count - blocks <= 2
+assert near(R["web"]["POST /slow"]["blocks"], slow["count"]), (R["web"], slow["count"])
+assert near(R["web"]["GET /fast"]["blocks"], fast["count"]), (R["web"], fast["count"])
+assert near(R["app"]["app:slow"]["blocks"], slow["count"]), (R["app"], slow["count"])
 assert R["app"]["app:slow"]["file_s"] > 0, R["app"]
 print("remote front end ok: fast median %.3f ms, slow %.3f ms, web at %s" %
       (fast["median_s"] * 1e3, slow["median_s"] * 1e3, h["web"]["address"]))
@@ -252,7 +259,71 @@ assert not os.path.exists(d['hosts']['app']['dir']), 'remote dir left'
 " || fail "Ctrl-C: results"
 [ -z "$(replayer_among $(descendants "$sshd_lo"))" ] || fail "Ctrl-C: a remote replayer survived"
 
-# ---- 4. faults: one line naming the host, in bounded time ----
+# ---- 4. the ssh connection breaks (its sshd session killed), then the
+# controller itself killed: the remote side cleans up after itself ----
+echo "[$SECONDS s] connection lost, controller killed"
+wait_remote_replayer() { # RUN-PID: pid of the replayer under the loopback sshd
+  local v
+  for _ in $(seq 1 300); do
+    v=$(replayer_among $(descendants "$sshd_lo")) && { echo "$v"; return 0; }
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+"$PREPLAY_BIN" run "$plan" --hosts "$work/hosts2" --ssh-opts "$ssh_opts" --max-intervals 5 \
+  --interval 2s -o "$work/r4.json" 2>"$work/r4.err" &
+run=$!
+for _ in $(seq 1 200); do
+  grep -q '^interval 1:' "$work/r4.err" 2>/dev/null && break
+  kill -0 "$run" 2>/dev/null || break
+  sleep 0.1
+done
+victim=$(wait_remote_replayer "$run") || { wait "$run"; fail "no remote replayer: $(cat "$work/r4.err")"; }
+session=""
+for p in $(pgrep -P "$sshd_lo"); do
+  descendants "$p" | grep -qx "$victim" && session=$p
+done
+[ -n "$session" ] || fail "no sshd session above the remote replayer"
+sleep 0.3
+kill -9 "$session"
+wait "$run"
+rc=$?
+cat "$work/r4.err"
+[ $rc = 1 ] || fail "connection lost: exit $rc"
+grep -q "^run: the replayer for component 'app' on root@127.0.0.1:$port_lo lost its ssh connection during interval 2" "$work/r4.err" ||
+  fail "connection lost: no message naming component and host"
+for _ in $(seq 1 50); do kill -0 "$victim" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$victim" 2>/dev/null || fail "connection lost: the remote replayer survived"
+
+before=$(ls -d /tmp/preplay-remote.* 2>/dev/null | wc -l)
+"$PREPLAY_BIN" run "$plan" --hosts "$work/hosts2" --ssh-opts "$ssh_opts" --max-intervals 5 \
+  --interval 2s -o "$work/r5.json" 2>"$work/r5.err" &
+run=$!
+victim=$(wait_remote_replayer "$run") || { wait "$run"; fail "no remote replayer: $(cat "$work/r5.err")"; }
+# where it keeps its logs: the --peers of its local replayer (web)
+killed_dir=""
+for _ in $(seq 1 300); do
+  for c in $(pgrep -P "$run"); do
+    d=$(tr '\0' '\n' <"/proc/$c/cmdline" 2>/dev/null | grep -A1 -x -- --peers | tail -1)
+    [ -n "$d" ] && killed_dir=$(dirname "$d")
+  done
+  [ -n "$killed_dir" ] && break
+  sleep 0.1
+done
+case "$killed_dir" in /tmp/preplay-run-*) ;; *) fail "no local replayer of the run to kill" ;; esac
+kill -9 "$run"
+wait "$run" 2>/dev/null
+for _ in $(seq 1 100); do kill -0 "$victim" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$victim" 2>/dev/null || fail "controller killed: the remote replayer survived"
+for _ in $(seq 1 50); do
+  [ "$(ls -d /tmp/preplay-remote.* 2>/dev/null | wc -l)" = "$before" ] && break
+  sleep 0.1
+done
+[ "$(ls -d /tmp/preplay-remote.* 2>/dev/null | wc -l)" = "$before" ] || fail "controller killed: remote temp dir left"
+rm -rf "$killed_dir" # its local log dir: nobody left to remove it
+
+# ---- 5. faults: one line naming the host, in bounded time ----
 echo "[$SECONDS s] faults: one line naming the host, in bounded time"
 one_fault() { # NAME HOSTS-LINE EXPECTED-REGEX MAX-SECONDS [SSH-OPTS]
   local name=$1 line=$2 want=$3 max=$4 opts=${5:-$ssh_opts}
