@@ -512,9 +512,11 @@ static int run_remote_reply(struct run_remote *r, double timeout_s, char *line, 
                             const char *waiting_for, char *err, size_t errlen)
 {
     int got = run_remote_read_line(&r->out, run_remote_now() + timeout_s, line, linelen);
-    if (got == 1 && !strncmp(line, "died ", 5))
+    if (got == 1 && !strncmp(line, "died ", 5)) {
         snprintf(r->died, sizeof r->died, "%s", line + 5);
-    if (got == 1 && strncmp(line, "died ", 5) && strncmp(line, "error ", 6))
+        got = 0; /* the agent ends the session after this: treat as its end */
+    }
+    if (got == 1 && strncmp(line, "error ", 6))
         return 0;
     if (got == 1 && !strncmp(line, "error ", 6)) {
         snprintf(err, errlen, "host %s: %s", r->host, line + 6);
@@ -810,7 +812,8 @@ static int run_agent_write_file(const char *path, struct run_remote_reader *in, 
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     char *buf = malloc(n ? n : 1);
     int fd = -1, rc = -1;
-    if (!buf || run_remote_read_exact(in, buf, n, run_remote_now() + 300))
+    /* 5 min plus 1 s per MB: a big plan over a slow link */
+    if (!buf || run_remote_read_exact(in, buf, n, run_remote_now() + 300 + (double)n / 1e6))
         goto out;
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || run_remote_write_all(fd, buf, n) || fsync(fd))
@@ -943,7 +946,7 @@ int cmd_remote_agent(int argc, char **argv)
         printf("usage: preplay remote-agent DIR\n\n"
                "The remote end of `preplay run --hosts`: started by the controller over ssh in\n"
                "the temp dir DIR (" RUN_REMOTE_DIR_PREFIX "*) it copied preplay to; reads its\n"
-               "commands on stdin (docs/preplay-run.md), removes DIR when done.\n");
+               "commands on stdin (docs/preplay-remote-agent.md), removes DIR when done.\n");
         return 0;
     }
     if (argc != 2 || strncmp(argv[1], RUN_REMOTE_DIR_PREFIX, strlen(RUN_REMOTE_DIR_PREFIX)) ||
