@@ -28,6 +28,7 @@ x = np.concatenate([r.lognormal(0, 0.4, int(n * .7)), r.normal(3, 0.3, int(n * .
 r.shuffle(x)
 np.savetxt(sys.argv[1], x, fmt="%.10g")
 PY
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in 1 2 3; do taskset -c 0 "$work/bench_band" "$work/data.txt" "$R"; done > "$work/ours.json"
 taskset -c 0 /usr/bin/python3 - "$work/data.txt" "$R" "$BASE_R" "$work/ours.json" <<'PY'
 import json, sys, time
@@ -78,3 +79,4 @@ print(f"scipy band time = density + {R}/{base_r} x the measured {base_r} resampl
 print(f"p agreement on this data: preplay {ours[0]['p']:.9f} scipy {p:.9f} (|diff| {abs(ours[0]['p'] - p):.1e})")
 print(f"target band <= 2 s: {'met' if med('band_s') <= 2 else 'NOT met'}")
 PY
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
