@@ -10,3 +10,8 @@ python3 "$(dirname "$0")/test_agent.py" "$PREPLAY_BIN" "$work/plan" "$work" || {
   tail -n 5 "$work"/*.log >&2
   exit 1
 }
+# the agents' and replayers' stderr (in the ASan build: any report there)
+if grep -l "Sanitizer" "$work"/*.log; then
+  cat "$work"/*.log >&2
+  exit 1
+fi

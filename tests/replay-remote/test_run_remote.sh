@@ -363,6 +363,11 @@ printf 'app root@127.0.0.1:%s\napp root@%s\n' "$port_lo" "$ip_in" >"$work/hosts-
 out=$("$PREPLAY_BIN" run "$plan" --hosts "$work/hosts-dup" -o "$work/f.json" 2>&1)
 [ $? = 1 ] && [ "$out" = "run: --hosts $work/hosts-dup:2: component 'app' is already on line 1" ] ||
   fail "duplicate component: '$out'"
+# the logs the failed runs kept: ssh's and the remote replayers' stderr (in
+# the ASan build, a report from either side would be there)
+for d in $(cat "$work"/*.err | sed -n 's|^run: replayer logs kept in \(/tmp/preplay-run-[A-Za-z0-9]*\)$|\1|p'); do
+  ! grep -s "Sanitizer" "$d"/*.log || fail "sanitizer report in $d"
+done
 # nothing of ours left on the "hosts"
 [ -z "$(replayer_among $(descendants "$sshd_lo") $(ip netns pids "$ns"))" ] || fail "replayer left"
 echo "run --hosts ok"
