@@ -446,10 +446,24 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
             return -1;
         }
         /* Records hold a prefix of struct trace_event (common fields and
-         * the type's union member); STRING/STACK hold it whole plus bytes. */
+         * the type's union member); STRING/STACK hold it whole plus bytes;
+         * a compact LOCK record is expanded to the event it stands for. */
         size_t ev_bytes = size - sizeof *h;
-        if (h->kind == TRACER_REC_EVENT && ev_bytes >= offsetof(struct trace_event, u)) {
-            struct trace_event ev;
+        struct trace_event ev;
+        int have_event = 0;
+        if ((h->kind & 0xffu) == TRACER_REC_LOCK && idx != 0 &&
+            size >= sizeof(struct tracer_lock_record)) {
+            const struct tracer_lock_record *lr = (const void *)h;
+            memset(&ev, 0, sizeof ev);
+            ev.type = TRACE_EV_LOCK;
+            ev.op = (uint8_t)(h->kind >> 8);
+            ev.tid = r->tid;
+            ev.ts_ns = lr->ts_ns;
+            ev.u.lock.kind = (uint8_t)(h->kind >> 16);
+            ev.u.lock.mode = (uint8_t)(h->kind >> 24);
+            ev.u.lock.lock_id = lr->lock_id;
+            have_event = 1;
+        } else if (h->kind == TRACER_REC_EVENT && ev_bytes >= offsetof(struct trace_event, u)) {
             memset(&ev, 0, sizeof ev);
             memcpy(&ev, (const unsigned char *)h + sizeof *h,
                    ev_bytes < sizeof ev ? ev_bytes : sizeof ev);
@@ -467,6 +481,9 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
                 else
                     ev.u.stack.nframes = (uint32_t)(want / 8);
             }
+            have_event = 1;
+        }
+        if (have_event) {
             if (h->cpu_before_ns && idx != 0) {
                 struct trace_event cpu;
                 memset(&cpu, 0, sizeof cpu);

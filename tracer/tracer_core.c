@@ -301,7 +301,7 @@ struct tracer_thread *tracer_enter(uint32_t family)
 
 /* ---- the event write path ---------------------------------------------- */
 
-static __thread uint64_t tracer_pending_cpu __attribute__((tls_model("initial-exec")));
+__thread uint64_t tracer_pending_cpu __attribute__((tls_model("initial-exec")));
 
 uint64_t tracer_event_begin(struct tracer_thread *t)
 {

@@ -137,6 +137,28 @@ static inline size_t tracer_event_bytes(uint8_t type)
 #undef TRACER_EV_BYTES
 }
 
+/* CPU ns the next record carries (its cpu_before_ns), accumulated by
+ * tracer_event_begin; the record that takes it zeroes it. */
+extern __thread uint64_t tracer_pending_cpu __attribute__((tls_model("initial-exec")));
+
+/* Fast path for a small record of `need` bytes (a multiple of 8) in the
+ * thread's ring, for callers that hold the busy mark: the record's place
+ * when it fits before the ring's end in the free space last seen, else NULL
+ * (the caller takes the general path, which waits, pads or drops). Commit
+ * with tracer_commit. No modulo-free trick: the ring size is not a power of
+ * two, and one multiply-shift is cheaper than keeping a second cursor. */
+static inline void *tracer_reserve_fast(struct tracer_thread *t, uint32_t need)
+{
+    struct tracer_ring *r = t->ring;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t pos = head % TRACER_RING_DATA_BYTES;
+    if (TRACER_UNLIKELY(TRACER_RING_DATA_BYTES - pos < need ||
+                        TRACER_RING_DATA_BYTES - (head - t->cached_tail) < need))
+        return NULL;
+    t->pending_size = need;
+    return r->data + pos;
+}
+
 /* Ends an event: the next CPU segment starts at `end_ns`. */
 void tracer_event_end(struct tracer_thread *t, uint64_t end_ns);
 
