@@ -41,6 +41,7 @@
 #include "preplay_analyze.h"
 
 #define DEPS_CHECKPOINT_EVENTS 65536u
+#define DEPS_BLOCK_POOL 256u /* recycled blocks kept (with their arrays) */
 /* Linux socket option numbers as the tracer records them (SOCKOPT events
  * carry the raw level/name; these are fixed by the Linux ABI). */
 #define TRACE_IPPROTO_TCP 6
@@ -89,7 +90,11 @@ struct deps_end {
     uint32_t connection; /* front-end connection number, 0 = none yet */
     uint64_t last_resp_end;
     struct deps_served *served; /* finished blocks awaiting the peer decision */
-    uint32_t db_index;          /* +1; 0 = none */
+    struct deps_served *served_last;
+    struct deps_waiter *waiters; /* calls of finished blocks waiting for the peer decision */
+    uint64_t served_min_c;       /* earliest start_c in served (the schedule's horizon) */
+    uint32_t db_index;           /* +1; 0 = none */
+    uint32_t external_host;      /* plan string id of the address (untraced peer), 0 = not yet */
     int refs;
     /* the call currently open on this (client) end */
     struct deps_block *call_block;
@@ -110,8 +115,14 @@ struct deps_call {
     uint32_t callee;
 };
 
+struct deps_waiter { /* call ci of finished block b waits for its end's peer decision */
+    struct deps_waiter *next;
+    struct deps_block *b;
+    uint32_t ci;
+};
+
 struct deps_block {
-    struct deps_block *hnext, *hprev; /* held list (finished, unresolved) */
+    uint32_t held_pos; /* +1 in the held heap (finished, unresolved); 0 = not held */
     struct deps_end *end;
     struct deps_thread *th;
     uint32_t label, flags, component;
@@ -168,6 +179,7 @@ struct deps_proc {
     struct deps_thread **all;
     uint32_t nall, capall;
     uint32_t serving_threads;
+    struct deps_thread *last_thread; /* threads' events come in runs */
 };
 
 struct deps_file_rec {
@@ -204,7 +216,10 @@ struct deps_state {
     struct deps_map db_endpoints; /* address hash -> plan id + 1 */
     struct deps_map label_text;   /* plan string id -> text (labels only) */
     struct deps_end live;         /* list head */
-    struct deps_block held;       /* list head */
+    struct deps_block **held;     /* finished blocks with unresolved calls, min-heap by start */
+    uint32_t nheld, capheld;
+    struct deps_block *pool[DEPS_BLOCK_POOL];
+    uint32_t npool;
     uint64_t next_gid;
     uint64_t now_c;
     struct deps_sched *sched;
@@ -349,9 +364,11 @@ static void deps_addr_text(const struct deps_end *e, char *buf, size_t cap)
 static struct deps_thread *deps_thread_get(struct deps_state *s, uint32_t file, uint32_t tid)
 {
     struct deps_proc *p = &s->procs[file];
+    if (p->last_thread && p->last_thread->tid == tid)
+        return p->last_thread;
     struct deps_thread *t = deps_map_get(&p->threads, (uint64_t)tid + 1);
     if (t)
-        return t;
+        return p->last_thread = t;
     t = calloc(1, sizeof *t);
     if (!t)
         goto oom;
@@ -407,6 +424,11 @@ static void deps_end_unref(struct deps_state *s, struct deps_end *e)
     (void)s;
     e->prev->next = e->next;
     e->next->prev = e->prev;
+    while (e->waiters) { /* stale: their calls were given up at the end */
+        struct deps_waiter *w = e->waiters;
+        e->waiters = w->next;
+        free(w);
+    }
     free(e);
 }
 
@@ -428,6 +450,8 @@ static uint64_t deps_tuple_key(uint32_t host, uint8_t proto, const uint8_t *la, 
 }
 
 static void deps_served_decide(struct deps_state *s, struct deps_end *e);
+static int deps_call_resolve(struct deps_state *s, struct deps_block *b, uint32_t ci, int final);
+static void deps_block_emit(struct deps_state *s, struct deps_block *b);
 
 static void deps_pair(struct deps_state *s, struct deps_end *a, struct deps_end *b)
 {
@@ -505,6 +529,35 @@ static void deps_block_free(struct deps_block *b)
     free(b);
 }
 
+/* Finished blocks go to a bounded pool with their op and call arrays, so a
+ * steady stream of requests allocates nothing per block once warm. */
+static void deps_block_recycle(struct deps_state *s, struct deps_block *b)
+{
+    if (s->npool == DEPS_BLOCK_POOL) {
+        deps_block_free(b);
+        return;
+    }
+    for (uint32_t i = 0; i < b->ncalls; i++)
+        free(b->calls[i].segs);
+    s->pool[s->npool++] = b;
+}
+
+static struct deps_block *deps_block_alloc(struct deps_state *s)
+{
+    if (!s->npool)
+        return calloc(1, sizeof(struct deps_block));
+    struct deps_block *b = s->pool[--s->npool];
+    struct plan_op *ops = b->ops;
+    struct deps_call *calls = b->calls;
+    uint32_t capops = b->capops, capcalls = b->capcalls;
+    memset(b, 0, sizeof *b);
+    b->ops = ops;
+    b->capops = capops;
+    b->calls = calls;
+    b->capcalls = capcalls;
+    return b;
+}
+
 static void deps_block_emit(struct deps_state *s, struct deps_block *b);
 
 /* Frees a block and drops its references on ends. */
@@ -513,7 +566,7 @@ static void deps_block_release(struct deps_state *s, struct deps_block *b)
     struct deps_end *e = b->end;
     for (uint32_t i = 0; i < b->ncalls; i++)
         deps_end_unref(s, b->calls[i].end);
-    deps_block_free(b);
+    deps_block_recycle(s, b);
     deps_end_unref(s, e);
 }
 
@@ -684,6 +737,7 @@ static void deps_served_decide(struct deps_state *s, struct deps_end *e)
 {
     if (e->peer == DEPS_PEER_UNKNOWN)
         return;
+    e->served_last = NULL;
     while (e->served) {
         struct deps_served *sv = e->served;
         e->served = sv->next;
@@ -694,15 +748,33 @@ static void deps_served_decide(struct deps_state *s, struct deps_end *e)
         free(sv);
         deps_end_unref(s, e);
     }
+    /* calls that waited for this decision resolve now (the end is kept
+     * alive by each call's reference) */
+    struct deps_waiter *w = e->waiters;
+    e->waiters = NULL;
+    while (w) {
+        struct deps_waiter *next = w->next;
+        struct deps_block *b = w->b;
+        uint32_t ci = w->ci;
+        free(w);
+        w = next;
+        if (s->failed || b->calls[ci].state != DEPS_CALL_WAIT_PEER)
+            continue;
+        if (deps_call_resolve(s, b, ci, 0) && --b->unresolved == 0)
+            deps_block_emit(s, b);
+    }
 }
 
 static void deps_call_to_external(struct deps_state *s, struct deps_block *b, struct deps_call *c)
 {
     struct plan_op *op = &b->ops[c->op];
-    char host[96];
-    deps_addr_text(c->end, host, sizeof host);
+    if (!c->end->external_host) { /* the address text, once per end */
+        char host[96];
+        deps_addr_text(c->end, host, sizeof host);
+        c->end->external_host = deps_literal(s, host);
+    }
     op->kind = PLAN_OP_EXTERNAL;
-    op->a.external.host = deps_literal(s, host);
+    op->a.external.host = c->end->external_host;
     op->a.external.sent = c->sent;
     op->a.external.received = c->received;
     op->recorded_ns = c->t1_raw > c->t0_raw ? c->t1_raw - c->t0_raw : 0;
@@ -721,6 +793,15 @@ static int deps_call_resolve(struct deps_state *s, struct deps_block *b, uint32_
         return 1;
     }
     if (e->peer == DEPS_PEER_UNKNOWN && !final) {
+        struct deps_waiter *w = malloc(sizeof *w);
+        if (!w) {
+            deps_fail(s, "out of memory");
+            return 1;
+        }
+        w->b = b;
+        w->ci = ci;
+        w->next = e->waiters;
+        e->waiters = w;
         c->state = DEPS_CALL_WAIT_PEER;
         return 0;
     }
@@ -765,19 +846,67 @@ static int deps_call_resolve(struct deps_state *s, struct deps_block *b, uint32_
     return 0;
 }
 
-static void deps_held_remove(struct deps_block *b)
+/* --- held blocks: a min-heap by start, so the schedule's horizon (the
+ * oldest request still undecided) is its top, not a walk over all of them */
+
+static void deps_held_set(struct deps_state *s, uint32_t i, struct deps_block *b)
 {
-    if (b->hprev) {
-        b->hprev->hnext = b->hnext;
-        if (b->hnext)
-            b->hnext->hprev = b->hprev;
-        b->hprev = b->hnext = NULL;
+    s->held[i] = b;
+    b->held_pos = i + 1;
+}
+
+static void deps_held_sift(struct deps_state *s, uint32_t i)
+{
+    struct deps_block *b = s->held[i];
+    while (i > 0 && s->held[(i - 1) / 2]->start_c > b->start_c) {
+        deps_held_set(s, i, s->held[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        uint64_t mk = b->start_c;
+        if (l < s->nheld && s->held[l]->start_c < mk) {
+            m = l;
+            mk = s->held[l]->start_c;
+        }
+        if (r < s->nheld && s->held[r]->start_c < mk)
+            m = r;
+        if (m == i)
+            break;
+        deps_held_set(s, i, s->held[m]);
+        i = m;
+    }
+    deps_held_set(s, i, b);
+}
+
+static void deps_held_add(struct deps_state *s, struct deps_block *b)
+{
+    if (s->nheld == s->capheld) {
+        struct deps_block **n = deps_grow(s, s->held, &s->capheld, sizeof *n);
+        if (!n)
+            return;
+        s->held = n;
+    }
+    deps_held_set(s, s->nheld++, b);
+    deps_held_sift(s, s->nheld - 1);
+}
+
+static void deps_held_remove(struct deps_state *s, struct deps_block *b)
+{
+    if (!b->held_pos)
+        return;
+    uint32_t i = b->held_pos - 1;
+    b->held_pos = 0;
+    struct deps_block *last = s->held[--s->nheld];
+    if (i < s->nheld) {
+        deps_held_set(s, i, last);
+        deps_held_sift(s, i);
     }
 }
 
 static void deps_block_emit(struct deps_state *s, struct deps_block *b)
 {
-    deps_held_remove(b);
+    deps_held_remove(s, b);
     /* compact: drop removed ops, renumber CALL segments */
     struct plan_segment *segs = NULL;
     uint32_t nsegs = 0, capsegs = 0;
@@ -884,10 +1013,13 @@ static void deps_block_emit(struct deps_state *s, struct deps_block *b)
         } else {
             *p = sv;
             p->next = NULL;
-            struct deps_served **tail = &e->served;
-            while (*tail)
-                tail = &(*tail)->next;
-            *tail = p;
+            if (e->served_last)
+                e->served_last->next = p;
+            else
+                e->served = p;
+            if (!e->served_last || sv.start_c < e->served_min_c)
+                e->served_min_c = sv.start_c;
+            e->served_last = p;
             return;
         }
     }
@@ -946,11 +1078,7 @@ static void deps_block_finish(struct deps_state *s, struct deps_end *e, int fina
         deps_block_emit(s, b);
         return;
     }
-    b->hnext = s->held.hnext;
-    b->hprev = &s->held;
-    if (s->held.hnext)
-        s->held.hnext->hprev = b;
-    s->held.hnext = b;
+    deps_held_add(s, b);
 }
 
 static void deps_violation(struct deps_state *s, struct deps_thread *t, struct deps_end *other)
@@ -968,7 +1096,7 @@ static struct deps_block *deps_block_start(struct deps_state *s, struct deps_thr
                                            struct deps_end *e, const struct trace_event *ev,
                                            uint64_t common)
 {
-    struct deps_block *b = calloc(1, sizeof *b);
+    struct deps_block *b = deps_block_alloc(s);
     if (!b) {
         deps_fail(s, "out of memory");
         return NULL;
@@ -1604,16 +1732,17 @@ static void deps_checkpoint(struct deps_state *s, int final)
         }
     }
     deps_live_release(s, v, n);
-    /* held blocks: retry calls that waited for a peer decision */
-    for (struct deps_block *b = s->held.hnext, *nx; b; b = nx) {
-        nx = b->hnext;
-        int pending = 0;
+    /* held blocks: calls waiting for a peer decision were resolved when it
+     * was made (deps_served_decide); at the end, what still waits for a
+     * callee never got one, and becomes an external call (unmatched) */
+    while (final && s->nheld && !s->failed) {
+        struct deps_block *b = s->held[0];
         for (uint32_t i = 0; i < b->ncalls; i++) {
             struct deps_call *c = &b->calls[i];
-            if (c->state == DEPS_CALL_WAIT_PEER) {
+            if (c->state == DEPS_CALL_WAIT_PEER) { /* every end is decided by now */
                 if (deps_call_resolve(s, b, i, final))
                     b->unresolved--;
-            } else if (c->state == DEPS_CALL_WAIT_CALLEE && final) {
+            } else if (c->state == DEPS_CALL_WAIT_CALLEE) {
                 uint64_t key = deps_rv_key(c->end->peer_gid, c->out_off);
                 struct deps_rv *rv = deps_map_del(&s->rendezvous, key);
                 free(rv);
@@ -1621,26 +1750,22 @@ static void deps_checkpoint(struct deps_state *s, int final)
                 deps_call_to_external(s, b, c);
                 b->unresolved--;
             }
-            if (c->state != DEPS_CALL_DONE)
-                pending = 1;
         }
-        if (!b->unresolved) {
-            /* nx may be emitted (freed) by this emit's cascade: restart */
-            deps_block_emit(s, b);
-            nx = s->held.hnext;
-            continue;
+        if (b->unresolved) { /* cannot happen: every call is done; never loop */
+            deps_fail(s, "internal error: block with %d unresolved calls at the end",
+                      b->unresolved);
+            break;
         }
-        (void)pending;
-        if (b->start_c < horizon)
-            horizon = b->start_c;
+        deps_block_emit(s, b); /* leaves the heap (its cascade may empty more) */
     }
+    if (s->nheld && s->held[0]->start_c < horizon)
+        horizon = s->held[0]->start_c;
     if (!final) {
         for (struct deps_end *e = s->live.next; e != &s->live; e = e->next) {
             if (e->cur && e->cur->start_c < horizon)
                 horizon = e->cur->start_c;
-            for (struct deps_served *sv = e->served; sv; sv = sv->next)
-                if (sv->start_c < horizon)
-                    horizon = sv->start_c;
+            if (e->served && e->served_min_c < horizon)
+                horizon = e->served_min_c;
         }
     }
     deps_schedule_flush(s, horizon);
@@ -1719,13 +1844,31 @@ static char *deps_report(struct deps_state *s)
                     t->viol_events);
         }
     }
+    /* the total correction: the pre-alignment from connection handshakes
+     * (deps_input.c) plus the call-pair estimate */
     for (uint32_t i = 0; i < s->nskews; i++) {
         struct deps_skew *k = &s->skews[i];
+        const struct deps_input_host *ee = &s->in.hosts[k->callee_host],
+                                     *er = &s->in.hosts[k->caller_host];
         fprintf(m,
-                "clock skew: host %s runs %+.3f ms from host %s (corrected; %" PRIu64
-                " call pairs)\n",
-                s->in.hosts[k->callee_host].name, (double)k->applied / 1e6,
-                s->in.hosts[k->caller_host].name, k->pairs);
+                "clock skew: host %s runs %+.3f ms from host %s (corrected; %" PRIu64 " call pairs",
+                ee->name, (double)(er->corrected_ns - ee->corrected_ns) / 1e6, er->name, k->pairs);
+        if (ee->presync_pairs || er->presync_pairs)
+            fprintf(m, ", %u connection handshakes",
+                    ee->presync_pairs ? ee->presync_pairs : er->presync_pairs);
+        fprintf(m, ")\n");
+    }
+    for (uint32_t h = 0; h < s->in.nhosts; h++) {
+        const struct deps_input_host *x = &s->in.hosts[h], *ref = &s->in.hosts[x->presync_ref];
+        int reported = 0;
+        for (uint32_t i = 0; i < s->nskews; i++)
+            reported |= s->skews[i].callee_host == h || s->skews[i].caller_host == h;
+        if (x->presync_pairs && !reported)
+            fprintf(m,
+                    "clock skew: host %s runs %+.3f ms from host %s (corrected; %u connection "
+                    "handshakes)\n",
+                    x->name, (double)(ref->corrected_ns - x->corrected_ns) / 1e6, ref->name,
+                    x->presync_pairs);
     }
     fclose(m);
     return buf;
@@ -1856,9 +1999,15 @@ out:
     if (s->blocks_out)
         fclose(s->blocks_out);
     /* free what is left: held blocks, open blocks, ends, threads, maps */
-    while (s->held.hnext) {
-        struct deps_block *b = s->held.hnext;
-        deps_held_remove(b);
+    while (s->nheld) {
+        struct deps_block *b = s->held[0];
+        deps_held_remove(s, b);
+        deps_block_free(b);
+    }
+    free(s->held);
+    while (s->npool) {
+        struct deps_block *b = s->pool[--s->npool];
+        b->ncalls = 0; /* their segments were freed when recycled */
         deps_block_free(b);
     }
     for (struct deps_end *e = s->live.next, *nx; e != &s->live; e = nx) {
@@ -1869,6 +2018,11 @@ out:
             struct deps_served *sv = e->served;
             e->served = sv->next;
             free(sv);
+        }
+        while (e->waiters) { /* their blocks are freed above */
+            struct deps_waiter *w = e->waiters;
+            e->waiters = w->next;
+            free(w);
         }
         free(e);
     }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 static int deps_input_cmpstr(const void *a, const void *b)
@@ -137,6 +138,160 @@ static int deps_input_add_dir(struct deps_input *in, const char *dir, int salvag
     return rc;
 }
 
+/* --- clock pre-alignment from connection establishment ---
+ * The merge needs the hosts' clocks roughly aligned before it starts: an
+ * end whose peer appears later than the grace time is taken as untraced,
+ * and a connection that closes before its peer's end appears cannot be
+ * paired at all. The realtime anchors are only as good as the hosts'
+ * NTP. So before the merge, the first events of every file are scanned
+ * for TCP/UDP connects and accepts; each connect whose reversed 4-tuple
+ * was accepted on another host says when the same handshake completed on
+ * both clocks (to within a round trip). The median per host pair shifts
+ * hosts (breadth first from the first host) when it exceeds 1 ms; the
+ * call-pair estimate in deps_analyze.c refines what remains. */
+
+#define DEPS_PRESYNC_EVENTS (1u << 18) /* per file */
+#define DEPS_PRESYNC_SAMPLES 4096u     /* per host pair */
+#define DEPS_PRESYNC_MIN_NS 1000000ll  /* smaller: left to the call-pair estimate */
+
+struct deps_presync_end {
+    uint32_t host;
+    uint8_t accepted;
+    int64_t t; /* end of the connect/accept on the anchor-aligned timeline */
+};
+
+struct deps_presync_pair {
+    uint32_t accept_host, connect_host;
+    int64_t *d; /* accept time - connect time */
+    uint32_t n;
+};
+
+static int deps_presync_is_loopback(const uint8_t *a, uint8_t family)
+{
+    static const uint8_t v6_loop[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    return family == AF_INET6 ? !memcmp(a, v6_loop, 16) : a[0] == 127;
+}
+
+static uint64_t deps_presync_key(const struct trace_conn_event *c, int reversed)
+{
+    const uint8_t *la = reversed ? c->remote_addr : c->local_addr;
+    const uint8_t *ra = reversed ? c->local_addr : c->remote_addr;
+    uint16_t lp = reversed ? c->remote_port : c->local_port;
+    uint16_t rp = reversed ? c->local_port : c->remote_port;
+    uint64_t k = deps_map_mix(c->proto, (uint64_t)lp << 16 | rp), a, b;
+    memcpy(&a, la, 8);
+    memcpy(&b, la + 8, 8);
+    k = deps_map_mix(deps_map_mix(k, a), b);
+    memcpy(&a, ra, 8);
+    memcpy(&b, ra + 8, 8);
+    return deps_map_mix(deps_map_mix(k, a), b) | 1;
+}
+
+static int deps_presync_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void deps_presync_sample(struct deps_presync_pair **pairs, uint32_t *npairs,
+                                const struct deps_presync_end *acc,
+                                const struct deps_presync_end *con)
+{
+    struct deps_presync_pair *p = NULL;
+    for (uint32_t i = 0; i < *npairs; i++)
+        if ((*pairs)[i].accept_host == acc->host && (*pairs)[i].connect_host == con->host)
+            p = &(*pairs)[i];
+    if (!p) {
+        struct deps_presync_pair *np = realloc(*pairs, (*npairs + 1) * sizeof *np);
+        if (!np)
+            return;
+        *pairs = np;
+        p = &np[(*npairs)++];
+        p->accept_host = acc->host;
+        p->connect_host = con->host;
+        p->n = 0;
+        p->d = malloc(DEPS_PRESYNC_SAMPLES * sizeof *p->d);
+        if (!p->d) {
+            (*npairs)--;
+            return;
+        }
+    }
+    if (p->n < DEPS_PRESYNC_SAMPLES)
+        p->d[p->n++] = acc->t - con->t;
+}
+
+static void deps_input_presync(struct deps_input *in, int salvage)
+{
+    if (in->nhosts < 2)
+        return;
+    struct deps_map ends;
+    deps_map_init(&ends);
+    struct deps_presync_pair *pairs = NULL;
+    uint32_t npairs = 0;
+    for (uint32_t f = 0; f < in->nfiles; f++) {
+        char err[512];
+        struct trace_reader_options o = {.salvage = salvage};
+        struct trace_reader *r = trace_reader_open(in->files[f].path, &o, err, sizeof err);
+        if (!r)
+            continue; /* the merge reports it */
+        uint32_t host = in->files[f].host;
+        int64_t off = in->hosts[host].offset_ns;
+        struct trace_event ev;
+        for (uint32_t n = 0; n < DEPS_PRESYNC_EVENTS && trace_reader_next(r, &ev) > 0; n++) {
+            const struct trace_conn_event *c = &ev.u.conn;
+            if (ev.type != TRACE_EV_CONN ||
+                (ev.op != TRACE_CONN_ACCEPT && ev.op != TRACE_CONN_CONNECT) ||
+                (c->family != AF_INET && c->family != AF_INET6) || !c->remote_port ||
+                deps_presync_is_loopback(c->local_addr, c->family))
+                continue;
+            struct deps_presync_end *e = malloc(sizeof *e);
+            if (!e)
+                break;
+            e->host = host;
+            e->accepted = ev.op == TRACE_CONN_ACCEPT;
+            e->t = (int64_t)(ev.ts_ns + ev.dur_ns) + off;
+            struct deps_presync_end *o2 = deps_map_get(&ends, deps_presync_key(c, 1));
+            if (o2 && o2->host != host && o2->accepted != e->accepted)
+                deps_presync_sample(&pairs, &npairs, e->accepted ? e : o2, e->accepted ? o2 : e);
+            struct deps_presync_end *old = deps_map_get(&ends, deps_presync_key(c, 0));
+            if (deps_map_put(&ends, deps_presync_key(c, 0), e) != 0)
+                free(e);
+            else
+                free(old); /* a reused tuple: the newer connection */
+        }
+        trace_reader_close(r);
+    }
+    for (size_t j = 0; j < ends.cap; j++)
+        free(ends.slots[j].value);
+    deps_map_free(&ends);
+    /* medians, applied breadth first from host 0 */
+    uint8_t *fixed = calloc(in->nhosts, 1);
+    if (fixed) {
+        fixed[0] = 1;
+        for (uint32_t round = 0; round < in->nhosts; round++)
+            for (uint32_t i = 0; i < npairs; i++) {
+                struct deps_presync_pair *p = &pairs[i];
+                if (fixed[p->accept_host] == fixed[p->connect_host])
+                    continue;
+                qsort(p->d, p->n, sizeof *p->d, deps_presync_cmp);
+                int64_t m = p->d[p->n / 2];
+                uint32_t h = fixed[p->accept_host] ? p->connect_host : p->accept_host;
+                fixed[h] = 1;
+                if (m > DEPS_PRESYNC_MIN_NS || m < -DEPS_PRESYNC_MIN_NS) {
+                    /* the accept side runs m ahead of the connect side */
+                    deps_input_correct_host(in, h, h == p->accept_host ? m : -m);
+                    in->hosts[h].presync_pairs = p->n;
+                    in->hosts[h].presync_ref =
+                        h == p->accept_host ? p->connect_host : p->accept_host;
+                }
+            }
+        free(fixed);
+    }
+    for (uint32_t i = 0; i < npairs; i++)
+        free(pairs[i].d);
+    free(pairs);
+}
+
 int deps_input_open(struct deps_input *in, const char *const *inputs, int ninputs, int salvage,
                     uint64_t window_ns)
 {
@@ -158,12 +313,29 @@ int deps_input_open(struct deps_input *in, const char *const *inputs, int ninput
         snprintf(in->err, sizeof in->err, "no trace files given");
         return -1;
     }
+    deps_input_presync(in, salvage);
+    /* the common timeline starts at the earliest host: no offset below 0,
+     * so no early event of a host behind the others maps before time 0 */
+    int64_t lowest = 0;
+    for (uint32_t h = 0; h < in->nhosts; h++)
+        if (in->hosts[h].offset_ns < lowest)
+            lowest = in->hosts[h].offset_ns;
+    for (uint32_t h = 0; h < in->nhosts; h++)
+        in->hosts[h].offset_ns -= lowest;
     return 0;
+}
+
+/* ts on the common timeline, saturating at 0 (a host corrected backwards
+ * must not wrap to the far future) */
+static uint64_t deps_input_shift(uint64_t ts, int64_t offset_ns)
+{
+    int64_t k = (int64_t)ts + offset_ns;
+    return k < 0 ? 0 : (uint64_t)k;
 }
 
 uint64_t deps_input_common(const struct deps_input *in, uint32_t f, uint64_t ts)
 {
-    return ts + (uint64_t)in->hosts[in->files[f].host].offset_ns;
+    return deps_input_shift(ts, in->hosts[in->files[f].host].offset_ns);
 }
 
 void deps_input_correct_host(struct deps_input *in, uint32_t h, int64_t delta_ns)
@@ -180,60 +352,56 @@ uint64_t deps_input_total_bytes(const struct deps_input *in)
     return t;
 }
 
-/* --- heap of FIFOs keyed by their head's key --- */
-
-static uint64_t deps_fifo_head_key(const struct deps_fifo *q)
-{
-    return q->q[q->head].key;
-}
-
-static void deps_heap_swap(struct deps_input *in, uint32_t a, uint32_t b)
-{
-    struct deps_fifo *t = in->heap[a];
-    in->heap[a] = in->heap[b];
-    in->heap[b] = t;
-    in->heap[a]->heap_pos = (int)a;
-    in->heap[b]->heap_pos = (int)b;
-}
+/* --- heap of FIFOs keyed by their head's key ---
+ * Each entry carries its FIFO's head key, so sifting compares adjacent
+ * memory instead of chasing heap -> FIFO -> slot for every comparison (the
+ * merge pops every event: this is the analyzer's innermost loop). */
 
 static void deps_heap_up(struct deps_input *in, uint32_t i)
 {
+    struct deps_heap_entry x = in->heap[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
-        if (deps_fifo_head_key(in->heap[p]) <= deps_fifo_head_key(in->heap[i]))
+        if (in->heap[p].key <= x.key)
             break;
-        deps_heap_swap(in, i, p);
+        in->heap[i] = in->heap[p];
         i = p;
     }
+    in->heap[i] = x;
 }
 
 static void deps_heap_down(struct deps_input *in, uint32_t i)
 {
+    struct deps_heap_entry x = in->heap[i];
     for (;;) {
         uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < in->nheap && deps_fifo_head_key(in->heap[l]) < deps_fifo_head_key(in->heap[m]))
+        uint64_t mk = x.key;
+        if (l < in->nheap && in->heap[l].key < mk) {
             m = l;
-        if (r < in->nheap && deps_fifo_head_key(in->heap[r]) < deps_fifo_head_key(in->heap[m]))
+            mk = in->heap[l].key;
+        }
+        if (r < in->nheap && in->heap[r].key < mk)
             m = r;
         if (m == i)
-            return;
-        deps_heap_swap(in, i, m);
+            break;
+        in->heap[i] = in->heap[m];
         i = m;
     }
+    in->heap[i] = x;
 }
 
-static int deps_heap_push(struct deps_input *in, struct deps_fifo *q)
+static int deps_heap_push(struct deps_input *in, struct deps_fifo *q, uint64_t key)
 {
     if (in->nheap == in->capheap) {
         uint32_t nc = in->capheap ? in->capheap * 2 : 64;
-        struct deps_fifo **nh = realloc(in->heap, nc * sizeof *nh);
+        struct deps_heap_entry *nh = realloc(in->heap, nc * sizeof *nh);
         if (!nh)
             return -1;
         in->heap = nh;
         in->capheap = nc;
     }
-    in->heap[in->nheap] = q;
-    q->heap_pos = (int)in->nheap;
+    in->heap[in->nheap].key = key;
+    in->heap[in->nheap].q = q;
     in->nheap++;
     deps_heap_up(in, in->nheap - 1);
     return 0;
@@ -241,11 +409,9 @@ static int deps_heap_push(struct deps_input *in, struct deps_fifo *q)
 
 static void deps_heap_remove_top(struct deps_input *in)
 {
-    in->heap[0]->heap_pos = -1;
     in->nheap--;
     if (in->nheap) {
         in->heap[0] = in->heap[in->nheap];
-        in->heap[0]->heap_pos = 0;
         deps_heap_down(in, 0);
     }
 }
@@ -259,7 +425,6 @@ static struct deps_fifo *deps_input_fifo(struct deps_input *in, uint32_t fi, uin
     q = calloc(1, sizeof *q);
     if (!q)
         return NULL;
-    q->heap_pos = -1;
     q->file = fi;
     if (f->nall == f->capall) {
         uint32_t nc = f->capall ? f->capall * 2 : 16;
@@ -286,7 +451,7 @@ static int deps_fifo_push(struct deps_input *in, struct deps_fifo *q, uint64_t k
         if (!nq)
             return -1;
         for (uint32_t i = 0; i < q->n; i++)
-            nq[i] = q->q[(q->head + i) % (q->cap ? q->cap : 1)];
+            nq[i] = q->q[(q->head + i) & (q->cap - 1)];
         free(q->q);
         q->q = nq;
         q->cap = nc;
@@ -295,13 +460,13 @@ static int deps_fifo_push(struct deps_input *in, struct deps_fifo *q, uint64_t k
     if (key < q->last_key)
         key = q->last_key; /* keep each FIFO sorted */
     q->last_key = key;
-    struct deps_queued *slot = &q->q[(q->head + q->n) % q->cap];
+    struct deps_queued *slot = &q->q[(q->head + q->n) & (q->cap - 1)]; /* cap: a power of 2 */
     slot->key = key;
     slot->ev = *ev;
     slot->ev.data = NULL;
     q->n++;
     if (q->n == 1)
-        return deps_heap_push(in, q);
+        return deps_heap_push(in, q, key);
     return 0;
 }
 
@@ -311,6 +476,8 @@ static int deps_input_fill(struct deps_input *in, uint32_t fi, uint64_t until)
     struct deps_input_file *f = &in->files[fi];
     struct trace_event ev;
     int64_t off = in->hosts[f->host].offset_ns;
+    uint64_t last_qid = 0;
+    struct deps_fifo *last_q = NULL;
     while (!f->eof && f->max_key < until) {
         int rc = trace_reader_next(f->reader, &ev);
         if (rc < 0) {
@@ -323,13 +490,16 @@ static int deps_input_fill(struct deps_input *in, uint32_t fi, uint64_t until)
         }
         if (ev.type == TRACE_EV_STRING || ev.type == TRACE_EV_STACK)
             continue; /* the reader keeps the tables; events name them by id */
-        uint64_t key = ev.ts_ns + (uint64_t)off;
+        uint64_t key = deps_input_shift(ev.ts_ns, off);
         if (ev.type != TRACE_EV_CPU)
             key += ev.dur_ns;
         if (key > f->max_key)
             f->max_key = key;
         uint64_t qid = ev.type == TRACE_EV_CONN ? 0 : (uint64_t)ev.tid + 1;
-        struct deps_fifo *q = deps_input_fifo(in, fi, qid);
+        /* a thread's events come in runs (one drain round): skip the lookup */
+        struct deps_fifo *q = qid == last_qid && last_q ? last_q : deps_input_fifo(in, fi, qid);
+        last_qid = qid;
+        last_q = q;
         if (!q || deps_fifo_push(in, q, key, &ev) != 0) {
             snprintf(in->err, sizeof in->err, "out of memory");
             return -1;
@@ -359,28 +529,30 @@ int deps_input_next(struct deps_input *in, uint32_t *file, struct deps_queued **
                 return 0;
             continue;
         }
-        struct deps_fifo *q = in->heap[0];
+        struct deps_fifo *q = in->heap[0].q;
         struct deps_input_file *f = &in->files[q->file];
-        uint64_t k = deps_fifo_head_key(q);
+        uint64_t k = in->heap[0].key;
         if (!f->eof && f->max_key < k + in->window_ns) {
             if (deps_input_fill(in, q->file, k + in->window_ns) != 0)
                 return -1;
             continue; /* the heap may have a new minimum */
         }
-        in->current = q->q[q->head];
-        q->head = (q->head + 1) % q->cap;
+        /* the slot stays valid until the next call (fills happen there) */
+        struct deps_queued *cur = &q->q[q->head];
+        q->head = (q->head + 1) & (q->cap - 1);
         q->n--;
-        if (q->n)
-            deps_heap_down(in, (uint32_t)q->heap_pos);
-        else
+        if (q->n) {
+            in->heap[0].key = q->q[q->head].key;
+            deps_heap_down(in, 0);
+        } else
             deps_heap_remove_top(in);
-        if (in->current.key < in->last_key)
+        if (cur->key < in->last_key)
             in->late++;
         else
-            in->last_key = in->current.key;
+            in->last_key = cur->key;
         in->events++;
         *file = q->file;
-        *out = &in->current;
+        *out = cur;
         return 1;
     }
 }

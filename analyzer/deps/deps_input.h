@@ -30,8 +30,12 @@ struct deps_fifo {
     struct deps_queued *q;
     uint32_t cap, head, n; /* ring buffer */
     uint64_t last_key;
-    int heap_pos; /* -1 when empty (not in the heap) */
     uint32_t file;
+};
+
+struct deps_heap_entry {
+    uint64_t key; /* the FIFO's head key */
+    struct deps_fifo *q;
 };
 
 struct deps_input_file {
@@ -49,9 +53,11 @@ struct deps_input_file {
 
 struct deps_input_host {
     char *name;
-    int64_t offset_ns;    /* added to a ts to get the common timeline */
-    int64_t anchor_ns;    /* realtime - monotonic at record time */
-    int64_t corrected_ns; /* skew corrections applied so far (sum) */
+    int64_t offset_ns;      /* added to a ts to get the common timeline */
+    int64_t anchor_ns;      /* realtime - monotonic at record time */
+    int64_t corrected_ns;   /* skew corrections applied so far (sum) */
+    uint32_t presync_pairs; /* connections that aligned this host before the merge (0 = none) */
+    uint32_t presync_ref;   /* ... against this host */
 };
 
 struct deps_input {
@@ -59,13 +65,12 @@ struct deps_input {
     uint32_t nfiles;
     struct deps_input_host *hosts;
     uint32_t nhosts;
-    struct deps_fifo **heap;
+    struct deps_heap_entry *heap; /* FIFOs with events, by head key */
     uint32_t nheap, capheap;
     uint64_t window_ns;
     uint64_t events; /* popped */
     uint64_t late;   /* popped with a key below an earlier popped key */
     uint64_t last_key;
-    struct deps_queued current;
     char err[1024];
 };
 

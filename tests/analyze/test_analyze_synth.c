@@ -1,0 +1,554 @@
+/* test_analyze_synth.c - dependency extraction on small synthetic
+ * recordings written with the trace writer (synth_trace.h), each checked
+ * op by op in the plan: stream offsets (3 sends arriving as 2 receives),
+ * AF_UNIX pairing by inode, keep-alive connections serving requests in
+ * turn, nested calls and external calls, clock skew of +-3 s between hosts,
+ * and the violation report of an event-driven thread. Timestamps are
+ * chosen by hand so every expected number is known exactly; nothing here
+ * depends on the machine's speed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plan.h"
+#include "preplay_analyze.h"
+#include "synth_trace.h"
+
+#define US 1000ull
+#define MS 1000000ull
+#define T0 2000000000ull /* every recording starts here (monotonic ns) */
+
+struct fx {
+    char dir[64];
+    char fe[96], app[96], planfile[96];
+    struct plan *plan;
+    struct analyze_result r;
+    char *warnings;
+    size_t warnings_len;
+    char err[1024];
+};
+
+static int fx_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int fx_setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    strcpy(f->dir, "/tmp/preplay-analyze-synth.XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->fe, sizeof f->fe, "%s/fe", f->dir);
+    snprintf(f->app, sizeof f->app, "%s/app", f->dir);
+    snprintf(f->planfile, sizeof f->planfile, "%s/out.plan", f->dir);
+    mkdir(f->fe, 0755);
+    mkdir(f->app, 0755);
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    struct fx *f = *state;
+    plan_free(f->plan);
+    free(f->warnings);
+    nftw(f->dir, fx_rm, 8, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+/* Runs the analyzer on the given directories; 0 or -1 (f->err). The plan is
+ * read back into f->plan, warnings into f->warnings. */
+static int fx_analyze(struct fx *f, int salvage, int ndirs, ...)
+{
+    const char *dirs[4];
+    va_list ap;
+    va_start(ap, ndirs);
+    for (int i = 0; i < ndirs && i < 4; i++)
+        dirs[i] = va_arg(ap, const char *);
+    va_end(ap);
+    free(f->warnings);
+    f->warnings = NULL;
+    FILE *w = open_memstream(&f->warnings, &f->warnings_len);
+    assert_non_null(w);
+    struct analyze_options o = {.salvage = salvage, .warnings = w};
+    int rc = analyze_run(dirs, ndirs, f->planfile, &o, &f->r, f->err, sizeof f->err);
+    fclose(w);
+    if (rc != 0)
+        return -1;
+    char perr[512];
+    plan_free(f->plan);
+    f->plan = plan_read(f->planfile, perr, sizeof perr);
+    if (!f->plan)
+        fail_msg("plan_read: %s", perr);
+    return 0;
+}
+
+static const struct plan_op *fx_ops(const struct fx *f, uint32_t block)
+{
+    assert_true(block < f->plan->nblocks);
+    return &f->plan->ops[f->plan->blocks[block].first_op];
+}
+
+/* Asserts the kinds of a block's ops, e.g. "RCKS" = RECV, CPU, CALL, SEND. */
+static void fx_expect_kinds(const struct fx *f, uint32_t block, const char *kinds)
+{
+    static const char letters[] = "?CFLDKXRSO"; /* by enum plan_op_kind (K = CALL) */
+    const struct plan_block *b = &f->plan->blocks[block];
+    char got[128];
+    uint32_t n = b->nops < sizeof got - 1 ? b->nops : (uint32_t)sizeof got - 1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t k = f->plan->ops[b->first_op + i].kind;
+        got[i] = k < sizeof letters - 1 ? letters[k] : '!';
+    }
+    got[n] = 0;
+    assert_string_equal(got, kinds);
+}
+
+static const char *fx_component(const struct fx *f, uint32_t block)
+{
+    return plan_string(f->plan, f->plan->components[f->plan->blocks[block].component].name);
+}
+
+static const struct synth_addr fe_addr = {{10, 0, 0, 1}, 80};
+static const struct synth_addr app_addr = {{10, 0, 0, 2}, 9000};
+
+/* An untraced client's connection to the front end, accepted by the
+ * dispatcher (tid 100) at time `at`. */
+static void fx_accept_client(struct synth_proc *p, uint64_t conn, uint16_t port, uint64_t at)
+{
+    struct synth_thread d;
+    synth_thread_init(&d, p, 100, at);
+    struct synth_addr client = {{192, 168, 7, 7}, port};
+    synth_conn_tcp(&d, TRACE_CONN_ACCEPT, conn, 9, &fe_addr, &client);
+}
+
+/* ---- 3 sends that arrive as 2 receives still pair ---- */
+
+static void test_stream_offsets(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe, app;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    synth_open(&app, f->app, "api", "h1", "rec-app", 200, 0);
+    fx_accept_client(&fe, 1, 50000, T0);
+    struct synth_thread w, a;
+    synth_thread_init(&w, &fe, 101, T0 + 10 * US);
+    synth_thread_init(&a, &app, 201, T0);
+    struct synth_addr fe_out = {{10, 0, 0, 1}, 40000};
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 2, 11, &fe_out, &app_addr);
+    synth_conn_tcp(&a, TRACE_CONN_ACCEPT, 1, 12, &app_addr, &fe_out);
+    /* request 1: the call goes out as 100 + 50 + 30 bytes ... */
+    w.now = T0 + 1 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 100, 5 * US);
+    synth_cpu(&w, 10 * US);
+    synth_net(&w, TRACE_NET_SEND, 2, 100, 4 * US);
+    synth_net(&w, TRACE_NET_SEND, 2, 50, 4 * US);
+    synth_net(&w, TRACE_NET_SEND, 2, 30, 4 * US);
+    uint64_t call_t0 = T0 + 1 * MS + 15 * US;
+    /* ... and arrives as 120 + 60 */
+    a.now = T0 + 1 * MS + 25 * US;
+    synth_net(&a, TRACE_NET_RECV, 1, 120, 2 * US);
+    synth_net(&a, TRACE_NET_RECV, 1, 60, 3 * US);
+    synth_cpu(&a, 20 * US);
+    synth_net(&a, TRACE_NET_SEND, 1, 500, 4 * US);
+    synth_net(&w, TRACE_NET_RECV, 2, 500, a.now + 5 * US - w.now);
+    uint64_t call_t1 = w.now;
+    synth_cpu(&w, 7 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 1000, 6 * US);
+    /* request 2 on the same keep-alive connections: 70 + 30 arrive as 100 */
+    w.now = T0 + 5 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 80, 5 * US);
+    synth_net(&w, TRACE_NET_SEND, 2, 70, 4 * US);
+    synth_net(&w, TRACE_NET_SEND, 2, 30, 4 * US);
+    a.now = T0 + 5 * MS + 30 * US;
+    synth_net(&a, TRACE_NET_RECV, 1, 100, 2 * US);
+    synth_cpu(&a, 9 * US);
+    synth_net(&a, TRACE_NET_SEND, 1, 64, 4 * US);
+    synth_net(&w, TRACE_NET_RECV, 2, 64, a.now + 5 * US - w.now);
+    synth_net(&w, TRACE_NET_SEND, 1, 200, 6 * US);
+    synth_close(&fe);
+    synth_close(&app);
+
+    assert_int_equal(fx_analyze(f, 0, 2, f->fe, f->app), 0);
+    assert_int_equal(f->r.requests, 2);
+    assert_int_equal(f->r.blocks, 4);
+    assert_int_equal(f->r.calls, 2);
+    assert_int_equal(f->r.externals, 0);
+    assert_int_equal(f->r.unmatched_bytes, 0);
+    assert_int_equal(f->r.violations, 0);
+    assert_int_equal(f->plan->nrequests, 2);
+    /* request 1: RECV, CPU, CALL (3 sends + 1 receive) to the callee's block */
+    uint32_t b1 = f->plan->requests[0].block;
+    assert_string_equal(fx_component(f, b1), "web");
+    fx_expect_kinds(f, b1, "RCKCS");
+    const struct plan_op *op = fx_ops(f, b1);
+    assert_int_equal(op[0].a.net.bytes, 100);
+    assert_int_equal(op[1].a.cpu_ns, 10 * US);
+    assert_int_equal(op[2].recorded_ns, call_t1 - call_t0);
+    assert_int_equal(op[2].a.call.nsegments, 4);
+    const struct plan_segment *sg = &f->plan->segments[op[2].a.call.first_segment];
+    uint32_t want_bytes[] = {100, 50, 30, 500};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(sg[i].dir, i == 3 ? 1 : 0);
+        assert_int_equal(sg[i].bytes, want_bytes[i]);
+    }
+    assert_int_equal(op[4].a.net.bytes, 1000);
+    uint32_t callee = op[2].a.call.callee_block;
+    assert_string_equal(fx_component(f, callee), "api");
+    fx_expect_kinds(f, callee, "RRCS");
+    op = fx_ops(f, callee);
+    assert_int_equal(op[0].a.net.bytes, 120);
+    assert_int_equal(op[1].a.net.bytes, 60);
+    assert_int_equal(op[2].a.cpu_ns, 20 * US);
+    assert_int_equal(op[3].a.net.bytes, 500);
+    /* request 2: its call starts at stream offset 180 and matches the
+     * callee block that received from offset 180 */
+    uint32_t b2 = f->plan->requests[1].block;
+    fx_expect_kinds(f, b2, "RKS");
+    op = fx_ops(f, b2);
+    assert_int_equal(op[1].a.call.nsegments, 3);
+    uint32_t callee2 = op[1].a.call.callee_block;
+    assert_int_not_equal(callee2, callee);
+    fx_expect_kinds(f, callee2, "RCS");
+    op = fx_ops(f, callee2);
+    assert_int_equal(op[0].a.net.bytes, 100);
+    assert_int_equal(op[1].a.cpu_ns, 9 * US);
+    assert_int_equal(op[2].a.net.bytes, 64);
+}
+
+/* ---- AF_UNIX: the two ends pair by inode and peer inode ---- */
+
+static void test_unix_pairing(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe, app;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    synth_open(&app, f->app, "api", "h1", "rec-app", 200, 0);
+    fx_accept_client(&fe, 1, 50001, T0);
+    struct synth_thread w, a, a2;
+    synth_thread_init(&w, &fe, 101, T0 + 10 * US);
+    synth_thread_init(&a, &app, 201, T0);
+    synth_thread_init(&a2, &app, 202, T0);
+    /* the app also serves an untraced local client on another socket pair
+     * (inodes 8001/8002): its request must become a front-end request of
+     * the app, not a callee of the web tier */
+    synth_conn_unix(&w, TRACE_CONN_CONNECT, 2, 11, 7001, 7002);
+    synth_conn_unix(&a, TRACE_CONN_ACCEPT, 1, 12, 7002, 7001);
+    synth_conn_unix(&a2, TRACE_CONN_ACCEPT, 2, 13, 8002, 8001);
+    w.now = T0 + 1 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 90, 5 * US);
+    synth_net(&w, TRACE_NET_SEND, 2, 40, 4 * US);
+    a.now = T0 + 1 * MS + 20 * US;
+    synth_net(&a, TRACE_NET_RECV, 1, 40, 2 * US);
+    synth_cpu(&a, 33 * US);
+    synth_net(&a, TRACE_NET_SEND, 1, 77, 4 * US);
+    synth_net(&w, TRACE_NET_RECV, 2, 77, a.now + 5 * US - w.now);
+    synth_net(&w, TRACE_NET_SEND, 1, 300, 6 * US);
+    a2.now = T0 + 2 * MS;
+    synth_net(&a2, TRACE_NET_RECV, 2, 40, 2 * US);
+    synth_cpu(&a2, 44 * US);
+    synth_net(&a2, TRACE_NET_SEND, 2, 55, 4 * US);
+    synth_close(&fe);
+    synth_close(&app);
+
+    assert_int_equal(fx_analyze(f, 0, 2, f->fe, f->app), 0);
+    assert_int_equal(f->r.calls, 1);
+    assert_int_equal(f->r.externals, 0);
+    assert_int_equal(f->r.unmatched_bytes, 0);
+    assert_int_equal(f->plan->nrequests, 2);
+    uint32_t web = f->plan->requests[0].block, local = f->plan->requests[1].block;
+    assert_string_equal(fx_component(f, web), "web");
+    fx_expect_kinds(f, web, "RKS");
+    uint32_t callee = fx_ops(f, web)[1].a.call.callee_block;
+    fx_expect_kinds(f, callee, "RCS");
+    assert_int_equal(fx_ops(f, callee)[1].a.cpu_ns, 33 * US);
+    /* the untraced local client's request */
+    assert_string_equal(fx_component(f, local), "api");
+    fx_expect_kinds(f, local, "RCS");
+    assert_int_equal(fx_ops(f, local)[1].a.cpu_ns, 44 * US);
+}
+
+/* ---- a keep-alive connection serves several requests in turn ---- */
+
+static void test_keepalive(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    uint32_t labels[3] = {synth_string(&fe, "GET /a"), synth_string(&fe, "GET /b"),
+                          synth_string(&fe, "POST /c")};
+    fx_accept_client(&fe, 1, 50002, T0);
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 101, T0 + 100 * US);
+    /* the worker blocks in recv between requests (keep-alive idle) */
+    const uint64_t at[3] = {T0 + 1 * MS, T0 + 11 * MS, T0 + 31 * MS};
+    const int64_t req[3] = {120, 340, 560}, resp[3] = {1000, 2000, 3000};
+    const uint64_t cpu[3] = {15 * US, 25 * US, 35 * US};
+    uint64_t start[3], end[3];
+    for (int i = 0; i < 3; i++) {
+        synth_net(&w, TRACE_NET_RECV, 1, req[i], at[i] - w.now); /* blocked since the last reply */
+        start[i] = w.now;
+        synth_label(&w, 1, labels[i]);
+        synth_cpu(&w, cpu[i]);
+        synth_net(&w, TRACE_NET_SEND, 1, resp[i], 6 * US);
+        end[i] = w.now;
+    }
+    synth_net(&w, TRACE_NET_RECV, 1, 0, 40 * MS); /* the client closes */
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.requests, 3);
+    assert_int_equal(f->r.blocks, 3);
+    assert_int_equal(f->plan->nrequests, 3);
+    const char *const names[3] = {"GET /a", "GET /b", "POST /c"};
+    for (int i = 0; i < 3; i++) {
+        const struct plan_request *rq = &f->plan->requests[i];
+        fx_expect_kinds(f, rq->block, "RCS");
+        const struct plan_op *op = fx_ops(f, rq->block);
+        assert_int_equal(op[0].a.net.bytes, req[i]);
+        assert_int_equal(op[1].a.cpu_ns, cpu[i]);
+        assert_int_equal(op[2].a.net.bytes, resp[i]);
+        assert_string_equal(plan_string(f->plan, rq->label), names[i]);
+        assert_string_equal(plan_string(f->plan, f->plan->blocks[rq->block].label), names[i]);
+        assert_int_equal(f->plan->blocks[rq->block].recorded_ns, end[i] - start[i]);
+        assert_int_equal(rq->arrival_ns, start[i] - start[0]);
+        assert_int_equal(rq->connection, f->plan->requests[0].connection);
+        assert_int_equal(rq->session, f->plan->requests[0].session);
+        assert_int_equal(rq->think_ns, i ? start[i] - end[i - 1] : 0);
+    }
+    assert_int_not_equal(f->plan->requests[0].connection, 0);
+}
+
+/* ---- a nested call resolves to the callee's block; an untraced peer
+ * becomes an EXTERNAL op with its sizes and duration ---- */
+
+static void test_nested_and_external(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe, app;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    synth_open(&app, f->app, "api", "h2", "rec-app", 200, 0);
+    fx_accept_client(&fe, 1, 50003, T0);
+    struct synth_thread w, a;
+    synth_thread_init(&w, &fe, 101, T0 + 10 * US);
+    synth_thread_init(&a, &app, 201, T0);
+    struct synth_addr fe_out = {{10, 0, 0, 1}, 40001}, fe_out2 = {{10, 0, 0, 1}, 40002};
+    struct synth_addr cache = {{10, 9, 9, 9}, 6379};
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 2, 11, &fe_out, &app_addr);
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 3, 12, &fe_out2, &cache);
+    synth_conn_tcp(&a, TRACE_CONN_ACCEPT, 1, 12, &app_addr, &fe_out);
+    w.now = T0 + 1 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 150, 5 * US);
+    synth_lock(&w, TRACE_LOCK_ACQUIRE, 0x7000, 0, 2 * US);
+    synth_lock(&w, TRACE_LOCK_RELEASE, 0x7000, 0, 1 * US);
+    synth_net(&w, TRACE_NET_SEND, 2, 60, 4 * US);
+    a.now = w.now + 20 * US;
+    synth_net(&a, TRACE_NET_RECV, 1, 60, 2 * US);
+    synth_file(&a, TRACE_FILE_PREAD, 0, 4242, 4096, 512, 65536, 9 * US);
+    synth_net(&a, TRACE_NET_SEND, 1, 700, 4 * US);
+    synth_net(&w, TRACE_NET_RECV, 2, 700, a.now + 5 * US - w.now);
+    /* the cache: 40 bytes out, 300 back in two receives, 250 us in all */
+    uint64_t ext_t0 = w.now;
+    synth_net(&w, TRACE_NET_SEND, 3, 40, 3 * US);
+    synth_net(&w, TRACE_NET_RECV, 3, 200, 240 * US);
+    synth_net(&w, TRACE_NET_RECV, 3, 100, 7 * US);
+    uint64_t ext_t1 = w.now;
+    synth_net(&w, TRACE_NET_SEND, 1, 900, 6 * US);
+    synth_close(&fe);
+    synth_close(&app);
+
+    assert_int_equal(fx_analyze(f, 0, 2, f->fe, f->app), 0);
+    assert_int_equal(f->r.requests, 1);
+    assert_int_equal(f->r.calls, 1);
+    assert_int_equal(f->r.externals, 1);
+    assert_int_equal(f->r.unmatched_bytes, 0);
+    uint32_t b = f->plan->requests[0].block;
+    fx_expect_kinds(f, b, "RLLKXS");
+    const struct plan_op *op = fx_ops(f, b);
+    assert_int_equal(op[1].op, PLAN_LOCK_ACQUIRE);
+    assert_int_equal(op[2].op, PLAN_LOCK_RELEASE);
+    assert_int_equal(op[1].a.lock.lock, op[2].a.lock.lock);
+    uint32_t callee = op[3].a.call.callee_block;
+    assert_true(callee < b); /* callees first */
+    assert_string_equal(fx_component(f, callee), "api");
+    fx_expect_kinds(f, callee, "RFS");
+    const struct plan_op *cop = fx_ops(f, callee);
+    assert_int_equal(cop[1].op, PLAN_FILE_READ);
+    assert_int_equal(cop[1].a.file.offset, 4096);
+    assert_int_equal(cop[1].a.file.size, 512);
+    assert_int_equal(f->plan->files[cop[1].a.file.file].initial_size, 65536);
+    assert_string_equal(plan_string(f->plan, op[4].a.external.host), "10.9.9.9:6379");
+    assert_int_equal(op[4].a.external.sent, 40);
+    assert_int_equal(op[4].a.external.received, 300);
+    assert_int_equal(op[4].recorded_ns, ext_t1 - ext_t0);
+    assert_int_equal(op[5].a.net.bytes, 900);
+    assert_non_null(strstr(f->warnings, "1 calls went to untraced peers and became external"));
+}
+
+/* ---- clock skew between two hosts, corrected ----
+ * The app host's realtime clock is off by `error` (its anchor maps its
+ * events that far off on the common timeline). The front end opens a new
+ * connection to the app per request (as a client without a pool does), for
+ * 10 s, enough events for the analyzer's periodic peer decisions to run
+ * while the two hosts' views of each connection are 3 s apart. */
+static void fx_skew_run(void **state, int64_t error)
+{
+    struct fx *f = *state;
+    struct synth_proc fe, app;
+    synth_open(&fe, f->fe, "web", "web-host", "rec-fe", 100, 0);
+    synth_open(&app, f->app, "api", "app-host", "rec-app", 200, error);
+    fx_accept_client(&fe, 1, 50004, T0);
+    struct synth_thread w, a;
+    synth_thread_init(&w, &fe, 101, T0 + 10 * US);
+    synth_thread_init(&a, &app, 201, T0);
+    const uint32_t n = 5000;
+    for (uint32_t i = 0; i < n; i++) {
+        struct synth_addr out = {{10, 0, 0, 1}, (uint16_t)(20000 + i)};
+        uint64_t conn = 2 + i;
+        w.now = T0 + 1 * MS + (uint64_t)i * 2 * MS;
+        synth_net(&w, TRACE_NET_RECV, 1, 100, 5 * US);
+        synth_cpu(&w, 20 * US);
+        synth_conn_tcp(&w, TRACE_CONN_CONNECT, conn, 11, &out, &app_addr);
+        a.now = w.now + 10 * US;
+        synth_conn_tcp(&a, TRACE_CONN_ACCEPT, conn, 12, &app_addr, &out);
+        synth_net(&w, TRACE_NET_SEND, conn, 64, 4 * US);
+        a.now = w.now + 30 * US;
+        synth_net(&a, TRACE_NET_RECV, conn, 64, 2 * US);
+        synth_cpu(&a, 100 * US);
+        synth_net(&a, TRACE_NET_SEND, conn, 256, 4 * US);
+        synth_net(&a, TRACE_NET_RECV, conn, 0, 20 * US);
+        synth_conn_end(&a, TRACE_CONN_CLOSE, conn, 12);
+        synth_net(&w, TRACE_NET_RECV, conn, 256, a.now - 15 * US - w.now);
+        synth_conn_end(&w, TRACE_CONN_CLOSE, conn, 11);
+        synth_cpu(&w, 10 * US);
+        synth_net(&w, TRACE_NET_SEND, 1, 512, 6 * US);
+        if (i % 64 == 63) { /* keep the writers' heaps small */
+            synth_flush(&fe, w.now - 1 * MS);
+            synth_flush(&app, w.now - 1 * MS);
+        }
+    }
+    synth_close(&fe);
+    synth_close(&app);
+
+    assert_int_equal(fx_analyze(f, 0, 2, f->fe, f->app), 0);
+    assert_int_equal(f->r.requests, n);
+    assert_int_equal(f->r.blocks, 2 * n);
+    assert_int_equal(f->r.calls, n);
+    assert_int_equal(f->r.externals, 0);
+    assert_int_equal(f->r.unmatched_bytes, 0);
+    /* the correction reported: app-host runs `error` from web-host, within
+     * the slack a call leaves (the callee's block lies inside the call) */
+    const char *line = strstr(f->warnings, "clock skew: host app-host runs ");
+    assert_non_null(line);
+    double ms = strtod(line + strlen("clock skew: host app-host runs "), NULL);
+    assert_true(ms > (double)error / 1e6 - 0.1 && ms < (double)error / 1e6 + 0.1);
+    /* after the first pairs, every callee block lies within its caller's
+     * call on the corrected timeline */
+    uint32_t checked = 0;
+    for (uint64_t i = 100; i < f->plan->nrequests; i++) {
+        const struct plan_block *cb = &f->plan->blocks[f->plan->requests[i].block];
+        const struct plan_op *op = &f->plan->ops[cb->first_op];
+        assert_int_equal(op[2].kind, PLAN_OP_CALL);
+        const struct plan_block *callee = &f->plan->blocks[op[2].a.call.callee_block];
+        assert_true(callee->start_ns >= cb->start_ns);
+        assert_true(callee->start_ns + callee->recorded_ns <= cb->start_ns + cb->recorded_ns);
+        checked++;
+    }
+    assert_int_equal(checked, n - 100);
+}
+
+static void test_clock_skew_ahead(void **state)
+{
+    fx_skew_run(state, 3000000000ll);
+}
+
+static void test_clock_skew_behind(void **state)
+{
+    fx_skew_run(state, -3000000000ll);
+}
+
+/* ---- an event-driven thread interleaving connections is flagged ---- */
+
+static void test_event_driven_violation(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "evloop", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50010, T0);
+    fx_accept_client(&fe, 2, 50011, T0 + 5 * US);
+    fx_accept_client(&fe, 3, 50012, T0 + 9 * US);
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 101, T0 + 100 * US);
+    /* one thread reads three requests before answering any */
+    w.now = T0 + 1 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 100, 3 * US);
+    synth_cpu(&w, 5 * US);
+    synth_net(&w, TRACE_NET_RECV, 2, 110, 3 * US);
+    synth_cpu(&w, 6 * US);
+    synth_net(&w, TRACE_NET_RECV, 3, 120, 3 * US);
+    synth_cpu(&w, 7 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 1000, 3 * US);
+    synth_net(&w, TRACE_NET_SEND, 2, 1100, 3 * US);
+    synth_net(&w, TRACE_NET_SEND, 3, 1200, 3 * US);
+    /* a well-behaved worker in the same process */
+    fx_accept_client(&fe, 4, 50013, T0 + 2 * MS);
+    struct synth_thread good;
+    synth_thread_init(&good, &fe, 102, T0 + 3 * MS);
+    synth_net(&good, TRACE_NET_RECV, 4, 90, 3 * US);
+    synth_cpu(&good, 50 * US);
+    synth_net(&good, TRACE_NET_SEND, 4, 900, 3 * US);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.violations, 1);
+    assert_int_equal(f->plan->nviolations, 1);
+    assert_int_equal(f->plan->nrequests, 4);
+    uint32_t flagged = 0, clean = 0;
+    for (uint32_t i = 0; i < f->plan->nblocks; i++) {
+        const struct plan_block *b = &f->plan->blocks[i];
+        if (b->flags & PLAN_BLOCK_VIOLATION)
+            flagged++;
+        else {
+            clean++;
+            fx_expect_kinds(f, i, "RCS");
+            assert_int_equal(fx_ops(f, i)[1].a.cpu_ns, 50 * US);
+        }
+    }
+    assert_int_equal(flagged, 3);
+    assert_int_equal(clean, 1);
+    assert_non_null(strstr(f->warnings, "model violation: component evloop (pid 100) thread 101 "
+                                        "switched between open requests"));
+    assert_non_null(strstr(plan_string(f->plan, f->plan->violations_text),
+                           "model violation: component evloop (pid 100) thread 101"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_stream_offsets, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_unix_pairing, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_keepalive, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_nested_and_external, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_clock_skew_ahead, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_clock_skew_behind, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_event_driven_violation, fx_setup, fx_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
