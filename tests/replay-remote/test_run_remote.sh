@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # test_run_remote.sh - `preplay run --hosts`: replayers on other hosts over
-# ssh, against two sshds this test starts with its own host and client keys:
-# one on loopback, one inside a network namespace joined by a veth pair (a
-# second "host" at its own address). Checks:
+# ssh, against sshds this test starts with its own host and client keys
+# (sshd_fixture.sh): on loopback, inside a network namespace joined by a
+# veth pair (a second "host" at its own address), on IPv6 loopback, and
+# one whose /tmp is noexec. Checks:
 #   1. the front end (web) in the namespace, app local: results (labels,
 #      counts, intervals, resources of both tiers), the remote replayer was a
 #      process of the namespace listening on the namespace's address, the
-#      token on no command line, the remote temp dir gone afterwards;
+#      token on no command line, the remote temp dir gone afterwards; the
+#      same over IPv6 (bracketed addresses both ways);
 #   2. app on the loopback host, its replayer killed mid-run: the run stops
 #      naming the component and host, results so far kept, dir removed;
 #   3. Ctrl-C (SIGINT) mid-run: results so far, remote side stopped;
@@ -18,7 +20,7 @@
 #      copied binary cannot run (a third sshd whose /tmp is noexec); hosts
 #      file errors naming file and line (more in test_hosts_unit.c).
 # Never touches root's own ssh files; sshds, namespace and veth are removed
-# in the trap.
+# in the trap (fixture_cleanup).
 set -uo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -28,99 +30,38 @@ command -v ssh >/dev/null || fail "needs ssh (openssh-client)"
 
 work=$(mktemp -d /tmp/replay-remote-XXXXXX)
 chmod 755 "$work"
-tag=$$
-ns="pprm$tag"
-veth_out="ppr${tag}a"
-veth_in="ppr${tag}b"
-pids=()
+. "$(dirname "$0")/sshd_fixture.sh"
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null
-  done
+  fixture_cleanup
   # logs `preplay run` keeps (and names) after the failures provoked here
   cat "$work"/*.err 2>/dev/null | sed -n 's|^run: replayer logs kept in \(/tmp/preplay-run-[A-Za-z0-9]*\)$|\1|p' |
     xargs -r rm -rf
-  ip link del "$veth_out" 2>/dev/null
-  ip netns del "$ns" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 plan="$work/plan"
 "$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan" two-tier "$plan" || fail "make_plan"
-
-# --- keys and sshd configs (nothing outside $work) ---
-ssh-keygen -q -t ed25519 -N '' -f "$work/hostkey" || fail "ssh-keygen"
-ssh-keygen -q -t ed25519 -N '' -f "$work/clientkey" || fail "ssh-keygen"
-ssh-keygen -q -t ed25519 -N '' -f "$work/otherkey" || fail "ssh-keygen"
-cp "$work/clientkey.pub" "$work/authorized_keys"
-chmod 600 "$work/authorized_keys"
-mkdir -p /run/sshd # privilege separation directory sshd insists on
-sshd_config() { # NAME LISTEN
-  cat >"$work/sshd-$1.conf" <<EOF
-ListenAddress $2
-HostKey $work/hostkey
-PidFile $work/sshd-$1.pid
-AuthorizedKeysFile $work/authorized_keys
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-MaxStartups 50
-LogLevel ERROR
-EOF
-}
-free_port() {
-  python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"
-}
-wait_ssh() { # HOST PORT
-  for _ in $(seq 1 100); do
-    timeout 1 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
+fixture_keys
 
 # host 1: loopback
-port_lo=$(free_port)
-sshd_config lo "127.0.0.1:$port_lo"
-/usr/sbin/sshd -D -f "$work/sshd-lo.conf" -E "$work/sshd-lo.log" &
-sshd_lo=$!
-pids+=("$sshd_lo")
-wait_ssh 127.0.0.1 "$port_lo" || fail "loopback sshd did not start: $(cat "$work/sshd-lo.log")"
-
-# host 2: a network namespace at 10.213.N.2, us at 10.213.N.1
-n=$((tag % 250 + 1))
-for _ in $(seq 1 250); do
-  ip -4 addr | grep -q "inet 10\.213\.$n\." || break
-  n=$((n % 250 + 1))
-done
-ip_out="10.213.$n.1"
-ip_in="10.213.$n.2"
-ip netns add "$ns" || fail "ip netns add"
-ip link add "$veth_out" type veth peer name "$veth_in" || fail "veth"
-ip link set "$veth_in" netns "$ns" || fail "veth into namespace"
-ip addr add "$ip_out/24" dev "$veth_out" && ip link set "$veth_out" up || fail "veth address"
-ip netns exec "$ns" ip addr add "$ip_in/24" dev "$veth_in" || fail "namespace address"
-ip netns exec "$ns" ip link set "$veth_in" up && ip netns exec "$ns" ip link set lo up || fail "up"
-sshd_config ns "$ip_in:22"
-ip netns exec "$ns" /usr/sbin/sshd -D -f "$work/sshd-ns.conf" -E "$work/sshd-ns.log" &
-pids+=($!)
-wait_ssh "$ip_in" 22 || fail "namespace sshd did not start: $(cat "$work/sshd-ns.log")"
-
+port_lo=$(fixture_free_port)
+fixture_sshd lo 127.0.0.1 "$port_lo"
+sshd_lo=$fixture_pid
+# host 2: a network namespace at $ns_ip, us at $host_ip
+fixture_netns
+ns=$fixture_ns
+n=$fixture_n
+ip_in=$ns_ip
+ip_out=$host_ip
+fixture_sshd ns "$ip_in" 22 ip netns exec "$ns"
 # host 3: loopback again, but /tmp is noexec there (its own mount namespace)
-port_nx=$(free_port)
-sshd_config nx "127.0.0.1:$port_nx"
-unshare -m --propagation private sh -c 'mount --bind /tmp /tmp && mount -o remount,bind,noexec /tmp &&
-  exec /usr/sbin/sshd -D -f "$1" -E "$2"' sh "$work/sshd-nx.conf" "$work/sshd-nx.log" &
-pids+=($!)
-wait_ssh 127.0.0.1 "$port_nx" || fail "noexec sshd did not start: $(cat "$work/sshd-nx.log")"
-
-ssh_opts="-i $work/clientkey -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+port_nx=$(fixture_free_port)
+fixture_sshd nx 127.0.0.1 "$port_nx" unshare -m --propagation private sh -c \
+  'mount --bind /tmp /tmp && mount -o remount,bind,noexec /tmp && exec "$@"' sh
+# host 4: IPv6 loopback
+port_v6=$(fixture_free_port ::1)
+fixture_sshd v6 ::1 "$port_v6"
 
 # pid of the process named preplay-replay among a set of pids
 replayer_among() {
@@ -197,6 +138,26 @@ print("remote front end ok: fast median %.3f ms, slow %.3f ms, web at %s" %
       (fast["median_s"] * 1e3, slow["median_s"] * 1e3, h["web"]["address"]))
 PY
 [ -z "$(replayer_among $(ip netns pids "$ns"))" ] || fail "a replayer survived in the namespace"
+
+# ---- 1b. the same over IPv6: web on [::1], calling app here at [::1] ----
+echo "[$SECONDS s] web on the IPv6 loopback host"
+printf 'web root@[::1]:%s\n' "$port_v6" >"$work/hosts6"
+"$PREPLAY_BIN" run "$plan" --hosts "$work/hosts6" --ssh-opts "$ssh_opts" --max-intervals 1 \
+  --interval 1s --cpu-ratio 1 -o "$work/r6.json" 2>"$work/r6.err" || fail "IPv6 run: $(cat "$work/r6.err")"
+python3 - "$work/r6.json" "$port_v6" <<'PY' || fail "results of the IPv6 run"
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+h = d["hosts"]["web"]
+assert h["host"] == "root@[::1]:" + sys.argv[2], h
+assert h["address"].startswith("[::1]:") and h["controller_address"] == "::1", h
+assert not os.path.exists(h["dir"]), h
+iv = d["intervals"]
+assert len(iv) == 1 and iv[0]["requests"] == 50 and iv[0]["failed"] == 0, iv
+slow = d["labels"]["POST /slow"]["count"]
+# the remote web reached the local app (listening on [::]) at [::1]
+assert 0 <= slow - d["resources"]["app"]["app:slow"]["blocks"] <= 2, (slow, d["resources"]["app"])
+print("IPv6 ok: web at %s, %d slow requests through app" % (h["address"], slow))
+PY
 
 # ---- 2. app on the loopback host, killed during interval 2 ----
 echo "[$SECONDS s] app on the loopback host, killed during interval 2"
@@ -341,7 +302,7 @@ one_fault() { # NAME HOSTS-LINE EXPECTED-REGEX MAX-SECONDS [SSH-OPTS]
   ! grep -v '^run: replayer logs kept in ' "$work/f-$name.err" | tail -n +2 | grep -q . ||
     fail "$name: more than one line: $(cat "$work/f-$name.err")"
 }
-closed=$(free_port)
+closed=$(fixture_free_port)
 one_fault closed "app root@127.0.0.1:$closed" \
   "^run: component 'app': host root@127.0.0.1:$closed: ssh: connect to host 127.0.0.1 port $closed: Connection refused$" 10
 one_fault timeout "app root@10.213.$n.3" \
