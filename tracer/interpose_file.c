@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -70,11 +71,47 @@ static int tracer_open_needs_mode(int flags)
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
+/* A path relative to a directory descriptor, made absolute: the directory's
+ * path (one readlink of /proc/self/fd/N, only for relative paths under a
+ * dirfd other than AT_FDCWD) + "/" + path, leading "./" dropped. Returns
+ * `path` itself when there is nothing to resolve or it cannot be resolved
+ * (fd not a directory we can name, result too long). Raw syscalls and no
+ * stdio: it runs inside open wrappers, possibly from a signal handler. */
+static const char *tracer_resolve_at(int dirfd, const char *path, char *out, size_t cap)
+{
+    if (!path || path[0] == '/' || dirfd == AT_FDCWD || dirfd < 0)
+        return path;
+    char link[32] = "/proc/self/fd/";
+    size_t n = 14;
+    char digits[12];
+    int nd = 0;
+    for (unsigned v = (unsigned)dirfd; nd == 0 || v; v /= 10)
+        digits[nd++] = (char)('0' + v % 10);
+    while (nd)
+        link[n++] = digits[--nd];
+    link[n] = 0;
+    long dlen = syscall(SYS_readlink, link, out, cap);
+    if (dlen <= 0 || out[0] != '/')
+        return path;
+    while (path[0] == '.' && path[1] == '/')
+        for (path += 2; *path == '/'; path++) {
+        }
+    size_t plen = strlen(path);
+    size_t at = (size_t)dlen;
+    if (at > 1)
+        out[at++] = '/'; /* the root is "/" already */
+    if (at + plen + 1 > cap)
+        return path;
+    memcpy(out + at, path, plen + 1);
+    return out;
+}
+
 static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, int flags, int fd,
                          int err, uint64_t begin)
 {
     uint64_t end = tracer_now_ns();
-    (void)dirfd;
+    char resolved[4096];
+    path = tracer_resolve_at(dirfd, path, resolved, sizeof resolved);
     const char *filter = tracer_global.control->path_filter;
     int filtered = filter[0] && path && strncmp(path, filter, strlen(filter)) != 0;
     uint32_t path_id = (!filtered && path) ? tracer_intern(path, strlen(path)) : 0;
