@@ -18,7 +18,8 @@ fixture_keys() {
   cp "$work/clientkey.pub" "$work/authorized_keys"
   chmod 600 "$work/authorized_keys"
   mkdir -p /run/sshd # privilege separation directory sshd insists on
-  ssh_opts="-i $work/clientkey -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+  # -F /dev/null, IdentitiesOnly: no user ssh config or agent keys get in the way
+  ssh_opts="-F /dev/null -i $work/clientkey -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
 }
 
 fixture_config() { # NAME LISTEN

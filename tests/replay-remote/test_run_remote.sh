@@ -309,7 +309,7 @@ one_fault timeout "app root@10.213.$n.3" \
   "^run: component 'app': host root@10.213.$n.3: ssh: connect to host 10.213.$n.3 port 22: (Connection timed out|No route to host)$" 15
 one_fault auth "app root@127.0.0.1:$port_lo" \
   "^run: component 'app': host root@127.0.0.1:$port_lo: ssh: .*Permission denied \(publickey\)" 10 \
-  "-i $work/otherkey -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+  "-F /dev/null -i $work/otherkey -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
 one_fault busy "app root@127.0.0.1:$port_lo 127.0.0.1:$port_lo" \
   "^run: component 'app': host root@127.0.0.1:$port_lo: the replayer exited with status 1 before listening: replay: listen 127.0.0.1:$port_lo: port in use$" 15
 before=$(ls -d /tmp/preplay-remote.* 2>/dev/null | wc -l)
