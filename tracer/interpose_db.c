@@ -437,24 +437,42 @@ static void db_leave(void)
     tracer_in_db_capi--;
 }
 
+/* The shape every C API wrapper that times its call shares, written once:
+ * enter; untraced (nested or tracing off): the real call, then UNTRACED (a
+ * statement keeping our tables right, or `(void)0`), leave and return;
+ * traced: BEFORE (a statement, or `(void)0`), the real call between two
+ * timestamps, errno saved. Declares t, nested, begin, RES (the result, of
+ * type TYPE), err and end for the wrapper's body, which ends with
+ * DB_CALL_END(RES). */
+#define DB_CALL_BEGIN(TYPE, RES, realcall, UNTRACED, BEFORE)                                       \
+    int nested;                                                                                    \
+    struct tracer_thread *t = db_enter(&nested);                                                   \
+    if (!t) {                                                                                      \
+        TYPE RES = realcall;                                                                       \
+        UNTRACED;                                                                                  \
+        db_leave();                                                                                \
+        return RES;                                                                                \
+    }                                                                                              \
+    BEFORE;                                                                                        \
+    uint64_t begin = tracer_event_begin(t);                                                        \
+    TYPE RES = realcall;                                                                           \
+    int err = errno;                                                                               \
+    uint64_t end = tracer_now_ns()
+
+#define DB_CALL_END(RES)                                                                           \
+    db_leave();                                                                                    \
+    errno = err;                                                                                   \
+    return RES
+
 /* ---- connect / close ---------------------------------------------------- */
 
 TRACER_EXPORT MYSQL *mysql_real_connect(MYSQL *m, const char *host, const char *user,
                                         const char *passwd, const char *db, unsigned int port,
                                         const char *unix_socket, unsigned long flags)
 {
-    int nested;
-    struct tracer_thread *t = db_enter(&nested);
-    if (!t) {
-        MYSQL *r =
-            db_real_mysql_real_connect()(m, host, user, passwd, db, port, unix_socket, flags);
-        db_leave();
-        return r;
-    }
-    uint64_t begin = tracer_event_begin(t);
-    MYSQL *r = db_real_mysql_real_connect()(m, host, user, passwd, db, port, unix_socket, flags);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
+    DB_CALL_BEGIN(MYSQL *, r,
+                  db_real_mysql_real_connect()(m, host, user, passwd, db, port, unix_socket, flags),
+                  (void)0, (void)0);
     struct db_conn_slot *c = DB_CONN(m, 1);
     if (c)
         c->conn_id = 0; /* a new connection (MYSQL* reused after close) */
@@ -472,9 +490,7 @@ TRACER_EXPORT MYSQL *mysql_real_connect(MYSQL *m, const char *host, const char *
     if (n > 0)
         d.query_id = tracer_intern(desc, (size_t)n < sizeof desc ? (size_t)n : sizeof desc - 1);
     db_emit(t, &d, begin, end);
-    db_leave();
-    errno = err;
-    return r;
+    DB_CALL_END(r);
 }
 
 TRACER_EXPORT void mysql_close(MYSQL *m)
@@ -525,23 +541,13 @@ static void db_query_done(struct tracer_thread *t, MYSQL *m, int rc, uint32_t qu
 
 static int db_text_query(MYSQL *m, const char *q, unsigned long len, int use_strlen)
 {
-    int nested;
-    struct tracer_thread *t = db_enter(&nested);
-    if (!t) {
-        int rc = use_strlen ? db_real_mysql_query()(m, q) : db_real_mysql_real_query()(m, q, len);
-        db_leave();
-        return rc;
-    }
-    uint64_t begin = tracer_event_begin(t);
-    int rc = use_strlen ? db_real_mysql_query()(m, q) : db_real_mysql_real_query()(m, q, len);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
+    DB_CALL_BEGIN(int, rc,
+                  use_strlen ? db_real_mysql_query()(m, q) : db_real_mysql_real_query()(m, q, len),
+                  (void)0, (void)0);
     if (use_strlen)
         len = q ? strlen(q) : 0;
     db_query_done(t, m, rc, q ? tracer_intern(q, len) : 0, len, begin, end);
-    db_leave();
-    errno = err;
-    return rc;
+    DB_CALL_END(rc);
 }
 
 TRACER_EXPORT int mysql_real_query(MYSQL *m, const char *q, unsigned long len)
@@ -558,17 +564,7 @@ TRACER_EXPORT int mysql_query(MYSQL *m, const char *q)
  * both (the app may work in between: that time is inside the event). */
 TRACER_EXPORT int mysql_send_query(MYSQL *m, const char *q, unsigned long len)
 {
-    int nested;
-    struct tracer_thread *t = db_enter(&nested);
-    if (!t) {
-        int rc = db_real_mysql_send_query()(m, q, len);
-        db_leave();
-        return rc;
-    }
-    uint64_t begin = tracer_event_begin(t);
-    int rc = db_real_mysql_send_query()(m, q, len);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
+    DB_CALL_BEGIN(int, rc, db_real_mysql_send_query()(m, q, len), (void)0, (void)0);
     uint32_t qid = q ? tracer_intern(q, len) : 0;
     struct db_conn_slot *c = DB_CONN(m, 1);
     if (rc != 0 || !c) {
@@ -579,24 +575,12 @@ TRACER_EXPORT int mysql_send_query(MYSQL *m, const char *q, unsigned long len)
         c->send_begin_ns = begin;
         c->send_bytes = len;
     }
-    db_leave();
-    errno = err;
-    return rc;
+    DB_CALL_END(rc);
 }
 
 TRACER_EXPORT int mysql_read_query_result(MYSQL *m)
 {
-    int nested;
-    struct tracer_thread *t = db_enter(&nested);
-    if (!t) {
-        int rc = db_real_mysql_read_query_result()(m);
-        db_leave();
-        return rc;
-    }
-    uint64_t begin = tracer_event_begin(t);
-    int rc = db_real_mysql_read_query_result()(m);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
+    DB_CALL_BEGIN(int, rc, db_real_mysql_read_query_result()(m), (void)0, (void)0);
     struct db_conn_slot *c = DB_CONN(m, 0);
     if (c && c->send_pending) {
         c->send_pending = 0;
@@ -604,9 +588,7 @@ TRACER_EXPORT int mysql_read_query_result(MYSQL *m)
     } else {
         db_query_done(t, m, rc, 0, 0, begin, end); /* send not seen: text unknown */
     }
-    db_leave();
-    errno = err;
-    return rc;
+    DB_CALL_END(rc);
 }
 
 /* ---- result sets ---------------------------------------------------------- */
@@ -631,17 +613,7 @@ static uint64_t db_stored_bytes(MYSQL_RES *res)
 
 TRACER_EXPORT MYSQL_RES *mysql_store_result(MYSQL *m)
 {
-    int nested;
-    struct tracer_thread *t = db_enter(&nested);
-    if (!t) {
-        MYSQL_RES *r = db_real_mysql_store_result()(m);
-        db_leave();
-        return r;
-    }
-    uint64_t begin = tracer_event_begin(t);
-    MYSQL_RES *r = db_real_mysql_store_result()(m);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
+    DB_CALL_BEGIN(MYSQL_RES *, r, db_real_mysql_store_result()(m), (void)0, (void)0);
     unsigned myerr = r ? 0 : db_real_mysql_errno()(m);
     if (r || myerr) { /* NULL without error: the statement had no result set */
         struct db_conn_slot *c = DB_CONN(m, 1);
@@ -657,24 +629,12 @@ TRACER_EXPORT MYSQL_RES *mysql_store_result(MYSQL *m)
         }
         db_emit(t, &d, begin, end);
     }
-    db_leave();
-    errno = err;
-    return r;
+    DB_CALL_END(r);
 }
 
 TRACER_EXPORT MYSQL_RES *mysql_use_result(MYSQL *m)
 {
-    int nested;
-    struct tracer_thread *t = db_enter(&nested);
-    if (!t) {
-        MYSQL_RES *r = db_real_mysql_use_result()(m);
-        db_leave();
-        return r;
-    }
-    uint64_t begin = tracer_event_begin(t);
-    MYSQL_RES *r = db_real_mysql_use_result()(m);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
+    DB_CALL_BEGIN(MYSQL_RES *, r, db_real_mysql_use_result()(m), (void)0, (void)0);
     struct db_conn_slot *c = DB_CONN(m, 1);
     uint64_t conn = db_conn_id_of(t, m, c);
     struct db_res_slot *s = r ? DB_RES(r, 1) : NULL;
@@ -694,9 +654,7 @@ TRACER_EXPORT MYSQL_RES *mysql_use_result(MYSQL *m)
             db_emit(t, &d, begin, end);
         }
     }
-    db_leave();
-    errno = err;
-    return r;
+    DB_CALL_END(r);
 }
 
 /* The FETCH event of an unbuffered result, once its rows are over. */
@@ -781,25 +739,21 @@ TRACER_EXPORT MYSQL_STMT *mysql_stmt_init(MYSQL *m)
     return s;
 }
 
+/* A statement prepared while tracing is off keeps ids consistent. */
+static void db_stmt_prepared_untraced(MYSQL_STMT *s, int nested)
+{
+    struct db_stmt_slot *st = nested ? NULL : DB_STMT(s, 0);
+    if (st) {
+        st->stmt_id = atomic_fetch_add(&db_next_stmt_id, 1) + 1;
+        st->query_id = 0;
+        st->bound = 0;
+    }
+}
+
 TRACER_EXPORT int mysql_stmt_prepare(MYSQL_STMT *s, const char *q, unsigned long len)
 {
-    int nested;
-    struct tracer_thread *t = db_enter(&nested);
-    if (!t) {
-        int rc = db_real_mysql_stmt_prepare()(s, q, len);
-        struct db_stmt_slot *st = nested ? NULL : DB_STMT(s, 0);
-        if (st) { /* keep ids consistent even while tracing is off */
-            st->stmt_id = atomic_fetch_add(&db_next_stmt_id, 1) + 1;
-            st->query_id = 0;
-            st->bound = 0;
-        }
-        db_leave();
-        return rc;
-    }
-    uint64_t begin = tracer_event_begin(t);
-    int rc = db_real_mysql_stmt_prepare()(s, q, len);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
+    DB_CALL_BEGIN(int, rc, db_real_mysql_stmt_prepare()(s, q, len),
+                  db_stmt_prepared_untraced(s, nested), (void)0);
     struct db_stmt_slot *st = DB_STMT(s, 1);
     struct db_fields d = {.op = TRACE_DB_PREPARE, .bytes = len};
     d.query_id = q ? tracer_intern(q, len) : 0;
@@ -816,9 +770,7 @@ TRACER_EXPORT int mysql_stmt_prepare(MYSQL_STMT *s, const char *q, unsigned long
         d.conn_id = db_conn_id_of(t, st->mysql, c);
     }
     db_emit(t, &d, begin, end);
-    db_leave();
-    errno = err;
-    return rc;
+    DB_CALL_END(rc);
 }
 
 TRACER_EXPORT db_my_bool mysql_stmt_bind_param(MYSQL_STMT *s, MYSQL_BIND *bind)
@@ -942,24 +894,20 @@ static void db_stmt_fetch_finish(struct tracer_thread *t, struct db_stmt_slot *s
     db_emit(t, &d, st->fetch_begin_ns ? st->fetch_begin_ns : end, end);
 }
 
+/* Tracing is off: an unbuffered result in progress will not be recorded. */
+static void db_stmt_forget_fetch(struct db_stmt_slot *st)
+{
+    if (st)
+        st->fetch_pending = 0;
+}
+
 TRACER_EXPORT int mysql_stmt_execute(MYSQL_STMT *s)
 {
-    int nested;
-    struct tracer_thread *t = db_enter(&nested);
-    struct db_stmt_slot *st = nested ? NULL : DB_STMT(s, 0);
-    if (!t) {
-        if (st)
-            st->fetch_pending = 0;
-        int rc = db_real_mysql_stmt_execute()(s);
-        db_leave();
-        return rc;
-    }
-    if (st)
-        db_stmt_fetch_finish(t, st, 0, tracer_now_ns());
-    uint64_t begin = tracer_event_begin(t);
-    int rc = db_real_mysql_stmt_execute()(s);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
+    /* not nested: the same test db_enter makes */
+    struct db_stmt_slot *st = tracer_in_db_capi ? NULL : DB_STMT(s, 0);
+    /* untraced: a fetch in progress is forgotten; traced: it ends here */
+    DB_CALL_BEGIN(int, rc, db_real_mysql_stmt_execute()(s), db_stmt_forget_fetch(st),
+                  if (st) db_stmt_fetch_finish(t, st, 0, tracer_now_ns()));
     struct db_fields d = {.op = TRACE_DB_EXECUTE};
     int has_result = db_real_mysql_stmt_field_count()(s) != 0;
     if (rc != 0)
@@ -981,27 +929,13 @@ TRACER_EXPORT int mysql_stmt_execute(MYSQL_STMT *s)
         st->fetch_rows = 0;
     }
     db_emit(t, &d, begin, end);
-    db_leave();
-    errno = err;
-    return rc;
+    DB_CALL_END(rc);
 }
 
 TRACER_EXPORT int mysql_stmt_store_result(MYSQL_STMT *s)
 {
-    int nested;
-    struct tracer_thread *t = db_enter(&nested);
-    struct db_stmt_slot *st = nested ? NULL : DB_STMT(s, 0);
-    if (!t) {
-        if (st)
-            st->fetch_pending = 0;
-        int rc = db_real_mysql_stmt_store_result()(s);
-        db_leave();
-        return rc;
-    }
-    uint64_t begin = tracer_event_begin(t);
-    int rc = db_real_mysql_stmt_store_result()(s);
-    int err = errno;
-    uint64_t end = tracer_now_ns();
+    struct db_stmt_slot *st = tracer_in_db_capi ? NULL : DB_STMT(s, 0);
+    DB_CALL_BEGIN(int, rc, db_real_mysql_stmt_store_result()(s), db_stmt_forget_fetch(st), (void)0);
     if (st && st->fetch_pending) {
         st->fetch_pending = 0; /* rows now come from memory */
         struct db_conn_slot *c = st->mysql ? DB_CONN(st->mysql, 0) : NULL;
@@ -1014,9 +948,7 @@ TRACER_EXPORT int mysql_stmt_store_result(MYSQL_STMT *s)
             d.rows = db_real_mysql_stmt_num_rows()(s);
         db_emit(t, &d, begin, end);
     }
-    db_leave();
-    errno = err;
-    return rc;
+    DB_CALL_END(rc);
 }
 
 TRACER_EXPORT int mysql_stmt_fetch(MYSQL_STMT *s)
