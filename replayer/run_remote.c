@@ -441,6 +441,16 @@ static void run_remote_failure(const struct run_remote *r, const char *what, int
                  last);
 }
 
+/* A directory name mktemp made there: our prefix and 6+ letters or digits
+ * (it goes into commands, so nothing else is accepted). */
+static int run_remote_dir_valid(const char *line)
+{
+    size_t plen = strlen(RUN_REMOTE_DIR_PREFIX), len = strlen(line);
+    return !strncmp(line, RUN_REMOTE_DIR_PREFIX, plen) && len >= plen + 6 && len < 200 &&
+           strspn(line + plen, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") ==
+               len - plen;
+}
+
 /* Step 1: a fresh temp dir there with our binary in it. */
 static int run_remote_copy(struct run_remote *r, const struct run_remote_config *cfg, char *err,
                            size_t errlen)
@@ -469,38 +479,40 @@ static int run_remote_copy(struct run_remote *r, const struct run_remote_config 
     }
     struct run_remote_reader rd = {.fd = pfd[0]};
     char line[512] = "";
-    /* connecting, authenticating and copying a few MB */
+    /* connecting, authenticating and copying a few MB; lines a login
+     * script prints before ours are skipped */
     double deadline = run_remote_now() + cfg->connect_timeout_s + 120;
-    int got = run_remote_read_line(&rd, deadline, line, sizeof line);
+    int got, read_errno = 0, dir_ok = 0;
+    while ((got = run_remote_read_line(&rd, deadline, line, sizeof line)) == 1 &&
+           !(dir_ok = run_remote_dir_valid(line)))
+        ;
+    if (got < 0)
+        read_errno = errno;
     close(pfd[0]);
     int status = 0;
     int waited = run_remote_wait(pid, got == 1 ? deadline + 5 : run_remote_now() + 5, &status);
-    if (got != 1 || waited || !WIFEXITED(status) || WEXITSTATUS(status)) {
-        if (got == 1 && !strncmp(line, RUN_REMOTE_DIR_PREFIX, strlen(RUN_REMOTE_DIR_PREFIX))) {
+    if (!dir_ok || waited || !WIFEXITED(status) || WEXITSTATUS(status)) {
+        if (dir_ok) {
             /* copied, but ssh did not end well: do not leave the dir */
             char rm[600];
+            int rm_status;
             snprintf(rm, sizeof rm, "rm -rf '%s'", line);
             int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
             pid_t rp = run_remote_ssh(cfg, rm, devnull, devnull, r->log, err, errlen);
             if (rp > 0)
-                run_remote_wait(rp, run_remote_now() + cfg->connect_timeout_s + 5, &status);
+                run_remote_wait(rp, run_remote_now() + cfg->connect_timeout_s + 5, &rm_status);
             close(devnull);
         }
-        if (got < 0 && errno == ETIMEDOUT)
+        if (got < 0 && read_errno == ETIMEDOUT)
             snprintf(err, errlen, "host %s: copying preplay there timed out", r->host);
         else if (WIFEXITED(status) && (WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 4))
             run_remote_failure(r, "cannot create a temp dir or copy preplay there", status, err,
                                errlen);
+        else if (WIFEXITED(status) && !WEXITSTATUS(status))
+            snprintf(err, errlen, "host %s: unexpected answer to the copy: '%.200s'", r->host,
+                     line);
         else
             run_remote_failure(r, NULL, status, err, errlen);
-        return -1;
-    }
-    if (strncmp(line, RUN_REMOTE_DIR_PREFIX, strlen(RUN_REMOTE_DIR_PREFIX)) ||
-        strspn(line + strlen(RUN_REMOTE_DIR_PREFIX),
-               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") !=
-            strlen(line + strlen(RUN_REMOTE_DIR_PREFIX)) ||
-        strlen(line) >= sizeof r->dir) {
-        snprintf(err, errlen, "host %s: unexpected answer to the copy: '%.200s'", r->host, line);
         return -1;
     }
     snprintf(r->dir, sizeof r->dir, "%s", line);
@@ -586,6 +598,10 @@ struct run_remote *run_remote_start(const struct run_remote_config *cfg, char *e
                      last[0] ? last : "no answer");
         goto fail;
     }
+    for (int noise = 0; strncmp(line, "agent ", 6) && noise < 100; noise++)
+        if (run_remote_reply(r, cfg->connect_timeout_s + 30, line, sizeof line,
+                             "starting the agent", err, errlen))
+            goto fail;
     if (sscanf(line, "agent %63s %63s", r->client_ip, r->server_ip) != 2) {
         snprintf(err, errlen, "host %s: the copied preplay does not run there: '%.200s'", r->host,
                  line);

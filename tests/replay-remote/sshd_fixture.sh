@@ -36,6 +36,7 @@ UsePAM no
 StrictModes no
 MaxStartups 50
 LogLevel ERROR
+${fixture_extra:-}
 EOF
 }
 
@@ -53,7 +54,7 @@ fixture_wait_port() { # HOST PORT
 
 # fixture_sshd NAME HOST PORT [COMMAND PREFIX...]: an sshd on HOST:PORT,
 # started through the prefix (ip netns exec NS, unshare ...); its pid in
-# fixture_pid
+# fixture_pid. $fixture_extra: more sshd_config lines.
 fixture_sshd() {
   local name=$1 host=$2 port=$3
   shift 3

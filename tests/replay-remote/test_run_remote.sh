@@ -8,7 +8,8 @@
 #      counts, intervals, resources of both tiers), the remote replayer was a
 #      process of the namespace listening on the namespace's address, the
 #      token on no command line, the remote temp dir gone afterwards; the
-#      same over IPv6 (bracketed addresses both ways);
+#      same over IPv6 (bracketed addresses both ways) on a host whose login
+#      prints to stdout before our commands do;
 #   2. app on the loopback host, its replayer killed mid-run: the run stops
 #      naming the component and host, results so far kept, dir removed;
 #   3. Ctrl-C (SIGINT) mid-run: results so far, remote side stopped;
@@ -59,9 +60,11 @@ fixture_sshd ns "$ip_in" 22 ip netns exec "$ns"
 port_nx=$(fixture_free_port)
 fixture_sshd nx 127.0.0.1 "$port_nx" unshare -m --propagation private sh -c \
   'mount --bind /tmp /tmp && mount -o remount,bind,noexec /tmp && exec "$@"' sh
-# host 4: IPv6 loopback
+# host 4: IPv6 loopback, with a chatty login (lines on stdout before any
+# command's output, as some login scripts print)
 port_v6=$(fixture_free_port ::1)
-fixture_sshd v6 ::1 "$port_v6"
+fixture_extra='ForceCommand echo "Welcome to a chatty host"; eval "$SSH_ORIGINAL_COMMAND"' \
+  fixture_sshd v6 ::1 "$port_v6"
 
 # pid of the process named preplay-replay among a set of pids
 replayer_among() {
@@ -139,7 +142,8 @@ print("remote front end ok: fast median %.3f ms, slow %.3f ms, web at %s" %
 PY
 [ -z "$(replayer_among $(ip netns pids "$ns"))" ] || fail "a replayer survived in the namespace"
 
-# ---- 1b. the same over IPv6: web on [::1], calling app here at [::1] ----
+# ---- 1b. the same over IPv6: web on [::1], calling app here at [::1];
+# that host's login prints a line first ----
 echo "[$SECONDS s] web on the IPv6 loopback host"
 printf 'web root@[::1]:%s\n' "$port_v6" >"$work/hosts6"
 "$PREPLAY_BIN" run "$plan" --hosts "$work/hosts6" --ssh-opts "$ssh_opts" --max-intervals 1 \
