@@ -451,12 +451,15 @@ static int run_remote_dir_valid(const char *line)
                len - plen;
 }
 
-/* Step 1: a fresh temp dir there with our binary in it. */
+/* Step 1: a fresh temp dir there with our binary in it. If the session
+ * breaks before we have read the dir's name, the shell there removes it
+ * (the trap: its `echo` then dies of SIGPIPE). */
 static int run_remote_copy(struct run_remote *r, const struct run_remote_config *cfg, char *err,
                            size_t errlen)
 {
     static const char script[] =
         "umask 077; d=$(mktemp -d " RUN_REMOTE_DIR_PREFIX "XXXXXX) || exit 3; "
+        "trap 'rm -rf \"$d\"; exit 5' HUP INT PIPE TERM; "
         "if cat >\"$d/preplay\" && chmod 700 \"$d/preplay\"; then echo \"$d\"; "
         "else rm -rf \"$d\"; exit 4; fi";
     int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
