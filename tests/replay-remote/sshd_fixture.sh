@@ -88,6 +88,18 @@ fixture_netns() {
   ip netns exec "$fixture_ns" ip link set lo up || fail "namespace lo up"
 }
 
+# pid of the process named preplay-replay (a remote replayer) among some pids
+fixture_replayer_among() {
+  for p in "$@"; do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = preplay-replay ] && { echo "$p"; return 0; }
+  done
+  return 1
+}
+fixture_descendants() { # PID: every descendant, depth first
+  local c
+  for c in $(pgrep -P "$1"); do echo "$c"; fixture_descendants "$c"; done
+}
+
 fixture_cleanup() {
   local p
   for p in "${fixture_pids[@]}"; do kill "$p" 2>/dev/null; done

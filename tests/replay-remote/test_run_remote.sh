@@ -66,18 +66,6 @@ port_v6=$(fixture_free_port ::1)
 fixture_extra='ForceCommand echo "Welcome to a chatty host"; eval "$SSH_ORIGINAL_COMMAND"' \
   fixture_sshd v6 ::1 "$port_v6"
 
-# pid of the process named preplay-replay among a set of pids
-replayer_among() {
-  for p in "$@"; do
-    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = preplay-replay ] && { echo "$p"; return 0; }
-  done
-  return 1
-}
-descendants() { # PID: every descendant, depth first
-  local c
-  for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done
-}
-
 # ---- 1. web (front end) in the namespace, app here ----
 echo "[$SECONDS s] web (front end) in the namespace, app here"
 printf '# component  host  (listen address: the one ssh reached)\nweb root@%s\n' "$ip_in" >"$work/hosts1"
@@ -86,7 +74,7 @@ printf '# component  host  (listen address: the one ssh reached)\nweb root@%s\n'
 run=$!
 remote_pid=""
 for _ in $(seq 1 200); do
-  remote_pid=$(replayer_among $(ip netns pids "$ns")) && break
+  remote_pid=$(fixture_replayer_among $(ip netns pids "$ns")) && break
   kill -0 "$run" 2>/dev/null || break
   sleep 0.1
 done
@@ -140,7 +128,7 @@ assert R["app"]["app:slow"]["file_s"] > 0, R["app"]
 print("remote front end ok: fast median %.3f ms, slow %.3f ms, web at %s" %
       (fast["median_s"] * 1e3, slow["median_s"] * 1e3, h["web"]["address"]))
 PY
-[ -z "$(replayer_among $(ip netns pids "$ns"))" ] || fail "a replayer survived in the namespace"
+[ -z "$(fixture_replayer_among $(ip netns pids "$ns"))" ] || fail "a replayer survived in the namespace"
 
 # ---- 1b. the same over IPv6: web on [::1], calling app here at [::1];
 # that host's login prints a line first ----
@@ -175,7 +163,7 @@ for _ in $(seq 1 200); do
   sleep 0.1
 done
 grep -q '^interval 1:' "$work/r2.err" || { kill "$run"; wait "$run"; fail "interval 1 did not end: $(cat "$work/r2.err")"; }
-victim=$(replayer_among $(descendants "$sshd_lo"))
+victim=$(fixture_replayer_among $(fixture_descendants "$sshd_lo"))
 [ -n "$victim" ] || { kill "$run"; wait "$run"; fail "no remote replayer under the loopback sshd"; }
 sleep 0.3
 kill -9 "$victim"
@@ -222,7 +210,7 @@ import json, os; d = json.load(open('$work/r3.json'))
 assert d['error'] == 'interrupted' and len(d['intervals']) == 1, (d['error'], d['intervals'])
 assert not os.path.exists(d['hosts']['app']['dir']), 'remote dir left'
 " || fail "Ctrl-C: results"
-[ -z "$(replayer_among $(descendants "$sshd_lo"))" ] || fail "Ctrl-C: a remote replayer survived"
+[ -z "$(fixture_replayer_among $(fixture_descendants "$sshd_lo"))" ] || fail "Ctrl-C: a remote replayer survived"
 
 # ---- 4. the ssh connection breaks (its sshd session killed), then the
 # controller itself killed: the remote side cleans up after itself ----
@@ -230,7 +218,7 @@ echo "[$SECONDS s] connection lost, controller killed"
 wait_remote_replayer() { # RUN-PID: pid of the replayer under the loopback sshd
   local v
   for _ in $(seq 1 300); do
-    v=$(replayer_among $(descendants "$sshd_lo")) && { echo "$v"; return 0; }
+    v=$(fixture_replayer_among $(fixture_descendants "$sshd_lo")) && { echo "$v"; return 0; }
     kill -0 "$1" 2>/dev/null || return 1
     sleep 0.1
   done
@@ -247,7 +235,7 @@ done
 victim=$(wait_remote_replayer "$run") || { wait "$run"; fail "no remote replayer: $(cat "$work/r4.err")"; }
 session=""
 for p in $(pgrep -P "$sshd_lo"); do
-  descendants "$p" | grep -qx "$victim" && session=$p
+  fixture_descendants "$p" | grep -qx "$victim" && session=$p
 done
 [ -n "$session" ] || fail "no sshd session above the remote replayer"
 sleep 0.3
@@ -334,5 +322,5 @@ for d in $(cat "$work"/*.err | sed -n 's|^run: replayer logs kept in \(/tmp/prep
   ! grep -s "Sanitizer" "$d"/*.log || fail "sanitizer report in $d"
 done
 # nothing of ours left on the "hosts"
-[ -z "$(replayer_among $(descendants "$sshd_lo") $(ip netns pids "$ns"))" ] || fail "replayer left"
+[ -z "$(fixture_replayer_among $(fixture_descendants "$sshd_lo") $(ip netns pids "$ns"))" ] || fail "replayer left"
 echo "run --hosts ok"
