@@ -494,7 +494,10 @@ static void deps_end_identify(struct deps_state *s, struct deps_end *e)
 
 /* --- blocks --- */
 
-static struct plan_op *deps_op_add(struct deps_state *s, struct deps_block *b)
+/* Appends an op of this kind (and per-kind op, recorded duration) to the
+ * block, the rest zeroed; NULL on out of memory (the state has failed). */
+static struct plan_op *deps_op_add(struct deps_state *s, struct deps_block *b, uint8_t kind,
+                                   uint8_t op_code, uint64_t recorded_ns)
 {
     if (b->nops == b->capops) {
         struct plan_op *n = deps_grow(s, b->ops, &b->capops, sizeof *n);
@@ -504,15 +507,17 @@ static struct plan_op *deps_op_add(struct deps_state *s, struct deps_block *b)
     }
     struct plan_op *op = &b->ops[b->nops++];
     memset(op, 0, sizeof *op);
+    op->kind = kind;
+    op->op = op_code;
+    op->recorded_ns = recorded_ns;
     return op;
 }
 
 static struct plan_op *deps_sockopt_op(struct deps_state *s, struct deps_block *b, int32_t level,
                                        int32_t name, int64_t value)
 {
-    struct plan_op *o = deps_op_add(s, b);
+    struct plan_op *o = deps_op_add(s, b, PLAN_OP_SOCKOPT, 0, 0);
     if (o) {
-        o->kind = PLAN_OP_SOCKOPT;
         o->a.sockopt.level = level;
         o->a.sockopt.name = name;
         o->a.sockopt.value = value;
@@ -1162,6 +1167,20 @@ static void deps_cover(struct deps_thread *t, struct deps_block *b)
     }
 }
 
+/* A RECV or SEND of the request/response itself, counted and covered. */
+static struct plan_op *deps_message_op(struct deps_state *s, struct deps_thread *t,
+                                       struct deps_block *b, uint8_t kind,
+                                       const struct trace_event *ev)
+{
+    struct plan_op *op = deps_op_add(s, b, kind, 0, ev->dur_ns);
+    if (!op)
+        return NULL;
+    op->a.net.bytes = (uint64_t)ev->u.net.result;
+    b->bytes += (uint64_t)ev->u.net.result;
+    deps_cover(t, b);
+    return op;
+}
+
 static void deps_on_server_net(struct deps_state *s, struct deps_thread *t, struct deps_end *e,
                                const struct trace_event *ev, uint64_t common)
 {
@@ -1210,14 +1229,8 @@ static void deps_on_server_net(struct deps_state *s, struct deps_thread *t, stru
             deps_violation(s, t, e);
             deps_violation(s, b->th, e);
         }
-        struct plan_op *op = deps_op_add(s, b);
-        if (!op)
+        if (!deps_message_op(s, t, b, PLAN_OP_RECV, ev))
             return;
-        op->kind = PLAN_OP_RECV;
-        op->a.net.bytes = (uint64_t)n;
-        op->recorded_ns = ev->dur_ns;
-        b->bytes += (uint64_t)n;
-        deps_cover(t, b);
         e->in_off += (uint64_t)n;
         return;
     }
@@ -1239,17 +1252,12 @@ static void deps_on_server_net(struct deps_state *s, struct deps_thread *t, stru
         deps_violation(s, t, t->last_read); /* answering X after reading Y */
         b->flags |= PLAN_BLOCK_VIOLATION;
     }
-    struct plan_op *op = deps_op_add(s, b);
+    struct plan_op *op = deps_message_op(s, t, b, PLAN_OP_SEND, ev);
     if (!op)
         return;
-    op->kind = PLAN_OP_SEND;
-    op->a.net.bytes = (uint64_t)n;
-    op->recorded_ns = ev->dur_ns;
     if (ev->flags & TRACE_F_MSG_MORE)
         op->flags |= PLAN_SEG_MORE;
-    b->bytes += (uint64_t)n;
     b->sends++;
-    deps_cover(t, b);
     if (t->violating || b->th != t)
         b->flags |= PLAN_BLOCK_VIOLATION;
     b->nops_at_send = b->nops;
@@ -1294,10 +1302,9 @@ static void deps_on_client_net(struct deps_state *s, struct deps_thread *t, stru
         }
         c = &b->calls[b->ncalls];
         memset(c, 0, sizeof *c);
-        struct plan_op *op = deps_op_add(s, b);
+        struct plan_op *op = deps_op_add(s, b, PLAN_OP_CALL, 0, 0);
         if (!op)
             return;
-        op->kind = PLAN_OP_CALL;
         if (e->nodelay_set && e->nodelay)
             op->flags |= PLAN_CALL_NODELAY;
         c->op = b->nops - 1;
@@ -1425,12 +1432,9 @@ static void deps_on_db(struct deps_state *s, uint32_t file, struct deps_thread *
     default:
         return;
     }
-    struct plan_op *o = deps_op_add(s, b);
+    struct plan_op *o = deps_op_add(s, b, PLAN_OP_DB, op, ev->dur_ns);
     if (!o)
         return;
-    o->kind = PLAN_OP_DB;
-    o->op = op;
-    o->recorded_ns = ev->dur_ns;
     o->a.db.conn = e && e->db_index ? e->db_index - 1 : 0;
     o->a.db.sql = deps_string(s, file, d->query_id);
     o->a.db.params = deps_string(s, file, d->params_id);
@@ -1481,12 +1485,9 @@ static void deps_on_file(struct deps_state *s, uint32_t file, struct deps_thread
     uint32_t id = deps_file_id(s, file, fe);
     if (id == UINT32_MAX)
         return; /* not a file with an identity (pipe, tty) */
-    struct plan_op *o = deps_op_add(s, b);
+    struct plan_op *o = deps_op_add(s, b, PLAN_OP_FILE, op, ev->dur_ns);
     if (!o)
         return;
-    o->kind = PLAN_OP_FILE;
-    o->op = op;
-    o->recorded_ns = ev->dur_ns;
     o->a.file.file = id;
     o->a.file.offset = fe->offset;
     o->a.file.size =
@@ -1597,12 +1598,9 @@ static void deps_on_event(struct deps_state *s, uint32_t file, const struct deps
             b->ops[b->nops - 1].a.cpu_ns += ev->dur_ns;
             b->ops[b->nops - 1].recorded_ns += ev->dur_ns;
         } else {
-            struct plan_op *o = deps_op_add(s, b);
-            if (!o)
-                return;
-            o->kind = PLAN_OP_CPU;
-            o->a.cpu_ns = ev->dur_ns;
-            o->recorded_ns = ev->dur_ns;
+            struct plan_op *o = deps_op_add(s, b, PLAN_OP_CPU, 0, ev->dur_ns);
+            if (o)
+                o->a.cpu_ns = ev->dur_ns;
         }
         return;
     }
@@ -1659,12 +1657,9 @@ static void deps_on_event(struct deps_state *s, uint32_t file, const struct deps
         uint32_t id = deps_lock_id(s, file, le);
         if (id == UINT32_MAX)
             return;
-        struct plan_op *o = deps_op_add(s, b);
+        struct plan_op *o = deps_op_add(s, b, PLAN_OP_LOCK, op, ev->dur_ns);
         if (!o)
             return;
-        o->kind = PLAN_OP_LOCK;
-        o->op = op;
-        o->recorded_ns = ev->dur_ns;
         o->a.lock.lock = id;
         o->a.lock.mode = le->mode == TRACE_LOCK_SHARED ? PLAN_LOCK_SHARED : PLAN_LOCK_EXCLUSIVE;
         return;
@@ -1758,6 +1753,12 @@ static void deps_checkpoint(struct deps_state *s, int final)
         }
         deps_block_emit(s, b); /* leaves the heap (its cascade may empty more) */
     }
+    if (final) /* served on traced connections, never claimed by a call */
+        for (size_t j = 0; j < s->rendezvous.cap; j++) {
+            const struct deps_rv *rv = s->rendezvous.slots[j].value;
+            if (rv && !rv->is_call)
+                s->res->unmatched_bytes += rv->sv.bytes;
+        }
     if (s->nheld && s->held[0]->start_c < horizon)
         horizon = s->held[0]->start_c;
     if (!final) {

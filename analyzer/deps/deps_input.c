@@ -495,6 +495,8 @@ static int deps_input_fill(struct deps_input *in, uint32_t fi, uint64_t until)
             key += ev.dur_ns;
         if (key > f->max_key)
             f->max_key = key;
+        else if (f->max_key - key > f->max_lag)
+            f->max_lag = f->max_key - key;
         uint64_t qid = ev.type == TRACE_EV_CONN ? 0 : (uint64_t)ev.tid + 1;
         /* a thread's events come in runs (one drain round): skip the lookup */
         struct deps_fifo *q = qid == last_qid && last_q ? last_q : deps_input_fifo(in, fi, qid);
@@ -506,6 +508,22 @@ static int deps_input_fill(struct deps_input *in, uint32_t fi, uint64_t until)
         }
     }
     return 0;
+}
+
+/* The reading-ahead this file needs: a few times the worst disorder seen in
+ * it so far (the collector's drain rounds: a few ms), never below
+ * DEPS_WINDOW_FLOOR_NS nor above the configured window. Holding the whole
+ * configured window (200 ms of events, tens of MB at a busy server's
+ * rate) would make every queued event a cache miss twice. */
+#define DEPS_WINDOW_FLOOR_NS 20000000ull
+#define DEPS_WINDOW_LAG_FACTOR 4u
+
+static uint64_t deps_input_window(const struct deps_input *in, const struct deps_input_file *f)
+{
+    uint64_t w = f->max_lag * DEPS_WINDOW_LAG_FACTOR;
+    if (w < DEPS_WINDOW_FLOOR_NS)
+        w = DEPS_WINDOW_FLOOR_NS;
+    return w < in->window_ns ? w : in->window_ns;
 }
 
 int deps_input_next(struct deps_input *in, uint32_t *file, struct deps_queued **out)
@@ -532,8 +550,9 @@ int deps_input_next(struct deps_input *in, uint32_t *file, struct deps_queued **
         struct deps_fifo *q = in->heap[0].q;
         struct deps_input_file *f = &in->files[q->file];
         uint64_t k = in->heap[0].key;
-        if (!f->eof && f->max_key < k + in->window_ns) {
-            if (deps_input_fill(in, q->file, k + in->window_ns) != 0)
+        uint64_t window = deps_input_window(in, f);
+        if (!f->eof && f->max_key < k + window) {
+            if (deps_input_fill(in, q->file, k + window) != 0)
                 return -1;
             continue; /* the heap may have a new minimum */
         }

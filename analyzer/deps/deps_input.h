@@ -10,8 +10,14 @@
  * collector stamps with the end of the previous event, ts), made
  * monotone per thread; each thread (and the file's connection
  * definitions) is a FIFO, and a heap over FIFO heads pops the smallest key
- * once its file has been read `window_ns` past it (or to its end). Events
- * that arrive later than that are still processed (counted as late). */
+ * once its file has been read far enough past it (or to its end): four
+ * times the worst disorder seen in that file so far, at least 20 ms, at
+ * most `window_ns`. Events that arrive later than that are still
+ * processed (counted as late).
+ *
+ * Before the merge, hosts are pre-aligned from connection handshakes seen
+ * on both sides (see deps_input_presync), and the common timeline starts at
+ * the earliest host, so no host's early events map below 0. */
 #ifndef PREPLAY_DEPS_INPUT_H
 #define PREPLAY_DEPS_INPUT_H
 
@@ -45,6 +51,7 @@ struct deps_input_file {
     uint32_t host; /* index into deps_input.hosts */
     int eof;
     uint64_t max_key;      /* largest key read so far */
+    uint64_t max_lag;      /* largest max_key - key of an event read (its disorder) */
     uint64_t bytes;        /* file size */
     struct deps_map fifos; /* tid -> fifo; key 0 = definitions */
     struct deps_fifo **all;

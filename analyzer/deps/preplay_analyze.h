@@ -11,7 +11,7 @@
 
 struct analyze_options {
     int salvage;             /* analyze what is valid in damaged traces */
-    uint64_t window_ns;      /* per-file reordering window (0 = 200 ms) */
+    uint64_t window_ns;      /* per-file reordering window, the most (0 = 200 ms) */
     uint64_t grace_ns;       /* time to wait for a connection's peer end (0 = 2 s) */
     const char *blocks_path; /* optional TSV of blocks and requests (tests, debugging) */
     FILE *progress;          /* progress line target (a terminal) or NULL */

@@ -143,6 +143,51 @@ static inline void synth_flush(struct synth_proc *p, uint64_t horizon)
     }
 }
 
+static inline int synth_by_thread(const void *a, const void *b)
+{
+    const struct synth_pending *x = a, *y = b;
+    if (x->ev.tid != y->ev.tid)
+        return x->ev.tid < y->ev.tid ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Like synth_flush, but in the collector's order: one drain round writes
+ * each thread's events of the round in turn (thread by thread, each in its
+ * own order), so a file is in time order only to within a round. */
+static inline void synth_flush_round(struct synth_proc *p, uint64_t horizon)
+{
+    size_t n0 = p->n;
+    struct synth_pending *round = malloc((n0 ? n0 : 1) * sizeof *round);
+    if (!round)
+        synth_die("round", "out of memory");
+    size_t n = 0;
+    while (p->n && p->heap[0].key < horizon) {
+        round[n++] = p->heap[0];
+        struct synth_pending last = p->heap[--p->n];
+        size_t i = 0;
+        for (;;) {
+            size_t l = 2 * i + 1, r = l + 1, m = SIZE_MAX;
+            const struct synth_pending *best = &last;
+            if (l < p->n && synth_before(&p->heap[l], best)) {
+                m = l;
+                best = &p->heap[l];
+            }
+            if (r < p->n && synth_before(&p->heap[r], best))
+                m = r;
+            if (m == SIZE_MAX)
+                break;
+            p->heap[i] = p->heap[m];
+            i = m;
+        }
+        if (p->n)
+            p->heap[i] = last;
+    }
+    qsort(round, n, sizeof *round, synth_by_thread);
+    for (size_t i = 0; i < n; i++)
+        synth_write(p, &round[i].ev);
+    free(round);
+}
+
 static inline void synth_close(struct synth_proc *p)
 {
     char err[512];

@@ -10,7 +10,8 @@
  *       worker's pooled connection (nested call; the app tier queries the DB,
  *       appends to a log under a mutex, sometimes fsyncs), every fourth
  *       request calls an untraced cache (external call), and answers
- *       (sometimes in two sends). Stops after the request during which N
+ *       (sometimes in two sends). Events are written like the collector
+ *       does, in 2 ms drain rounds, thread by thread. Stops after the request during which N
  *       events were reached and prints what the plan must contain:
  *       "requests R blocks B calls C externals X db_ops D events E".
  *   analyze_bench_gen decode DIR...
@@ -39,6 +40,7 @@
 
 #define GEN_MAX_WORKERS 256
 #define GEN_LABELS 6
+#define GEN_DRAIN_ROUND_NS 2000000ull
 
 static uint64_t gen_rng(uint64_t *s)
 {
@@ -71,6 +73,7 @@ struct gen_state {
     uint64_t next_fe_conn;
     uint64_t log_size;
     uint64_t requests, externals;
+    uint64_t round_end; /* events before this are written */
 };
 
 static struct synth_addr gen_addr(uint8_t a, uint8_t b, uint8_t c, uint8_t d, uint16_t port)
@@ -212,8 +215,11 @@ static void gen_request(struct gen_state *g)
     uint32_t slot = g->heap[0];
     struct gen_client *c = &g->clients[slot];
     uint64_t start = c->ready > t->now ? c->ready : t->now;
-    synth_flush(&g->fe, start - 100000);
-    synth_flush(&g->app, start - 100000);
+    if (start - 100000 >= g->round_end + GEN_DRAIN_ROUND_NS) { /* the collector's 2 ms rounds */
+        g->round_end = (start - 100000) / GEN_DRAIN_ROUND_NS * GEN_DRAIN_ROUND_NS;
+        synth_flush_round(&g->fe, g->round_end);
+        synth_flush_round(&g->app, g->round_end);
+    }
     if (!c->conn_id) { /* the dispatcher accepts it just before */
         c->conn_id = g->next_fe_conn++;
         struct synth_addr local = gen_addr(10, 0, 0, 1, 8080);
