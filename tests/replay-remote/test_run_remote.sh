@@ -9,7 +9,8 @@
 #      process of the namespace listening on the namespace's address, the
 #      token on no command line, the remote temp dir gone afterwards; the
 #      same over IPv6 (bracketed addresses both ways) on a host whose login
-#      prints to stdout before our commands do;
+#      prints to stdout before our commands do; both tiers remote (remote
+#      calling remote, at a listen address from the hosts file);
 #   2. app on the loopback host, its replayer killed mid-run: the run stops
 #      naming the component and host, results so far kept, dir removed;
 #   3. Ctrl-C (SIGINT) mid-run: results so far, remote side stopped;
@@ -149,6 +150,29 @@ slow = d["labels"]["POST /slow"]["count"]
 # the remote web reached the local app (listening on [::]) at [::1]
 assert 0 <= slow - d["resources"]["app"]["app:slow"]["blocks"] <= 2, (slow, d["resources"]["app"])
 print("IPv6 ok: web at %s, %d slow requests through app" % (h["address"], slow))
+PY
+
+# ---- 1c. both tiers remote: web in the namespace calling app on the
+# loopback host, which listens where the namespace reaches it (the hosts
+# file's listen address) ----
+echo "[$SECONDS s] both tiers remote"
+printf 'web root@%s\napp root@127.0.0.1:%s %s:0 # reachable from the namespace\n' \
+  "$ip_in" "$port_lo" "$ip_out" >"$work/hosts-both"
+"$PREPLAY_BIN" run "$plan" --hosts "$work/hosts-both" --ssh-opts "$ssh_opts" --max-intervals 1 \
+  --interval 1s --cpu-ratio 1 -o "$work/rb.json" 2>"$work/rb.err" || fail "both remote: $(cat "$work/rb.err")"
+python3 - "$work/rb.json" "$ip_in" "$ip_out" <<'PY' || fail "results with both tiers remote"
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+h = d["hosts"]
+assert sorted(h) == ["app", "web"], h
+assert h["web"]["address"].startswith(sys.argv[2] + ":"), h
+assert h["app"]["address"].startswith(sys.argv[3] + ":"), h
+assert not any(os.path.exists(x["dir"]) for x in h.values()), h
+iv = d["intervals"]
+assert len(iv) == 1 and iv[0]["requests"] == 50 and iv[0]["failed"] == 0, iv
+slow = d["labels"]["POST /slow"]["count"]
+assert 0 <= slow - d["resources"]["app"]["app:slow"]["blocks"] <= 2, (slow, d["resources"])
+print("both remote ok: web at %s -> app at %s" % (h["web"]["address"], h["app"]["address"]))
 PY
 
 # ---- 2. app on the loopback host, killed during interval 2 ----
