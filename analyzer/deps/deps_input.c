@@ -34,6 +34,8 @@ static uint32_t deps_input_host_index(struct deps_input *in, const struct trace_
     x->anchor_ns = (int64_t)(h->real_anchor_ns - h->mono_anchor_ns);
     x->offset_ns = in->nhosts ? x->anchor_ns - in->hosts[0].anchor_ns : 0;
     x->corrected_ns = 0;
+    x->presync_pairs = 0;
+    x->presync_ref = 0;
     return in->nhosts++;
 }
 
