@@ -20,7 +20,8 @@ static void analyze_usage(FILE *out)
             "recording (one directory per tier or host) and writes the replay plan.\n"
             "  -o, --output PLAN   plan file to write (atomically)\n"
             "  --salvage           analyze what is valid in damaged traces\n"
-            "  --window-ms N       per-file reordering window (default 200)\n"
+            "  --window-ms N       per-file reordering window, at most (default 200; it adapts\n"
+            "                      to the disorder seen, from 20 ms)\n"
             "  --grace-ms N        wait for a connection's peer end this long (default 2000)\n"
             "  --blocks FILE       also write every block and request as TSV (debugging)\n"
             "  -q, --quiet         no summary line\n");
