@@ -624,24 +624,41 @@ int cmd_run(int argc, char **argv)
             rargs[na++] = ratiobuf;
         }
         rargs[na] = NULL;
+        /* every host copies at once, then each starts its agent and replayer
+         * (which calibrate in parallel) */
+        struct run_remote_config *rcfg = calloc(ctx.nchildren, sizeof *rcfg);
+        if (!rcfg)
+            goto out;
         for (uint32_t i = 0; i < ctx.nchildren && !run_interrupted; i++) {
             struct run_child *ch = &ctx.children[i];
             if (!ch->host)
                 continue;
-            struct run_remote_config rcfg = {.host = ch->host,
-                                             .ssh_opts = ssh_opts,
-                                             .connect_timeout_s = (int)ssh_timeout,
-                                             .plan_path = plan_path,
-                                             .log_path = ch->log,
-                                             .token = token,
-                                             .replay_args = rargs};
-            ch->remote = run_remote_start(&rcfg, err, sizeof err);
+            rcfg[i] = (struct run_remote_config){.host = ch->host,
+                                                 .ssh_opts = ssh_opts,
+                                                 .connect_timeout_s = (int)ssh_timeout,
+                                                 .plan_path = plan_path,
+                                                 .log_path = ch->log,
+                                                 .token = token,
+                                                 .replay_args = rargs};
+            ch->remote = run_remote_begin(&rcfg[i], err, sizeof err);
             if (!ch->remote) {
                 fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
+                free(rcfg);
+                goto out;
+            }
+        }
+        for (uint32_t i = 0; i < ctx.nchildren && !run_interrupted; i++) {
+            struct run_child *ch = &ctx.children[i];
+            if (!ch->remote)
+                continue;
+            if (run_remote_start(ch->remote, &rcfg[i], err, sizeof err)) {
+                fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
+                free(rcfg);
                 goto out;
             }
             ch->pid = run_remote_ssh_pid(ch->remote);
         }
+        free(rcfg);
         for (uint32_t i = 0; i < ctx.nchildren && !run_interrupted; i++) {
             struct run_child *ch = &ctx.children[i];
             if (ch->remote && run_remote_wait_listening(ch->remote, 300, ch->addr, sizeof ch->addr,

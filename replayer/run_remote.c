@@ -322,6 +322,11 @@ struct run_remote {
     struct run_remote_reader out;
     int exited, status;
     char died[256]; /* the agent's `died` message, if any */
+    pid_t copy_pid; /* the ssh copying preplay there, until its answer is read */
+    int copy_fd;    /* its stdout */
+    double copy_deadline;
+    int agent_seen;               /* the agent answered: its shell removes dir in any case */
+    struct run_remote_config cfg; /* host and ssh options, for the cleanup */
 };
 
 /* The last non-empty line of a log (what ssh or the replayer said last). */
@@ -441,6 +446,21 @@ static void run_remote_failure(const struct run_remote *r, const char *what, int
                  last);
 }
 
+/* Removes r->dir there with one more ssh (for when no agent ran to do it). */
+static void run_remote_remove_dir(struct run_remote *r)
+{
+    char rm[600], err[256];
+    int status;
+    snprintf(rm, sizeof rm, "rm -rf '%s'", r->dir);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    pid_t rp = run_remote_ssh(&r->cfg, rm, devnull, devnull, r->log, err, sizeof err);
+    if (rp > 0)
+        run_remote_wait(rp, run_remote_now() + r->cfg.connect_timeout_s + 5, &status);
+    if (devnull >= 0)
+        close(devnull);
+    r->dir[0] = 0;
+}
+
 /* A directory name mktemp made there: our prefix and 6+ letters or digits
  * (it goes into commands, so nothing else is accepted). */
 static int run_remote_dir_valid(const char *line)
@@ -454,8 +474,8 @@ static int run_remote_dir_valid(const char *line)
 /* Step 1: a fresh temp dir there with our binary in it. If the session
  * breaks before we have read the dir's name, the shell there removes it
  * (the trap: its `echo` then dies of SIGPIPE). */
-static int run_remote_copy(struct run_remote *r, const struct run_remote_config *cfg, char *err,
-                           size_t errlen)
+static int run_remote_copy_begin(struct run_remote *r, const struct run_remote_config *cfg,
+                                 char *err, size_t errlen)
 {
     static const char script[] =
         "umask 077; d=$(mktemp -d " RUN_REMOTE_DIR_PREFIX "XXXXXX) || exit 3; "
@@ -480,31 +500,37 @@ static int run_remote_copy(struct run_remote *r, const struct run_remote_config 
         close(pfd[0]);
         return -1;
     }
-    struct run_remote_reader rd = {.fd = pfd[0]};
+    r->copy_pid = pid;
+    r->copy_fd = pfd[0];
+    /* connecting, authenticating and copying a few MB */
+    r->copy_deadline = run_remote_now() + cfg->connect_timeout_s + 120;
+    return 0;
+}
+
+/* The copy's answer: the dir's name. Lines a login script prints before
+ * ours are skipped. */
+static int run_remote_copy_end(struct run_remote *r, char *err, size_t errlen)
+{
+    struct run_remote_reader rd = {.fd = r->copy_fd};
     char line[512] = "";
-    /* connecting, authenticating and copying a few MB; lines a login
-     * script prints before ours are skipped */
-    double deadline = run_remote_now() + cfg->connect_timeout_s + 120;
+    pid_t pid = r->copy_pid;
+    double deadline = r->copy_deadline;
     int got, read_errno = 0, dir_ok = 0;
     while ((got = run_remote_read_line(&rd, deadline, line, sizeof line)) == 1 &&
            !(dir_ok = run_remote_dir_valid(line)))
         ;
     if (got < 0)
         read_errno = errno;
-    close(pfd[0]);
+    close(r->copy_fd);
+    r->copy_fd = -1;
     int status = 0;
     int waited = run_remote_wait(pid, got == 1 ? deadline + 5 : run_remote_now() + 5, &status);
+    r->copy_pid = 0;
     if (!dir_ok || waited || !WIFEXITED(status) || WEXITSTATUS(status)) {
         if (dir_ok) {
             /* copied, but ssh did not end well: do not leave the dir */
-            char rm[600];
-            int rm_status;
-            snprintf(rm, sizeof rm, "rm -rf '%s'", line);
-            int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-            pid_t rp = run_remote_ssh(cfg, rm, devnull, devnull, r->log, err, errlen);
-            if (rp > 0)
-                run_remote_wait(rp, run_remote_now() + cfg->connect_timeout_s + 5, &rm_status);
-            close(devnull);
+            snprintf(r->dir, sizeof r->dir, "%s", line);
+            run_remote_remove_dir(r);
         }
         if (got < 0 && read_errno == ETIMEDOUT)
             snprintf(err, errlen, "host %s: copying preplay there timed out", r->host);
@@ -555,7 +581,7 @@ static int run_remote_reply(struct run_remote *r, double timeout_s, char *line, 
     return -1;
 }
 
-struct run_remote *run_remote_start(const struct run_remote_config *cfg, char *err, size_t errlen)
+struct run_remote *run_remote_begin(const struct run_remote_config *cfg, char *err, size_t errlen)
 {
     struct run_remote *r = calloc(1, sizeof *r);
     if (!r) {
@@ -563,12 +589,24 @@ struct run_remote *run_remote_start(const struct run_remote_config *cfg, char *e
         return NULL;
     }
     r->pid = -1;
-    r->in = r->out.fd = -1;
+    r->in = r->out.fd = r->copy_fd = -1;
+    r->cfg = *cfg;
+    r->cfg.replay_args = NULL; /* only needed while starting */
     run_host_describe(cfg->host, r->host, sizeof r->host);
     snprintf(r->log, sizeof r->log, "%s", cfg->log_path);
+    if (run_remote_copy_begin(r, cfg, err, errlen)) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+int run_remote_start(struct run_remote *r, const struct run_remote_config *cfg, char *err,
+                     size_t errlen)
+{
     int sv[2] = {-1, -1}, pfd[2] = {-1, -1};
     unsigned char *plan = NULL;
-    if (run_remote_copy(r, cfg, err, errlen))
+    if (run_remote_copy_end(r, err, errlen))
         goto fail;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) || pipe2(pfd, O_CLOEXEC)) {
         snprintf(err, errlen, "socketpair/pipe: %s", strerror(errno));
@@ -605,6 +643,7 @@ struct run_remote *run_remote_start(const struct run_remote_config *cfg, char *e
         if (run_remote_reply(r, cfg->connect_timeout_s + 30, line, sizeof line,
                              "starting the agent", err, errlen))
             goto fail;
+    r->agent_seen = 1;
     if (sscanf(line, "agent %63s %63s", r->client_ip, r->server_ip) != 2) {
         snprintf(err, errlen, "host %s: the copied preplay does not run there: '%.200s'", r->host,
                  line);
@@ -645,7 +684,7 @@ struct run_remote *run_remote_start(const struct run_remote_config *cfg, char *e
         run_remote_reply(r, 5, line, sizeof line, "sending the plan", err, errlen);
         goto fail;
     }
-    return r;
+    return 0;
 fail:
     free(plan);
     if (sv[0] >= 0)
@@ -656,8 +695,7 @@ fail:
         close(pfd[0]);
     if (pfd[1] >= 0)
         close(pfd[1]);
-    run_remote_stop(r);
-    return NULL;
+    return -1;
 }
 
 int run_remote_wait_listening(struct run_remote *r, double timeout_s, char *addr, size_t addrlen,
@@ -768,6 +806,18 @@ void run_remote_stop(struct run_remote *r)
 {
     if (!r)
         return;
+    if (r->copy_pid > 0) {
+        /* still copying: let it finish (bounded), then remove what it made;
+         * killing it could lose the dir's name in flight */
+        char err[512];
+        if (run_remote_copy_end(r, err, sizeof err) == 0)
+            run_remote_remove_dir(r);
+    } else if (r->dir[0] && !r->agent_seen) {
+        /* copied, but no agent ran (its session failed): nobody else will */
+        run_remote_remove_dir(r);
+    }
+    if (r->copy_fd >= 0)
+        close(r->copy_fd);
     if (r->pid > 0 && !r->exited) {
         /* ask politely; end of input is the same to the agent */
         if (r->in >= 0)

@@ -50,11 +50,16 @@ struct run_remote_config {
 
 struct run_remote;
 
-/* Copies preplay to the host, starts the agent, sends token, arguments and
- * plan, and asks it to start the replayer (without waiting for it). NULL
- * with a one-line reason (unreachable, auth failure, binary does not run
- * there...) on failure; nothing is left on the host then. */
-struct run_remote *run_remote_start(const struct run_remote_config *cfg, char *err, size_t errlen);
+/* Starts copying preplay to the host (an ssh in the background, so several
+ * hosts copy at once). NULL with a reason if ssh cannot even be started. */
+struct run_remote *run_remote_begin(const struct run_remote_config *cfg, char *err, size_t errlen);
+/* Waits for the copy, starts the agent, sends token, arguments and plan,
+ * and asks it to start the replayer (without waiting for it). -1 with a
+ * one-line reason (unreachable, auth failure, binary does not run
+ * there...); the caller still owns r and stops it, which leaves nothing on
+ * the host. */
+int run_remote_start(struct run_remote *r, const struct run_remote_config *cfg, char *err,
+                     size_t errlen);
 /* Waits for the replayer's "listening ADDR"; 0 with addr, or -1 with err. */
 int run_remote_wait_listening(struct run_remote *r, double timeout_s, char *addr, size_t addrlen,
                               char *err, size_t errlen);
