@@ -4,12 +4,13 @@ the median and p95 relative error of a prediction (`preplay run` results
 JSON) against the real application's response times (the load generator's
 CSV), and p(predicted, real) from `preplay stats similarity`.
 
-usage: compare.py --preplay BIN --real CSV --pred RESULTS [--pred-nodeps RESULTS]
+usage: compare.py --preplay BIN --real CSV --pred RESULTS|CSV [--pred-nodeps RESULTS]
                   --type NAME [--level TEXT] [--min-count N] [--json OUT]
                   [--check-median F] [--check-p95 F] [--check-overall-median F]
                   [--check-overall-p95 F] [--header]
 
-Prints one markdown table row per label (plus a row for all requests);
+A --pred ending in .csv is a second run of the real app (its errors are the
+noise floor of the comparison). Prints one markdown table row per label (plus a row for all requests);
 with --check-median/--check-p95, exits 1 naming every label whose error is
 above the bound (--check-overall-*: the all-requests row only) (labels with fewer than --min-count samples on either side are
 reported but not judged). Never edits its inputs; percentiles are linear
@@ -55,6 +56,10 @@ def load_real(path):
 
 
 def load_pred(path):
+    if path.endswith(".csv"):
+        # a second real run (run.sh --repeat-truth): the noise floor, what
+        # two runs of the real app on the same type disagree by
+        return load_real(path), {}
     try:
         with open(path) as f:
             r = json.load(f)

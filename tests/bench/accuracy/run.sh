@@ -24,8 +24,13 @@
 # host's cores, so their per-core speed IS the recorded one; see
 # docs/accuracy.md for why the measured kernel ratio is not used here.
 #
+# With --repeat-truth, the real app runs a second time on each type and a
+# "truth vs truth" table (label suffixed "(2nd real run)") shows how much
+# two runs of the real app disagree: the noise floor of every error above.
+#
 # usage: run.sh [--short] [--types "small medium large"] [--rate R]
 #               [--duration S] [--levels] [--out DIR] [--no-nodeps]
+#               [--repeat-truth]
 #   --short     one type (small), 8 s load, 2 intervals; checks the targets
 #               loosely (what ctest runs)
 #   --out DIR   keep everything there (default: a temp dir, removed)
@@ -46,7 +51,7 @@ export PREPLAY_BUILD_DIR=${PREPLAY_BUILD_DIR:-$(dirname "$bin")}
 apps=$src/tests/apps
 emulate=$src/tools/emulate
 
-short=0 types="small medium large" rate=40 duration=20 levels=0 out="" nodeps=1
+short=0 types="small medium large" rate=40 duration=20 levels=0 out="" nodeps=1 repeat=0
 mix="cpu,file,log,db,fanout,static" seed=7 intervals=3
 while [ $# -gt 0 ]; do
   case $1 in
@@ -57,7 +62,8 @@ while [ $# -gt 0 ]; do
     --levels) levels=1; shift ;;
     --out) out=$2; shift 2 ;;
     --no-nodeps) nodeps=0; shift ;;
-    -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --repeat-truth) repeat=1; shift ;;
+    -h | --help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "accuracy: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -92,18 +98,18 @@ record() {
   rm -rf "$d/app/db"
 }
 
-# truth NAME TYPE RATE: the real app inside TYPE -> $work/NAME/truth-TYPE.csv
+# truth NAME TYPE RATE [SUFFIX]: the real app inside TYPE -> $work/NAME/truth-TYPE[SUFFIX].csv
 truth() {
-  local d=$work/$1
+  local d=$work/$1 t=$2${4:-}
   local try
   for try in 1 2; do # a second try: MariaDB's first start is occasionally refused
-    log "$1: real app on $2 at $3/s"
-    rm -rf "$d/truth-$2-app"
+    log "$1: real app on $2 at $3/s${4:+ (run $4)}"
+    rm -rf "$d/truth-$t-app"
     timeout 300 "$emulate" --data-dir "$d" "$2" -- \
-      "$apps/run-sample.sh" --dir "$d/truth-$2-app" --timeout 120 -- \
-      sh -c "$(loadgen_cmd "$3" "$d/truth-$2.csv")" >"$d/truth-$2.log" 2>&1 &&
-      { rm -rf "$d/truth-$2-app/db"; return 0; }
-    tail -20 "$d/truth-$2.log" >&2
+      "$apps/run-sample.sh" --dir "$d/truth-$t-app" --timeout 120 -- \
+      sh -c "$(loadgen_cmd "$3" "$d/truth-$t.csv")" >"$d/truth-$t.log" 2>&1 &&
+      { rm -rf "$d/truth-$t-app/db"; return 0; }
+    tail -20 "$d/truth-$t.log" >&2
   done
   fail "$1: real app on $2 failed"
 }
@@ -147,7 +153,9 @@ one_case() {
     truth "$name" "$t" "$r"
     predict "$name" "$t"
     [ $nodeps -eq 1 ] && predict "$name" "$t" --no-deps
+    [ $repeat -eq 1 ] && truth "$name" "$t" "$r" -2
   done
+  return 0
 }
 
 status=0
@@ -165,6 +173,13 @@ for t in $types; do
   table base "$t" "${rate}/s" $header "${check[@]}" | tee -a "$table_file" || status=1
   header=""
 done
+if [ $repeat -eq 1 ]; then
+  for t in $types; do # the noise floor: the real app against itself
+    python3 "$here/compare.py" --preplay "$bin" --real "$work/base/truth-$t.csv" \
+      --pred "$work/base/truth-$t-2.csv" --type "$t" --level "${rate}/s (2nd real run)" |
+      tee -a "$table_file"
+  done
+fi
 
 if [ $levels -eq 1 ]; then
   # maximum throughput on small: closed loop, 16 users, no think time
