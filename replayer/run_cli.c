@@ -375,7 +375,10 @@ static void run_usage(FILE *out)
             "                    those replayers run there (preplay is copied over ssh)\n"
             "  --ssh-opts OPTS   extra ssh options, e.g. '-i KEY -o StrictHostKeyChecking=no'\n"
             "                    (default: $PREPLAY_SSH_OPTS); ssh runs with BatchMode=yes\n"
-            "  --ssh-timeout S   ssh ConnectTimeout in seconds (10)\n");
+            "  --ssh-timeout S   ssh ConnectTimeout in seconds (10)\n"
+            "  --log             stop rule on ln(response time): robust to rare huge\n"
+            "                    outliers (docs/stats-accuracy.md); default: the paper's\n"
+            "                    linear scale\n");
 }
 
 int cmd_run(int argc, char **argv)
@@ -395,18 +398,19 @@ int cmd_run(int argc, char **argv)
                                          {"hosts", required_argument, 0, 'H'},
                                          {"ssh-opts", required_argument, 0, 'S'},
                                          {"ssh-timeout", required_argument, 0, 'T'},
+                                         {"log", no_argument, 0, 'G'},
                                          {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *db_url = NULL, *instance = "", *dir = NULL, *out = NULL, *pool = "64";
     double p0 = 0.9, interval = 30, speed = 1, price = NAN, ratio = 0;
     long max_intervals = 20, ssh_timeout = 10;
-    int no_deps = 0, ratio_given = 0;
+    int no_deps = 0, ratio_given = 0, log_scale = 0;
     const char *hosts_path = NULL, *ssh_opts = getenv("PREPLAY_SSH_OPTS");
     enum replay_drive_mode mode = REPLAY_DRIVE_INDEPENDENT;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "d:p:i:n:m:s:I:P:D:L:r:NH:S:T:o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:p:i:n:m:s:I:P:D:L:r:NH:S:T:Go:h", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'd':
@@ -484,6 +488,9 @@ int cmd_run(int argc, char **argv)
             break;
         case 'N':
             no_deps = 1;
+            break;
+        case 'G':
+            log_scale = 1;
             break;
         case 'o':
             out = optarg;
@@ -768,6 +775,7 @@ int cmd_run(int argc, char **argv)
     cfg.p0 = p0;
     cfg.interval = interval;
     cfg.max_interval = interval;
+    cfg.kde.log_scale = log_scale;
     m = pt4c_machine_new(&cfg, err);
     if (!m) {
         fprintf(stderr, "run: %s\n", err);
@@ -930,6 +938,7 @@ write:
     json_object_set_new(root, "cpu_ratio", json_real(ratio));
     json_object_set_new(root, "no_deps", json_boolean(no_deps));
     json_object_set_new(root, "p0", json_real(p0));
+    json_object_set_new(root, "scale", json_string(log_scale ? "log" : "linear"));
     json_object_set_new(root, "stopped", json_boolean(m && pt4c_machine_stopped(m)));
     json_object_set_new(root, "error",
                         run_interrupted ? json_string("interrupted")

@@ -3,7 +3,9 @@
 # (web calling app): 3 intervals of 2 s, then checks the results JSON: both
 # labels with plausible medians (the blocks' CPU + external time), bands
 # around them, 3 intervals of 100 requests, p from interval 2 on, resource
-# time per label for both components, and that the replayers are gone.
+# time per label for both components, and that the replayers are gone; then
+# --log: the stop rule on ln(response time), its p checked against
+# `preplay stats similarity --log` on the same samples.
 set -euo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}"
 work=$(mktemp -d /tmp/replay-e2e-XXXXXX)
@@ -53,3 +55,30 @@ if pgrep -f "preplay replay $work/plan" >/dev/null; then
   echo "a replayer survived the run" >&2
   exit 1
 fi
+# --log: the stop rule on ln(response time). Interval 2's p must be exactly
+# what `preplay stats similarity --log` gives for S1 against S1+S2 of the
+# response times the results file lists (the oracle test checks that
+# command against scipy).
+"$PREPLAY_BIN" run "$work/plan" --max-intervals 2 --interval 1s --p0 0.99999 --log \
+  -o "$work/log.json" 2>"$work/log.err" || { cat "$work/log.err"; exit 1; }
+python3 - "$work/log.json" "$work" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["scale"] == "log", d.get("scale")
+s1 = [x["response_s"] for x in d["samples"] if x["ok"] and x["interval"] == 1]
+s2 = [x["response_s"] for x in d["samples"] if x["ok"] and x["interval"] == 2]
+for name, vals in (("a", s1), ("b", s1 + s2)):
+    with open(f"{sys.argv[2]}/{name}.txt", "w") as f:
+        f.write("".join(f"{v!r}\n" for v in vals))
+with open(f"{sys.argv[2]}/p2", "w") as f:
+    f.write(repr(d["intervals"][1]["p"]))
+PY
+"$PREPLAY_BIN" stats similarity --log --json --per-interval 1000000 "$work/a.txt" "$work/b.txt" \
+  >"$work/sim.json"
+python3 - "$work/sim.json" "$work/p2" <<'PY'
+import json, sys
+want = json.load(open(sys.argv[1]))["p"]
+got = float(open(sys.argv[2]).read())
+assert abs(got - want) <= 1e-9, (got, want)
+print("--log ok: interval 2 p %.6f = stats similarity --log" % got)
+PY
