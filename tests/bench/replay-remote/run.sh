@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
-# bench_remote.sh - what running components over ssh costs `preplay run`:
+# tests/bench/replay-remote/run.sh - what running components over ssh costs `preplay run`:
 # paired, interleaved runs of the two-tier plan (one interval of 1 s, CPU
 # ratio given) all local versus app on a loopback sshd versus web in a
 # network namespace (sshd_fixture.sh); prints per-variant medians of the
 # whole run's wall time and of the per-interval file restore, and ratios
 # against the all-local baseline measured in the same run. Not in ctest
 # (numbers, not pass/fail); docs/preplay-run.md quotes it.
-# usage: bench_remote.sh [PAIRS]   (needs root; PREPLAY_BIN, PREPLAY_BUILD_DIR
+# usage: run.sh [PAIRS]   (needs root; PREPLAY_BIN, PREPLAY_BUILD_DIR
 #                                   or a build dir in $BUILD, default build/release)
 set -uo pipefail
 pairs=${1:-5}
-src=$(cd "$(dirname "$0")/../.." && pwd)
+src=$(cd "$(dirname "$0")/../../.." && pwd)
 build=${PREPLAY_BUILD_DIR:-${BUILD:-$src/build/release}}
 bin=${PREPLAY_BIN:-$build/preplay}
-fail() { echo "bench_remote: $*" >&2; exit 1; }
+fail() { echo "bench replay-remote: $*" >&2; exit 1; }
 [ -x "$bin" ] || fail "no preplay at $bin (set PREPLAY_BIN)"
 [ "$(id -u)" = 0 ] || fail "needs root"
 work=$(mktemp -d /tmp/bench-remote-XXXXXX)
 chmod 755 "$work"
-. "$(dirname "$0")/sshd_fixture.sh"
+. "$src/tests/replay-remote/sshd_fixture.sh"
 trap 'fixture_cleanup; rm -rf "$work"' EXIT
 "$build/tests/replay/replay_make_plan" two-tier "$work/plan" || fail "make_plan"
 fixture_keys
