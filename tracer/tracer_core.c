@@ -354,16 +354,21 @@ static int tracer_wait_room(struct tracer_ring *r, uint64_t head, uint64_t need)
     struct tracer_control *ctl = tracer_global.control;
     uint64_t last_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
     int stalled_ms = 0;
+    int saved_errno = errno; /* the futex calls must not show through (lock wrappers) */
     for (;;) {
         uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (TRACER_RING_DATA_BYTES - (head - tail) >= need)
+        if (TRACER_RING_DATA_BYTES - (head - tail) >= need) {
+            errno = saved_errno;
             return 0;
+        }
         if (tail != last_tail) {
             last_tail = tail;
             stalled_ms = 0;
         }
-        if (stalled_ms >= 5000)
+        if (stalled_ms >= 5000) {
+            errno = saved_errno;
             return -1;
+        }
         atomic_store_explicit(&r->producer_waiting, 1, memory_order_seq_cst);
         atomic_store_explicit(&ctl->collector_wake, 1, memory_order_release);
         tracer_futex_wake(&ctl->collector_wake);
@@ -379,7 +384,8 @@ static int tracer_wait_room(struct tracer_ring *r, uint64_t head, uint64_t need)
  * size is returned in *size for the commit. */
 static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t event_bytes,
                                              size_t extra, uint64_t *cpu_slot,
-                                             uint64_t *cached_tail, uint32_t *size)
+                                             uint64_t *cached_tail, uint32_t *size,
+                                             uint64_t *wait_for)
 {
     size_t need = (sizeof(struct tracer_record_header) + event_bytes + extra + 7) & ~(size_t)7;
     if (need > TRACER_RING_DATA_BYTES / 4)
@@ -394,6 +400,10 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t event
             *cached_tail = tail;
     }
     if (TRACER_RING_DATA_BYTES - (head - tail) < need + pad) {
+        if (wait_for && !tracer_global.control->drop_when_full && !tracer_drop_local) {
+            *wait_for = need + pad; /* the caller waits, then tries again */
+            return NULL;
+        }
         if (tracer_global.control->drop_when_full || tracer_drop_local ||
             tracer_wait_room(r, head, need + pad) < 0) {
             if (!tracer_global.control->drop_when_full)
@@ -426,16 +436,36 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t event
     return ev;
 }
 
+/* A full thread ring is waited for with the busy mark down: nothing of the
+ * record is written yet, so a signal handler's call during the wait (which
+ * lasts until the collector drains, milliseconds under back-pressure) is
+ * recorded normally instead of being counted as lost; the reservation then
+ * starts over from the ring's new head. */
 struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_bytes, size_t extra)
 {
     if (!t->ring)
         return NULL;
-    tracer_busy_enter(t);
-    struct trace_event *ev = tracer_reserve_in(t->ring, event_bytes, extra, &tracer_pending_cpu,
-                                               &t->cached_tail, &t->pending_size);
-    if (!ev)
+    for (;;) {
+        uint64_t wait_for = 0;
+        tracer_busy_enter(t);
+        struct trace_event *ev = tracer_reserve_in(t->ring, event_bytes, extra, &tracer_pending_cpu,
+                                                   &t->cached_tail, &t->pending_size, &wait_for);
+        if (ev)
+            return ev;
         tracer_busy_leave(t);
-    return ev;
+        if (!wait_for || !t->ring)
+            return NULL;
+        struct tracer_ring *r = t->ring;
+        if (tracer_wait_room(r, atomic_load_explicit(&r->head, memory_order_relaxed), wait_for) <
+            0) {
+            /* the collector does not drain: count losses from now on */
+            tracer_drop_local = 1;
+            atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&tracer_global.control->lost_events, 1, memory_order_relaxed);
+            return NULL;
+        }
+        t->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    }
 }
 
 struct trace_event *tracer_reserve(struct tracer_thread *t, size_t extra)
@@ -484,7 +514,7 @@ static int tracer_emit_in_ring0(const struct trace_event *src, const void *data,
     struct tracer_ring *r0 = tracer_region_ring(tracer_global.region, 0);
     uint32_t size;
     struct trace_event *ev =
-        tracer_reserve_in(r0, sizeof(struct trace_event), len, NULL, NULL, &size);
+        tracer_reserve_in(r0, sizeof(struct trace_event), len, NULL, NULL, &size, NULL);
     if (!ev)
         return -1;
     *ev = *src;

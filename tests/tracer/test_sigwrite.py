@@ -15,7 +15,10 @@ data, hfile = os.path.join(work, "data"), os.path.join(work, "handler")
 rc, stdout, stderr = tl.record(out, [tl.helper("tt_sigwrite"), data, hfile], timeout=60)
 tl.check_eq(rc, 0, f"tt_sigwrite exit status (stderr: {stderr.strip()})")
 handler_writes, ops = (int(x) for x in stdout.split())
-tl.check(handler_writes >= 500, f"the handler ran often enough to matter: {handler_writes}")
+# The handler's own writes wait for ring room like any traced call (lossless
+# back-pressure), so on a loaded machine or in the ASan build (slower
+# collector) it runs fewer times in the 0.6 s: a few hundred still matter.
+tl.check(handler_writes >= 200, f"the handler ran often enough to matter: {handler_writes}")
 tl.check_eq(os.path.getsize(hfile), handler_writes, "bytes the handler wrote")
 traces = tl.read_traces(out)
 (t,) = traces.values()
@@ -25,10 +28,11 @@ if tl.check(len(hopen) == 1 and len(dopen) == 1, "opens of the two files"):
     hw = tl.file_events(t, hopen[0]["ino"], {"write"})
     print(f"handler writes: {handler_writes} done, {len(hw)} in the trace "
           f"({handler_writes - len(hw)} interrupted the tracer's own ring write)")
-    # Handler calls that land while the tracer writes a record (more of them
-    # when the machine is loaded and the ring applies back-pressure) are
-    # counted as lost below, exactly; most must still be in the trace.
-    tl.check(0.8 * handler_writes <= len(hw) <= handler_writes,
+    # Handler calls that land while the tracer writes a record are counted
+    # as lost below, exactly; a wait for ring room happens with the busy
+    # mark down (the handler's call is then recorded), so the window is a
+    # few ns per record and nearly all must be in the trace (98-99% seen).
+    tl.check(0.95 * handler_writes <= len(hw) <= handler_writes,
              f"handler writes in the trace: {len(hw)} of {handler_writes}")
     tl.check(all(e["result"] == 1 for e in hw), "handler writes of 1 byte")
     n = ops // 5

@@ -1,7 +1,7 @@
 /* tt_sigwrite.c - a signal handler that calls write() while the main
  * thread is inside traced calls (pwrite, pread, mutex lock/unlock, open,
  * close), with SIGUSR1 sent every ~100 us by a second thread for
- * 0.3 s. Prints how many times the handler wrote and how many traced
+ * 0.6 s. Prints how many times the handler wrote and how many traced
  * operations the main thread did. test_sigwrite.py checks that nothing
  * crashed or hung and that every handler write is in the trace. The
  * handler must stay async-signal-safe (write and an atomic counter only). */
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
     char buf[512];
     memset(buf, 'd', sizeof buf);
     long ops = 0;
-    double end = now_s() + 0.3;
+    double end = now_s() + 0.6;
     while (now_s() < end) {
         for (int i = 0; i < 50; i++) {
             if (pwrite(fd, buf, sizeof buf, (off_t)(i * 512)) != (ssize_t)sizeof buf)
