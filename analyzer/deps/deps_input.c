@@ -145,16 +145,19 @@ static int deps_input_add_dir(struct deps_input *in, const char *dir, int salvag
  * end whose peer appears later than the grace time is taken as untraced,
  * and a connection that closes before its peer's end appears cannot be
  * paired at all. The realtime anchors are only as good as the hosts'
- * NTP. So before the merge, the first events of every file are scanned
- * for TCP/UDP connects and accepts; each connect whose reversed 4-tuple
- * was accepted on another host says when the same handshake completed on
- * both clocks (to within a round trip). The median per host pair shifts
- * hosts (breadth first from the first host) when it exceeds 1 ms; the
- * call-pair estimate in deps_analyze.c refines what remains. */
+ * NTP. So before the merge, the first events of every file (2^20 in all,
+ * 2^12..2^16 per file) are scanned for TCP/UDP connects and accepts; each
+ * connect whose reversed 4-tuple was accepted on another host says when
+ * the same handshake completed on both clocks (to within a round trip).
+ * The median per host pair shifts hosts (breadth first from the first
+ * host) when it exceeds 1 ms; the call-pair estimate in deps_analyze.c
+ * refines what remains. */
 
-#define DEPS_PRESYNC_EVENTS (1u << 18) /* per file */
-#define DEPS_PRESYNC_SAMPLES 4096u     /* per host pair */
-#define DEPS_PRESYNC_MIN_NS 1000000ll  /* smaller: left to the call-pair estimate */
+#define DEPS_PRESYNC_EVENTS (1u << 20)   /* in all files together ... */
+#define DEPS_PRESYNC_FILE_MIN (1u << 12) /* ... but at least this per file */
+#define DEPS_PRESYNC_FILE_MAX (1u << 16) /* ... and at most this */
+#define DEPS_PRESYNC_SAMPLES 4096u       /* per host pair */
+#define DEPS_PRESYNC_MIN_NS 1000000ll    /* smaller: left to the call-pair estimate */
 
 struct deps_presync_end {
     uint32_t host;
@@ -230,6 +233,12 @@ static void deps_input_presync(struct deps_input *in, int salvage)
     deps_map_init(&ends);
     struct deps_presync_pair *pairs = NULL;
     uint32_t npairs = 0;
+    /* a bounded prefix: the decode cost must stay small next to the merge's */
+    uint32_t per_file = DEPS_PRESYNC_EVENTS / in->nfiles;
+    if (per_file < DEPS_PRESYNC_FILE_MIN)
+        per_file = DEPS_PRESYNC_FILE_MIN;
+    if (per_file > DEPS_PRESYNC_FILE_MAX)
+        per_file = DEPS_PRESYNC_FILE_MAX;
     for (uint32_t f = 0; f < in->nfiles; f++) {
         char err[512];
         struct trace_reader_options o = {.salvage = salvage};
@@ -239,7 +248,7 @@ static void deps_input_presync(struct deps_input *in, int salvage)
         uint32_t host = in->files[f].host;
         int64_t off = in->hosts[host].offset_ns;
         struct trace_event ev;
-        for (uint32_t n = 0; n < DEPS_PRESYNC_EVENTS && trace_reader_next(r, &ev) > 0; n++) {
+        for (uint32_t n = 0; n < per_file && trace_reader_next(r, &ev) > 0; n++) {
             const struct trace_conn_event *c = &ev.u.conn;
             if (ev.type != TRACE_EV_CONN ||
                 (ev.op != TRACE_CONN_ACCEPT && ev.op != TRACE_CONN_CONNECT) ||
