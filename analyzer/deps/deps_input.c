@@ -573,6 +573,14 @@ int deps_input_next(struct deps_input *in, uint32_t *file, struct deps_queued **
         q->n--;
         if (q->n) {
             in->heap[0].key = q->q[q->head].key;
+            /* this FIFO's next slot is read when it comes up again: queued
+             * events are far apart in memory (the reading-ahead holds
+             * megabytes), so fetch it now instead of stalling then */
+            if (q->n > 1) {
+                const char *next = (const char *)&q->q[(q->head + 1) & (q->cap - 1)];
+                __builtin_prefetch(next);
+                __builtin_prefetch(next + 64);
+            }
             deps_heap_down(in, 0);
         } else
             deps_heap_remove_top(in);
