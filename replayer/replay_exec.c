@@ -75,6 +75,9 @@ struct replay_engine {
     pthread_mutex_t db_errors_mu;
     _Atomic uint64_t blocks, db_queries, db_unavailable, call_errors, file_errors;
     _Atomic uint64_t lock_try_failed, locks_left_held, lock_bad_release;
+    /* blocks started and not yet counted: a block's last send reaches the
+     * driver before the block is counted, so STATS waits for these */
+    _Atomic uint64_t in_flight;
     /* bumped by replay_engine_restore_files: threads reopen their cached
      * descriptors, so position-relative ops start from offset 0 again */
     _Atomic uint32_t files_generation;
@@ -449,6 +452,7 @@ int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t 
         return -1;
     }
     const struct plan_block *b = &p->blocks[block];
+    atomic_fetch_add(&e->in_flight, 1);
     uint64_t kind_ns[REPLAY_NKINDS] = {0};
     uint64_t req_left = request_bytes, resp_left = response_bytes;
     uint32_t last_send = UINT32_MAX, nrecv = 0;
@@ -553,6 +557,7 @@ done:
             if (kind_ns[k])
                 atomic_fetch_add(&e->label_ns[(size_t)label * REPLAY_NKINDS + k], kind_ns[k]);
     }
+    atomic_fetch_sub(&e->in_flight, 1);
     return rc;
 }
 
@@ -603,22 +608,32 @@ static void replay_text_json_string(struct replay_text *t, const char *s)
     replay_text_add(t, "\"");
 }
 
+/* How long STATS waits for blocks that already answered to be counted:
+ * the controller asks right after the driver saw the last response, and a
+ * worker counts its block just after its last send. Bounded, because with
+ * --no-deps or a failed driver a block may still be running (reported as
+ * "in_flight"). */
+#define REPLAY_STATS_SETTLE_MS 250
+
 char *replay_engine_stats_json(struct replay_engine *e)
 {
     const struct plan *p = e->plan;
     struct replay_text t = {0};
+    for (int ms = 0; ms < REPLAY_STATS_SETTLE_MS && atomic_load(&e->in_flight); ms++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
     replay_text_add(&t, "{\"component\":");
     replay_text_json_string(&t, plan_string(p, p->components[e->cfg.component].name));
-    replay_text_add(
-        &t,
-        ",\"blocks\":%" PRIu64 ",\"db_queries\":%" PRIu64 ",\"db_unavailable\":%" PRIu64
-        ",\"call_errors\":%" PRIu64 ",\"file_errors\":%" PRIu64 ",\"lock_try_failed\":%" PRIu64
-        ",\"locks_left_held\":%" PRIu64 ",\"lock_bad_release\":%" PRIu64
-        ",\"calls_connections\":%" PRIu64 ",\"labels\":{",
-        atomic_load(&e->blocks), atomic_load(&e->db_queries), atomic_load(&e->db_unavailable),
-        atomic_load(&e->call_errors), atomic_load(&e->file_errors),
-        atomic_load(&e->lock_try_failed), atomic_load(&e->locks_left_held),
-        atomic_load(&e->lock_bad_release), replay_peers_opened(e->peers));
+    replay_text_add(&t,
+                    ",\"blocks\":%" PRIu64 ",\"db_queries\":%" PRIu64 ",\"db_unavailable\":%" PRIu64
+                    ",\"call_errors\":%" PRIu64 ",\"file_errors\":%" PRIu64
+                    ",\"lock_try_failed\":%" PRIu64 ",\"locks_left_held\":%" PRIu64
+                    ",\"lock_bad_release\":%" PRIu64 ",\"calls_connections\":%" PRIu64
+                    ",\"in_flight\":%" PRIu64 ",\"labels\":{",
+                    atomic_load(&e->blocks), atomic_load(&e->db_queries),
+                    atomic_load(&e->db_unavailable), atomic_load(&e->call_errors),
+                    atomic_load(&e->file_errors), atomic_load(&e->lock_try_failed),
+                    atomic_load(&e->locks_left_held), atomic_load(&e->lock_bad_release),
+                    replay_peers_opened(e->peers), atomic_load(&e->in_flight));
     int first = 1;
     for (uint32_t l = 0; l < e->nlabels; l++) {
         uint64_t n = atomic_load(&e->label_blocks[l]);
