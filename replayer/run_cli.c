@@ -98,22 +98,6 @@ static void run_describe_exit(const struct run_child *c, char *out, size_t outle
         snprintf(out, outlen, "exited with status %d", WEXITSTATUS(c->status));
 }
 
-/* The last non-empty line of a log file (what a dead replayer said). */
-static void run_last_line(const char *path, char *out, size_t outlen)
-{
-    out[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = 0;
-        if (line[0])
-            snprintf(out, outlen, "%s", line);
-    }
-    fclose(f);
-}
-
 static int run_spawn(struct run_child *c, char **argv, double timeout_s, char *err, size_t errlen)
 {
     int pfd[2];
@@ -169,7 +153,7 @@ static int run_spawn(struct run_child *c, char **argv, double timeout_s, char *e
     close(pfd[0]);
     if (rc) {
         char last[512];
-        run_last_line(c->log, last, sizeof last);
+        run_log_last_line(c->log, last, sizeof last);
         snprintf(err, errlen, "replayer for component '%s' did not start: %s", c->name,
                  last[0] ? last : "no 'listening' line in time");
     }
@@ -914,7 +898,7 @@ write:
                     run_remote_describe_end(ch->remote, how, sizeof how);
                 else
                     run_describe_exit(ch, how, sizeof how);
-                run_last_line(ch->log, last, sizeof last);
+                run_log_last_line(ch->log, last, sizeof last);
                 fprintf(stderr,
                         "%srun: the replayer for component '%s'%s%s %s during interval %zu%s%s\n",
                         tty ? "\n" : "", ch->name, ch->remote ? " on " : "",

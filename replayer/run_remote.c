@@ -329,8 +329,7 @@ struct run_remote {
     struct run_remote_config cfg; /* host and ssh options, for the cleanup */
 };
 
-/* The last non-empty line of a log (what ssh or the replayer said last). */
-static void run_remote_last_log_line(const char *path, char *out, size_t outlen)
+void run_log_last_line(const char *path, char *out, size_t outlen)
 {
     out[0] = 0;
     FILE *f = fopen(path, "r");
@@ -432,7 +431,7 @@ static void run_remote_failure(const struct run_remote *r, const char *what, int
                                size_t errlen)
 {
     char last[512];
-    run_remote_last_log_line(r->log, last, sizeof last);
+    run_log_last_line(r->log, last, sizeof last);
     if (!last[0] && WIFEXITED(status) && WEXITSTATUS(status) == 255)
         snprintf(last, sizeof last, "ssh failed (status 255)");
     else if (!last[0] && WIFSIGNALED(status))
@@ -574,7 +573,7 @@ static int run_remote_reply(struct run_remote *r, double timeout_s, char *line, 
         char how[400];
         run_remote_describe_end(r, how, sizeof how);
         char last[512];
-        run_remote_last_log_line(r->log, last, sizeof last);
+        run_log_last_line(r->log, last, sizeof last);
         snprintf(err, errlen, "host %s: the remote replayer %s while %s%s%s", r->host, how,
                  waiting_for, last[0] ? ": " : "", last);
     }
@@ -633,7 +632,7 @@ int run_remote_start(struct run_remote *r, const struct run_remote_config *cfg, 
                          err, errlen)) {
         /* copied but not runnable: noexec /tmp, missing libraries... */
         char last[512];
-        run_remote_last_log_line(r->log, last, sizeof last);
+        run_log_last_line(r->log, last, sizeof last);
         if (r->exited && !r->died[0] && WIFEXITED(r->status) && WEXITSTATUS(r->status) != 255)
             snprintf(err, errlen, "host %s: the copied preplay does not run there: %s", r->host,
                      last[0] ? last : "no answer");
@@ -704,7 +703,7 @@ int run_remote_wait_listening(struct run_remote *r, double timeout_s, char *addr
     char line[512];
     if (run_remote_reply(r, timeout_s, line, sizeof line, "starting the replayer", err, errlen)) {
         char last[512];
-        run_remote_last_log_line(r->log, last, sizeof last);
+        run_log_last_line(r->log, last, sizeof last);
         size_t used = strlen(err);
         if (last[0] && !strstr(err, last) && used + 3 < errlen)
             snprintf(err + used, errlen - used, ": %s", last);

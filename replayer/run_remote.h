@@ -83,4 +83,8 @@ void run_remote_describe_end(struct run_remote *r, char *out, size_t outlen);
  * ssh is killed after a few seconds), and frees r. */
 void run_remote_stop(struct run_remote *r);
 
+/* The last non-empty line of a log file (what ssh, the agent or a replayer
+ * said last), for one-line errors; "" when there is none. */
+void run_log_last_line(const char *path, char *out, size_t outlen);
+
 #endif

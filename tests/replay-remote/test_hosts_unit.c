@@ -15,13 +15,11 @@
 #include <cmocka.h>
 
 #include "run_remote.h"
-
-static char hosts_dir[] = "/tmp/test-hosts-XXXXXX";
+#include "test_tmpdir.h"
 
 static const char *hosts_write(const char *name, const char *text)
 {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s", hosts_dir, name);
+    const char *path = test_tmpdir_path(name);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     assert_int_equal(fputs(text, f) >= 0, 1);
@@ -123,24 +121,10 @@ static void test_hosts_errors(void **state)
     assert_int_equal(run_hosts_read(path, &h, err, sizeof err), -1);
     snprintf(want, sizeof want, "%s: no COMPONENT host lines", path);
     assert_string_equal(err, want);
-    snprintf(want, sizeof want, "%s/missing", hosts_dir);
+    snprintf(want, sizeof want, "%s/missing", test_tmpdir());
     assert_int_equal(run_hosts_read(want, &h, err, sizeof err), -1);
     assert_non_null(strstr(err, "No such file or directory"));
     assert_int_equal(strncmp(err, want, strlen(want)), 0);
-}
-
-static int hosts_setup(void **state)
-{
-    (void)state;
-    return mkdtemp(hosts_dir) ? 0 : -1;
-}
-
-static int hosts_teardown(void **state)
-{
-    (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", hosts_dir);
-    return system(cmd) == 0 ? 0 : -1;
 }
 
 int main(void)
@@ -149,5 +133,5 @@ int main(void)
         cmocka_unit_test(test_hosts_forms),
         cmocka_unit_test(test_hosts_errors),
     };
-    return cmocka_run_group_tests(tests, hosts_setup, hosts_teardown);
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -14,26 +14,11 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "test_tmpdir.h"
 #include <zstd.h>
 
 #include "dummy_files.h"
-
-static char test_dir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(test_dir, sizeof test_dir, "/tmp/preplay-dummy-test.XXXXXX");
-    return mkdtemp(test_dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
 
 /* The file's bytes equal the generated content of file i at full length. */
 static void assert_pristine(const char *path, uint32_t i, uint64_t size)
@@ -90,7 +75,7 @@ static void test_names_and_create(void **state)
                                       {"/var/log/app/orders.db", 4097}};
     char err[512];
     char sub[300];
-    snprintf(sub, sizeof sub, "%s/a/b", test_dir); /* created with parents */
+    snprintf(sub, sizeof sub, "%s/a/b", test_tmpdir()); /* created with parents */
     struct dummy_files *d = dummy_files_open(sub, specs, 5, err, sizeof err);
     assert_non_null(d);
     assert_int_equal(dummy_files_count(d), 5);
@@ -121,7 +106,7 @@ static void test_names_and_create(void **state)
 
     /* a directory that is a file */
     char file[300];
-    snprintf(file, sizeof file, "%s/plainfile", test_dir);
+    snprintf(file, sizeof file, "%s/plainfile", test_tmpdir());
     close(open(file, O_CREAT | O_WRONLY, 0644));
     assert_null(dummy_files_open(file, specs, 1, err, sizeof err));
     char want_err[400];
@@ -145,7 +130,7 @@ static void test_restore(void **state)
     (void)state;
     struct dummy_file_spec specs[] = {{"a", 1 << 20}, {"b", 100000}, {"c", 50000}, {"d", 8192}};
     char err[512];
-    struct dummy_files *d = dummy_files_open(test_dir, specs, 4, err, sizeof err);
+    struct dummy_files *d = dummy_files_open(test_tmpdir(), specs, 4, err, sizeof err);
     assert_non_null(d);
     assert_int_equal(dummy_files_create(d, NULL, err, sizeof err), 0);
 
@@ -207,8 +192,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_content),
-        cmocka_unit_test_setup_teardown(test_names_and_create, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_restore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_names_and_create, test_tmpdir_setup,
+                                        test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_restore, test_tmpdir_setup, test_tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

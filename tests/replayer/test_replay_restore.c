@@ -18,28 +18,13 @@
 
 #include <cmocka.h>
 
+#include "test_tmpdir.h"
+
 #include "dummy_files.h"
 #include "replay_exec.h"
 #include "replay_fixture.h"
 
 enum { FILE_SIZE = 65536, READ_END = 100000 + 4096 };
-
-static char test_dir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(test_dir, sizeof test_dir, "/tmp/preplay-restore-test.XXXXXX");
-    return mkdtemp(test_dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
 
 /* Bytes of [off, off+len) of the file equal (want_pristine) or differ from
  * the generated content of file i. */
@@ -81,14 +66,14 @@ static void test_restore_between_intervals(void **state)
     fixture_op(p, fixture_fileop(PLAN_FILE_FSYNC, data, -1, 0));
 
     char err[512];
-    struct dummy_files *ctl = dummy_files_open_plan(test_dir, p, err, sizeof err);
+    struct dummy_files *ctl = dummy_files_open_plan(test_tmpdir(), p, err, sizeof err);
     assert_non_null(ctl);
     assert_int_equal(dummy_files_initial_size(ctl, input), READ_END);
     assert_int_equal(dummy_files_initial_size(ctl, data), FILE_SIZE);
     assert_int_equal(dummy_files_create(ctl, NULL, err, sizeof err), 0);
     const char *path = dummy_files_path(ctl, data);
 
-    struct replay_config cfg = {.plan = p, .component = c, .dir = test_dir, .cpu_ratio = 1};
+    struct replay_config cfg = {.plan = p, .component = c, .dir = test_tmpdir(), .cpu_ratio = 1};
     struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
     assert_non_null(e);
     struct replay_thread *t = replay_thread_new(e);
@@ -126,7 +111,7 @@ static void test_settle_error_names_dir(void **state)
 {
     (void)state;
     char dir[300], err[512] = "";
-    snprintf(dir, sizeof dir, "%s/gone", test_dir);
+    snprintf(dir, sizeof dir, "%s/gone", test_tmpdir());
     struct dummy_file_spec spec = {"x.dat", 10};
     struct dummy_files *d = dummy_files_open(dir, &spec, 1, err, sizeof err);
     assert_non_null(d);
@@ -140,8 +125,10 @@ static void test_settle_error_names_dir(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_restore_between_intervals, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_settle_error_names_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_between_intervals, test_tmpdir_setup,
+                                        test_tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_settle_error_names_dir, test_tmpdir_setup,
+                                        test_tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
