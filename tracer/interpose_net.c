@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "io_events.h"
@@ -50,6 +51,31 @@ TRACER_EXPORT int socket(int domain, int type, int proto)
     return fd;
 }
 
+/* Linux hands an accepted TCP socket the listener's TCP_NODELAY, and
+ * servers rely on it (apache2 sets it once on the listening socket). The
+ * replay needs the option on the connection itself, so an accepted socket
+ * that has it gets a SOCKOPT event as if it had been set there (one
+ * getsockopt per accept; the default, off, is not recorded). */
+static void tracer_accepted_inherited_opts(struct tracer_thread *t, int fd,
+                                           const struct tracer_fd *f, uint64_t now)
+{
+    if (f->proto != TRACE_PROTO_TCP)
+        return;
+    int on = 0;
+    socklen_t len = sizeof on;
+    if (syscall(SYS_getsockopt, fd, IPPROTO_TCP, TCP_NODELAY, &on, &len) != 0 || !on)
+        return;
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_SOCKOPT, 0, now, now);
+    if (!ev)
+        return;
+    ev->u.sockopt.fd = fd;
+    ev->u.sockopt.level = IPPROTO_TCP;
+    ev->u.sockopt.name = TCP_NODELAY;
+    ev->u.sockopt.value = on;
+    ev->u.sockopt.conn_id = f->conn_id;
+    tracer_commit(t);
+}
+
 static int tracer_accepted(struct tracer_thread *t, int lfd, int fd, int err, uint64_t begin)
 {
     uint64_t end = tracer_now_ns();
@@ -59,6 +85,7 @@ static int tracer_accepted(struct tracer_thread *t, int lfd, int fd, int err, ui
         if (f) {
             f->flags |= TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ;
             tracer_conn_ensure(t, fd, f, TRACE_CONN_ACCEPT, begin, end, fd);
+            tracer_accepted_inherited_opts(t, fd, f, end);
         }
     } else {
         (void)err; /* failed accepts (EAGAIN on non-blocking listeners) are no event */

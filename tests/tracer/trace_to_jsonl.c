@@ -92,6 +92,12 @@ static void jsonl_event(struct trace_reader *r, const struct trace_event *ev)
         }
         break;
     }
+    case TRACE_EV_SOCKOPT: {
+        const struct trace_sockopt_event *o = &ev->u.sockopt;
+        printf(",\"fd\":%d,\"level\":%d,\"name\":%d,\"value\":%lld,\"conn_id\":%llu", o->fd,
+               o->level, o->name, (long long)o->value, (unsigned long long)o->conn_id);
+        break;
+    }
     case TRACE_EV_LOCK: {
         const struct trace_lock_event *l = &ev->u.lock;
         printf(",\"kind\":%u,\"mode\":%u,\"result\":%d,\"lock_id\":%llu,\"start\":%lld,"
