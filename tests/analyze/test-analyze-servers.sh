@@ -7,9 +7,12 @@
 # violations, coverage >= 99% (in-request definition, docs/preplay-analyze.md),
 # front-end requests per label = what curl sent, every front-end block calls
 # exactly one backend block, and blocks carry workers within the component's
-# worker count. (2) nginx (event-driven: one worker thread interleaves
-# connections): the violation report names the component, the thread and
-# the events, and the interleaving blocks are flagged, never silent.
+# worker count; the plan then replays with `preplay run` (every label back,
+# one block per request on each tier, the recorded Nagle/delayed-ACK
+# stalls reproduced where they were and only there). (2) nginx (event-driven: one worker
+# thread interleaves connections): the violation report names the
+# component, the thread and the events, and the interleaving blocks are
+# flagged, never silent.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${PREPLAY_BIN:?PREPLAY_BIN not set}
@@ -163,6 +166,58 @@ print("apache2+python: %d requests %s, coverage %.4f, %d+%d blocks, workers fe=%
        comps["frontend"]["workers"], comps["backend"]["workers"]))
 for e in errors:
     print("apache2+python: " + e)
+sys.exit(1 if errors else 0)
+PY
+
+# ---- (1b) the apache2 + Python plan replays: `preplay run` on it ----
+# Both replayers locally, two short intervals, session mode (curl's clients
+# were closed loop: each sent its next request when the answer came, and
+# open-loop arrivals at their recorded times would queue behind the 40 ms
+# stalls below). The Python backend answers headers and body in two sends
+# without TCP_NODELAY, so /small and /medium wait ~40 ms on Nagle and
+# apache2's delayed ACK, while /large (full segments) does not: the replay,
+# sending send by send with the recorded options, must show the same stall
+# where it was and no stall where it was not. Also: every label comes back,
+# nothing fails, each tier ran exactly one block per request.
+"$bin" run "$work/apache.plan" --interval 3s --max-intervals 2 --p0 0.99999 --cpu-ratio 1 \
+    --mode session -o "$work/apache.results.json" >"$work/apache.run.out" 2>"$work/apache.run.err" ||
+    fail "run on the apache2 + Python plan: $(tail -5 "$work/apache.run.err")"
+/usr/bin/python3 - "$work/apache.results.json" "$work/apache.tsv" <<'PY' || fail "apache2 + Python replay"
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+recorded = {}
+for line in open(sys.argv[2]):
+    f = line.rstrip("\n").split("\t")
+    if f[0] == "B" and f[2] == "frontend":
+        recorded.setdefault(f[9], []).append((int(f[6]) - int(f[5])) / 1e9)
+errors = []
+labels = d["labels"]
+if set(labels) != {"GET /small", "GET /medium", "GET /large"}:
+    errors.append("labels %s" % sorted(labels))
+iv = d["intervals"]
+if len(iv) != 2 or any(i["failed"] for i in iv) or any(i["requests"] < 10 for i in iv):
+    errors.append("intervals %s" % iv)
+R = d["resources"]
+for name, l in sorted(labels.items()):
+    if l["count"] != sum(1 for x in d["samples"] if x["label"] == name and x["ok"]):
+        errors.append("%s: count %d vs samples" % (name, l["count"]))
+    for comp in ("frontend", "backend"):
+        got = R.get(comp, {}).get(name, {}).get("blocks")
+        if got != l["count"]:
+            errors.append("%s: %s blocks %s, requests %d" % (comp, name, got, l["count"]))
+    rec = statistics.median(recorded[name])
+    rep = l["median_s"]
+    stall = rec > 0.030
+    print("apache2+python replay: %-11s recorded median %7.2f ms, replayed %7.2f ms (%d requests)"
+          % (name, rec * 1e3, rep * 1e3, l["count"]))
+    if stall and not (rep > 0.030 and abs(rep - rec) <= 0.25 * rec):
+        errors.append("%s: the recorded %.1f ms stall is not reproduced (%.1f ms)" % (name, rec * 1e3, rep * 1e3))
+    if not stall and rep > 0.020:
+        errors.append("%s: %.1f ms replayed, recorded %.1f ms without a stall" % (name, rep * 1e3, rec * 1e3))
+if not any(statistics.median(v) > 0.030 for v in recorded.values()):
+    errors.append("no label stalled in the recording: the test lost its point")
+for e in errors:
+    print("apache2+python replay: " + e)
 sys.exit(1 if errors else 0)
 PY
 
