@@ -102,6 +102,12 @@ struct deps_end {
     /* timing socket options (TCP_NODELAY, TCP_CORK) as last set; *_set = seen */
     uint8_t nodelay_set, cork_set;
     int64_t nodelay, cork;
+    /* SOCKOPT events set on this end between requests by thread
+     * opts_thread, already serving (inside its coverage window): when that
+     * thread serves the end's next block, the block carries them as its
+     * leading SOCKOPT ops, so they count as covered there */
+    uint32_t opts_between_requests;
+    const struct deps_thread *opts_thread;
 };
 
 struct deps_call {
@@ -1131,6 +1137,10 @@ static struct deps_block *deps_block_start(struct deps_state *s, struct deps_thr
          !deps_sockopt_op(s, b, TRACE_IPPROTO_TCP, TRACE_TCP_NODELAY, e->nodelay)) ||
         (e->cork_set && !deps_sockopt_op(s, b, TRACE_IPPROTO_TCP, TRACE_TCP_CORK, e->cork)))
         return NULL;
+    if (e->opts_thread == t)
+        b->covered += e->opts_between_requests;
+    e->opts_between_requests = 0;
+    e->opts_thread = NULL;
     if (!t->serving) {
         t->serving = 1;
         struct deps_proc *p = &s->procs[e->file];
@@ -1667,8 +1677,20 @@ static void deps_on_event(struct deps_state *s, uint32_t file, const struct deps
     case TRACE_EV_SOCKOPT: {
         deps_on_sockopt_state(s, file, ev);
         struct deps_block *b = deps_thread_block(t);
-        if (!b)
+        if (!b) {
+            /* an option set on a connection before its request (after
+             * accept): the end's next block applies it (deps_block_start) */
+            if (t->serving && ev->u.sockopt.conn_id) {
+                struct deps_end *e = deps_map_get(&s->procs[file].ends, ev->u.sockopt.conn_id);
+                if (e && e->opts_thread != t) {
+                    e->opts_thread = t;
+                    e->opts_between_requests = 0;
+                }
+                if (e)
+                    e->opts_between_requests++;
+            }
             return;
+        }
         deps_cover(t, b);
         if (ev->u.sockopt.conn_id != b->end->conn_id)
             return; /* a caller's connection: its NODELAY goes to CALL flags */
