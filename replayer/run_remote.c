@@ -58,6 +58,26 @@ struct run_remote_reader {
     char buf[65536];
 };
 
+/* Waits until rd->fd is readable or the deadline passes, in slices of at
+ * most 200 ms. 1 = readable (or interrupted: read and retry), -1 = deadline
+ * passed (errno ETIMEDOUT) or poll failed. */
+static int run_remote_wait_readable(const struct run_remote_reader *rd, double deadline)
+{
+    for (;;) {
+        double left = deadline - run_remote_now();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd p = {rd->fd, POLLIN, 0};
+        int pr = poll(&p, 1, left > 0.2 ? 200 : (int)(left * 1000) + 1);
+        if (pr < 0 && errno != EINTR)
+            return -1;
+        if (pr != 0)
+            return 1;
+    }
+}
+
 /* 1 = a line in out (without '\n'), 0 = end of input, -1 = deadline or
  * error (errno ETIMEDOUT when the deadline passed), -2 = line too long. */
 static int run_remote_read_line(struct run_remote_reader *rd, double deadline, char *out,
@@ -77,17 +97,8 @@ static int run_remote_read_line(struct run_remote_reader *rd, double deadline, c
         }
         if (rd->len == sizeof rd->buf)
             return -2;
-        double left = deadline - run_remote_now();
-        if (left <= 0) {
-            errno = ETIMEDOUT;
+        if (run_remote_wait_readable(rd, deadline) < 0)
             return -1;
-        }
-        struct pollfd p = {rd->fd, POLLIN, 0};
-        int pr = poll(&p, 1, left > 0.2 ? 200 : (int)(left * 1000) + 1);
-        if (pr < 0 && errno != EINTR)
-            return -1;
-        if (pr <= 0)
-            continue;
         ssize_t got = read(rd->fd, rd->buf + rd->len, sizeof rd->buf - rd->len);
         if (got < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
@@ -105,15 +116,8 @@ static int run_remote_read_exact(struct run_remote_reader *rd, void *dst, size_t
     rd->len -= have;
     memmove(rd->buf, rd->buf + have, rd->len);
     while (have < n) {
-        double left = deadline - run_remote_now();
-        if (left <= 0)
+        if (run_remote_wait_readable(rd, deadline) < 0)
             return -1;
-        struct pollfd p = {rd->fd, POLLIN, 0};
-        int pr = poll(&p, 1, left > 0.2 ? 200 : (int)(left * 1000) + 1);
-        if (pr < 0 && errno != EINTR)
-            return -1;
-        if (pr <= 0)
-            continue;
         ssize_t got = read(rd->fd, (char *)dst + have, n - have);
         if (got < 0 && (errno == EINTR || errno == EAGAIN))
             continue;

@@ -89,6 +89,18 @@ static int tracer_is_db_endpoint(const struct trace_conn_event *c, const struct 
     return 0;
 }
 
+/* The common head of a CONN event (lifecycle and identity alike). */
+static void tracer_conn_event_init(struct trace_event *ev, const struct tracer_thread *t,
+                                   uint8_t op, uint64_t begin_ns, uint64_t end_ns)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->type = TRACE_EV_CONN;
+    ev->op = op;
+    ev->tid = t->tid;
+    ev->ts_ns = begin_ns;
+    ev->dur_ns = end_ns - begin_ns;
+}
+
 uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
                             uint64_t begin_ns, uint64_t end_ns, int64_t result)
 {
@@ -97,12 +109,7 @@ uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f
     if ((f->flags & TRACER_FDF_IDENT_DONE) && op == TRACE_CONN_IDENT)
         return f->conn_id;
     struct trace_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = TRACE_EV_CONN;
-    ev.op = op;
-    ev.tid = t->tid;
-    ev.ts_ns = begin_ns;
-    ev.dur_ns = end_ns - begin_ns;
+    tracer_conn_event_init(&ev, t, op, begin_ns, end_ns);
     struct trace_conn_event *c = &ev.u.conn;
     c->fd = fd;
     c->result = result;
@@ -146,12 +153,7 @@ void tracer_conn_lifecycle(struct tracer_thread *t, int fd, uint64_t conn_id, ui
                            uint8_t op, int64_t result, uint64_t begin_ns, uint64_t end_ns)
 {
     struct trace_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = TRACE_EV_CONN;
-    ev.op = op;
-    ev.tid = t->tid;
-    ev.ts_ns = begin_ns;
-    ev.dur_ns = end_ns - begin_ns;
+    tracer_conn_event_init(&ev, t, op, begin_ns, end_ns);
     ev.u.conn.fd = fd;
     ev.u.conn.conn_id = conn_id;
     ev.u.conn.proto = proto;
