@@ -557,7 +557,7 @@ size_t trace_codec_record_bound(const struct trace_event *ev)
     return n;
 }
 
-size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, uint8_t *out)
+size_t trace_codec_encode_generic(struct trace_codec *c, const struct trace_event *ev, uint8_t *out)
 {
     if (!trace_type_known(ev->type))
         return 0;
@@ -614,6 +614,214 @@ size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, u
     if (trace_codec_update(c, ev, &cur) != 0)
         return (size_t)-1;
     return n;
+}
+
+/* ---- fast encoders for the hot types ------------------------------------- */
+
+/* The collector encodes a CPU event for nearly every other event, and
+ * FILE/NET/SOCKOPT/LOCK/LABEL make up the rest of a server's trace: these
+ * types are encoded by straight-line code instead of the table walk (which
+ * loads and predicts field by field through two switches). Each one writes
+ * exactly the bytes trace_codec_encode_generic writes and updates the state
+ * exactly as trace_codec_update does; tests/trace_encode compares the two on
+ * random event streams. Fields are written at out + TRACE_FAST_HDR_MAX and
+ * the header (type, length, op, mask) is put in front of them once the mask
+ * is known. */
+#define TRACE_FAST_HDR_MAX 7 /* type 1 + length varint <= 2 + op 1 + mask varint <= 3 */
+
+struct trace_fast_rec {
+    uint8_t *fields; /* out + TRACE_FAST_HDR_MAX */
+    size_t n;
+    uint64_t mask;
+};
+
+static inline void trace_fast_field(struct trace_fast_rec *r, unsigned i, uint64_t v, uint64_t pred)
+{
+    if (v != pred) {
+        r->mask |= (uint64_t)1 << i;
+        r->n += trace_put_varint(r->fields + r->n, trace_zigzag(v - pred));
+    }
+}
+
+/* Common fields 0-4 (FORMAT.md §6.2) and the common state update. */
+static inline void trace_fast_common(struct trace_codec *c, struct trace_codec_thread *t,
+                                     const struct trace_event *ev, struct trace_fast_rec *r)
+{
+    trace_fast_field(r, 0, ev->tid, c->prev_tid);
+    trace_fast_field(r, 1, ev->ts_ns, t->end_ts);
+    trace_fast_field(r, 2, ev->dur_ns, 0);
+    trace_fast_field(r, 3, ev->flags, 0);
+    trace_fast_field(r, 4, ev->stack_id, 0);
+    c->prev_tid = ev->tid;
+    t->end_ts = ev->ts_ns + ev->dur_ns;
+}
+
+static inline uint64_t trace_fast_i32(int32_t v)
+{
+    return (uint64_t)(int64_t)v;
+}
+
+static inline uint64_t trace_fast_nonneg(int64_t v)
+{
+    return v >= 0 ? (uint64_t)v : 0;
+}
+
+/* Puts the header in front of the fields; returns the record's size. */
+static inline size_t trace_fast_finish(const struct trace_event *ev, struct trace_fast_rec *r,
+                                       uint8_t *out)
+{
+    uint8_t hdr[TRACE_FAST_HDR_MAX];
+    size_t nmask = trace_put_varint(hdr + 4, r->mask); /* scratch: the mask's bytes */
+    size_t len = 1 + nmask + r->n;
+    size_t h = 0;
+    hdr[h++] = ev->type;
+    if (len < 0x80) {
+        hdr[h++] = (uint8_t)len;
+    } else {
+        hdr[h++] = (uint8_t)(len | 0x80);
+        hdr[h++] = (uint8_t)(len >> 7); /* len < 2^14: fields are < 200 bytes */
+    }
+    hdr[h++] = ev->op;
+    memmove(hdr + h, hdr + 4, nmask);
+    h += nmask;
+    if (h < TRACE_FAST_HDR_MAX)
+        memmove(out + h, out + TRACE_FAST_HDR_MAX, r->n);
+    memcpy(out, hdr, h);
+    return h + r->n;
+}
+
+static size_t trace_fast_cpu(struct trace_codec *c, struct trace_codec_thread *t,
+                             const struct trace_event *ev, uint8_t *out)
+{
+    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    trace_fast_common(c, t, ev, &r);
+    return trace_fast_finish(ev, &r, out);
+}
+
+static size_t trace_fast_lock(struct trace_codec *c, struct trace_codec_thread *t,
+                              const struct trace_event *ev, uint8_t *out)
+{
+    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    const struct trace_lock_event *l = &ev->u.lock;
+    trace_fast_common(c, t, ev, &r);
+    trace_fast_field(&r, 5, l->kind, t->lock_kind);
+    trace_fast_field(&r, 6, l->mode, t->lock_mode);
+    trace_fast_field(&r, 7, trace_fast_i32(l->result), 0);
+    trace_fast_field(&r, 8, l->lock_id, t->lock_id);
+    trace_fast_field(&r, 9, (uint64_t)l->start, 0);
+    trace_fast_field(&r, 10, (uint64_t)l->len, 0);
+    t->lock_kind = l->kind;
+    t->lock_mode = l->mode;
+    t->lock_id = l->lock_id;
+    return trace_fast_finish(ev, &r, out);
+}
+
+static size_t trace_fast_label(struct trace_codec *c, struct trace_codec_thread *t,
+                               const struct trace_event *ev, uint8_t *out)
+{
+    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    trace_fast_common(c, t, ev, &r);
+    trace_fast_field(&r, 5, ev->u.label.conn_id, 0);
+    trace_fast_field(&r, 6, ev->u.label.label_id, 0);
+    return trace_fast_finish(ev, &r, out);
+}
+
+static size_t trace_fast_file(struct trace_codec *c, struct trace_codec_thread *t,
+                              struct trace_codec_fd *d, const struct trace_event *ev, uint8_t *out)
+{
+    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    const struct trace_file_event *f = &ev->u.file;
+    trace_fast_common(c, t, ev, &r);
+    trace_fast_field(&r, 5, trace_fast_i32(f->fd), t->file_fd);
+    trace_fast_field(&r, 6, (uint64_t)f->result, 0);
+    trace_fast_field(&r, 7, f->size, trace_fast_nonneg(f->result));
+    trace_fast_field(&r, 8, (uint64_t)f->offset, d->next_offset);
+    trace_fast_field(&r, 9, f->file_size, d->file_size);
+    trace_fast_field(&r, 10, f->dev, d->dev);
+    trace_fast_field(&r, 11, f->ino, d->ino);
+    trace_fast_field(&r, 12, f->path_id, 0);
+    trace_fast_field(&r, 13, f->open_flags, 0);
+    trace_fast_field(&r, 14, trace_fast_i32(f->fd2), UINT64_MAX);
+    t->file_fd = trace_fast_i32(f->fd);
+    d->dev = f->dev;
+    d->ino = f->ino;
+    d->file_size = f->file_size;
+    if (f->offset >= 0) {
+        uint64_t done = trace_fast_nonneg(f->result);
+        uint64_t end = (uint64_t)f->offset + done;
+        d->next_offset = end;
+        if ((ev->op == TRACE_FILE_WRITE || ev->op == TRACE_FILE_PWRITE) && done &&
+            end > f->file_size)
+            d->file_size = end;
+    }
+    return trace_fast_finish(ev, &r, out);
+}
+
+static size_t trace_fast_net(struct trace_codec *c, struct trace_codec_thread *t,
+                             struct trace_codec_fd *d, const struct trace_event *ev, uint8_t *out)
+{
+    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    const struct trace_net_event *nt = &ev->u.net;
+    trace_fast_common(c, t, ev, &r);
+    trace_fast_field(&r, 5, trace_fast_i32(nt->fd), t->net_fd);
+    trace_fast_field(&r, 6, (uint64_t)nt->result, 0);
+    trace_fast_field(&r, 7, nt->size, trace_fast_nonneg(nt->result));
+    trace_fast_field(&r, 8, nt->conn_id, d->conn_id);
+    trace_fast_field(&r, 9, nt->msg_flags, d->msg_flags);
+    trace_fast_field(&r, 10, nt->nmsgs, 0);
+    t->net_fd = trace_fast_i32(nt->fd);
+    d->conn_id = nt->conn_id;
+    d->msg_flags = nt->msg_flags;
+    return trace_fast_finish(ev, &r, out);
+}
+
+static size_t trace_fast_sockopt(struct trace_codec *c, struct trace_codec_thread *t,
+                                 struct trace_codec_fd *d, const struct trace_event *ev,
+                                 uint8_t *out)
+{
+    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    const struct trace_sockopt_event *so = &ev->u.sockopt;
+    trace_fast_common(c, t, ev, &r);
+    trace_fast_field(&r, 5, trace_fast_i32(so->fd), t->net_fd);
+    trace_fast_field(&r, 6, trace_fast_i32(so->level), 0);
+    trace_fast_field(&r, 7, trace_fast_i32(so->name), 0);
+    trace_fast_field(&r, 8, (uint64_t)so->value, 0);
+    trace_fast_field(&r, 9, so->conn_id, d->conn_id);
+    t->net_fd = trace_fast_i32(so->fd);
+    d->conn_id = so->conn_id;
+    return trace_fast_finish(ev, &r, out);
+}
+
+size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, uint8_t *out)
+{
+    unsigned type = ev->type;
+    if (type != TRACE_EV_CPU && type != TRACE_EV_LOCK && type != TRACE_EV_FILE &&
+        type != TRACE_EV_NET && type != TRACE_EV_SOCKOPT && type != TRACE_EV_LABEL)
+        return trace_codec_encode_generic(c, ev, out);
+    struct trace_codec_thread *t = trace_codec_thread_state(c, ev->tid);
+    if (!t)
+        return (size_t)-1;
+    struct trace_codec_fd *d = NULL;
+    switch (type) {
+    case TRACE_EV_CPU:
+        return trace_fast_cpu(c, t, ev, out);
+    case TRACE_EV_LOCK:
+        return trace_fast_lock(c, t, ev, out);
+    case TRACE_EV_LABEL:
+        return trace_fast_label(c, t, ev, out);
+    case TRACE_EV_FILE:
+        if (!(d = trace_codec_fd_state(c, (uint32_t)ev->u.file.fd)))
+            return (size_t)-1;
+        return trace_fast_file(c, t, d, ev, out);
+    case TRACE_EV_NET:
+        if (!(d = trace_codec_fd_state(c, (uint32_t)ev->u.net.fd)))
+            return (size_t)-1;
+        return trace_fast_net(c, t, d, ev, out);
+    default: /* TRACE_EV_SOCKOPT */
+        if (!(d = trace_codec_fd_state(c, (uint32_t)ev->u.sockopt.fd)))
+            return (size_t)-1;
+        return trace_fast_sockopt(c, t, d, ev, out);
+    }
 }
 
 /* ---- decoding ----------------------------------------------------------- */

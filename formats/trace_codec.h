@@ -172,6 +172,12 @@ size_t trace_codec_record_bound(const struct trace_event *ev);
  * bytes written, 0 when ev is invalid (unknown type), or (size_t)-1 when
  * memory runs out. */
 size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, uint8_t *out);
+/* The table-driven encoder every type falls back to; trace_codec_encode
+ * takes straight-line paths for the hot types (CPU, FILE, NET, SOCKOPT,
+ * LOCK, LABEL) that must write the same bytes. Exposed for the tests that
+ * hold the two to that. */
+size_t trace_codec_encode_generic(struct trace_codec *c, const struct trace_event *ev,
+                                  uint8_t *out);
 
 enum trace_codec_result {
     TRACE_CODEC_OK = 0,
