@@ -325,10 +325,12 @@ void trace_codec_reset(struct trace_codec *c)
     c->cached_fdstate = NULL;
 }
 
-static struct trace_codec_thread *trace_codec_thread_state(struct trace_codec *c, uint64_t tid)
+/* Lookups of the per-frame states: the one-entry cache is checked inline
+ * (consecutive records are mostly of one thread and one descriptor), the
+ * map only on a miss. */
+static struct trace_codec_thread *trace_codec_thread_state_lookup(struct trace_codec *c,
+                                                                  uint64_t tid)
 {
-    if (c->cached_thread && c->cached_tid == tid)
-        return c->cached_thread;
     int inserted;
     uint32_t *slot = trace_u64map_upsert(&c->thread_index, tid, (uint32_t)c->nthreads, &inserted);
     if (!slot)
@@ -349,10 +351,8 @@ static struct trace_codec_thread *trace_codec_thread_state(struct trace_codec *c
     return c->cached_thread;
 }
 
-static struct trace_codec_fd *trace_codec_fd_state(struct trace_codec *c, uint64_t fd)
+static struct trace_codec_fd *trace_codec_fd_state_lookup(struct trace_codec *c, uint64_t fd)
 {
-    if (c->cached_fdstate && c->cached_fd == fd)
-        return c->cached_fdstate;
     int inserted;
     uint32_t *slot = trace_u64map_upsert(&c->fd_index, fd, (uint32_t)c->nfds, &inserted);
     if (!slot)
@@ -371,6 +371,21 @@ static struct trace_codec_fd *trace_codec_fd_state(struct trace_codec *c, uint64
     c->cached_fd = fd;
     c->cached_fdstate = &c->fds[*slot];
     return c->cached_fdstate;
+}
+
+static inline struct trace_codec_thread *trace_codec_thread_state(struct trace_codec *c,
+                                                                  uint64_t tid)
+{
+    if (c->cached_thread && c->cached_tid == tid)
+        return c->cached_thread;
+    return trace_codec_thread_state_lookup(c, tid);
+}
+
+static inline struct trace_codec_fd *trace_codec_fd_state(struct trace_codec *c, uint64_t fd)
+{
+    if (c->cached_fdstate && c->cached_fd == fd)
+        return c->cached_fdstate;
+    return trace_codec_fd_state_lookup(c, fd);
 }
 
 /* The descriptor whose state a FILE/NET/SOCKOPT/CONN event predicts from. */
@@ -624,15 +639,16 @@ size_t trace_codec_encode_generic(struct trace_codec *c, const struct trace_even
  * loads and predicts field by field through two switches). Each one writes
  * exactly the bytes trace_codec_encode_generic writes and updates the state
  * exactly as trace_codec_update does; tests/trace_encode compares the two on
- * random event streams. Fields are written at out + TRACE_FAST_HDR_MAX and
- * the header (type, length, op, mask) is put in front of them once the mask
- * is known. */
-#define TRACE_FAST_HDR_MAX 7 /* type 1 + length varint <= 2 + op 1 + mask varint <= 3 */
+ * random event streams. Fields go to a local buffer first (the mask comes
+ * before them and is known last), then one fixed-size copy puts them after
+ * the header: it may write scratch bytes past the record, within the
+ * TRACE_RECORD_FIXED_MAX bytes the caller provides. */
+#define TRACE_FAST_FIELDS_MAX 160 /* 15 fields (FILE) of at most 10 varint bytes */
 
 struct trace_fast_rec {
-    uint8_t *fields; /* out + TRACE_FAST_HDR_MAX */
     size_t n;
     uint64_t mask;
+    uint8_t fields[TRACE_FAST_FIELDS_MAX];
 };
 
 static inline void trace_fast_field(struct trace_fast_rec *r, unsigned i, uint64_t v, uint64_t pred)
@@ -647,6 +663,8 @@ static inline void trace_fast_field(struct trace_fast_rec *r, unsigned i, uint64
 static inline void trace_fast_common(struct trace_codec *c, struct trace_codec_thread *t,
                                      const struct trace_event *ev, struct trace_fast_rec *r)
 {
+    r->n = 0;
+    r->mask = 0;
     trace_fast_field(r, 0, ev->tid, c->prev_tid);
     trace_fast_field(r, 1, ev->ts_ns, t->end_ts);
     trace_fast_field(r, 2, ev->dur_ns, 0);
@@ -666,42 +684,39 @@ static inline uint64_t trace_fast_nonneg(int64_t v)
     return v >= 0 ? (uint64_t)v : 0;
 }
 
-/* Puts the header in front of the fields; returns the record's size. */
-static inline size_t trace_fast_finish(const struct trace_event *ev, struct trace_fast_rec *r,
-                                       uint8_t *out)
+/* Writes the header (type, length, op, mask) and the fields; `copy` is a
+ * constant per type (its largest field bytes, rounded up). */
+static inline size_t trace_fast_finish(const struct trace_event *ev, const struct trace_fast_rec *r,
+                                       uint8_t *out, size_t copy)
 {
-    uint8_t hdr[TRACE_FAST_HDR_MAX];
-    size_t nmask = trace_put_varint(hdr + 4, r->mask); /* scratch: the mask's bytes */
+    size_t nmask = r->mask < 0x80 ? 1 : r->mask < 0x4000 ? 2 : 3; /* mask < 2^15 */
     size_t len = 1 + nmask + r->n;
     size_t h = 0;
-    hdr[h++] = ev->type;
+    out[h++] = ev->type;
     if (len < 0x80) {
-        hdr[h++] = (uint8_t)len;
+        out[h++] = (uint8_t)len;
     } else {
-        hdr[h++] = (uint8_t)(len | 0x80);
-        hdr[h++] = (uint8_t)(len >> 7); /* len < 2^14: fields are < 200 bytes */
+        out[h++] = (uint8_t)(len | 0x80);
+        out[h++] = (uint8_t)(len >> 7); /* len < 2^14: fields are < 160 bytes */
     }
-    hdr[h++] = ev->op;
-    memmove(hdr + h, hdr + 4, nmask);
-    h += nmask;
-    if (h < TRACE_FAST_HDR_MAX)
-        memmove(out + h, out + TRACE_FAST_HDR_MAX, r->n);
-    memcpy(out, hdr, h);
+    out[h++] = ev->op;
+    h += trace_put_varint(out + h, r->mask);
+    memcpy(out + h, r->fields, copy);
     return h + r->n;
 }
 
 static size_t trace_fast_cpu(struct trace_codec *c, struct trace_codec_thread *t,
                              const struct trace_event *ev, uint8_t *out)
 {
-    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    struct trace_fast_rec r;
     trace_fast_common(c, t, ev, &r);
-    return trace_fast_finish(ev, &r, out);
+    return trace_fast_finish(ev, &r, out, 64);
 }
 
 static size_t trace_fast_lock(struct trace_codec *c, struct trace_codec_thread *t,
                               const struct trace_event *ev, uint8_t *out)
 {
-    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    struct trace_fast_rec r;
     const struct trace_lock_event *l = &ev->u.lock;
     trace_fast_common(c, t, ev, &r);
     trace_fast_field(&r, 5, l->kind, t->lock_kind);
@@ -713,23 +728,23 @@ static size_t trace_fast_lock(struct trace_codec *c, struct trace_codec_thread *
     t->lock_kind = l->kind;
     t->lock_mode = l->mode;
     t->lock_id = l->lock_id;
-    return trace_fast_finish(ev, &r, out);
+    return trace_fast_finish(ev, &r, out, 112);
 }
 
 static size_t trace_fast_label(struct trace_codec *c, struct trace_codec_thread *t,
                                const struct trace_event *ev, uint8_t *out)
 {
-    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    struct trace_fast_rec r;
     trace_fast_common(c, t, ev, &r);
     trace_fast_field(&r, 5, ev->u.label.conn_id, 0);
     trace_fast_field(&r, 6, ev->u.label.label_id, 0);
-    return trace_fast_finish(ev, &r, out);
+    return trace_fast_finish(ev, &r, out, 80);
 }
 
 static size_t trace_fast_file(struct trace_codec *c, struct trace_codec_thread *t,
                               struct trace_codec_fd *d, const struct trace_event *ev, uint8_t *out)
 {
-    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    struct trace_fast_rec r;
     const struct trace_file_event *f = &ev->u.file;
     trace_fast_common(c, t, ev, &r);
     trace_fast_field(&r, 5, trace_fast_i32(f->fd), t->file_fd);
@@ -754,13 +769,13 @@ static size_t trace_fast_file(struct trace_codec *c, struct trace_codec_thread *
             end > f->file_size)
             d->file_size = end;
     }
-    return trace_fast_finish(ev, &r, out);
+    return trace_fast_finish(ev, &r, out, 160);
 }
 
 static size_t trace_fast_net(struct trace_codec *c, struct trace_codec_thread *t,
                              struct trace_codec_fd *d, const struct trace_event *ev, uint8_t *out)
 {
-    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    struct trace_fast_rec r;
     const struct trace_net_event *nt = &ev->u.net;
     trace_fast_common(c, t, ev, &r);
     trace_fast_field(&r, 5, trace_fast_i32(nt->fd), t->net_fd);
@@ -772,14 +787,14 @@ static size_t trace_fast_net(struct trace_codec *c, struct trace_codec_thread *t
     t->net_fd = trace_fast_i32(nt->fd);
     d->conn_id = nt->conn_id;
     d->msg_flags = nt->msg_flags;
-    return trace_fast_finish(ev, &r, out);
+    return trace_fast_finish(ev, &r, out, 112);
 }
 
 static size_t trace_fast_sockopt(struct trace_codec *c, struct trace_codec_thread *t,
                                  struct trace_codec_fd *d, const struct trace_event *ev,
                                  uint8_t *out)
 {
-    struct trace_fast_rec r = {out + TRACE_FAST_HDR_MAX, 0, 0};
+    struct trace_fast_rec r;
     const struct trace_sockopt_event *so = &ev->u.sockopt;
     trace_fast_common(c, t, ev, &r);
     trace_fast_field(&r, 5, trace_fast_i32(so->fd), t->net_fd);
@@ -789,7 +804,7 @@ static size_t trace_fast_sockopt(struct trace_codec *c, struct trace_codec_threa
     trace_fast_field(&r, 9, so->conn_id, d->conn_id);
     t->net_fd = trace_fast_i32(so->fd);
     d->conn_id = so->conn_id;
-    return trace_fast_finish(ev, &r, out);
+    return trace_fast_finish(ev, &r, out, 112);
 }
 
 size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, uint8_t *out)

@@ -566,6 +566,13 @@ int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
 {
     if (w->failed)
         return -1;
+    /* The collector's common case, one call per event: a fixed-size record
+     * in a plain file whose chunk has room (what trace_writer_reserve would
+     * find without doing anything). */
+    if (!w->ring && ev->type != TRACE_EV_NONE && ev->type < TRACE_EV_TYPE_COUNT &&
+        ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK &&
+        w->raw_len + TRACE_RECORD_FIXED_MAX <= w->frame_bytes)
+        return trace_writer_put(w, ev, 0);
     if (ev->type == TRACE_EV_NONE || ev->type >= TRACE_EV_TYPE_COUNT)
         return trace_writer_fail(w, "event type %u is not a trace event type", ev->type);
     if (ev->type == TRACE_EV_STRING &&

@@ -419,6 +419,46 @@ static int collector_append(struct collector *c, struct collector_process *p,
     return 0;
 }
 
+/* Hands the drained bytes back to the ring's producer and wakes it if it
+ * waits for room. */
+static int collector_release_ring(struct tracer_ring *r, uint64_t tail)
+{
+    atomic_store_explicit(&r->tail, tail, memory_order_release);
+    if (atomic_load_explicit(&r->producer_waiting, memory_order_acquire)) {
+        atomic_store_explicit(&r->producer_waiting, 0, memory_order_release);
+        syscall(SYS_futex, &r->producer_waiting, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    }
+    return 0;
+}
+
+/* The event an EVENT record holds (its prefix of struct trace_event, the
+ * rest zero), with STRING/STACK bytes pointing into the ring. */
+static const struct trace_event *collector_expand_event(const struct tracer_record_header *h,
+                                                        uint32_t size, struct trace_event *ev)
+{
+    size_t ev_bytes = size - sizeof *h;
+    if (ev_bytes < sizeof *ev) {
+        memcpy(ev, (const unsigned char *)h + sizeof *h, ev_bytes);
+        memset((unsigned char *)ev + ev_bytes, 0, sizeof *ev - ev_bytes);
+    } else {
+        memcpy(ev, (const unsigned char *)h + sizeof *h, sizeof *ev);
+    }
+    ev->data = NULL;
+    if ((ev->type == TRACE_EV_STRING || ev->type == TRACE_EV_STACK) && ev_bytes >= sizeof *ev) {
+        size_t room = ev_bytes - sizeof *ev;
+        size_t want =
+            ev->type == TRACE_EV_STRING ? ev->u.string.len : (size_t)ev->u.stack.nframes * 8;
+        if (want > room)
+            want = 0;
+        ev->data = (const unsigned char *)h + sizeof *h + sizeof *ev;
+        if (ev->type == TRACE_EV_STRING)
+            ev->u.string.len = (uint32_t)want;
+        else
+            ev->u.stack.nframes = (uint32_t)(want / 8);
+    }
+    return ev;
+}
+
 /* Drains ring `idx` of region r up to `limit` (bytes ever produced). */
 static int collector_drain_ring(struct collector *c, struct collector_process *p,
                                 struct collector_region *reg, unsigned idx, uint64_t limit)
@@ -430,6 +470,13 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
     if (limit - tail > TRACER_RING_DATA_BYTES / 4 ||
         atomic_load_explicit(&r->producer_waiting, memory_order_relaxed))
         c->ring_pressure = 1;
+    if (tail == limit)
+        return collector_release_ring(r, tail);
+    struct trace_event cpu_ev, lock_ev, full_ev;
+    memset(&cpu_ev, 0, sizeof cpu_ev);
+    cpu_ev.type = TRACE_EV_CPU;
+    memset(&lock_ev, 0, sizeof lock_ev);
+    lock_ev.type = TRACE_EV_LOCK;
     while (tail < limit) {
         uint64_t pos = tail % TRACER_RING_DATA_BYTES;
         const struct tracer_record_header *h = (const void *)(r->data + pos);
@@ -458,72 +505,53 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
             collector_append(c, p, &loss);
             return -1;
         }
-        /* Records hold a prefix of struct trace_event (common fields and
-         * the type's union member); STRING/STACK hold it whole plus bytes;
-         * a compact LOCK record is expanded to the event it stands for. */
-        size_t ev_bytes = size - sizeof *h;
-        struct trace_event ev;
-        int have_event = 0;
-        if ((h->kind & 0xffu) == TRACER_REC_LOCK && idx != 0 &&
-            size >= sizeof(struct tracer_lock_record)) {
-            const struct tracer_lock_record *lr = (const void *)h;
-            memset(&ev, 0, sizeof ev);
-            ev.type = TRACE_EV_LOCK;
-            ev.op = (uint8_t)(h->kind >> 8);
-            ev.tid = r->tid;
-            ev.ts_ns = lr->ts_ns;
-            ev.u.lock.kind = (uint8_t)(h->kind >> 16);
-            ev.u.lock.mode = (uint8_t)(h->kind >> 24);
-            ev.u.lock.lock_id = lr->lock_id;
-            have_event = 1;
-        } else if (h->kind == TRACER_REC_EVENT && ev_bytes >= offsetof(struct trace_event, u)) {
-            memset(&ev, 0, sizeof ev);
-            memcpy(&ev, (const unsigned char *)h + sizeof *h,
-                   ev_bytes < sizeof ev ? ev_bytes : sizeof ev);
-            ev.data = NULL;
-            if ((ev.type == TRACE_EV_STRING || ev.type == TRACE_EV_STACK) &&
-                ev_bytes >= sizeof ev) {
-                size_t room = size - sizeof *h - sizeof ev;
-                size_t want =
-                    ev.type == TRACE_EV_STRING ? ev.u.string.len : (size_t)ev.u.stack.nframes * 8;
-                if (want > room)
-                    want = 0;
-                ev.data = (const unsigned char *)h + sizeof *h + sizeof ev;
-                if (ev.type == TRACE_EV_STRING)
-                    ev.u.string.len = (uint32_t)want;
-                else
-                    ev.u.stack.nframes = (uint32_t)(want / 8);
+        /* One switch on the record's kind (low byte). Records hold a
+         * prefix of struct trace_event (common fields and the type's union
+         * member); STRING/STACK hold it whole plus bytes; a compact LOCK
+         * record is expanded to the event it stands for. The events are
+         * built in place in per-call templates whose other fields stay
+         * zero, so no record pays for clearing a whole struct trace_event. */
+        const struct trace_event *ev = NULL;
+        switch (h->kind & 0xffu) {
+        case TRACER_REC_LOCK:
+            if (idx != 0 && size >= sizeof(struct tracer_lock_record)) {
+                const struct tracer_lock_record *lr = (const void *)h;
+                lock_ev.op = (uint8_t)(h->kind >> 8);
+                lock_ev.tid = r->tid;
+                lock_ev.ts_ns = lr->ts_ns;
+                lock_ev.u.lock.kind = (uint8_t)(h->kind >> 16);
+                lock_ev.u.lock.mode = (uint8_t)(h->kind >> 24);
+                lock_ev.u.lock.lock_id = lr->lock_id;
+                ev = &lock_ev;
             }
-            have_event = 1;
+            break;
+        case TRACER_REC_EVENT:
+            if (h->kind == TRACER_REC_EVENT && size - sizeof *h >= offsetof(struct trace_event, u))
+                ev = collector_expand_event(h, size, &full_ev);
+            break;
+        default: /* PAD, or a kind this collector does not know: skipped */
+            break;
         }
-        if (have_event) {
+        if (ev) {
             if (h->cpu_before_ns && idx != 0) {
-                struct trace_event cpu;
-                memset(&cpu, 0, sizeof cpu);
-                cpu.type = TRACE_EV_CPU;
-                cpu.tid = ev.tid;
-                cpu.dur_ns = h->cpu_before_ns;
+                cpu_ev.tid = ev->tid;
+                cpu_ev.dur_ns = h->cpu_before_ns;
                 uint64_t start = reg->last_end_ns[idx];
-                if (!start || start > ev.ts_ns)
-                    start = ev.ts_ns > h->cpu_before_ns ? ev.ts_ns - h->cpu_before_ns : 0;
-                cpu.ts_ns = start;
-                if (collector_append(c, p, &cpu) != 0)
+                if (!start || start > ev->ts_ns)
+                    start = ev->ts_ns > h->cpu_before_ns ? ev->ts_ns - h->cpu_before_ns : 0;
+                cpu_ev.ts_ns = start;
+                if (collector_append(c, p, &cpu_ev) != 0)
                     return -1;
             }
             if (idx != 0)
-                reg->last_end_ns[idx] = ev.ts_ns + ev.dur_ns;
-            if (collector_append(c, p, &ev) != 0)
+                reg->last_end_ns[idx] = ev->ts_ns + ev->dur_ns;
+            if (collector_append(c, p, ev) != 0)
                 return -1;
         }
         tail += size;
         c->drained_records++;
     }
-    atomic_store_explicit(&r->tail, tail, memory_order_release);
-    if (atomic_load_explicit(&r->producer_waiting, memory_order_acquire)) {
-        atomic_store_explicit(&r->producer_waiting, 0, memory_order_release);
-        syscall(SYS_futex, &r->producer_waiting, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
-    }
-    return 0;
+    return collector_release_ring(r, tail);
 }
 
 static int collector_note_loss_counter(struct collector *c, struct collector_process *p,
