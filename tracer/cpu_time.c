@@ -13,7 +13,7 @@
 const struct cpuclock_tsc *tracer_cpu_time_tsc;
 static struct cpuclock_table tracer_cpu_table;
 static int tracer_cpu_have_table;
-static __thread struct cpuclock_thread tracer_cpu_thread __attribute__((tls_model("initial-exec")));
+__thread struct cpuclock_thread tracer_cpu_thread __attribute__((tls_model("initial-exec")));
 
 void tracer_cpu_time_attach(int map_fd)
 {
@@ -45,13 +45,6 @@ void tracer_cpu_time_release_thread(void)
 void tracer_cpu_time_after_fork(void)
 {
     tracer_cpu_thread.mode = CPUCLOCK_MODE_NONE;
-}
-
-uint64_t tracer_cpu_time_now(uint64_t now_ns)
-{
-    if (tracer_cpu_thread.mode == CPUCLOCK_MODE_NONE)
-        tracer_cpu_time_claim_thread((uint32_t)syscall(SYS_gettid));
-    return cpuclock_thread_now(&tracer_cpu_thread, now_ns, NULL);
 }
 
 int tracer_cpu_time_exact(void)

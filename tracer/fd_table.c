@@ -10,8 +10,8 @@
 
 #include "tracer_core.h"
 
-static struct tracer_fd *tracer_fds;
-static _Atomic int tracer_fds_state; /* 0 unmapped, 1 mapping, 2 ready, -1 failed */
+struct tracer_fd *tracer_fds;
+_Atomic int tracer_fds_state;
 
 static struct tracer_fd *tracer_fd_table(void)
 {

@@ -14,6 +14,8 @@
 #ifndef PREPLAY_TRACER_FD_TABLE_H
 #define PREPLAY_TRACER_FD_TABLE_H
 
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define TRACER_FD_MAX 65536
@@ -56,6 +58,20 @@ struct tracer_fd {
 
 /* Entry for fd, or NULL when fd is out of range or the table is unavailable. */
 struct tracer_fd *tracer_fd_get(int fd);
+
+/* The table once mapped (the hot path's view: NULL until the first
+ * tracer_fd_get maps it, which the slow path does). */
+extern struct tracer_fd *tracer_fds;
+extern _Atomic int tracer_fds_state; /* 0 unmapped, 1 mapping, 2 ready, -1 failed */
+
+/* tracer_fd_get without mapping: the entry when the table is ready. */
+static inline struct tracer_fd *tracer_fd_peek(int fd)
+{
+    if ((unsigned)fd >= TRACER_FD_MAX ||
+        atomic_load_explicit(&tracer_fds_state, memory_order_acquire) != 2)
+        return NULL;
+    return &tracer_fds[fd];
+}
 /* Entry for fd, classified (one fstat when it was unknown). */
 struct tracer_fd *tracer_fd_classify(int fd);
 /* Forget everything about fd (it was closed). */

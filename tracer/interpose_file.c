@@ -292,6 +292,11 @@ TRACER_EXPORT int dup3(int fd, int fd2, int flags)
         return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
     ssize_t r = realcall;                                                                          \
+    uint64_t end = tracer_now_ns();                                                                \
+    if (TRACER_LIKELY(tracer_io_fast(t, fd, DIR, (OFFSET), (SIZE), r, 0, 0, begin, end))) {        \
+        tracer_event_end(t, end);                                                                  \
+        return r;                                                                                  \
+    }                                                                                              \
     int err = errno;                                                                               \
     struct tracer_io io = {.fd = fd,                                                               \
                            .dir = DIR,                                                             \
@@ -301,9 +306,9 @@ TRACER_EXPORT int dup3(int fd, int fd2, int flags)
                            .iov = (IOV),                                                           \
                            .iovcnt = (IOVCNT),                                                     \
                            .begin_ns = begin,                                                      \
-                           .end_ns = tracer_now_ns()};                                             \
+                           .end_ns = end};                                                         \
     tracer_io_record(t, &io);                                                                      \
-    tracer_event_end(t, io.end_ns);                                                                \
+    tracer_event_end(t, end);                                                                      \
     errno = err;                                                                                   \
     return r;
 

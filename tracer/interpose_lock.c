@@ -34,12 +34,32 @@ TRACER_REAL(int, flock, (int, int))
 TRACER_REAL(int, fcntl, (int, int, ...))
 TRACER_REAL(int, fcntl64, (int, int, ...))
 
-static void tracer_lock_event(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_t mode,
-                              uint64_t id, int result, uint64_t begin, uint64_t end, int64_t start,
-                              int64_t len)
+/* Any lock event as a full LOCK record (the general case of
+ * tracer_lock_event). */
+static __attribute__((noinline)) void
+tracer_lock_event_full(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_t mode, uint64_t id,
+                       int result, uint64_t begin, uint64_t end, int64_t start, int64_t len)
 {
-    /* The common case, a lock taken or released at once, as a 32-byte
-     * compact record (four stores); the collector expands it. */
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_LOCK, op, begin, end);
+    if (!ev)
+        return;
+    ev->u.lock.kind = kind;
+    ev->u.lock.mode = mode;
+    ev->u.lock.lock_id = id;
+    ev->u.lock.result = result;
+    ev->u.lock.start = start;
+    ev->u.lock.len = len;
+    if (result != 0)
+        ev->flags |= TRACE_F_ERROR;
+    tracer_commit(t);
+}
+
+/* Inlined into every wrapper: the common case, a lock taken or released at
+ * once, is a 32-byte compact record (four stores) the collector expands. */
+static inline __attribute__((always_inline)) void
+tracer_lock_event(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_t mode, uint64_t id,
+                  int result, uint64_t begin, uint64_t end, int64_t start, int64_t len)
+{
     if (TRACER_LIKELY(result == 0 && end == begin && start == 0 && len == 0 &&
                       !tracer_global.control->stack_depth)) {
         tracer_busy_enter(t);
@@ -56,18 +76,7 @@ static void tracer_lock_event(struct tracer_thread *t, uint8_t op, uint8_t kind,
         }
         tracer_busy_leave(t);
     }
-    struct trace_event *ev = tracer_event_new(t, TRACE_EV_LOCK, op, begin, end);
-    if (!ev)
-        return;
-    ev->u.lock.kind = kind;
-    ev->u.lock.mode = mode;
-    ev->u.lock.lock_id = id;
-    ev->u.lock.result = result;
-    ev->u.lock.start = start;
-    ev->u.lock.len = len;
-    if (result != 0)
-        ev->flags |= TRACE_F_ERROR;
-    tracer_commit(t);
+    tracer_lock_event_full(t, op, kind, mode, id, result, begin, end, start, len);
 }
 
 /* Blocking acquire of a pthread lock: try first, block only when busy. The

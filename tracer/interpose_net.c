@@ -232,6 +232,12 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
         return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
     RTYPE r = realcall;                                                                            \
+    uint64_t end = tracer_now_ns();                                                                \
+    if (TRACER_LIKELY(tracer_io_fast(t, fd, DIR, -1, (SIZE), (int64_t)r, (uint32_t)(FLAGS),        \
+                                     (NMSGS), begin, end))) {                                      \
+        tracer_event_end(t, end);                                                                  \
+        return r;                                                                                  \
+    }                                                                                              \
     int err = errno;                                                                               \
     struct tracer_io io = {.fd = fd,                                                               \
                            .dir = DIR,                                                             \
@@ -243,9 +249,9 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
                            .iov = (IOV),                                                           \
                            .iovcnt = (IOVCNT),                                                     \
                            .begin_ns = begin,                                                      \
-                           .end_ns = tracer_now_ns()};                                             \
+                           .end_ns = end};                                                         \
     tracer_io_record(t, &io);                                                                      \
-    tracer_event_end(t, io.end_ns);                                                                \
+    tracer_event_end(t, end);                                                                      \
     errno = err;                                                                                   \
     return r;
 

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "fd_table.h"
@@ -30,6 +32,130 @@ struct tracer_io {
 
 /* Records the call described by io (thread t has already begun the event). */
 void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io);
+
+_Static_assert(sizeof(struct trace_file_event) == 64 &&
+                   offsetof(struct trace_file_event, fd2) == 60,
+               "tracer_io_fast stores every field of a FILE record: update it with the struct");
+_Static_assert(offsetof(struct trace_net_event, nmsgs) == 32 &&
+                   sizeof(struct trace_net_event) == 40,
+               "tracer_io_fast stores every field of a NET record: update it with the struct");
+
+/* The common transfers, written inline with no call: a successful read or
+ * write of a descriptor already known as a file, pipe or character device,
+ * or as a socket whose identity was written and that needs no request label
+ * or DB parsing now, with no stacks wanted and room in the ring. Returns 1
+ * when the record was written, 0 when the caller must take
+ * tracer_io_record (which covers everything, these cases included, and
+ * writes the same record). Touches neither errno nor any lock. */
+static inline __attribute__((always_inline)) int
+tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t explicit_offset,
+               uint64_t size, int64_t result, uint32_t msg_flags, uint32_t nmsgs, uint64_t begin_ns,
+               uint64_t end_ns)
+{
+    struct tracer_fd *f = tracer_fd_peek(fd);
+    if (TRACER_UNLIKELY(result < 0 || !f))
+        return 0;
+    const struct tracer_control *ctl = tracer_global.control;
+    if (TRACER_UNLIKELY(ctl->stack_depth))
+        return 0;
+    struct trace_event *ev;
+    if (f->kind == TRACER_FD_SOCKET) {
+        /* the first transfer writes the identity; request starts and DB
+         * connections are parsed by the general path */
+        if (TRACER_UNLIKELY((f->flags & (TRACER_FDF_IDENT_DONE | TRACER_FDF_DB)) !=
+                                TRACER_FDF_IDENT_DONE ||
+                            (dir == TRACER_IO_IN && (f->flags & TRACER_FDF_EXPECT_REQ)) ||
+                            !(ctl->only_mask & TRACER_ONLY_NET)))
+            return 0;
+        enum { NET_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_net_event) };
+        enum { NEED = (sizeof(struct tracer_record_header) + NET_BYTES + 7) & ~7u };
+        tracer_busy_enter(t);
+        struct tracer_record_header *h = tracer_reserve_fast(t, NEED);
+        if (TRACER_UNLIKELY(!h)) {
+            tracer_busy_leave(t);
+            return 0;
+        }
+        h->size = NEED;
+        h->kind = TRACER_REC_EVENT;
+        h->cpu_before_ns = tracer_pending_cpu;
+        tracer_pending_cpu = 0;
+        ev = (struct trace_event *)(h + 1);
+        ev->type = TRACE_EV_NET;
+        ev->op = dir == TRACER_IO_OUT ? TRACE_NET_SEND : TRACE_NET_RECV;
+        ev->flags = (msg_flags & MSG_MORE) ? TRACE_F_MSG_MORE : 0;
+        /* every byte of the record is stored (no memset: field stores are
+         * cheaper than its call or rep-stos); the struct's tail padding too */
+        memset((char *)&ev->u.net.nmsgs, 0,
+               sizeof ev->u.net - offsetof(struct trace_net_event, nmsgs));
+        ev->u.net.fd = fd;
+        ev->u.net.conn_id = f->conn_id;
+        ev->u.net.size = size;
+        ev->u.net.result = result;
+        ev->u.net.msg_flags = msg_flags;
+        ev->u.net.nmsgs = nmsgs;
+        if (dir == TRACER_IO_OUT && (f->flags & TRACER_FDF_ACCEPTED) && result > 0) {
+            f->flags |= TRACER_FDF_EXPECT_REQ; /* the next bytes in start a request */
+            f->label_len = 0;
+        }
+    } else if (f->kind == TRACER_FD_FILE || f->kind == TRACER_FD_OTHER) {
+        if (TRACER_UNLIKELY(!(ctl->only_mask & TRACER_ONLY_FILE) || f->dup_next_plus1 ||
+                            (f->kind == TRACER_FD_FILE && ctl->path_filter[0] && !f->path_id)))
+            return 0;
+        enum { FILE_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_file_event) };
+        enum { NEED = (sizeof(struct tracer_record_header) + FILE_BYTES + 7) & ~7u };
+        tracer_busy_enter(t);
+        struct tracer_record_header *h = tracer_reserve_fast(t, NEED);
+        if (TRACER_UNLIKELY(!h)) {
+            tracer_busy_leave(t);
+            return 0;
+        }
+        h->size = NEED;
+        h->kind = TRACER_REC_EVENT;
+        h->cpu_before_ns = tracer_pending_cpu;
+        tracer_pending_cpu = 0;
+        ev = (struct trace_event *)(h + 1);
+        ev->type = TRACE_EV_FILE;
+        ev->flags = 0;
+        struct trace_file_event *fe = &ev->u.file;
+        fe->open_flags = 0;
+        fe->fd2 = 0;
+        fe->fd = fd;
+        fe->size = size;
+        fe->result = result;
+        fe->dev = f->dev;
+        fe->ino = f->ino;
+        fe->path_id = f->path_id;
+        fe->file_size = f->size;
+        int64_t off = explicit_offset;
+        if (off >= 0) {
+            ev->op = dir == TRACER_IO_OUT ? TRACE_FILE_PWRITE : TRACE_FILE_PREAD;
+        } else {
+            ev->op = dir == TRACER_IO_OUT ? TRACE_FILE_WRITE : TRACE_FILE_READ;
+            if (f->kind == TRACER_FD_FILE) {
+                if (dir == TRACER_IO_OUT && (f->flags & TRACER_FDF_APPEND))
+                    f->offset = (int64_t)f->size;
+                off = f->offset;
+                f->offset += result;
+            }
+        }
+        if (f->kind == TRACER_FD_FILE) {
+            fe->offset = off;
+            if (dir == TRACER_IO_OUT && result > 0 && (uint64_t)(off + result) > f->size)
+                f->size = (uint64_t)(off + result);
+        } else {
+            fe->offset = -1;
+        }
+    } else {
+        return 0; /* not classified yet: the general path asks fstat once */
+    }
+    ev->tid = t->tid;
+    ev->ts_ns = begin_ns;
+    ev->dur_ns = end_ns > begin_ns ? end_ns - begin_ns : 0;
+    memset((char *)&ev->stack_id, 0,
+           offsetof(struct trace_event, u) - offsetof(struct trace_event, stack_id));
+    tracer_commit(t);
+    return 1;
+}
 
 /* Emits the CONN event for a socket (identity via getsockname/getpeername)
  * if not done yet, and returns its conn_id (0 if not a socket). */

@@ -25,9 +25,11 @@
 #include "trace_event.h"
 
 #define TRACER_SHM_MAGIC 0x70726570u /* "prep" */
-#define TRACER_SHM_VERSION 2u
+#define TRACER_SHM_VERSION 3u
 #define TRACER_RING_COUNT 257u /* ring 0 + 256 thread rings */
-#define TRACER_RING_BYTES (1024u * 1024u)
+/* A ring is its 64-byte header and 1 MiB of data: a power of two, so a
+ * record's place is head & (size - 1) on the hot path, not a division. */
+#define TRACER_RING_BYTES (1024u * 1024u + 64u)
 #define TRACER_CONTROL_BYTES 4096u
 
 enum tracer_ring_state {
@@ -82,6 +84,9 @@ struct tracer_ring {
 };
 
 #define TRACER_RING_DATA_BYTES (TRACER_RING_BYTES - sizeof(struct tracer_ring))
+_Static_assert(sizeof(struct tracer_ring) == 64, "ring header is one cache line");
+_Static_assert((TRACER_RING_DATA_BYTES & (TRACER_RING_DATA_BYTES - 1)) == 0,
+               "ring data size must be a power of two");
 #define TRACER_REGION_BYTES                                                                        \
     ((uint64_t)TRACER_CONTROL_BYTES + (uint64_t)TRACER_RING_COUNT * TRACER_RING_BYTES)
 

@@ -25,7 +25,7 @@
 
 struct tracer_state tracer_global;
 
-static __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
+__thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tracer_thread_key;
 static int tracer_key_ready;
 static int tracer_drop_local; /* collector stopped draining: drop from now on */
@@ -260,14 +260,10 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
     return NULL;
 }
 
-struct tracer_thread *tracer_enter(uint32_t family)
+/* The rare cases of tracer_enter (tracer_core.h): nested in a signal
+ * handler, or the thread has no ring of this process generation yet. */
+struct tracer_thread *tracer_enter_slow(struct tracer_thread *t)
 {
-    struct tracer_thread *t = &tracer_tls;
-    if (TRACER_UNLIKELY(!tracer_global.active))
-        return NULL;
-    struct tracer_control *ctl = tracer_global.control;
-    if (!atomic_load_explicit(&ctl->enabled, memory_order_relaxed) || !(ctl->only_mask & family))
-        return NULL;
     if (TRACER_UNLIKELY(t->busy)) {
         /* A signal handler's traced call interrupted us mid-record: it
          * cannot be written now, so it is counted as lost (the trace says
@@ -277,24 +273,22 @@ struct tracer_thread *tracer_enter(uint32_t family)
             atomic_fetch_add_explicit(&t->ring->lost_nested, 1, memory_order_relaxed);
         return NULL;
     }
-    if (TRACER_UNLIKELY(!t->ring || t->claimed_gen != tracer_global.generation)) {
-        tracer_busy_enter(t);
-        t->ring = NULL;
-        t->has_cpu = 0;
-        tracer_gettid();
-        struct tracer_ring *r = tracer_thread_claim(t);
-        tracer_busy_leave(t);
-        if (!r)
-            return NULL;
-        uint64_t now = tracer_now_ns();
-        struct trace_event *ev = tracer_reserve(t, 0);
-        if (ev) {
-            ev->type = TRACE_EV_THREAD_START;
-            ev->tid = t->tid;
-            ev->ts_ns = now;
-            ev->u.thread.parent_tid = t->parent_tid;
-            tracer_commit(t);
-        }
+    tracer_busy_enter(t);
+    t->ring = NULL;
+    t->has_cpu = 0;
+    tracer_gettid();
+    struct tracer_ring *r = tracer_thread_claim(t);
+    tracer_busy_leave(t);
+    if (!r)
+        return NULL;
+    uint64_t now = tracer_now_ns();
+    struct trace_event *ev = tracer_reserve(t, 0);
+    if (ev) {
+        ev->type = TRACE_EV_THREAD_START;
+        ev->tid = t->tid;
+        ev->ts_ns = now;
+        ev->u.thread.parent_tid = t->parent_tid;
+        tracer_commit(t);
     }
     return t;
 }
@@ -302,33 +296,6 @@ struct tracer_thread *tracer_enter(uint32_t family)
 /* ---- the event write path ---------------------------------------------- */
 
 __thread uint64_t tracer_pending_cpu __attribute__((tls_model("initial-exec")));
-
-uint64_t tracer_event_begin(struct tracer_thread *t)
-{
-    uint64_t now = tracer_now_ns();
-    t->begin_ns = now;
-    if (tracer_global.control->only_mask & TRACER_ONLY_CPU) {
-        uint64_t cpu = tracer_cpu_time_now(now);
-        if (t->has_cpu && cpu > t->cpu_at_last_end)
-            tracer_pending_cpu += cpu - t->cpu_at_last_end;
-        t->cpu_at_last_end = cpu;
-        t->has_cpu = cpu != 0;
-    }
-    return now;
-}
-
-/* When the call produced no record (e.g. EAGAIN), the CPU segment simply
- * continues: the next record carries the time from tracer_event_begin on. */
-void tracer_event_end(struct tracer_thread *t, uint64_t end_ns)
-{
-    if (!t->recorded)
-        return;
-    t->recorded = 0;
-    t->last_end_ns = end_ns;
-    /* end == begin (an uncontended lock): the CPU value read at begin holds */
-    if (t->has_cpu && end_ns != t->begin_ns)
-        t->cpu_at_last_end = tracer_cpu_time_now(end_ns);
-}
 
 void tracer_set_parent_tid(uint32_t parent)
 {
@@ -471,15 +438,6 @@ struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_b
 struct trace_event *tracer_reserve(struct tracer_thread *t, size_t extra)
 {
     return tracer_reserve_bytes(t, sizeof(struct trace_event), extra);
-}
-
-void tracer_commit(struct tracer_thread *t)
-{
-    struct tracer_ring *r = t->ring;
-    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    atomic_store_explicit(&r->head, head + t->pending_size, memory_order_release);
-    t->recorded = 1;
-    tracer_busy_leave(t);
 }
 
 /* ---- ring 0: definitions and strings ------------------------------------ */

@@ -82,9 +82,30 @@ extern struct tracer_state tracer_global;
 
 void *tracer_resolve(const char *name);
 
+/* The calling thread's state (initial-exec TLS: one %fs-relative access). */
+extern __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
+
+/* CPU ns the next record carries (its cpu_before_ns), accumulated by
+ * tracer_event_begin; the record that takes it zeroes it. */
+extern __thread uint64_t tracer_pending_cpu __attribute__((tls_model("initial-exec")));
+
+struct tracer_thread *tracer_enter_slow(struct tracer_thread *t);
+
 /* Returns the calling thread's state if an event of `family` (TRACER_ONLY_*)
- * should be traced now, else NULL. Claims a ring on first use. */
-struct tracer_thread *tracer_enter(uint32_t family);
+ * should be traced now, else NULL. Claims a ring on first use. Inline: it
+ * runs before every wrapped call, and the common answer takes a few loads. */
+static inline struct tracer_thread *tracer_enter(uint32_t family)
+{
+    if (TRACER_UNLIKELY(!tracer_global.active))
+        return NULL;
+    struct tracer_control *ctl = tracer_global.control;
+    if (!atomic_load_explicit(&ctl->enabled, memory_order_relaxed) || !(ctl->only_mask & family))
+        return NULL;
+    struct tracer_thread *t = &tracer_tls;
+    if (TRACER_LIKELY(!t->busy && t->ring && t->claimed_gen == tracer_global.generation))
+        return t;
+    return tracer_enter_slow(t);
+}
 
 /* CLOCK_MONOTONIC nanoseconds: rdtsc converted with the collector's
  * calibration when there is one (~2x cheaper), else the vDSO. */
@@ -98,15 +119,52 @@ static inline uint64_t tracer_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Starts an event at `now`: remembers the CPU time the thread used since
- * its previous event ended (attached to the next record written). */
-uint64_t tracer_event_begin(struct tracer_thread *t);
+/* Starts an event: remembers the CPU time the thread used since its
+ * previous event ended (attached to the next record written). Returns the
+ * event's start, CLOCK_MONOTONIC ns. */
+static inline __attribute__((always_inline)) uint64_t tracer_event_begin(struct tracer_thread *t)
+{
+    uint64_t now = tracer_now_ns();
+    t->begin_ns = now;
+    if (tracer_global.control->only_mask & TRACER_ONLY_CPU) {
+        uint64_t cpu = tracer_cpu_time_now(now);
+        if (t->has_cpu && cpu > t->cpu_at_last_end)
+            tracer_pending_cpu += cpu - t->cpu_at_last_end;
+        t->cpu_at_last_end = cpu;
+        t->has_cpu = cpu != 0;
+    }
+    return now;
+}
+
+/* Ends an event: the next CPU segment starts at `end_ns`. When the call
+ * produced no record (e.g. EAGAIN), the CPU segment simply continues: the
+ * next record carries the time from tracer_event_begin on. */
+static inline __attribute__((always_inline)) void tracer_event_end(struct tracer_thread *t,
+                                                                   uint64_t end_ns)
+{
+    if (!t->recorded)
+        return;
+    t->recorded = 0;
+    t->last_end_ns = end_ns;
+    /* end == begin (an uncontended lock): the CPU value read at begin holds */
+    if (t->has_cpu && end_ns != t->begin_ns)
+        t->cpu_at_last_end = tracer_cpu_time_now(end_ns);
+}
 
 /* Reserves room for an event with `extra` trailing bytes in the thread's
  * ring and returns the zero-filled event to fill in, or NULL (drop mode and
  * full, or no ring). Must be followed by tracer_commit when non-NULL. */
 struct trace_event *tracer_reserve(struct tracer_thread *t, size_t extra);
-void tracer_commit(struct tracer_thread *t);
+
+/* Publishes the record reserved last (the collector may read it now). */
+static inline void tracer_commit(struct tracer_thread *t)
+{
+    struct tracer_ring *r = t->ring;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    atomic_store_explicit(&r->head, head + t->pending_size, memory_order_release);
+    t->recorded = 1;
+    tracer_busy_leave(t);
+}
 /* Same, reserving only the first event_bytes of struct trace_event. */
 struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_bytes, size_t extra);
 
@@ -137,16 +195,11 @@ static inline size_t tracer_event_bytes(uint8_t type)
 #undef TRACER_EV_BYTES
 }
 
-/* CPU ns the next record carries (its cpu_before_ns), accumulated by
- * tracer_event_begin; the record that takes it zeroes it. */
-extern __thread uint64_t tracer_pending_cpu __attribute__((tls_model("initial-exec")));
-
 /* Fast path for a small record of `need` bytes (a multiple of 8) in the
  * thread's ring, for callers that hold the busy mark: the record's place
  * when it fits before the ring's end in the free space last seen, else NULL
  * (the caller takes the general path, which waits, pads or drops). Commit
- * with tracer_commit. No modulo-free trick: the ring size is not a power of
- * two, and one multiply-shift is cheaper than keeping a second cursor. */
+ * with tracer_commit. The ring size is a power of two: the modulo is a mask. */
 static inline void *tracer_reserve_fast(struct tracer_thread *t, uint32_t need)
 {
     struct tracer_ring *r = t->ring;
@@ -158,9 +211,6 @@ static inline void *tracer_reserve_fast(struct tracer_thread *t, uint32_t need)
     t->pending_size = need;
     return r->data + pos;
 }
-
-/* Ends an event: the next CPU segment starts at `end_ns`. */
-void tracer_event_end(struct tracer_thread *t, uint64_t end_ns);
 
 /* --stacks: id of the calling thread's current stack (0: none). stacks.c */
 uint32_t tracer_stack_id(uint32_t depth);
