@@ -52,12 +52,18 @@ struct collector_process {
     int nregions;
     uint64_t events;
     int write_failed; /* the trace could not be written: events are discarded */
+    size_t poll_slot; /* index in collector.pollfds during collector_poll, 0 = none */
     char path[4096];
 };
 
 /* The trace files' zstd level: the collector competes with the app for CPU,
  * and a fast level costs a few percent of bytes for a sixth of its CPU. */
 #define COLLECTOR_ZSTD_LEVEL (-1)
+
+/* The longest gap between two drains while rings fill slowly (a longer
+ * estimate is cut to it): a burst after a quiet spell waits at most this
+ * long for room (nginx at saturation drains every ~7 ms). */
+#define COLLECTOR_MAX_DRAIN_GAP_NS 10000000ull
 
 struct collector {
     struct collector_options opt;
@@ -76,8 +82,11 @@ struct collector {
     int ring_pressure;        /* a ring was > 1/4 full this round, or a producer waited */
     uint64_t round_max_bytes; /* most bytes one ring held at this round's drain */
     uint64_t round_start_ns;  /* CLOCK_MONOTONIC at the start of the last round */
-    uint64_t nap_ns;          /* the next round's sleep (rate-adapted) */
-    int write_failed_pending; /* a trace write failed since the last collector_poll */
+    uint64_t nap_ns;          /* from the last drain to the next (rate-adapted), 0 = unknown */
+    struct pollfd *pollfds;   /* listening socket + live pidfds (collector_poll) */
+    size_t poll_cap;
+    struct pollfd listen_pollfd; /* the poll set when pollfds cannot be allocated */
+    int write_failed_pending;    /* a trace write failed since the last collector_poll */
     uint64_t tsc_recalibrated_ns;
     char cpu_clock_note[256]; /* why the fallback is used, when it is */
     char error[512];
@@ -655,70 +664,122 @@ static int collector_close_process(struct collector *c, struct collector_process
     return rc;
 }
 
-int collector_poll(struct collector *c, int timeout_ms)
+/* Fills c->pollfds with the listening socket and the pidfd of every live
+ * process (p->poll_slot = its index); returns how many. When the array
+ * cannot grow, only the socket is polled and processes are checked one by
+ * one as before. */
+static size_t collector_poll_set(struct collector *c)
 {
-    /* Back to back while some ring came back more than a quarter full
-     * (producers would soon wait on us), else the caller's timeout: every
-     * round scans every ring and costs the app CPU, so we wake no more
-     * often than the rings need (docs/benchmarks.md: nginx at saturation). */
-    /* Between those, the nap adapts to the fastest ring: the bytes it
-     * held at the last round over the time since the round before give its
-     * fill rate, and we come back before it is a quarter full, so a tight
-     * producer meets a drained ring instead of waiting for the next tick
-     * (producers cannot wake us: we sleep in ppoll on the listening socket,
-     * and an eventfd in the app would be at the mercy of its close loops). */
-    struct pollfd pfd = {.fd = c->listen_fd, .events = POLLIN};
-    uint64_t nap_ns = (uint64_t)timeout_ms * 1000000u;
-    if (c->ring_pressure)
-        nap_ns = 0;
-    else if (c->nap_ns && c->nap_ns < nap_ns)
-        nap_ns = c->nap_ns;
-    struct timespec nap = {.tv_sec = (time_t)(nap_ns / 1000000000u),
-                           .tv_nsec = (long)(nap_ns % 1000000000u)};
-    ppoll(&pfd, 1, &nap, NULL);
-    uint64_t round_start = collector_clock(CLOCK_MONOTONIC);
-    if (c->round_start_ns && round_start > c->round_start_ns && c->round_max_bytes) {
-        /* ns until the fastest ring holds a quarter of its room at the last
-         * round's rate, never below 100 us (the round's own cost) */
-        uint64_t span = round_start - c->round_start_ns;
-        double fill_ns =
-            (double)(TRACER_RING_DATA_BYTES / 4) * (double)span / (double)c->round_max_bytes;
-        c->nap_ns = fill_ns < 100000.0 ? 100000u : (uint64_t)fill_ns;
-    } else {
-        c->nap_ns = 0;
-    }
-    c->round_start_ns = round_start;
-    c->round_max_bytes = 0;
-    c->drained_records = 0;
-    c->ring_pressure = 0;
-    if (c->cpu_clock_bpf) {
-        /* keep the shared TSC conversion on CLOCK_MONOTONIC (NTP slews it) */
-        uint64_t now = collector_clock(CLOCK_MONOTONIC);
-        if (now - c->tsc_recalibrated_ns > 1000000000ull) {
-            struct cpuclock_table *t = cpuclock_bpf_table();
-            if (t)
-                cpuclock_tsc_recalibrate(&t->header->tsc, 1000000000ull);
-            c->tsc_recalibrated_ns = now;
+    if (c->poll_cap < c->nprocs + 1) {
+        size_t ncap = c->nprocs + 16;
+        struct pollfd *old = c->pollfds == &c->listen_pollfd ? NULL : c->pollfds;
+        struct pollfd *n = realloc(old, ncap * sizeof *n);
+        if (n) {
+            c->pollfds = n;
+            c->poll_cap = ncap;
         }
     }
-    collector_accept_all(c);
+    if (!c->pollfds) {
+        c->listen_pollfd = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
+        c->pollfds = &c->listen_pollfd;
+        c->poll_cap = 1;
+    }
+    size_t n = 0;
+    c->pollfds[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
+    for (size_t i = 0; i < c->nprocs && n < c->poll_cap; i++) {
+        struct collector_process *p = c->procs[i];
+        if (!p->writer || p->exited || p->pidfd < 0)
+            continue;
+        p->poll_slot = n;
+        c->pollfds[n++] = (struct pollfd){.fd = p->pidfd, .events = POLLIN};
+    }
+    return n;
+}
+
+int collector_poll(struct collector *c, int timeout_ms)
+{
+    /* Rings are drained back to back while some ring came back more than
+     * a quarter full (producers would soon wait on us). Between those,
+     * drains follow the fastest ring: the bytes it held at the last drain
+     * over the time since the drain before give its fill rate, and the next
+     * drain comes before it is a quarter full (never sooner than 100 us,
+     * never later than COLLECTOR_MAX_DRAIN_GAP_NS), so a tight producer
+     * meets a drained ring instead of waiting for the next tick (producers
+     * cannot wake us: an eventfd in the app would be at the mercy of its
+     * close loops). A call that comes before the next drain is due only
+     * sleeps, accepts registrations and notices exits: every drain scans
+     * every ring and costs the app CPU (docs/benchmarks.md: nginx at
+     * saturation). One ppoll waits on the listening socket and every live
+     * process's pidfd, so a registration or an exit ends the nap, and
+     * accept4 is only called when a registration waits (a failed accept4
+     * allocates and frees a socket inode: 13% of the collector's CPU on
+     * nginx when it ran every round). */
+    uint64_t now = collector_clock(CLOCK_MONOTONIC);
+    uint64_t wait_ns = (uint64_t)timeout_ms * 1000000u;
+    if (c->ring_pressure) {
+        wait_ns = 0;
+    } else if (c->nap_ns) {
+        uint64_t since = now - c->round_start_ns;
+        uint64_t due = since < c->nap_ns ? c->nap_ns - since : 0;
+        if (due < wait_ns)
+            wait_ns = due;
+    }
+    size_t npoll = collector_poll_set(c);
+    struct timespec nap = {.tv_sec = (time_t)(wait_ns / 1000000000u),
+                           .tv_nsec = (long)(wait_ns % 1000000000u)};
+    int ready = ppoll(c->pollfds, npoll, &nap, NULL);
+    if (ready > 0 && (c->pollfds[0].revents & POLLIN))
+        collector_accept_all(c);
+    uint64_t round_start = collector_clock(CLOCK_MONOTONIC);
+    int drain = c->ring_pressure || !c->nap_ns || round_start - c->round_start_ns >= c->nap_ns;
+    if (drain) {
+        if (c->round_start_ns && round_start > c->round_start_ns && c->round_max_bytes) {
+            /* ns until the fastest ring holds a quarter of its room at the
+             * last drain's rate */
+            uint64_t span = round_start - c->round_start_ns;
+            double fill_ns =
+                (double)(TRACER_RING_DATA_BYTES / 4) * (double)span / (double)c->round_max_bytes;
+            c->nap_ns = fill_ns < 100000.0                             ? 100000u
+                        : fill_ns > (double)COLLECTOR_MAX_DRAIN_GAP_NS ? COLLECTOR_MAX_DRAIN_GAP_NS
+                                                                       : (uint64_t)fill_ns;
+        } else {
+            c->nap_ns = 0;
+        }
+        c->round_start_ns = round_start;
+        c->round_max_bytes = 0;
+        c->drained_records = 0;
+        c->ring_pressure = 0;
+    }
+    if (c->cpu_clock_bpf && round_start - c->tsc_recalibrated_ns > 1000000000ull) {
+        /* keep the shared TSC conversion on CLOCK_MONOTONIC (NTP slews it) */
+        struct cpuclock_table *t = cpuclock_bpf_table();
+        if (t)
+            cpuclock_tsc_recalibrate(&t->header->tsc, 1000000000ull);
+        c->tsc_recalibrated_ns = round_start;
+    }
     int rc = 0;
     for (size_t i = 0; i < c->nprocs; i++) {
         struct collector_process *p = c->procs[i];
         if (!p->writer)
             continue;
         int gone = p->exited;
-        if (!gone && p->pidfd >= 0) {
+        if (!gone && p->poll_slot) {
+            gone = ready > 0 && c->pollfds[p->poll_slot].revents != 0;
+        } else if (!gone && p->pidfd >= 0) {
+            /* registered during this call: not in the poll set yet */
             struct pollfd q = {.fd = p->pidfd, .events = POLLIN};
             gone = poll(&q, 1, 0) > 0;
         } else if (!gone && kill((pid_t)p->pid, 0) != 0 && errno == ESRCH) {
             gone = 1;
         }
+        p->poll_slot = 0;
         if (gone) {
             if (collector_close_process(c, p) != 0)
                 rc = -1;
             continue;
         }
+        if (!drain)
+            continue;
         for (int j = 0; j < p->nregions; j++)
             if (collector_drain_region(c, p, p->regions[j], 0) != 0)
                 rc = -1;
@@ -809,6 +870,8 @@ int collector_finish(struct collector *c, char *err, size_t errlen)
     if (c->cpu_clock_bpf)
         cpuclock_bpf_unload();
     free(c->procs);
+    if (c->pollfds != &c->listen_pollfd)
+        free(c->pollfds);
     free(c);
     return rc;
 }
