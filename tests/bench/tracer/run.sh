@@ -67,6 +67,11 @@ else
   coll_threads=2 coll_iters=1000000 fid_ms=3000
 fi
 
+# every mode: the CPU benchmark kernels `record` runs before the app starts
+# (~1.5 s per recording, ~7 s under ASan) measure nothing this benchmark
+# reports and were most of the quick run's time
+record_opts=(-q --no-cpu-scores)
+
 work=$(mktemp -d /tmp/preplay-bench-tracer.XXXXXX)
 chmod 755 "$work" # nginx workers run as nobody and read the document root here
 bg_pids=()
@@ -130,7 +135,7 @@ for m in "${loop_modes[@]}"; do
     out=$(bounded 120 "untraced $m loop" "$loops" loop "$m" "$iters" "$loop_runs" "$work")
     b=$(median_of "$out")
     bases+=" $b"
-    out=$(bounded 300 "traced $m loop" "$preplay" record -q -o "$work/t-$m" -- "$loops" loop "$m" "$iters" "$loop_runs" "$work")
+    out=$(bounded 300 "traced $m loop" "$preplay" record "${record_opts[@]}" -o "$work/t-$m" -- "$loops" loop "$m" "$iters" "$loop_runs" "$work")
     sust+=" $(calc "$(median_of "$out") - $b" 2)"
     check_trace "$work/t-$m" "$m" "$iters" "$loop_runs"
     if [ "$m" = write ] && [ "$rep" = 1 ]; then
@@ -142,7 +147,7 @@ for m in "${loop_modes[@]}"; do
     [ "$m" = pingpong ] && continue
     out=$(bounded 120 "untraced $m bursts" "$loops" loop "$m" "$burst_iters" "$burst_runs" "$work" "$burst")
     b=$(burst_median_of "$out")
-    out=$(bounded 300 "traced $m bursts" "$preplay" record -q -o "$work/b-$m" -- "$loops" loop "$m" "$burst_iters" "$burst_runs" "$work" "$burst")
+    out=$(bounded 300 "traced $m bursts" "$preplay" record "${record_opts[@]}" -o "$work/b-$m" -- "$loops" loop "$m" "$burst_iters" "$burst_runs" "$work" "$burst")
     brst+=" $(calc "$(burst_median_of "$out") - $b" 2)"
     check_trace "$work/b-$m" "$m" "$burst_iters" "$burst_runs"
     rm -rf "$work/b-$m"
@@ -278,7 +283,7 @@ for workers in $nginx_workers; do
   pb=$(free_port)
   [ "$pb" != "$pa" ] || pb=$((pa + 1))
   conf_b=$(nginx_conf "traced-$workers" "$workers" "$pb")
-  "$preplay" record -q -o "$work/trace-nginx-$workers" -- \
+  "$preplay" record "${record_opts[@]}" -o "$work/trace-nginx-$workers" -- \
     nginx -p "$work" -e "$work/nginx-traced-$workers/error.log" -c "$conf_b" &
   pid_b=$!
   bg_pids+=("$pid_b")
@@ -312,7 +317,7 @@ echo "(targets: lost <= 3%, <= 8 bytes/event; access log on, sendfile on)"
 # ---- 3. collector throughput ---------------------------------------------
 echo
 echo "== 3. collector: $coll_threads threads x $coll_iters mutex lock+unlock, lossless, collector CPU from /proc/PID/stat =="
-out=$(bounded 300 "collector benchmark" "$preplay" record -q -o "$work/coll" -- "$loops" collector "$coll_threads" "$coll_iters")
+out=$(bounded 300 "collector benchmark" "$preplay" record "${record_opts[@]}" -o "$work/coll" -- "$loops" collector "$coll_threads" "$coll_iters")
 coll_cpu=$(sed -n 's/.*collector_cpu_ns=\([0-9]*\).*/\1/p' <<<"$out")
 app_wall=$(sed -n 's/.*app_wall_ns=\([0-9]*\).*/\1/p' <<<"$out")
 lock_ops=$(sed -n 's/.*lock_ops=\([0-9]*\).*/\1/p' <<<"$out")
@@ -331,7 +336,7 @@ rm -rf "$work/coll"
 # ---- 4. CPU-time fidelity --------------------------------------------------
 echo
 echo "== 4. CPU-time fidelity: 4 busy threads on 2 cores for $fid_ms ms, traced writes every 2-60k spins =="
-out=$(bounded 120 "fidelity program" "$preplay" record -q -o "$work/fid" -- "$loops" fidelity 4 2 "$fid_ms")
+out=$(bounded 120 "fidelity program" "$preplay" record "${record_opts[@]}" -o "$work/fid" -- "$loops" fidelity 4 2 "$fid_ms")
 "$preplay" info --json "$work/fid" | jq -r '.process_list[].threads[] | "\(.tid) \(.cpu_ns)"' >"$work/fid.trace"
 max_err=$(awk 'NR == FNR { trace[$1] = $2; next }
   { split($1, a, "="); split($2, b, "="); tid = a[2]; truth = b[2]
