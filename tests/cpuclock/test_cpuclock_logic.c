@@ -71,10 +71,13 @@ static void test_slot_value_cases(void **state)
 }
 
 /* Simulated kernel: each "switch" writes total and on_since so that
- * total - on_since == test_invariant, bumping seq like the BPF program. */
+ * total - on_since == test_invariant, bumping seq like the BPF program.
+ * on_since cycles through [1 ms, 2 ms) so that a read at 2 ms stays within
+ * CPUCLOCK_BPF_VERIFY_NS of it: the fast path, never the re-anchoring one. */
 static struct cpuclock_slot *test_simulated_slot;
 static volatile sig_atomic_t test_switches;
 static const uint64_t test_invariant = 123456789u;
+static const uint64_t test_read_now_ns = 2000000u;
 
 static void test_simulated_switch(int signal_number)
 {
@@ -83,6 +86,8 @@ static void test_simulated_switch(int signal_number)
     if (!slot)
         return;
     uint64_t on = atomic_load_explicit(&slot->on_cpu_since_ns, memory_order_relaxed) + 1000;
+    if (on >= test_read_now_ns)
+        on = 1000000u;
     atomic_store_explicit(&slot->off_cpu_since_ns, on - 10, memory_order_relaxed);
     atomic_store_explicit(&slot->total_ns, on + test_invariant, memory_order_relaxed);
     atomic_fetch_add_explicit(&slot->seq, 1, memory_order_relaxed);
@@ -127,8 +132,8 @@ static void test_read_is_consistent_under_switches(void **state)
     uint64_t reads = 0, inconsistent = 0;
     uint64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + 300000000u;
     while (test_clock_ns(CLOCK_MONOTONIC) < deadline || test_switches < 100) {
-        /* a far-future now keeps the value in the "running" branch */
-        uint64_t now = UINT64_C(1) << 60;
+        /* after every simulated switch-in: the value is in the "running" branch */
+        uint64_t now = test_read_now_ns;
         unsigned flags = 0;
         uint64_t value = cpuclock_thread_now(&th, now, &flags);
         assert_int_equal(flags, CPUCLOCK_EXACT);
@@ -141,6 +146,8 @@ static void test_read_is_consistent_under_switches(void **state)
             (unsigned long long)reads, (int)test_switches, (unsigned long long)inconsistent);
     assert_true(test_switches >= 100);
     assert_int_equal(inconsistent, 0);
+    assert_int_equal(th.repairs, 0); /* consistent slots never take the slow path */
+    assert_int_equal(th.resyncs, 0);
     cpuclock_thread_release(&th);
     free(table.slots);
 }
@@ -256,6 +263,73 @@ static void test_claim_ownership(void **state)
     /* no table: fallback */
     assert_int_equal(cpuclock_thread_claim(NULL, &other, me), CPUCLOCK_MODE_FALLBACK);
     assert_null(other.slot);
+    free(table.slots);
+}
+
+/* Issue 2 regression: the slot says the thread has been running for 50 ms
+ * while it ran 1 ms of them (the BPF program missed a switch-out and the
+ * switch-in after it, or the vCPU was stalled: neither moves seq). The read
+ * used to extrapolate total + 50 ms, 49 ms of off-CPU time the tracer then
+ * kept as CPU (tracer_cpu: one thread 5-11% high). Past CPUCLOCK_BPF_VERIFY_NS
+ * of extrapolation it must ask the kernel and re-anchor the slot instead;
+ * within it, it must stay on the syscall-free path. */
+static void test_stale_slot_is_resynced(void **state)
+{
+    (void)state;
+    struct cpuclock_table table = test_table_new();
+    struct cpuclock_thread th;
+    uint32_t tid = test_gettid();
+    assert_int_equal(cpuclock_thread_claim(&table, &th, tid), CPUCLOCK_MODE_BPF);
+    struct cpuclock_slot *slot = th.slot;
+
+    uint64_t now = test_clock_ns(CLOCK_MONOTONIC);
+    uint64_t cpu = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    assert_true(cpu > 1000000u && now > 100000000u);
+    atomic_store(&slot->total_ns, cpu - 1000000u);
+    atomic_store(&slot->on_cpu_since_ns, now - 50000000u);
+    atomic_store(&slot->off_cpu_since_ns, now - 51000000u);
+    now = test_clock_ns(CLOCK_MONOTONIC);
+    uint64_t value = cpuclock_thread_now(&th, now, NULL);
+    uint64_t exact = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    fprintf(stderr, "stale slot: read %llu ns, CLOCK_THREAD_CPUTIME_ID after it %llu ns\n",
+            (unsigned long long)value, (unsigned long long)exact);
+    assert_true(value <= exact); /* no off-CPU time counted (was exact + ~49 ms) */
+    /* and the CPU time it did use is there (the slack only covers a real
+     * preemption of this test between its clock reads) */
+    assert_true(value + 20000000u >= exact);
+    assert_int_equal(th.resyncs, 1);
+    assert_int_equal(th.repairs, 0);
+    /* re-anchored on the kernel's word (the stale total was cpu - 1 ms) */
+    uint64_t anchor_total = atomic_load(&slot->total_ns);
+    uint64_t anchor_on = atomic_load(&slot->on_cpu_since_ns);
+    assert_true(anchor_total >= cpu && anchor_total <= exact);
+    assert_true(anchor_on >= now);
+    assert_true(atomic_load(&slot->off_cpu_since_ns) <= anchor_on);
+
+    /* the next read extrapolates from the new anchor, without a syscall */
+    uint64_t later = anchor_on + 1000u;
+    uint64_t next = cpuclock_thread_now(&th, later, NULL);
+    assert_int_equal(next, anchor_total + 1000u);
+    assert_true(next >= value);
+    assert_int_equal(th.resyncs, 1);
+
+    /* within the span the slot's word is taken as it is: exactly total + (now - on_since) */
+    atomic_store(&slot->total_ns, 777000000u);
+    atomic_store(&slot->on_cpu_since_ns, later - (CPUCLOCK_BPF_VERIFY_NS - 1000u));
+    atomic_store(&slot->off_cpu_since_ns, later - CPUCLOCK_BPF_VERIFY_NS);
+    assert_int_equal(cpuclock_thread_now(&th, later, NULL),
+                     777000000u + CPUCLOCK_BPF_VERIFY_NS - 1000u);
+    assert_int_equal(th.resyncs, 1);
+
+    /* a slot that says "switched out" while the thread runs is a repair */
+    atomic_store(&slot->off_cpu_since_ns, later - 1000u);
+    atomic_store(&slot->on_cpu_since_ns, later - 2000u);
+    value = cpuclock_thread_now(&th, test_clock_ns(CLOCK_MONOTONIC), NULL);
+    exact = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    assert_true(value <= exact && value + 20000000u >= exact);
+    assert_int_equal(th.repairs, 1);
+    assert_int_equal(th.resyncs, 1);
+    cpuclock_thread_release(&th);
     free(table.slots);
 }
 
@@ -401,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_read_is_consistent_under_switches),
         cmocka_unit_test(test_claim_retries_across_switches),
         cmocka_unit_test(test_claim_ownership),
+        cmocka_unit_test(test_stale_slot_is_resynced),
         cmocka_unit_test(test_fallback_estimates_and_syncs),
         cmocka_unit_test(test_tsc_conversion),
         cmocka_unit_test(test_tsc_reader_during_recalibration),

@@ -184,7 +184,14 @@ void cpuclock_thread_release(struct cpuclock_thread *th)
 uint64_t cpuclock_slot_repair(struct cpuclock_thread *th, uint64_t mono_now, unsigned *flags)
 {
     int saved_errno = errno;
-    th->repairs++;
+    /* Only this thread and, while it is switched out, the kernel write the
+     * slot: the inline read's snapshot still holds unless a switch happened
+     * since, and then initialise below rewrites it anyway. */
+    if (atomic_load_explicit(&th->slot->off_cpu_since_ns, memory_order_relaxed) >
+        atomic_load_explicit(&th->slot->on_cpu_since_ns, memory_order_relaxed))
+        th->repairs++;
+    else
+        th->resyncs++;
     if (flags)
         *flags = CPUCLOCK_EXACT;
     /* Rewrite the slot as at claim; if that keeps failing (switches on every
