@@ -319,6 +319,7 @@ void trace_codec_reset(struct trace_codec *c)
 {
     trace_u64map_clear(&c->thread_index);
     trace_u64map_clear(&c->fd_index);
+    memset(c->small_fd_slot, 0, sizeof c->small_fd_slot);
     c->nthreads = c->nfds = 0;
     c->prev_tid = c->prev_string_id = c->prev_stack_id = 0;
     c->cached_thread = NULL;
@@ -353,10 +354,19 @@ static struct trace_codec_thread *trace_codec_thread_state_lookup(struct trace_c
 
 static struct trace_codec_fd *trace_codec_fd_state_lookup(struct trace_codec *c, uint64_t fd)
 {
+    /* descriptors below TRACE_CODEC_SMALL_FDS (nearly all) index a table,
+     * the rest go through the map */
+    uint32_t index = (uint32_t)c->nfds, *slot = NULL;
     int inserted;
-    uint32_t *slot = trace_u64map_upsert(&c->fd_index, fd, (uint32_t)c->nfds, &inserted);
-    if (!slot)
-        return NULL;
+    if (fd < TRACE_CODEC_SMALL_FDS) {
+        inserted = c->small_fd_slot[fd] == 0;
+        if (!inserted)
+            index = c->small_fd_slot[fd] - 1;
+    } else {
+        if (!(slot = trace_u64map_upsert(&c->fd_index, fd, index, &inserted)))
+            return NULL;
+        index = *slot;
+    }
     if (inserted) {
         if (c->nfds == c->cap_fds) {
             size_t ncap = c->cap_fds ? c->cap_fds * 2 : 16;
@@ -367,9 +377,11 @@ static struct trace_codec_fd *trace_codec_fd_state_lookup(struct trace_codec *c,
             c->cap_fds = ncap;
         }
         memset(&c->fds[c->nfds++], 0, sizeof *c->fds);
+        if (fd < TRACE_CODEC_SMALL_FDS)
+            c->small_fd_slot[fd] = index + 1;
     }
     c->cached_fd = fd;
-    c->cached_fdstate = &c->fds[*slot];
+    c->cached_fdstate = &c->fds[index];
     return c->cached_fdstate;
 }
 
@@ -639,31 +651,27 @@ size_t trace_codec_encode_generic(struct trace_codec *c, const struct trace_even
  * loads and predicts field by field through two switches). Each one writes
  * exactly the bytes trace_codec_encode_generic writes and updates the state
  * exactly as trace_codec_update does; tests/trace_encode compares the two on
- * random event streams. Fields go to a local buffer first (the mask comes
- * before them and is known last), then one fixed-size copy puts them after
- * the header: it may write scratch bytes past the record, within the
- * TRACE_RECORD_FIXED_MAX bytes the caller provides. */
-#define TRACE_FAST_FIELDS_MAX 160 /* 15 fields (FILE) of at most 10 varint bytes */
+ * random event streams. The deltas and the mask are computed first, so the
+ * header and then the varints are written once, in place (staging the
+ * varints in a buffer and copying them cost a store-forwarding stall per
+ * record). */
+#define TRACE_FAST_MAX_FIELDS 16
 
 struct trace_fast_rec {
-    size_t n;
     uint64_t mask;
-    uint8_t fields[TRACE_FAST_FIELDS_MAX];
+    uint64_t delta[TRACE_FAST_MAX_FIELDS];
 };
 
 static inline void trace_fast_field(struct trace_fast_rec *r, unsigned i, uint64_t v, uint64_t pred)
 {
-    if (v != pred) {
-        r->mask |= (uint64_t)1 << i;
-        r->n += trace_put_varint(r->fields + r->n, trace_zigzag(v - pred));
-    }
+    r->delta[i] = v - pred;
+    r->mask |= (uint64_t)(v != pred) << i;
 }
 
 /* Common fields 0-4 (FORMAT.md §6.2) and the common state update. */
 static inline void trace_fast_common(struct trace_codec *c, struct trace_codec_thread *t,
                                      const struct trace_event *ev, struct trace_fast_rec *r)
 {
-    r->n = 0;
     r->mask = 0;
     trace_fast_field(r, 0, ev->tid, c->prev_tid);
     trace_fast_field(r, 1, ev->ts_ns, t->end_ts);
@@ -684,25 +692,28 @@ static inline uint64_t trace_fast_nonneg(int64_t v)
     return v >= 0 ? (uint64_t)v : 0;
 }
 
-/* Writes the header (type, length, op, mask) and the fields; `copy` is a
- * constant per type (its largest field bytes, rounded up). */
+/* Writes the record: type, length, op, mask, then the varint of every
+ * field whose bit is set. The length is written as one byte and moved in
+ * the rare case it needs two (only FILE records can reach 128 bytes). */
 static inline size_t trace_fast_finish(const struct trace_event *ev, const struct trace_fast_rec *r,
-                                       uint8_t *out, size_t copy)
+                                       uint8_t *out)
 {
-    size_t nmask = r->mask < 0x80 ? 1 : r->mask < 0x4000 ? 2 : 3; /* mask < 2^15 */
-    size_t len = 1 + nmask + r->n;
     size_t h = 0;
     out[h++] = ev->type;
-    if (len < 0x80) {
-        out[h++] = (uint8_t)len;
-    } else {
-        out[h++] = (uint8_t)(len | 0x80);
-        out[h++] = (uint8_t)(len >> 7); /* len < 2^14: fields are < 160 bytes */
-    }
+    size_t len_at = h++;
     out[h++] = ev->op;
     h += trace_put_varint(out + h, r->mask);
-    memcpy(out + h, r->fields, copy);
-    return h + r->n;
+    for (uint64_t m = r->mask; m; m &= m - 1)
+        h += trace_put_varint(out + h, trace_zigzag(r->delta[__builtin_ctzll(m)]));
+    size_t len = h - len_at - 1;
+    if (len < 0x80) {
+        out[len_at] = (uint8_t)len;
+        return h;
+    }
+    memmove(out + len_at + 2, out + len_at + 1, len);
+    out[len_at] = (uint8_t)(len | 0x80);
+    out[len_at + 1] = (uint8_t)(len >> 7); /* len < 2^14: at most 15 fields of 10 bytes */
+    return h + 1;
 }
 
 static size_t trace_fast_cpu(struct trace_codec *c, struct trace_codec_thread *t,
@@ -710,7 +721,7 @@ static size_t trace_fast_cpu(struct trace_codec *c, struct trace_codec_thread *t
 {
     struct trace_fast_rec r;
     trace_fast_common(c, t, ev, &r);
-    return trace_fast_finish(ev, &r, out, 64);
+    return trace_fast_finish(ev, &r, out);
 }
 
 static size_t trace_fast_lock(struct trace_codec *c, struct trace_codec_thread *t,
@@ -728,7 +739,7 @@ static size_t trace_fast_lock(struct trace_codec *c, struct trace_codec_thread *
     t->lock_kind = l->kind;
     t->lock_mode = l->mode;
     t->lock_id = l->lock_id;
-    return trace_fast_finish(ev, &r, out, 112);
+    return trace_fast_finish(ev, &r, out);
 }
 
 static size_t trace_fast_label(struct trace_codec *c, struct trace_codec_thread *t,
@@ -738,7 +749,7 @@ static size_t trace_fast_label(struct trace_codec *c, struct trace_codec_thread 
     trace_fast_common(c, t, ev, &r);
     trace_fast_field(&r, 5, ev->u.label.conn_id, 0);
     trace_fast_field(&r, 6, ev->u.label.label_id, 0);
-    return trace_fast_finish(ev, &r, out, 80);
+    return trace_fast_finish(ev, &r, out);
 }
 
 static size_t trace_fast_file(struct trace_codec *c, struct trace_codec_thread *t,
@@ -769,7 +780,7 @@ static size_t trace_fast_file(struct trace_codec *c, struct trace_codec_thread *
             end > f->file_size)
             d->file_size = end;
     }
-    return trace_fast_finish(ev, &r, out, 160);
+    return trace_fast_finish(ev, &r, out);
 }
 
 static size_t trace_fast_net(struct trace_codec *c, struct trace_codec_thread *t,
@@ -787,7 +798,7 @@ static size_t trace_fast_net(struct trace_codec *c, struct trace_codec_thread *t
     t->net_fd = trace_fast_i32(nt->fd);
     d->conn_id = nt->conn_id;
     d->msg_flags = nt->msg_flags;
-    return trace_fast_finish(ev, &r, out, 112);
+    return trace_fast_finish(ev, &r, out);
 }
 
 static size_t trace_fast_sockopt(struct trace_codec *c, struct trace_codec_thread *t,
@@ -804,7 +815,7 @@ static size_t trace_fast_sockopt(struct trace_codec *c, struct trace_codec_threa
     trace_fast_field(&r, 9, so->conn_id, d->conn_id);
     t->net_fd = trace_fast_i32(so->fd);
     d->conn_id = so->conn_id;
-    return trace_fast_finish(ev, &r, out, 112);
+    return trace_fast_finish(ev, &r, out);
 }
 
 size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, uint8_t *out)

@@ -145,8 +145,10 @@ struct trace_codec_thread {
 struct trace_codec_fd {
     uint64_t next_offset, file_size, dev, ino, conn_id, msg_flags;
 };
+#define TRACE_CODEC_SMALL_FDS 1024u
 struct trace_codec {
-    struct trace_u64map thread_index, fd_index;
+    struct trace_u64map thread_index, fd_index; /* fd_index: descriptors >= TRACE_CODEC_SMALL_FDS */
+    uint32_t small_fd_slot[TRACE_CODEC_SMALL_FDS]; /* descriptor -> index in fds + 1, 0 = none */
     struct trace_codec_thread *threads;
     struct trace_codec_fd *fds;
     size_t nthreads, cap_threads, nfds, cap_fds;
