@@ -29,6 +29,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for tool in /usr/sbin/apache2 /usr/sbin/nginx /usr/bin/curl /usr/bin/python3; do
     [ -x "$tool" ] || fail "$tool missing (tools/install-deps installs apache2, nginx-light, curl)"
 done
+# every recording: --no-cpu-scores (the CPU kernels take ~1.5 s, ~7 s under
+# ASan, before the server starts; the replay below uses --cpu-ratio 1)
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { # port seconds
     local i
@@ -99,10 +101,10 @@ MaxKeepAliveRequests 0
 ProxyPass "/" "http://127.0.0.1:$bport/" keepalive=On enablereuse=on
 ProxyPassReverse "/" "http://127.0.0.1:$bport/"
 CONF
-"$bin" record -q -o "$work/trace/backend" -c backend -- /usr/bin/python3 "$here/backend.py" "$bport" \
+"$bin" record -q --no-cpu-scores -o "$work/trace/backend" -c backend -- /usr/bin/python3 "$here/backend.py" "$bport" \
     >"$work/backend.out" 2>"$work/backend.err" &
 pids+=($!); be=$!
-"$bin" record -q -o "$work/trace/frontend" -c frontend -- /usr/sbin/apache2 -DFOREGROUND \
+"$bin" record -q --no-cpu-scores -o "$work/trace/frontend" -c frontend -- /usr/sbin/apache2 -DFOREGROUND \
     -f "$work/apache/httpd.conf" >"$work/apache.out" 2>"$work/apache.err" &
 pids+=($!); fe=$!
 wait_port "$bport" 30 || fail "backend not listening: $(cat "$work/backend.err")"
@@ -250,7 +252,7 @@ http {
     }
 }
 CONF
-"$bin" record -q -o "$work/trace/nginx" -c web -- /usr/sbin/nginx -c "$work/nginx/nginx.conf" \
+"$bin" record -q --no-cpu-scores -o "$work/trace/nginx" -c web -- /usr/sbin/nginx -c "$work/nginx/nginx.conf" \
     -p "$work/nginx" >"$work/nginx.out" 2>"$work/nginx.err" &
 pids+=($!); ng=$!
 wait_port "$nport" 30 || fail "nginx not listening: $(cat "$work/nginx.err")"
