@@ -67,8 +67,8 @@ tracer_lock_event(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_t mod
         if (TRACER_LIKELY(lr != NULL)) {
             lr->h.size = sizeof *lr;
             lr->h.kind = tracer_lock_record_kind(op, kind, mode);
-            lr->h.cpu_before_ns = tracer_pending_cpu;
-            tracer_pending_cpu = 0;
+            lr->h.cpu_before_ns = t->pending_cpu;
+            t->pending_cpu = 0;
             lr->ts_ns = begin;
             lr->lock_id = id;
             tracer_commit(t);

@@ -77,8 +77,8 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
         }
         h->size = NEED;
         h->kind = TRACER_REC_EVENT;
-        h->cpu_before_ns = tracer_pending_cpu;
-        tracer_pending_cpu = 0;
+        h->cpu_before_ns = t->pending_cpu;
+        t->pending_cpu = 0;
         ev = (struct trace_event *)(h + 1);
         ev->type = TRACE_EV_NET;
         ev->op = dir == TRACER_IO_OUT ? TRACE_NET_SEND : TRACE_NET_RECV;
@@ -111,8 +111,8 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
         }
         h->size = NEED;
         h->kind = TRACER_REC_EVENT;
-        h->cpu_before_ns = tracer_pending_cpu;
-        tracer_pending_cpu = 0;
+        h->cpu_before_ns = t->pending_cpu;
+        t->pending_cpu = 0;
         ev = (struct trace_event *)(h + 1);
         ev->type = TRACE_EV_FILE;
         ev->flags = 0;

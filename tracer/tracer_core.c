@@ -248,6 +248,8 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
         if (atomic_compare_exchange_strong(&r->state, &expect, TRACER_RING_ACTIVE)) {
             r->tid = t->tid;
             t->ring = r;
+            t->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+            t->fast_limit = 0;
             t->claimed_gen = tracer_global.generation;
             if (tracer_key_ready)
                 pthread_setspecific(tracer_thread_key, (void *)1);
@@ -276,6 +278,8 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t)
     tracer_busy_enter(t);
     t->ring = NULL;
     t->has_cpu = 0;
+    t->cpu_mark_valid = 0;
+    t->pending_cpu = 0;
     tracer_gettid();
     struct tracer_ring *r = tracer_thread_claim(t);
     tracer_busy_leave(t);
@@ -294,8 +298,6 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t)
 }
 
 /* ---- the event write path ---------------------------------------------- */
-
-__thread uint64_t tracer_pending_cpu __attribute__((tls_model("initial-exec")));
 
 void tracer_set_parent_tid(uint32_t parent)
 {
@@ -415,7 +417,7 @@ struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_b
     for (;;) {
         uint64_t wait_for = 0;
         tracer_busy_enter(t);
-        struct trace_event *ev = tracer_reserve_in(t->ring, event_bytes, extra, &tracer_pending_cpu,
+        struct trace_event *ev = tracer_reserve_in(t->ring, event_bytes, extra, &t->pending_cpu,
                                                    &t->cached_tail, &t->pending_size, &wait_for);
         if (ev)
             return ev;
@@ -649,6 +651,8 @@ void tracer_after_fork_child(void)
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->parent_tid = 0;
     t->has_cpu = 0;
+    t->cpu_mark_valid = 0;
+    t->pending_cpu = 0;
     t->busy = 0;
     tracer_holds_process_lock = 0;
     tracer_drop_local = 0;

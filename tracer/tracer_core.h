@@ -42,9 +42,7 @@ struct tracer_thread {
     uint32_t tid;
     uint32_t busy;            /* nonzero while we touch the ring or our tables */
     uint32_t claimed_gen;     /* region generation the ring belongs to */
-    uint32_t in_signal_gap;   /* set while a nested (signal) event was skipped */
     uint64_t cpu_at_last_end; /* thread CPU ns when its previous event ended */
-    uint64_t last_end_ns;
     uint32_t parent_tid;
     uint32_t has_cpu;
     uint32_t recorded;     /* a record was committed since tracer_event_begin */
@@ -52,6 +50,19 @@ struct tracer_thread {
     uint64_t begin_ns;     /* start of the current event */
     uint64_t cached_tail;  /* collector's tail as last read (free space known) */
     uint32_t internal;     /* nonzero while our own code calls into other libraries */
+    /* The last CPU clock read (cpu_at_last_end is its value): when the BPF
+     * slot's seq still equals cpu_mark_seq, the thread has not been switched
+     * out since, so its CPU time grew exactly as the wall clock did. */
+    uint32_t cpu_mark_seq;
+    uint32_t cpu_mark_valid;
+    uint64_t cpu_mark_mono;
+    uint64_t cpu_mark_until; /* the slot's own trust limit (CPUCLOCK_BPF_VERIFY_NS) */
+    /* CPU ns the next record carries (its cpu_before_ns), accumulated by
+     * tracer_event_begin; the record that takes it zeroes it. */
+    uint64_t pending_cpu;
+    /* The ring head up to which records fit without a look at the
+     * collector's tail or the ring's end (tracer_reserve_fast). */
+    uint64_t fast_limit;
 };
 
 /* The busy mark tells a signal handler running on this thread that we are
@@ -85,10 +96,6 @@ void *tracer_resolve(const char *name);
 /* The calling thread's state (initial-exec TLS: one %fs-relative access). */
 extern __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
 
-/* CPU ns the next record carries (its cpu_before_ns), accumulated by
- * tracer_event_begin; the record that takes it zeroes it. */
-extern __thread uint64_t tracer_pending_cpu __attribute__((tls_model("initial-exec")));
-
 struct tracer_thread *tracer_enter_slow(struct tracer_thread *t);
 
 /* Returns the calling thread's state if an event of `family` (TRACER_ONLY_*)
@@ -119,6 +126,42 @@ static inline uint64_t tracer_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The thread's CPU time at CLOCK_MONOTONIC `now` (0 when unknown), and the
+ * mark for the next read. In BPF mode a read with the slot's seq unchanged
+ * since the last one is the last value plus the wall time since: the same
+ * number the full read gives (total + now - on_cpu_since, with total and
+ * on_cpu_since unchanged), for one load instead of five and their checks,
+ * and only as long as the full read would trust the slot (until
+ * on_cpu_since + CPUCLOCK_BPF_VERIFY_NS, when it asks the kernel). */
+static inline __attribute__((always_inline)) uint64_t tracer_cpu_at(struct tracer_thread *t,
+                                                                    uint64_t now)
+{
+    struct cpuclock_thread *th = &tracer_cpu_thread;
+    if (TRACER_LIKELY(th->mode == CPUCLOCK_MODE_BPF)) {
+        struct cpuclock_slot *slot = th->slot;
+        uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        if (TRACER_LIKELY(seq == t->cpu_mark_seq && t->cpu_mark_valid && now >= t->cpu_mark_mono &&
+                          now <= t->cpu_mark_until)) {
+            uint64_t cpu = t->cpu_at_last_end + (now - t->cpu_mark_mono);
+            t->cpu_mark_mono = now;
+            return cpu;
+        }
+        uint64_t slow_reads = th->repairs + th->resyncs;
+        uint64_t cpu = cpuclock_thread_now(th, now, NULL);
+        uint64_t on_since = atomic_load_explicit(&slot->on_cpu_since_ns, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        /* a mark only from a plain read of a slot nobody wrote meanwhile */
+        t->cpu_mark_valid = cpu != 0 && th->repairs + th->resyncs == slow_reads &&
+                            seq == atomic_load_explicit(&slot->seq, memory_order_relaxed);
+        t->cpu_mark_seq = seq;
+        t->cpu_mark_mono = now;
+        t->cpu_mark_until = on_since + CPUCLOCK_BPF_VERIFY_NS;
+        return cpu;
+    }
+    t->cpu_mark_valid = 0;
+    return tracer_cpu_time_now(now);
+}
+
 /* Starts an event: remembers the CPU time the thread used since its
  * previous event ended (attached to the next record written). Returns the
  * event's start, CLOCK_MONOTONIC ns. */
@@ -127,9 +170,22 @@ static inline __attribute__((always_inline)) uint64_t tracer_event_begin(struct 
     uint64_t now = tracer_now_ns();
     t->begin_ns = now;
     if (tracer_global.control->only_mask & TRACER_ONLY_CPU) {
-        uint64_t cpu = tracer_cpu_time_now(now);
+        const struct cpuclock_thread *th = &tracer_cpu_thread;
+        if (TRACER_LIKELY(th->mode == CPUCLOCK_MODE_BPF &&
+                          atomic_load_explicit(&th->slot->seq, memory_order_acquire) ==
+                              t->cpu_mark_seq &&
+                          t->cpu_mark_valid && now >= t->cpu_mark_mono &&
+                          now <= t->cpu_mark_until && t->has_cpu)) {
+            /* tracer_cpu_at's shortcut, folded: the segment is the wall time */
+            uint64_t ran = now - t->cpu_mark_mono;
+            t->pending_cpu += ran;
+            t->cpu_at_last_end += ran;
+            t->cpu_mark_mono = now;
+            return now;
+        }
+        uint64_t cpu = tracer_cpu_at(t, now);
         if (t->has_cpu && cpu > t->cpu_at_last_end)
-            tracer_pending_cpu += cpu - t->cpu_at_last_end;
+            t->pending_cpu += cpu - t->cpu_at_last_end;
         t->cpu_at_last_end = cpu;
         t->has_cpu = cpu != 0;
     }
@@ -145,10 +201,9 @@ static inline __attribute__((always_inline)) void tracer_event_end(struct tracer
     if (!t->recorded)
         return;
     t->recorded = 0;
-    t->last_end_ns = end_ns;
     /* end == begin (an uncontended lock): the CPU value read at begin holds */
     if (t->has_cpu && end_ns != t->begin_ns)
-        t->cpu_at_last_end = tracer_cpu_time_now(end_ns);
+        t->cpu_at_last_end = tracer_cpu_at(t, end_ns);
 }
 
 /* Reserves room for an event with `extra` trailing bytes in the thread's
@@ -204,12 +259,16 @@ static inline void *tracer_reserve_fast(struct tracer_thread *t, uint32_t need)
 {
     struct tracer_ring *r = t->ring;
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    uint64_t pos = head % TRACER_RING_DATA_BYTES;
-    if (TRACER_UNLIKELY(TRACER_RING_DATA_BYTES - pos < need ||
-                        TRACER_RING_DATA_BYTES - (head - t->cached_tail) < need))
-        return NULL;
+    if (TRACER_UNLIKELY(head + need > t->fast_limit)) {
+        /* the next ring boundary after head, or a full ring past the tail */
+        uint64_t ring_end = (head | (TRACER_RING_DATA_BYTES - 1)) + 1;
+        uint64_t tail_end = t->cached_tail + TRACER_RING_DATA_BYTES;
+        t->fast_limit = ring_end < tail_end ? ring_end : tail_end;
+        if (head + need > t->fast_limit)
+            return NULL;
+    }
     t->pending_size = need;
-    return r->data + pos;
+    return r->data + (head & (TRACER_RING_DATA_BYTES - 1));
 }
 
 /* --stacks: id of the calling thread's current stack (0: none). stacks.c */
