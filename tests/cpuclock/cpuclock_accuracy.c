@@ -46,6 +46,7 @@ struct accuracy_worker {
     double *errors_ns;
     uint64_t estimated;
     uint64_t repairs;
+    uint64_t resyncs;
     int mode_ok;
 };
 
@@ -127,6 +128,7 @@ static void *accuracy_worker_main(void *argument)
         }
     }
     worker->repairs = th.repairs;
+    worker->resyncs = th.resyncs;
     cpuclock_thread_release(&th);
     return NULL;
 }
@@ -213,6 +215,7 @@ static double accuracy_round(const struct accuracy_options *options,
                                               errors + (size_t)i * (size_t)options->segments,
                                               0,
                                               0,
+                                              0,
                                               0};
         if (pthread_create(&threads[i], NULL, accuracy_worker_main, &workers[i]) != 0) {
             fprintf(stderr, "cpuclock_accuracy: cannot start thread %d\n", i);
@@ -220,12 +223,13 @@ static double accuracy_round(const struct accuracy_options *options,
         }
         started++;
     }
-    uint64_t estimated = 0, repairs = 0;
+    uint64_t estimated = 0, repairs = 0, resyncs = 0;
     int modes_ok = started == options->threads;
     for (int i = 0; i < started; i++) {
         pthread_join(threads[i], NULL);
         estimated += workers[i].estimated;
         repairs += workers[i].repairs;
+        resyncs += workers[i].resyncs;
         modes_ok &= workers[i].mode_ok;
     }
     double wall_s = (double)(accuracy_clock_ns(CLOCK_MONOTONIC) - wall_start) / 1e9;
@@ -242,12 +246,12 @@ static double accuracy_round(const struct accuracy_options *options,
     result = accuracy_quantile(ratios, total, 0.95);
     printf("mode=%s threads=%d cpus=%d round=%d segments=%zu wall_s=%.2f err_ns_p50=%.0f "
            "err_ns_p95=%.0f err_ns_p99=%.0f err_ns_max=%.0f within_target=%.1f%% "
-           "p95_err_over_allowance=%.3f estimated=%llu repairs=%llu\n",
+           "p95_err_over_allowance=%.3f estimated=%llu repairs=%llu resyncs=%llu\n",
            options->use_bpf ? "bpf" : "fallback", options->threads, options->cpus, round, total,
            wall_s, accuracy_quantile(errors, total, 0.5), accuracy_quantile(errors, total, 0.95),
            accuracy_quantile(errors, total, 0.99), errors[total - 1],
            100.0 * (double)within / (double)total, result, (unsigned long long)estimated,
-           (unsigned long long)repairs);
+           (unsigned long long)repairs, (unsigned long long)resyncs);
 free_all:
     free(ratios);
     free(errors);

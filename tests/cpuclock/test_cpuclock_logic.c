@@ -333,6 +333,39 @@ static void test_stale_slot_is_resynced(void **state)
     free(table.slots);
 }
 
+/* Issue 2, second half: the slow path used to answer with its own late
+ * syscall read taken back to the caller's timestamp as if the thread had run
+ * all along. When the thread was off CPU in between (preempted, typically
+ * at the exit of that very syscall once its slice is used up), that took the
+ * off-CPU time away from the thread's CPU time: 6-46% low per thread with 8
+ * busy threads on 2 cores. Here the thread sleeps between its timestamp and
+ * the read of a stale slot: the answer must be the CPU time it has, not
+ * 30 ms less. */
+static void test_slow_read_keeps_cpu_across_off_cpu_time(void **state)
+{
+    (void)state;
+    struct cpuclock_table table = test_table_new();
+    struct cpuclock_thread th;
+    assert_int_equal(cpuclock_thread_claim(&table, &th, test_gettid()), CPUCLOCK_MODE_BPF);
+    struct cpuclock_slot *slot = th.slot;
+    uint64_t stamp = test_clock_ns(CLOCK_MONOTONIC);
+    /* stale: "running" since 10 ms before the caller's timestamp */
+    atomic_store(&slot->total_ns, test_clock_ns(CLOCK_THREAD_CPUTIME_ID));
+    atomic_store(&slot->on_cpu_since_ns, stamp - 10000000u);
+    atomic_store(&slot->off_cpu_since_ns, stamp - 11000000u);
+    struct timespec pause = {0, 30000000};
+    nanosleep(&pause, NULL); /* off CPU: CPU time stands still, wall time moves */
+    uint64_t before = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t value = cpuclock_thread_now(&th, stamp, NULL);
+    uint64_t after = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    fprintf(stderr, "slow read after 30 ms off CPU: %llu ns, thread clock %llu..%llu ns\n",
+            (unsigned long long)value, (unsigned long long)before, (unsigned long long)after);
+    assert_int_equal(th.resyncs, 1);
+    assert_true(value >= before && value <= after);
+    cpuclock_thread_release(&th);
+    free(table.slots);
+}
+
 static void test_spin_cpu(uint64_t ns)
 {
     uint64_t end = test_clock_ns(CLOCK_THREAD_CPUTIME_ID) + ns;
@@ -476,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_claim_retries_across_switches),
         cmocka_unit_test(test_claim_ownership),
         cmocka_unit_test(test_stale_slot_is_resynced),
+        cmocka_unit_test(test_slow_read_keeps_cpu_across_off_cpu_time),
         cmocka_unit_test(test_fallback_estimates_and_syncs),
         cmocka_unit_test(test_tsc_conversion),
         cmocka_unit_test(test_tsc_reader_during_recalibration),

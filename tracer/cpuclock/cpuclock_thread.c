@@ -113,11 +113,13 @@ static void cpuclock_fallback_init(struct cpuclock_thread *th)
  * before the clock reads to after the stores, no switch happened in between and
  * the values are ours and right; if it moved, the kernel's values may have been
  * overwritten by stale ones, so do it again. */
-static int cpuclock_slot_initialise(struct cpuclock_slot *slot)
+static int cpuclock_slot_initialise(struct cpuclock_slot *slot, uint64_t *first_cpu_ns)
 {
     for (int attempt = 0; attempt < 16; attempt++) {
         uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
         uint64_t cpu = cpuclock_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        if (attempt == 0 && first_cpu_ns)
+            *first_cpu_ns = cpu;
         uint64_t mono = cpuclock_clock_ns(CLOCK_MONOTONIC);
         atomic_store_explicit(&slot->total_ns, cpu, memory_order_relaxed);
         atomic_store_explicit(&slot->on_cpu_since_ns, mono, memory_order_relaxed);
@@ -150,7 +152,7 @@ enum cpuclock_mode cpuclock_thread_claim(const struct cpuclock_table *table,
          * check sees any switch in between. */
         if (claimed)
             cpuclock_bitmap_set(table->claimed, tid, 1);
-        if (claimed && cpuclock_slot_initialise(slot) == 0) {
+        if (claimed && cpuclock_slot_initialise(slot, NULL) == 0) {
             th->slot = slot;
             th->claimed = table->claimed;
             th->mode = CPUCLOCK_MODE_BPF;
@@ -194,15 +196,18 @@ uint64_t cpuclock_slot_repair(struct cpuclock_thread *th, uint64_t mono_now, uns
         th->resyncs++;
     if (flags)
         *flags = CPUCLOCK_EXACT;
-    /* Rewrite the slot as at claim; if that keeps failing (switches on every
-     * try), answer from the syscall alone. */
-    if (cpuclock_slot_initialise(th->slot) == 0) {
-        uint64_t total = atomic_load_explicit(&th->slot->total_ns, memory_order_relaxed);
-        uint64_t on_since = atomic_load_explicit(&th->slot->on_cpu_since_ns, memory_order_relaxed);
-        errno = saved_errno;
-        return cpuclock_slot_value(total, on_since, on_since, mono_now);
-    }
-    uint64_t cpu = cpuclock_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    /* The answer is the kernel's CPU time read first, right after mono_now:
+     * CPU time only grows while the thread runs, so it is the value at
+     * mono_now plus the few hundred ns of running in between, however long
+     * the thread is switched out meanwhile. Taking a later read back to
+     * mono_now as if the thread had run all along (the earlier code did) is
+     * wrong exactly when the thread was preempted in between - and the
+     * syscall itself is where a thread past its slice gets preempted (issue 2:
+     * 6-46% low with 8 busy threads on 2 cores). Then the slot is rewritten
+     * as at claim; if that keeps failing (a switch on every try), the next
+     * read comes back here. */
+    uint64_t cpu = 0;
+    (void)cpuclock_slot_initialise(th->slot, &cpu);
     errno = saved_errno;
     (void)mono_now;
     return cpu;
