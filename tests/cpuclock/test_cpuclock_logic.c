@@ -374,6 +374,22 @@ static void test_slow_read_keeps_cpu_across_off_cpu_time(void **state)
     after = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     assert_int_equal(th.repairs, 1);
     assert_true(value >= before && value <= after);
+
+    /* a timestamp older than a recorded switch-in (preempted between taking
+     * it and the read) is answered by the slow path too, so a caller that
+     * extends reads by wall time never extends this one across the gap */
+    stamp = test_clock_ns(CLOCK_MONOTONIC);
+    nanosleep(&pause, NULL);
+    uint64_t switched_in = test_clock_ns(CLOCK_MONOTONIC);
+    atomic_store(&slot->off_cpu_since_ns, stamp + 1000u);
+    atomic_store(&slot->on_cpu_since_ns, switched_in);
+    atomic_store(&slot->total_ns, test_clock_ns(CLOCK_THREAD_CPUTIME_ID));
+    atomic_fetch_add(&slot->seq, 2);
+    before = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    value = cpuclock_thread_now(&th, stamp, NULL);
+    after = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    assert_int_equal(th.resyncs, 2);
+    assert_true(value >= before && value <= after);
     cpuclock_thread_release(&th);
     free(table.slots);
 }

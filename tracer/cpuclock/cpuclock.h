@@ -205,7 +205,8 @@ struct cpuclock_thread {
     uint64_t precise_reads;    /* statistics: syscalls made */
     uint64_t estimated_reads;  /* statistics: reads answered by estimate */
     uint64_t repairs;          /* statistics: BPF slots found "switched out" while running */
-    uint64_t resyncs;          /* statistics: BPF slots re-anchored after CPUCLOCK_BPF_VERIFY_NS */
+    uint64_t
+        resyncs; /* statistics: BPF slots re-anchored (mono_now not within VERIFY after on_since) */
 };
 
 /* Claims this thread's slot in `table` (NULL: go straight to the fallback) and
@@ -226,8 +227,9 @@ void cpuclock_thread_release(struct cpuclock_thread *th);
  * trusted as it stands: it says the thread is switched out while it runs (a
  * switch-in the program did not record, about once per 1000 preemptions here:
  * th->repairs), or it says the thread has run since more than
- * CPUCLOCK_BPF_VERIFY_NS ago (th->resyncs). Reads CLOCK_THREAD_CPUTIME_ID
- * once, rewrites the slot with the claim protocol and answers for mono_now. */
+ * CPUCLOCK_BPF_VERIFY_NS before mono_now, or since after it (th->resyncs). Reads
+ * CLOCK_THREAD_CPUTIME_ID once, rewrites the slot with the claim protocol and answers for mono_now.
+ */
 uint64_t cpuclock_slot_repair(struct cpuclock_thread *th, uint64_t mono_now, unsigned *flags);
 
 /* Fallback slow path: reads CLOCK_THREAD_CPUTIME_ID (internal to the inline read). */
@@ -269,9 +271,14 @@ static inline uint64_t cpuclock_thread_now(struct cpuclock_thread *th, uint64_t 
             if (seq == atomic_load_explicit(&slot->seq, memory_order_relaxed) || attempt == 3)
                 break;
         }
-        /* One compare on the fast path: on_since + VERIFY cannot overflow
-         * (CLOCK_MONOTONIC ns). */
-        if (off_since > on_since || mono_now > on_since + CPUCLOCK_BPF_VERIFY_NS)
+        /* The slot is taken as it stands only for 0 <= mono_now - on_since
+         * <= VERIFY (one unsigned compare). A caller's timestamp older than
+         * the switch-in (preempted between taking it and this read) goes to
+         * the slow path too: its answer is right, and a caller that extends
+         * a read by wall time (the tracer's cached-read shortcut, which
+         * stops trusting a read that took the slow path) never extends one
+         * across the off-CPU gap before the switch-in. */
+        if (off_since > on_since || mono_now - on_since > CPUCLOCK_BPF_VERIFY_NS)
             return cpuclock_slot_repair(th, mono_now, flags);
         if (flags)
             *flags = CPUCLOCK_EXACT;
