@@ -35,7 +35,7 @@ port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); prin
 "$apps/db-start.sh" "$work/db" "$port"
 sock="$work/db/mariadb.sock"
 # db-start.sh names the socket mariadb.sock (not the default mysqld.sock).
-rec=("$PREPLAY_BIN" record -q --db-port "$port" --db-socket mariadb.sock)
+rec=("$PREPLAY_BIN" record -q --no-cpu-scores --db-port "$port" --db-socket mariadb.sock)
 
 failed=0
 check() { # SCENARIO NAME
