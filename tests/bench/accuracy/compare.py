@@ -12,7 +12,9 @@ usage: compare.py --preplay BIN --real CSV --pred RESULTS|CSV [--pred-nodeps RES
 A --pred ending in .csv is a second run of the real app (its errors are the
 noise floor of the comparison). Prints one markdown table row per label (plus a row for all requests);
 with --check-median/--check-p95, exits 1 naming every label whose error is
-above the bound (--check-overall-*: the all-requests row only) (labels with fewer than --min-count samples on either side are
+above the bound (--check-overall-*: the all-requests row only, where an
+error above the bound is forgiven when the prediction lies inside the real
+run's distribution-free 99% confidence interval of that quantile) (labels with fewer than --min-count samples on either side are
 reported but not judged). Never edits its inputs; percentiles are linear
 interpolation (numpy's default), the same as the results file.
 
@@ -24,6 +26,7 @@ under-predict short requests by up to 40%."""
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -38,6 +41,20 @@ def percentile(values, q):
     lo = int(pos)
     hi = min(lo + 1, len(v) - 1)
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def quantile_band(values, q, z=2.576):
+    """The distribution-free 99% confidence interval of the q-quantile of
+    the population `values` were drawn from (order statistics: the rank of
+    the q-quantile in n samples is Binomial(n, q)). Returns (low, high)."""
+    v = sorted(values)
+    n = len(v)
+    if n == 0:
+        return float("nan"), float("nan")
+    spread = z * math.sqrt(n * q * (1 - q))
+    lo = max(0, int(math.floor(n * q - spread)) - 1)
+    hi = min(n - 1, int(math.ceil(n * q + spread)))
+    return v[lo], v[hi]
 
 
 def load_real(path):
@@ -150,9 +167,25 @@ def main():
         if judged and a.check_p95 is not None and not row["p95_err"] <= a.check_p95:
             bad.append(f"{label}: p95 error {100 * row['p95_err']:.1f}% > {100 * a.check_p95:.0f}%")
         if label == "(all)":
-            for bound, key in ((a.check_overall_median, "median_err"), (a.check_overall_p95, "p95_err")):
-                if bound is not None and not row[key] <= bound:
-                    bad.append(f"all requests: {key.split('_')[0]} error {100 * row[key]:.1f}% > {100 * bound:.0f}%")
+            # A short run's overall p95 sits where the labels' tails overlap
+            # and moves by tens of percent between two real runs: an error
+            # above the bound fails only when the prediction is also outside
+            # the real run's own 99% confidence interval of that quantile.
+            for bound, key, q in ((a.check_overall_median, "median_err", 0.5),
+                                  (a.check_overall_p95, "p95_err", 0.95)):
+                if bound is None or row[key] <= bound:
+                    continue
+                lo, hi = quantile_band(r, q)
+                pred_q = row["pred_" + key.split("_")[0] + "_s"]
+                if lo <= pred_q <= hi:
+                    print(f"compare: {a.type} {a.level}: all requests: {key.split('_')[0]} error "
+                          f"{100 * row[key]:.1f}% > {100 * bound:.0f}%, but the prediction "
+                          f"{1e3 * pred_q:.3f} ms is inside the real run's 99% interval "
+                          f"[{1e3 * lo:.3f}, {1e3 * hi:.3f}] ms (sampling noise)", file=sys.stderr)
+                    continue
+                bad.append(f"all requests: {key.split('_')[0]} error {100 * row[key]:.1f}% > "
+                           f"{100 * bound:.0f}% and {1e3 * pred_q:.3f} ms is outside the real run's "
+                           f"99% interval [{1e3 * lo:.3f}, {1e3 * hi:.3f}] ms")
         if label != "(all)" and len(p) == 0 and len(r) >= a.min_count:
             bad.append(f"{label}: no predicted samples")
     if a.json:
