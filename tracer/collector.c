@@ -56,6 +56,8 @@ struct collector_process {
     char path[4096];
 };
 
+__extension__ typedef unsigned __int128 collector_u128;
+
 /* The trace files' zstd level: the collector competes with the app for CPU,
  * and a fast level costs a few percent of bytes for a sixth of its CPU. */
 #define COLLECTOR_ZSTD_LEVEL (-1)
@@ -88,6 +90,10 @@ struct collector {
     struct pollfd listen_pollfd; /* the poll set when pollfds cannot be allocated */
     int write_failed_pending;    /* a trace write failed since the last collector_poll */
     uint64_t tsc_recalibrated_ns;
+    /* Every TSC conversion published (at load, then at each recalibration):
+     * rings in TSC ring clock convert with the one in force when a value
+     * was taken, as the app would have converted it. */
+    struct cpuclock_tsc_history tsc_history;
     char cpu_clock_note[256]; /* why the fallback is used, when it is */
     char error[512];
 };
@@ -134,6 +140,15 @@ static int collector_mkdir_p(const char *dir, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+/* Keeps the TSC conversion now published (a no-op without a calibrated
+ * block: apps then use the CLOCK_MONOTONIC ring clock). */
+static void collector_note_tsc(struct collector *c)
+{
+    struct cpuclock_table *t = cpuclock_bpf_table();
+    if (t && (t->header->flags & CPUCLOCK_HEADER_TSC_VALID))
+        (void)cpuclock_tsc_history_note(&c->tsc_history, &t->header->tsc);
 }
 
 struct collector *collector_create(const struct collector_options *opt, char *err, size_t errlen)
@@ -185,6 +200,7 @@ struct collector *collector_create(const struct collector_options *opt, char *er
     if (cpuclock_bpf_load(why, sizeof why)) {
         c->cpu_clock_bpf = 1;
         c->tsc_recalibrated_ns = collector_clock(CLOCK_MONOTONIC);
+        collector_note_tsc(c);
     } else {
         snprintf(c->cpu_clock_note, sizeof c->cpu_clock_note, "%s", why);
     }
@@ -442,8 +458,8 @@ static int collector_release_ring(struct tracer_ring *r, uint64_t tail)
 
 /* The event an EVENT record holds (its prefix of struct trace_event, the
  * rest zero), with STRING/STACK bytes pointing into the ring. */
-static const struct trace_event *collector_expand_event(const struct tracer_record_header *h,
-                                                        uint32_t size, struct trace_event *ev)
+static struct trace_event *collector_expand_event(const struct tracer_record_header *h,
+                                                  uint32_t size, struct trace_event *ev)
 {
     size_t ev_bytes = size - sizeof *h;
     if (ev_bytes < sizeof *ev) {
@@ -481,6 +497,11 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
         c->ring_pressure = 1;
     if (tail == limit)
         return collector_release_ring(r, tail);
+    /* The region's ring clock (shm_layout.h): set by the process before its
+     * first record, so any ring with records has it. */
+    int tsc = atomic_load_explicit(&tracer_region_control(reg->base)->ring_clock,
+                                   memory_order_acquire) == TRACER_RING_CLOCK_TSC &&
+              c->tsc_history.count > 0;
     struct trace_event cpu_ev, lock_ev, full_ev;
     memset(&cpu_ev, 0, sizeof cpu_ev);
     cpu_ev.type = TRACE_EV_CPU;
@@ -520,7 +541,7 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
          * record is expanded to the event it stands for. The events are
          * built in place in per-call templates whose other fields stay
          * zero, so no record pays for clearing a whole struct trace_event. */
-        const struct trace_event *ev = NULL;
+        struct trace_event *ev = NULL;
         switch (h->kind & 0xffu) {
         case TRACER_REC_LOCK:
             if (idx != 0 && size >= sizeof(struct tracer_lock_record)) {
@@ -542,12 +563,27 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
             break;
         }
         if (ev) {
-            if (h->cpu_before_ns && idx != 0) {
+            uint64_t cpu_before = h->cpu_before_ns;
+            if (tsc) {
+                /* ring clock -> ns, with the conversion in force at ts */
+                const struct cpuclock_tsc_segment *seg =
+                    cpuclock_tsc_history_segment(&c->tsc_history, ev->ts_ns);
+                uint64_t start = cpuclock_tsc_segment_to_mono(seg, ev->ts_ns);
+                if (ev->dur_ns) {
+                    uint64_t end =
+                        cpuclock_tsc_history_to_mono(&c->tsc_history, ev->ts_ns + ev->dur_ns);
+                    ev->dur_ns = end > start ? end - start : 0;
+                }
+                ev->ts_ns = start;
+                if (cpu_before)
+                    cpu_before = (uint64_t)(((collector_u128)cpu_before * seg->mult) >> 32);
+            }
+            if (cpu_before && idx != 0) {
                 cpu_ev.tid = ev->tid;
-                cpu_ev.dur_ns = h->cpu_before_ns;
+                cpu_ev.dur_ns = cpu_before;
                 uint64_t start = reg->last_end_ns[idx];
                 if (!start || start > ev->ts_ns)
-                    start = ev->ts_ns > h->cpu_before_ns ? ev->ts_ns - h->cpu_before_ns : 0;
+                    start = ev->ts_ns > cpu_before ? ev->ts_ns - cpu_before : 0;
                 cpu_ev.ts_ns = start;
                 if (collector_append(c, p, &cpu_ev) != 0)
                     return -1;
@@ -755,6 +791,7 @@ int collector_poll(struct collector *c, int timeout_ms)
         struct cpuclock_table *t = cpuclock_bpf_table();
         if (t)
             cpuclock_tsc_recalibrate(&t->header->tsc, 1000000000ull);
+        collector_note_tsc(c);
         c->tsc_recalibrated_ns = round_start;
     }
     int rc = 0;

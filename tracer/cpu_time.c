@@ -46,8 +46,3 @@ void tracer_cpu_time_after_fork(void)
 {
     tracer_cpu_thread.mode = CPUCLOCK_MODE_NONE;
 }
-
-int tracer_cpu_time_exact(void)
-{
-    return tracer_cpu_thread.mode == CPUCLOCK_MODE_BPF;
-}

@@ -16,23 +16,12 @@ void tracer_cpu_time_attach(int map_fd);
 void tracer_cpu_time_claim_thread(uint32_t tid);
 void tracer_cpu_time_release_thread(void);
 void tracer_cpu_time_after_fork(void);
-/* The calling thread's clock (tracer_cpu_time_now reads it inline: it runs
- * at every event boundary). */
+/* The calling thread's clock, read by the tracer's slow CPU path
+ * (tracer_core.c: tracer_cpu_exact) when the thread's mark does not hold. */
 extern __thread struct cpuclock_thread tracer_cpu_thread __attribute__((tls_model("initial-exec")));
 
-/* Thread CPU ns at CLOCK_MONOTONIC time now_ns (the caller just read it);
- * 0 when unknown. */
-static inline __attribute__((always_inline)) uint64_t tracer_cpu_time_now(uint64_t now_ns)
-{
-    if (__builtin_expect(tracer_cpu_thread.mode == CPUCLOCK_MODE_NONE, 0))
-        tracer_cpu_time_claim_thread((uint32_t)syscall(SYS_gettid));
-    return cpuclock_thread_now(&tracer_cpu_thread, now_ns, NULL);
-}
-/* 1 when this thread's CPU time comes from the BPF table. */
-int tracer_cpu_time_exact(void);
-
 /* The collector's TSC -> CLOCK_MONOTONIC block when it maintains one (set
- * at attach), else NULL: timestamps then come from the vDSO. */
+ * at attach), else NULL: the ring clock is then the vDSO's CLOCK_MONOTONIC. */
 extern const struct cpuclock_tsc *tracer_cpu_time_tsc;
 
 #endif

@@ -373,7 +373,7 @@ static uint64_t db_conn_id_of(struct tracer_thread *t, MYSQL *m, struct db_conn_
     if (fd >= 0) {
         struct tracer_fd *f = tracer_fd_classify(fd);
         if (f && f->kind == TRACER_FD_SOCKET) {
-            uint64_t now = tracer_now_ns();
+            uint64_t now = tracer_ring_now();
             uint64_t id = tracer_conn_ensure(t, fd, f, TRACE_CONN_IDENT, now, now, 0);
             if (id) {
                 if (c)
@@ -457,7 +457,7 @@ static void db_leave(void)
     uint64_t begin = tracer_event_begin(t);                                                        \
     TYPE RES = realcall;                                                                           \
     int err = errno;                                                                               \
-    uint64_t end = tracer_now_ns()
+    uint64_t end = tracer_ring_now()
 
 #define DB_CALL_END(RES)                                                                           \
     db_leave();                                                                                    \
@@ -509,7 +509,7 @@ TRACER_EXPORT void mysql_close(MYSQL *m)
     uint64_t conn = (c || fd >= 0) ? db_conn_id_of(t, m, c) : 0;
     db_real_mysql_close()(m);
     int err = errno;
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     db_table_release(c);
     if (conn) {
         struct db_fields d = {.op = TRACE_DB_CLOSE, .conn_id = conn};
@@ -695,7 +695,7 @@ TRACER_EXPORT MYSQL_ROW mysql_fetch_row(MYSQL_RES *res)
         for (unsigned i = 0; len && i < nf; i++)
             s->bytes += len[i];
     } else {
-        db_res_finish(t, s, db_real_mysql_errno()(s->mysql), tracer_now_ns());
+        db_res_finish(t, s, db_real_mysql_errno()(s->mysql), tracer_ring_now());
     }
     db_leave();
     errno = err;
@@ -717,7 +717,7 @@ TRACER_EXPORT void mysql_free_result(MYSQL_RES *res)
         tracer_event_begin(t);
     db_real_mysql_free_result()(res); /* drains unread rows of an unbuffered result */
     int err = errno;
-    db_res_finish(t, s, 0, tracer_now_ns());
+    db_res_finish(t, s, 0, tracer_ring_now());
     db_table_release(s);
     atomic_fetch_sub_explicit(&db_results_live, 1, memory_order_relaxed);
     db_leave();
@@ -907,7 +907,7 @@ TRACER_EXPORT int mysql_stmt_execute(MYSQL_STMT *s)
     struct db_stmt_slot *st = tracer_in_db_capi ? NULL : DB_STMT(s, 0);
     /* untraced: a fetch in progress is forgotten; traced: it ends here */
     DB_CALL_BEGIN(int, rc, db_real_mysql_stmt_execute()(s), db_stmt_forget_fetch(st),
-                  if (st) db_stmt_fetch_finish(t, st, 0, tracer_now_ns()));
+                  if (st) db_stmt_fetch_finish(t, st, 0, tracer_ring_now()));
     struct db_fields d = {.op = TRACE_DB_EXECUTE};
     int has_result = db_real_mysql_stmt_field_count()(s) != 0;
     if (rc != 0)
@@ -960,7 +960,7 @@ TRACER_EXPORT int mysql_stmt_fetch(MYSQL_STMT *s)
         return db_real_mysql_stmt_fetch()(s);
     int nested;
     struct tracer_thread *t = db_enter(&nested);
-    uint64_t begin = tracer_now_ns();
+    uint64_t begin = tracer_ring_now();
     if (!st->fetch_begin_ns)
         st->fetch_begin_ns = begin;
     int rc = db_real_mysql_stmt_fetch()(s);
@@ -969,7 +969,7 @@ TRACER_EXPORT int mysql_stmt_fetch(MYSQL_STMT *s)
         st->fetch_rows++;
     else
         db_stmt_fetch_finish(t, st, rc == DB_MYSQL_NO_DATA ? 0 : db_real_mysql_stmt_errno()(s),
-                             tracer_now_ns());
+                             tracer_ring_now());
     db_leave();
     errno = err;
     return rc;
@@ -984,7 +984,7 @@ TRACER_EXPORT db_my_bool mysql_stmt_free_result(MYSQL_STMT *s)
     struct tracer_thread *t = db_enter(&nested);
     db_my_bool rc = db_real_mysql_stmt_free_result()(s);
     int err = errno;
-    db_stmt_fetch_finish(t, st, 0, tracer_now_ns());
+    db_stmt_fetch_finish(t, st, 0, tracer_ring_now());
     db_leave();
     errno = err;
     return rc;
@@ -998,7 +998,7 @@ TRACER_EXPORT db_my_bool mysql_stmt_close(MYSQL_STMT *s)
     db_my_bool rc = db_real_mysql_stmt_close()(s);
     int err = errno;
     if (st) {
-        db_stmt_fetch_finish(t, st, 0, tracer_now_ns());
+        db_stmt_fetch_finish(t, st, 0, tracer_ring_now());
         db_table_release(st);
     }
     db_leave();

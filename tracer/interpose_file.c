@@ -109,7 +109,7 @@ static const char *tracer_resolve_at(int dirfd, const char *path, char *out, siz
 static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, int flags, int fd,
                          int err, uint64_t begin)
 {
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     char resolved[4096];
     path = tracer_resolve_at(dirfd, path, resolved, sizeof resolved);
     const char *filter = tracer_global.control->path_filter;
@@ -238,7 +238,7 @@ TRACER_EXPORT int close(int fd)
     uint64_t begin = tracer_event_begin(t);
     int rc = tracer_real_close()(fd);
     int err = errno;
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     if (rc == 0 || err != EBADF)
         tracer_fd_reset(fd);
     if (kind == TRACER_FD_SOCKET && copy.conn_id &&
@@ -292,10 +292,9 @@ TRACER_EXPORT int dup3(int fd, int fd2, int flags)
         return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
     ssize_t r = realcall;                                                                          \
-    uint64_t end = tracer_now_ns();                                                                \
+    uint64_t end = tracer_ring_now();                                                              \
     if (TRACER_LIKELY(tracer_io_fast(t, fd, DIR, (OFFSET), (SIZE), r, 0, 0, begin, end))) {        \
-        tracer_event_end(t, end);                                                                  \
-        return r;                                                                                  \
+        return r; /* recorded, CPU mark moved */                                                   \
     }                                                                                              \
     int err = errno;                                                                               \
     struct tracer_io io = {.fd = fd,                                                               \
@@ -417,7 +416,7 @@ static int tracer_sync(int fd, int (*real)(int), uint8_t op)
     uint64_t begin = tracer_event_begin(t);
     int r = real(fd);
     int err = errno;
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     struct tracer_fd *f = tracer_fd_classify(fd);
     tracer_file_simple(t, fd, f, op, r == 0 ? 0 : -err, begin, end);
     tracer_event_end(t, end);
@@ -470,7 +469,7 @@ TRACER_EXPORT off_t lseek64(int fd, off_t off, int whence)
 static int tracer_truncated(int fd, off_t len, int r, int err, struct tracer_thread *t,
                             uint64_t begin)
 {
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     struct tracer_fd *f = tracer_fd_classify(fd);
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_TRUNCATE, begin, end);
     if (ev) {
@@ -571,7 +570,7 @@ static ssize_t tracer_sendfile_common(tracer_sendfile_fn real, int out_fd, int i
     uint64_t begin = tracer_event_begin(t);
     ssize_t r = real(out_fd, in_fd, off, n);
     int err = errno;
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     if (!(r < 0 && (err == EAGAIN || err == EWOULDBLOCK)))
         tracer_copy_recorded(t, TRACE_FILE_SENDFILE, in_fd, in_off, out_fd, -1, n, r, err, begin,
                              end);
@@ -600,7 +599,7 @@ TRACER_EXPORT ssize_t copy_file_range(int in_fd, off_t *in_off, int out_fd, off_
     uint64_t begin = tracer_event_begin(t);
     ssize_t r = tracer_real_copy_file_range()(in_fd, in_off, out_fd, out_off, n, flags);
     int err = errno;
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     tracer_copy_recorded(t, TRACE_FILE_COPY_RANGE, in_fd, ioff, out_fd, ooff, n, r, err, begin,
                          end);
     tracer_event_end(t, end);

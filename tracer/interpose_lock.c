@@ -34,8 +34,8 @@ TRACER_REAL(int, flock, (int, int))
 TRACER_REAL(int, fcntl, (int, int, ...))
 TRACER_REAL(int, fcntl64, (int, int, ...))
 
-/* Any lock event as a full LOCK record (the general case of
- * tracer_lock_event). */
+/* Any lock event as a full LOCK record (every case tracer_lock_quick's
+ * compact record does not cover). */
 static __attribute__((noinline)) void
 tracer_lock_event_full(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_t mode, uint64_t id,
                        int result, uint64_t begin, uint64_t end, int64_t start, int64_t len)
@@ -54,29 +54,50 @@ tracer_lock_event_full(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_
     tracer_commit(t);
 }
 
-/* Inlined into every wrapper: the common case, a lock taken or released at
- * once, is a 32-byte compact record (four stores) the collector expands. */
-static inline __attribute__((always_inline)) void
-tracer_lock_event(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_t mode, uint64_t id,
-                  int result, uint64_t begin, uint64_t end, int64_t start, int64_t len)
+/* A pthread lock operation that succeeded at once, stamped `now` with `cpu`
+ * (ring clock) used since the previous record: the common case, inlined
+ * into every wrapper, is a 32-byte compact record (four stores) the
+ * collector expands; the event ends where it starts, so the CPU mark moves
+ * to `now` with no second look at the clock. */
+static inline __attribute__((always_inline)) void tracer_lock_quick(struct tracer_thread *t,
+                                                                    uint8_t op, uint8_t kind,
+                                                                    uint8_t mode, uint64_t id,
+                                                                    uint64_t now, uint64_t cpu)
 {
-    if (TRACER_LIKELY(result == 0 && end == begin && start == 0 && len == 0 &&
-                      !tracer_global.control->stack_depth)) {
-        tracer_busy_enter(t);
-        struct tracer_lock_record *lr = tracer_reserve_fast(t, sizeof *lr);
+    if (TRACER_LIKELY(!tracer_global.control->stack_depth)) {
+        tracer_busy_set(t);
+        uint64_t head;
+        struct tracer_lock_record *lr = tracer_reserve_fast_at(t, sizeof *lr, &head);
         if (TRACER_LIKELY(lr != NULL)) {
             lr->h.size = sizeof *lr;
             lr->h.kind = tracer_lock_record_kind(op, kind, mode);
-            lr->h.cpu_before_ns = t->pending_cpu;
-            t->pending_cpu = 0;
-            lr->ts_ns = begin;
+            lr->h.cpu_before_ns = cpu;
+            lr->ts_ns = now;
             lr->lock_id = id;
-            tracer_commit(t);
+            tracer_publish(t, head + sizeof *lr);
+            tracer_busy_clear(t);
+            t->cpu.raw = now;
             return;
         }
-        tracer_busy_leave(t);
+        tracer_busy_clear(t);
     }
-    tracer_lock_event_full(t, op, kind, mode, id, result, begin, end, start, len);
+    t->pending_cpu = cpu;
+    t->begin_ns = now;
+    t->recorded = 0;
+    tracer_lock_event_full(t, op, kind, mode, id, 0, now, now, 0, 0);
+    tracer_event_end(t, now);
+}
+
+/* Any other outcome (a wait, an error, a timed call): the full record,
+ * after tracer_stamp's `begin` and `cpu`. */
+static void tracer_lock_slow(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_t mode,
+                             uint64_t id, int result, uint64_t begin, uint64_t cpu, uint64_t end)
+{
+    t->pending_cpu = cpu;
+    t->begin_ns = begin;
+    t->recorded = 0;
+    tracer_lock_event_full(t, op, kind, mode, id, result, begin, end, 0, 0);
+    tracer_event_end(t, end);
 }
 
 /* Blocking acquire of a pthread lock: try first, block only when busy. The
@@ -88,26 +109,37 @@ tracer_lock_event(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_t mod
     if (!t)                                                                                        \
         return real_block(lockp);                                                                  \
     int rc = real_try(lockp);                                                                      \
-    uint64_t begin = tracer_event_begin(t);                                                        \
+    uint64_t cpu;                                                                                  \
+    uint64_t begin = tracer_stamp(t, &cpu);                                                        \
+    if (TRACER_LIKELY(rc == 0)) {                                                                  \
+        tracer_lock_quick(t, TRACE_LOCK_ACQUIRE, KIND, MODE, (uint64_t)(uintptr_t)(lockp), begin,  \
+                          cpu);                                                                    \
+        return 0;                                                                                  \
+    }                                                                                              \
     uint64_t end = begin;                                                                          \
     if (rc == EBUSY) {                                                                             \
         rc = real_block(lockp);                                                                    \
-        end = tracer_now_ns();                                                                     \
+        end = tracer_ring_now();                                                                   \
     }                                                                                              \
-    tracer_lock_event(t, TRACE_LOCK_ACQUIRE, KIND, MODE, (uint64_t)(uintptr_t)(lockp), rc, begin,  \
-                      end, 0, 0);                                                                  \
-    tracer_event_end(t, end);                                                                      \
+    tracer_lock_slow(t, TRACE_LOCK_ACQUIRE, KIND, MODE, (uint64_t)(uintptr_t)(lockp), rc, begin,   \
+                     cpu, end);                                                                    \
     return rc;
 
+/* Release, try and timed acquire: stamped before the call (a release must
+ * be in the trace before the next holder's acquire). */
 #define TRACER_PTHREAD_SIMPLE(call, lockp, OP, KIND, MODE)                                         \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
     if (!t)                                                                                        \
         return call;                                                                               \
-    uint64_t begin = tracer_event_begin(t);                                                        \
+    uint64_t cpu;                                                                                  \
+    uint64_t begin = tracer_stamp(t, &cpu);                                                        \
     int rc = call;                                                                                 \
-    uint64_t end = (OP) == TRACE_LOCK_TIMED ? tracer_now_ns() : begin;                             \
-    tracer_lock_event(t, OP, KIND, MODE, (uint64_t)(uintptr_t)(lockp), rc, begin, end, 0, 0);      \
-    tracer_event_end(t, end);                                                                      \
+    if (TRACER_LIKELY(rc == 0 && (OP) != TRACE_LOCK_TIMED)) {                                      \
+        tracer_lock_quick(t, OP, KIND, MODE, (uint64_t)(uintptr_t)(lockp), begin, cpu);            \
+        return 0;                                                                                  \
+    }                                                                                              \
+    uint64_t end = (OP) == TRACE_LOCK_TIMED ? tracer_ring_now() : begin;                           \
+    tracer_lock_slow(t, OP, KIND, MODE, (uint64_t)(uintptr_t)(lockp), rc, begin, cpu, end);        \
     return rc;
 
 TRACER_EXPORT int pthread_mutex_lock(pthread_mutex_t *m){
@@ -167,15 +199,17 @@ static int tracer_cond(pthread_cond_t *c, pthread_mutex_t *m, const struct times
     if (!t)
         return timed ? tracer_real_pthread_cond_timedwait()(c, m, ts)
                      : tracer_real_pthread_cond_wait()(c, m);
-    uint64_t begin = tracer_event_begin(t);
-    tracer_lock_event(t, TRACE_LOCK_RELEASE, TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE,
-                      (uint64_t)(uintptr_t)m, 0, begin, begin, 0, 0);
+    uint64_t cpu;
+    uint64_t begin = tracer_stamp(t, &cpu);
+    tracer_lock_quick(t, TRACE_LOCK_RELEASE, TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE,
+                      (uint64_t)(uintptr_t)m, begin, cpu);
     int rc = timed ? tracer_real_pthread_cond_timedwait()(c, m, ts)
                    : tracer_real_pthread_cond_wait()(c, m);
-    uint64_t end = tracer_now_ns();
-    tracer_lock_event(t, TRACE_LOCK_ACQUIRE, TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE,
-                      (uint64_t)(uintptr_t)m, 0, end, end, 0, 0);
-    tracer_event_end(t, end);
+    /* the CPU of the wait itself is the wait's, not work before the
+     * re-acquire: the acquire carries none, and the mark moves past it */
+    uint64_t end = tracer_stamp(t, &cpu);
+    tracer_lock_quick(t, TRACE_LOCK_ACQUIRE, TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE,
+                      (uint64_t)(uintptr_t)m, end, 0);
     return rc;
 }
 
@@ -209,13 +243,13 @@ TRACER_EXPORT int flock(int fd, int op)
     uint64_t begin = tracer_event_begin(t);
     int rc = tracer_real_flock()(fd, op);
     int err = errno;
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     int base = op & ~LOCK_NB;
     uint8_t lop = base == LOCK_UN ? TRACE_LOCK_RELEASE
                                   : ((op & LOCK_NB) ? TRACE_LOCK_TRY : TRACE_LOCK_ACQUIRE);
     uint8_t mode = base == LOCK_SH ? TRACE_LOCK_SHARED : TRACE_LOCK_EXCLUSIVE;
-    tracer_lock_event(t, lop, TRACE_LOCK_FLOCK, mode, tracer_file_lock_id(fd, 0, 0),
-                      rc == 0 ? 0 : err, begin, end, 0, 0);
+    tracer_lock_event_full(t, lop, TRACE_LOCK_FLOCK, mode, tracer_file_lock_id(fd, 0, 0),
+                           rc == 0 ? 0 : err, begin, end, 0, 0);
     tracer_event_end(t, end);
     errno = err;
     return rc;
@@ -244,14 +278,14 @@ static int tracer_fcntl_lock(int fd, int cmd, struct flock *fl, int use64)
     uint64_t begin = tracer_event_begin(t);
     int rc = use64 ? tracer_real_fcntl64()(fd, cmd, fl) : tracer_real_fcntl()(fd, cmd, fl);
     int err = errno;
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     int blocking = cmd == F_SETLKW || cmd == F_OFD_SETLKW;
     uint8_t kind = (cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW) ? TRACE_LOCK_OFD : TRACE_LOCK_FCNTL;
     uint8_t op =
         type == F_UNLCK ? TRACE_LOCK_RELEASE : (blocking ? TRACE_LOCK_ACQUIRE : TRACE_LOCK_TRY);
     uint8_t mode = type == F_RDLCK ? TRACE_LOCK_SHARED : TRACE_LOCK_EXCLUSIVE;
-    tracer_lock_event(t, op, kind, mode, tracer_file_lock_id(fd, start, len), rc == 0 ? 0 : err,
-                      begin, end, start, len);
+    tracer_lock_event_full(t, op, kind, mode, tracer_file_lock_id(fd, start, len),
+                           rc == 0 ? 0 : err, begin, end, start, len);
     tracer_event_end(t, end);
     errno = err;
     return rc;

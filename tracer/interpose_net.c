@@ -78,7 +78,7 @@ static void tracer_accepted_inherited_opts(struct tracer_thread *t, int fd,
 
 static int tracer_accepted(struct tracer_thread *t, int lfd, int fd, int err, uint64_t begin)
 {
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     (void)lfd;
     if (fd >= 0) {
         struct tracer_fd *f = tracer_socket_fd(fd);
@@ -146,7 +146,7 @@ TRACER_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
     uint64_t begin = tracer_event_begin(t);
     int rc = tracer_real_connect()(fd, addr, len);
     int err = errno;
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     struct tracer_fd *f = tracer_fd_classify(fd);
     if (f && f->kind == TRACER_FD_SOCKET && (rc == 0 || err == EINPROGRESS)) {
         f->flags &= (uint8_t)~TRACER_FDF_IDENT_DONE;
@@ -178,7 +178,7 @@ TRACER_EXPORT int shutdown(int fd, int how)
     uint64_t begin = tracer_event_begin(t);
     int rc = tracer_real_shutdown()(fd, how);
     int err = errno;
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     struct tracer_fd *f = tracer_fd_classify(fd);
     if (f && f->kind == TRACER_FD_SOCKET) {
         uint64_t conn = tracer_conn_ensure(t, fd, f, TRACE_CONN_IDENT, begin, begin, 0);
@@ -206,7 +206,7 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
     if (rc == 0 && tracer_sockopt_matters(level, name)) {
         struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET);
         if (t) {
-            uint64_t now = tracer_now_ns();
+            uint64_t now = tracer_ring_now();
             struct tracer_fd *f = tracer_fd_classify(fd);
             struct trace_event *ev = tracer_event_new(t, TRACE_EV_SOCKOPT, 0, now, now);
             if (ev) {
@@ -232,11 +232,10 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
         return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
     RTYPE r = realcall;                                                                            \
-    uint64_t end = tracer_now_ns();                                                                \
+    uint64_t end = tracer_ring_now();                                                              \
     if (TRACER_LIKELY(tracer_io_fast(t, fd, DIR, -1, (SIZE), (int64_t)r, (uint32_t)(FLAGS),        \
                                      (NMSGS), begin, end))) {                                      \
-        tracer_event_end(t, end);                                                                  \
-        return r;                                                                                  \
+        return r; /* recorded, CPU mark moved */                                                   \
     }                                                                                              \
     int err = errno;                                                                               \
     struct tracer_io io = {.fd = fd,                                                               \
@@ -355,7 +354,7 @@ static int tracer_mmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct 
                            .msg_flags = (uint32_t)flags,
                            .nmsgs = r >= 0 ? (uint32_t)r : 0,
                            .begin_ns = begin,
-                           .end_ns = tracer_now_ns()};
+                           .end_ns = tracer_ring_now()};
     tracer_io_record(t, &io);
     tracer_event_end(t, io.end_ns);
     errno = err;

@@ -105,7 +105,7 @@ static void stdio_account(struct tracer_thread *t, FILE *f, struct stdio_snapsho
     uint64_t begin = tracer_event_begin(t);                                                        \
     RTYPE r = realcall;                                                                            \
     int err = errno;                                                                               \
-    uint64_t end = tracer_now_ns();                                                                \
+    uint64_t end = tracer_ring_now();                                                              \
     struct stdio_snapshot after = stdio_snap(f);                                                   \
     funlockfile(f);                                                                                \
     stdio_account(t, f, before, after, (PRODUCED), (CONSUMED), begin, end, (FAILED));              \
@@ -212,7 +212,7 @@ static void stdio_seeked(FILE *f)
     uint64_t begin = tracer_event_begin(t);                                                        \
     int r = realcall;                                                                              \
     int err = errno;                                                                               \
-    uint64_t end = tracer_now_ns();                                                                \
+    uint64_t end = tracer_ring_now();                                                              \
     struct stdio_snapshot after = stdio_snap(f);                                                   \
     after.read_avail = before.read_avail; /* a dropped read buffer is not a read */                \
     stdio_account(t, f, before, after, 0, 0, begin, end, r != 0);                                  \
@@ -248,7 +248,7 @@ TRACER_EXPORT void rewind(FILE *f)
 static void stdio_opened(struct tracer_thread *t, FILE *f, const char *path, const char *mode,
                          uint64_t begin, int err)
 {
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     int fd = f ? fileno(f) : -1;
     const char *filter = tracer_global.control->path_filter;
     int filtered = filter[0] && path && strncmp(path, filter, strlen(filter)) != 0;
@@ -348,7 +348,7 @@ TRACER_EXPORT int fclose(FILE *f)
     uint64_t begin = tracer_event_begin(t);
     int r = tracer_real_fclose()(f); /* f is gone after this */
     int err = errno;
-    uint64_t end = tracer_now_ns();
+    uint64_t end = tracer_ring_now();
     if (before.write_pending) {
         struct tracer_io io = {.fd = fd,
                                .dir = TRACER_IO_OUT,

@@ -44,9 +44,10 @@ _Static_assert(offsetof(struct trace_net_event, nmsgs) == 32 &&
  * write of a descriptor already known as a file, pipe or character device,
  * or as a socket whose identity was written and that needs no request label
  * or DB parsing now, with no stacks wanted and room in the ring. Returns 1
- * when the record was written, 0 when the caller must take
- * tracer_io_record (which covers everything, these cases included, and
- * writes the same record). Touches neither errno nor any lock. */
+ * when the record was written and the CPU mark moved to end_ns (the event
+ * is over), 0 when the caller must take tracer_io_record (which covers
+ * everything, these cases included, and writes the same record). Touches
+ * neither errno nor any lock. */
 static inline __attribute__((always_inline)) int
 tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t explicit_offset,
                uint64_t size, int64_t result, uint32_t msg_flags, uint32_t nmsgs, uint64_t begin_ns,
@@ -59,6 +60,7 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
     if (TRACER_UNLIKELY(ctl->stack_depth))
         return 0;
     struct trace_event *ev;
+    uint64_t head;
     if (f->kind == TRACER_FD_SOCKET) {
         /* the first transfer writes the identity; request starts and DB
          * connections are parsed by the general path */
@@ -69,12 +71,13 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
             return 0;
         enum { NET_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_net_event) };
         enum { NEED = (sizeof(struct tracer_record_header) + NET_BYTES + 7) & ~7u };
-        tracer_busy_enter(t);
-        struct tracer_record_header *h = tracer_reserve_fast(t, NEED);
+        tracer_busy_set(t);
+        struct tracer_record_header *h = tracer_reserve_fast_at(t, NEED, &head);
         if (TRACER_UNLIKELY(!h)) {
-            tracer_busy_leave(t);
+            tracer_busy_clear(t);
             return 0;
         }
+        head += NEED;
         h->size = NEED;
         h->kind = TRACER_REC_EVENT;
         h->cpu_before_ns = t->pending_cpu;
@@ -103,12 +106,13 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
             return 0;
         enum { FILE_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_file_event) };
         enum { NEED = (sizeof(struct tracer_record_header) + FILE_BYTES + 7) & ~7u };
-        tracer_busy_enter(t);
-        struct tracer_record_header *h = tracer_reserve_fast(t, NEED);
+        tracer_busy_set(t);
+        struct tracer_record_header *h = tracer_reserve_fast_at(t, NEED, &head);
         if (TRACER_UNLIKELY(!h)) {
-            tracer_busy_leave(t);
+            tracer_busy_clear(t);
             return 0;
         }
+        head += NEED;
         h->size = NEED;
         h->kind = TRACER_REC_EVENT;
         h->cpu_before_ns = t->pending_cpu;
@@ -153,7 +157,9 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
     ev->dur_ns = end_ns > begin_ns ? end_ns - begin_ns : 0;
     memset((char *)&ev->stack_id, 0,
            offsetof(struct trace_event, u) - offsetof(struct trace_event, stack_id));
-    tracer_commit(t);
+    tracer_publish(t, head);
+    tracer_busy_clear(t);
+    tracer_cpu_mark_move(t, end_ns);
     return 1;
 }
 

@@ -15,7 +15,14 @@
  * trace_event (the common fields and the type's union member) and, for
  * STRING/STACK events, its bytes; or a compact LOCK record (struct
  * tracer_lock_record, thread rings only). Records are 8-byte aligned and
- * never wrap: a PAD record fills the end of the ring instead. */
+ * never wrap: a PAD record fills the end of the ring instead.
+ *
+ * Times in records (ts_ns, dur_ns, cpu_before_ns, despite the names) are in
+ * the region's ring clock (tracer_control.ring_clock): TSC ticks when the
+ * process converts rdtsc with the collector's calibration, else
+ * CLOCK_MONOTONIC ns. The collector converts them to ns as it drains, with
+ * the calibration in force when each was taken: the app pays one rdtsc per
+ * timestamp and no conversion. */
 #ifndef PREPLAY_SHM_LAYOUT_H
 #define PREPLAY_SHM_LAYOUT_H
 
@@ -25,7 +32,7 @@
 #include "trace_event.h"
 
 #define TRACER_SHM_MAGIC 0x70726570u /* "prep" */
-#define TRACER_SHM_VERSION 3u
+#define TRACER_SHM_VERSION 4u
 #define TRACER_RING_COUNT 257u /* ring 0 + 256 thread rings */
 /* A ring is its 64-byte header and 1 MiB of data: a power of two, so a
  * record's place is head & (size - 1) on the hot path, not a division. */
@@ -36,6 +43,12 @@ enum tracer_ring_state {
     TRACER_RING_FREE = 0,   /* unused; a thread may claim it */
     TRACER_RING_ACTIVE = 1, /* owned by a live thread */
     TRACER_RING_EXITED = 2  /* its thread ended; collector drains then frees */
+};
+
+/* The unit of the times in a region's records (tracer_control.ring_clock). */
+enum tracer_ring_clock {
+    TRACER_RING_CLOCK_MONO = 0, /* CLOCK_MONOTONIC ns (no calibrated TSC) */
+    TRACER_RING_CLOCK_TSC = 1   /* rdtsc ticks; the collector's TSC calibration converts */
 };
 
 /* Bits of tracer_control.only_mask: which families are traced. */
@@ -49,8 +62,9 @@ enum tracer_ring_state {
 struct tracer_control {
     uint32_t magic, version;
     uint32_t ring_count, ring_bytes;
-    _Atomic uint32_t enabled;        /* tracing on (1) or off (0); the collector flips it */
-    uint32_t only_mask;              /* TRACER_ONLY_* */
+    _Atomic uint32_t enabled;    /* tracing on (1) or off (0); the collector flips it */
+    uint32_t only_mask;          /* TRACER_ONLY_* */
+    _Atomic uint32_t ring_clock; /* enum tracer_ring_clock: set by the process at registration */
     _Atomic uint32_t drop_when_full; /* 1: count and mark losses; 0: wait for the collector */
     uint32_t keep_query;             /* keep the query string in HTTP labels */
     uint32_t stack_depth;            /* --stacks N (0 = off) */
@@ -62,11 +76,7 @@ struct tracer_control {
     _Atomic uint64_t next_string_id;
     _Atomic uint64_t next_conn_id;
     _Atomic uint64_t lost_events; /* dropped in --drop mode, all rings */
-    /* TSC -> CLOCK_MONOTONIC conversion, written by the collector under seq. */
-    _Atomic uint32_t clock_seq;
-    uint32_t clock_shift;
-    uint64_t clock_tsc_base, clock_ns_base, clock_mult;
-    char path_filter[256]; /* only trace files whose path starts with this */
+    char path_filter[256];        /* only trace files whose path starts with this */
 };
 
 struct tracer_ring {
@@ -99,9 +109,10 @@ enum tracer_record_kind {
 struct tracer_record_header {
     uint32_t size; /* whole record, header included, multiple of 8 */
     uint32_t kind; /* enum tracer_record_kind */
-    /* On-CPU ns of this thread since its previous event ended (0 if none or
-     * not measured): the collector turns it into a TRACE_EV_CPU event ending
-     * where this event starts, so the hot path writes one record, not two. */
+    /* On-CPU time of this thread since its previous record's event ended
+     * (ring clock units; 0 if none or not measured): the collector turns it
+     * into a TRACE_EV_CPU event ending where this event starts, so the hot
+     * path writes one record, not two. */
     uint64_t cpu_before_ns;
 };
 

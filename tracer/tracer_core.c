@@ -177,6 +177,14 @@ static int tracer_register(int is_exec)
         return -1;
     }
     tracer_cpu_time_attach(nfds > 1 ? fds[1] : -1);
+    /* Records carry rdtsc ticks when the collector's calibration converts
+     * them (it keeps the TSC block we read), else vDSO nanoseconds. Set
+     * before any record: the collector reads it when it drains. */
+    tracer_global.ring_clock_tsc = tracer_cpu_time_tsc != NULL;
+    atomic_store_explicit(&ctl->ring_clock,
+                          tracer_global.ring_clock_tsc ? TRACER_RING_CLOCK_TSC
+                                                       : TRACER_RING_CLOCK_MONO,
+                          memory_order_release);
     tracer_global.region = region;
     tracer_global.control = ctl;
     tracer_global.pid = msg.req.pid;
@@ -277,15 +285,13 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t)
     }
     tracer_busy_enter(t);
     t->ring = NULL;
-    t->has_cpu = 0;
-    t->cpu_mark_valid = 0;
-    t->pending_cpu = 0;
+    tracer_cpu_mark_reset(t);
     tracer_gettid();
     struct tracer_ring *r = tracer_thread_claim(t);
     tracer_busy_leave(t);
     if (!r)
         return NULL;
-    uint64_t now = tracer_now_ns();
+    uint64_t now = tracer_ring_now();
     struct trace_event *ev = tracer_reserve(t, 0);
     if (ev) {
         ev->type = TRACE_EV_THREAD_START;
@@ -295,6 +301,120 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t)
         tracer_commit(t);
     }
     return t;
+}
+
+/* ---- CPU time between records ------------------------------------------- */
+
+/* The ring clock's relation to CLOCK_MONOTONIC, read once per slow read. */
+struct tracer_clock_scale {
+    int tsc;
+    struct cpuclock_tsc_segment segment; /* when tsc */
+};
+
+static void tracer_clock_scale_read(struct tracer_clock_scale *s)
+{
+    s->tsc = tracer_global.ring_clock_tsc && tracer_cpu_time_tsc;
+    if (s->tsc)
+        cpuclock_tsc_read(tracer_cpu_time_tsc, &s->segment);
+}
+
+static uint64_t tracer_clock_to_mono(const struct tracer_clock_scale *s, uint64_t raw)
+{
+    return s->tsc ? cpuclock_tsc_segment_to_mono(&s->segment, raw) : raw;
+}
+
+__extension__ typedef unsigned __int128 tracer_u128;
+
+static uint64_t tracer_clock_span_ns(const struct tracer_clock_scale *s, uint64_t raw_span)
+{
+    return s->tsc ? (uint64_t)(((tracer_u128)raw_span * s->segment.mult) >> 32) : raw_span;
+}
+
+static uint64_t tracer_clock_span_raw(const struct tracer_clock_scale *s, uint64_t ns)
+{
+    if (!s->tsc)
+        return ns;
+    tracer_u128 raw = ((tracer_u128)ns << 32) / s->segment.mult;
+    return raw > UINT64_MAX / 2 ? UINT64_MAX / 2 : (uint64_t)raw;
+}
+
+void tracer_cpu_mark_reset(struct tracer_thread *t)
+{
+    memset(&t->cpu, 0, sizeof t->cpu);
+    t->pending_cpu = 0;
+}
+
+/* The thread's CPU clock (ns) at ring time `now`, 0 when unknown. Sets the
+ * mark's fast-path validity: only after a plain read of a BPF slot that no
+ * switch wrote meanwhile, and only until the slot's own trust limit
+ * (on_cpu_since + CPUCLOCK_BPF_VERIFY_NS, when the read asks the kernel). */
+static uint64_t tracer_cpu_exact(struct tracer_thread *t, const struct tracer_clock_scale *scale,
+                                 uint64_t now)
+{
+    struct tracer_cpu_mark *m = &t->cpu;
+    m->until = 0;
+    if (!(tracer_global.control->only_mask & TRACER_ONLY_CPU))
+        return 0;
+    struct cpuclock_thread *th = &tracer_cpu_thread;
+    uint64_t mono = tracer_clock_to_mono(scale, now);
+    if (th->mode != CPUCLOCK_MODE_BPF) {
+        if (th->mode == CPUCLOCK_MODE_NONE)
+            tracer_cpu_time_claim_thread(tracer_gettid());
+        return th->mode == CPUCLOCK_MODE_BPF ? tracer_cpu_exact(t, scale, now)
+                                             : cpuclock_thread_now(th, mono, NULL);
+    }
+    struct cpuclock_slot *slot = th->slot;
+    uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+    uint64_t slow_reads = th->repairs + th->resyncs;
+    uint64_t cpu = cpuclock_thread_now(th, mono, NULL);
+    uint64_t on_since = atomic_load_explicit(&slot->on_cpu_since_ns, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (cpu != 0 && th->repairs + th->resyncs == slow_reads &&
+        seq == atomic_load_explicit(&slot->seq, memory_order_relaxed) &&
+        on_since + CPUCLOCK_BPF_VERIFY_NS > mono) {
+        m->seq_word = &slot->seq;
+        m->seq = seq;
+        m->until = now + tracer_clock_span_raw(scale, on_since + CPUCLOCK_BPF_VERIFY_NS - mono);
+    }
+    return cpu;
+}
+
+uint64_t tracer_cpu_begin_slow(struct tracer_thread *t, uint64_t now)
+{
+    struct tracer_cpu_mark *m = &t->cpu;
+    struct tracer_clock_scale scale;
+    tracer_clock_scale_read(&scale);
+    uint64_t cpu = tracer_cpu_exact(t, &scale, now);
+    if (cpu == 0) {
+        m->anchor_cpu_ns = 0;
+        m->raw = now;
+        return 0;
+    }
+    uint64_t carried_ns = 0;
+    if (m->anchor_cpu_ns) {
+        /* the CPU clock at the mark: the last exact read moved by the
+         * running time between it and the mark (no switch in between) */
+        uint64_t at_mark =
+            m->raw >= m->anchor_raw
+                ? m->anchor_cpu_ns + tracer_clock_span_ns(&scale, m->raw - m->anchor_raw)
+                : m->anchor_cpu_ns - tracer_clock_span_ns(&scale, m->anchor_raw - m->raw);
+        carried_ns = cpu > at_mark ? cpu - at_mark : 0;
+    }
+    uint64_t carried = tracer_clock_span_raw(&scale, carried_ns);
+    m->anchor_raw = now;
+    m->anchor_cpu_ns = cpu;
+    m->raw = now > carried ? now - carried : 0;
+    return now - m->raw;
+}
+
+void tracer_cpu_end_slow(struct tracer_thread *t, uint64_t now)
+{
+    struct tracer_cpu_mark *m = &t->cpu;
+    struct tracer_clock_scale scale;
+    tracer_clock_scale_read(&scale);
+    m->anchor_cpu_ns = tracer_cpu_exact(t, &scale, now);
+    m->anchor_raw = now;
+    m->raw = now;
 }
 
 /* ---- the event write path ---------------------------------------------- */
@@ -650,9 +770,7 @@ void tracer_after_fork_child(void)
     t->ring = NULL;
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->parent_tid = 0;
-    t->has_cpu = 0;
-    t->cpu_mark_valid = 0;
-    t->pending_cpu = 0;
+    tracer_cpu_mark_reset(t);
     t->busy = 0;
     tracer_holds_process_lock = 0;
     tracer_drop_local = 0;

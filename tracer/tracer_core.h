@@ -36,33 +36,47 @@
         return real_##name;                                                                        \
     }
 
+/* Where a thread's CPU time stands between its records, in ring clock units
+ * (tracer_ring_now). While the BPF slot's switch count still equals `seq`
+ * and now is in [raw, until], the thread has not been switched out since
+ * `raw`, so the CPU time no record carries yet is exactly now - raw: the
+ * hot path reads one word of the slot and subtracts (tracer_cpu_mark_holds).
+ * Otherwise tracer_cpu_begin_slow/end_slow read the clock (cpuclock_thread_now)
+ * and move the mark. `raw` may lie before the last exact read (a "virtual"
+ * mark: an exact read found CPU time no record carried yet, and the mark is
+ * placed that much earlier), so the next record still carries it. `until`
+ * is 0 when the fast path must not be used (no BPF slot, the CPU family
+ * off, a read the slot could not vouch for). */
+struct tracer_cpu_mark {
+    const _Atomic uint32_t *seq_word; /* the slot's switch count (read only when until != 0) */
+    uint32_t seq;
+    uint64_t raw;
+    uint64_t until;
+    /* The last exact read: the thread's CPU clock was anchor_cpu_ns at ring
+     * time anchor_raw (0: none). Holds with the mark's seq. */
+    uint64_t anchor_raw;
+    uint64_t anchor_cpu_ns;
+};
+
 /* Per-thread tracer state (thread-local, initial-exec TLS). */
 struct tracer_thread {
     struct tracer_ring *ring; /* NULL: no ring (not claimed yet or none free) */
     uint32_t tid;
-    uint32_t busy;            /* nonzero while we touch the ring or our tables */
-    uint32_t claimed_gen;     /* region generation the ring belongs to */
-    uint64_t cpu_at_last_end; /* thread CPU ns when its previous event ended */
+    uint32_t busy;        /* nonzero while we touch the ring or our tables */
+    uint32_t claimed_gen; /* region generation the ring belongs to */
     uint32_t parent_tid;
-    uint32_t has_cpu;
     uint32_t recorded;     /* a record was committed since tracer_event_begin */
     uint32_t pending_size; /* size of the record reserved, for its commit */
-    uint64_t begin_ns;     /* start of the current event */
+    uint64_t begin_ns;     /* start of the current event (ring clock) */
     uint64_t cached_tail;  /* collector's tail as last read (free space known) */
     uint32_t internal;     /* nonzero while our own code calls into other libraries */
-    /* The last CPU clock read (cpu_at_last_end is its value): when the BPF
-     * slot's seq still equals cpu_mark_seq, the thread has not been switched
-     * out since, so its CPU time grew exactly as the wall clock did. */
-    uint32_t cpu_mark_seq;
-    uint32_t cpu_mark_valid;
-    uint64_t cpu_mark_mono;
-    uint64_t cpu_mark_until; /* the slot's own trust limit (CPUCLOCK_BPF_VERIFY_NS) */
-    /* CPU ns the next record carries (its cpu_before_ns), accumulated by
-     * tracer_event_begin; the record that takes it zeroes it. */
+    /* CPU time (ring clock) the next record carries (its cpu_before_ns): set
+     * by tracer_event_begin, taken (zeroed) by the record that carries it. */
     uint64_t pending_cpu;
     /* The ring head up to which records fit without a look at the
      * collector's tail or the ring's end (tracer_reserve_fast). */
     uint64_t fast_limit;
+    struct tracer_cpu_mark cpu;
 };
 
 /* The busy mark tells a signal handler running on this thread that we are
@@ -80,6 +94,20 @@ static inline void tracer_busy_leave(struct tracer_thread *t)
     t->busy--;
 }
 
+/* The same for the inline fast paths, which start with the mark down
+ * (tracer_enter checked it) and never nest: one store each way. */
+static inline void tracer_busy_set(struct tracer_thread *t)
+{
+    t->busy = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void tracer_busy_clear(struct tracer_thread *t)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    t->busy = 0;
+}
+
 /* Global state of the library in this process. */
 struct tracer_state {
     void *region; /* mapped shared region, NULL when inactive */
@@ -87,6 +115,7 @@ struct tracer_state {
     uint32_t generation; /* bumped on re-registration (fork) */
     uint32_t pid;
     int active;
+    int ring_clock_tsc; /* records carry rdtsc ticks (TRACER_RING_CLOCK_TSC) */
 };
 
 extern struct tracer_state tracer_global;
@@ -114,96 +143,85 @@ static inline struct tracer_thread *tracer_enter(uint32_t family)
     return tracer_enter_slow(t);
 }
 
-/* CLOCK_MONOTONIC nanoseconds: rdtsc converted with the collector's
- * calibration when there is one (~2x cheaper), else the vDSO. */
-static inline uint64_t tracer_now_ns(void)
+/* Now in the ring clock (shm_layout.h): rdtsc when the process converts
+ * TSC with the collector's calibration (the collector converts what the
+ * records carry), else CLOCK_MONOTONIC ns from the vDSO. */
+static inline uint64_t tracer_ring_now(void)
 {
-    const struct cpuclock_tsc *tsc = tracer_cpu_time_tsc;
-    if (TRACER_LIKELY(tsc != NULL))
-        return cpuclock_tsc_mono_now(tsc);
+    if (TRACER_LIKELY(tracer_global.ring_clock_tsc))
+        return cpuclock_rdtsc();
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The thread's CPU time at CLOCK_MONOTONIC `now` (0 when unknown), and the
- * mark for the next read. In BPF mode a read with the slot's seq unchanged
- * since the last one is the last value plus the wall time since: the same
- * number the full read gives (total + now - on_cpu_since, with total and
- * on_cpu_since unchanged), for one load instead of five and their checks,
- * and only as long as the full read would trust the slot (until
- * on_cpu_since + CPUCLOCK_BPF_VERIFY_NS, when it asks the kernel). */
-static inline __attribute__((always_inline)) uint64_t tracer_cpu_at(struct tracer_thread *t,
-                                                                    uint64_t now)
+/* Does the thread's CPU mark hold at ring time `now` (no switch since)?
+ * `until` first: it is 0 whenever seq_word may not be read. */
+static inline __attribute__((always_inline)) int
+tracer_cpu_mark_holds(const struct tracer_cpu_mark *m, uint64_t now)
 {
-    struct cpuclock_thread *th = &tracer_cpu_thread;
-    if (TRACER_LIKELY(th->mode == CPUCLOCK_MODE_BPF)) {
-        struct cpuclock_slot *slot = th->slot;
-        uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-        if (TRACER_LIKELY(seq == t->cpu_mark_seq && t->cpu_mark_valid && now >= t->cpu_mark_mono &&
-                          now <= t->cpu_mark_until)) {
-            uint64_t cpu = t->cpu_at_last_end + (now - t->cpu_mark_mono);
-            t->cpu_mark_mono = now;
-            return cpu;
-        }
-        uint64_t slow_reads = th->repairs + th->resyncs;
-        uint64_t cpu = cpuclock_thread_now(th, now, NULL);
-        uint64_t on_since = atomic_load_explicit(&slot->on_cpu_since_ns, memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
-        /* a mark only from a plain read of a slot nobody wrote meanwhile */
-        t->cpu_mark_valid = cpu != 0 && th->repairs + th->resyncs == slow_reads &&
-                            seq == atomic_load_explicit(&slot->seq, memory_order_relaxed);
-        t->cpu_mark_seq = seq;
-        t->cpu_mark_mono = now;
-        t->cpu_mark_until = on_since + CPUCLOCK_BPF_VERIFY_NS;
-        return cpu;
-    }
-    t->cpu_mark_valid = 0;
-    return tracer_cpu_time_now(now);
+    return now <= m->until && now >= m->raw &&
+           atomic_load_explicit(m->seq_word, memory_order_relaxed) == m->seq;
 }
 
-/* Starts an event: remembers the CPU time the thread used since its
- * previous event ended (attached to the next record written). Returns the
- * event's start, CLOCK_MONOTONIC ns. */
-static inline __attribute__((always_inline)) uint64_t tracer_event_begin(struct tracer_thread *t)
+/* The slow sides of the CPU mark (tracer_core.c): an exact read. begin
+ * returns the CPU time (ring clock) since the last record and leaves the
+ * mark so that the next record still carries it if this event writes
+ * none; end moves the mark to `now` after a record. */
+uint64_t tracer_cpu_begin_slow(struct tracer_thread *t, uint64_t now);
+void tracer_cpu_end_slow(struct tracer_thread *t, uint64_t now);
+/* Forgets the mark (a new ring, a forked child): the next read is exact. */
+void tracer_cpu_mark_reset(struct tracer_thread *t);
+
+/* Stamps an event's start: returns now (ring clock) and, in *cpu, the CPU
+ * time the thread used since its previous record's event ended. */
+static inline __attribute__((always_inline)) uint64_t tracer_stamp(struct tracer_thread *t,
+                                                                   uint64_t *cpu)
 {
-    uint64_t now = tracer_now_ns();
-    t->begin_ns = now;
-    if (tracer_global.control->only_mask & TRACER_ONLY_CPU) {
-        const struct cpuclock_thread *th = &tracer_cpu_thread;
-        if (TRACER_LIKELY(th->mode == CPUCLOCK_MODE_BPF &&
-                          atomic_load_explicit(&th->slot->seq, memory_order_acquire) ==
-                              t->cpu_mark_seq &&
-                          t->cpu_mark_valid && now >= t->cpu_mark_mono &&
-                          now <= t->cpu_mark_until && t->has_cpu)) {
-            /* tracer_cpu_at's shortcut, folded: the segment is the wall time */
-            uint64_t ran = now - t->cpu_mark_mono;
-            t->pending_cpu += ran;
-            t->cpu_at_last_end += ran;
-            t->cpu_mark_mono = now;
-            return now;
-        }
-        uint64_t cpu = tracer_cpu_at(t, now);
-        if (t->has_cpu && cpu > t->cpu_at_last_end)
-            t->pending_cpu += cpu - t->cpu_at_last_end;
-        t->cpu_at_last_end = cpu;
-        t->has_cpu = cpu != 0;
-    }
+    uint64_t now = tracer_ring_now();
+    if (TRACER_LIKELY(tracer_cpu_mark_holds(&t->cpu, now)))
+        *cpu = now - t->cpu.raw;
+    else
+        *cpu = tracer_cpu_begin_slow(t, now);
     return now;
 }
 
-/* Ends an event: the next CPU segment starts at `end_ns`. When the call
- * produced no record (e.g. EAGAIN), the CPU segment simply continues: the
- * next record carries the time from tracer_event_begin on. */
+/* Starts an event: its stamp, with the CPU time since the previous record
+ * in pending_cpu (the next record carries it). Returns the event's start
+ * (ring clock). */
+static inline __attribute__((always_inline)) uint64_t tracer_event_begin(struct tracer_thread *t)
+{
+    uint64_t now = tracer_stamp(t, &t->pending_cpu);
+    t->begin_ns = now;
+    t->recorded = 0;
+    return now;
+}
+
+/* After a record: the next CPU segment starts at `end`. */
+static inline __attribute__((always_inline)) void tracer_cpu_mark_move(struct tracer_thread *t,
+                                                                       uint64_t end)
+{
+    if (TRACER_LIKELY(tracer_cpu_mark_holds(&t->cpu, end)))
+        t->cpu.raw = end;
+    else
+        tracer_cpu_end_slow(t, end);
+}
+
+/* Ends an event. When the call produced a record, the next CPU segment
+ * starts at `end_ns`; when it produced none (e.g. EAGAIN), the segment
+ * simply continues: the next record carries the time from the previous
+ * record on (the mark stays), and what begin computed is dropped. */
 static inline __attribute__((always_inline)) void tracer_event_end(struct tracer_thread *t,
                                                                    uint64_t end_ns)
 {
+    t->pending_cpu = 0;
     if (!t->recorded)
         return;
     t->recorded = 0;
-    /* end == begin (an uncontended lock): the CPU value read at begin holds */
-    if (t->has_cpu && end_ns != t->begin_ns)
-        t->cpu_at_last_end = tracer_cpu_at(t, end_ns);
+    if (end_ns == t->begin_ns)
+        t->cpu.raw = end_ns; /* the CPU clock at begin is known: no second look */
+    else
+        tracer_cpu_mark_move(t, end_ns);
 }
 
 /* Reserves room for an event with `extra` trailing bytes in the thread's
@@ -253,22 +271,41 @@ static inline size_t tracer_event_bytes(uint8_t type)
 /* Fast path for a small record of `need` bytes (a multiple of 8) in the
  * thread's ring, for callers that hold the busy mark: the record's place
  * when it fits before the ring's end in the free space last seen, else NULL
- * (the caller takes the general path, which waits, pads or drops). Commit
- * with tracer_commit. The ring size is a power of two: the modulo is a mask. */
-static inline void *tracer_reserve_fast(struct tracer_thread *t, uint32_t need)
+ * (the caller takes the general path, which waits, pads or drops). The ring
+ * head the record starts at comes back in *head: the inline fast paths
+ * publish the record themselves (tracer_publish) and move the CPU mark
+ * themselves. The ring size is a power of two: the modulo is a mask. */
+static inline void *tracer_reserve_fast_at(struct tracer_thread *t, uint32_t need, uint64_t *head)
 {
     struct tracer_ring *r = t->ring;
-    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    if (TRACER_UNLIKELY(head + need > t->fast_limit)) {
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    *head = h;
+    if (TRACER_UNLIKELY(h + need > t->fast_limit)) {
         /* the next ring boundary after head, or a full ring past the tail */
-        uint64_t ring_end = (head | (TRACER_RING_DATA_BYTES - 1)) + 1;
+        uint64_t ring_end = (h | (TRACER_RING_DATA_BYTES - 1)) + 1;
         uint64_t tail_end = t->cached_tail + TRACER_RING_DATA_BYTES;
         t->fast_limit = ring_end < tail_end ? ring_end : tail_end;
-        if (head + need > t->fast_limit)
+        if (h + need > t->fast_limit)
             return NULL;
     }
-    t->pending_size = need;
-    return r->data + (head & (TRACER_RING_DATA_BYTES - 1));
+    return r->data + (h & (TRACER_RING_DATA_BYTES - 1));
+}
+
+/* Publishes the records up to ring position `end` (the collector may read
+ * them now). */
+static inline void tracer_publish(struct tracer_thread *t, uint64_t end)
+{
+    atomic_store_explicit(&t->ring->head, end, memory_order_release);
+}
+
+/* The same, committed with tracer_commit (which marks the event recorded). */
+static inline void *tracer_reserve_fast(struct tracer_thread *t, uint32_t need)
+{
+    uint64_t head;
+    void *rec = tracer_reserve_fast_at(t, need, &head);
+    if (rec)
+        t->pending_size = need;
+    return rec;
 }
 
 /* --stacks: id of the calling thread's current stack (0: none). stacks.c */

@@ -469,6 +469,54 @@ static void test_tsc_conversion(void **state)
                 atomic_load(&tsc.base_mono_ns));
 }
 
+/* A consumer converting later with the history gets, for every value, what
+ * a reader converting at once got, across slews and a step; older values
+ * than the oldest kept conversion use it; repeats are not kept twice. */
+static void test_tsc_history(void **state)
+{
+    (void)state;
+    struct cpuclock_tsc tsc;
+    memset(&tsc, 0, sizeof tsc);
+    static struct cpuclock_tsc_history history;
+    memset(&history, 0, sizeof history);
+    assert_int_equal(cpuclock_tsc_history_note(&history, &tsc), -1); /* not calibrated */
+    assert_int_equal(cpuclock_tsc_calibrate(&tsc, 2000000u), 0);
+    enum { ROUNDS = 80, PER_ROUND = 5 };
+    static uint64_t raw[ROUNDS * PER_ROUND], at_once[ROUNDS * PER_ROUND];
+    int n = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        if (round == 40) {
+            /* a step, published as recalibration does (base_tsc = now):
+             * the conversion restarts 5 ms ahead */
+            uint64_t now_tsc = cpuclock_rdtsc();
+            uint64_t now_mono = cpuclock_tsc_to_mono(&tsc, now_tsc);
+            atomic_store(&tsc.seq, atomic_load(&tsc.seq) + 1);
+            atomic_store(&tsc.base_tsc, now_tsc);
+            atomic_store(&tsc.base_mono_ns, now_mono + 5000000u);
+            atomic_store(&tsc.seq, atomic_load(&tsc.seq) + 1);
+        } else if (round > 0) {
+            assert_int_equal(cpuclock_tsc_recalibrate(&tsc, 1000000u), 0);
+        }
+        assert_int_equal(cpuclock_tsc_history_note(&history, &tsc), 0);
+        assert_int_equal(cpuclock_tsc_history_note(&history, &tsc), 0); /* a repeat */
+        for (int i = 0; i < PER_ROUND; i++, n++) {
+            raw[n] = cpuclock_rdtsc();
+            at_once[n] = cpuclock_tsc_to_mono(&tsc, raw[n]);
+        }
+    }
+    assert_int_equal(history.count, CPUCLOCK_TSC_HISTORY);
+    /* the last CPUCLOCK_TSC_HISTORY rounds are kept: exact there */
+    int first_kept = (ROUNDS - (int)CPUCLOCK_TSC_HISTORY) * PER_ROUND;
+    for (int i = first_kept; i < n; i++)
+        assert_int_equal(cpuclock_tsc_history_to_mono(&history, raw[i]), at_once[i]);
+    /* older values: the oldest kept conversion */
+    const struct cpuclock_tsc_segment *oldest = cpuclock_tsc_history_segment(&history, raw[0]);
+    assert_non_null(oldest);
+    assert_int_equal(cpuclock_tsc_history_to_mono(&history, raw[0]),
+                     cpuclock_tsc_segment_to_mono(oldest, raw[0]));
+    assert_true(oldest->base_tsc > raw[0]);
+}
+
 static struct cpuclock_tsc test_shared_tsc;
 static atomic_int test_writer_stop;
 
@@ -541,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_fallback_estimates_and_syncs),
         cmocka_unit_test(test_tsc_conversion),
         cmocka_unit_test(test_tsc_reader_during_recalibration),
+        cmocka_unit_test(test_tsc_history),
         cmocka_unit_test(test_attach_refuses_other_fds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,10 @@
 """test_cpu.py - 4 busy threads on 2 cores (oversubscribed), known work
 between events: the CPU events of each thread must add up to within 5% of
 the CLOCK_THREAD_CPUTIME_ID the thread read itself just before its last
-traced call.
+traced call. Each round also has a call that writes no record (EAGAIN),
+a 2 ms sleep every tenth round and a mutex of the thread's own
+(tt_cpuburn.c): CPU time before an unrecorded call must reach the next
+record, off-CPU time must not.
 
 Issue 2 (one or two threads 5-11% high about one run in ten to twenty on
 a loaded machine): a read of the BPF clock answered from a timestamp taken

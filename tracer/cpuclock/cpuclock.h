@@ -115,22 +115,80 @@ int cpuclock_tsc_calibrate(struct cpuclock_tsc *tsc, uint64_t span_ns);
  * it periodically from one thread of one process. Returns 0 or -1 with errno. */
 int cpuclock_tsc_recalibrate(struct cpuclock_tsc *tsc, uint64_t slew_ns);
 
+/* The conversions one writer published, kept by a consumer that converts
+ * TSC values some time after they were taken (the collector converts the
+ * rings' raw timestamps). A value taken while a conversion was in force
+ * converts with it: the newest kept one whose base_tsc is <= the value
+ * (recalibration publishes with base_tsc = the TSC at that moment), so the
+ * consumer gets the number the producer would have got converting at once,
+ * across slews and steps. Older values than the oldest kept conversion use
+ * it. Not thread-safe: one consumer thread notes and converts. */
+#define CPUCLOCK_TSC_HISTORY 64u
+struct cpuclock_tsc_segment {
+    uint64_t base_tsc, base_mono_ns, mult;
+};
+struct cpuclock_tsc_history {
+    struct cpuclock_tsc_segment segment[CPUCLOCK_TSC_HISTORY];
+    uint32_t count;  /* kept, <= CPUCLOCK_TSC_HISTORY */
+    uint32_t newest; /* index of the newest */
+};
+
+/* Notes the conversion `tsc` holds now (call after every (re)calibration;
+ * a repeat of the newest is ignored). Returns 0, or -1 if `tsc` is not
+ * calibrated. */
+int cpuclock_tsc_history_note(struct cpuclock_tsc_history *h, const struct cpuclock_tsc *tsc);
+
+static inline uint64_t cpuclock_tsc_segment_to_mono(const struct cpuclock_tsc_segment *s,
+                                                    uint64_t cycles)
+{
+    __extension__ typedef unsigned __int128 cpuclock_u128;
+    if (cycles >= s->base_tsc)
+        return s->base_mono_ns +
+               (uint64_t)(((cpuclock_u128)(cycles - s->base_tsc) * s->mult) >> 32);
+    return s->base_mono_ns - (uint64_t)(((cpuclock_u128)(s->base_tsc - cycles) * s->mult) >> 32);
+}
+
+/* The segment in force when `cycles` was taken (NULL when none is kept). */
+static inline const struct cpuclock_tsc_segment *
+cpuclock_tsc_history_segment(const struct cpuclock_tsc_history *h, uint64_t cycles)
+{
+    if (h->count == 0)
+        return NULL;
+    uint32_t i = h->newest;
+    for (uint32_t n = 1; n < h->count && cycles < h->segment[i].base_tsc; n++)
+        i = (i + CPUCLOCK_TSC_HISTORY - 1) % CPUCLOCK_TSC_HISTORY;
+    return &h->segment[i];
+}
+
+/* CLOCK_MONOTONIC ns of a TSC value, with the conversion in force when it was
+ * taken (0 when nothing is kept). */
+static inline uint64_t cpuclock_tsc_history_to_mono(const struct cpuclock_tsc_history *h,
+                                                    uint64_t cycles)
+{
+    const struct cpuclock_tsc_segment *s = cpuclock_tsc_history_segment(h, cycles);
+    return s ? cpuclock_tsc_segment_to_mono(s, cycles) : 0;
+}
+
+/* The conversion `tsc` holds now, read under its seqlock (lock-free). */
+static inline void cpuclock_tsc_read(const struct cpuclock_tsc *tsc,
+                                     struct cpuclock_tsc_segment *out)
+{
+    uint32_t seq;
+    do {
+        seq = atomic_load_explicit(&tsc->seq, memory_order_acquire);
+        out->mult = atomic_load_explicit(&tsc->mult, memory_order_relaxed);
+        out->base_tsc = atomic_load_explicit(&tsc->base_tsc, memory_order_relaxed);
+        out->base_mono_ns = atomic_load_explicit(&tsc->base_mono_ns, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+    } while ((seq & 1u) || seq != atomic_load_explicit(&tsc->seq, memory_order_relaxed));
+}
+
 /* Converts a TSC value to CLOCK_MONOTONIC ns. Lock-free seqlock read. */
 static inline uint64_t cpuclock_tsc_to_mono(const struct cpuclock_tsc *tsc, uint64_t cycles)
 {
-    uint32_t seq;
-    uint64_t mult, base_tsc, base_mono;
-    do {
-        seq = atomic_load_explicit(&tsc->seq, memory_order_acquire);
-        mult = atomic_load_explicit(&tsc->mult, memory_order_relaxed);
-        base_tsc = atomic_load_explicit(&tsc->base_tsc, memory_order_relaxed);
-        base_mono = atomic_load_explicit(&tsc->base_mono_ns, memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
-    } while ((seq & 1u) || seq != atomic_load_explicit(&tsc->seq, memory_order_relaxed));
-    __extension__ typedef unsigned __int128 cpuclock_u128;
-    if (cycles >= base_tsc)
-        return base_mono + (uint64_t)(((cpuclock_u128)(cycles - base_tsc) * mult) >> 32);
-    return base_mono - (uint64_t)(((cpuclock_u128)(base_tsc - cycles) * mult) >> 32);
+    struct cpuclock_tsc_segment segment;
+    cpuclock_tsc_read(tsc, &segment);
+    return cpuclock_tsc_segment_to_mono(&segment, cycles);
 }
 
 /* rdtsc converted: CLOCK_MONOTONIC now, ~2x cheaper than the vDSO here. */

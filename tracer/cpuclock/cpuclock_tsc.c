@@ -137,3 +137,24 @@ int cpuclock_tsc_recalibrate(struct cpuclock_tsc *tsc, uint64_t slew_ns)
     atomic_fetch_add_explicit(&tsc->calibrations, 1, memory_order_relaxed);
     return 0;
 }
+
+int cpuclock_tsc_history_note(struct cpuclock_tsc_history *h, const struct cpuclock_tsc *tsc)
+{
+    struct cpuclock_tsc_segment s;
+    cpuclock_tsc_read(tsc, &s);
+    if (!atomic_load_explicit(&tsc->valid, memory_order_relaxed) || s.mult == 0)
+        return -1;
+    if (h->count) {
+        const struct cpuclock_tsc_segment *last = &h->segment[h->newest];
+        if (last->base_tsc == s.base_tsc && last->mult == s.mult &&
+            last->base_mono_ns == s.base_mono_ns)
+            return 0;
+        h->newest = (h->newest + 1) % CPUCLOCK_TSC_HISTORY;
+    } else {
+        h->newest = 0;
+    }
+    h->segment[h->newest] = s;
+    if (h->count < CPUCLOCK_TSC_HISTORY)
+        h->count++;
+    return 0;
+}
