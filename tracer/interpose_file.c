@@ -241,12 +241,11 @@ TRACER_EXPORT int close(int fd)
     uint64_t end = tracer_ring_now();
     if (rc == 0 || err != EBADF)
         tracer_fd_reset(fd);
-    if (kind == TRACER_FD_SOCKET && copy.conn_id &&
-        (tracer_global.control->only_mask & TRACER_ONLY_NET)) {
+    if (kind == TRACER_FD_SOCKET && copy.conn_id && (tracer_global.only_mask & TRACER_ONLY_NET)) {
         tracer_conn_lifecycle(t, fd, copy.conn_id, copy.proto, TRACE_CONN_CLOSE, rc == 0 ? 0 : -err,
                               begin, end);
-    } else if (kind == TRACER_FD_FILE && (tracer_global.control->only_mask & TRACER_ONLY_FILE) &&
-               !(tracer_global.control->path_filter[0] && !copy.path_id)) {
+    } else if (kind == TRACER_FD_FILE && (tracer_global.only_mask & TRACER_ONLY_FILE) &&
+               !(tracer_global.path_filter_set && !copy.path_id)) {
         tracer_file_simple(t, fd, &copy, TRACE_FILE_CLOSE, rc == 0 ? 0 : -err, begin, end);
     }
     tracer_event_end(t, end);

@@ -64,7 +64,7 @@ static inline __attribute__((always_inline)) void tracer_lock_quick(struct trace
                                                                     uint8_t mode, uint64_t id,
                                                                     uint64_t now, uint64_t cpu)
 {
-    if (TRACER_LIKELY(!tracer_global.control->stack_depth)) {
+    if (TRACER_LIKELY(!tracer_global.stack_depth)) {
         tracer_busy_set(t);
         uint64_t head;
         struct tracer_lock_record *lr = tracer_reserve_fast_at(t, sizeof *lr, &head);

@@ -265,19 +265,19 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
         return;
 
     if (is_socket) {
-        if (!(tracer_global.control->only_mask & (TRACER_ONLY_NET | TRACER_ONLY_DB)))
+        if (!(tracer_global.only_mask & (TRACER_ONLY_NET | TRACER_ONLY_DB)))
             return;
         uint64_t conn =
             tracer_conn_ensure(t, io->fd, f, TRACE_CONN_IDENT, io->begin_ns, io->begin_ns, 0);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_OUT && io->result > 0 &&
-            (tracer_global.control->only_mask & TRACER_ONLY_DB))
+            (tracer_global.only_mask & TRACER_ONLY_DB))
             tracer_db_wire_sent(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,
                                 io->end_ns);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_IN && io->result > 0 &&
-            (tracer_global.control->only_mask & TRACER_ONLY_DB))
+            (tracer_global.only_mask & TRACER_ONLY_DB))
             tracer_db_wire_received(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,
                                     io->end_ns);
-        if (!(tracer_global.control->only_mask & TRACER_ONLY_NET))
+        if (!(tracer_global.only_mask & TRACER_ONLY_NET))
             return;
         if (io->dir == TRACER_IO_IN && io->result > 0 && (f->flags & TRACER_FDF_EXPECT_REQ) &&
             io->iov)
@@ -307,9 +307,9 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
         return;
     }
 
-    if (!(tracer_global.control->only_mask & TRACER_ONLY_FILE))
+    if (!(tracer_global.only_mask & TRACER_ONLY_FILE))
         return;
-    if (f && f->kind == TRACER_FD_FILE && tracer_global.control->path_filter[0] && !f->path_id)
+    if (f && f->kind == TRACER_FD_FILE && tracer_global.path_filter_set && !f->path_id)
         return; /* path filter active and this file's path is unknown */
     struct trace_event *ev = tracer_event_new(
         t, TRACE_EV_FILE,

@@ -56,8 +56,7 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
     struct tracer_fd *f = tracer_fd_peek(fd);
     if (TRACER_UNLIKELY(result < 0 || !f))
         return 0;
-    const struct tracer_control *ctl = tracer_global.control;
-    if (TRACER_UNLIKELY(ctl->stack_depth))
+    if (TRACER_UNLIKELY(tracer_global.stack_depth))
         return 0;
     struct trace_event *ev;
     uint64_t head;
@@ -67,7 +66,7 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
         if (TRACER_UNLIKELY((f->flags & (TRACER_FDF_IDENT_DONE | TRACER_FDF_DB)) !=
                                 TRACER_FDF_IDENT_DONE ||
                             (dir == TRACER_IO_IN && (f->flags & TRACER_FDF_EXPECT_REQ)) ||
-                            !(ctl->only_mask & TRACER_ONLY_NET)))
+                            !(tracer_global.only_mask & TRACER_ONLY_NET)))
             return 0;
         enum { NET_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_net_event) };
         enum { NEED = (sizeof(struct tracer_record_header) + NET_BYTES + 7) & ~7u };
@@ -101,8 +100,9 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
             f->label_len = 0;
         }
     } else if (f->kind == TRACER_FD_FILE || f->kind == TRACER_FD_OTHER) {
-        if (TRACER_UNLIKELY(!(ctl->only_mask & TRACER_ONLY_FILE) || f->dup_next_plus1 ||
-                            (f->kind == TRACER_FD_FILE && ctl->path_filter[0] && !f->path_id)))
+        if (TRACER_UNLIKELY(
+                !(tracer_global.only_mask & TRACER_ONLY_FILE) || f->dup_next_plus1 ||
+                (f->kind == TRACER_FD_FILE && tracer_global.path_filter_set && !f->path_id)))
             return 0;
         enum { FILE_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_file_event) };
         enum { NEED = (sizeof(struct tracer_record_header) + FILE_BYTES + 7) & ~7u };

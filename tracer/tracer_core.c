@@ -185,6 +185,9 @@ static int tracer_register(int is_exec)
                           tracer_global.ring_clock_tsc ? TRACER_RING_CLOCK_TSC
                                                        : TRACER_RING_CLOCK_MONO,
                           memory_order_release);
+    tracer_global.only_mask = ctl->only_mask;
+    tracer_global.stack_depth = ctl->stack_depth;
+    tracer_global.path_filter_set = ctl->path_filter[0] != 0;
     tracer_global.region = region;
     tracer_global.control = ctl;
     tracer_global.pid = msg.req.pid;
@@ -353,7 +356,7 @@ static uint64_t tracer_cpu_exact(struct tracer_thread *t, const struct tracer_cl
 {
     struct tracer_cpu_mark *m = &t->cpu;
     m->until = 0;
-    if (!(tracer_global.control->only_mask & TRACER_ONLY_CPU))
+    if (!(tracer_global.only_mask & TRACER_ONLY_CPU))
         return 0;
     struct cpuclock_thread *th = &tracer_cpu_thread;
     uint64_t mono = tracer_clock_to_mono(scale, now);

@@ -116,6 +116,12 @@ struct tracer_state {
     uint32_t pid;
     int active;
     int ring_clock_tsc; /* records carry rdtsc ticks (TRACER_RING_CLOCK_TSC) */
+    /* Copies of the control page's settings, which the collector writes
+     * once before handing the region over: the hot path reads them from
+     * this line instead of two more lines of shared memory. */
+    uint32_t only_mask;   /* TRACER_ONLY_* */
+    uint32_t stack_depth; /* --stacks N, 0 = off */
+    int path_filter_set;  /* control->path_filter is not empty */
 };
 
 extern struct tracer_state tracer_global;
@@ -134,8 +140,8 @@ static inline struct tracer_thread *tracer_enter(uint32_t family)
 {
     if (TRACER_UNLIKELY(!tracer_global.active))
         return NULL;
-    struct tracer_control *ctl = tracer_global.control;
-    if (!atomic_load_explicit(&ctl->enabled, memory_order_relaxed) || !(ctl->only_mask & family))
+    if (!atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed) ||
+        !(tracer_global.only_mask & family))
         return NULL;
     struct tracer_thread *t = &tracer_tls;
     if (TRACER_LIKELY(!t->busy && t->ring && t->claimed_gen == tracer_global.generation))
@@ -317,10 +323,10 @@ static inline struct trace_event *tracer_event_new(struct tracer_thread *t, uint
                                                    uint8_t op, uint64_t begin_ns, uint64_t end_ns)
 {
     uint32_t stack = 0;
-    if (TRACER_UNLIKELY(tracer_global.control->stack_depth) && !t->busy) {
+    if (TRACER_UNLIKELY(tracer_global.stack_depth) && !t->busy) {
         tracer_busy_enter(t); /* libunwind and dladdr call (traced) pthread locks */
         t->internal++;
-        stack = tracer_stack_id(tracer_global.control->stack_depth);
+        stack = tracer_stack_id(tracer_global.stack_depth);
         t->internal--;
         tracer_busy_leave(t);
     }
