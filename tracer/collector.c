@@ -38,7 +38,8 @@
 
 struct collector_region {
     void *base;
-    uint64_t last_end_ns[TRACER_RING_COUNT]; /* per ring: end of the last event */
+    uint64_t last_end_ns[TRACER_RING_COUNT];  /* per ring: end of the last event */
+    uint64_t last_end_raw[TRACER_RING_COUNT]; /* the same in the ring clock */
     uint64_t lost_seen[TRACER_RING_COUNT];
     uint64_t lost_nested_seen[TRACER_RING_COUNT];
 };
@@ -564,18 +565,27 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
         }
         if (ev) {
             uint64_t cpu_before = h->cpu_before_ns;
+            uint64_t end_raw = ev->ts_ns + ev->dur_ns;
             if (tsc) {
                 /* ring clock -> ns, with the conversion in force at ts */
+                uint64_t ts_raw = ev->ts_ns;
                 const struct cpuclock_tsc_segment *seg =
-                    cpuclock_tsc_history_segment(&c->tsc_history, ev->ts_ns);
-                uint64_t start = cpuclock_tsc_segment_to_mono(seg, ev->ts_ns);
+                    cpuclock_tsc_history_segment(&c->tsc_history, ts_raw);
+                uint64_t start = cpuclock_tsc_segment_to_mono(seg, ts_raw);
                 if (ev->dur_ns) {
-                    uint64_t end =
-                        cpuclock_tsc_history_to_mono(&c->tsc_history, ev->ts_ns + ev->dur_ns);
+                    uint64_t end = cpuclock_tsc_history_to_mono(&c->tsc_history, end_raw);
                     ev->dur_ns = end > start ? end - start : 0;
                 }
                 ev->ts_ns = start;
-                if (cpu_before)
+                /* CPU time equal to the whole gap since the previous event
+                 * (the app's mark held: no switch in between) is that gap
+                 * in ns exactly, so the CPU event ends where this one
+                 * starts (the trace format predicts it, and a rounding
+                 * nanosecond costs bytes); otherwise it is scaled */
+                if (cpu_before && idx != 0 && reg->last_end_ns[idx] &&
+                    cpu_before == ts_raw - reg->last_end_raw[idx] && start >= reg->last_end_ns[idx])
+                    cpu_before = start - reg->last_end_ns[idx];
+                else if (cpu_before)
                     cpu_before = (uint64_t)(((collector_u128)cpu_before * seg->mult) >> 32);
             }
             if (cpu_before && idx != 0) {
@@ -588,8 +598,10 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
                 if (collector_append(c, p, &cpu_ev) != 0)
                     return -1;
             }
-            if (idx != 0)
+            if (idx != 0) {
                 reg->last_end_ns[idx] = ev->ts_ns + ev->dur_ns;
+                reg->last_end_raw[idx] = end_raw;
+            }
             if (collector_append(c, p, ev) != 0)
                 return -1;
         }
@@ -662,6 +674,7 @@ static int collector_drain_region(struct collector *c, struct collector_process 
             atomic_store(&r->tail, 0);
             atomic_store(&r->lost, 0);
             reg->last_end_ns[i] = 0;
+            reg->last_end_raw[i] = 0;
             reg->lost_seen[i] = 0;
             reg->lost_nested_seen[i] = 0;
             atomic_store(&r->lost_nested, 0);
