@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector_waker.h"
 #include "cpuclock_loader.h"
 #include "shm_layout.h"
 #include "trace_file.h"
@@ -63,6 +64,9 @@ __extension__ typedef unsigned __int128 collector_u128;
  * and a fast level costs a few percent of bytes for a sixth of its CPU. */
 #define COLLECTOR_ZSTD_LEVEL (-1)
 
+/* The longest nap when a full ring cannot wake us (no waker). */
+#define COLLECTOR_UNWATCHED_NAP_MS 2
+
 /* The longest gap between two drains while rings fill slowly (a longer
  * estimate is cut to it): a burst after a quiet spell waits at most this
  * long for room (nginx at saturation drains every ~7 ms). */
@@ -86,10 +90,15 @@ struct collector {
     uint64_t round_max_bytes; /* most bytes one ring held at this round's drain */
     uint64_t round_start_ns;  /* CLOCK_MONOTONIC at the start of the last round */
     uint64_t nap_ns;          /* from the last drain to the next (rate-adapted), 0 = unknown */
-    struct pollfd *pollfds;   /* listening socket + live pidfds (collector_poll) */
+    struct pollfd *pollfds;   /* listening socket, waker, live pidfds (collector_poll) */
     size_t poll_cap;
-    struct pollfd listen_pollfd; /* the poll set when pollfds cannot be allocated */
-    int write_failed_pending;    /* a trace write failed since the last collector_poll */
+    struct pollfd fixed_pollfds[2]; /* the poll set when pollfds cannot be allocated */
+    /* Producers waiting for ring room wake us through it, so naps can be
+     * long; NULL (no futex_waitv) or not watching every region: naps are
+     * capped at COLLECTOR_UNWATCHED_NAP_MS as a producer's longest wait. */
+    struct collector_waker *waker;
+    int waker_watches_all;
+    int write_failed_pending; /* a trace write failed since the last collector_poll */
     uint64_t tsc_recalibrated_ns;
     /* Every TSC conversion published (at load, then at each recalibration):
      * rings in TSC ring clock convert with the one in force when a value
@@ -195,6 +204,8 @@ struct collector *collector_create(const struct collector_options *opt, char *er
         snprintf(err, errlen, "listen: %s", strerror(errno));
         goto fail;
     }
+    char waker_why[128];
+    c->waker = collector_waker_start(waker_why, sizeof waker_why);
     /* Per-thread CPU time without a syscall per event needs the BPF clock;
      * without it traced threads fall back (docs/cpu-time.md). */
     char why[200];
@@ -308,6 +319,28 @@ static struct collector_process *collector_new_process(struct collector *c,
     return p;
 }
 
+/* Points the waker at every live region's collector_wake word. Called when
+ * a region comes and before one goes (its memory must still be mapped). */
+static void collector_watch_regions(struct collector *c)
+{
+    if (!c->waker)
+        return;
+    _Atomic uint32_t *words[COLLECTOR_WAKER_MAX_WORDS + 1];
+    size_t n = 0;
+    int all = 1;
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct collector_process *p = c->procs[i];
+        for (int j = 0; j < p->nregions; j++) {
+            if (n == COLLECTOR_WAKER_MAX_WORDS) {
+                all = 0;
+                break;
+            }
+            words[n++] = &tracer_region_control(p->regions[j]->base)->collector_wake;
+        }
+    }
+    c->waker_watches_all = collector_waker_watch(c->waker, words, n) == 0 && all;
+}
+
 static int collector_send_reply(int fd, int status, int memfd, int mapfd)
 {
     struct tracer_register_reply reply = {.magic = TRACER_REGISTER_MAGIC, .status = status};
@@ -395,6 +428,7 @@ static void collector_register(struct collector *c, int conn)
         atomic_store(&new_ctl->next_conn_id, atomic_load(&old_ctl->next_conn_id));
     }
     p->regions[p->nregions++] = r;
+    collector_watch_regions(c);
     if (req.is_exec) {
         struct trace_event ev;
         memset(&ev, 0, sizeof ev);
@@ -649,25 +683,39 @@ static int collector_note_losses(struct collector *c, struct collector_process *
 static int collector_drain_region(struct collector *c, struct collector_process *p,
                                   struct collector_region *reg, int final)
 {
+    struct tracer_control *ctl = tracer_region_control(reg->base);
+    enum { WORDS = sizeof ctl->rings_in_use / sizeof ctl->rings_in_use[0] };
     uint64_t snap[TRACER_RING_COUNT];
     uint32_t state[TRACER_RING_COUNT];
-    for (unsigned i = 1; i < TRACER_RING_COUNT; i++) {
-        struct tracer_ring *r = tracer_region_ring(reg->base, i);
-        state[i] = atomic_load_explicit(&r->state, memory_order_acquire);
-        snap[i] =
-            state[i] == TRACER_RING_FREE ? 0 : atomic_load_explicit(&r->head, memory_order_acquire);
+    uint16_t used[TRACER_RING_COUNT];
+    unsigned nused = 0;
+    for (unsigned w = 0; w < WORDS; w++) {
+        uint64_t bits = atomic_load_explicit(&ctl->rings_in_use[w], memory_order_acquire);
+        while (bits) {
+            unsigned i = 1 + w * 64 + (unsigned)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            if (i >= TRACER_RING_COUNT)
+                break;
+            struct tracer_ring *r = tracer_region_ring(reg->base, i);
+            state[i] = atomic_load_explicit(&r->state, memory_order_acquire);
+            if (state[i] == TRACER_RING_FREE)
+                continue;
+            snap[i] = atomic_load_explicit(&r->head, memory_order_acquire);
+            used[nused++] = (uint16_t)i;
+        }
     }
     struct tracer_ring *r0 = tracer_region_ring(reg->base, 0);
     if (collector_drain_ring(c, p, reg, 0, atomic_load_explicit(&r0->head, memory_order_acquire)))
         return -1;
-    for (unsigned i = 1; i < TRACER_RING_COUNT; i++) {
-        if (state[i] == TRACER_RING_FREE)
-            continue;
+    for (unsigned k = 0; k < nused; k++) {
+        unsigned i = used[k];
         struct tracer_ring *r = tracer_region_ring(reg->base, i);
         if (collector_drain_ring(c, p, reg, i, snap[i]) || collector_note_losses(c, p, reg, i))
             return -1;
         /* A ring whose thread ended (or, at the end, any ring) is free again
-         * once empty: reset it for the next thread. */
+         * once empty: reset it for the next thread. Its in-use bit goes down
+         * before the ring is FREE, so a thread that claims it next raises
+         * the bit again after. */
         if ((state[i] == TRACER_RING_EXITED || final) &&
             atomic_load(&r->tail) == atomic_load(&r->head)) {
             atomic_store(&r->head, 0);
@@ -678,8 +726,10 @@ static int collector_drain_region(struct collector *c, struct collector_process 
             reg->lost_seen[i] = 0;
             reg->lost_nested_seen[i] = 0;
             atomic_store(&r->lost_nested, 0);
-            if (!final)
+            if (!final) {
+                atomic_fetch_and(&ctl->rings_in_use[(i - 1) / 64], ~(1ull << ((i - 1) % 64)));
                 atomic_store_explicit(&r->state, TRACER_RING_FREE, memory_order_release);
+            }
         }
     }
     return 0;
@@ -688,13 +738,18 @@ static int collector_drain_region(struct collector *c, struct collector_process 
 static int collector_close_process(struct collector *c, struct collector_process *p)
 {
     int rc = 0;
-    for (int i = 0; i < p->nregions; i++) {
-        if (collector_drain_region(c, p, p->regions[i], 1) != 0)
+    struct collector_region *regions[COLLECTOR_MAX_REGIONS];
+    int nregions = p->nregions;
+    memcpy(regions, p->regions, sizeof regions);
+    for (int i = 0; i < nregions; i++)
+        if (collector_drain_region(c, p, regions[i], 1) != 0)
             rc = -1;
-        munmap(p->regions[i]->base, TRACER_REGION_BYTES);
-        free(p->regions[i]);
-    }
     p->nregions = 0;
+    collector_watch_regions(c); /* before the memory goes */
+    for (int i = 0; i < nregions; i++) {
+        munmap(regions[i]->base, TRACER_REGION_BYTES);
+        free(regions[i]);
+    }
     char err[256] = "";
     if (p->writer) {
         c->stats.bytes += trace_writer_bytes(p->writer);
@@ -719,9 +774,9 @@ static int collector_close_process(struct collector *c, struct collector_process
  * one as before. */
 static size_t collector_poll_set(struct collector *c)
 {
-    if (c->poll_cap < c->nprocs + 1) {
+    if (c->poll_cap < c->nprocs + 2) {
         size_t ncap = c->nprocs + 16;
-        struct pollfd *old = c->pollfds == &c->listen_pollfd ? NULL : c->pollfds;
+        struct pollfd *old = c->pollfds == c->fixed_pollfds ? NULL : c->pollfds;
         struct pollfd *n = realloc(old, ncap * sizeof *n);
         if (n) {
             c->pollfds = n;
@@ -729,12 +784,13 @@ static size_t collector_poll_set(struct collector *c)
         }
     }
     if (!c->pollfds) {
-        c->listen_pollfd = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
-        c->pollfds = &c->listen_pollfd;
-        c->poll_cap = 1;
+        c->pollfds = c->fixed_pollfds;
+        c->poll_cap = 2;
     }
     size_t n = 0;
     c->pollfds[n++] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
+    /* slot 1: the waker's eventfd, or -1 (poll ignores it) */
+    c->pollfds[n++] = (struct pollfd){.fd = collector_waker_fd(c->waker), .events = POLLIN};
     for (size_t i = 0; i < c->nprocs && n < c->poll_cap; i++) {
         struct collector_process *p = c->procs[i];
         if (!p->writer || p->exited || p->pidfd < 0)
@@ -753,17 +809,22 @@ int collector_poll(struct collector *c, int timeout_ms)
      * over the time since the drain before give its fill rate, and the next
      * drain comes before it is a quarter full (never sooner than 100 us,
      * never later than COLLECTOR_MAX_DRAIN_GAP_NS), so a tight producer
-     * meets a drained ring instead of waiting for the next tick (producers
-     * cannot wake us: an eventfd in the app would be at the mercy of its
-     * close loops). A call that comes before the next drain is due only
-     * sleeps, accepts registrations and notices exits: every drain scans
-     * every ring and costs the app CPU (docs/benchmarks.md: nginx at
-     * saturation). One ppoll waits on the listening socket and every live
-     * process's pidfd, so a registration or an exit ends the nap, and
+     * meets a drained ring instead of waiting. A producer that finds its
+     * ring full anyway wakes us through the waker (collector_waker.c: a
+     * futex word in its region, no descriptor in the app), which is what
+     * lets naps be long; without it naps stop at COLLECTOR_UNWATCHED_NAP_MS.
+     * A call that comes before the next drain is due only sleeps, accepts
+     * registrations and notices exits: every drain costs the app CPU
+     * (docs/benchmarks.md: nginx at saturation). One ppoll waits on the
+     * listening socket, the waker and every live process's pidfd, so a
+     * registration, a full ring or an exit ends the nap, and
      * accept4 is only called when a registration waits (a failed accept4
      * allocates and frees a socket inode: 13% of the collector's CPU on
      * nginx when it ran every round). */
     uint64_t now = collector_clock(CLOCK_MONOTONIC);
+    if ((!c->waker_watches_all || !collector_waker_ok(c->waker)) &&
+        timeout_ms > COLLECTOR_UNWATCHED_NAP_MS && c->nprocs)
+        timeout_ms = COLLECTOR_UNWATCHED_NAP_MS;
     uint64_t wait_ns = (uint64_t)timeout_ms * 1000000u;
     if (c->ring_pressure) {
         wait_ns = 0;
@@ -779,6 +840,10 @@ int collector_poll(struct collector *c, int timeout_ms)
     int ready = ppoll(c->pollfds, npoll, &nap, NULL);
     if (ready > 0 && (c->pollfds[0].revents & POLLIN))
         collector_accept_all(c);
+    /* a producer waits for room: drain now, then let the words down */
+    int woken = ready > 0 && (c->pollfds[1].revents & POLLIN) && collector_waker_consume(c->waker);
+    if (woken)
+        c->ring_pressure = 1;
     uint64_t round_start = collector_clock(CLOCK_MONOTONIC);
     int drain = c->ring_pressure || !c->nap_ns || round_start - c->round_start_ns >= c->nap_ns;
     if (drain) {
@@ -836,12 +901,15 @@ int collector_poll(struct collector *c, int timeout_ms)
         /* after exec, older images have no live threads: retire them */
         while (p->nregions > 1) {
             struct collector_region *old = p->regions[0];
-            munmap(old->base, TRACER_REGION_BYTES);
-            free(old);
             memmove(p->regions, p->regions + 1, (size_t)(p->nregions - 1) * sizeof p->regions[0]);
             p->nregions--;
+            collector_watch_regions(c); /* before the memory goes */
+            munmap(old->base, TRACER_REGION_BYTES);
+            free(old);
         }
     }
+    if (woken)
+        collector_waker_rearm(c->waker);
     if (c->write_failed_pending) {
         c->write_failed_pending = 0;
         rc = -1;
@@ -917,10 +985,11 @@ int collector_finish(struct collector *c, char *err, size_t errlen)
     if (rc != 0 && err)
         snprintf(err, errlen, "%s", c->error);
     close(c->listen_fd);
+    collector_waker_stop(c->waker);
     if (c->cpu_clock_bpf)
         cpuclock_bpf_unload();
     free(c->procs);
-    if (c->pollfds != &c->listen_pollfd)
+    if (c->pollfds != c->fixed_pollfds)
         free(c->pollfds);
     free(c);
     return rc;

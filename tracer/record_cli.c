@@ -38,6 +38,18 @@ static void record_on_toggle(int sig)
     record_toggle_requested = 1;
 }
 
+/* Only there so the child's exit interrupts the collector's sleep (a child
+ * that never registered has no pidfd in its poll set); waitpid tells. */
+static void record_on_child(int sig)
+{
+    (void)sig;
+}
+
+/* The longest the main loops sleep in collector_poll: signals, the child's
+ * exit and ring pressure cut it short (the collector caps it further when
+ * a full ring could not wake it). */
+#define RECORD_POLL_MS 100
+
 /* Finds libpreplay_trace.so: $PREPLAY_TRACE_LIB, else next to the preplay
  * binary, else ../lib/preplay/ relative to it (installed layout). */
 static int record_find_library(char *out, size_t cap)
@@ -342,6 +354,9 @@ static void record_install_signals(void)
     sigaction(SIGHUP, &sa, NULL);
     sa.sa_handler = record_on_toggle;
     sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_handler = record_on_child;
+    sa.sa_flags = SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, NULL);
 }
 
 static void record_summary(const char *dir, struct collector *c, int quiet)
@@ -430,7 +445,7 @@ int cmd_record(int argc, char **argv)
     int status = 0, child_done = 0, failed = 0;
     unsigned handled_stops = 0;
     for (;;) {
-        if (collector_poll(c, 2) != 0 && !failed) {
+        if (collector_poll(c, RECORD_POLL_MS) != 0 && !failed) {
             fprintf(stderr, "\npreplay record: %s\n", collector_error(c));
             failed = 1;
         }
@@ -517,7 +532,7 @@ int cmd_collect(int argc, char **argv)
     double started = record_now(), last_progress = 0;
     int failed = 0;
     while (!record_stop_requested) {
-        if (collector_poll(c, 2) != 0 && !failed) {
+        if (collector_poll(c, RECORD_POLL_MS) != 0 && !failed) {
             fprintf(stderr, "\npreplay collect: %s\n", collector_error(c));
             failed = 1;
         }

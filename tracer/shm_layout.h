@@ -76,7 +76,12 @@ struct tracer_control {
     _Atomic uint64_t next_string_id;
     _Atomic uint64_t next_conn_id;
     _Atomic uint64_t lost_events; /* dropped in --drop mode, all rings */
-    char path_filter[256];        /* only trace files whose path starts with this */
+    /* Bit i-1 set while thread ring i is not FREE: a thread sets it when it
+     * claims the ring, the collector clears it before it frees the ring, so
+     * a drain round looks at the rings in use instead of all 256 (each a
+     * page and a cache line of its own: 8% of the collector's CPU on nginx). */
+    _Atomic uint64_t rings_in_use[(TRACER_RING_COUNT - 1 + 63) / 64];
+    char path_filter[256]; /* only trace files whose path starts with this */
 };
 
 struct tracer_ring {

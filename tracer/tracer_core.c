@@ -257,6 +257,8 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
         if (atomic_load_explicit(&r->state, memory_order_relaxed) != TRACER_RING_FREE)
             continue;
         if (atomic_compare_exchange_strong(&r->state, &expect, TRACER_RING_ACTIVE)) {
+            atomic_fetch_or(&tracer_global.control->rings_in_use[(idx - 1) / 64],
+                            1ull << ((idx - 1) % 64));
             r->tid = t->tid;
             t->ring = r;
             t->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
