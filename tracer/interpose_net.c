@@ -199,6 +199,42 @@ static int tracer_sockopt_matters(int level, int name)
     return 0;
 }
 
+/* The SOCKOPT record of a socket already known, inline (nginx sets
+ * TCP_CORK on and off around every response): 1 when written, 0 when the
+ * general path must. Touches neither errno nor any lock. */
+static inline int tracer_sockopt_fast(struct tracer_thread *t, int fd, int level, int name,
+                                      int64_t value, uint64_t now)
+{
+    struct tracer_fd *f = tracer_fd_peek(fd);
+    if (TRACER_UNLIKELY(!f || f->kind != TRACER_FD_SOCKET || tracer_global.stack_depth))
+        return 0;
+    enum { EV_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_sockopt_event) };
+    enum { NEED = (sizeof(struct tracer_record_header) + EV_BYTES + 7) & ~7u };
+    tracer_busy_set(t);
+    uint64_t head;
+    struct tracer_record_header *h = tracer_reserve_fast_at(t, NEED, &head);
+    if (TRACER_UNLIKELY(!h)) {
+        tracer_busy_clear(t);
+        return 0;
+    }
+    h->size = NEED;
+    h->kind = TRACER_REC_EVENT;
+    h->cpu_before_ns = 0; /* not an event of its own: the next record carries the CPU */
+    struct trace_event *ev = (struct trace_event *)(h + 1);
+    memset(ev, 0, EV_BYTES);
+    ev->type = TRACE_EV_SOCKOPT;
+    ev->tid = t->tid;
+    ev->ts_ns = now;
+    ev->u.sockopt.fd = fd;
+    ev->u.sockopt.level = level;
+    ev->u.sockopt.name = name;
+    ev->u.sockopt.value = value;
+    ev->u.sockopt.conn_id = f->conn_id;
+    tracer_publish(t, head + NEED);
+    tracer_busy_clear(t);
+    return 1;
+}
+
 TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
     int rc = tracer_real_setsockopt()(fd, level, name, val, len);
@@ -207,6 +243,11 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
         struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET);
         if (t) {
             uint64_t now = tracer_ring_now();
+            if (tracer_sockopt_fast(t, fd, level, name,
+                                    val && len >= sizeof(int) ? *(const int *)val : 0, now)) {
+                errno = err;
+                return rc;
+            }
             struct tracer_fd *f = tracer_fd_classify(fd);
             struct trace_event *ev = tracer_event_new(t, TRACE_EV_SOCKOPT, 0, now, now);
             if (ev) {
