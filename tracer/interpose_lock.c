@@ -105,10 +105,12 @@ static void tracer_lock_slow(struct tracer_thread *t, uint8_t op, uint8_t kind, 
  * lock is ours: stamped before, a thread preempted between the stamp and
  * the try showed a hold overlapping the previous holder's. */
 #define TRACER_PTHREAD_ACQUIRE(lockp, real_try, real_block, KIND, MODE)                            \
+    /* the try first: only lockp lives across the call, and an untraced                            \
+     * call that finds the lock busy blocks as the real one would */                               \
+    int rc = real_try(lockp);                                                                      \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
     if (!t)                                                                                        \
-        return real_block(lockp);                                                                  \
-    int rc = real_try(lockp);                                                                      \
+        return rc == EBUSY ? real_block(lockp) : rc;                                               \
     uint64_t cpu;                                                                                  \
     uint64_t begin = tracer_stamp(t, &cpu);                                                        \
     if (TRACER_LIKELY(rc == 0)) {                                                                  \

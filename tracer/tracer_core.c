@@ -23,7 +23,9 @@
 
 #include "cpu_time.h"
 
-struct tracer_state tracer_global;
+/* generation 1 before the first registration: no thread's claimed_gen (0
+ * until it claims a ring) matches it */
+struct tracer_state tracer_global = {.generation = 1};
 
 __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tracer_thread_key;
@@ -209,6 +211,7 @@ static void tracer_thread_release(struct tracer_thread *t)
         return;
     struct tracer_ring *r = t->ring;
     t->ring = NULL;
+    t->claimed_gen = 0;
     tracer_cpu_time_release_thread();
     atomic_store_explicit(&r->state, TRACER_RING_EXITED, memory_order_release);
 }
@@ -275,10 +278,15 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
     return NULL;
 }
 
-/* The rare cases of tracer_enter (tracer_core.h): nested in a signal
- * handler, or the thread has no ring of this process generation yet. */
-struct tracer_thread *tracer_enter_slow(struct tracer_thread *t)
+/* The rare cases of tracer_enter (tracer_core.h): not registered, tracing
+ * off or the family not traced, nested in a signal handler, or the thread
+ * has no ring of this process generation yet. */
+struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family)
 {
+    if (!tracer_global.active ||
+        !atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed) ||
+        !(tracer_global.only_mask & family))
+        return NULL;
     if (TRACER_UNLIKELY(t->busy)) {
         /* A signal handler's traced call interrupted us mid-record: it
          * cannot be written now, so it is counted as lost (the trace says
@@ -288,8 +296,11 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t)
             atomic_fetch_add_explicit(&t->ring->lost_nested, 1, memory_order_relaxed);
         return NULL;
     }
+    if (t->ring && t->claimed_gen == tracer_global.generation)
+        return t;
     tracer_busy_enter(t);
     t->ring = NULL;
+    t->claimed_gen = 0;
     tracer_cpu_mark_reset(t);
     tracer_gettid();
     struct tracer_ring *r = tracer_thread_claim(t);
@@ -773,6 +784,7 @@ void tracer_after_fork_child(void)
     tracer_global.region = NULL;
     tracer_global.control = NULL;
     t->ring = NULL;
+    t->claimed_gen = 0;
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->parent_tid = 0;
     tracer_cpu_mark_reset(t);

@@ -112,7 +112,7 @@ static inline void tracer_busy_clear(struct tracer_thread *t)
 struct tracer_state {
     void *region; /* mapped shared region, NULL when inactive */
     struct tracer_control *control;
-    uint32_t generation; /* bumped on re-registration (fork) */
+    uint32_t generation; /* bumped at each registration (fork): starts at 1 */
     uint32_t pid;
     int active;
     int ring_clock_tsc; /* records carry rdtsc ticks (TRACER_RING_CLOCK_TSC) */
@@ -131,22 +131,23 @@ void *tracer_resolve(const char *name);
 /* The calling thread's state (initial-exec TLS: one %fs-relative access). */
 extern __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
 
-struct tracer_thread *tracer_enter_slow(struct tracer_thread *t);
+struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family);
 
 /* Returns the calling thread's state if an event of `family` (TRACER_ONLY_*)
  * should be traced now, else NULL. Claims a ring on first use. Inline: it
- * runs before every wrapped call, and the common answer takes a few loads. */
+ * runs before every wrapped call. A ring claimed in the current region
+ * generation (never 0 in TLS: generations start at 1 and a released ring
+ * zeroes its claimed_gen) implies a registered process and a mapped control
+ * page, so the common answer is four loads from two lines of our own and
+ * one of the control page; everything else is tracer_enter_slow's. */
 static inline struct tracer_thread *tracer_enter(uint32_t family)
 {
-    if (TRACER_UNLIKELY(!tracer_global.active))
-        return NULL;
-    if (!atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed) ||
-        !(tracer_global.only_mask & family))
-        return NULL;
     struct tracer_thread *t = &tracer_tls;
-    if (TRACER_LIKELY(!t->busy && t->ring && t->claimed_gen == tracer_global.generation))
+    if (TRACER_LIKELY(t->claimed_gen == tracer_global.generation && !t->busy &&
+                      (tracer_global.only_mask & family) &&
+                      atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed)))
         return t;
-    return tracer_enter_slow(t);
+    return tracer_enter_slow(t, family);
 }
 
 /* Now in the ring clock (shm_layout.h): rdtsc when the process converts
