@@ -100,14 +100,63 @@ static void tracer_lock_slow(struct tracer_thread *t, uint8_t op, uint8_t kind, 
     tracer_event_end(t, end);
 }
 
+/* The whole common case as a leaf (no call, so the wrapper around it keeps
+ * nothing in callee-saved registers): tracing on for locks, no stacks, the
+ * CPU mark holding, room in the ring. Writes the compact record of a lock
+ * operation that succeeded now and returns 1; returns 0 having written
+ * nothing, and the caller's general path does everything. */
+static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t record_kind,
+                                                                  const void *lockp)
+{
+    struct tracer_thread *t = &tracer_tls;
+    if (TRACER_UNLIKELY(
+            t->claimed_gen != tracer_global.generation || t->busy ||
+            !(tracer_global.only_mask & TRACER_ONLY_LOCK) || tracer_global.stack_depth ||
+            !atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed)))
+        return 0;
+    uint64_t now = tracer_ring_now();
+    if (TRACER_UNLIKELY(!tracer_cpu_mark_holds(&t->cpu, now)))
+        return 0;
+    tracer_busy_set(t);
+    uint64_t head;
+    struct tracer_lock_record *lr = tracer_reserve_fast_at(t, sizeof *lr, &head);
+    if (TRACER_UNLIKELY(!lr)) {
+        tracer_busy_clear(t);
+        return 0;
+    }
+    lr->h.size = sizeof *lr;
+    lr->h.kind = record_kind;
+    lr->h.cpu_before_ns = now - t->cpu.raw;
+    lr->ts_ns = now;
+    lr->lock_id = (uint64_t)(uintptr_t)lockp;
+    tracer_publish(t, head + sizeof *lr);
+    tracer_busy_clear(t);
+    t->cpu.raw = now;
+    return 1;
+}
+
 /* Blocking acquire of a pthread lock: try first, block only when busy. The
  * clock is read after the try, so an uncontended acquire is stamped once the
  * lock is ours: stamped before, a thread preempted between the stamp and
- * the try showed a hold overlapping the previous holder's. */
-#define TRACER_PTHREAD_ACQUIRE(lockp, real_try, real_block, KIND, MODE)                            \
-    /* the try first: only lockp lives across the call, and an untraced                            \
-     * call that finds the lock busy blocks as the real one would */                               \
-    int rc = real_try(lockp);                                                                      \
+ * the try showed a hold overlapping the previous holder's. Defines NAME
+ * (the leaf for a lock taken at once) and its general path NAME_rest,
+ * which gets the try's result. */
+#define TRACER_PTHREAD_ACQUIRE_WRAPPER(NAME, TYPE, real_try, real_block, KIND, MODE)               \
+    static __attribute__((noinline)) int tracer_##NAME##_rest(TYPE *lockp, int rc){                \
+        TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE)} TRACER_EXPORT int               \
+    NAME(TYPE *lockp)                                                                              \
+    {                                                                                              \
+        /* the try first: only lockp lives across the call, and an untraced                        \
+         * call that finds the lock busy blocks as the real one would */                           \
+        int rc = real_try(lockp);                                                                  \
+        if (TRACER_LIKELY(rc == 0) &&                                                              \
+            tracer_lock_leaf(tracer_lock_record_kind(TRACE_LOCK_ACQUIRE, KIND, MODE), lockp))      \
+            return 0;                                                                              \
+        return tracer_##NAME##_rest(lockp, rc);                                                    \
+    }
+
+/* The general path of a blocking acquire, after the try returned rc. */
+#define TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE)                                  \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
     if (!t)                                                                                        \
         return rc == EBUSY ? real_block(lockp) : rc;                                               \
@@ -144,31 +193,62 @@ static void tracer_lock_slow(struct tracer_thread *t, uint8_t op, uint8_t kind, 
     tracer_lock_slow(t, OP, KIND, MODE, (uint64_t)(uintptr_t)(lockp), rc, begin, cpu, end);        \
     return rc;
 
-TRACER_EXPORT int pthread_mutex_lock(pthread_mutex_t *m){
-    TRACER_PTHREAD_ACQUIRE(m, tracer_real_pthread_mutex_trylock(), tracer_real_pthread_mutex_lock(),
-                           TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
+TRACER_PTHREAD_ACQUIRE_WRAPPER(pthread_mutex_lock, pthread_mutex_t,
+                               tracer_real_pthread_mutex_trylock(),
+                               tracer_real_pthread_mutex_lock(), TRACE_LOCK_MUTEX,
+                               TRACE_LOCK_EXCLUSIVE)
 
 TRACER_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m){
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_trylock()(m), m, TRACE_LOCK_TRY,
                           TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
 
-TRACER_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts){
+TRACER_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts)
+{
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_timedlock()(m, ts), m, TRACE_LOCK_TIMED,
-                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)
+}
 
-TRACER_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m){
+static __attribute__((noinline)) int tracer_mutex_unlock_rest(pthread_mutex_t *m)
+{
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_unlock()(m), m, TRACE_LOCK_RELEASE,
-                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)
+}
 
-TRACER_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l){
-    TRACER_PTHREAD_ACQUIRE(l, tracer_real_pthread_rwlock_tryrdlock(),
-                           tracer_real_pthread_rwlock_rdlock(), TRACE_LOCK_RWLOCK,
-                           TRACE_LOCK_SHARED)}
+/* Can this unlock fail? glibc's normal and adaptive mutexes never check
+ * the owner on unlock (POSIX leaves it undefined): for them the release is
+ * recorded before the call, by the leaf; error-checking, recursive, robust
+ * and priority mutexes can refuse, so their record waits for the result. */
+static inline int tracer_mutex_unlock_cannot_fail(const pthread_mutex_t *m)
+{
+#ifdef __GLIBC__
+    int kind = m->__data.__kind & (PTHREAD_MUTEX_ERRORCHECK | PTHREAD_MUTEX_RECURSIVE | 0x70);
+    return kind == PTHREAD_MUTEX_NORMAL || kind == PTHREAD_MUTEX_ADAPTIVE_NP;
+#else
+    (void)m;
+    return 0;
+#endif
+}
 
-TRACER_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l){
-    TRACER_PTHREAD_ACQUIRE(l, tracer_real_pthread_rwlock_trywrlock(),
-                           tracer_real_pthread_rwlock_wrlock(), TRACE_LOCK_RWLOCK,
-                           TRACE_LOCK_EXCLUSIVE)}
+TRACER_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    /* the release is in the trace before the next holder's acquire */
+    if (TRACER_LIKELY(tracer_mutex_unlock_cannot_fail(m) &&
+                      tracer_lock_leaf(tracer_lock_record_kind(TRACE_LOCK_RELEASE, TRACE_LOCK_MUTEX,
+                                                               TRACE_LOCK_EXCLUSIVE),
+                                       m)))
+        return tracer_real_pthread_mutex_unlock()(m);
+    return tracer_mutex_unlock_rest(m);
+}
+
+TRACER_PTHREAD_ACQUIRE_WRAPPER(pthread_rwlock_rdlock, pthread_rwlock_t,
+                               tracer_real_pthread_rwlock_tryrdlock(),
+                               tracer_real_pthread_rwlock_rdlock(), TRACE_LOCK_RWLOCK,
+                               TRACE_LOCK_SHARED)
+
+TRACER_PTHREAD_ACQUIRE_WRAPPER(pthread_rwlock_wrlock, pthread_rwlock_t,
+                               tracer_real_pthread_rwlock_trywrlock(),
+                               tracer_real_pthread_rwlock_wrlock(), TRACE_LOCK_RWLOCK,
+                               TRACE_LOCK_EXCLUSIVE)
 
 TRACER_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l){
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_tryrdlock()(l), l, TRACE_LOCK_TRY,

@@ -4,10 +4,11 @@
  * rwlock held exclusively while readers wait and then shared by two
  * readers, a condition wait, flock and F_OFD_SETLKW between threads (each
  * with its own open file description) and F_SETLKW against a child
- * process. Every contended wait is made >= HOLD_MS by the holder sleeping
- * with the lock held. Prints the lock addresses as one JSON line. It must
- * never synchronise its phases with traced locks (only atomics and sleeps),
- * or the handshakes would show up as extra lock events. */
+ * process; an error-checking mutex refusing an unlock by a thread that
+ * does not hold it, and a recursive mutex taken twice. Every contended wait is made >= HOLD_MS by
+ * the holder sleeping with the lock held. Prints the lock addresses as one JSON line. It must never
+ * synchronise its phases with traced locks (only atomics and sleeps), or the handshakes would show
+ * up as extra lock events. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,8 @@ static pthread_mutex_t tm = PTHREAD_MUTEX_INITIALIZER; /* timedlock */
 static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER; /* condvar */
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t em; /* error-checking */
+static pthread_mutex_t rm; /* recursive */
 static _Atomic int stage;
 static _Atomic int readers_in;
 static int cond_ready;
@@ -240,10 +243,35 @@ int main(int argc, char **argv)
         pthread_join(p[i], NULL);
     if (shared_counter != POUNDERS * POUND_ITERS)
         die("counter", EIO);
-    printf("{\"m\":%llu,\"tm\":%llu,\"cm\":%llu,\"rw\":%llu,\"hold_ms\":%d,\"pounders\":%d,"
-           "\"iters\":%d,\"child\":%d}\n",
+
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&em, &attr);
+    /* a pair, then an unlock of a mutex no longer held (refused) right
+     * after it, when the tracer's fast path is warm, then a pair again */
+    for (int i = 0; i < 3; i++) {
+        if (i != 1 && (rc = pthread_mutex_lock(&em)) != 0)
+            die("error-checking mutex lock", rc);
+        rc = pthread_mutex_unlock(&em);
+        if (rc != (i == 1 ? EPERM : 0))
+            die("error-checking mutex unlock", rc);
+    }
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&rm, &attr);
+    for (int i = 0; i < 2; i++)
+        if ((rc = pthread_mutex_lock(&rm)) != 0)
+            die("recursive mutex lock", rc);
+    for (int i = 0; i < 2; i++)
+        if ((rc = pthread_mutex_unlock(&rm)) != 0)
+            die("recursive mutex unlock", rc);
+    pthread_mutexattr_destroy(&attr);
+
+    printf("{\"m\":%llu,\"tm\":%llu,\"cm\":%llu,\"rw\":%llu,\"em\":%llu,\"rm\":%llu,"
+           "\"hold_ms\":%d,\"pounders\":%d,\"iters\":%d,\"child\":%d}\n",
            (unsigned long long)(uintptr_t)&m, (unsigned long long)(uintptr_t)&tm,
-           (unsigned long long)(uintptr_t)&cm, (unsigned long long)(uintptr_t)&rw, HOLD_MS,
+           (unsigned long long)(uintptr_t)&cm, (unsigned long long)(uintptr_t)&rw,
+           (unsigned long long)(uintptr_t)&em, (unsigned long long)(uintptr_t)&rm, HOLD_MS,
            POUNDERS, POUND_ITERS, (int)child);
     return 0;
 }
