@@ -64,13 +64,11 @@ __extension__ typedef unsigned __int128 collector_u128;
  * and a fast level costs a few percent of bytes for a sixth of its CPU. */
 #define COLLECTOR_ZSTD_LEVEL (-1)
 
+/* The longest nap while rings are being written (a slow writer's records
+ * reach the trace within it). */
+#define COLLECTOR_BUSY_NAP_NS 10000000ull
 /* The longest nap when a full ring cannot wake us (no waker). */
 #define COLLECTOR_UNWATCHED_NAP_MS 2
-
-/* The longest gap between two drains while rings fill slowly (a longer
- * estimate is cut to it): a burst after a quiet spell waits at most this
- * long for room (nginx at saturation drains every ~7 ms). */
-#define COLLECTOR_MAX_DRAIN_GAP_NS 10000000ull
 
 struct collector {
     struct collector_options opt;
@@ -89,7 +87,8 @@ struct collector {
     int ring_pressure;        /* a ring was > 1/4 full this round, or a producer waited */
     uint64_t round_max_bytes; /* most bytes one ring held at this round's drain */
     uint64_t round_start_ns;  /* CLOCK_MONOTONIC at the start of the last round */
-    uint64_t nap_ns;          /* from the last drain to the next (rate-adapted), 0 = unknown */
+    uint64_t nap_ns;          /* from the last drain to the next (rate-adapted), 0 = the timeout */
+    double fill_rate;         /* bytes per ns of the fastest ring, smoothed (collector_poll) */
     struct pollfd *pollfds;   /* listening socket, waker, live pidfds (collector_poll) */
     size_t poll_cap;
     struct pollfd fixed_pollfds[2]; /* the poll set when pollfds cannot be allocated */
@@ -806,10 +805,10 @@ int collector_poll(struct collector *c, int timeout_ms)
     /* Rings are drained back to back while some ring came back more than
      * a quarter full (producers would soon wait on us). Between those,
      * drains follow the fastest ring: the bytes it held at the last drain
-     * over the time since the drain before give its fill rate, and the next
-     * drain comes before it is a quarter full (never sooner than 100 us,
-     * never later than COLLECTOR_MAX_DRAIN_GAP_NS), so a tight producer
-     * meets a drained ring instead of waiting. A producer that finds its
+     * over the time since the drain before give its fill rate (smoothed),
+     * and the next drain comes before it is a quarter full (never sooner
+     * than 100 us, never later than the caller's timeout), so a tight
+     * producer meets a drained ring instead of waiting. A producer that finds its
      * ring full anyway wakes us through the waker (collector_waker.c: a
      * futex word in its region, no descriptor in the app), which is what
      * lets naps be long; without it naps stop at COLLECTOR_UNWATCHED_NAP_MS.
@@ -825,7 +824,8 @@ int collector_poll(struct collector *c, int timeout_ms)
     if ((!c->waker_watches_all || !collector_waker_ok(c->waker)) &&
         timeout_ms > COLLECTOR_UNWATCHED_NAP_MS && c->nprocs)
         timeout_ms = COLLECTOR_UNWATCHED_NAP_MS;
-    uint64_t wait_ns = (uint64_t)timeout_ms * 1000000u;
+    uint64_t timeout_ns = (uint64_t)timeout_ms * 1000000u;
+    uint64_t wait_ns = timeout_ns;
     if (c->ring_pressure) {
         wait_ns = 0;
     } else if (c->nap_ns) {
@@ -847,18 +847,26 @@ int collector_poll(struct collector *c, int timeout_ms)
     uint64_t round_start = collector_clock(CLOCK_MONOTONIC);
     int drain = c->ring_pressure || !c->nap_ns || round_start - c->round_start_ns >= c->nap_ns;
     if (drain) {
-        if (c->round_start_ns && round_start > c->round_start_ns && c->round_max_bytes) {
-            /* ns until the fastest ring holds a quarter of its room at the
-             * last drain's rate */
-            uint64_t span = round_start - c->round_start_ns;
-            double fill_ns =
-                (double)(TRACER_RING_DATA_BYTES / 4) * (double)span / (double)c->round_max_bytes;
-            c->nap_ns = fill_ns < 100000.0                             ? 100000u
-                        : fill_ns > (double)COLLECTOR_MAX_DRAIN_GAP_NS ? COLLECTOR_MAX_DRAIN_GAP_NS
-                                                                       : (uint64_t)fill_ns;
-        } else {
-            c->nap_ns = 0;
+        if (c->round_start_ns && round_start > c->round_start_ns) {
+            /* the fastest ring's fill rate, averaged with the previous
+             * estimate (a round that finds the rings empty just after a
+             * drain under pressure must not end the estimate: the next nap
+             * would then be the whole timeout, and a tight producer would
+             * fill its ring and wait on every lap) */
+            double rate = (double)c->round_max_bytes / (double)(round_start - c->round_start_ns);
+            c->fill_rate = (rate + c->fill_rate) / 2;
         }
+        /* ns until the fastest ring holds a quarter of its room at that
+         * rate, within [100 us, COLLECTOR_BUSY_NAP_NS] while anything is
+         * being written; 0 when the estimate says nothing is (past the
+         * caller's timeout): sleep the timeout, a burst wakes us through
+         * the waker */
+        double fill_ns = c->fill_rate > 0 ? (double)(TRACER_RING_DATA_BYTES / 4) / c->fill_rate
+                                          : (double)timeout_ns;
+        c->nap_ns = fill_ns < 100000.0                        ? 100000u
+                    : fill_ns >= (double)timeout_ns           ? 0
+                    : fill_ns > (double)COLLECTOR_BUSY_NAP_NS ? COLLECTOR_BUSY_NAP_NS
+                                                              : (uint64_t)fill_ns;
         c->round_start_ns = round_start;
         c->round_max_bytes = 0;
         c->drained_records = 0;
