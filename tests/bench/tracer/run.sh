@@ -8,7 +8,8 @@
 #      never fill the ring (the app-side cost alone), beside strace -f and
 #      ltrace -f on the same loops;
 #   2. nginx (1 and 2 workers) at saturation under wrk, untraced vs traced:
-#      requests/s both ways, throughput lost, trace bytes per event/request;
+#      requests/s both ways, throughput lost, CPU per request of the workers
+#      and the collector, trace bytes per event/request;
 #   3. events/s the collector drains+encodes+compresses per second of its CPU;
 #   4. CPU-time fidelity: 4 busy threads on 2 cores, trace vs the threads'
 #      CLOCK_THREAD_CPUTIME_ID.
@@ -263,6 +264,11 @@ run_wrk() { # PORT SECONDS -> "requests_per_s total_requests"
   [ -n "$rps" ] && [ -n "$total" ] || fail "cannot read wrk's output: $out"
   echo "$rps $total"
 }
+cpu_ticks() { # PID... -> utime+stime of all, in clock ticks
+  local p sum=0
+  for p in "$@"; do sum=$((sum + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done
+  echo "$sum"
+}
 stop_pid() { # PID SECONDS
   kill -TERM "$1" 2>/dev/null || true
   for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }; sleep 0.1; done
@@ -290,11 +296,24 @@ for workers in $nginx_workers; do
   wait_http "$pb" "$pid_b"
   run_wrk "$pa" 1 >/dev/null # warm-up both
   traced_requests=$(run_wrk "$pb" 1 | cut -d' ' -f2)
-  rps_a="" rps_b=""
+  # CPU per request besides requests/s: the workers' CPU (and the
+  # collector's, for the traced one) over each wrk run. Throughput at
+  # saturation on 2 shared cores moves by +-15% between runs of the same
+  # server here; CPU per request moves much less and says where the cost is.
+  workers_a=$(pgrep -P "$pid_a" | tr '\n' ' ')
+  master_b=$(pgrep -P "$pid_b" | head -1)
+  workers_b=$(pgrep -P "$master_b" | tr '\n' ' ')
+  rps_a="" rps_b="" cpu_a="" cpu_b="" cpu_c=""
   for _ in $(seq "$wrk_reps"); do
-    rps_a+=" $(run_wrk "$pa" "$wrk_seconds" | cut -d' ' -f1)"
+    t0=$(cpu_ticks $workers_a)
+    r=$(run_wrk "$pa" "$wrk_seconds")
+    rps_a+=" ${r% *}"
+    cpu_a+=" $(calc "($(cpu_ticks $workers_a) - $t0) * 1e6 / $(getconf CLK_TCK) / ${r#* }" 3)"
+    t0=$(cpu_ticks $workers_b) c0=$(cpu_ticks "$pid_b")
     r=$(run_wrk "$pb" "$wrk_seconds")
     rps_b+=" ${r% *}"
+    cpu_b+=" $(calc "($(cpu_ticks $workers_b) - $t0) * 1e6 / $(getconf CLK_TCK) / ${r#* }" 3)"
+    cpu_c+=" $(calc "($(cpu_ticks "$pid_b") - $c0) * 1e6 / $(getconf CLK_TCK) / ${r#* }" 3)"
     traced_requests=$((traced_requests + ${r#* }))
   done
   stop_pid "$pid_a" 20
@@ -309,6 +328,8 @@ for workers in $nginx_workers; do
   printf '%-10s %12.0f %12.0f %8s %6s %10s %10s %10s %9s %6s\n' "$workers" "$ma" "$mb" "$lost" \
     "$(awk -v l="$lost" 'BEGIN { print (l <= 3) ? "PASS" : "MISS" }')" "$ev" "$bytes" "$bpe" \
     "$(calc "$bytes / $traced_requests" 1)" "$(awk -v b="$bpe" 'BEGIN { print (b <= 8) ? "PASS" : "MISS" }')"
+  ca=$(median <<<"$cpu_a") cb=$(median <<<"$cpu_b") cc=$(median <<<"$cpu_c")
+  echo "  ($workers workers) CPU per request: untraced workers $ca us, traced workers $cb us ($(calc "100 * ($cb - $ca) / $ca" 1)%), collector $cc us ($(calc "100 * $cc / $ca" 1)% of untraced); total +$(calc "100 * ($cb + $cc - $ca) / $ca" 1)%"
   echo "  ($workers workers) traced requests: $traced_requests, events/request: $(calc "$ev / $traced_requests" 1); by type: $(trace_json "$work/trace-nginx-$workers" '.events | to_entries | map(select(.value > 0) | "\(.key)=\(.value)") | join(" ")')"
   rm -rf "$work/trace-nginx-$workers"
 done
