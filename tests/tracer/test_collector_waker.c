@@ -63,13 +63,19 @@ static void test_raise_from_child(_Atomic uint32_t *word)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-static void test_wake_rearm_and_unwatch(void **state)
+static struct collector_waker *test_start_waker(void)
 {
-    (void)state;
     char err[128];
     struct collector_waker *w = collector_waker_start(err, sizeof err);
     if (!w)
         fail_msg("waker unavailable on this kernel: %s", err);
+    return w;
+}
+
+static void test_wake_rearm_and_unwatch(void **state)
+{
+    (void)state;
+    struct collector_waker *w = test_start_waker();
     _Atomic uint32_t *page = test_shared_page();
     _Atomic uint32_t *words[2] = {&page[0], &page[16]};
     assert_int_equal(collector_waker_watch(w, words, 2), 0);
@@ -114,10 +120,7 @@ static void test_wake_rearm_and_unwatch(void **state)
 static void test_too_many_words(void **state)
 {
     (void)state;
-    char err[128];
-    struct collector_waker *w = collector_waker_start(err, sizeof err);
-    if (!w)
-        fail_msg("waker unavailable on this kernel: %s", err);
+    struct collector_waker *w = test_start_waker();
     _Atomic uint32_t *page = test_shared_page();
     _Atomic uint32_t *words[COLLECTOR_WAKER_MAX_WORDS + 1];
     for (size_t i = 0; i <= COLLECTOR_WAKER_MAX_WORDS; i++)
