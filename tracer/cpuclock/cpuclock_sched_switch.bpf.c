@@ -83,19 +83,24 @@ int BPF_PROG(cpuclock_on_sched_switch, bool preempt, struct task_struct *prev,
     __u64 now = 0;
 
     // tid 0 is the idle task: never a traced thread, and slot 0's tid 0 means "free".
+    // seq is bumped with a plain increment, not an atomic one (a locked
+    // instruction per traced task per switch): only this program writes it,
+    // and never for one task on two CPUs at once - a task's switch-out has
+    // completed (the scheduler's on_cpu hand-off) before another CPU can
+    // switch it in.
     if (prev_tid != 0 && (slot = cpuclock_slot_of(prev_tid)) != 0) {
         now = bpf_ktime_get_ns();
         // The scheduler updated sum_exec_runtime for prev before this tracepoint.
         slot->total_ns = prev->se.sum_exec_runtime;
         slot->off_cpu_since_ns = now;
-        __sync_fetch_and_add(&slot->seq, 1);
+        *(volatile __u32 *)&slot->seq = slot->seq + 1;
     }
     if (next_tid != 0 && (slot = cpuclock_slot_of(next_tid)) != 0) {
         if (now == 0)
             now = bpf_ktime_get_ns();
         slot->total_ns = next->se.sum_exec_runtime;
         slot->on_cpu_since_ns = now;
-        __sync_fetch_and_add(&slot->seq, 1);
+        *(volatile __u32 *)&slot->seq = slot->seq + 1;
     }
     return 0;
 }
