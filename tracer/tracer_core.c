@@ -325,13 +325,16 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
 struct tracer_clock_scale {
     int tsc;
     struct cpuclock_tsc_segment segment; /* when tsc */
+    double ticks_per_ns;                 /* when tsc: 2^32 / mult */
 };
 
 static void tracer_clock_scale_read(struct tracer_clock_scale *s)
 {
     s->tsc = tracer_global.ring_clock_tsc && tracer_cpu_time_tsc;
-    if (s->tsc)
+    if (s->tsc) {
         cpuclock_tsc_read(tracer_cpu_time_tsc, &s->segment);
+        s->ticks_per_ns = s->segment.mult ? 4294967296.0 / (double)s->segment.mult : 0;
+    }
 }
 
 static uint64_t tracer_clock_to_mono(const struct tracer_clock_scale *s, uint64_t raw)
@@ -346,12 +349,14 @@ static uint64_t tracer_clock_span_ns(const struct tracer_clock_scale *s, uint64_
     return s->tsc ? (uint64_t)(((tracer_u128)raw_span * s->segment.mult) >> 32) : raw_span;
 }
 
+/* ns -> ring clock ticks. A double multiply, not a 128-bit division (this
+ * runs after every blocking call): exact to a tick below 2^53 ns. */
 static uint64_t tracer_clock_span_raw(const struct tracer_clock_scale *s, uint64_t ns)
 {
     if (!s->tsc)
         return ns;
-    tracer_u128 raw = ((tracer_u128)ns << 32) / s->segment.mult;
-    return raw > UINT64_MAX / 2 ? UINT64_MAX / 2 : (uint64_t)raw;
+    double raw = (double)ns * s->ticks_per_ns;
+    return raw >= 9.2e18 ? UINT64_MAX / 2 : (uint64_t)raw;
 }
 
 void tracer_cpu_mark_reset(struct tracer_thread *t)
