@@ -683,11 +683,29 @@ static char *tracer_strtab_arena;
 static uint32_t tracer_strtab_used;
 static uint32_t tracer_strtab_count;
 
+/* The string table's hash: eight bytes per multiply (the byte-at-a-time
+ * FNV it replaces was a chain of one multiply per byte: ~400 instructions
+ * of nginx's ~3200 traced per request went to hashing its path and request
+ * line). In memory only: ids never depend on it. Never 0. */
 static uint64_t tracer_hash(const char *s, size_t len)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ len;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, sizeof w);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    if (i < len) {
+        uint64_t w = 0;
+        for (unsigned shift = 0; i < len; i++, shift += 8)
+            w |= (uint64_t)(unsigned char)s[i] << shift;
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    }
+    h ^= h >> 29;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
     return h ? h : 1;
 }
 
