@@ -495,7 +495,7 @@ static int tracer_wait_room(struct tracer_ring *r, uint64_t head, uint64_t need)
 static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t event_bytes,
                                              size_t extra, uint64_t *cpu_slot,
                                              uint64_t *cached_tail, uint32_t *size,
-                                             uint64_t *wait_for)
+                                             uint64_t *wait_for, int zero)
 {
     size_t need = (sizeof(struct tracer_record_header) + event_bytes + extra + 7) & ~(size_t)7;
     if (need > TRACER_RING_DATA_BYTES / 4)
@@ -542,7 +542,8 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t event
         *cpu_slot = 0;
     *size = (uint32_t)need;
     struct trace_event *ev = (struct trace_event *)(rec + sizeof *h);
-    memset(ev, 0, event_bytes);
+    if (zero)
+        memset(ev, 0, event_bytes);
     return ev;
 }
 
@@ -551,15 +552,17 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t event
  * lasts until the collector drains, milliseconds under back-pressure) is
  * recorded normally instead of being counted as lost; the reservation then
  * starts over from the ring's new head. */
-struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_bytes, size_t extra)
+static struct trace_event *tracer_reserve_thread(struct tracer_thread *t, size_t event_bytes,
+                                                 size_t extra, int zero)
 {
     if (!t->ring)
         return NULL;
     for (;;) {
         uint64_t wait_for = 0;
         tracer_busy_enter(t);
-        struct trace_event *ev = tracer_reserve_in(t->ring, event_bytes, extra, &t->pending_cpu,
-                                                   &t->cached_tail, &t->pending_size, &wait_for);
+        struct trace_event *ev =
+            tracer_reserve_in(t->ring, event_bytes, extra, &t->pending_cpu, &t->cached_tail,
+                              &t->pending_size, &wait_for, zero);
         if (ev)
             return ev;
         tracer_busy_leave(t);
@@ -576,6 +579,16 @@ struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_b
         }
         t->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
     }
+}
+
+struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_bytes, size_t extra)
+{
+    return tracer_reserve_thread(t, event_bytes, extra, 1);
+}
+
+struct trace_event *tracer_reserve_uninit(struct tracer_thread *t, size_t event_bytes)
+{
+    return tracer_reserve_thread(t, event_bytes, 0, 0);
 }
 
 struct trace_event *tracer_reserve(struct tracer_thread *t, size_t extra)
@@ -615,7 +628,7 @@ static int tracer_emit_in_ring0(const struct trace_event *src, const void *data,
     struct tracer_ring *r0 = tracer_region_ring(tracer_global.region, 0);
     uint32_t size;
     struct trace_event *ev =
-        tracer_reserve_in(r0, sizeof(struct trace_event), len, NULL, NULL, &size, NULL);
+        tracer_reserve_in(r0, sizeof(struct trace_event), len, NULL, NULL, &size, NULL, 1);
     if (!ev)
         return -1;
     *ev = *src;
