@@ -599,7 +599,13 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
         if (ev) {
             uint64_t cpu_before = h->cpu_before_ns;
             uint64_t end_raw = ev->ts_ns + ev->dur_ns;
-            if (tsc) {
+            if (tsc && !ev->ts_ns) {
+                /* a record with no time (STRING definitions) keeps 0 */
+                if (cpu_before)
+                    cpu_before = (uint64_t)(((collector_u128)cpu_before *
+                                             c->tsc_history.segment[c->tsc_history.newest].mult) >>
+                                            32);
+            } else if (tsc) {
                 /* ring clock -> ns, with the conversion in force at ts */
                 uint64_t ts_raw = ev->ts_ns;
                 const struct cpuclock_tsc_segment *seg =

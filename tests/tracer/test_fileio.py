@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """test_fileio.py - offsets, sizes, results, file size before each operation
 and device+inode of every FILE event of tt_fileio must equal what the kernel
-said (tt_fileio prints the truth it read with raw syscalls)."""
+said (tt_fileio prints the truth it read with raw syscalls). Every event's
+time lies within the recording's CLOCK_MONOTONIC span (the rings carry raw
+TSC ticks the collector converts; STRING definitions carry no time)."""
 import json
 import os
+import time
 
 import tracerlib as tl
 
@@ -11,7 +14,9 @@ work = tl.scratch("fileio")
 out = os.path.join(work, "trace")
 data = os.path.join(work, "data")
 os.mkdir(data)
+started = time.monotonic_ns()
 rc, stdout, stderr = tl.record(out, [tl.helper("tt_fileio"), data], timeout=60)
+ended = time.monotonic_ns()
 tl.check_eq(rc, 0, f"tt_fileio exit status (stderr: {stderr.strip()})")
 lines = [json.loads(l) for l in stdout.splitlines()]
 opens = [l for l in lines if "open" in l]
@@ -19,6 +24,11 @@ tl.check_eq(len(opens), 2, "files tt_fileio opened")
 traces = tl.read_traces(out)
 tl.check_eq(len(traces), 1, "trace files")
 (trace,) = traces.values()
+untimed = [e for e in trace.events if e["ts"] == 0]
+tl.check(all(e["type"] == "string" for e in untimed), "only STRING definitions carry no time")
+outside = [e for e in trace.events
+           if e["ts"] and not started <= e["ts"] <= e["ts"] + e["dur"] <= ended]
+tl.check_eq(outside[:3], [], f"events outside the recording's span [{started}, {ended}] ns")
 
 DATA_OPS = {"read", "write", "pread", "pwrite", "truncate", "fsync", "fdatasync", "close"}
 FIELDS = ("op", "fd", "offset", "size", "result", "file_size", "dev", "ino")
