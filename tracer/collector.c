@@ -811,11 +811,12 @@ int collector_poll(struct collector *c, int timeout_ms)
     /* Rings are drained back to back while some ring came back more than
      * a quarter full (producers would soon wait on us). Between those,
      * drains follow the fastest ring: the bytes it held at the last drain
-     * over the time since the drain before give its fill rate (smoothed),
-     * and the next drain comes before it is a quarter full (never sooner
-     * than 100 us, never later than the caller's timeout), so a tight
-     * producer meets a drained ring instead of waiting. A producer that finds its
-     * ring full anyway wakes us through the waker (collector_waker.c: a
+     * over the time since the drain before give its fill rate (averaged
+     * over rounds), and the next drain comes before it is a quarter full
+     * (never sooner than 100 us, never later than COLLECTOR_BUSY_NAP_NS
+     * while anything is written, the caller's timeout when nothing is), so
+     * a tight producer meets a drained ring instead of waiting. A producer
+     * that finds its ring full anyway wakes us through the waker (collector_waker.c: a
      * futex word in its region, no descriptor in the app), which is what
      * lets naps be long; without it naps stop at COLLECTOR_UNWATCHED_NAP_MS.
      * A call that comes before the next drain is due only sleeps, accepts
