@@ -207,12 +207,18 @@ awk -v s="${stra_add[write]}" 'BEGIN { exit !(s > 0) }' ||
   fail "strace'd write adds ${stra_add[write]} ns over untraced"
 
 # ---- 2. nginx at saturation ----------------------------------------------
+# A port nothing uses in any state, below the kernel's ephemeral range:
+# a port inside it can be taken by any outgoing connection between this
+# check and nginx's bind (a CI run failed that way). start_nginx retries
+# on a bind failure anyway.
 free_port() {
-  local p
-  for p in $(seq $((20000 + RANDOM % 20000)) 1 65000); do
-    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+  local p lo
+  read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
+  [ "$lo" -gt 11000 ] || lo=32768
+  for p in $(seq $((10000 + RANDOM % (lo - 11000))) 1 $((lo - 1))); do
+    ss -Htan "sport = :$p" | grep -q . || { echo "$p"; return; }
   done
-  fail "no free TCP port on 127.0.0.1"
+  fail "no free TCP port on 127.0.0.1 below $lo"
 }
 mkdir -p "$work/www"
 head -c 612 /dev/urandom | base64 -w 76 >"$work/www/index.html"
@@ -245,13 +251,38 @@ http {
 EOF
   echo "$d/nginx.conf"
 }
-wait_http() { # PORT PID
+wait_http() { # PORT PID -> 0 answering, 1 nginx exited at start
   for _ in $(seq 100); do
-    kill -0 "$2" 2>/dev/null || fail "nginx on port $1 exited at start (see its error.log above)"
+    kill -0 "$2" 2>/dev/null || return 1
     curl -sf -o /dev/null "http://127.0.0.1:$1/index.html" && return 0
     sleep 0.1
   done
   fail "nginx on port $1 did not answer within 10 s"
+}
+# start_nginx NAME WORKERS [TRACE_DIR]: starts nginx on a free port, under
+# preplay record writing TRACE_DIR when given; sets nginx_port and
+# nginx_pid. A port taken between free_port and nginx's bind gets another
+# port (and a fresh trace), 3 tries.
+start_nginx() {
+  local name=$1 workers=$2 trace=${3:-} try conf prefix=()
+  for try in 1 2 3; do
+    nginx_port=$(free_port)
+    conf=$(nginx_conf "$name" "$workers" "$nginx_port")
+    if [ -n "$trace" ]; then
+      rm -rf "$trace"
+      prefix=("$preplay" record "${record_opts[@]}" -o "$trace" --)
+    fi
+    "${prefix[@]}" nginx -p "$work" -e "$work/nginx-$name/error.log" -c "$conf" &
+    nginx_pid=$!
+    bg_pids+=("$nginx_pid")
+    wait_http "$nginx_port" "$nginx_pid" && return 0
+    wait "$nginx_pid" 2>/dev/null || true
+    grep -q 'Address already in use' "$work/nginx-$name/error.log" ||
+      fail "nginx $name exited at start: $(tail -3 "$work/nginx-$name/error.log")"
+    echo "nginx $name: port $nginx_port was taken (try $try of 3), another port" >&2
+    : >"$work/nginx-$name/error.log"
+  done
+  fail "nginx $name could not bind a port in 3 tries"
 }
 run_wrk() { # PORT SECONDS -> "requests_per_s total_requests"
   local out
@@ -280,20 +311,10 @@ echo
 echo "== 2. nginx serving a 828-byte file on 127.0.0.1, wrk -t2 -c32, $wrk_reps x ${wrk_seconds}s alternating, median =="
 printf '%-10s %12s %12s %8s %6s %10s %10s %10s %9s %6s\n' workers untraced_rps traced_rps lost_% ok events bytes bytes/ev bytes/req ok
 for workers in $nginx_workers; do
-  pa=$(free_port)
-  conf_a=$(nginx_conf "plain-$workers" "$workers" "$pa")
-  nginx -p "$work" -e "$work/nginx-plain-$workers/error.log" -c "$conf_a" &
-  pid_a=$!
-  bg_pids+=("$pid_a")
-  wait_http "$pa" "$pid_a"
-  pb=$(free_port)
-  [ "$pb" != "$pa" ] || pb=$((pa + 1))
-  conf_b=$(nginx_conf "traced-$workers" "$workers" "$pb")
-  "$preplay" record "${record_opts[@]}" -o "$work/trace-nginx-$workers" -- \
-    nginx -p "$work" -e "$work/nginx-traced-$workers/error.log" -c "$conf_b" &
-  pid_b=$!
-  bg_pids+=("$pid_b")
-  wait_http "$pb" "$pid_b"
+  start_nginx "plain-$workers" "$workers"
+  pa=$nginx_port pid_a=$nginx_pid
+  start_nginx "traced-$workers" "$workers" "$work/trace-nginx-$workers"
+  pb=$nginx_port pid_b=$nginx_pid
   run_wrk "$pa" 1 >/dev/null # warm-up both
   traced_requests=$(run_wrk "$pb" 1 | cut -d' ' -f2)
   # CPU per request besides requests/s: the workers' CPU (and the
