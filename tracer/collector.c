@@ -79,6 +79,9 @@ struct collector {
     char path_prefix[256];
     int listen_fd;
     int enabled;
+    /* The number of the current tracing window: what the control pages'
+     * `enabled` holds while tracing is on (shm_layout.h). */
+    uint32_t window;
     struct collector_process **procs;
     size_t nprocs, cap;
     struct collector_stats stats;
@@ -174,6 +177,7 @@ struct collector *collector_create(const struct collector_options *opt, char *er
     if (opt->path_prefix)
         snprintf(c->path_prefix, sizeof c->path_prefix, "%s", opt->path_prefix);
     c->enabled = !opt->start_disabled;
+    c->window = 1;
     collector_random_id(c->recording_id, sizeof c->recording_id);
     if (gethostname(c->host, sizeof c->host) != 0)
         snprintf(c->host, sizeof c->host, "unknown");
@@ -237,7 +241,7 @@ static void collector_init_control(struct collector *c, struct tracer_control *c
     memcpy(ctl->db_ports, c->opt.db_ports, sizeof ctl->db_ports);
     snprintf(ctl->db_socket_suffix, sizeof ctl->db_socket_suffix, "%s", c->db_suffix);
     snprintf(ctl->path_filter, sizeof ctl->path_filter, "%s", c->path_prefix);
-    atomic_store(&ctl->enabled, (uint32_t)c->enabled);
+    atomic_store(&ctl->enabled, c->enabled ? c->window : 0);
 }
 
 static struct collector_process *collector_find(struct collector *c, uint32_t pid)
@@ -597,7 +601,8 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
             break;
         }
         if (ev) {
-            uint64_t cpu_before = h->cpu_before_ns;
+            uint64_t cpu_before = h->cpu_before_ns & ~TRACER_CPU_ESTIMATED_BIT;
+            cpu_ev.flags = h->cpu_before_ns & TRACER_CPU_ESTIMATED_BIT ? TRACE_F_CPU_ESTIMATED : 0;
             uint64_t end_raw = ev->ts_ns + ev->dur_ns;
             if (tsc && !ev->ts_ns) {
                 /* a record with no time (STRING definitions) keeps 0 */
@@ -934,13 +939,16 @@ int collector_poll(struct collector *c, int timeout_ms)
 
 void collector_set_enabled(struct collector *c, int enabled)
 {
+    if (enabled && !c->enabled && ++c->window == 0)
+        c->window = 1;
     c->enabled = enabled;
     for (size_t i = 0; i < c->nprocs; i++) {
         struct collector_process *p = c->procs[i];
         if (!p->writer)
             continue;
         for (int j = 0; j < p->nregions; j++)
-            atomic_store(&tracer_region_control(p->regions[j]->base)->enabled, (uint32_t)enabled);
+            atomic_store(&tracer_region_control(p->regions[j]->base)->enabled,
+                         enabled ? c->window : 0);
         struct trace_event ev;
         memset(&ev, 0, sizeof ev);
         ev.type = TRACE_EV_CONTROL;

@@ -109,10 +109,11 @@ static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t recor
                                                                   const void *lockp)
 {
     struct tracer_thread *t = &tracer_tls;
-    if (TRACER_UNLIKELY(
-            t->claimed_gen != tracer_global.generation || t->busy ||
-            !(tracer_global.only_mask & TRACER_ONLY_LOCK) || tracer_global.stack_depth ||
-            !atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed)))
+    if (TRACER_UNLIKELY(t->claimed_gen != tracer_global.generation || t->busy ||
+                        !(tracer_global.only_mask & TRACER_ONLY_LOCK) ||
+                        tracer_global.stack_depth ||
+                        atomic_load_explicit(&tracer_global.control->enabled,
+                                             memory_order_relaxed) != t->window))
         return 0;
     uint64_t now = tracer_ring_now();
     if (TRACER_UNLIKELY(!tracer_cpu_mark_holds(&t->cpu, now)))

@@ -40,6 +40,7 @@ static void *tracer_thread_main(void *p)
     struct tracer_trampoline tr = *(struct tracer_trampoline *)p;
     free(p);
     tracer_set_parent_tid(tr.parent_tid);
+    tracer_note_thread_start();
     return tr.fn(tr.arg);
 }
 

@@ -62,7 +62,11 @@ enum tracer_ring_clock {
 struct tracer_control {
     uint32_t magic, version;
     uint32_t ring_count, ring_bytes;
-    _Atomic uint32_t enabled;    /* tracing on (1) or off (0); the collector flips it */
+    /* 0: tracing off. Otherwise on, and the number of this tracing window
+     * (the collector counts them: 1, 2, ...): a thread whose last entry
+     * was in another window knows tracing was off since, even if it made
+     * no call meanwhile, and starts its CPU accounting afresh. */
+    _Atomic uint32_t enabled;
     uint32_t only_mask;          /* TRACER_ONLY_* */
     _Atomic uint32_t ring_clock; /* enum tracer_ring_clock: set by the process at registration */
     _Atomic uint32_t drop_when_full; /* 1: count and mark losses; 0: wait for the collector */
@@ -117,9 +121,16 @@ struct tracer_record_header {
     /* On-CPU time of this thread since its previous record's event ended
      * (ring clock units; 0 if none or not measured): the collector turns it
      * into a TRACE_EV_CPU event ending where this event starts, so the hot
-     * path writes one record, not two. */
+     * path writes one record, not two. Its top bit is
+     * TRACER_CPU_ESTIMATED_BIT. */
     uint64_t cpu_before_ns;
 };
+
+/* Set in cpu_before_ns when the fallback clock (no BPF slot) estimated the
+ * thread's CPU time at this record as running wall time instead of reading
+ * it (docs/cpu-time.md); the collector flags the CPU event
+ * TRACE_F_CPU_ESTIMATED. No CPU time comes near 2^63 ticks. */
+#define TRACER_CPU_ESTIMATED_BIT (1ull << 63)
 
 /* The common lock event in 32 bytes instead of 80: a pthread lock operation
  * that succeeded at once (no wait, result 0, no byte range, no stack). The

@@ -222,6 +222,10 @@ static void tracer_thread_exit_event(struct tracer_thread *t)
 {
     if (!t->ring || !tracer_global.active || t->busy || t->claimed_gen != tracer_global.generation)
         return;
+    /* written even while tracing is off (a thread's end is worth knowing),
+     * but never with CPU time run outside the window of its last entry */
+    if (atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed) != t->window)
+        tracer_cpu_mark_reset(t);
     uint64_t now = tracer_event_begin(t);
     struct trace_event *ev = tracer_reserve(t, 0);
     if (ev) {
@@ -283,9 +287,10 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
  * has no ring of this process generation yet. */
 struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family)
 {
-    if (!tracer_global.active ||
-        !atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed) ||
-        !(tracer_global.only_mask & family))
+    if (!tracer_global.active)
+        return NULL;
+    uint32_t window = atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed);
+    if (!window || !(tracer_global.only_mask & family))
         return NULL;
     if (TRACER_UNLIKELY(t->busy)) {
         /* A signal handler's traced call interrupted us mid-record: it
@@ -296,8 +301,16 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
             atomic_fetch_add_explicit(&t->ring->lost_nested, 1, memory_order_relaxed);
         return NULL;
     }
-    if (t->ring && t->claimed_gen == tracer_global.generation)
+    if (t->ring && t->claimed_gen == tracer_global.generation) {
+        if (t->window != window) {
+            /* Tracing was off since this thread's last entry: the CPU
+             * time it ran meanwhile is not the next record's (the run
+             * since tracing came back on, up to now, is not known) */
+            tracer_cpu_mark_reset(t);
+            t->window = window;
+        }
         return t;
+    }
     tracer_busy_enter(t);
     t->ring = NULL;
     t->claimed_gen = 0;
@@ -307,12 +320,25 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
     tracer_busy_leave(t);
     if (!r)
         return NULL;
+    t->window = window;
     uint64_t now = tracer_ring_now();
+    uint64_t start = now;
+    if (t->started_raw && t->started_window == window && t->started_raw <= now) {
+        /* A thread created while tracing was on all along: it starts
+         * when it did, and since a thread's CPU clock starts at 0 with
+         * it, the first record carries all the CPU time it ran (the
+         * anchor is "about 0 ns at start": 0 would mean no read). */
+        start = t->started_raw;
+        t->cpu.raw = start;
+        t->cpu.anchor_raw = start;
+        t->cpu.anchor_cpu_ns = 1;
+    }
+    t->started_raw = 0;
     struct trace_event *ev = tracer_reserve(t, 0);
     if (ev) {
         ev->type = TRACE_EV_THREAD_START;
         ev->tid = t->tid;
-        ev->ts_ns = now;
+        ev->ts_ns = start;
         ev->u.thread.parent_tid = t->parent_tid;
         tracer_commit(t);
     }
@@ -365,13 +391,15 @@ void tracer_cpu_mark_reset(struct tracer_thread *t)
     t->pending_cpu = 0;
 }
 
-/* The thread's CPU clock (ns) at ring time `now`, 0 when unknown. Sets the
+/* The thread's CPU clock (ns) at ring time `now`, 0 when unknown; *flags
+ * gets CPUCLOCK_ESTIMATED when the fallback clock estimated it. Sets the
  * mark's fast-path validity: only after a plain read of a BPF slot that no
  * switch wrote meanwhile, and only until the slot's own trust limit
  * (on_cpu_since + CPUCLOCK_BPF_VERIFY_NS, when the read asks the kernel). */
 static uint64_t tracer_cpu_exact(struct tracer_thread *t, const struct tracer_clock_scale *scale,
-                                 uint64_t now)
+                                 uint64_t now, unsigned *flags)
 {
+    *flags = CPUCLOCK_EXACT;
     struct tracer_cpu_mark *m = &t->cpu;
     m->until = 0;
     if (!(tracer_global.only_mask & TRACER_ONLY_CPU))
@@ -381,8 +409,8 @@ static uint64_t tracer_cpu_exact(struct tracer_thread *t, const struct tracer_cl
     if (th->mode != CPUCLOCK_MODE_BPF) {
         if (th->mode == CPUCLOCK_MODE_NONE)
             tracer_cpu_time_claim_thread(tracer_gettid());
-        return th->mode == CPUCLOCK_MODE_BPF ? tracer_cpu_exact(t, scale, now)
-                                             : cpuclock_thread_now(th, mono, NULL);
+        return th->mode == CPUCLOCK_MODE_BPF ? tracer_cpu_exact(t, scale, now, flags)
+                                             : cpuclock_thread_now(th, mono, flags);
     }
     struct cpuclock_slot *slot = th->slot;
     uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
@@ -405,7 +433,8 @@ uint64_t tracer_cpu_begin_slow(struct tracer_thread *t, uint64_t now)
     struct tracer_cpu_mark *m = &t->cpu;
     struct tracer_clock_scale scale;
     tracer_clock_scale_read(&scale);
-    uint64_t cpu = tracer_cpu_exact(t, &scale, now);
+    unsigned flags;
+    uint64_t cpu = tracer_cpu_exact(t, &scale, now, &flags);
     if (cpu == 0) {
         m->anchor_cpu_ns = 0;
         m->raw = now;
@@ -425,7 +454,9 @@ uint64_t tracer_cpu_begin_slow(struct tracer_thread *t, uint64_t now)
     m->anchor_raw = now;
     m->anchor_cpu_ns = cpu;
     m->raw = now > carried ? now - carried : 0;
-    return now - m->raw;
+    /* the fallback's estimate is corrected by its next precise read, so
+     * only a slice ending in an estimate is one */
+    return (now - m->raw) | (flags & CPUCLOCK_ESTIMATED ? TRACER_CPU_ESTIMATED_BIT : 0);
 }
 
 void tracer_cpu_end_slow(struct tracer_thread *t, uint64_t now)
@@ -433,7 +464,8 @@ void tracer_cpu_end_slow(struct tracer_thread *t, uint64_t now)
     struct tracer_cpu_mark *m = &t->cpu;
     struct tracer_clock_scale scale;
     tracer_clock_scale_read(&scale);
-    m->anchor_cpu_ns = tracer_cpu_exact(t, &scale, now);
+    unsigned flags;
+    m->anchor_cpu_ns = tracer_cpu_exact(t, &scale, now, &flags);
     m->anchor_raw = now;
     m->raw = now;
 }
@@ -443,6 +475,15 @@ void tracer_cpu_end_slow(struct tracer_thread *t, uint64_t now)
 void tracer_set_parent_tid(uint32_t parent)
 {
     tracer_tls.parent_tid = parent;
+}
+
+void tracer_note_thread_start(void)
+{
+    struct tracer_thread *t = &tracer_tls;
+    if (!tracer_global.active)
+        return;
+    t->started_window = atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed);
+    t->started_raw = t->started_window ? tracer_ring_now() : 0;
 }
 
 static void tracer_futex_wait(_Atomic uint32_t *word, uint32_t val, long ns)
@@ -823,6 +864,8 @@ void tracer_after_fork_child(void)
     t->claimed_gen = 0;
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->parent_tid = 0;
+    t->window = 0;
+    t->started_raw = 0;
     tracer_cpu_mark_reset(t);
     t->busy = 0;
     tracer_holds_process_lock = 0;

@@ -71,6 +71,9 @@ struct tracer_thread {
     uint64_t begin_ns;     /* start of the current event (ring clock) */
     uint64_t cached_tail;  /* collector's tail as last read (free space known) */
     uint32_t internal;     /* nonzero while our own code calls into other libraries */
+    /* The tracing window (the control page's nonzero `enabled`) of this
+     * thread's last traced entry; 0 before its first. */
+    uint32_t window;
     /* CPU time (ring clock) the next record carries (its cpu_before_ns): set
      * by tracer_event_begin, taken (zeroed) by the record that carries it. */
     uint64_t pending_cpu;
@@ -78,6 +81,12 @@ struct tracer_thread {
      * collector's tail or the ring's end (tracer_reserve_fast). */
     uint64_t fast_limit;
     struct tracer_cpu_mark cpu;
+    /* When a thread we saw created started (ring clock) and the tracing
+     * window then (0: none, or not yet known); its THREAD_START, written
+     * at its first traced call, is dated here and its first record
+     * carries all its CPU time, when tracing was on all along. */
+    uint64_t started_raw;
+    uint32_t started_window;
 };
 
 /* The busy mark tells a signal handler running on this thread that we are
@@ -140,13 +149,16 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
  * generation (never 0 in TLS: generations start at 1 and a released ring
  * zeroes its claimed_gen) implies a registered process and a mapped control
  * page, so the common answer is four loads from two lines of our own and
- * one of the control page; everything else is tracer_enter_slow's. */
+ * one of the control page; everything else is tracer_enter_slow's,
+ * including a new tracing window (tracing was switched off and on since
+ * this thread's last entry). */
 static inline struct tracer_thread *tracer_enter(uint32_t family)
 {
     struct tracer_thread *t = &tracer_tls;
     if (TRACER_LIKELY(t->claimed_gen == tracer_global.generation && !t->busy &&
                       (tracer_global.only_mask & family) &&
-                      atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed)))
+                      atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed) ==
+                          t->window))
         return t;
     return tracer_enter_slow(t, family);
 }
@@ -365,6 +377,9 @@ uint64_t tracer_next_conn_id(void);
 
 uint32_t tracer_gettid(void);
 void tracer_set_parent_tid(uint32_t parent);
+/* Called first thing in a thread the app created (its start routine's
+ * trampoline): notes when it started (see tracer_thread.started_raw). */
+void tracer_note_thread_start(void);
 
 /* Set while a MySQL C API wrapper runs, so the wire parser does not count
  * the same query twice. */

@@ -80,9 +80,11 @@ def record_args(outdir, cmd, component=None, extra=()):
     return a + list(extra) + ["--"] + list(cmd)
 
 
-def record(outdir, cmd, timeout=60, component=None, extra=(), stdin=None, env=None):
-    """Runs cmd under `preplay record`; returns (exit status, stdout, stderr)."""
-    p = spawn(record_args(outdir, cmd, component, extra), stdin=stdin or subprocess.DEVNULL,
+def record(outdir, cmd, timeout=60, component=None, extra=(), stdin=None, env=None, prefix=()):
+    """Runs cmd under `preplay record` (itself under prefix, e.g. a setpriv
+    command line); returns (exit status, stdout, stderr)."""
+    p = spawn(list(prefix) + record_args(outdir, cmd, component, extra),
+              stdin=stdin or subprocess.DEVNULL,
               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         out, err = p.communicate(timeout=timeout)
