@@ -432,6 +432,16 @@ static void collector_register(struct collector *c, int conn)
     }
     p->regions[p->nregions++] = r;
     collector_watch_regions(c);
+    int answered =
+        collector_send_reply(conn, 0, memfd, c->cpu_clock_bpf ? cpuclock_bpf_map_fd() : -1) == 0;
+    close(memfd);
+    if (!answered) {
+        /* The process gave up waiting (the tracer's patience, seconds)
+         * and runs untraced: its trace ends here, and the summary says so. */
+        c->stats.untraced++;
+        p->exited = 1;
+        return;
+    }
     if (req.is_exec) {
         struct trace_event ev;
         memset(&ev, 0, sizeof ev);
@@ -442,8 +452,6 @@ static void collector_register(struct collector *c, int conn)
         ev.u.control.arg0 = -1; /* new image registered */
         trace_writer_append(p->writer, &ev);
     }
-    collector_send_reply(conn, 0, memfd, c->cpu_clock_bpf ? cpuclock_bpf_map_fd() : -1);
-    close(memfd);
 }
 
 static void collector_accept_all(struct collector *c)

@@ -35,6 +35,10 @@ struct collector_stats {
     uint64_t bytes;     /* compressed bytes written */
     uint32_t processes; /* processes seen */
     uint32_t live;      /* processes still running */
+    /* processes that gave up waiting for the collector's answer to their
+     * registration (the collector was stopped or busy for seconds): they
+     * ran untraced, their trace files hold no events */
+    uint32_t untraced;
 };
 
 struct collector;

@@ -245,7 +245,7 @@ TRACER_EXPORT int close(int fd)
         tracer_conn_lifecycle(t, fd, copy.conn_id, copy.proto, TRACE_CONN_CLOSE, rc == 0 ? 0 : -err,
                               begin, end);
     } else if (kind == TRACER_FD_FILE && (tracer_global.only_mask & TRACER_ONLY_FILE) &&
-               !(tracer_global.path_filter_set && !copy.path_id)) {
+               !tracer_path_filtered(&copy)) {
         tracer_file_simple(t, fd, &copy, TRACE_FILE_CLOSE, rc == 0 ? 0 : -err, begin, end);
     }
     tracer_event_end(t, end);
@@ -417,7 +417,8 @@ static int tracer_sync(int fd, int (*real)(int), uint8_t op)
     int err = errno;
     uint64_t end = tracer_ring_now();
     struct tracer_fd *f = tracer_fd_classify(fd);
-    tracer_file_simple(t, fd, f, op, r == 0 ? 0 : -err, begin, end);
+    if (!tracer_path_filtered(f))
+        tracer_file_simple(t, fd, f, op, r == 0 ? 0 : -err, begin, end);
     tracer_event_end(t, end);
     errno = err;
     return r;
@@ -470,7 +471,10 @@ static int tracer_truncated(int fd, off_t len, int r, int err, struct tracer_thr
 {
     uint64_t end = tracer_ring_now();
     struct tracer_fd *f = tracer_fd_classify(fd);
-    struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_TRUNCATE, begin, end);
+    struct trace_event *ev =
+        tracer_path_filtered(f)
+            ? NULL
+            : tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_TRUNCATE, begin, end);
     if (ev) {
         ev->u.file.fd = fd;
         ev->u.file.offset = len;
@@ -525,7 +529,8 @@ static void tracer_copy_recorded(struct tracer_thread *t, uint8_t op, int in_fd,
                                  uint64_t begin, uint64_t end)
 {
     struct tracer_fd *in = tracer_fd_classify(in_fd);
-    struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, op, begin, end);
+    struct trace_event *ev =
+        tracer_path_filtered(in) ? NULL : tracer_event_new(t, TRACE_EV_FILE, op, begin, end);
     if (ev) {
         ev->u.file.fd = in_fd;
         ev->u.file.fd2 = out_fd;
@@ -539,12 +544,14 @@ static void tracer_copy_recorded(struct tracer_thread *t, uint8_t op, int in_fd,
             ev->u.file.ino = in->ino;
             ev->u.file.path_id = in->path_id;
             ev->u.file.file_size = in->size;
-            if (in_off < 0 && r > 0) {
-                in->offset += r;
-                tracer_fd_sync_shared(in);
-            }
         }
         tracer_commit(t);
+    }
+    /* the offset moves whether or not the event was written (filtered,
+     * or dropped with the ring full) */
+    if (in && in_off < 0 && r > 0) {
+        in->offset += r;
+        tracer_fd_sync_shared(in);
     }
     struct tracer_io io = {.fd = out_fd,
                            .dir = TRACER_IO_OUT,

@@ -363,7 +363,7 @@ TRACER_EXPORT int fclose(FILE *f)
             copy = *e;
     }
     tracer_fd_reset(fd);
-    if (have && copy.kind == TRACER_FD_FILE && !(tracer_global.path_filter_set && !copy.path_id))
+    if (have && copy.kind == TRACER_FD_FILE && !tracer_path_filtered(&copy))
         tracer_file_simple(t, fd, &copy, TRACE_FILE_CLOSE, r == 0 ? 0 : -err, begin, end);
     tracer_event_end(t, end);
     errno = err;

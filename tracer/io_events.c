@@ -309,8 +309,8 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
 
     if (!(tracer_global.only_mask & TRACER_ONLY_FILE))
         return;
-    if (f && f->kind == TRACER_FD_FILE && tracer_global.path_filter_set && !f->path_id)
-        return; /* path filter active and this file's path is unknown */
+    if (tracer_path_filtered(f))
+        return;
     struct trace_event *ev = tracer_event_new(
         t, TRACE_EV_FILE,
         io->explicit_offset >= 0 ? (io->dir == TRACER_IO_OUT ? TRACE_FILE_PWRITE : TRACE_FILE_PREAD)

@@ -30,6 +30,15 @@ struct tracer_io {
     uint64_t begin_ns, end_ns;
 };
 
+/* --path-prefix: file-family events on a descriptor with no path under
+ * the prefix (a file or device outside it, a pipe, a descriptor inherited
+ * without a path) are left out. Sockets are never filtered by path. */
+static inline int tracer_path_filtered(const struct tracer_fd *f)
+{
+    return tracer_global.path_filter_set && f &&
+           (f->kind == TRACER_FD_FILE || f->kind == TRACER_FD_OTHER) && !f->path_id;
+}
+
 /* Records the call described by io (thread t has already begun the event). */
 void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io);
 
@@ -100,9 +109,8 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
             f->label_len = 0;
         }
     } else if (f->kind == TRACER_FD_FILE || f->kind == TRACER_FD_OTHER) {
-        if (TRACER_UNLIKELY(
-                !(tracer_global.only_mask & TRACER_ONLY_FILE) || f->dup_next_plus1 ||
-                (f->kind == TRACER_FD_FILE && tracer_global.path_filter_set && !f->path_id)))
+        if (TRACER_UNLIKELY(!(tracer_global.only_mask & TRACER_ONLY_FILE) || f->dup_next_plus1 ||
+                            tracer_path_filtered(f)))
             return 0;
         enum { FILE_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_file_event) };
         enum { NEED = (sizeof(struct tracer_record_header) + FILE_BYTES + 7) & ~7u };

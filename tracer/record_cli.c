@@ -361,10 +361,15 @@ static void record_install_signals(void)
 
 static void record_summary(const char *dir, struct collector *c, int quiet)
 {
-    if (quiet)
-        return;
     struct collector_stats s;
     collector_stats(c, &s);
+    if (s.untraced) /* data missing: said even with -q */
+        fprintf(stderr,
+                "preplay: %u process(es) ran untraced: the collector did not answer their "
+                "registration within %d s (was it stopped or overloaded?)\n",
+                s.untraced, TRACER_COLLECTOR_PATIENCE_MS / 1000);
+    if (quiet)
+        return;
     fprintf(stderr, "preplay: %llu events from %u processes in %s (%.2f MB)%s\n",
             (unsigned long long)s.events, s.processes, dir, (double)s.bytes / 1e6,
             s.lost ? " - some events were lost, see preplay info" : "");

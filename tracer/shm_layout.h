@@ -33,6 +33,12 @@
 
 #define TRACER_SHM_MAGIC 0x70726570u /* "prep" */
 #define TRACER_SHM_VERSION 4u
+
+/* How long a process waits for the collector to take its registration
+ * (connect) and answer it, and how long a traced thread waits for room in
+ * a full ring (lossless mode) before its process counts losses instead:
+ * a stopped or hung collector must never hold the application. */
+#define TRACER_COLLECTOR_PATIENCE_MS 5000
 #define TRACER_RING_COUNT 257u /* ring 0 + 256 thread rings */
 /* A ring is its 64-byte header and 1 MiB of data: a power of two, so a
  * record's place is head & (size - 1) on the hot path, not a division. */

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -89,7 +90,9 @@ static int tracer_read_self(const char *path, char *buf, size_t cap)
 }
 
 /* Connects to the collector, registers this process and maps the region it
- * hands back. Returns 0 or -1 (inactive). Uses raw syscalls only. */
+ * hands back. Returns 0 or -1 (inactive: the process runs untraced, also
+ * when the collector does not answer within TRACER_COLLECTOR_PATIENCE_MS).
+ * Uses raw syscalls only. */
 static int tracer_register(int is_exec)
 {
     const char *name = tracer_env("PREPLAY_COLLECTOR");
@@ -131,6 +134,10 @@ static int tracer_register(int is_exec)
     int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
+    /* bounds connect (a full listen backlog), the send and the reply */
+    struct timeval patience = {.tv_sec = TRACER_COLLECTOR_PATIENCE_MS / 1000};
+    syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_SNDTIMEO, &patience, sizeof patience);
+    syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     size_t nlen = strlen(name);
     if (nlen > sizeof addr.sun_path - 10)
@@ -516,7 +523,7 @@ static int tracer_wait_room(struct tracer_ring *r, uint64_t head, uint64_t need)
             last_tail = tail;
             stalled_ms = 0;
         }
-        if (stalled_ms >= 5000) {
+        if (stalled_ms >= TRACER_COLLECTOR_PATIENCE_MS) {
             errno = saved_errno;
             return -1;
         }
