@@ -33,6 +33,9 @@ enum tracer_fd_kind {
 #define TRACER_FDF_EXPECT_REQ 0x08 /* next bytes received start a request */
 #define TRACER_FDF_IDENT_DONE 0x10 /* CONN identity emitted */
 #define TRACER_FDF_LISTENING 0x20
+/* datagram socket with no connected peer: each call's own address (sendto,
+ * recvfrom, msg_name) names its peer (io_events.c, datagram peers) */
+#define TRACER_FDF_PEERLESS 0x40
 
 struct tracer_fd {
     uint8_t kind;

@@ -267,7 +267,7 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
     return rc;
 }
 
-#define TRACER_SOCK_BODY(realcall, DIR, SIZE, IOV, IOVCNT, FLAGS, NMSGS, RTYPE)                    \
+#define TRACER_SOCK_BODY(realcall, DIR, SIZE, IOV, IOVCNT, FLAGS, NMSGS, RTYPE, PEER, PEERLEN)     \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB | TRACER_ONLY_FILE);   \
     if (!t)                                                                                        \
         return realcall;                                                                           \
@@ -288,6 +288,8 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
                            .nmsgs = (NMSGS),                                                       \
                            .iov = (IOV),                                                           \
                            .iovcnt = (IOVCNT),                                                     \
+                           .peer = (PEER),                                                         \
+                           .peer_len = (PEERLEN),                                                  \
                            .begin_ns = begin,                                                      \
                            .end_ns = end};                                                         \
     tracer_io_record(t, &io);                                                                      \
@@ -308,33 +310,36 @@ static size_t tracer_msg_total(const struct msghdr *m)
 TRACER_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
     TRACER_SOCK_BODY(tracer_real_send()(fd, buf, n, flags), TRACER_IO_OUT, n,
-                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t);
+                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t, NULL, 0);
 }
 
 TRACER_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
     TRACER_SOCK_BODY(tracer_real_recv()(fd, buf, n, flags), TRACER_IO_IN, n,
-                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t);
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t, NULL,
+                     0);
 }
 
 TRACER_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
     TRACER_SOCK_BODY(tracer_real___recv_chk()(fd, buf, n, buflen, flags), TRACER_IO_IN, n,
-                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t);
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t, NULL,
+                     0);
 }
 
 TRACER_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
                              const struct sockaddr *to, socklen_t tolen)
 {
     TRACER_SOCK_BODY(tracer_real_sendto()(fd, buf, n, flags, to, tolen), TRACER_IO_OUT, n,
-                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t);
+                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t, to, to ? tolen : 0);
 }
 
 TRACER_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
                                socklen_t *fromlen)
 {
     TRACER_SOCK_BODY(tracer_real_recvfrom()(fd, buf, n, flags, from, fromlen), TRACER_IO_IN, n,
-                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t);
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t, from,
+                     from && fromlen ? *fromlen : 0);
 }
 
 TRACER_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
@@ -342,20 +347,22 @@ TRACER_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen,
 {
     TRACER_SOCK_BODY(tracer_real___recvfrom_chk()(fd, buf, n, buflen, flags, from, fromlen),
                      TRACER_IO_IN, n, (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags,
-                     1, ssize_t);
+                     1, ssize_t, from, from && fromlen ? *fromlen : 0);
 }
 
 TRACER_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     TRACER_SOCK_BODY(tracer_real_sendmsg()(fd, msg, flags), TRACER_IO_OUT, tracer_msg_total(msg),
-                     msg ? msg->msg_iov : NULL, msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t);
+                     msg ? msg->msg_iov : NULL, msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t,
+                     msg ? msg->msg_name : NULL, msg && msg->msg_name ? msg->msg_namelen : 0);
 }
 
 TRACER_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     TRACER_SOCK_BODY(tracer_real_recvmsg()(fd, msg, flags), TRACER_IO_IN, tracer_msg_total(msg),
                      (msg && !(flags & MSG_PEEK)) ? msg->msg_iov : NULL,
-                     msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t);
+                     msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t, msg ? msg->msg_name : NULL,
+                     msg && msg->msg_name ? msg->msg_namelen : 0);
 }
 
 /* For the mmsg calls the event's result is the total bytes over the
@@ -394,6 +401,9 @@ static int tracer_mmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct 
                            .result = r >= 0 ? tracer_mmsg_bytes(v, r) : -err,
                            .msg_flags = (uint32_t)flags,
                            .nmsgs = r >= 0 ? (uint32_t)r : 0,
+                           /* one event for the batch: the first message's peer */
+                           .peer = n ? v[0].msg_hdr.msg_name : NULL,
+                           .peer_len = n && v[0].msg_hdr.msg_name ? v[0].msg_hdr.msg_namelen : 0,
                            .begin_ns = begin,
                            .end_ns = tracer_ring_now()};
     tracer_io_record(t, &io);

@@ -10,6 +10,7 @@
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -143,10 +144,97 @@ uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f
     f->proto = c->proto;
     if (have_remote || op == TRACE_CONN_CONNECT || op == TRACE_CONN_ACCEPT)
         f->flags |= TRACER_FDF_IDENT_DONE;
+    /* A datagram socket with no peer yet: written once (not at every
+     * call); its calls' own addresses name their peers. connect() on it
+     * writes the identity again (op CONNECT), with the peer. */
+    if (have_remote)
+        f->flags &= (uint8_t)~TRACER_FDF_PEERLESS;
+    else if (type == SOCK_DGRAM && (c->family == AF_INET || c->family == AF_INET6))
+        f->flags |= TRACER_FDF_IDENT_DONE | TRACER_FDF_PEERLESS;
     if (have_remote && tracer_is_db_endpoint(c, (struct sockaddr_un *)&remote, rlen))
         f->flags |= TRACER_FDF_DB;
     tracer_emit_definition(&ev);
     return f->conn_id;
+}
+
+/* ---- datagram peers ------------------------------------------------------
+ * A UDP socket with no connected peer names the peer in each call. Every
+ * (socket, peer) pair gets a CONN identity of its own (remote address and
+ * port: the 4-tuple), written the first time the pair is seen; this table
+ * maps the pair to its conn id so a peer seen again keeps its id. A pair
+ * pushed out by another (more than TRACER_PEER_SLOTS pairs hashing alike)
+ * gets a new id and identity when seen again: the same peer under two ids,
+ * never a wrong one. Shared by the process's threads under a spin lock,
+ * taken only with the thread's busy mark up (a signal handler's nested
+ * call is not traced, so it never spins on its own thread's lock). */
+#define TRACER_PEER_SLOTS 1024u
+static struct {
+    uint64_t key;
+    uint64_t conn_id;
+} tracer_peers[TRACER_PEER_SLOTS];
+static atomic_flag tracer_peers_lock = ATOMIC_FLAG_INIT;
+
+void tracer_datagram_peers_reset(void)
+{
+    memset(tracer_peers, 0, sizeof tracer_peers);
+    atomic_flag_clear(&tracer_peers_lock);
+}
+
+/* The conn id of the pair (socket f, peer), writing its identity when new;
+ * the socket's own conn id for an address that is not IPv4/IPv6. */
+static uint64_t tracer_datagram_peer(struct tracer_thread *t, int fd, struct tracer_fd *f,
+                                     const struct sockaddr *peer, socklen_t peer_len,
+                                     uint64_t begin_ns)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    if (peer_len > sizeof ss)
+        peer_len = sizeof ss;
+    memcpy(&ss, peer, peer_len);
+    uint8_t addr[16] = {0};
+    uint16_t port = 0;
+    if (!((ss.ss_family == AF_INET && peer_len >= sizeof(struct sockaddr_in)) ||
+          (ss.ss_family == AF_INET6 && peer_len >= sizeof(struct sockaddr_in6))))
+        return f->conn_id;
+    tracer_conn_fill_addr(&ss, addr, &port);
+    /* the socket (its inode: an fd number is reused) and the peer */
+    uint64_t key = (f->ino ? f->ino : (uint64_t)fd) * 0x9e3779b97f4a7c15ull;
+    uint64_t words[2];
+    memcpy(words, addr, sizeof words);
+    key = (key ^ words[0]) * 0xff51afd7ed558ccdull;
+    key = (key ^ words[1]) * 0xc4ceb9fe1a85ec53ull;
+    key = (key ^ ((uint64_t)port << 8 | ss.ss_family)) * 0x9e3779b97f4a7c15ull;
+    key |= 1; /* 0 marks a free slot */
+    unsigned slot = (unsigned)(key >> 40) % TRACER_PEER_SLOTS;
+    tracer_busy_enter(t);
+    while (atomic_flag_test_and_set_explicit(&tracer_peers_lock, memory_order_acquire))
+        ;
+    uint64_t conn = tracer_peers[slot].key == key ? tracer_peers[slot].conn_id : 0;
+    int fresh = !conn;
+    if (fresh) {
+        conn = tracer_next_conn_id();
+        tracer_peers[slot].key = key;
+        tracer_peers[slot].conn_id = conn;
+    }
+    atomic_flag_clear_explicit(&tracer_peers_lock, memory_order_release);
+    tracer_busy_leave(t);
+    if (!fresh)
+        return conn; /* its identity is written */
+    struct trace_event ev;
+    tracer_conn_event_init(&ev, t, TRACE_CONN_IDENT, begin_ns, begin_ns);
+    struct trace_conn_event *c = &ev.u.conn;
+    c->fd = fd;
+    c->conn_id = conn;
+    c->family = (uint8_t)ss.ss_family;
+    c->proto = TRACE_PROTO_UDP;
+    memcpy(c->remote_addr, addr, sizeof addr);
+    c->remote_port = port;
+    struct sockaddr_storage local;
+    socklen_t llen = sizeof local;
+    if (syscall(SYS_getsockname, fd, &local, &llen) == 0)
+        tracer_conn_fill_addr(&local, c->local_addr, &c->local_port);
+    tracer_emit_definition(&ev);
+    return conn;
 }
 
 void tracer_conn_lifecycle(struct tracer_thread *t, int fd, uint64_t conn_id, uint8_t proto,
@@ -269,6 +357,9 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
             return;
         uint64_t conn =
             tracer_conn_ensure(t, io->fd, f, TRACE_CONN_IDENT, io->begin_ns, io->begin_ns, 0);
+        if ((f->flags & TRACER_FDF_PEERLESS) && io->peer && io->result >= 0 &&
+            io->peer_len >= sizeof(sa_family_t))
+            conn = tracer_datagram_peer(t, io->fd, f, io->peer, io->peer_len, io->begin_ns);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_OUT && io->result > 0 &&
             (tracer_global.only_mask & TRACER_ONLY_DB))
             tracer_db_wire_sent(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,

@@ -27,6 +27,9 @@ struct tracer_io {
     uint16_t event_flags;    /* TRACE_F_* added to the event (e.g. TRACE_F_STDIO) */
     const struct iovec *iov; /* the data (for labels / DB parsing); may be NULL */
     int iovcnt;
+    /* a datagram's own peer address (sendto's, recvfrom's, msg_name), or NULL */
+    const struct sockaddr *peer;
+    socklen_t peer_len;
     uint64_t begin_ns, end_ns;
 };
 
@@ -38,6 +41,10 @@ static inline int tracer_path_filtered(const struct tracer_fd *f)
     return tracer_global.path_filter_set && f &&
            (f->kind == TRACER_FD_FILE || f->kind == TRACER_FD_OTHER) && !f->path_id;
 }
+
+/* Forgets the datagram peers' connection ids (a fork child: its trace has
+ * none of its parent's CONN definitions). */
+void tracer_datagram_peers_reset(void);
 
 /* Records the call described by io (thread t has already begun the event). */
 void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io);
@@ -72,8 +79,8 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
     if (f->kind == TRACER_FD_SOCKET) {
         /* the first transfer writes the identity; request starts and DB
          * connections are parsed by the general path */
-        if (TRACER_UNLIKELY((f->flags & (TRACER_FDF_IDENT_DONE | TRACER_FDF_DB)) !=
-                                TRACER_FDF_IDENT_DONE ||
+        if (TRACER_UNLIKELY((f->flags & (TRACER_FDF_IDENT_DONE | TRACER_FDF_DB |
+                                         TRACER_FDF_PEERLESS)) != TRACER_FDF_IDENT_DONE ||
                             (dir == TRACER_IO_IN && (f->flags & TRACER_FDF_EXPECT_REQ)) ||
                             !(tracer_global.only_mask & TRACER_ONLY_NET)))
             return 0;

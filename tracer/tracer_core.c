@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cpu_time.h"
+#include "io_events.h"
 
 /* generation 1 before the first registration: no thread's claimed_gen (0
  * until it claims a ring) matches it */
@@ -879,6 +880,7 @@ void tracer_after_fork_child(void)
     tracer_drop_local = 0;
     tracer_cpu_time_after_fork();
     tracer_stacks_after_fork();
+    tracer_datagram_peers_reset();
     if (tracer_strtab) {
         syscall(SYS_munmap, tracer_strtab, TRACER_STRTAB_SLOTS * sizeof(struct tracer_strtab_slot));
         syscall(SYS_munmap, tracer_strtab_arena, TRACER_STRTAB_ARENA);
