@@ -4,8 +4,9 @@ keep-alive) serving known files under a bounded load of 20 requests, some
 on one keep-alive connection and some on new connections: per connection,
 the bytes the trace says the server received and sent equal what the
 client sent and received; the CONN 4-tuple is the client's; every request
-has its LABEL ("GET /file.txt"); the served files' reads add up to their
-sizes."""
+has its LABEL ("GET /file.txt", the query string dropped); the served
+files' reads add up to their sizes. Then, recorded with --keep-query, the
+labels keep the query string."""
 import os
 import signal
 import socket
@@ -105,4 +106,24 @@ for name, body in files.items():
         read = sum(e["result"] for e in tl.file_events(t, ino, {"read", "pread"})
                    if e["result"] > 0)
         tl.check_eq(read, served * len(body), f"bytes read from {name}")
+
+# --keep-query: the labels keep the query string
+out_q = os.path.join(work, "trace-query")
+port = tl.free_port()
+server = tl.spawn(tl.record_args(out_q, ["/usr/bin/python3", "-m", "http.server", "--bind",
+                                         "127.0.0.1", "--protocol", "HTTP/1.1", "--directory",
+                                         root, str(port)], extra=["--keep-query"]),
+                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+if tl.check(tl.wait_port(port, 30, server), "http.server (--keep-query) listening"):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+    state = {"sent": 0, "received": 0, "pending": b""}
+    for path in ("file.txt", "empty.txt"):
+        tl.check(tl.http_get(sock, path, state) == files[path], f"--keep-query: body of /{path}")
+    sock.close()
+    time.sleep(0.5)
+    server.send_signal(signal.SIGINT)
+    server.wait(timeout=30)
+    (t,) = tl.read_traces(out_q).values()
+    tl.check_eq([e.get("label") for e in t.of("label")],
+                ["GET /file.txt?x=1", "GET /empty.txt?x=1"], "--keep-query: labels")
 tl.finish()

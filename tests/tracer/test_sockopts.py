@@ -7,7 +7,9 @@ this) and one without; on the second, the accepted socket gets TCP_NODELAY
 set explicitly and then TCP_CORK. The trace must carry, per accepted
 connection (by the CONN accept's 4-tuple): NODELAY=1 for the inherited one
 (an event at accept), nothing inherited for the other, and its explicit
-NODELAY=1 and CORK=1 in that order, all on the right conn_id."""
+NODELAY=1, CORK=1, SO_SNDBUF, SO_RCVBUF (the values asked for) and CORK=0
+in that order, all on the right conn_id; then a send with MSG_MORE is
+flagged msg_more and the one after it is not."""
 import os
 import socket
 import subprocess
@@ -31,6 +33,10 @@ a, _ = inherit.accept()
 b, _ = plain.accept()
 b.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 b.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+b.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)
+b.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+b.send(b"head", socket.MSG_MORE)
 for s in (a, b):
     s.sendall(b"x"); s.recv(1); s.close()
 ''')
@@ -72,6 +78,13 @@ for e in events:
         opts.setdefault(e["conn_id"], []).append((e["level"], e["name"], e["value"]))
 TCP, NODELAY, CORK = socket.IPPROTO_TCP, socket.TCP_NODELAY, socket.TCP_CORK
 tl.check_eq(opts.get(inherited_conn), [(TCP, NODELAY, 1)], "inherited connection's options")
-tl.check_eq(opts.get(plain_conn), [(TCP, NODELAY, 1), (TCP, CORK, 1)],
-            "plain connection's options (explicit only, in order)")
+SOCK = socket.SOL_SOCKET
+tl.check_eq(opts.get(plain_conn), [(TCP, NODELAY, 1), (TCP, CORK, 1),
+                                   (SOCK, socket.SO_SNDBUF, 65536), (SOCK, socket.SO_RCVBUF, 32768),
+                                   (TCP, CORK, 0)],
+            "plain connection's options (explicit only, in order, values as set)")
+TRACE_F_MSG_MORE = 0x8
+sends = [(e["result"], bool(e["flags"] & TRACE_F_MSG_MORE)) for e in events
+         if e["type"] == "net" and e["op"] == "send" and e["conn_id"] == plain_conn]
+tl.check_eq(sends, [(4, True), (1, False)], "plain connection's sends (bytes, MSG_MORE)")
 tl.finish()
