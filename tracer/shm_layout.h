@@ -39,6 +39,7 @@
  * a full ring (lossless mode) before its process counts losses instead:
  * a stopped or hung collector must never hold the application. */
 #define TRACER_COLLECTOR_PATIENCE_MS 5000
+
 #define TRACER_RING_COUNT 257u /* ring 0 + 256 thread rings */
 /* A ring is its 64-byte header and 1 MiB of data: a power of two, so a
  * record's place is head & (size - 1) on the hot path, not a division. */

@@ -38,8 +38,15 @@ for round in 1 2 3 4 5; do
         "$emulate" "$type" -- python3 -c "$cpu_work" >> "$work/work.$type"
     done
 done
-for type in small large; do
-    "$emulate" "$type" -- "$PREPLAY_BIN" calibrate --json --no-kernels --ms 150 > "$work/cal.$type"
+# the calibration likewise, three interleaved rounds: a single 150 ms run
+# of each, one after the other, once differed by 23% with nothing wrong
+# (this VM's speed moves by ~20% within seconds; ASan build, CI). Load
+# only lowers loops/ns; the quota never should, so the best of three is
+# compared.
+for round in 1 2 3; do
+    for type in small large; do
+        "$emulate" "$type" -- "$PREPLAY_BIN" calibrate --json --no-kernels --ms 150 > "$work/cal.$type.$round"
+    done
 done
 /usr/bin/python3 - "$work" <<'PY'
 import json, sys
@@ -60,9 +67,10 @@ if not ws / wl > 1.25:
     sys.exit(f"FAIL: small/large wall ratio {ws / wl:.2f}, want > 1.25")
 if not 0.5 < cs / cl < 2.0:
     sys.exit(f"FAIL: thread CPU time differs between types: {cs:.3f} vs {cl:.3f}")
-cs_, cl_ = (json.load(open(f"{w}/cal.{t}")) for t in ("small", "large"))
+cs_, cl_ = (max((json.load(open(f"{w}/cal.{t}.{n}")) for n in (1, 2, 3)),
+                key=lambda c: c["loops_per_ns"]) for t in ("small", "large"))
 r = cs_["loops_per_ns"] / cl_["loops_per_ns"]
-print(f"calibration: small {cs_['loops_per_ns']:.4f} loops/ns (wall/cpu "
+print(f"calibration, best of 3: small {cs_['loops_per_ns']:.4f} loops/ns (wall/cpu "
       f"{cs_['wall_ns'] / cs_['cpu_ns']:.2f}), large {cl_['loops_per_ns']:.4f} (wall/cpu "
       f"{cl_['wall_ns'] / cl_['cpu_ns']:.2f})")
 if not 0.8 < r < 1.25:
