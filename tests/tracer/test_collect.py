@@ -62,12 +62,7 @@ tl.check(waited < PATIENCE_S + 5, f"dd with the collector stopped took {waited:.
 
 time.sleep(0.5)  # the collector takes the late registration and finds its sender gone
 col.send_signal(signal.SIGINT)
-try:
-    _, err = col.communicate(timeout=60)
-except subprocess.TimeoutExpired:
-    tl.fail("preplay collect did not end on SIGINT")
-    tl.finish()
-err = err.decode()
+err = tl.wait_end(col, "preplay collect after SIGINT")[1].decode()
 tl.check_eq(col.returncode, 0, f"preplay collect's exit status (stderr: {err.strip()})")
 tl.check("1 process(es) ran untraced" in err, f"collect reports the untraced process: {err!r}")
 

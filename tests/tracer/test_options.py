@@ -94,11 +94,7 @@ while time.monotonic() < deadline:
     time.sleep(0.05)
 rec.send_signal(signal.SIGCONT)
 tl.check_eq(state, "Z", "--drop: dd's state after it was fed with the collector stopped (Z: done)")
-try:
-    _, err = rec.communicate(timeout=60)
-except subprocess.TimeoutExpired:
-    tl.fail("--drop: preplay record did not end")
-    tl.finish()
+_, err = tl.wait_end(rec, "--drop: preplay record")
 tl.check_eq(rec.returncode, 0, f"--drop: exit status (stderr: {err.decode().strip()[-300:]})")
 t = tl.read_traces(out, skip_types=("cpu",)).get(dd_pid)
 if tl.check(t is not None, f"--drop: trace of dd (pid {dd_pid})"):

@@ -25,11 +25,7 @@ p = tl.spawn(tl.record_args(out, [tl.helper("tt_toggle"), "2.0"], extra=["--off"
 for pause in (0.4, 0.5, 0.4):  # off 0.4 s, on 0.5 s, off 0.4 s, on until the end
     time.sleep(pause)
     p.send_signal(signal.SIGUSR1)
-try:
-    _, err = p.communicate(timeout=60)
-except subprocess.TimeoutExpired:
-    tl.fail("preplay record did not end")
-    tl.finish()
+_, err = tl.wait_end(p, "preplay record")
 tl.check_eq(p.returncode, 0, f"preplay record's exit status (stderr: {err.decode()[-300:]})")
 (t,) = tl.read_traces(out).values()
 switches = [e for e in t.events if e["type"] == "control" and e["op"] in (TRACING_ON, TRACING_OFF)]

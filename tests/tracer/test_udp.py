@@ -55,11 +55,7 @@ for c, port, n in plan:
     tl.check_eq(len(c.recv(4096)), n + 1, f"answer to a {n}-byte datagram")
 c2.sendto(b"quit", ("127.0.0.1", p4))
 tl.check_eq(c1.recv(4096), b"bye!!", "the connected socket's datagram")
-try:
-    srv.communicate(timeout=30)
-except subprocess.TimeoutExpired:
-    tl.fail("the server did not end")
-    tl.finish()
+tl.wait_end(srv, "the server", 30)
 tl.check_eq(srv.returncode, 0, "preplay record's exit status")
 
 (t,) = tl.read_traces(out).values()

@@ -46,11 +46,7 @@ while len(got) < 50:
     got += chunk
 tl.check_eq(len(got), 50, "bytes the client received")
 c.close()
-try:
-    srv.communicate(timeout=30)
-except subprocess.TimeoutExpired:
-    tl.fail("the server did not end")
-    tl.finish()
+tl.wait_end(srv, "the server", 30)
 tl.check_eq(srv.returncode, 0, "preplay record's exit status")
 (t,) = tl.read_traces(out).values()
 accepts = t.of("conn", "accept")

@@ -96,6 +96,16 @@ def record(outdir, cmd, timeout=60, component=None, extra=(), stdin=None, env=No
     return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
+def wait_end(proc, what, timeout=60):
+    """proc.communicate() for a process of ours; when it does not end within
+    timeout, fails the test saying so and ends it."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        fail(f"{what} did not end within {timeout} s")
+        finish()
+
+
 class Trace:
     def __init__(self, path, header, events):
         self.path = path
