@@ -950,6 +950,10 @@ void collector_set_enabled(struct collector *c, int enabled)
     if (enabled && !c->enabled && ++c->window == 0)
         c->window = 1;
     c->enabled = enabled;
+    /* TRACING_ON is dated before any process can see the switch, so no
+     * event of the window precedes it; TRACING_OFF after every process
+     * was told (only calls already under way then can follow it). */
+    uint64_t ts = enabled ? collector_clock(CLOCK_MONOTONIC) : 0;
     for (size_t i = 0; i < c->nprocs; i++) {
         struct collector_process *p = c->procs[i];
         if (!p->writer)
@@ -957,11 +961,18 @@ void collector_set_enabled(struct collector *c, int enabled)
         for (int j = 0; j < p->nregions; j++)
             atomic_store(&tracer_region_control(p->regions[j]->base)->enabled,
                          enabled ? c->window : 0);
+    }
+    if (!enabled)
+        ts = collector_clock(CLOCK_MONOTONIC);
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct collector_process *p = c->procs[i];
+        if (!p->writer)
+            continue;
         struct trace_event ev;
         memset(&ev, 0, sizeof ev);
         ev.type = TRACE_EV_CONTROL;
         ev.op = enabled ? TRACE_CTL_TRACING_ON : TRACE_CTL_TRACING_OFF;
-        ev.ts_ns = collector_clock(CLOCK_MONOTONIC);
+        ev.ts_ns = ts;
         collector_append(c, p, &ev);
     }
 }

