@@ -79,7 +79,8 @@ rec = tl.spawn(tl.record_args(out, dd([f"if={fifo}", "of=/dev/null", "bs=8", f"c
                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 deadline = time.monotonic() + 30
 while time.monotonic() < deadline and not (os.path.isdir(out) and os.listdir(out)):
-    time.sleep(0.02)  # the trace file appears when dd registers
+    time.sleep(0.02)  # the trace file appears when dd registers...
+time.sleep(0.3)  # ...just before the collector answers; then dd waits for the FIFO's writer
 rec.send_signal(signal.SIGSTOP)
 dd_pid = int(subprocess.run(["pgrep", "-P", str(rec.pid)], stdout=subprocess.PIPE).stdout.split()[0])
 with open(fifo, "wb") as f:  # dd drains it only if its tracer does not wait for the collector
