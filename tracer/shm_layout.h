@@ -32,7 +32,9 @@
 #include "trace_event.h"
 
 #define TRACER_SHM_MAGIC 0x70726570u /* "prep" */
-#define TRACER_SHM_VERSION 4u
+/* 5: `enabled` holds the tracing window's number, cpu_before_ns carries
+ * TRACER_CPU_ESTIMATED_BIT, rings_in_use in the control page */
+#define TRACER_SHM_VERSION 5u
 
 /* How long a process waits for the collector to take its registration
  * (connect) and answer it, and how long a traced thread waits for room in
