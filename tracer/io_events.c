@@ -10,7 +10,6 @@
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <netinet/in.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -164,20 +163,17 @@ uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f
  * maps the pair to its conn id so a peer seen again keeps its id. A pair
  * pushed out by another (more than TRACER_PEER_SLOTS pairs hashing alike)
  * gets a new id and identity when seen again: the same peer under two ids,
- * never a wrong one. Shared by the process's threads under a spin lock,
- * taken only with the thread's busy mark up (a signal handler's nested
- * call is not traced, so it never spins on its own thread's lock). */
+ * never a wrong one. Shared by the process's threads under the process
+ * lock (tracer_process_lock). */
 #define TRACER_PEER_SLOTS 1024u
 static struct {
     uint64_t key;
     uint64_t conn_id;
 } tracer_peers[TRACER_PEER_SLOTS];
-static atomic_flag tracer_peers_lock = ATOMIC_FLAG_INIT;
 
 void tracer_datagram_peers_reset(void)
 {
     memset(tracer_peers, 0, sizeof tracer_peers);
-    atomic_flag_clear(&tracer_peers_lock);
 }
 
 /* The conn id of the pair (socket f, peer), writing its identity when new;
@@ -197,18 +193,18 @@ static uint64_t tracer_datagram_peer(struct tracer_thread *t, int fd, struct tra
           (ss.ss_family == AF_INET6 && peer_len >= sizeof(struct sockaddr_in6))))
         return f->conn_id;
     tracer_conn_fill_addr(&ss, addr, &port);
-    /* the socket (its inode: an fd number is reused) and the peer */
-    uint64_t key = (f->ino ? f->ino : (uint64_t)fd) * 0x9e3779b97f4a7c15ull;
-    uint64_t words[2];
-    memcpy(words, addr, sizeof words);
-    key = (key ^ words[0]) * 0xff51afd7ed558ccdull;
-    key = (key ^ words[1]) * 0xc4ceb9fe1a85ec53ull;
-    key = (key ^ ((uint64_t)port << 8 | ss.ss_family)) * 0x9e3779b97f4a7c15ull;
-    key |= 1; /* 0 marks a free slot */
+    /* the socket (its inode: an fd number is reused) and the peer; the
+     * hash is never 0, which marks a free slot */
+    struct {
+        uint64_t socket;
+        uint8_t addr[16];
+        uint16_t port, family;
+    } pair = {f->ino ? f->ino : (uint64_t)fd, {0}, port, ss.ss_family};
+    memcpy(pair.addr, addr, sizeof addr);
+    uint64_t key = tracer_hash((const char *)&pair, offsetof(__typeof__(pair), family) + 2);
     unsigned slot = (unsigned)(key >> 40) % TRACER_PEER_SLOTS;
-    tracer_busy_enter(t);
-    while (atomic_flag_test_and_set_explicit(&tracer_peers_lock, memory_order_acquire))
-        ;
+    if (tracer_process_lock() != 0)
+        return f->conn_id;
     uint64_t conn = tracer_peers[slot].key == key ? tracer_peers[slot].conn_id : 0;
     int fresh = !conn;
     if (fresh) {
@@ -216,8 +212,7 @@ static uint64_t tracer_datagram_peer(struct tracer_thread *t, int fd, struct tra
         tracer_peers[slot].key = key;
         tracer_peers[slot].conn_id = conn;
     }
-    atomic_flag_clear_explicit(&tracer_peers_lock, memory_order_release);
-    tracer_busy_leave(t);
+    tracer_process_unlock();
     if (!fresh)
         return conn; /* its identity is written */
     struct trace_event ev;

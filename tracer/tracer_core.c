@@ -224,6 +224,18 @@ static void tracer_thread_release(struct tracer_thread *t)
     atomic_store_explicit(&r->state, TRACER_RING_EXITED, memory_order_release);
 }
 
+/* The thread enters tracing window `window` (the control page's
+ * `enabled`): when tracing was off since its last entry, the CPU time it
+ * ran meanwhile is no record's (the run since the switch, up to now, is
+ * not known), so its CPU accounting starts afresh. */
+static void tracer_window_enter(struct tracer_thread *t, uint32_t window)
+{
+    if (t->window != window) {
+        tracer_cpu_mark_reset(t);
+        t->window = window;
+    }
+}
+
 /* Writes THREAD_EXIT for the calling thread; the record carries the CPU
  * time of its last segment (work after its last traced call). */
 static void tracer_thread_exit_event(struct tracer_thread *t)
@@ -232,8 +244,8 @@ static void tracer_thread_exit_event(struct tracer_thread *t)
         return;
     /* written even while tracing is off (a thread's end is worth knowing),
      * but never with CPU time run outside the window of its last entry */
-    if (atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed) != t->window)
-        tracer_cpu_mark_reset(t);
+    tracer_window_enter(
+        t, atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed));
     uint64_t now = tracer_event_begin(t);
     struct trace_event *ev = tracer_reserve(t, 0);
     if (ev) {
@@ -310,13 +322,7 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
         return NULL;
     }
     if (t->ring && t->claimed_gen == tracer_global.generation) {
-        if (t->window != window) {
-            /* Tracing was off since this thread's last entry: the CPU
-             * time it ran meanwhile is not the next record's (the run
-             * since tracing came back on, up to now, is not known) */
-            tracer_cpu_mark_reset(t);
-            t->window = window;
-        }
+        tracer_window_enter(t, window);
         return t;
     }
     tracer_busy_enter(t);
@@ -649,7 +655,7 @@ struct trace_event *tracer_reserve(struct tracer_thread *t, size_t extra)
 
 static __thread int tracer_holds_process_lock __attribute__((tls_model("initial-exec")));
 
-static int tracer_process_lock(void)
+int tracer_process_lock(void)
 {
     if (tracer_holds_process_lock)
         return -1; /* nested from a signal handler: never deadlock */
@@ -666,7 +672,7 @@ static int tracer_process_lock(void)
     return 0;
 }
 
-static void tracer_process_unlock(void)
+void tracer_process_unlock(void)
 {
     tracer_holds_process_lock = 0;
     atomic_store_explicit(&tracer_global.control->process_ring_lock, 0, memory_order_release);
@@ -749,7 +755,7 @@ static uint32_t tracer_strtab_count;
  * FNV it replaces was a chain of one multiply per byte: ~400 instructions
  * of nginx's ~3200 traced per request went to hashing its path and request
  * line). In memory only: ids never depend on it. Never 0. */
-static uint64_t tracer_hash(const char *s, size_t len)
+uint64_t tracer_hash(const char *s, size_t len)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ len;
     size_t i = 0;

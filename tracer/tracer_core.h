@@ -148,10 +148,10 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
  * runs before every wrapped call. A ring claimed in the current region
  * generation (never 0 in TLS: generations start at 1 and a released ring
  * zeroes its claimed_gen) implies a registered process and a mapped control
- * page, so the common answer is four loads from two lines of our own and
- * one of the control page; everything else is tracer_enter_slow's,
- * including a new tracing window (tracing was switched off and on since
- * this thread's last entry). */
+ * page, so the common answer is a few loads from two lines of our own and
+ * one of the control page (the tracing window's number); everything else
+ * is tracer_enter_slow's, including a new tracing window (tracing was
+ * switched off and on since this thread's last entry). */
 static inline struct tracer_thread *tracer_enter(uint32_t family)
 {
     struct tracer_thread *t = &tracer_tls;
@@ -374,6 +374,14 @@ int tracer_emit_definition_data(const struct trace_event *ev, const void *data, 
 
 /* Next connection id for this process. */
 uint64_t tracer_next_conn_id(void);
+/* The process's lock over ring 0 and the tables its threads share (string
+ * table, datagram peers): spins, then yields. 0 when taken, -1 when this
+ * thread holds it already (a signal handler nested in our own code: never
+ * deadlock, the caller does without). */
+int tracer_process_lock(void);
+void tracer_process_unlock(void);
+/* The tracer's in-memory hash (string table, datagram peers). Never 0. */
+uint64_t tracer_hash(const char *s, size_t len);
 
 uint32_t tracer_gettid(void);
 void tracer_set_parent_tid(uint32_t parent);
