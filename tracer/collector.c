@@ -67,8 +67,6 @@ __extension__ typedef unsigned __int128 collector_u128;
 /* The longest nap while rings are being written (a slow writer's records
  * reach the trace within it). */
 #define COLLECTOR_BUSY_NAP_NS 10000000ull
-/* The longest nap when a full ring cannot wake us (no waker). */
-#define COLLECTOR_UNWATCHED_NAP_MS 2
 
 struct collector {
     struct collector_options opt;
@@ -107,6 +105,7 @@ struct collector {
      * was taken, as the app would have converted it. */
     struct cpuclock_tsc_history tsc_history;
     char cpu_clock_note[256]; /* why the fallback is used, when it is */
+    char waker_note[128];     /* why there is no waker, when there is none */
     char error[512];
 };
 
@@ -207,8 +206,7 @@ struct collector *collector_create(const struct collector_options *opt, char *er
         snprintf(err, errlen, "listen: %s", strerror(errno));
         goto fail;
     }
-    char waker_why[128];
-    c->waker = collector_waker_start(waker_why, sizeof waker_why);
+    c->waker = collector_waker_start(c->waker_note, sizeof c->waker_note);
     /* Per-thread CPU time without a syscall per event needs the BPF clock;
      * without it traced threads fall back (docs/cpu-time.md). */
     char why[200];
@@ -328,20 +326,16 @@ static void collector_watch_regions(struct collector *c)
 {
     if (!c->waker)
         return;
+    /* one word past the waker's limit tells it (and so us) that some
+     * regions are not watched */
     _Atomic uint32_t *words[COLLECTOR_WAKER_MAX_WORDS + 1];
     size_t n = 0;
-    int all = 1;
-    for (size_t i = 0; i < c->nprocs; i++) {
+    for (size_t i = 0; i < c->nprocs && n < COLLECTOR_WAKER_MAX_WORDS + 1; i++) {
         struct collector_process *p = c->procs[i];
-        for (int j = 0; j < p->nregions; j++) {
-            if (n == COLLECTOR_WAKER_MAX_WORDS) {
-                all = 0;
-                break;
-            }
+        for (int j = 0; j < p->nregions && n < COLLECTOR_WAKER_MAX_WORDS + 1; j++)
             words[n++] = &tracer_region_control(p->regions[j]->base)->collector_wake;
-        }
     }
-    c->waker_watches_all = collector_waker_watch(c->waker, words, n) == 0 && all;
+    c->waker_watches_all = collector_waker_watch(c->waker, words, n) == 0;
 }
 
 static int collector_send_reply(int fd, int status, int memfd, int mapfd)
@@ -1003,6 +997,11 @@ const char *collector_error(const struct collector *c)
 const char *collector_cpu_clock_note(const struct collector *c)
 {
     return c->cpu_clock_bpf ? NULL : c->cpu_clock_note;
+}
+
+const char *collector_waker_note(const struct collector *c)
+{
+    return c->waker ? NULL : c->waker_note;
 }
 
 int collector_finish(struct collector *c, char *err, size_t errlen)

@@ -55,6 +55,11 @@ const char *collector_error(const struct collector *c);
 /* NULL when threads get the exact BPF CPU clock; else why they use the
  * fallback (e.g. "BPF unavailable: Operation not permitted"). */
 const char *collector_cpu_clock_note(const struct collector *c);
+/* The longest nap when a full ring cannot wake the collector (no waker). */
+#define COLLECTOR_UNWATCHED_NAP_MS 2
+/* NULL when a full ring wakes the collector at once; else why it cannot
+ * (e.g. a kernel without futex_waitv) and it drains on a short timer. */
+const char *collector_waker_note(const struct collector *c);
 /* Stops tracing in every process, drains what is left, closes every trace
  * file. Returns 0 or -1 (reason in err). Frees c. */
 int collector_finish(struct collector *c, char *err, size_t errlen);

@@ -95,18 +95,12 @@ static void *collector_waker_main(void *arg)
                 return NULL;
             }
             /* woken by a producer (or a word already non-zero: EAGAIN), or
-             * by a rearm: which one, the words say */
-            raised = 0;
-            pthread_mutex_lock(&w->lock);
-            for (size_t i = 0; i < w->nwords && !raised; i++)
-                raised = atomic_load_explicit(w->words[i], memory_order_acquire) != 0;
-            pthread_mutex_unlock(&w->lock);
+             * by a rearm: which one, the next lap's scan of the words says */
+            continue;
         }
-        if (raised) {
-            collector_waker_poke(w);
-            /* until the collector drained and rearmed */
-            syscall(SYS_futex, &w->rearm, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-        }
+        collector_waker_poke(w);
+        /* until the collector drained and rearmed */
+        syscall(SYS_futex, &w->rearm, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
     }
 }
 

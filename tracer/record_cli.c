@@ -311,14 +311,23 @@ static void record_progress(struct collector *c, int tty, double started)
             (unsigned long long)s.lost, collector_enabled(c) ? "" : "  [tracing off]");
 }
 
-static void record_cpu_clock_note(struct collector *c, int quiet, const char *cmd)
+/* What the collector runs without, said once at the start (not with -q). */
+static void record_collector_notes(struct collector *c, int quiet, const char *cmd)
 {
+    if (quiet)
+        return;
     const char *note = collector_cpu_clock_note(c);
-    if (note && !quiet)
+    if (note)
         fprintf(stderr,
                 "preplay %s: CPU time per thread uses the fallback clock (%s); see "
                 "docs/cpu-time.md\n",
                 cmd, note);
+    note = collector_waker_note(c);
+    if (note)
+        fprintf(stderr,
+                "preplay %s: a full buffer cannot wake the collector (%s): it drains every "
+                "%d ms instead; see docs/tracer.md\n",
+                cmd, note, COLLECTOR_UNWATCHED_NAP_MS);
 }
 
 /* Scores this machine's CPU before the app starts (it would disturb the
@@ -409,7 +418,7 @@ int cmd_record(int argc, char **argv)
         fprintf(stderr, "preplay record: %s\n", err);
         return 1;
     }
-    record_cpu_clock_note(c, rc.quiet, "record");
+    record_collector_notes(c, rc.quiet, "record");
 
     /* The child gets our variables; LD_PRELOAD keeps what was there. */
     const char *old = getenv("LD_PRELOAD");
@@ -531,7 +540,7 @@ int cmd_collect(int argc, char **argv)
                 "  LD_PRELOAD=%s PREPLAY_COLLECTOR=%s\n",
                 name, record_find_library(lib, sizeof lib) == 0 ? lib : "libpreplay_trace.so",
                 name);
-    record_cpu_clock_note(c, rc.quiet, "collect");
+    record_collector_notes(c, rc.quiet, "collect");
     record_install_signals();
     int tty = !rc.quiet && isatty(2);
     double started = record_now(), last_progress = 0;
