@@ -169,23 +169,25 @@ def main():
         if label == "(all)":
             # A short run's overall p95 sits where the labels' tails overlap
             # and moves by tens of percent between two real runs: an error
-            # above the bound fails only when the prediction is also outside
-            # the real run's own 99% confidence interval of that quantile.
+            # above the bound fails only when the two runs' 99% confidence
+            # intervals of that quantile do not meet. Both are samples: the
+            # real run's interval alone ignored the prediction's own noise
+            # (a CI-like run failed at 94.6 ms against [47.2, 85.5] ms and
+            # passed twice on a rerun of the same build).
             for bound, key, q in ((a.check_overall_median, "median_err", 0.5),
                                   (a.check_overall_p95, "p95_err", 0.95)):
                 if bound is None or row[key] <= bound:
                     continue
                 lo, hi = quantile_band(r, q)
-                pred_q = row["pred_" + key.split("_")[0] + "_s"]
-                if lo <= pred_q <= hi:
-                    print(f"compare: {a.type} {a.level}: all requests: {key.split('_')[0]} error "
-                          f"{100 * row[key]:.1f}% > {100 * bound:.0f}%, but the prediction "
-                          f"{1e3 * pred_q:.3f} ms is inside the real run's 99% interval "
-                          f"[{1e3 * lo:.3f}, {1e3 * hi:.3f}] ms (sampling noise)", file=sys.stderr)
+                plo, phi = quantile_band(p, q)
+                what = (f"all requests: {key.split('_')[0]} error {100 * row[key]:.1f}% > "
+                        f"{100 * bound:.0f}%; 99% intervals: real [{1e3 * lo:.3f}, {1e3 * hi:.3f}] "
+                        f"ms, predicted [{1e3 * plo:.3f}, {1e3 * phi:.3f}] ms")
+                if plo <= hi and lo <= phi:
+                    print(f"compare: {a.type} {a.level}: {what}: they meet (sampling noise)",
+                          file=sys.stderr)
                     continue
-                bad.append(f"all requests: {key.split('_')[0]} error {100 * row[key]:.1f}% > "
-                           f"{100 * bound:.0f}% and {1e3 * pred_q:.3f} ms is outside the real run's "
-                           f"99% interval [{1e3 * lo:.3f}, {1e3 * hi:.3f}] ms")
+                bad.append(f"{what}: they do not meet")
         if label != "(all)" and len(p) == 0 and len(r) >= a.min_count:
             bad.append(f"{label}: no predicted samples")
     if a.json:
