@@ -181,6 +181,19 @@ for t in $types; do
   table base "$t" "${rate}/s" $header "${check[@]}" | tee -a "$table_file" || status=1
   header=""
 done
+if [ $short -eq 1 ] && [ $status -ne 0 ]; then
+  # One more independent run (recording, real app, prediction) decides: a
+  # real error fails both, while this VM's speed moves by ~20% within
+  # seconds and one 8 s run of either side can land outside (clean-clone
+  # checks failed once with the prediction slow, once with the real run
+  # slow; the same build passed on rerun).
+  log "short: the check failed; one more independent run decides"
+  status=0
+  one_case retry "$rate" "$types" "${rate}/s (retry)"
+  for t in $types; do
+    table retry "$t" "${rate}/s (retry)" "${check[@]}" | tee -a "$table_file" || status=1
+  done
+fi
 if [ $repeat -eq 1 ]; then
   for t in $types; do # the noise floor: the real app against itself
     python3 "$here/compare.py" --preplay "$bin" --real "$work/base/truth-$t.csv" \
