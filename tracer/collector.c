@@ -58,8 +58,6 @@ struct collector_process {
     char path[4096];
 };
 
-__extension__ typedef unsigned __int128 collector_u128;
-
 /* The trace files' zstd level: the collector competes with the app for CPU,
  * and a fast level costs a few percent of bytes for a sixth of its CPU. */
 #define COLLECTOR_ZSTD_LEVEL (-1)
@@ -609,9 +607,8 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
             if (tsc && !ev->ts_ns) {
                 /* a record with no time (STRING definitions) keeps 0 */
                 if (cpu_before)
-                    cpu_before = (uint64_t)(((collector_u128)cpu_before *
-                                             c->tsc_history.segment[c->tsc_history.newest].mult) >>
-                                            32);
+                    cpu_before = cpuclock_tsc_segment_span_ns(
+                        &c->tsc_history.segment[c->tsc_history.newest], cpu_before);
             } else if (tsc) {
                 /* ring clock -> ns, with the conversion in force at ts */
                 uint64_t ts_raw = ev->ts_ns;
@@ -632,7 +629,7 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
                     cpu_before == ts_raw - reg->last_end_raw[idx] && start >= reg->last_end_ns[idx])
                     cpu_before = start - reg->last_end_ns[idx];
                 else if (cpu_before)
-                    cpu_before = (uint64_t)(((collector_u128)cpu_before * seg->mult) >> 32);
+                    cpu_before = cpuclock_tsc_segment_span_ns(seg, cpu_before);
             }
             if (cpu_before && idx != 0) {
                 cpu_ev.tid = ev->tid;
@@ -889,8 +886,15 @@ int collector_poll(struct collector *c, int timeout_ms)
     if (c->cpu_clock_bpf && round_start - c->tsc_recalibrated_ns > 1000000000ull) {
         /* keep the shared TSC conversion on CLOCK_MONOTONIC (NTP slews it) */
         struct cpuclock_table *t = cpuclock_bpf_table();
-        if (t)
-            cpuclock_tsc_recalibrate(&t->header->tsc, 1000000000ull);
+        if (t && cpuclock_tsc_recalibrate(&t->header->tsc, 1000000000ull) == 0) {
+            uint64_t off =
+                atomic_load_explicit(&t->header->tsc.last_offset_error_ns, memory_order_relaxed);
+            if (off > CPUCLOCK_TSC_STEP_NS) {
+                c->stats.clock_corrections++;
+                if (off > c->stats.clock_worst_offset_ns)
+                    c->stats.clock_worst_offset_ns = off;
+            }
+        }
         collector_note_tsc(c);
         c->tsc_recalibrated_ns = round_start;
     }

@@ -39,6 +39,11 @@ struct collector_stats {
      * registration (the collector was stopped or busy for seconds): they
      * ran untraced, their trace files hold no events */
     uint32_t untraced;
+    /* recalibrations that found the TSC clock of the traces more than
+     * CPUCLOCK_TSC_STEP_NS off CLOCK_MONOTONIC (a paused VM, a clock step),
+     * and the largest offset found: event times near them are off by it */
+    uint32_t clock_corrections;
+    uint64_t clock_worst_offset_ns;
 };
 
 struct collector;

@@ -365,7 +365,7 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
 struct tracer_clock_scale {
     int tsc;
     struct cpuclock_tsc_segment segment; /* when tsc */
-    double ticks_per_ns;                 /* when tsc: 2^32 / mult */
+    double ticks_per_ns;                 /* when tsc: 2^32 / rate */
 };
 
 static void tracer_clock_scale_read(struct tracer_clock_scale *s)
@@ -373,7 +373,7 @@ static void tracer_clock_scale_read(struct tracer_clock_scale *s)
     s->tsc = tracer_global.ring_clock_tsc && tracer_cpu_time_tsc;
     if (s->tsc) {
         cpuclock_tsc_read(tracer_cpu_time_tsc, &s->segment);
-        s->ticks_per_ns = s->segment.mult ? 4294967296.0 / (double)s->segment.mult : 0;
+        s->ticks_per_ns = s->segment.rate ? 4294967296.0 / (double)s->segment.rate : 0;
     }
 }
 
@@ -382,11 +382,9 @@ static uint64_t tracer_clock_to_mono(const struct tracer_clock_scale *s, uint64_
     return s->tsc ? cpuclock_tsc_segment_to_mono(&s->segment, raw) : raw;
 }
 
-__extension__ typedef unsigned __int128 tracer_u128;
-
 static uint64_t tracer_clock_span_ns(const struct tracer_clock_scale *s, uint64_t raw_span)
 {
-    return s->tsc ? (uint64_t)(((tracer_u128)raw_span * s->segment.mult) >> 32) : raw_span;
+    return s->tsc ? cpuclock_tsc_segment_span_ns(&s->segment, raw_span) : raw_span;
 }
 
 /* ns -> ring clock ticks. A double multiply, not a 128-bit division (this

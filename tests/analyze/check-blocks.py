@@ -106,7 +106,12 @@ def main():
             errors.append('thread %d: start_ns not in recorded order' % tid)
         starts = [blocks[i]['start'] - blocks[i]['start_ns'] for i in bs]
         if max(starts) - min(starts) > 1000000:  # one origin (same host, same clock)
-            errors.append('thread %d: start_ns origin drifts by %d ns' % (tid, max(starts) - min(starts)))
+            # where it moved: a block whose start the merge clamped to an
+            # earlier event's later time (the trace's times went backwards)
+            moves = ['block %d at %d: %+d ns' % (bs[k], blocks[bs[k]]['start'], starts[k] - starts[k - 1])
+                     for k in range(1, len(bs)) if abs(starts[k] - starts[k - 1]) > 100000]
+            errors.append('thread %d: start_ns origin drifts by %d ns (%s)' %
+                          (tid, max(starts) - min(starts), '; '.join(moves[:4])))
     for bid in sched:
         if '6:1=1' not in blocks[bid]['sockopts']:
             errors.append('front-end block %d: no TCP_NODELAY SOCKOPT op (%s)' % (bid, blocks[bid]['sockopts']))

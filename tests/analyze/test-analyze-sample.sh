@@ -28,7 +28,10 @@ run_mode() { # name loadgen-args...
         >"$d/analyze.out" 2>"$d/analyze.err" || { cat "$d/analyze.err"; fail "$name: analyze failed"; }
     cat "$d/analyze.out"
     python3 "$here/check-blocks.py" "$d/blocks.tsv" "$d/run/logs/frontend.sidelog" \
-        "$d/run/logs/apptier.sidelog" || fail "$name: blocks differ from the side logs"
+        "$d/run/logs/apptier.sidelog" || {
+        grep -h '^preplay' "$d/run/logs/"*.err >&2 # the recorders' notes (clock, losses)
+        fail "$name: blocks differ from the side logs"
+    }
     local want
     want=$(($(wc -l <"$d/run/load.csv") - 1))
     grep -q ": $want requests," "$d/analyze.out" || fail "$name: expected $want requests"

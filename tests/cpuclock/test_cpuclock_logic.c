@@ -469,6 +469,101 @@ static void test_tsc_conversion(void **state)
                 atomic_load(&tsc.base_mono_ns));
 }
 
+/* Moves the published conversion by `delta_ns` at the TSC now, as a clock
+ * disagreement (a paused VM, a clock step) would leave it. */
+static void test_tsc_shift(struct cpuclock_tsc *tsc, int64_t delta_ns)
+{
+    uint64_t now_tsc = cpuclock_rdtsc();
+    uint64_t now_mono = cpuclock_tsc_to_mono(tsc, now_tsc);
+    atomic_store(&tsc->seq, atomic_load(&tsc->seq) + 1);
+    atomic_store(&tsc->base_tsc, now_tsc);
+    atomic_store(&tsc->base_mono_ns, (uint64_t)((int64_t)now_mono + delta_ns));
+    atomic_store(&tsc->mult, atomic_load(&tsc->rate));
+    atomic_store(&tsc->slew_cycles, 0);
+    atomic_store(&tsc->seq, atomic_load(&tsc->seq) + 1);
+}
+
+/* Recalibration never sends the conversion backwards. Ahead, it slews: the
+ * same TSC converts the same before and after, successive values convert in
+ * order, the offset is gone at the slew's end, and the rate is at most 10%
+ * slow (5 ms ahead: over the 1 s asked; 300 ms ahead: over 3 s). Behind by
+ * more than 1 ms, it steps forward to clock_gettime. */
+static void test_tsc_slew_ahead(struct cpuclock_tsc *tsc, uint64_t shift_ns)
+{
+    test_tsc_shift(tsc, (int64_t)shift_ns);
+    uint64_t t = cpuclock_rdtsc();
+    uint64_t before = cpuclock_tsc_to_mono(tsc, t);
+    assert_int_equal(cpuclock_tsc_recalibrate(tsc, 1000000000u), 0);
+    struct cpuclock_tsc_segment seg;
+    cpuclock_tsc_read(tsc, &seg);
+    uint64_t after = cpuclock_tsc_to_mono(tsc, t);
+    assert_true(after >= before && after - before < 1000u);
+    /* ahead by the shift, plus what an earlier slew had left */
+    uint64_t ahead_ns = atomic_load(&tsc->last_offset_error_ns);
+    assert_true(ahead_ns >= shift_ns - 100000u && ahead_ns < shift_ns + 10000000u);
+    uint64_t want_span_ns = ahead_ns * 10u > 1000000000u ? ahead_ns * 10u : 1000000000u;
+    assert_true(seg.mult < seg.rate);
+    assert_true(seg.mult >= seg.rate - seg.rate / 10u - 1u);
+    uint64_t span = cpuclock_tsc_segment_span_ns(&seg, seg.slew_cycles);
+    fprintf(stderr, "%llu ns ahead: slewed over %llu ns at %.4f of the rate\n",
+            (unsigned long long)ahead_ns, (unsigned long long)span,
+            (double)seg.mult / (double)seg.rate);
+    assert_true(span > want_span_ns - want_span_ns / 50u &&
+                span < want_span_ns + want_span_ns / 50u);
+    uint64_t last = 0;
+    for (uint64_t cycles = t - 1000000u; cycles < t + 1000000u; cycles += 997u) {
+        uint64_t mono = cpuclock_tsc_to_mono(tsc, cycles);
+        assert_true(mono >= last);
+        last = mono;
+    }
+    uint64_t end_mono = cpuclock_tsc_segment_to_mono(&seg, seg.base_tsc + seg.slew_cycles);
+    uint64_t expect = seg.base_mono_ns + span - ahead_ns;
+    uint64_t miss = end_mono > expect ? end_mono - expect : expect - end_mono;
+    assert_true(miss < 200000u);
+}
+
+static void test_tsc_recalibration_is_monotone(void **state)
+{
+    (void)state;
+    struct cpuclock_tsc tsc;
+    memset(&tsc, 0, sizeof tsc);
+    assert_int_equal(cpuclock_tsc_calibrate(&tsc, 10000000u), 0);
+    test_tsc_slew_ahead(&tsc, 5000000u);
+    test_tsc_slew_ahead(&tsc, 300000000u);
+    assert_int_equal(cpuclock_tsc_calibrate(&tsc, 10000000u), 0); /* back on the clock */
+    test_tsc_shift(&tsc, -5000000);
+    uint64_t t = cpuclock_rdtsc();
+    uint64_t before = cpuclock_tsc_to_mono(&tsc, t);
+    assert_int_equal(cpuclock_tsc_recalibrate(&tsc, 1000000000u), 0);
+    uint64_t after = cpuclock_tsc_to_mono(&tsc, t);
+    assert_true(after > before + 4000000u && after < before + 6000000u);
+    uint64_t behind = atomic_load(&tsc.last_offset_error_ns);
+    assert_true(behind > 4900000u && behind < 5100000u);
+}
+
+/* The slew holds for its span, then the plain rate does: a recalibration
+ * that comes late (a starved collector) finds the offset removed, not
+ * overshot ten times. */
+static void test_tsc_slew_ends(void **state)
+{
+    (void)state;
+    const uint64_t rate = 1ull << 31; /* 0.5 ns per cycle */
+    struct cpuclock_tsc_segment seg = {.base_tsc = 1000,
+                                       .base_mono_ns = 5000,
+                                       .rate = rate,
+                                       .mult = rate + (rate >> 10),
+                                       .slew_cycles = 2000000000u};
+    /* 1 s of cycles after the base: 1 s + 1/1024 of it */
+    assert_int_equal(cpuclock_tsc_segment_to_mono(&seg, 1000 + 2000000000u),
+                     5000 + 1000000000u + 976562u);
+    /* 10 s: the slew's 976562 ns once, then the rate */
+    assert_int_equal(cpuclock_tsc_segment_to_mono(&seg, 1000 + 20000000000u),
+                     5000 + 10000000000u + 976562u);
+    /* before the base: backwards at the rate */
+    assert_int_equal(cpuclock_tsc_segment_to_mono(&seg, 0), 4500u);
+    assert_int_equal(cpuclock_tsc_segment_span_ns(&seg, 20000000000u), 10000000000u);
+}
+
 /* A consumer converting later with the history gets, for every value, what
  * a reader converting at once got, across slews and a step; older values
  * than the oldest kept conversion use it; repeats are not kept twice. */
@@ -488,12 +583,7 @@ static void test_tsc_history(void **state)
         if (round == 40) {
             /* a step, published as recalibration does (base_tsc = now):
              * the conversion restarts 5 ms ahead */
-            uint64_t now_tsc = cpuclock_rdtsc();
-            uint64_t now_mono = cpuclock_tsc_to_mono(&tsc, now_tsc);
-            atomic_store(&tsc.seq, atomic_load(&tsc.seq) + 1);
-            atomic_store(&tsc.base_tsc, now_tsc);
-            atomic_store(&tsc.base_mono_ns, now_mono + 5000000u);
-            atomic_store(&tsc.seq, atomic_load(&tsc.seq) + 1);
+            test_tsc_shift(&tsc, 5000000);
         } else if (round > 0) {
             assert_int_equal(cpuclock_tsc_recalibrate(&tsc, 1000000u), 0);
         }
@@ -590,6 +680,8 @@ int main(void)
         cmocka_unit_test(test_tsc_conversion),
         cmocka_unit_test(test_tsc_reader_during_recalibration),
         cmocka_unit_test(test_tsc_history),
+        cmocka_unit_test(test_tsc_recalibration_is_monotone),
+        cmocka_unit_test(test_tsc_slew_ends),
         cmocka_unit_test(test_attach_refuses_other_fds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

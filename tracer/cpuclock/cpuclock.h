@@ -47,7 +47,7 @@ extern "C" {
  * small, cache-resident bitmap instead of two lines of the 2 MiB slot array. */
 #define CPUCLOCK_BITMAP_ENTRIES (CPUCLOCK_SLOT_COUNT / 256u)
 #define CPUCLOCK_MAGIC 0x4b4c4343u /* "CCLK" */
-#define CPUCLOCK_VERSION 2u
+#define CPUCLOCK_VERSION 3u
 
 /* One thread's slot. Written by the BPF program at each switch of the thread
  * whose tid is in `tid`, and by that thread itself when it claims the slot. */
@@ -61,13 +61,19 @@ struct cpuclock_slot {
 
 /* TSC -> CLOCK_MONOTONIC conversion parameters, seqlock-protected: one writer
  * (cpuclock_tsc_calibrate/recalibrate), any number of readers in any process
- * that maps the block. mono = base_mono + ((tsc - base_tsc) * mult) >> 32. */
+ * that maps the block. For tsc >= base_tsc:
+ *   mono = base_mono + (min(d, slew_cycles) * mult + max(d - slew_cycles, 0) * rate) >> 32
+ * with d = tsc - base_tsc: `mult` (the rate plus a slew toward clock_gettime)
+ * holds for slew_cycles, then the plain rate does, so a late recalibration
+ * never overshoots. Durations convert with `rate`. */
 struct cpuclock_tsc {
     _Atomic uint32_t seq;          /* odd while the writer updates */
     _Atomic uint32_t valid;        /* 1 once calibrated */
-    _Atomic uint64_t mult;         /* ns per cycle, 32.32 fixed point */
+    _Atomic uint64_t mult;         /* ns per cycle while slewing, 32.32 fixed point */
     _Atomic uint64_t base_tsc;     /* conversion origin */
     _Atomic uint64_t base_mono_ns; /* CLOCK_MONOTONIC at base_tsc */
+    _Atomic uint64_t rate;         /* ns per cycle estimated, 32.32 fixed point */
+    _Atomic uint64_t slew_cycles;  /* cycles after base_tsc during which `mult` holds */
     /* Writer-only state (long-baseline frequency estimate). */
     _Atomic uint64_t anchor_tsc;
     _Atomic uint64_t anchor_mono_ns;
@@ -111,8 +117,17 @@ int cpuclock_tsc_calibrate(struct cpuclock_tsc *tsc, uint64_t span_ns);
 
 /* Recalibrates without a jump: the rate is re-estimated over the whole baseline
  * since the first calibration and the current offset to clock_gettime is slewed
- * away over `slew_ns` (the expected interval to the next call, e.g. 1 s). Call
- * it periodically from one thread of one process. Returns 0 or -1 with errno. */
+ * away over `slew_ns` (the expected interval to the next call, e.g. 1 s), then
+ * the plain rate holds. The conversion never goes backwards (event times come
+ * from it): it steps forward when it is more than 1 ms behind, and when it is
+ * ahead it slews, at most 10% slower than the rate. slew_ns 0 steps to
+ * clock_gettime either way. Call it periodically from one thread of one
+ * process. Returns 0 or -1 with errno. */
+/* The most the conversion may be behind clock_gettime before it steps. */
+#define CPUCLOCK_TSC_STEP_NS 1000000u
+/* Ahead, the conversion slews over at least this many times its offset (so
+ * its rate is at most 1/CPUCLOCK_TSC_SLEW_MIN_SPAN slower than the estimate). */
+#define CPUCLOCK_TSC_SLEW_MIN_SPAN 10u
 int cpuclock_tsc_recalibrate(struct cpuclock_tsc *tsc, uint64_t slew_ns);
 
 /* The conversions one writer published, kept by a consumer that converts
@@ -125,7 +140,7 @@ int cpuclock_tsc_recalibrate(struct cpuclock_tsc *tsc, uint64_t slew_ns);
  * it. Not thread-safe: one consumer thread notes and converts. */
 #define CPUCLOCK_TSC_HISTORY 64u
 struct cpuclock_tsc_segment {
-    uint64_t base_tsc, base_mono_ns, mult;
+    uint64_t base_tsc, base_mono_ns, mult, rate, slew_cycles;
 };
 struct cpuclock_tsc_history {
     struct cpuclock_tsc_segment segment[CPUCLOCK_TSC_HISTORY];
@@ -142,10 +157,22 @@ static inline uint64_t cpuclock_tsc_segment_to_mono(const struct cpuclock_tsc_se
                                                     uint64_t cycles)
 {
     __extension__ typedef unsigned __int128 cpuclock_u128;
-    if (cycles >= s->base_tsc)
-        return s->base_mono_ns +
-               (uint64_t)(((cpuclock_u128)(cycles - s->base_tsc) * s->mult) >> 32);
-    return s->base_mono_ns - (uint64_t)(((cpuclock_u128)(s->base_tsc - cycles) * s->mult) >> 32);
+    if (cycles < s->base_tsc)
+        return s->base_mono_ns -
+               (uint64_t)(((cpuclock_u128)(s->base_tsc - cycles) * s->rate) >> 32);
+    uint64_t d = cycles - s->base_tsc;
+    if (d <= s->slew_cycles)
+        return s->base_mono_ns + (uint64_t)(((cpuclock_u128)d * s->mult) >> 32);
+    return s->base_mono_ns + (uint64_t)(((cpuclock_u128)s->slew_cycles * s->mult) >> 32) +
+           (uint64_t)(((cpuclock_u128)(d - s->slew_cycles) * s->rate) >> 32);
+}
+
+/* A span of `cycles` TSC ticks in ns, at the estimated rate (not slewed). */
+static inline uint64_t cpuclock_tsc_segment_span_ns(const struct cpuclock_tsc_segment *s,
+                                                    uint64_t cycles)
+{
+    __extension__ typedef unsigned __int128 cpuclock_u128;
+    return (uint64_t)(((cpuclock_u128)cycles * s->rate) >> 32);
 }
 
 /* The segment in force when `cycles` was taken (NULL when none is kept). */
@@ -179,6 +206,8 @@ static inline void cpuclock_tsc_read(const struct cpuclock_tsc *tsc,
         out->mult = atomic_load_explicit(&tsc->mult, memory_order_relaxed);
         out->base_tsc = atomic_load_explicit(&tsc->base_tsc, memory_order_relaxed);
         out->base_mono_ns = atomic_load_explicit(&tsc->base_mono_ns, memory_order_relaxed);
+        out->rate = atomic_load_explicit(&tsc->rate, memory_order_relaxed);
+        out->slew_cycles = atomic_load_explicit(&tsc->slew_cycles, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
     } while ((seq & 1u) || seq != atomic_load_explicit(&tsc->seq, memory_order_relaxed));
 }

@@ -56,8 +56,9 @@ static void cpuclock_tsc_pair(uint64_t *tsc_out, uint64_t *mono_out)
     }
 }
 
-static void cpuclock_tsc_publish(struct cpuclock_tsc *tsc, uint64_t mult, uint64_t base_tsc,
-                                 uint64_t base_mono)
+/* Publishes a conversion: `mult` for slew_cycles after base_tsc, then `rate`. */
+static void cpuclock_tsc_publish(struct cpuclock_tsc *tsc, uint64_t mult, uint64_t rate,
+                                 uint64_t slew_cycles, uint64_t base_tsc, uint64_t base_mono)
 {
     uint32_t seq = atomic_load_explicit(&tsc->seq, memory_order_relaxed);
     atomic_store_explicit(&tsc->seq, seq + 1, memory_order_relaxed);
@@ -65,6 +66,8 @@ static void cpuclock_tsc_publish(struct cpuclock_tsc *tsc, uint64_t mult, uint64
     atomic_store_explicit(&tsc->mult, mult, memory_order_relaxed);
     atomic_store_explicit(&tsc->base_tsc, base_tsc, memory_order_relaxed);
     atomic_store_explicit(&tsc->base_mono_ns, base_mono, memory_order_relaxed);
+    atomic_store_explicit(&tsc->rate, rate, memory_order_relaxed);
+    atomic_store_explicit(&tsc->slew_cycles, slew_cycles, memory_order_relaxed);
     atomic_store_explicit(&tsc->valid, 1, memory_order_relaxed);
     atomic_store_explicit(&tsc->seq, seq + 2, memory_order_release);
 }
@@ -100,7 +103,8 @@ int cpuclock_tsc_calibrate(struct cpuclock_tsc *tsc, uint64_t span_ns)
     atomic_store_explicit(&tsc->anchor_mono_ns, mono0, memory_order_relaxed);
     atomic_store_explicit(&tsc->calibrations, 1, memory_order_relaxed);
     atomic_store_explicit(&tsc->last_offset_error_ns, 0, memory_order_relaxed);
-    cpuclock_tsc_publish(tsc, cpuclock_tsc_mult(tsc1 - tsc0, mono1 - mono0), tsc1, mono1);
+    uint64_t rate = cpuclock_tsc_mult(tsc1 - tsc0, mono1 - mono0);
+    cpuclock_tsc_publish(tsc, rate, rate, 0, tsc1, mono1);
     return 0;
 }
 
@@ -122,17 +126,24 @@ int cpuclock_tsc_recalibrate(struct cpuclock_tsc *tsc, uint64_t slew_ns)
     uint64_t magnitude = offset < 0 ? (uint64_t)-offset : (uint64_t)offset;
     atomic_store_explicit(&tsc->last_offset_error_ns, magnitude, memory_order_relaxed);
     uint64_t rate = cpuclock_tsc_mult(now_tsc - anchor_tsc, now_mono - anchor_mono);
-    if (magnitude > 1000000u || slew_ns == 0) {
-        /* A step (suspend, clock step, first use): restart from the truth. */
-        cpuclock_tsc_publish(tsc, rate, now_tsc, now_mono);
+    if (slew_ns == 0 || offset < -(int64_t)CPUCLOCK_TSC_STEP_NS) {
+        /* Far behind (suspend, a clock step) or asked to: restart from the
+         * truth. Forward only, unless the caller asked for the step. */
+        cpuclock_tsc_publish(tsc, rate, rate, 0, now_tsc, now_mono);
     } else {
-        /* Slew: over the next slew_ns, run slower/faster by the offset. */
-        uint64_t slew_cycles = (uint64_t)(((cpuclock_tsc_u128)slew_ns << 32) / rate);
+        /* Slew: over the next span, run slower/faster by the offset. Ahead,
+         * a step would send event times backwards: slew however far ahead,
+         * over a span long enough to keep the clock running forward. */
+        uint64_t span_ns = slew_ns;
+        if (offset > 0 && magnitude > span_ns / CPUCLOCK_TSC_SLEW_MIN_SPAN)
+            span_ns = magnitude * CPUCLOCK_TSC_SLEW_MIN_SPAN;
+        uint64_t slew_cycles = (uint64_t)(((cpuclock_tsc_u128)span_ns << 32) / rate);
         if (slew_cycles == 0)
             slew_cycles = 1;
         int64_t correction =
             (int64_t)(((cpuclock_tsc_s128)-offset * 4294967296) / (cpuclock_tsc_s128)slew_cycles);
-        cpuclock_tsc_publish(tsc, (uint64_t)((int64_t)rate + correction), now_tsc, converted);
+        cpuclock_tsc_publish(tsc, (uint64_t)((int64_t)rate + correction), rate, slew_cycles,
+                             now_tsc, converted);
     }
     atomic_fetch_add_explicit(&tsc->calibrations, 1, memory_order_relaxed);
     return 0;
@@ -147,7 +158,8 @@ int cpuclock_tsc_history_note(struct cpuclock_tsc_history *h, const struct cpucl
     if (h->count) {
         const struct cpuclock_tsc_segment *last = &h->segment[h->newest];
         if (last->base_tsc == s.base_tsc && last->mult == s.mult &&
-            last->base_mono_ns == s.base_mono_ns)
+            last->base_mono_ns == s.base_mono_ns && last->rate == s.rate &&
+            last->slew_cycles == s.slew_cycles)
             return 0;
         h->newest = (h->newest + 1) % CPUCLOCK_TSC_HISTORY;
     } else {
