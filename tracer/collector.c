@@ -998,6 +998,11 @@ const char *collector_error(const struct collector *c)
     return c->error;
 }
 
+const char *collector_tsc_note(const struct collector *c)
+{
+    return c->cpu_clock_bpf ? cpuclock_bpf_tsc_note() : NULL;
+}
+
 const char *collector_cpu_clock_note(const struct collector *c)
 {
     return c->cpu_clock_bpf ? NULL : c->cpu_clock_note;

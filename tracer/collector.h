@@ -60,6 +60,10 @@ const char *collector_error(const struct collector *c);
 /* NULL when threads get the exact BPF CPU clock; else why they use the
  * fallback (e.g. "BPF unavailable: Operation not permitted"). */
 const char *collector_cpu_clock_note(const struct collector *c);
+/* NULL when traced apps time their records with the TSC (BPF clock loaded,
+ * TSC calibrated and trusted by the kernel) or when the BPF clock is off
+ * (collector_cpu_clock_note says why); else why they use clock_gettime. */
+const char *collector_tsc_note(const struct collector *c);
 /* The longest nap when a full ring cannot wake the collector (no waker). */
 #define COLLECTOR_UNWATCHED_NAP_MS 2
 /* NULL when a full ring wakes the collector at once; else why it cannot

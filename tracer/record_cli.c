@@ -322,6 +322,12 @@ static void record_collector_notes(struct collector *c, int quiet, const char *c
                 "preplay %s: CPU time per thread uses the fallback clock (%s); see "
                 "docs/cpu-time.md\n",
                 cmd, note);
+    note = collector_tsc_note(c);
+    if (note)
+        fprintf(stderr,
+                "preplay %s: records are timed with clock_gettime, not the TSC (%s); see "
+                "docs/cpu-time.md\n",
+                cmd, note);
     note = collector_waker_note(c);
     if (note)
         fprintf(stderr,

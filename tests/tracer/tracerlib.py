@@ -70,20 +70,22 @@ def spawn(args, **kw):
     return p
 
 
-def record_args(outdir, cmd, component=None, extra=()):
+def record_args(outdir, cmd, component=None, extra=(), quiet=True):
     # --no-cpu-scores: the CPU benchmark kernels `record` runs before the app
     # (~1.5 s, ~7 s under ASan) are not what these tests check; recording
     # with scores is tested by tests/replayer/test_calibrate_cli.sh
-    a = [PREPLAY, "record", "-q", "--no-cpu-scores", "-o", outdir]
+    a = [PREPLAY, "record"] + (["-q"] if quiet else []) + ["--no-cpu-scores", "-o", outdir]
     if component:
         a += ["-c", component]
     return a + list(extra) + ["--"] + list(cmd)
 
 
-def record(outdir, cmd, timeout=60, component=None, extra=(), stdin=None, env=None, prefix=()):
+def record(outdir, cmd, timeout=60, component=None, extra=(), stdin=None, env=None, prefix=(),
+           quiet=True):
     """Runs cmd under `preplay record` (itself under prefix, e.g. a setpriv
-    command line); returns (exit status, stdout, stderr)."""
-    p = spawn(list(prefix) + record_args(outdir, cmd, component, extra),
+    command line; with -q unless quiet is False); returns (exit status,
+    stdout, stderr)."""
+    p = spawn(list(prefix) + record_args(outdir, cmd, component, extra, quiet),
               stdin=stdin or subprocess.DEVNULL,
               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:

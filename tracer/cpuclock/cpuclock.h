@@ -115,6 +115,13 @@ static inline uint64_t cpuclock_rdtsc(void)
  * (ENOTSUP when the TSC is not usable as a clock: no constant_tsc/nonstop_tsc). */
 int cpuclock_tsc_calibrate(struct cpuclock_tsc *tsc, uint64_t span_ns);
 
+/* 1 when the kernel keeps time with the TSC (its clocksource is "tsc"), or
+ * when it cannot be told; else 0 with the reason in why. A kernel on another
+ * clocksource (kvm-clock, hpet) has found the TSC unfit or untrusted, e.g.
+ * not in step across CPUs: then raw TSC values from different CPUs cannot be
+ * compared, and traces must not be timed with them. */
+int cpuclock_tsc_kernel_uses_it(char *why, size_t whylen);
+
 /* Recalibrates without a jump: the rate is re-estimated over the whole baseline
  * since the first calibration and the current offset to clock_gettime is slewed
  * away over `slew_ns` (the expected interval to the next call, e.g. 1 s), then

@@ -33,6 +33,7 @@ struct cpuclock_bpf {
 
 static struct cpuclock_bpf cpuclock_bpf_loaded;
 static int cpuclock_bpf_is_loaded;
+static char cpuclock_bpf_tsc_why[160]; /* why the table has no TSC block, "" when it has */
 static char cpuclock_libbpf_last[256]; /* last libbpf warning, for the error reason */
 
 static int cpuclock_libbpf_print(enum libbpf_print_level level, const char *format, va_list args)
@@ -178,8 +179,16 @@ struct cpuclock_bpf *cpuclock_bpf_load(char *err, size_t errlen)
     header->pidns_ino = (uint64_t)pidns.st_ino;
     header->slot_count = CPUCLOCK_SLOT_COUNT;
     header->version = CPUCLOCK_VERSION;
-    if (cpuclock_tsc_calibrate(&header->tsc, 10000000u) == 0)
-        header->flags |= CPUCLOCK_HEADER_TSC_VALID;
+    /* the TSC times the traces only where the kernel trusts it as a clock */
+    cpuclock_bpf_tsc_why[0] = '\0';
+    if (cpuclock_tsc_kernel_uses_it(cpuclock_bpf_tsc_why, sizeof cpuclock_bpf_tsc_why)) {
+        if (cpuclock_tsc_calibrate(&header->tsc, 10000000u) == 0)
+            header->flags |= CPUCLOCK_HEADER_TSC_VALID;
+        else
+            snprintf(cpuclock_bpf_tsc_why, sizeof cpuclock_bpf_tsc_why, "TSC calibration: %s",
+                     errno == ENOTSUP ? "the TSC is not invariant (constant_tsc, nonstop_tsc)"
+                                      : strerror(errno));
+    }
     atomic_thread_fence(memory_order_release);
     header->magic = CPUCLOCK_MAGIC;
 
@@ -211,6 +220,11 @@ struct cpuclock_table *cpuclock_bpf_table(void)
     return cpuclock_bpf_is_loaded ? &cpuclock_bpf_loaded.table : NULL;
 }
 
+const char *cpuclock_bpf_tsc_note(void)
+{
+    return cpuclock_bpf_is_loaded && cpuclock_bpf_tsc_why[0] ? cpuclock_bpf_tsc_why : NULL;
+}
+
 void cpuclock_bpf_unload(void)
 {
     if (!cpuclock_bpf_is_loaded)
@@ -240,6 +254,11 @@ int cpuclock_bpf_map_fd(void)
 }
 
 struct cpuclock_table *cpuclock_bpf_table(void)
+{
+    return NULL;
+}
+
+const char *cpuclock_bpf_tsc_note(void)
 {
     return NULL;
 }

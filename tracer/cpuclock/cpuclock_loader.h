@@ -37,6 +37,10 @@ int cpuclock_bpf_map_fd(void);
  * call cpuclock_tsc_recalibrate(&table->header->tsc, ...) about once a second). */
 struct cpuclock_table *cpuclock_bpf_table(void);
 
+/* NULL when the loaded table carries a calibrated TSC block (traced apps
+ * time their records with rdtsc); else why not (they use clock_gettime). */
+const char *cpuclock_bpf_tsc_note(void);
+
 /* Detaches and frees the program and the loader's mapping. Idempotent. */
 void cpuclock_bpf_unload(void);
 

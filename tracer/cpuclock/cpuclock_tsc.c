@@ -39,6 +39,23 @@ static int cpuclock_tsc_is_invariant(void)
     return constant && nonstop;
 }
 
+int cpuclock_tsc_kernel_uses_it(char *why, size_t whylen)
+{
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    char name[64] = "";
+    if (!f)
+        return 1; /* cannot tell (no sysfs): the recalibration still bounds the error */
+    int got = fgets(name, sizeof name, f) != NULL;
+    fclose(f);
+    if (!got)
+        return 1;
+    name[strcspn(name, "\n")] = '\0';
+    if (!strcmp(name, "tsc"))
+        return 1;
+    snprintf(why, whylen, "the kernel's clocksource is %s, not tsc", name);
+    return 0;
+}
+
 /* One (tsc, mono) pair: the clock read bracketed by the tightest rdtsc pair of
  * a few tries, the TSC taken at the middle of the bracket. */
 static void cpuclock_tsc_pair(uint64_t *tsc_out, uint64_t *mono_out)
