@@ -34,6 +34,7 @@ TRACE_F_CPU_ESTIMATED = 0x10
 # as this uid/gid (nobody/nogroup); setpriv is util-linux's.
 FALLBACK_ID = 65534
 ROUNDS = 100  # tt_cpuburn's rounds per thread
+FALLBACK_THRESHOLD_NS = 20000  # CPUCLOCK_FALLBACK_THRESHOLD_NS (tracer/cpuclock/cpuclock.h)
 
 
 CLOCKSOURCE = "/sys/devices/system/clocksource/clocksource0/"
@@ -57,6 +58,7 @@ def measure(label, fallback, note=None):
     if note and note not in stderr:
         return [f"{label}: record did not say '{note}' (stderr: {stderr.strip()})"]
     measured = {int(a): int(b) for a, b in (l.split() for l in stdout.splitlines())}
+    last_estimated = []  # threads whose slice before the last write is an estimate
     if len(measured) != 4:
         return [f"{label}: threads reported: {len(measured)}, want 4"]
     (t,) = tl.read_traces(out).values()
@@ -99,13 +101,23 @@ def measure(label, fallback, note=None):
         if not fallback and estimated:
             misses.append(f"{label}: thread {tid}: {len(estimated)} CPU events flagged "
                           "estimated with the BPF clock")
-        if fallback and (not last_slice or last_slice[0] is not evs[writes[-1] - 1]
-                         or not last_slice[0]["flags"] & TRACE_F_CPU_ESTIMATED):
-            misses.append(f"{label}: thread {tid}: the CPU slice just before the last write "
-                          f"is not flagged estimated: {last_slice}")
+        if fallback and last_slice and last_slice[0] is evs[writes[-1] - 1] \
+                and last_slice[0]["flags"] & TRACE_F_CPU_ESTIMATED:
+            last_estimated.append(tid)
+        # an estimate covers less than the fallback's threshold of wall time
+        long_estimates = [e for e in estimated if e["dur"] > FALLBACK_THRESHOLD_NS]
+        if long_estimates:
+            misses.append(f"{label}: thread {tid}: CPU events longer than the fallback's "
+                          f"threshold flagged estimated: {long_estimates[:3]}")
         if fallback and len(estimated) > len(cpu) // 2:
             misses.append(f"{label}: thread {tid}: {len(estimated)} of {len(cpu)} CPU events "
                           "estimated; the rounds' long slices must be read")
+    # The slice before the last write is short, so the fallback estimates it,
+    # unless the thread was preempted right there (4 threads on 2 cores; more
+    # often under ASan): then its clock was read. One thread of four suffices.
+    if fallback and not last_estimated:
+        misses.append(f"{label}: no thread's CPU slice just before its last write is flagged "
+                      "estimated")
     return misses
 
 
