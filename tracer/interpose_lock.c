@@ -54,33 +54,41 @@ tracer_lock_event_full(struct tracer_thread *t, uint8_t op, uint8_t kind, uint8_
     tracer_commit(t);
 }
 
+/* The compact 32-byte record of a lock operation that succeeded at `now`
+ * (four stores the collector expands), with `cpu` (ring clock) used since
+ * the previous record; the event ends where it starts, so the CPU mark
+ * moves to `now` with no second look at the clock. 0 when the ring has no
+ * room at once: nothing was written. Not with stacks (a compact record
+ * has none). */
+static inline __attribute__((always_inline)) int tracer_lock_compact(struct tracer_thread *t,
+                                                                     uint32_t record_kind,
+                                                                     uint64_t id, uint64_t now,
+                                                                     uint64_t cpu)
+{
+    uint64_t head;
+    struct tracer_lock_record *lr = (struct tracer_lock_record *)tracer_record_reserve_fast(
+        t, sizeof *lr, record_kind, cpu, &head);
+    if (TRACER_UNLIKELY(!lr))
+        return 0;
+    lr->ts_ns = now;
+    lr->lock_id = id;
+    tracer_publish(t, head + sizeof *lr);
+    tracer_busy_clear(t);
+    t->cpu.raw = now;
+    return 1;
+}
+
 /* A pthread lock operation that succeeded at once, stamped `now` with `cpu`
- * (ring clock) used since the previous record: the common case, inlined
- * into every wrapper, is a 32-byte compact record (four stores) the
- * collector expands; the event ends where it starts, so the CPU mark moves
- * to `now` with no second look at the clock. */
+ * used since the previous record: the compact record, inlined into every
+ * wrapper, or the full one (stacks, a full ring). */
 static inline __attribute__((always_inline)) void tracer_lock_quick(struct tracer_thread *t,
                                                                     uint8_t op, uint8_t kind,
                                                                     uint8_t mode, uint64_t id,
                                                                     uint64_t now, uint64_t cpu)
 {
-    if (TRACER_LIKELY(!tracer_global.stack_depth)) {
-        tracer_busy_set(t);
-        uint64_t head;
-        struct tracer_lock_record *lr = tracer_reserve_fast_at(t, sizeof *lr, &head);
-        if (TRACER_LIKELY(lr != NULL)) {
-            lr->h.size = sizeof *lr;
-            lr->h.kind = tracer_lock_record_kind(op, kind, mode);
-            lr->h.cpu_before_ns = cpu;
-            lr->ts_ns = now;
-            lr->lock_id = id;
-            tracer_publish(t, head + sizeof *lr);
-            tracer_busy_clear(t);
-            t->cpu.raw = now;
-            return;
-        }
-        tracer_busy_clear(t);
-    }
+    if (TRACER_LIKELY(!tracer_global.stack_depth) &&
+        tracer_lock_compact(t, tracer_lock_record_kind(op, kind, mode), id, now, cpu))
+        return;
     t->pending_cpu = cpu;
     t->begin_ns = now;
     t->recorded = 0;
@@ -109,31 +117,12 @@ static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t recor
                                                                   const void *lockp)
 {
     struct tracer_thread *t = &tracer_tls;
-    if (TRACER_UNLIKELY(t->claimed_gen != tracer_global.generation || t->busy ||
-                        !(tracer_global.only_mask & TRACER_ONLY_LOCK) ||
-                        tracer_global.stack_depth ||
-                        atomic_load_explicit(&tracer_global.control->enabled,
-                                             memory_order_relaxed) != t->window))
+    if (TRACER_UNLIKELY(!tracer_thread_ready(t, TRACER_ONLY_LOCK) || tracer_global.stack_depth))
         return 0;
     uint64_t now = tracer_ring_now();
     if (TRACER_UNLIKELY(!tracer_cpu_mark_holds(&t->cpu, now)))
         return 0;
-    tracer_busy_set(t);
-    uint64_t head;
-    struct tracer_lock_record *lr = tracer_reserve_fast_at(t, sizeof *lr, &head);
-    if (TRACER_UNLIKELY(!lr)) {
-        tracer_busy_clear(t);
-        return 0;
-    }
-    lr->h.size = sizeof *lr;
-    lr->h.kind = record_kind;
-    lr->h.cpu_before_ns = now - t->cpu.raw;
-    lr->ts_ns = now;
-    lr->lock_id = (uint64_t)(uintptr_t)lockp;
-    tracer_publish(t, head + sizeof *lr);
-    tracer_busy_clear(t);
-    t->cpu.raw = now;
-    return 1;
+    return tracer_lock_compact(t, record_kind, (uint64_t)(uintptr_t)lockp, now, now - t->cpu.raw);
 }
 
 /* Blocking acquire of a pthread lock: try first, block only when busy. The

@@ -210,17 +210,11 @@ static inline int tracer_sockopt_fast(struct tracer_thread *t, int fd, int level
         return 0;
     enum { EV_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_sockopt_event) };
     enum { NEED = (sizeof(struct tracer_record_header) + EV_BYTES + 7) & ~7u };
-    tracer_busy_set(t);
     uint64_t head;
-    struct tracer_record_header *h = tracer_reserve_fast_at(t, NEED, &head);
-    if (TRACER_UNLIKELY(!h)) {
-        tracer_busy_clear(t);
+    /* CPU 0: not an event of its own, the next record carries the CPU */
+    struct trace_event *ev = tracer_event_reserve_fast(t, NEED, 0, &head);
+    if (TRACER_UNLIKELY(!ev))
         return 0;
-    }
-    h->size = NEED;
-    h->kind = TRACER_REC_EVENT;
-    h->cpu_before_ns = 0; /* not an event of its own: the next record carries the CPU */
-    struct trace_event *ev = (struct trace_event *)(h + 1);
     memset(ev, 0, EV_BYTES);
     ev->type = TRACE_EV_SOCKOPT;
     ev->tid = t->tid;

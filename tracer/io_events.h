@@ -86,18 +86,11 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
             return 0;
         enum { NET_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_net_event) };
         enum { NEED = (sizeof(struct tracer_record_header) + NET_BYTES + 7) & ~7u };
-        tracer_busy_set(t);
-        struct tracer_record_header *h = tracer_reserve_fast_at(t, NEED, &head);
-        if (TRACER_UNLIKELY(!h)) {
-            tracer_busy_clear(t);
+        ev = tracer_event_reserve_fast(t, NEED, t->pending_cpu, &head);
+        if (TRACER_UNLIKELY(!ev))
             return 0;
-        }
         head += NEED;
-        h->size = NEED;
-        h->kind = TRACER_REC_EVENT;
-        h->cpu_before_ns = t->pending_cpu;
         t->pending_cpu = 0;
-        ev = (struct trace_event *)(h + 1);
         ev->type = TRACE_EV_NET;
         ev->op = dir == TRACER_IO_OUT ? TRACE_NET_SEND : TRACE_NET_RECV;
         ev->flags = (msg_flags & MSG_MORE) ? TRACE_F_MSG_MORE : 0;
@@ -121,18 +114,11 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
             return 0;
         enum { FILE_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_file_event) };
         enum { NEED = (sizeof(struct tracer_record_header) + FILE_BYTES + 7) & ~7u };
-        tracer_busy_set(t);
-        struct tracer_record_header *h = tracer_reserve_fast_at(t, NEED, &head);
-        if (TRACER_UNLIKELY(!h)) {
-            tracer_busy_clear(t);
+        ev = tracer_event_reserve_fast(t, NEED, t->pending_cpu, &head);
+        if (TRACER_UNLIKELY(!ev))
             return 0;
-        }
         head += NEED;
-        h->size = NEED;
-        h->kind = TRACER_REC_EVENT;
-        h->cpu_before_ns = t->pending_cpu;
         t->pending_cpu = 0;
-        ev = (struct trace_event *)(h + 1);
         ev->type = TRACE_EV_FILE;
         ev->flags = 0;
         struct trace_file_event *fe = &ev->u.file;

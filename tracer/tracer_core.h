@@ -152,13 +152,21 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
  * one of the control page (the tracing window's number); everything else
  * is tracer_enter_slow's, including a new tracing window (tracing was
  * switched off and on since this thread's last entry). */
+/* tracer_enter's fast test, shared with the leaf paths that skip it: the
+ * thread claimed a ring in this generation, is not inside the tracer, the
+ * family is traced and the thread is in the current tracing window. */
+static inline __attribute__((always_inline)) int tracer_thread_ready(const struct tracer_thread *t,
+                                                                     uint32_t family)
+{
+    return t->claimed_gen == tracer_global.generation && !t->busy &&
+           (tracer_global.only_mask & family) &&
+           atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed) == t->window;
+}
+
 static inline struct tracer_thread *tracer_enter(uint32_t family)
 {
     struct tracer_thread *t = &tracer_tls;
-    if (TRACER_LIKELY(t->claimed_gen == tracer_global.generation && !t->busy &&
-                      (tracer_global.only_mask & family) &&
-                      atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed) ==
-                          t->window))
+    if (TRACER_LIKELY(tracer_thread_ready(t, family)))
         return t;
     return tracer_enter_slow(t, family);
 }
@@ -312,6 +320,37 @@ static inline void *tracer_reserve_fast_at(struct tracer_thread *t, uint32_t nee
             return NULL;
     }
     return r->data + (h & (TRACER_RING_DATA_BYTES - 1));
+}
+
+/* The start every inline fast path shares: sets the busy mark, reserves a
+ * record of `need` bytes (a multiple of 8) with tracer_reserve_fast_at and
+ * writes its header: size, `kind`, `cpu` (ring clock before the event). The
+ * caller fills the rest, publishes up to *head + need and clears the busy
+ * mark. NULL, busy mark cleared, when the ring has no room at once (the
+ * caller takes the general path). */
+static inline __attribute__((always_inline)) struct tracer_record_header *
+tracer_record_reserve_fast(struct tracer_thread *t, uint32_t need, uint32_t kind, uint64_t cpu,
+                           uint64_t *head)
+{
+    tracer_busy_set(t);
+    struct tracer_record_header *h = tracer_reserve_fast_at(t, need, head);
+    if (TRACER_UNLIKELY(!h)) {
+        tracer_busy_clear(t);
+        return NULL;
+    }
+    h->size = need;
+    h->kind = kind;
+    h->cpu_before_ns = cpu;
+    return h;
+}
+
+/* The same for an EVENT record: the event to fill, after the header. */
+static inline __attribute__((always_inline)) struct trace_event *
+tracer_event_reserve_fast(struct tracer_thread *t, uint32_t need, uint64_t cpu, uint64_t *head)
+{
+    struct tracer_record_header *h =
+        tracer_record_reserve_fast(t, need, TRACER_REC_EVENT, cpu, head);
+    return h ? (struct trace_event *)(h + 1) : NULL;
 }
 
 /* Publishes the records up to ring position `end` (the collector may read
