@@ -701,7 +701,7 @@ static int collector_drain_region(struct collector *c, struct collector_process 
     for (unsigned w = 0; w < WORDS; w++) {
         uint64_t bits = atomic_load_explicit(&ctl->rings_in_use[w], memory_order_acquire);
         while (bits) {
-            unsigned i = 1 + w * 64 + (unsigned)__builtin_ctzll(bits);
+            unsigned i = tracer_ring_of_in_use_bit(w, (unsigned)__builtin_ctzll(bits));
             bits &= bits - 1;
             if (i >= TRACER_RING_COUNT)
                 break;
@@ -736,7 +736,8 @@ static int collector_drain_region(struct collector *c, struct collector_process 
             reg->lost_nested_seen[i] = 0;
             atomic_store(&r->lost_nested, 0);
             if (!final) {
-                atomic_fetch_and(&ctl->rings_in_use[(i - 1) / 64], ~(1ull << ((i - 1) % 64)));
+                atomic_fetch_and(&ctl->rings_in_use[tracer_ring_in_use_word(i)],
+                                 ~tracer_ring_in_use_bit(i));
                 atomic_store_explicit(&r->state, TRACER_RING_FREE, memory_order_release);
             }
         }

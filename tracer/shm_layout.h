@@ -169,6 +169,23 @@ static inline struct tracer_ring *tracer_region_ring(void *region, unsigned i)
                                   (uint64_t)i * TRACER_RING_BYTES);
 }
 
+/* The rings_in_use word and bit of thread ring i (1 .. TRACER_RING_COUNT-1),
+ * and back: ring 1 + w * 64 + b for bit b of word w. */
+static inline unsigned tracer_ring_in_use_word(unsigned i)
+{
+    return (i - 1) / 64;
+}
+
+static inline uint64_t tracer_ring_in_use_bit(unsigned i)
+{
+    return 1ull << ((i - 1) % 64);
+}
+
+static inline unsigned tracer_ring_of_in_use_bit(unsigned word, unsigned bit)
+{
+    return 1 + word * 64 + bit;
+}
+
 /* Registration message a process sends to the collector (SOCK_SEQPACKET),
  * followed by exe and argv bytes. The reply carries the region memfd and,
  * when available, the CPU-clock map fd as SCM_RIGHTS. */

@@ -284,8 +284,8 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
         if (atomic_load_explicit(&r->state, memory_order_relaxed) != TRACER_RING_FREE)
             continue;
         if (atomic_compare_exchange_strong(&r->state, &expect, TRACER_RING_ACTIVE)) {
-            atomic_fetch_or(&tracer_global.control->rings_in_use[(idx - 1) / 64],
-                            1ull << ((idx - 1) % 64));
+            atomic_fetch_or(&tracer_global.control->rings_in_use[tracer_ring_in_use_word(idx)],
+                            tracer_ring_in_use_bit(idx));
             r->tid = t->tid;
             t->ring = r;
             t->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
@@ -681,10 +681,10 @@ static int tracer_emit_in_ring0(const struct trace_event *src, const void *data,
     struct tracer_ring *r0 = tracer_region_ring(tracer_global.region, 0);
     uint32_t size;
     struct trace_event *ev =
-        tracer_reserve_in(r0, sizeof(struct trace_event), len, NULL, NULL, &size, NULL, 1);
+        tracer_reserve_in(r0, sizeof(struct trace_event), len, NULL, NULL, &size, NULL, 0);
     if (!ev)
         return -1;
-    *ev = *src;
+    *ev = *src; /* the whole event: nothing to zero first */
     ev->data = NULL;
     if (len)
         memcpy((unsigned char *)(ev + 1), data, len);
