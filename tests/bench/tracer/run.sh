@@ -302,6 +302,9 @@ cpu_ticks() { # PID... -> utime+stime of all, in clock ticks
   for p in "$@"; do sum=$((sum + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done
   echo "$sum"
 }
+us_per_request() { # TICKS_BEFORE TICKS_AFTER REQUESTS -> CPU us per request
+  calc "($2 - $1) * 1e6 / $(getconf CLK_TCK) / $3" 3
+}
 stop_pid() { # PID SECONDS
   kill -TERM "$1" 2>/dev/null || true
   for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }; sleep 0.1; done
@@ -331,12 +334,12 @@ for workers in $nginx_workers; do
     t0=$(cpu_ticks $workers_a)
     r=$(run_wrk "$pa" "$wrk_seconds")
     rps_a+=" ${r% *}"
-    cpu_a+=" $(calc "($(cpu_ticks $workers_a) - $t0) * 1e6 / $(getconf CLK_TCK) / ${r#* }" 3)"
+    cpu_a+=" $(us_per_request "$t0" "$(cpu_ticks $workers_a)" "${r#* }")"
     t0=$(cpu_ticks $workers_b) c0=$(cpu_ticks "$pid_b")
     r=$(run_wrk "$pb" "$wrk_seconds")
     rps_b+=" ${r% *}"
-    cpu_b+=" $(calc "($(cpu_ticks $workers_b) - $t0) * 1e6 / $(getconf CLK_TCK) / ${r#* }" 3)"
-    cpu_c+=" $(calc "($(cpu_ticks "$pid_b") - $c0) * 1e6 / $(getconf CLK_TCK) / ${r#* }" 3)"
+    cpu_b+=" $(us_per_request "$t0" "$(cpu_ticks $workers_b)" "${r#* }")"
+    cpu_c+=" $(us_per_request "$c0" "$(cpu_ticks "$pid_b")" "${r#* }")"
     traced_requests=$((traced_requests + ${r#* }))
   done
   stop_pid "$pid_a" 20
