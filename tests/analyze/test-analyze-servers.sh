@@ -31,7 +31,7 @@ for tool in /usr/sbin/apache2 /usr/sbin/nginx /usr/bin/curl /usr/bin/python3; do
 done
 # every recording: --no-cpu-scores (the CPU kernels take ~1.5 s, ~7 s under
 # ASan, before the server starts; the replay below uses --cpu-ratio 1)
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { /usr/bin/python3 "$here/../common/free_port.py"; }
 wait_port() { # port seconds
     local i
     for ((i = 0; i < $2 * 10; i++)); do

@@ -40,8 +40,9 @@ ${fixture_extra:-}
 EOF
 }
 
-fixture_free_port() { # [HOST]
-  python3 -c "import socket,sys; h=sys.argv[1]; s=socket.socket(socket.AF_INET6 if ':' in h else socket.AF_INET); s.bind((h,0)); print(s.getsockname()[1])" "${1:-127.0.0.1}"
+fixture_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+fixture_free_port() { # [HOST] (tests/common/free_port.py: below the ephemeral range)
+  python3 "$fixture_dir/../common/free_port.py" "${1:-127.0.0.1}"
 }
 
 fixture_wait_port() { # HOST PORT

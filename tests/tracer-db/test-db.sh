@@ -31,7 +31,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$("$py" "$PREPLAY_SOURCE_DIR/tests/common/free_port.py")
 "$apps/db-start.sh" "$work/db" "$port"
 sock="$work/db/mariadb.sock"
 # db-start.sh names the socket mariadb.sock (not the default mysqld.sock).

@@ -179,12 +179,8 @@ def finish():
     sys.exit(0)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from free_port import free_port  # noqa: E402,F401  (tests/common/free_port.py)
 
 
 probe_ports = []  # client ports of wait_port's probe connections (no bytes sent)

@@ -34,9 +34,9 @@ for arg in "$@"; do
     *) build=$arg ;;
   esac
 done
+script_dir=$(cd "$(dirname "$0")" && pwd)
 if [ -z "$build" ]; then
-  here=$(cd "$(dirname "$0")/../../.." && pwd)
-  build=$here/build/bench
+  build=$script_dir/../../../build/bench
 fi
 preplay=${PREPLAY_BIN:-$build/preplay}
 loops=$build/tests/bench/tracer/bench_tracer_loops
@@ -209,19 +209,9 @@ awk -v s="${stra_add[write]}" 'BEGIN { exit !(s > 0) }' ||
   fail "strace'd write adds ${stra_add[write]} ns over untraced"
 
 # ---- 2. nginx at saturation ----------------------------------------------
-# A port nothing uses in any state, below the kernel's ephemeral range:
-# a port inside it can be taken by any outgoing connection between this
-# check and nginx's bind (a CI run failed that way). start_nginx retries
-# on a bind failure anyway.
-free_port() {
-  local p lo
-  read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
-  [ "$lo" -gt 11000 ] || lo=32768
-  for p in $(seq $((10000 + RANDOM % (lo - 11000))) 1 $((lo - 1))); do
-    ss -Htan "sport = :$p" | grep -q . || { echo "$p"; return; }
-  done
-  fail "no free TCP port on 127.0.0.1 below $lo"
-}
+# A port nothing uses in any state, below the kernel's ephemeral range
+# (tests/common/free_port.py); start_nginx retries on a bind failure anyway.
+free_port() { python3 "$script_dir/../../common/free_port.py" || fail "no free TCP port"; }
 mkdir -p "$work/www"
 head -c 612 /dev/urandom | base64 -w 76 >"$work/www/index.html"
 chmod -R a+rX "$work/www"
