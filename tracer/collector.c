@@ -494,17 +494,43 @@ static int collector_release_ring(struct tracer_ring *r, uint64_t tail)
     return 0;
 }
 
-/* The event an EVENT record holds (its prefix of struct trace_event, the
- * rest zero), with STRING/STACK bytes pointing into the ring. */
+/* The event an EVENT record holds (its prefix of struct trace_event, up
+ * to its type's union member zero-filled when the record is shorter), with
+ * STRING/STACK bytes pointing into the ring. The union past the type's
+ * member keeps whatever an earlier event left: nothing reads it (zeroing
+ * it was a quarter of this function's CPU on nginx). */
 static struct trace_event *collector_expand_event(const struct tracer_record_header *h,
                                                   uint32_t size, struct trace_event *ev)
 {
     size_t ev_bytes = size - sizeof *h;
-    if (ev_bytes < sizeof *ev) {
-        memcpy(ev, (const unsigned char *)h + sizeof *h, ev_bytes);
-        memset((unsigned char *)ev + ev_bytes, 0, sizeof *ev - ev_bytes);
+    const unsigned char *src = (const unsigned char *)h + sizeof *h;
+    uint8_t type = src[offsetof(struct trace_event, type)];
+    /* the frequent types whole: a copy of constant size is a few moves (a
+     * variable one is `rep movs`, which alone cost a third of this
+     * function's CPU on nginx) */
+#define COLLECTOR_COPY_WHOLE(TYPE, member)                                                         \
+    case TYPE:                                                                                     \
+        if (ev_bytes >= TRACER_EVENT_BYTES(member)) {                                              \
+            memcpy(ev, src, TRACER_EVENT_BYTES(member));                                           \
+            ev->data = NULL;                                                                       \
+            return ev;                                                                             \
+        }                                                                                          \
+        break;
+    switch (type) {
+        COLLECTOR_COPY_WHOLE(TRACE_EV_FILE, file)
+        COLLECTOR_COPY_WHOLE(TRACE_EV_NET, net)
+        COLLECTOR_COPY_WHOLE(TRACE_EV_LABEL, label)
+        COLLECTOR_COPY_WHOLE(TRACE_EV_SOCKOPT, sockopt)
+    default:
+        break;
+    }
+#undef COLLECTOR_COPY_WHOLE
+    size_t used = tracer_event_bytes(type);
+    if (ev_bytes < used) {
+        memcpy(ev, src, ev_bytes);
+        memset((unsigned char *)ev + ev_bytes, 0, used - ev_bytes);
     } else {
-        memcpy(ev, (const unsigned char *)h + sizeof *h, sizeof *ev);
+        memcpy(ev, src, used);
     }
     ev->data = NULL;
     if ((ev->type == TRACE_EV_STRING || ev->type == TRACE_EV_STACK) && ev_bytes >= sizeof *ev) {

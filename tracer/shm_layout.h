@@ -27,6 +27,7 @@
 #define PREPLAY_SHM_LAYOUT_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trace_event.h"
@@ -167,6 +168,36 @@ static inline struct tracer_ring *tracer_region_ring(void *region, unsigned i)
 {
     return (struct tracer_ring *)((char *)region + TRACER_CONTROL_BYTES +
                                   (uint64_t)i * TRACER_RING_BYTES);
+}
+
+/* Bytes of struct trace_event an event with union member `member` uses:
+ * the common fields and that member (records in the ring are that long,
+ * not the full union). A constant: fixed-size copies of it are inlined. */
+#define TRACER_EVENT_BYTES(member)                                                                 \
+    (offsetof(struct trace_event, u) + sizeof(((struct trace_event *)0)->u.member))
+
+/* The same for an event of `type` (the whole struct for the types whose
+ * records hold it whole). */
+static inline size_t tracer_event_bytes(uint8_t type)
+{
+    switch (type) {
+    case TRACE_EV_FILE:
+        return TRACER_EVENT_BYTES(file);
+    case TRACE_EV_NET:
+        return TRACER_EVENT_BYTES(net);
+    case TRACE_EV_LOCK:
+        return TRACER_EVENT_BYTES(lock);
+    case TRACE_EV_DB:
+        return TRACER_EVENT_BYTES(db);
+    case TRACE_EV_LABEL:
+        return TRACER_EVENT_BYTES(label);
+    case TRACE_EV_SOCKOPT:
+        return TRACER_EVENT_BYTES(sockopt);
+    case TRACE_EV_CONTROL:
+        return TRACER_EVENT_BYTES(control);
+    default:
+        return sizeof(struct trace_event);
+    }
 }
 
 /* The rings_in_use word and bit of thread ring i (1 .. TRACER_RING_COUNT-1),

@@ -272,33 +272,6 @@ struct trace_event *tracer_reserve_bytes(struct tracer_thread *t, size_t event_b
  * time and zeroes it inline (cheaper than the memset call). */
 struct trace_event *tracer_reserve_uninit(struct tracer_thread *t, size_t event_bytes);
 
-/* Bytes of struct trace_event an event of `type` uses: the common fields and
- * its union member (records in the ring are that long, not the full union). */
-static inline size_t tracer_event_bytes(uint8_t type)
-{
-#define TRACER_EV_BYTES(member)                                                                    \
-    (offsetof(struct trace_event, u) + sizeof(((struct trace_event *)0)->u.member))
-    switch (type) {
-    case TRACE_EV_FILE:
-        return TRACER_EV_BYTES(file);
-    case TRACE_EV_NET:
-        return TRACER_EV_BYTES(net);
-    case TRACE_EV_LOCK:
-        return TRACER_EV_BYTES(lock);
-    case TRACE_EV_DB:
-        return TRACER_EV_BYTES(db);
-    case TRACE_EV_LABEL:
-        return TRACER_EV_BYTES(label);
-    case TRACE_EV_SOCKOPT:
-        return TRACER_EV_BYTES(sockopt);
-    case TRACE_EV_CONTROL:
-        return TRACER_EV_BYTES(control);
-    default:
-        return sizeof(struct trace_event);
-    }
-#undef TRACER_EV_BYTES
-}
-
 /* Fast path for a small record of `need` bytes (a multiple of 8) in the
  * thread's ring, for callers that hold the busy mark: the record's place
  * when it fits before the ring's end in the free space last seen, else NULL
