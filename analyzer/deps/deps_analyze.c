@@ -1995,6 +1995,15 @@ int analyze_run(const char *const *inputs, int ninputs, const char *plan_path,
     if (res->coverage > 1.0) /* events of a request another thread read (flagged) */
         res->coverage = 1.0;
     report = deps_report(s);
+    if (s->in.backwards && opt.warnings)
+        fprintf(opt.warnings,
+                "preplay analyze: %" PRIu64 " events ended more than %u ms before an earlier "
+                "event of their own thread (worst %.3f ms, thread %u in %s): the recording's "
+                "clock went backwards there (see what preplay record said at its end); they "
+                "were taken as ending with that earlier event\n",
+                s->in.backwards, DEPS_BACKWARDS_NS / 1000000u,
+                (double)s->in.backwards_worst_ns / 1e6, s->in.backwards_tid,
+                s->in.files[s->in.backwards_file].path);
     if (s->untraced_calls && opt.warnings)
         fprintf(opt.warnings,
                 "preplay analyze: %" PRIu64 " calls went to untraced peers and became external "

@@ -468,8 +468,22 @@ static int deps_fifo_push(struct deps_input *in, struct deps_fifo *q, uint64_t k
         q->cap = nc;
         q->head = 0;
     }
-    if (key < q->last_key)
-        key = q->last_key; /* keep each FIFO sorted */
+    if (key < q->last_key) {
+        /* keep each FIFO sorted. A CPU event is keyed by its start, which
+         * may lie before the previous event's end (CPU carried over);
+         * connection definitions (one FIFO for all threads) come from the
+         * process ring in definition order */
+        if (ev->type != TRACE_EV_CPU && ev->type != TRACE_EV_CONN &&
+            q->last_key - key > DEPS_BACKWARDS_NS) {
+            in->backwards++;
+            if (q->last_key - key > in->backwards_worst_ns) {
+                in->backwards_worst_ns = q->last_key - key;
+                in->backwards_file = q->file;
+                in->backwards_tid = ev->tid;
+            }
+        }
+        key = q->last_key;
+    }
     q->last_key = key;
     struct deps_queued *slot = &q->q[(q->head + q->n) & (q->cap - 1)]; /* cap: a power of 2 */
     slot->key = key;

@@ -77,9 +77,20 @@ struct deps_input {
     uint64_t window_ns;
     uint64_t events; /* popped */
     uint64_t late;   /* popped with a key below an earlier popped key */
+    /* Events that ended more than DEPS_BACKWARDS_NS before an earlier event
+     * of their thread (the recording's clock went backwards: a thread's
+     * events end in order otherwise); their keys were raised to it. */
+    uint64_t backwards;
+    uint64_t backwards_worst_ns;
+    uint32_t backwards_file, backwards_tid; /* where the worst one was */
     uint64_t last_key;
     char err[1024];
 };
+
+/* A thread's event ending this much before an earlier one of the same
+ * thread is counted in `backwards` (less is a signal handler's call that
+ * ended after the call it interrupted, or rounding). */
+#define DEPS_BACKWARDS_NS 1000000u
 
 /* Opens every *.trace file in each input (a directory, or a trace file)
  * and checks that files of one directory share a recording id. 0 or -1

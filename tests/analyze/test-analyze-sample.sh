@@ -27,6 +27,8 @@ run_mode() { # name loadgen-args...
     "$bin" analyze "$d/trace/frontend" "$d/trace/apptier" -o "$d/plan" --blocks "$d/blocks.tsv" \
         >"$d/analyze.out" 2>"$d/analyze.err" || { cat "$d/analyze.err"; fail "$name: analyze failed"; }
     cat "$d/analyze.out"
+    ! grep -F "clock went backwards" "$d/analyze.err" ||
+        fail "$name: the recording's clock went backwards (record said: $(grep -h '^preplay' "$d/run/logs/"*.err))"
     python3 "$here/check-blocks.py" "$d/blocks.tsv" "$d/run/logs/frontend.sidelog" \
         "$d/run/logs/apptier.sidelog" || {
         grep -h '^preplay' "$d/run/logs/"*.err >&2 # the recorders' notes (clock, losses)

@@ -3,6 +3,7 @@
  * op by op in the plan: stream offsets (3 sends arriving as 2 receives),
  * AF_UNIX pairing by inode, keep-alive connections serving requests in
  * turn, nested calls and external calls, clock skew of +-3 s between hosts,
+ * a recording whose clock went backwards (the warning),
  * and the violation report of an event-driven thread. Timestamps are
  * chosen by hand so every expected number is known exactly; nothing here
  * depends on the machine's speed. */
@@ -336,6 +337,45 @@ static void test_keepalive(void **state)
     assert_int_not_equal(f->plan->requests[0].connection, 0);
 }
 
+/* ---- a recording whose clock went backwards: the merge keeps each
+ * thread's order, and the analyzer says where ---- */
+
+static void test_clock_backwards(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50003, T0);
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 101, T0 + 100 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 120, T0 + 5 * MS - w.now);
+    synth_cpu(&w, 15 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 1000, 6 * US);
+    synth_flush(&fe, UINT64_MAX); /* in the file before what follows */
+    /* the clock steps back 3 ms: the next request's receive and reply end
+     * before the first reply did (the CPU event between them is keyed by
+     * its start and is not counted) */
+    w.now -= 3 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 340, 10 * US);
+    synth_cpu(&w, 25 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 2000, 6 * US);
+    synth_flush(&fe, UINT64_MAX);
+    w.now = T0 + 30 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 0, 1 * US); /* the client closes */
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.requests, 2);
+    assert_non_null(f->warnings);
+    assert_non_null(strstr(f->warnings, "2 events ended more than 1 ms before an earlier event "
+                                        "of their own thread (worst "));
+    assert_non_null(strstr(f->warnings, "thread 101 in "));
+    /* the second request is served after the first, with its own ops */
+    fx_expect_kinds(f, f->plan->requests[1].block, "RCS");
+    assert_int_equal(fx_ops(f, f->plan->requests[1].block)[2].a.net.bytes, 2000);
+}
+
 /* ---- a nested call resolves to the callee's block; an untraced peer
  * becomes an EXTERNAL op with its sizes and duration ---- */
 
@@ -545,6 +585,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stream_offsets, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_unix_pairing, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_clock_backwards, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nested_and_external, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_behind, fx_setup, fx_teardown),
