@@ -913,7 +913,10 @@ int collector_poll(struct collector *c, int timeout_ms)
     if (c->cpu_clock_bpf && round_start - c->tsc_recalibrated_ns > 1000000000ull) {
         /* keep the shared TSC conversion on CLOCK_MONOTONIC (NTP slews it) */
         struct cpuclock_table *t = cpuclock_bpf_table();
-        if (t && cpuclock_tsc_recalibrate(&t->header->tsc, 1000000000ull) == 0) {
+        /* only a block the loader calibrated (else apps do not use it, and
+         * recalibrating would calibrate it from scratch: a 10 ms busy wait) */
+        if (t && (t->header->flags & CPUCLOCK_HEADER_TSC_VALID) &&
+            cpuclock_tsc_recalibrate(&t->header->tsc, 1000000000ull) == 0) {
             uint64_t off =
                 atomic_load_explicit(&t->header->tsc.last_offset_error_ns, memory_order_relaxed);
             if (off > CPUCLOCK_TSC_STEP_NS) {
