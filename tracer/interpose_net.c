@@ -208,14 +208,13 @@ static inline int tracer_sockopt_fast(struct tracer_thread *t, int fd, int level
     struct tracer_fd *f = tracer_fd_peek(fd);
     if (TRACER_UNLIKELY(!f || f->kind != TRACER_FD_SOCKET || tracer_global.stack_depth))
         return 0;
-    enum { EV_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_sockopt_event) };
-    enum { NEED = (sizeof(struct tracer_record_header) + EV_BYTES + 7) & ~7u };
+    enum { NEED = TRACER_EVENT_RECORD_BYTES(sockopt) };
     uint64_t head;
     /* CPU 0: not an event of its own, the next record carries the CPU */
     struct trace_event *ev = tracer_event_reserve_fast(t, NEED, 0, &head);
     if (TRACER_UNLIKELY(!ev))
         return 0;
-    memset(ev, 0, EV_BYTES);
+    memset(ev, 0, TRACER_EVENT_BYTES(sockopt));
     ev->type = TRACE_EV_SOCKOPT;
     ev->tid = t->tid;
     ev->ts_ns = now;

@@ -84,8 +84,7 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
                             (dir == TRACER_IO_IN && (f->flags & TRACER_FDF_EXPECT_REQ)) ||
                             !(tracer_global.only_mask & TRACER_ONLY_NET)))
             return 0;
-        enum { NET_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_net_event) };
-        enum { NEED = (sizeof(struct tracer_record_header) + NET_BYTES + 7) & ~7u };
+        enum { NEED = TRACER_EVENT_RECORD_BYTES(net) };
         ev = tracer_event_reserve_fast(t, NEED, t->pending_cpu, &head);
         if (TRACER_UNLIKELY(!ev))
             return 0;
@@ -112,8 +111,7 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
         if (TRACER_UNLIKELY(!(tracer_global.only_mask & TRACER_ONLY_FILE) || f->dup_next_plus1 ||
                             tracer_path_filtered(f)))
             return 0;
-        enum { FILE_BYTES = offsetof(struct trace_event, u) + sizeof(struct trace_file_event) };
-        enum { NEED = (sizeof(struct tracer_record_header) + FILE_BYTES + 7) & ~7u };
+        enum { NEED = TRACER_EVENT_RECORD_BYTES(file) };
         ev = tracer_event_reserve_fast(t, NEED, t->pending_cpu, &head);
         if (TRACER_UNLIKELY(!ev))
             return 0;

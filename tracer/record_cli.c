@@ -20,6 +20,7 @@
 
 #include "collector.h"
 #include "cpu_kernels.h"
+#include "cpuclock.h"
 #include "shm_layout.h"
 
 static volatile sig_atomic_t record_forward_signal;
@@ -385,10 +386,11 @@ static void record_summary(const char *dir, struct collector *c, int quiet)
                 s.untraced, TRACER_COLLECTOR_PATIENCE_MS / 1000);
     if (s.clock_corrections) /* timing is off near them: said even with -q */
         fprintf(stderr,
-                "preplay: %u time(s) the traces' TSC clock was found more than 1 ms off "
+                "preplay: %u time(s) the traces' TSC clock was found more than %u ms off "
                 "CLOCK_MONOTONIC (up to %.1f ms: a paused VM or a clock step?); event times "
                 "around then are off by up to that much, never out of order\n",
-                s.clock_corrections, (double)s.clock_worst_offset_ns / 1e6);
+                s.clock_corrections, CPUCLOCK_TSC_STEP_NS / 1000000u,
+                (double)s.clock_worst_offset_ns / 1e6);
     if (quiet)
         return;
     fprintf(stderr, "preplay: %llu events from %u processes in %s (%.2f MB)%s\n",

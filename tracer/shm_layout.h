@@ -176,6 +176,10 @@ static inline struct tracer_ring *tracer_region_ring(void *region, unsigned i)
 #define TRACER_EVENT_BYTES(member)                                                                 \
     (offsetof(struct trace_event, u) + sizeof(((struct trace_event *)0)->u.member))
 
+/* The ring record of such an event: header and event, 8-aligned. */
+#define TRACER_EVENT_RECORD_BYTES(member)                                                          \
+    ((sizeof(struct tracer_record_header) + TRACER_EVENT_BYTES(member) + 7) & ~(size_t)7)
+
 /* The same for an event of `type` (the whole struct for the types whose
  * records hold it whole). */
 static inline size_t tracer_event_bytes(uint8_t type)

@@ -143,15 +143,6 @@ extern __thread struct tracer_thread tracer_tls __attribute__((tls_model("initia
 
 struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family);
 
-/* Returns the calling thread's state if an event of `family` (TRACER_ONLY_*)
- * should be traced now, else NULL. Claims a ring on first use. Inline: it
- * runs before every wrapped call. A ring claimed in the current region
- * generation (never 0 in TLS: generations start at 1 and a released ring
- * zeroes its claimed_gen) implies a registered process and a mapped control
- * page, so the common answer is a few loads from two lines of our own and
- * one of the control page (the tracing window's number); everything else
- * is tracer_enter_slow's, including a new tracing window (tracing was
- * switched off and on since this thread's last entry). */
 /* tracer_enter's fast test, shared with the leaf paths that skip it: the
  * thread claimed a ring in this generation, is not inside the tracer, the
  * family is traced and the thread is in the current tracing window. */
@@ -163,6 +154,15 @@ static inline __attribute__((always_inline)) int tracer_thread_ready(const struc
            atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed) == t->window;
 }
 
+/* Returns the calling thread's state if an event of `family` (TRACER_ONLY_*)
+ * should be traced now, else NULL. Claims a ring on first use. Inline: it
+ * runs before every wrapped call. A ring claimed in the current region
+ * generation (never 0 in TLS: generations start at 1 and a released ring
+ * zeroes its claimed_gen) implies a registered process and a mapped control
+ * page, so the common answer is a few loads from two lines of our own and
+ * one of the control page (the tracing window's number); everything else
+ * is tracer_enter_slow's, including a new tracing window (tracing was
+ * switched off and on since this thread's last entry). */
 static inline struct tracer_thread *tracer_enter(uint32_t family)
 {
     struct tracer_thread *t = &tracer_tls;

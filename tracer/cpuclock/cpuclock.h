@@ -122,6 +122,12 @@ int cpuclock_tsc_calibrate(struct cpuclock_tsc *tsc, uint64_t span_ns);
  * compared, and traces must not be timed with them. */
 int cpuclock_tsc_kernel_uses_it(char *why, size_t whylen);
 
+/* The most the conversion may be behind clock_gettime before it steps. */
+#define CPUCLOCK_TSC_STEP_NS 1000000u
+/* Ahead, the conversion slews over at least this many times its offset (so
+ * its rate is at most 1/CPUCLOCK_TSC_SLEW_MIN_SPAN slower than the estimate). */
+#define CPUCLOCK_TSC_SLEW_MIN_SPAN 10u
+
 /* Recalibrates without a jump: the rate is re-estimated over the whole baseline
  * since the first calibration and the current offset to clock_gettime is slewed
  * away over `slew_ns` (the expected interval to the next call, e.g. 1 s), then
@@ -130,11 +136,6 @@ int cpuclock_tsc_kernel_uses_it(char *why, size_t whylen);
  * ahead it slews, at most 10% slower than the rate. slew_ns 0 steps to
  * clock_gettime either way. Call it periodically from one thread of one
  * process. Returns 0 or -1 with errno. */
-/* The most the conversion may be behind clock_gettime before it steps. */
-#define CPUCLOCK_TSC_STEP_NS 1000000u
-/* Ahead, the conversion slews over at least this many times its offset (so
- * its rate is at most 1/CPUCLOCK_TSC_SLEW_MIN_SPAN slower than the estimate). */
-#define CPUCLOCK_TSC_SLEW_MIN_SPAN 10u
 int cpuclock_tsc_recalibrate(struct cpuclock_tsc *tsc, uint64_t slew_ns);
 
 /* The conversions one writer published, kept by a consumer that converts
