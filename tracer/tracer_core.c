@@ -807,6 +807,52 @@ static uint32_t tracer_strtab_find(const char *s, size_t len, uint64_t h, uint32
     return 0;
 }
 
+/* Each thread's last few interned strings: a server interns the same path
+ * and request line request after request, and a hit here costs a length
+ * test and a compare instead of the hash and the table's probe. An entry
+ * holds for the region generation that interned it (a forked child starts
+ * a new string table). Entries are written with the busy mark up, so a
+ * signal handler's traced call (which finds the mark up and records
+ * nothing) never sees or writes one half-written. */
+#define TRACER_INTERN_CACHE_ENTRIES 4
+#define TRACER_INTERN_CACHE_BYTES 112
+
+struct tracer_intern_cached {
+    uint32_t generation; /* 0: empty */
+    uint32_t id;
+    uint32_t len;
+    char s[TRACER_INTERN_CACHE_BYTES];
+};
+
+static __thread struct {
+    struct tracer_intern_cached entry[TRACER_INTERN_CACHE_ENTRIES];
+    uint32_t next; /* the entry the next miss replaces */
+} tracer_intern_cache __attribute__((tls_model("initial-exec")));
+
+static uint32_t tracer_intern_cache_find(const char *s, size_t len)
+{
+    for (unsigned i = 0; i < TRACER_INTERN_CACHE_ENTRIES; i++) {
+        const struct tracer_intern_cached *e = &tracer_intern_cache.entry[i];
+        if (e->len == len && e->generation == tracer_global.generation && !memcmp(e->s, s, len))
+            return e->id;
+    }
+    return 0;
+}
+
+static void tracer_intern_cache_add(struct tracer_thread *t, const char *s, size_t len, uint32_t id)
+{
+    if (len > TRACER_INTERN_CACHE_BYTES || !id)
+        return;
+    tracer_busy_enter(t);
+    struct tracer_intern_cached *e =
+        &tracer_intern_cache.entry[tracer_intern_cache.next++ % TRACER_INTERN_CACHE_ENTRIES];
+    e->generation = tracer_global.generation;
+    e->id = id;
+    e->len = (uint32_t)len;
+    memcpy(e->s, s, len);
+    tracer_busy_leave(t);
+}
+
 uint32_t tracer_intern(const char *s, size_t len)
 {
     if (!tracer_global.active || !s)
@@ -814,12 +860,17 @@ uint32_t tracer_intern(const char *s, size_t len)
     if (len > 65536)
         len = 65536;
     struct tracer_thread *t = &tracer_tls;
+    uint32_t cached = tracer_intern_cache_find(s, len);
+    if (cached)
+        return cached;
     uint64_t h = tracer_hash(s, len);
     uint32_t slot = UINT32_MAX;
     if (tracer_strtab) {
         uint32_t id = tracer_strtab_find(s, len, h, &slot);
-        if (id)
+        if (id) {
+            tracer_intern_cache_add(t, s, len, id);
             return id;
+        }
     }
     tracer_busy_enter(t);
     uint32_t id = 0;
@@ -856,6 +907,7 @@ uint32_t tracer_intern(const char *s, size_t len)
         tracer_process_unlock();
     }
     tracer_busy_leave(t);
+    tracer_intern_cache_add(t, s, len, id);
     return id;
 }
 

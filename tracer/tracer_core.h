@@ -78,7 +78,7 @@ struct tracer_thread {
      * by tracer_event_begin, taken (zeroed) by the record that carries it. */
     uint64_t pending_cpu;
     /* The ring head up to which records fit without a look at the
-     * collector's tail or the ring's end (tracer_reserve_fast). */
+     * collector's tail or the ring's end (tracer_reserve_fast_at). */
     uint64_t fast_limit;
     struct tracer_cpu_mark cpu;
     /* When a thread we saw created started (ring clock) and the tracing
@@ -333,14 +333,30 @@ static inline void tracer_publish(struct tracer_thread *t, uint64_t end)
     atomic_store_explicit(&t->ring->head, end, memory_order_release);
 }
 
-/* The same, committed with tracer_commit (which marks the event recorded). */
-static inline void *tracer_reserve_fast(struct tracer_thread *t, uint32_t need)
+/* Reserves an event record of the first `bytes` of struct trace_event,
+ * not zero-filled, carrying pending_cpu; to be committed with
+ * tracer_commit. When the record fits at once (the common case) it is
+ * reserved inline, with tracer_reserve_fast_at; else the general path
+ * waits, pads or drops (tracer_reserve_uninit). NULL: no ring, or dropped. */
+static inline __attribute__((always_inline)) struct trace_event *
+tracer_event_reserve(struct tracer_thread *t, size_t bytes)
 {
+    uint32_t need = (uint32_t)((sizeof(struct tracer_record_header) + bytes + 7) & ~(size_t)7);
     uint64_t head;
-    void *rec = tracer_reserve_fast_at(t, need, &head);
-    if (rec)
-        t->pending_size = need;
-    return rec;
+    if (TRACER_LIKELY(t->ring != NULL)) {
+        tracer_busy_enter(t); /* tracer_commit leaves */
+        struct tracer_record_header *h = tracer_reserve_fast_at(t, need, &head);
+        if (TRACER_LIKELY(h != NULL)) {
+            h->size = need;
+            h->kind = TRACER_REC_EVENT;
+            h->cpu_before_ns = t->pending_cpu;
+            t->pending_cpu = 0;
+            t->pending_size = need;
+            return (struct trace_event *)(h + 1);
+        }
+        tracer_busy_leave(t);
+    }
+    return tracer_reserve_uninit(t, bytes);
 }
 
 /* --stacks: id of the calling thread's current stack (0: none). stacks.c */
@@ -360,7 +376,7 @@ static inline struct trace_event *tracer_event_new(struct tracer_thread *t, uint
         tracer_busy_leave(t);
     }
     size_t bytes = tracer_event_bytes(type);
-    struct trace_event *ev = tracer_reserve_uninit(t, bytes);
+    struct trace_event *ev = tracer_event_reserve(t, bytes);
     if (!ev)
         return NULL;
     memset(ev, 0, bytes); /* constant size at each call site: inline stores */
