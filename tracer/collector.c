@@ -975,7 +975,7 @@ int collector_poll(struct collector *c, int timeout_ms)
 
 void collector_set_enabled(struct collector *c, int enabled)
 {
-    if (enabled && !c->enabled && ++c->window == 0)
+    if (enabled && !c->enabled && (++c->window == 0 || c->window == TRACER_WINDOW_RESERVED))
         c->window = 1;
     c->enabled = enabled;
     /* TRACING_ON is dated before any process can see the switch, so no

@@ -145,9 +145,63 @@ struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append)
     return f;
 }
 
+struct tracer_fd *tracer_fd_opened_deferred(int fd, uint32_t path_id, int append)
+{
+    struct tracer_fd *f = tracer_fd_get(fd);
+    if (!f)
+        return NULL;
+    tracer_fd_unlink(fd, f); /* fd reused after a close we did not see */
+    memset(f, 0, sizeof *f);
+    f->path_id = path_id;
+    f->flags = TRACER_FDF_OPEN_PENDING | (append ? TRACER_FDF_APPEND : 0);
+    return f;
+}
+
+struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc)
+{
+    struct tracer_fd *f = tracer_fd_get(fd);
+    if (!f || !(f->flags & TRACER_FDF_OPEN_PENDING))
+        return NULL;
+    f->flags &= (uint8_t)~TRACER_FDF_OPEN_PENDING;
+    if (f->kind != TRACER_FD_UNKNOWN)
+        return f; /* a dup or another thread's call classified it already */
+    struct stat own;
+    if (!st && syscall(SYS_fstat, fd, &own) == 0)
+        st = &own;
+    if (st)
+        tracer_fd_fill_from_stat(f, st);
+    else
+        f->kind = TRACER_FD_OTHER;
+    f->offset = 0;
+    if (trunc && f->kind == TRACER_FD_FILE)
+        f->size = 0;
+    /* descriptors dup'd from it meanwhile were copied unclassified */
+    int self = fd;
+    int cur = f->dup_next_plus1 - 1;
+    for (int steps = 0; cur >= 0 && cur != self && steps < TRACER_FD_RING_STEPS; steps++) {
+        struct tracer_fd *p = tracer_fd_get(cur);
+        if (!p || !p->dup_next_plus1)
+            break;
+        if (p->kind == TRACER_FD_UNKNOWN) {
+            p->kind = f->kind;
+            p->dev = f->dev;
+            p->ino = f->ino;
+            p->size = f->size;
+            p->offset = f->offset;
+        }
+        cur = p->dup_next_plus1 - 1;
+    }
+    return f;
+}
+
 void tracer_fd_dup(int oldfd, int newfd)
 {
-    struct tracer_fd *a = tracer_fd_classify(oldfd), *b = tracer_fd_get(newfd);
+    /* a deferred open's entry is copied unclassified: its settling fills
+     * the copies (tracer_fd_settle_open) without an fstat of ours */
+    struct tracer_fd *a = tracer_fd_get(oldfd);
+    if (!a || !(a->flags & TRACER_FDF_OPEN_PENDING))
+        a = tracer_fd_classify(oldfd);
+    struct tracer_fd *b = tracer_fd_get(newfd);
     if (!b || oldfd == newfd)
         return;
     tracer_fd_unlink(newfd, b); /* dup2/dup3 closed whatever newfd was */
@@ -156,6 +210,7 @@ void tracer_fd_dup(int oldfd, int newfd)
         return;
     }
     *b = *a;
+    b->flags &= (uint8_t)~TRACER_FDF_OPEN_PENDING; /* the open is oldfd's */
     /* both now name one open file description: link newfd in after oldfd */
     b->dup_next_plus1 = a->dup_next_plus1 ? a->dup_next_plus1 : oldfd + 1;
     a->dup_next_plus1 = newfd + 1;

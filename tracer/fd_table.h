@@ -36,6 +36,9 @@ enum tracer_fd_kind {
 /* datagram socket with no connected peer: each call's own address (sendto,
  * recvfrom, msg_name) names its peer (io_events.c, datagram peers) */
 #define TRACER_FDF_PEERLESS 0x40
+/* just opened, its OPEN record deferred until its identity is known
+ * (tracer_open_settle); kind stays UNKNOWN until then */
+#define TRACER_FDF_OPEN_PENDING 0x80
 
 struct tracer_fd {
     uint8_t kind;
@@ -81,6 +84,15 @@ struct tracer_fd *tracer_fd_classify(int fd);
 void tracer_fd_reset(int fd);
 /* Record a regular file just opened; fills identity and size with fstat. */
 struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append);
+/* The same without the fstat: the entry stays unclassified and marked
+ * TRACER_FDF_OPEN_PENDING until tracer_fd_settle_open. */
+struct tracer_fd *tracer_fd_opened_deferred(int fd, uint32_t path_id, int append);
+struct stat;
+/* Completes a deferred open's entry from `st` (NULL: an fstat of ours) when
+ * nothing classified it meanwhile, O_TRUNC (`trunc`) making its size 0.
+ * NULL when the entry is no longer the deferred open's (another thread
+ * closed the descriptor first). */
+struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc);
 /* Copy state for dup/dup2/dup3/F_DUPFD. */
 void tracer_fd_dup(int oldfd, int newfd);
 /* Copies f's offset and size to every descriptor dup'd from it. */

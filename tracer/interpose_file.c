@@ -106,6 +106,76 @@ static const char *tracer_resolve_at(int dirfd, const char *path, char *out, siz
     return out;
 }
 
+/* The OPEN record of `fd` (or of an open that failed with `err`), with
+ * the file's identity and size from `f` when known. */
+static void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_t path_id,
+                               int flags, const struct tracer_fd *f, uint64_t begin, uint64_t end)
+{
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_OPEN, begin, end);
+    if (!ev)
+        return;
+    ev->u.file.fd = fd;
+    ev->u.file.path_id = path_id;
+    ev->u.file.open_flags = (uint32_t)flags;
+    ev->u.file.offset = -1;
+    ev->u.file.result = fd >= 0 ? fd : -err;
+    if (fd < 0)
+        ev->flags |= TRACE_F_ERROR;
+    if (f) {
+        ev->u.file.dev = f->dev;
+        ev->u.file.ino = f->ino;
+        ev->u.file.file_size = f->size;
+    }
+    tracer_commit(t);
+}
+
+/* After an open that returned a descriptor, its record waits for the
+ * file's identity instead of an fstat of ours (tracer_open_settle): the
+ * event's times and CPU are kept, and the CPU mark moves past the open as
+ * if it had been written. Not with --stacks (the record's stack would be
+ * the later call's). */
+static int tracer_open_defer(struct tracer_thread *t, int fd, uint32_t path_id, int flags,
+                             uint64_t begin, uint64_t end)
+{
+    if (tracer_global.stack_depth || t->open_pending.active ||
+        !tracer_fd_opened_deferred(fd, path_id, (flags & O_APPEND) != 0))
+        return 0;
+    struct tracer_open_pending *p = &t->open_pending;
+    p->fd = fd;
+    p->path_id = path_id;
+    p->open_flags = (uint32_t)flags;
+    p->begin = begin;
+    p->end = end;
+    p->cpu = t->pending_cpu;
+    p->window = t->window;
+    atomic_signal_fence(memory_order_seq_cst);
+    p->active = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    t->window = TRACER_WINDOW_RESERVED;
+    t->recorded = 1; /* the next CPU segment starts at the open's end */
+    tracer_event_end(t, end);
+    return 1;
+}
+
+void tracer_open_settle(struct tracer_thread *t, const struct stat *st)
+{
+    struct tracer_open_pending p = t->open_pending;
+    t->open_pending.active = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    t->window = p.window;
+    int saved_errno = errno;
+    struct tracer_fd *f = tracer_fd_settle_open(p.fd, st, (p.open_flags & O_TRUNC) != 0);
+    /* f NULL: another thread closed the descriptor before this one made a
+     * traced call; the record says where it was opened, without identity */
+    if (!f || f->kind == TRACER_FD_FILE) {
+        t->pending_cpu = p.cpu;
+        tracer_open_record(t, p.fd, 0, p.path_id, (int)p.open_flags, f, p.begin, p.end);
+        t->pending_cpu = 0;
+        t->recorded = 0;
+    }
+    errno = saved_errno;
+}
+
 static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, int flags, int fd,
                          int err, uint64_t begin)
 {
@@ -117,28 +187,14 @@ static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, i
     uint32_t path_id = (!filtered && path) ? tracer_intern(path, strlen(path)) : 0;
     struct tracer_fd *f = NULL;
     if (fd >= 0) {
+        if (!filtered && tracer_open_defer(t, fd, path_id, flags, begin, end))
+            return fd;
         f = tracer_fd_opened_file(fd, path_id, (flags & O_APPEND) != 0);
         if (f && f->kind == TRACER_FD_FILE && (flags & O_TRUNC))
             f->size = 0;
     }
-    if (!filtered && (!f || f->kind == TRACER_FD_FILE)) {
-        struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_OPEN, begin, end);
-        if (ev) {
-            ev->u.file.fd = fd;
-            ev->u.file.path_id = path_id;
-            ev->u.file.open_flags = (uint32_t)flags;
-            ev->u.file.offset = -1;
-            ev->u.file.result = fd >= 0 ? fd : -err;
-            if (fd < 0)
-                ev->flags |= TRACE_F_ERROR;
-            if (f) {
-                ev->u.file.dev = f->dev;
-                ev->u.file.ino = f->ino;
-                ev->u.file.file_size = f->size;
-            }
-            tracer_commit(t);
-        }
-    }
+    if (!filtered && (!f || f->kind == TRACER_FD_FILE))
+        tracer_open_record(t, fd, err, path_id, flags, f, begin, end);
     tracer_event_end(t, end);
     return fd;
 }
@@ -219,6 +275,66 @@ TRACER_EXPORT int creat64(const char *path, mode_t mode)
 {
     int flags = O_CREAT | O_WRONLY | O_TRUNC;
     TRACER_OPEN_BODY(tracer_real_creat64()(path, mode), AT_FDCWD);
+}
+
+/* ---- fstat: the identity a deferred OPEN record waits for ------------------ */
+
+TRACER_REAL(int, fstat, (int, struct stat *))
+TRACER_REAL(int, fstat64, (int, struct stat64 *))
+TRACER_REAL(int, fstatat, (int, const char *, struct stat *, int))
+TRACER_REAL(int, fstatat64, (int, const char *, struct stat64 *, int))
+
+/* Does an fstatat path name dirfd itself (with AT_EMPTY_PATH)? NULL does
+ * too since Linux 6.11, though glibc declares the argument nonnull: the
+ * pointer is laundered so that the test is not optimised away. */
+static inline int tracer_stat_path_is_fd(const char *path, int flags)
+{
+    __asm__("" : "+r"(path));
+    return (flags & AT_EMPTY_PATH) && (!path || !path[0]);
+}
+
+_Static_assert(sizeof(struct stat) == sizeof(struct stat64), "fstat64 fills a struct stat");
+
+/* The app's fstat of `fd` succeeded with `st`: when this thread's deferred
+ * open is that descriptor, its record takes the identity from there. Any
+ * other stat call records nothing and leaves the open waiting. */
+static inline void tracer_fstat_seen(int fd, const struct stat *st)
+{
+    struct tracer_thread *t = &tracer_tls;
+    if (TRACER_UNLIKELY(t->open_pending.active) && t->open_pending.fd == fd && !t->busy)
+        tracer_open_settle(t, st);
+}
+
+TRACER_EXPORT int fstat(int fd, struct stat *st)
+{
+    int rc = tracer_real_fstat()(fd, st);
+    if (rc == 0)
+        tracer_fstat_seen(fd, st);
+    return rc;
+}
+
+TRACER_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+    int rc = tracer_real_fstat64()(fd, st);
+    if (rc == 0)
+        tracer_fstat_seen(fd, (const struct stat *)st); /* one layout on 64-bit Linux */
+    return rc;
+}
+
+TRACER_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+    int rc = tracer_real_fstatat()(dirfd, path, st, flags);
+    if (rc == 0 && tracer_stat_path_is_fd(path, flags))
+        tracer_fstat_seen(dirfd, st);
+    return rc;
+}
+
+TRACER_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
+{
+    int rc = tracer_real_fstatat64()(dirfd, path, st, flags);
+    if (rc == 0 && tracer_stat_path_is_fd(path, flags))
+        tracer_fstat_seen(dirfd, (const struct stat *)st);
+    return rc;
 }
 
 /* ---- close and dup -------------------------------------------------------- */

@@ -69,13 +69,19 @@ enum tracer_ring_clock {
 #define TRACER_ONLY_CPU 0x10u
 #define TRACER_ONLY_ALL 0x1fu
 
+/* A window number the collector never hands out: a thread sets it as its
+ * own window to send its next traced call down the slow path
+ * (tracer_core.h, the deferred OPEN record). */
+#define TRACER_WINDOW_RESERVED UINT32_MAX
+
 struct tracer_control {
     uint32_t magic, version;
     uint32_t ring_count, ring_bytes;
     /* 0: tracing off. Otherwise on, and the number of this tracing window
      * (the collector counts them: 1, 2, ...): a thread whose last entry
      * was in another window knows tracing was off since, even if it made
-     * no call meanwhile, and starts its CPU accounting afresh. */
+     * no call meanwhile, and starts its CPU accounting afresh. Never
+     * TRACER_WINDOW_RESERVED. */
     _Atomic uint32_t enabled;
     uint32_t only_mask;          /* TRACER_ONLY_* */
     _Atomic uint32_t ring_clock; /* enum tracer_ring_clock: set by the process at registration */

@@ -242,6 +242,8 @@ static void tracer_thread_exit_event(struct tracer_thread *t)
 {
     if (!t->ring || !tracer_global.active || t->busy || t->claimed_gen != tracer_global.generation)
         return;
+    if (t->open_pending.active)
+        tracer_open_settle(t, NULL);
     /* written even while tracing is off (a thread's end is worth knowing),
      * but never with CPU time run outside the window of its last entry */
     tracer_window_enter(
@@ -309,6 +311,8 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
 {
     if (!tracer_global.active)
         return NULL;
+    if (TRACER_UNLIKELY(t->open_pending.active) && !t->busy)
+        tracer_open_settle(t, NULL); /* the open's record goes before this call's */
     uint32_t window = atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed);
     if (!window || !(tracer_global.only_mask & family))
         return NULL;
@@ -929,6 +933,7 @@ void tracer_after_fork_child(void)
     t->tid = (uint32_t)syscall(SYS_gettid);
     t->parent_tid = 0;
     t->window = 0;
+    t->open_pending.active = 0; /* the parent writes its own */
     t->started_raw = 0;
     tracer_cpu_mark_reset(t);
     t->busy = 0;

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 
@@ -87,6 +88,19 @@ struct tracer_thread {
      * carries all its CPU time, when tracing was on all along. */
     uint64_t started_raw;
     uint32_t started_window;
+    /* An OPEN record waiting for its file's identity (see
+     * tracer_open_settle); while `active`, the thread's `window` is
+     * TRACER_WINDOW_RESERVED so that its next traced call takes the slow
+     * path, and the real window is kept here. */
+    struct tracer_open_pending {
+        uint32_t active;
+        int32_t fd;
+        uint32_t window;
+        uint32_t path_id;
+        uint32_t open_flags;
+        uint64_t begin, end;
+        uint64_t cpu; /* CPU time (ring clock) before the open, for its record */
+    } open_pending;
 };
 
 /* The busy mark tells a signal handler running on this thread that we are
@@ -142,6 +156,15 @@ void *tracer_resolve(const char *name);
 extern __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
 
 struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family);
+
+/* Writes the OPEN record the thread deferred (tracer_thread.open_pending),
+ * with the file's identity and size from `st` (the app's own fstat of the
+ * descriptor, which most programs make right after open) or, when NULL,
+ * from an fstat of ours; and puts the thread's window back. An open costs
+ * the app no syscall of ours when its fstat comes first. Called first
+ * thing at the thread's next traced call (tracer_enter_slow), at its exit,
+ * and from the fstat wrappers. interpose_file.c */
+void tracer_open_settle(struct tracer_thread *t, const struct stat *st);
 
 /* tracer_enter's fast test, shared with the leaf paths that skip it: the
  * thread claimed a ring in this generation, is not inside the tracer, the
