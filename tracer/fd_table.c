@@ -126,25 +126,6 @@ void tracer_fd_reset(int fd)
     memset(f, 0, sizeof *f);
 }
 
-struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append)
-{
-    struct tracer_fd *f = tracer_fd_get(fd);
-    if (!f)
-        return NULL;
-    tracer_fd_unlink(fd, f); /* fd reused after a close we did not see */
-    memset(f, 0, sizeof *f);
-    struct stat st;
-    if (syscall(SYS_fstat, fd, &st) == 0)
-        tracer_fd_fill_from_stat(f, &st);
-    else
-        f->kind = TRACER_FD_OTHER;
-    f->path_id = path_id;
-    f->offset = 0;
-    if (append)
-        f->flags |= TRACER_FDF_APPEND;
-    return f;
-}
-
 struct tracer_fd *tracer_fd_opened_deferred(int fd, uint32_t path_id, int append)
 {
     struct tracer_fd *f = tracer_fd_get(fd);
@@ -192,6 +173,13 @@ struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc
         cur = p->dup_next_plus1 - 1;
     }
     return f;
+}
+
+struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append)
+{
+    if (!tracer_fd_opened_deferred(fd, path_id, append))
+        return NULL;
+    return tracer_fd_settle_open(fd, NULL, 0);
 }
 
 void tracer_fd_dup(int oldfd, int newfd)
