@@ -2004,6 +2004,13 @@ int analyze_run(const char *const *inputs, int ninputs, const char *plan_path,
                 s->in.backwards, DEPS_BACKWARDS_NS / 1000000u,
                 (double)s->in.backwards_worst_ns / 1e6, s->in.backwards_tid,
                 s->in.files[s->in.backwards_file].path);
+    if (s->in.late && opt.warnings)
+        fprintf(opt.warnings,
+                "preplay analyze: %" PRIu64 " events came after later events of other threads "
+                "had been analysed (their file held them back beyond the merge window of at "
+                "most %" PRIu64 " ms); they were analysed out of time order (--window-ms raises "
+                "the window)\n",
+                s->in.late, s->in.window_ns / 1000000u);
     if (s->untraced_calls && opt.warnings)
         fprintf(opt.warnings,
                 "preplay analyze: %" PRIu64 " calls went to untraced peers and became external "

@@ -376,6 +376,44 @@ static void test_clock_backwards(void **state)
     assert_int_equal(fx_ops(f, f->plan->requests[1].block)[2].a.net.bytes, 2000);
 }
 
+/* ---- events a file holds back beyond the merge window are analysed out
+ * of time order, and a warning counts them ---- */
+
+static void test_late_events(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50003, T0);
+    struct synth_thread w, other;
+    synth_thread_init(&w, &fe, 101, T0 + 100 * US);
+    synth_thread_init(&other, &fe, 102, T0 + 1000 * MS);
+    /* thread 102's lock pairs, a second after the request and half a
+     * second apart (more than any merge window), are in the file before
+     * the request's events: the first is analysed before those are read */
+    synth_lock(&other, TRACE_LOCK_ACQUIRE, 0x7000, 0, 2 * US);
+    synth_lock(&other, TRACE_LOCK_RELEASE, 0x7000, 0, 1 * US);
+    other.now += 500 * MS;
+    synth_lock(&other, TRACE_LOCK_ACQUIRE, 0x7000, 0, 2 * US);
+    synth_lock(&other, TRACE_LOCK_RELEASE, 0x7000, 0, 1 * US);
+    synth_flush(&fe, UINT64_MAX);
+    synth_net(&w, TRACE_NET_RECV, 1, 120, T0 + 5 * MS - w.now);
+    synth_cpu(&w, 15 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 1000, 6 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 0, 1 * US); /* the client closes */
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_non_null(f->warnings);
+    const char *w_late = strstr(f->warnings, " events came after later events of other threads");
+    assert_non_null(w_late);
+    assert_true(f->r.late_events >= 4);
+    char count[32];
+    snprintf(count, sizeof count, "%llu", (unsigned long long)f->r.late_events);
+    assert_memory_equal(w_late - strlen(count), count, strlen(count));
+}
+
 /* ---- a nested call resolves to the callee's block; an untraced peer
  * becomes an EXTERNAL op with its sizes and duration ---- */
 
@@ -586,6 +624,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unix_pairing, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_backwards, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_late_events, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nested_and_external, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_behind, fx_setup, fx_teardown),
