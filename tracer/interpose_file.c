@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -283,6 +284,7 @@ TRACER_REAL(int, fstat, (int, struct stat *))
 TRACER_REAL(int, fstat64, (int, struct stat64 *))
 TRACER_REAL(int, fstatat, (int, const char *, struct stat *, int))
 TRACER_REAL(int, fstatat64, (int, const char *, struct stat64 *, int))
+TRACER_REAL(int, statx, (int, const char *, int, unsigned, struct statx *))
 
 /* Does an fstatat path name dirfd itself (with AT_EMPTY_PATH)? NULL does
  * too since Linux 6.11, though glibc declares the argument nonnull: the
@@ -334,6 +336,24 @@ TRACER_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int 
     int rc = tracer_real_fstatat64()(dirfd, path, st, flags);
     if (rc == 0 && tracer_stat_path_is_fd(path, flags))
         tracer_fstat_seen(dirfd, (const struct stat *)st);
+    return rc;
+}
+
+/* statx(fd, "", AT_EMPTY_PATH, ...) (Rust's std, recent coreutils): the
+ * fields an OPEN record needs, when the app asked for them all. */
+TRACER_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx)
+{
+    int rc = tracer_real_statx()(dirfd, path, flags, mask, stx);
+    const unsigned need = STATX_TYPE | STATX_INO | STATX_SIZE;
+    if (rc == 0 && tracer_stat_path_is_fd(path, flags) && (stx->stx_mask & need) == need) {
+        struct stat st;
+        memset(&st, 0, sizeof st);
+        st.st_dev = makedev(stx->stx_dev_major, stx->stx_dev_minor);
+        st.st_ino = stx->stx_ino;
+        st.st_mode = stx->stx_mode;
+        st.st_size = (off_t)stx->stx_size;
+        tracer_fstat_seen(dirfd, &st);
+    }
     return rc;
 }
 

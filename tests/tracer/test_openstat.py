@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_openstat.py - an OPEN record takes the file's identity from the
 app's own fstat when that comes first, so the tracer adds no fstat of its
-own to an open (tracer_open_settle). tt_openstat opens files in six ways
+own to an open (tracer_open_settle). tt_openstat opens files in seven ways
 and prints the truth (device, inode, size at open) read by path; strace,
 recorded too, logs every stat call the process made. Checked: each OPEN
 record's identity and size, no OPEN for a directory, the open before exit()
@@ -23,7 +23,7 @@ strace = ["strace", "-f", "-qq", "-o", log, "-e", "trace=openat,close,dup,fstat,
 rc, stdout, stderr = tl.record(out, strace + [helper, data], timeout=120)
 tl.check_eq(rc, 0, f"strace tt_openstat exit status (stderr: {stderr.strip()[-500:]})")
 want = [json.loads(l) for l in stdout.splitlines()]
-tl.check_eq(len(want), 6, "opens tt_openstat reported")
+tl.check_eq(len(want), 7, "opens tt_openstat reported")
 
 traces = tl.read_traces(out)
 opens = {}

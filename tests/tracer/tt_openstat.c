@@ -4,7 +4,7 @@
  * cannot see): the file's device, inode and size when it was opened, and
  * whether the trace must hold an OPEN for it. Cases: the app's own fstat
  * right after open (the tracer must make no fstat of its own),
- * fstatat(AT_EMPTY_PATH), no fstat at all (an O_TRUNC open followed by a
+ * fstatat(AT_EMPTY_PATH), statx(AT_EMPTY_PATH), no fstat at all (an O_TRUNC open followed by a
  * write), a directory (no OPEN record), a descriptor dup'd before any other
  * call, and last an open followed by nothing but exit(). */
 #define _GNU_SOURCE
@@ -59,9 +59,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: tt_openstat DIR\n");
         return 2;
     }
-    char p[6][4096];
-    const char *names[6] = {"fstat.dat", "fstatat.dat", "trunc.dat", "dir", "dup.dat", "exit.dat"};
-    for (int i = 0; i < 6; i++)
+    char p[7][4096];
+    const char *names[7] = {"fstat.dat", "fstatat.dat", "trunc.dat", "dir",
+                            "dup.dat",   "exit.dat",    "statx.dat"};
+    for (int i = 0; i < 7; i++)
         snprintf(p[i], sizeof p[i], "%s/%s", argv[1], names[i]);
     make_file(p[0], 1000);
     make_file(p[1], 2000);
@@ -70,6 +71,7 @@ int main(int argc, char **argv)
         die("mkdir");
     make_file(p[4], 4000);
     make_file(p[5], 5000);
+    make_file(p[6], 6000);
     char buf[64];
     struct stat st;
 
@@ -87,6 +89,15 @@ int main(int argc, char **argv)
     if (fd < 0 || fstatat(fd, "", &st, AT_EMPTY_PATH) != 0 || st.st_size != 2000)
         die("openat+fstatat");
     expect(p[1], fd, 2000, 1);
+    close(fd);
+
+    /* 2b. statx(fd, "", AT_EMPTY_PATH) */
+    fd = open(p[6], O_RDONLY);
+    struct statx stx;
+    if (fd < 0 || statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) != 0 ||
+        stx.stx_size != 6000)
+        die("open+statx");
+    expect(p[6], fd, 6000, 1);
     close(fd);
 
     /* 3. O_TRUNC and a write, no fstat: the tracer asks at the write */
