@@ -37,7 +37,7 @@ static struct tracer_fd *tracer_fd_table(void)
     return st == 2 ? tracer_fds : NULL;
 }
 
-struct tracer_fd *tracer_fd_get(int fd)
+struct tracer_fd *tracer_fd_get_mapping(int fd)
 {
     if (fd < 0 || fd >= TRACER_FD_MAX)
         return NULL;
@@ -59,11 +59,8 @@ static void tracer_fd_fill_from_stat(struct tracer_fd *f, const struct stat *st)
     }
 }
 
-struct tracer_fd *tracer_fd_classify(int fd)
+struct tracer_fd *tracer_fd_classify_unknown(int fd, struct tracer_fd *f)
 {
-    struct tracer_fd *f = tracer_fd_get(fd);
-    if (!f || f->kind != TRACER_FD_UNKNOWN)
-        return f;
     struct stat st;
     if (syscall(SYS_fstat, fd, &st) != 0)
         return f;

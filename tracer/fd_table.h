@@ -50,6 +50,8 @@ struct tracer_fd {
     int64_t offset;
     uint64_t size;
     uint64_t conn_id;
+    /* the fields above are the descriptor's identity (what a CLOSE record
+     * needs); below, the state of parsing what goes through it */
     char label_buf[96]; /* start of a request being received (HTTP line) */
     /* MySQL wire parsing state for DB connections (see db wire parser) */
     uint32_t db_pkt_remaining;
@@ -62,13 +64,27 @@ struct tracer_fd {
     int32_t dup_next_plus1; /* next fd (+1) sharing the open file description, 0 = none */
 };
 
-/* Entry for fd, or NULL when fd is out of range or the table is unavailable. */
-struct tracer_fd *tracer_fd_get(int fd);
-
 /* The table once mapped (the hot path's view: NULL until the first
  * tracer_fd_get maps it, which the slow path does). */
 extern struct tracer_fd *tracer_fds;
 extern _Atomic int tracer_fds_state; /* 0 unmapped, 1 mapping, 2 ready, -1 failed */
+
+/* tracer_fd_get when the table is not mapped yet: maps it. */
+struct tracer_fd *tracer_fd_get_mapping(int fd);
+
+/* The leading fields of struct tracer_fd that say what a descriptor is. */
+#define TRACER_FD_IDENTITY_BYTES offsetof(struct tracer_fd, label_buf)
+
+/* Entry for fd, or NULL when fd is out of range or the table is
+ * unavailable. Inline: several calls per traced I/O. */
+static inline struct tracer_fd *tracer_fd_get(int fd)
+{
+    if ((unsigned)fd >= TRACER_FD_MAX)
+        return NULL;
+    if (__builtin_expect(atomic_load_explicit(&tracer_fds_state, memory_order_acquire) == 2, 1))
+        return &tracer_fds[fd];
+    return tracer_fd_get_mapping(fd);
+}
 
 /* tracer_fd_get without mapping: the entry when the table is ready. */
 static inline struct tracer_fd *tracer_fd_peek(int fd)
@@ -78,8 +94,17 @@ static inline struct tracer_fd *tracer_fd_peek(int fd)
         return NULL;
     return &tracer_fds[fd];
 }
+/* tracer_fd_classify for an entry still unknown: one fstat. */
+struct tracer_fd *tracer_fd_classify_unknown(int fd, struct tracer_fd *f);
+
 /* Entry for fd, classified (one fstat when it was unknown). */
-struct tracer_fd *tracer_fd_classify(int fd);
+static inline struct tracer_fd *tracer_fd_classify(int fd)
+{
+    struct tracer_fd *f = tracer_fd_get(fd);
+    if (!f || __builtin_expect(f->kind != TRACER_FD_UNKNOWN, 1))
+        return f;
+    return tracer_fd_classify_unknown(fd, f);
+}
 /* Forget everything about fd (it was closed). */
 void tracer_fd_reset(int fd);
 /* Record a regular file just opened; fills identity and size with fstat. */

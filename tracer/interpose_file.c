@@ -367,10 +367,10 @@ TRACER_EXPORT int close(int fd)
         return tracer_real_close()(fd);
     }
     struct tracer_fd *f = tracer_fd_get(fd);
-    struct tracer_fd copy;
+    struct tracer_fd copy; /* what the record needs: the identity, not the parsing state */
     int kind = f ? f->kind : TRACER_FD_UNKNOWN;
     if (f)
-        copy = *f;
+        memcpy(&copy, f, TRACER_FD_IDENTITY_BYTES);
     uint64_t begin = tracer_event_begin(t);
     int rc = tracer_real_close()(fd);
     int err = errno;
