@@ -123,7 +123,7 @@ void tracer_fd_reset(int fd)
     memset(f, 0, sizeof *f);
 }
 
-struct tracer_fd *tracer_fd_opened_deferred(int fd, uint32_t path_id, int append)
+struct tracer_fd *tracer_fd_opened_deferred(int fd, uint32_t path_id, int append, uint32_t owner)
 {
     struct tracer_fd *f = tracer_fd_get(fd);
     if (!f)
@@ -132,25 +132,24 @@ struct tracer_fd *tracer_fd_opened_deferred(int fd, uint32_t path_id, int append
     memset(f, 0, sizeof *f);
     f->path_id = path_id;
     f->flags = TRACER_FDF_OPEN_PENDING | (append ? TRACER_FDF_APPEND : 0);
+    f->open_owner = owner;
     return f;
 }
 
-struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc)
+struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc, uint32_t owner)
 {
     struct tracer_fd *f = tracer_fd_get(fd);
-    if (!f || !(f->flags & TRACER_FDF_OPEN_PENDING))
+    if (!f || !(f->flags & TRACER_FDF_OPEN_PENDING) || f->open_owner != owner)
         return NULL;
     f->flags &= (uint8_t)~TRACER_FDF_OPEN_PENDING;
     if (f->kind != TRACER_FD_UNKNOWN)
-        return f; /* a dup or another thread's call classified it already */
-    struct stat own;
-    if (!st && syscall(SYS_fstat, fd, &own) == 0)
-        st = &own;
-    if (st)
-        tracer_fd_fill_from_stat(f, st);
-    else
-        f->kind = TRACER_FD_OTHER;
-    f->offset = 0;
+        return f; /* another thread's call classified it already */
+    if (!st) {
+        tracer_fd_reset(fd); /* closed behind our back */
+        return NULL;
+    }
+    /* the offset stays as opened (0) or as a dup's I/O moved it meanwhile */
+    tracer_fd_fill_from_stat(f, st);
     if (trunc && f->kind == TRACER_FD_FILE)
         f->size = 0;
     /* descriptors dup'd from it meanwhile were copied unclassified */
@@ -174,9 +173,10 @@ struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc
 
 struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append)
 {
-    if (!tracer_fd_opened_deferred(fd, path_id, append))
+    if (!tracer_fd_opened_deferred(fd, path_id, append, 0))
         return NULL;
-    return tracer_fd_settle_open(fd, NULL, 0);
+    struct stat st;
+    return tracer_fd_settle_open(fd, syscall(SYS_fstat, fd, &st) == 0 ? &st : NULL, 0, 0);
 }
 
 void tracer_fd_dup(int oldfd, int newfd)

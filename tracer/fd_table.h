@@ -62,6 +62,7 @@ struct tracer_fd {
     uint32_t db_text_have;
     uint64_t db_cmd_start_ns;
     int32_t dup_next_plus1; /* next fd (+1) sharing the open file description, 0 = none */
+    uint32_t open_owner;    /* with TRACER_FDF_OPEN_PENDING: tid of the thread whose OPEN waits */
 };
 
 /* The table once mapped (the hot path's view: NULL until the first
@@ -110,14 +111,17 @@ void tracer_fd_reset(int fd);
 /* Record a regular file just opened; fills identity and size with fstat. */
 struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append);
 /* The same without the fstat: the entry stays unclassified and marked
- * TRACER_FDF_OPEN_PENDING until tracer_fd_settle_open. */
-struct tracer_fd *tracer_fd_opened_deferred(int fd, uint32_t path_id, int append);
+ * TRACER_FDF_OPEN_PENDING, owned by thread `owner`, until
+ * tracer_fd_settle_open. */
+struct tracer_fd *tracer_fd_opened_deferred(int fd, uint32_t path_id, int append, uint32_t owner);
 struct stat;
-/* Completes a deferred open's entry from `st` (NULL: an fstat of ours) when
- * nothing classified it meanwhile, O_TRUNC (`trunc`) making its size 0.
- * NULL when the entry is no longer the deferred open's (another thread
- * closed the descriptor first). */
-struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc);
+/* Completes the deferred open of thread `owner` from `st`, the fstat of
+ * the descriptor (NULL: it failed), when nothing classified it meanwhile,
+ * O_TRUNC (`trunc`) making its size 0. NULL when the entry is no longer
+ * that open's: another thread closed the descriptor (and maybe opened
+ * another file on it), or it was closed where we could not see
+ * (close_range, a raw syscall: the fstat failed). */
+struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc, uint32_t owner);
 /* Copy state for dup/dup2/dup3/F_DUPFD. */
 void tracer_fd_dup(int oldfd, int newfd);
 /* Copies f's offset and size to every descriptor dup'd from it. */

@@ -134,13 +134,22 @@ static void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_
  * file's identity instead of an fstat of ours (tracer_open_settle): the
  * event's times and CPU are kept, and the CPU mark moves past the open as
  * if it had been written. Not with --stacks (the record's stack would be
- * the later call's). */
+ * the later call's). Both change the wait with the busy mark up: a
+ * signal handler's traced call then records nothing (counted as lost)
+ * rather than settle a half-written wait or write its events before the
+ * open's. */
 static int tracer_open_defer(struct tracer_thread *t, int fd, uint32_t path_id, int flags,
                              uint64_t begin, uint64_t end)
 {
-    if (tracer_global.stack_depth || t->open_pending.active ||
-        !tracer_fd_opened_deferred(fd, path_id, (flags & O_APPEND) != 0))
+    if (tracer_global.stack_depth || t->open_pending.active)
         return 0;
+    if (!tracer_fd_opened_deferred(fd, path_id, (flags & O_APPEND) != 0, t->tid))
+        return 0;
+    tracer_busy_enter(t);
+    if (t->open_pending.active) { /* a signal handler's open waits already */
+        tracer_busy_leave(t);
+        return 0;
+    }
     struct tracer_open_pending *p = &t->open_pending;
     p->fd = fd;
     p->path_id = path_id;
@@ -149,31 +158,41 @@ static int tracer_open_defer(struct tracer_thread *t, int fd, uint32_t path_id, 
     p->end = end;
     p->cpu = t->pending_cpu;
     p->window = t->window;
-    atomic_signal_fence(memory_order_seq_cst);
     p->active = 1;
-    atomic_signal_fence(memory_order_seq_cst);
     t->window = TRACER_WINDOW_RESERVED;
     t->recorded = 1; /* the next CPU segment starts at the open's end */
     tracer_event_end(t, end);
+    tracer_busy_leave(t);
     return 1;
 }
 
 void tracer_open_settle(struct tracer_thread *t, const struct stat *st)
 {
-    struct tracer_open_pending p = t->open_pending;
-    t->open_pending.active = 0;
-    atomic_signal_fence(memory_order_seq_cst);
-    t->window = p.window;
     int saved_errno = errno;
-    struct tracer_fd *f = tracer_fd_settle_open(p.fd, st, (p.open_flags & O_TRUNC) != 0);
-    /* f NULL: another thread closed the descriptor before this one made a
-     * traced call; the record says where it was opened, without identity */
-    if (!f || f->kind == TRACER_FD_FILE) {
-        t->pending_cpu = p.cpu;
-        tracer_open_record(t, p.fd, 0, p.path_id, (int)p.open_flags, f, p.begin, p.end);
-        t->pending_cpu = 0;
-        t->recorded = 0;
+    /* our fstat, when needed, before the busy mark: a signal that lands on
+     * its return is the handler's to record (and to settle this open
+     * first, which leaves us nothing to do) */
+    struct stat own;
+    if (!st && syscall(SYS_fstat, t->open_pending.fd, &own) == 0)
+        st = &own;
+    tracer_busy_enter(t);
+    if (t->open_pending.active) {
+        struct tracer_open_pending p = t->open_pending;
+        t->open_pending.active = 0;
+        t->window = p.window;
+        struct tracer_fd *f =
+            tracer_fd_settle_open(p.fd, st, (p.open_flags & O_TRUNC) != 0, t->tid);
+        /* f NULL: the descriptor was closed before this thread made a
+         * traced call (by another thread, or where we could not see); the
+         * record says where it was opened, without identity */
+        if (!f || f->kind == TRACER_FD_FILE) {
+            t->pending_cpu = p.cpu;
+            tracer_open_record(t, p.fd, 0, p.path_id, (int)p.open_flags, f, p.begin, p.end);
+            t->pending_cpu = 0;
+            t->recorded = 0;
+        }
     }
+    tracer_busy_leave(t);
     errno = saved_errno;
 }
 
@@ -302,9 +321,7 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "fstat64 fills a st
  * other stat call records nothing and leaves the open waiting. */
 static inline void tracer_fstat_seen(int fd, const struct stat *st)
 {
-    struct tracer_thread *t = &tracer_tls;
-    if (TRACER_UNLIKELY(t->open_pending.active) && t->open_pending.fd == fd && !t->busy)
-        tracer_open_settle(t, st);
+    tracer_open_settle_if(&tracer_tls, fd, st);
 }
 
 TRACER_EXPORT int fstat(int fd, struct stat *st)
@@ -367,6 +384,10 @@ TRACER_EXPORT int close(int fd)
         return tracer_real_close()(fd);
     }
     struct tracer_fd *f = tracer_fd_get(fd);
+    /* another thread's open still waiting for its identity: take it now,
+     * while the descriptor is open, so that the CLOSE record has it */
+    if (TRACER_UNLIKELY(f && (f->flags & TRACER_FDF_OPEN_PENDING)))
+        f = tracer_fd_classify(fd);
     struct tracer_fd copy; /* what the record needs: the identity, not the parsing state */
     int kind = f ? f->kind : TRACER_FD_UNKNOWN;
     if (f)
@@ -401,6 +422,7 @@ TRACER_EXPORT int dup(int fd)
 
 TRACER_EXPORT int dup2(int fd, int fd2)
 {
+    tracer_open_settle_if(&tracer_tls, fd2, NULL); /* its entry is about to be replaced */
     int r = tracer_real_dup2()(fd, fd2);
     int err = errno;
     if (r >= 0)
@@ -411,6 +433,7 @@ TRACER_EXPORT int dup2(int fd, int fd2)
 
 TRACER_EXPORT int dup3(int fd, int fd2, int flags)
 {
+    tracer_open_settle_if(&tracer_tls, fd2, NULL); /* its entry is about to be replaced */
     int r = tracer_real_dup3()(fd, fd2, flags);
     int err = errno;
     if (r >= 0)

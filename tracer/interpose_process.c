@@ -79,6 +79,7 @@ static void tracer_fork_event(pid_t child)
 
 TRACER_EXPORT pid_t fork(void)
 {
+    tracer_open_settle_if(&tracer_tls, -1, NULL); /* the child inherits the settled entry */
     pid_t pid = tracer_real_fork()();
     int err = errno;
     if (pid == 0)

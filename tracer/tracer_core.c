@@ -242,8 +242,7 @@ static void tracer_thread_exit_event(struct tracer_thread *t)
 {
     if (!t->ring || !tracer_global.active || t->busy || t->claimed_gen != tracer_global.generation)
         return;
-    if (t->open_pending.active)
-        tracer_open_settle(t, NULL);
+    tracer_open_settle_if(t, -1, NULL);
     /* written even while tracing is off (a thread's end is worth knowing),
      * but never with CPU time run outside the window of its last entry */
     tracer_window_enter(
@@ -311,8 +310,7 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
 {
     if (!tracer_global.active)
         return NULL;
-    if (TRACER_UNLIKELY(t->open_pending.active) && !t->busy)
-        tracer_open_settle(t, NULL); /* the open's record goes before this call's */
+    tracer_open_settle_if(t, -1, NULL); /* the open's record goes before this call's */
     uint32_t window = atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed);
     if (!window || !(tracer_global.only_mask & family))
         return NULL;
@@ -817,7 +815,7 @@ static uint32_t tracer_strtab_find(const char *s, size_t len, uint64_t h, uint32
  * holds for the region generation that interned it (a forked child starts
  * a new string table). Entries are written with the busy mark up, so a
  * signal handler's traced call (which finds the mark up and records
- * nothing) never sees or writes one half-written. */
+ * nothing) never sees one half-written. */
 #define TRACER_INTERN_CACHE_ENTRIES 4
 #define TRACER_INTERN_CACHE_BYTES 112
 
@@ -833,12 +831,19 @@ static __thread struct {
     uint32_t next; /* the entry the next miss replaces */
 } tracer_intern_cache __attribute__((tls_model("initial-exec")));
 
+/* A signal handler may add an entry (tracer_intern_cache_add) while we
+ * compare: a hit counts only when no entry was written meanwhile. */
 static uint32_t tracer_intern_cache_find(const char *s, size_t len)
 {
+    uint32_t writes = tracer_intern_cache.next;
+    atomic_signal_fence(memory_order_seq_cst);
     for (unsigned i = 0; i < TRACER_INTERN_CACHE_ENTRIES; i++) {
         const struct tracer_intern_cached *e = &tracer_intern_cache.entry[i];
-        if (e->len == len && e->generation == tracer_global.generation && !memcmp(e->s, s, len))
-            return e->id;
+        if (e->len == len && e->generation == tracer_global.generation && !memcmp(e->s, s, len)) {
+            uint32_t id = e->id;
+            atomic_signal_fence(memory_order_seq_cst);
+            return tracer_intern_cache.next == writes ? id : 0;
+        }
     }
     return 0;
 }

@@ -163,8 +163,17 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
  * from an fstat of ours; and puts the thread's window back. An open costs
  * the app no syscall of ours when its fstat comes first. Called first
  * thing at the thread's next traced call (tracer_enter_slow), at its exit,
- * and from the fstat wrappers. interpose_file.c */
+ * from the fstat wrappers, and before a fork or a dup2 onto the descriptor.
+ * interpose_file.c */
 void tracer_open_settle(struct tracer_thread *t, const struct stat *st);
+
+/* tracer_open_settle when the thread's deferred open is descriptor `fd`
+ * (-1: whichever it is), unless we are inside the tracer already. */
+static inline void tracer_open_settle_if(struct tracer_thread *t, int fd, const struct stat *st)
+{
+    if (TRACER_UNLIKELY(t->open_pending.active) && (fd < 0 || t->open_pending.fd == fd) && !t->busy)
+        tracer_open_settle(t, st);
+}
 
 /* tracer_enter's fast test, shared with the leaf paths that skip it: the
  * thread claimed a ring in this generation, is not inside the tracer, the
