@@ -208,6 +208,7 @@ struct collector *collector_create(const struct collector_options *opt, char *er
     /* Per-thread CPU time without a syscall per event needs the BPF clock;
      * without it traced threads fall back (docs/cpu-time.md). */
     char why[200];
+    cpuclock_bpf_set_tsc_policy((enum cpuclock_tsc_policy)opt->ring_clock);
     if (cpuclock_bpf_load(why, sizeof why)) {
         c->cpu_clock_bpf = 1;
         c->tsc_recalibrated_ns = collector_clock(CLOCK_MONOTONIC);

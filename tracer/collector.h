@@ -19,6 +19,7 @@ struct collector_options {
     int start_disabled;   /* tracing starts switched off */
     uint32_t stack_depth; /* --stacks N */
     uint64_t max_bytes;   /* --max-size, per trace file; 0 = unbounded */
+    int ring_clock;       /* --ring-clock: enum cpuclock_tsc_policy (cpuclock_loader.h) */
     uint16_t db_ports[8];
     uint32_t ndb_ports;
     const char *db_socket_suffix;

@@ -21,6 +21,7 @@
 #include "collector.h"
 #include "cpu_kernels.h"
 #include "cpuclock.h"
+#include "cpuclock_loader.h"
 #include "shm_layout.h"
 
 static volatile sig_atomic_t record_forward_signal;
@@ -159,6 +160,9 @@ static const char record_common_help[] =
     "      --stacks N        record up to N (1-32) stack frames per non-CPU event\n"
     "      --off             start with tracing switched off (SIGUSR1 toggles)\n"
     "      --no-cpu-scores   do not run the CPU benchmark kernels (~0.6 s) first\n"
+    "      --ring-clock C    what times the records: auto (the TSC when the kernel\n"
+    "                        keeps time with it), tsc (also when it does not, if the\n"
+    "                        TSC is invariant), monotonic (clock_gettime)\n"
     "  -q, --quiet           no progress line\n";
 
 enum {
@@ -172,25 +176,28 @@ enum {
     OPT_STACKS,
     OPT_OFF,
     OPT_NAME,
-    OPT_NOCPU
+    OPT_NOCPU,
+    OPT_RINGCLOCK
 };
 
-static const struct option record_long_options[] = {{"output", required_argument, 0, 'o'},
-                                                    {"component", required_argument, 0, 'c'},
-                                                    {"only", required_argument, 0, OPT_ONLY},
-                                                    {"path-prefix", required_argument, 0, OPT_PATH},
-                                                    {"db-port", required_argument, 0, OPT_DBPORT},
-                                                    {"db-socket", required_argument, 0, OPT_DBSOCK},
-                                                    {"keep-query", no_argument, 0, OPT_KEEPQ},
-                                                    {"drop", no_argument, 0, OPT_DROP},
-                                                    {"max-size", required_argument, 0, OPT_MAXSIZE},
-                                                    {"stacks", required_argument, 0, OPT_STACKS},
-                                                    {"off", no_argument, 0, OPT_OFF},
-                                                    {"name", required_argument, 0, OPT_NAME},
-                                                    {"no-cpu-scores", no_argument, 0, OPT_NOCPU},
-                                                    {"quiet", no_argument, 0, 'q'},
-                                                    {"help", no_argument, 0, 'h'},
-                                                    {0, 0, 0, 0}};
+static const struct option record_long_options[] = {
+    {"output", required_argument, 0, 'o'},
+    {"component", required_argument, 0, 'c'},
+    {"only", required_argument, 0, OPT_ONLY},
+    {"path-prefix", required_argument, 0, OPT_PATH},
+    {"db-port", required_argument, 0, OPT_DBPORT},
+    {"db-socket", required_argument, 0, OPT_DBSOCK},
+    {"keep-query", no_argument, 0, OPT_KEEPQ},
+    {"drop", no_argument, 0, OPT_DROP},
+    {"max-size", required_argument, 0, OPT_MAXSIZE},
+    {"stacks", required_argument, 0, OPT_STACKS},
+    {"off", no_argument, 0, OPT_OFF},
+    {"name", required_argument, 0, OPT_NAME},
+    {"no-cpu-scores", no_argument, 0, OPT_NOCPU},
+    {"ring-clock", required_argument, 0, OPT_RINGCLOCK},
+    {"quiet", no_argument, 0, 'q'},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
 
 /* Parses the options both commands share; returns 0, 1 (help shown) or 2. */
 static int record_parse(int argc, char **argv, struct record_common *rc, const char **component,
@@ -276,6 +283,20 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
             break;
         case OPT_NOCPU:
             rc->no_cpu_scores = 1;
+            break;
+        case OPT_RINGCLOCK:
+            if (!strcmp(optarg, "auto")) {
+                rc->copt.ring_clock = CPUCLOCK_TSC_AUTO;
+            } else if (!strcmp(optarg, "tsc")) {
+                rc->copt.ring_clock = CPUCLOCK_TSC_FORCE;
+            } else if (!strcmp(optarg, "monotonic")) {
+                rc->copt.ring_clock = CPUCLOCK_TSC_NEVER;
+            } else {
+                fprintf(stderr,
+                        "preplay %s: --ring-clock takes auto, tsc or monotonic (got '%s')\n", cmd,
+                        optarg);
+                return 2;
+            }
             break;
         case OPT_NAME:
             if (!name)

@@ -19,6 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
+static enum cpuclock_tsc_policy cpuclock_bpf_tsc_policy = CPUCLOCK_TSC_AUTO;
+
+void cpuclock_bpf_set_tsc_policy(enum cpuclock_tsc_policy policy)
+{
+    cpuclock_bpf_tsc_policy = policy;
+}
+
 #ifdef PREPLAY_CPUCLOCK_HAVE_BPF
 #include <bpf/libbpf.h>
 
@@ -179,9 +186,19 @@ struct cpuclock_bpf *cpuclock_bpf_load(char *err, size_t errlen)
     header->pidns_ino = (uint64_t)pidns.st_ino;
     header->slot_count = CPUCLOCK_SLOT_COUNT;
     header->version = CPUCLOCK_VERSION;
-    /* the TSC times the traces only where the kernel trusts it as a clock */
+    /* the TSC times the traces only where the kernel trusts it as a clock,
+     * unless the policy says otherwise */
     cpuclock_bpf_tsc_why[0] = '\0';
-    if (cpuclock_tsc_kernel_uses_it(cpuclock_bpf_tsc_why, sizeof cpuclock_bpf_tsc_why)) {
+    int use_tsc = 0;
+    if (cpuclock_bpf_tsc_policy == CPUCLOCK_TSC_NEVER)
+        snprintf(cpuclock_bpf_tsc_why, sizeof cpuclock_bpf_tsc_why,
+                 "--ring-clock monotonic was asked for");
+    else if (cpuclock_tsc_kernel_uses_it(cpuclock_bpf_tsc_why, sizeof cpuclock_bpf_tsc_why))
+        use_tsc = 1;
+    else if (cpuclock_bpf_tsc_policy == CPUCLOCK_TSC_FORCE)
+        use_tsc = 1; /* the note on the kernel's clocksource is replaced below */
+    if (use_tsc) {
+        cpuclock_bpf_tsc_why[0] = '\0';
         if (cpuclock_tsc_calibrate(&header->tsc, 10000000u) == 0)
             header->flags |= CPUCLOCK_HEADER_TSC_VALID;
         else

@@ -21,6 +21,22 @@ extern "C" {
 
 struct cpuclock_bpf;
 
+/* Whether traced apps time their records with the TSC (the table's TSC
+ * block) or with clock_gettime. AUTO: the TSC when the kernel keeps time
+ * with it (its clocksource is "tsc"). TSC: also when the kernel uses
+ * another clocksource, if the CPU says the TSC is invariant (constant_tsc,
+ * nonstop_tsc) - for VMs booted on kvm-clock whose TSC is sound; the
+ * collector's recalibration still bounds and reports any drift or step.
+ * MONOTONIC: never the TSC. */
+enum cpuclock_tsc_policy {
+    CPUCLOCK_TSC_AUTO = 0,
+    CPUCLOCK_TSC_FORCE,
+    CPUCLOCK_TSC_NEVER,
+};
+
+/* The policy the next cpuclock_bpf_load applies (default AUTO). */
+void cpuclock_bpf_set_tsc_policy(enum cpuclock_tsc_policy policy);
+
 /* Loads and attaches the program, writes the table header (pid namespace, TSC
  * parameters calibrated here) and checks that the program really sees this
  * process's context switches (a short sleep must bump a claimed slot). Returns
