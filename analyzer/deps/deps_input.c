@@ -518,6 +518,8 @@ static int deps_input_fill(struct deps_input *in, uint32_t fi, uint64_t until)
         uint64_t key = deps_input_shift(ev.ts_ns, off);
         if (ev.type != TRACE_EV_CPU)
             key += ev.dur_ns;
+        if (!f->first_key)
+            f->first_key = key;
         if (key > f->max_key)
             f->max_key = key;
         else if (f->max_key - key > f->max_lag)
@@ -539,12 +541,20 @@ static int deps_input_fill(struct deps_input *in, uint32_t fi, uint64_t until)
  * it so far (the collector's drain rounds: a few ms), never below
  * DEPS_WINDOW_FLOOR_NS nor above the configured window. Holding the whole
  * configured window (200 ms of events, tens of MB at a busy server's
- * rate) would make every queued event a cache miss twice. */
+ * rate) would make every queued event a cache miss twice. Until the file
+ * has shown a whole window's span of events there is no "so far": the
+ * whole window is held. The first requests (whose start is the plan's
+ * origin) come then, and a slow recorder's (ASan, a loaded machine) first
+ * drain rounds lag by more than the floor: read with the floor, the first
+ * request of one tier came after a later one of the other, and the
+ * origin moved by 6 ms (analyze_sample). */
 #define DEPS_WINDOW_FLOOR_NS 20000000ull
 #define DEPS_WINDOW_LAG_FACTOR 4u
 
 static uint64_t deps_input_window(const struct deps_input *in, const struct deps_input_file *f)
 {
+    if (f->max_key - f->first_key < in->window_ns)
+        return in->window_ns;
     uint64_t w = f->max_lag * DEPS_WINDOW_LAG_FACTOR;
     if (w < DEPS_WINDOW_FLOOR_NS)
         w = DEPS_WINDOW_FLOOR_NS;

@@ -50,6 +50,7 @@ struct deps_input_file {
     const struct trace_header *hdr;
     uint32_t host; /* index into deps_input.hosts */
     int eof;
+    uint64_t first_key;    /* key of the first event read (0: none yet) */
     uint64_t max_key;      /* largest key read so far */
     uint64_t max_lag;      /* largest max_key - key of an event read (its disorder) */
     uint64_t bytes;        /* file size */
