@@ -327,8 +327,28 @@ last() { awk '{ print $NF }' <<<"$1"; } # the last of a list of values
 interval_verdict() { awk -v l="$1" -v h="$2" -v t="$3" 'BEGIN { print (h <= t) ? "PASS" : (l > t) ? "MISS" : "UNSURE" }'; }
 
 echo
-echo "== 2. nginx serving a 828-byte file on 127.0.0.1, wrk -t2 -c32, $wrk_reps pairs of ${wrk_seconds}s runs (untraced, traced), medians =="
-echo "(lost_% and the CPU added are per pair, then the median of the pairs and its distribution-free interval)"
+# One wrk run of the untraced (a) or traced (b) nginx: appends its
+# requests/s and CPU per request to the lists of the pairs.
+wrk_untraced() {
+  local t0 r
+  t0=$(cpu_ticks $workers_a)
+  r=$(run_wrk "$pa" "$wrk_seconds")
+  rps_a+=" ${r% *}"
+  cpu_a+=" $(us_per_request "$t0" "$(cpu_ticks $workers_a)" "${r#* }")"
+}
+wrk_traced() {
+  local t0 c0 r
+  t0=$(cpu_ticks $workers_b) c0=$(cpu_ticks "$pid_b")
+  r=$(run_wrk "$pb" "$wrk_seconds")
+  rps_b+=" ${r% *}"
+  cpu_b+=" $(us_per_request "$t0" "$(cpu_ticks $workers_b)" "${r#* }")"
+  cpu_c+=" $(us_per_request "$c0" "$(cpu_ticks "$pid_b")" "${r#* }")"
+  traced_requests=$((traced_requests + ${r#* }))
+}
+
+echo "== 2. nginx serving a 828-byte file on 127.0.0.1, wrk -t2 -c32, $wrk_reps pairs of ${wrk_seconds}s runs (untraced and traced, which goes first alternating), medians =="
+echo "(requests/s: the median of each side's runs; lost_% and the CPU added: per pair, then the median"
+echo " of the pairs and its distribution-free interval, so lost_% need not follow from the two medians)"
 printf '%-8s %12s %12s %7s %16s %6s %10s %10s %9s %9s %6s\n' workers untraced_rps traced_rps lost_% interval ok events bytes bytes/ev bytes/req ok
 for workers in $nginx_workers; do
   start_nginx "plain-$workers" "$workers"
@@ -345,17 +365,16 @@ for workers in $nginx_workers; do
   master_b=$(pgrep -P "$pid_b" | head -1)
   workers_b=$(pgrep -P "$master_b" | tr '\n' ' ')
   rps_a="" rps_b="" cpu_a="" cpu_b="" cpu_c="" lost_pairs="" added_w="" added_all=""
-  for _ in $(seq "$wrk_reps"); do
-    t0=$(cpu_ticks $workers_a)
-    r=$(run_wrk "$pa" "$wrk_seconds")
-    rps_a+=" ${r% *}"
-    cpu_a+=" $(us_per_request "$t0" "$(cpu_ticks $workers_a)" "${r#* }")"
-    t0=$(cpu_ticks $workers_b) c0=$(cpu_ticks "$pid_b")
-    r=$(run_wrk "$pb" "$wrk_seconds")
-    rps_b+=" ${r% *}"
-    cpu_b+=" $(us_per_request "$t0" "$(cpu_ticks $workers_b)" "${r#* }")"
-    cpu_c+=" $(us_per_request "$c0" "$(cpu_ticks "$pid_b")" "${r#* }")"
-    traced_requests=$((traced_requests + ${r#* }))
+  # A pair's order alternates: the run that goes second finds the machine
+  # warmer (or busier), and a fixed order would put that in every pair.
+  for pair in $(seq "$wrk_reps"); do
+    if [ $((pair % 2)) -eq 1 ]; then
+      wrk_untraced
+      wrk_traced
+    else
+      wrk_traced
+      wrk_untraced
+    fi
     ra=$(last "$rps_a") rb=$(last "$rps_b") wa=$(last "$cpu_a") wb=$(last "$cpu_b") wc=$(last "$cpu_c")
     lost_pairs+=" $(calc "100 * ($ra - $rb) / $ra" 3)"
     added_w+=" $(calc "100 * ($wb - $wa) / $wa" 3)"
