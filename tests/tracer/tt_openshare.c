@@ -25,34 +25,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void die(const char *what)
-{
-    perror(what);
-    exit(1);
-}
-
-/* Creates path with `size` bytes (raw syscalls: not traced). */
-static void make_file(const char *path, size_t size)
-{
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        die("create");
-    char buf[256];
-    memset(buf, 'q', sizeof buf);
-    for (size_t done = 0; done < size;) {
-        size_t n = size - done < sizeof buf ? size - done : sizeof buf;
-        if (syscall(SYS_write, fd, buf, n) != (long)n)
-            die("write");
-        done += n;
-    }
-    syscall(SYS_close, fd);
-}
+#include "tt_untraced_files.h"
 
 static void expect(const char *name, const char *path, int fd)
 {
     struct stat st;
     if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) != 0)
-        die("raw stat");
+        tt_die("raw stat");
     printf("{\"case\":\"%s\",\"path\":\"%s\",\"fd\":%d,\"dev\":%llu,\"ino\":%llu}\n", name, path,
            fd, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
     fflush(stdout);
@@ -76,16 +55,16 @@ static void *second_thread(void *arg)
     wait_step(1);
     int fd = atomic_load(&shared_fd);
     if (close(fd) != 0)
-        die("close in the second thread");
+        tt_die("close in the second thread");
     int fd2 = open(path_other, O_RDONLY); /* its record waits too */
     if (fd2 != fd)
-        die("open on the reused descriptor");
+        tt_die("open on the reused descriptor");
     atomic_store(&other_fd, fd2);
     atomic_store(&step, 2);
     wait_step(3);
     struct stat st;
     if (fstat(fd2, &st) != 0)
-        die("fstat in the second thread");
+        tt_die("fstat in the second thread");
     close(fd2);
     return NULL;
 }
@@ -102,19 +81,19 @@ int main(int argc, char **argv)
     snprintf(p_dup2, sizeof p_dup2, "%s/dup2.dat", argv[1]);
     snprintf(p_hidden, sizeof p_hidden, "%s/hidden.dat", argv[1]);
     snprintf(p_fork, sizeof p_fork, "%s/fork.dat", argv[1]);
-    make_file(path_reused, 1000);
-    make_file(path_other, 2000);
-    make_file(p_dup2, 3000);
-    make_file(p_hidden, 4000);
-    make_file(p_fork, 5000);
+    tt_make_file(path_reused, 1000, 'q');
+    tt_make_file(path_other, 2000, 'q');
+    tt_make_file(p_dup2, 3000, 'q');
+    tt_make_file(p_hidden, 4000, 'q');
+    tt_make_file(p_fork, 5000, 'q');
 
     /* reused */
     pthread_t thread;
     if (pthread_create(&thread, NULL, second_thread, NULL) != 0)
-        die("pthread_create");
+        tt_die("pthread_create");
     int fd = open(path_reused, O_RDONLY);
     if (fd < 0)
-        die("open reused");
+        tt_die("open reused");
     atomic_store(&shared_fd, fd);
     atomic_store(&step, 1);
     wait_step(2);
@@ -126,30 +105,30 @@ int main(int argc, char **argv)
     /* dup2 onto the descriptor before any other call */
     fd = open(p_dup2, O_RDONLY);
     if (fd < 0 || dup2(0, fd) != fd)
-        die("open+dup2");
+        tt_die("open+dup2");
     expect("dup2", p_dup2, fd);
     close(fd);
 
     /* hidden close */
     fd = open(p_hidden, O_RDONLY);
     if (fd < 0 || syscall(SYS_close, fd) != 0)
-        die("open+raw close");
+        tt_die("open+raw close");
     expect("hidden", p_hidden, fd);
 
     /* fork right after the open: the child closes the descriptor */
     fd = open(p_fork, O_RDONLY);
     if (fd < 0)
-        die("open fork");
+        tt_die("open fork");
     pid_t child = fork();
     if (child < 0)
-        die("fork");
+        tt_die("fork");
     if (child == 0) {
         close(fd);
         _exit(0);
     }
     int status;
     if (waitpid(child, &status, 0) != child || status != 0)
-        die("child");
+        tt_die("child");
     expect("fork", p_fork, fd);
     close(fd);
     return 0;

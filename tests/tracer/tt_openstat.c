@@ -16,28 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void die(const char *what)
-{
-    perror(what);
-    exit(1);
-}
-
-/* Creates path with `size` bytes (raw syscalls: not traced). */
-static void make_file(const char *path, size_t size)
-{
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        die("create");
-    char buf[256];
-    memset(buf, 'z', sizeof buf);
-    for (size_t done = 0; done < size;) {
-        size_t n = size - done < sizeof buf ? size - done : sizeof buf;
-        if (syscall(SYS_write, fd, buf, n) != (long)n)
-            die("write");
-        done += n;
-    }
-    syscall(SYS_close, fd);
-}
+#include "tt_untraced_files.h"
 
 /* The truth is read by path, not from the descriptor: the test counts the
  * stat calls made on each descriptor, which must be the app's alone. */
@@ -45,7 +24,7 @@ static void expect(const char *path, int fd, long long size_at_open, int recorde
 {
     struct stat st;
     if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) != 0)
-        die("raw stat");
+        tt_die("raw stat");
     printf("{\"path\":\"%s\",\"fd\":%d,\"dev\":%llu,\"ino\":%llu,\"file_size\":%lld,"
            "\"recorded\":%d}\n",
            path, fd, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, size_at_open,
@@ -64,30 +43,30 @@ int main(int argc, char **argv)
                             "dup.dat",   "exit.dat",    "statx.dat"};
     for (int i = 0; i < 7; i++)
         snprintf(p[i], sizeof p[i], "%s/%s", argv[1], names[i]);
-    make_file(p[0], 1000);
-    make_file(p[1], 2000);
-    make_file(p[2], 3000);
+    tt_make_file(p[0], 1000, 'z');
+    tt_make_file(p[1], 2000, 'z');
+    tt_make_file(p[2], 3000, 'z');
     if (mkdir(p[3], 0755) != 0)
-        die("mkdir");
-    make_file(p[4], 4000);
-    make_file(p[5], 5000);
-    make_file(p[6], 6000);
+        tt_die("mkdir");
+    tt_make_file(p[4], 4000, 'z');
+    tt_make_file(p[5], 5000, 'z');
+    tt_make_file(p[6], 6000, 'z');
     char buf[64];
     struct stat st;
 
     /* 1. open, the app's fstat, read, close */
     int fd = open(p[0], O_RDONLY);
     if (fd < 0 || fstat(fd, &st) != 0 || st.st_size != 1000)
-        die("open+fstat");
+        tt_die("open+fstat");
     expect(p[0], fd, 1000, 1);
     if (read(fd, buf, sizeof buf) != (ssize_t)sizeof buf)
-        die("read");
+        tt_die("read");
     close(fd);
 
     /* 2. fstatat(fd, "", AT_EMPTY_PATH) */
     fd = openat(AT_FDCWD, p[1], O_RDONLY);
     if (fd < 0 || fstatat(fd, "", &st, AT_EMPTY_PATH) != 0 || st.st_size != 2000)
-        die("openat+fstatat");
+        tt_die("openat+fstatat");
     expect(p[1], fd, 2000, 1);
     close(fd);
 
@@ -96,23 +75,23 @@ int main(int argc, char **argv)
     struct statx stx;
     if (fd < 0 || statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) != 0 ||
         stx.stx_size != 6000)
-        die("open+statx");
+        tt_die("open+statx");
     expect(p[6], fd, 6000, 1);
     close(fd);
 
     /* 3. O_TRUNC and a write, no fstat: the tracer asks at the write */
     fd = open(p[2], O_WRONLY | O_TRUNC);
     if (fd < 0)
-        die("open trunc");
+        tt_die("open trunc");
     if (write(fd, buf, 10) != 10)
-        die("write");
+        tt_die("write");
     expect(p[2], fd, 0, 1);
     close(fd);
 
     /* 4. a directory: no OPEN record */
     fd = open(p[3], O_RDONLY | O_DIRECTORY);
     if (fd < 0 || fstat(fd, &st) != 0)
-        die("open dir");
+        tt_die("open dir");
     expect(p[3], fd, 0, 0);
     close(fd);
 
@@ -120,7 +99,7 @@ int main(int argc, char **argv)
     fd = open(p[4], O_RDONLY);
     int fd2 = fd >= 0 ? dup(fd) : -1;
     if (fd2 < 0 || fstat(fd, &st) != 0)
-        die("open+dup");
+        tt_die("open+dup");
     expect(p[4], fd, 4000, 1);
     close(fd2);
     close(fd);
@@ -132,6 +111,6 @@ int main(int argc, char **argv)
     expect(p[5], lowest, 5000, 1);
     fd = open(p[5], O_RDONLY);
     if (fd != lowest)
-        die("open last");
+        tt_die("open last");
     exit(0);
 }
