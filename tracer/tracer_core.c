@@ -590,9 +590,7 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t event
     }
     unsigned char *rec = r->data + pos;
     struct tracer_record_header *h = (struct tracer_record_header *)rec;
-    h->size = (uint32_t)need;
-    h->kind = TRACER_REC_EVENT;
-    h->cpu_before_ns = cpu_slot ? *cpu_slot : 0;
+    tracer_record_header_set(h, (uint32_t)need, TRACER_REC_EVENT, cpu_slot ? *cpu_slot : 0);
     if (cpu_slot)
         *cpu_slot = 0;
     *size = (uint32_t)need;

@@ -327,6 +327,16 @@ static inline void *tracer_reserve_fast_at(struct tracer_thread *t, uint32_t nee
     return r->data + (h & (TRACER_RING_DATA_BYTES - 1));
 }
 
+/* Writes a record's header: its size, `kind`, and `cpu` (ring clock
+ * before the event). */
+static inline __attribute__((always_inline)) void
+tracer_record_header_set(struct tracer_record_header *h, uint32_t need, uint32_t kind, uint64_t cpu)
+{
+    h->size = need;
+    h->kind = kind;
+    h->cpu_before_ns = cpu;
+}
+
 /* The start every inline fast path shares: sets the busy mark, reserves a
  * record of `need` bytes (a multiple of 8) with tracer_reserve_fast_at and
  * writes its header: size, `kind`, `cpu` (ring clock before the event). The
@@ -343,9 +353,7 @@ tracer_record_reserve_fast(struct tracer_thread *t, uint32_t need, uint32_t kind
         tracer_busy_clear(t);
         return NULL;
     }
-    h->size = need;
-    h->kind = kind;
-    h->cpu_before_ns = cpu;
+    tracer_record_header_set(h, need, kind, cpu);
     return h;
 }
 
@@ -369,7 +377,9 @@ static inline void tracer_publish(struct tracer_thread *t, uint64_t end)
  * not zero-filled, carrying pending_cpu; to be committed with
  * tracer_commit. When the record fits at once (the common case) it is
  * reserved inline, with tracer_reserve_fast_at; else the general path
- * waits, pads or drops (tracer_reserve_uninit). NULL: no ring, or dropped. */
+ * waits, pads or drops (tracer_reserve_uninit). NULL: no ring, or dropped.
+ * Not tracer_record_reserve_fast: callers may hold the busy mark already
+ * (tracer_open_settle), so the mark is nested here, not set and cleared. */
 static inline __attribute__((always_inline)) struct trace_event *
 tracer_event_reserve(struct tracer_thread *t, size_t bytes)
 {
@@ -379,9 +389,7 @@ tracer_event_reserve(struct tracer_thread *t, size_t bytes)
         tracer_busy_enter(t); /* tracer_commit leaves */
         struct tracer_record_header *h = tracer_reserve_fast_at(t, need, &head);
         if (TRACER_LIKELY(h != NULL)) {
-            h->size = need;
-            h->kind = TRACER_REC_EVENT;
-            h->cpu_before_ns = t->pending_cpu;
+            tracer_record_header_set(h, need, TRACER_REC_EVENT, t->pending_cpu);
             t->pending_cpu = 0;
             t->pending_size = need;
             return (struct trace_event *)(h + 1);
