@@ -107,14 +107,14 @@ static const char *tracer_resolve_at(int dirfd, const char *path, char *out, siz
     return out;
 }
 
-/* The OPEN record of `fd` (or of an open that failed with `err`), with
- * the file's identity and size from `f` when known. */
-static void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_t path_id,
-                               int flags, const struct tracer_fd *f, uint64_t begin, uint64_t end)
+void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_t path_id, int flags,
+                        const struct tracer_fd *f, uint16_t event_flags, uint64_t begin,
+                        uint64_t end)
 {
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_OPEN, begin, end);
     if (!ev)
         return;
+    ev->flags |= event_flags;
     ev->u.file.fd = fd;
     ev->u.file.path_id = path_id;
     ev->u.file.open_flags = (uint32_t)flags;
@@ -187,7 +187,7 @@ void tracer_open_settle(struct tracer_thread *t, const struct stat *st)
          * record says where it was opened, without identity */
         if (!f || f->kind == TRACER_FD_FILE) {
             t->pending_cpu = p.cpu;
-            tracer_open_record(t, p.fd, 0, p.path_id, (int)p.open_flags, f, p.begin, p.end);
+            tracer_open_record(t, p.fd, 0, p.path_id, (int)p.open_flags, f, 0, p.begin, p.end);
             t->pending_cpu = 0;
             t->recorded = 0;
         }
@@ -214,7 +214,7 @@ static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, i
             f->size = 0;
     }
     if (!filtered && (!f || f->kind == TRACER_FD_FILE))
-        tracer_open_record(t, fd, err, path_id, flags, f, begin, end);
+        tracer_open_record(t, fd, err, path_id, flags, f, 0, begin, end);
     tracer_event_end(t, end);
     return fd;
 }

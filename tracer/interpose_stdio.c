@@ -260,24 +260,8 @@ static void stdio_opened(struct tracer_thread *t, FILE *f, const char *path, con
         e->size = 0;
     if (e && e->kind == TRACER_FD_FILE && mode && mode[0] == 'a')
         e->offset = (int64_t)e->size;
-    if (!filtered && path && (!e || e->kind == TRACER_FD_FILE)) {
-        struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_OPEN, begin, end);
-        if (ev) {
-            ev->flags |= TRACE_F_STDIO;
-            ev->u.file.fd = fd;
-            ev->u.file.path_id = path_id;
-            ev->u.file.offset = -1;
-            ev->u.file.result = fd >= 0 ? fd : -err;
-            if (fd < 0)
-                ev->flags |= TRACE_F_ERROR;
-            if (e) {
-                ev->u.file.dev = e->dev;
-                ev->u.file.ino = e->ino;
-                ev->u.file.file_size = e->size;
-            }
-            tracer_commit(t);
-        }
-    }
+    if (!filtered && path && (!e || e->kind == TRACER_FD_FILE))
+        tracer_open_record(t, fd, err, path_id, 0, e, TRACE_F_STDIO, begin, end);
     tracer_event_end(t, end);
 }
 

@@ -172,6 +172,13 @@ uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f
 void tracer_conn_lifecycle(struct tracer_thread *t, int fd, uint64_t conn_id, uint8_t proto,
                            uint8_t op, int64_t result, uint64_t begin_ns, uint64_t end_ns);
 
+/* The OPEN record of `fd` (or of an open that failed with `err`), with
+ * the file's identity and size from `f` when known; `event_flags` adds to
+ * the record's flags (TRACE_F_STDIO for fopen). interpose_file.c */
+void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_t path_id, int flags,
+                        const struct tracer_fd *f, uint16_t event_flags, uint64_t begin,
+                        uint64_t end);
+
 /* A record with no data (fsync, close, ...) on a descriptor. */
 void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
                         int64_t result, uint64_t begin_ns, uint64_t end_ns);
