@@ -197,15 +197,16 @@ echo " then a pause, the ring never fills: the app-side cost alone, median over 
 echo " calls per run, x_ours = their added ns / our sustained added ns. Round-trip target: 4 x 50 ns.)"
 echo "trace of the write loop: $write_events events, $write_bytes bytes on disk, $(calc "$write_bytes / $write_events" 2) bytes/event"
 
-# Sanity (the smoke test's assertions): every value measured, the tracer
-# costs something, strace costs more than nothing.
+# Sanity (the smoke test's assertions): every value measured, strace costs
+# more than nothing. That the tracer was loaded is check_trace's (every
+# traced run's trace holds its calls), not a sign of our added ns: with a
+# 200 ns write and a ~30 ns tracer, the quick run's 3 x 20000 calls on a
+# shared machine measured -48.7 ns once (2026-11-25).
 for m in "${loop_modes[@]}"; do
   for v in "${base[$m]}" "${sust_add[$m]}" "${brst_add[$m]}" "${stra_add[$m]}" "${ltra_add[$m]}"; do
     [[ $v =~ ^-?[0-9]+(\.[0-9]+)?$ ]] || fail "loop $m: a median is missing or not a number ('$v')"
   done
 done
-awk -v s="${sust_add[write]}" 'BEGIN { exit !(s > 0) }' ||
-  fail "traced write adds ${sust_add[write]} ns over untraced: is the tracer loaded?"
 awk -v s="${stra_add[write]}" 'BEGIN { exit !(s > 0) }' ||
   fail "strace'd write adds ${stra_add[write]} ns over untraced"
 
