@@ -285,6 +285,8 @@ static int tracer_http_method(const char *s, size_t n)
 {
     static const char *const methods[] = {"GET ",     "POST ",  "PUT ",   "DELETE ", "HEAD ",
                                           "OPTIONS ", "PATCH ", "TRACE ", "CONNECT "};
+    if (n >= 4 && !memcmp(s, "GET ", 4))
+        return 1; /* most requests: one 4-byte compare, no call */
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         size_t ml = strlen(methods[i]);
         if (n >= ml ? !memcmp(s, methods[i], ml) : !memcmp(s, methods[i], n))
@@ -293,42 +295,66 @@ static int tracer_http_method(const char *s, size_t n)
     return 0;
 }
 
+enum { TRACER_LABEL_MORE = 0, TRACER_LABEL_NOT_HTTP = -1 };
+
+/* The label of the request line at the start of s[0..n): the length of
+ * "METHOD /target" (the target ends at a space or CR; up to its '?' unless
+ * keep_query), TRACER_LABEL_MORE when the line may still be arriving (n <
+ * cap), or TRACER_LABEL_NOT_HTTP. */
+static long tracer_http_label(const char *s, size_t n, size_t cap, int keep_query)
+{
+    if (!tracer_http_method(s, n))
+        return TRACER_LABEL_NOT_HTTP;
+    const char *sp1 = memchr(s, ' ', n);
+    if (!sp1)
+        return TRACER_LABEL_MORE; /* the method itself is still arriving */
+    const char *target = sp1 + 1, *end = memchr(target, ' ', (size_t)(s + n - target));
+    const char *cr = memchr(target, '\r', (size_t)((end ? end : s + n) - target));
+    if (cr)
+        end = cr; /* no HTTP version: "GET /path\r\n" */
+    if (!end) {
+        if (n < cap)
+            return TRACER_LABEL_MORE;
+        end = s + n; /* a very long target: what fits */
+    }
+    const char *query = keep_query ? NULL : memchr(target, '?', (size_t)(end - target));
+    return (long)((query ? query : end) - s);
+}
+
 /* Collects the request line of an HTTP request arriving on an accepted
  * connection and emits a LABEL "METHOD /path" (query string dropped unless
- * keep_query). Gives up on connections that do not speak HTTP. */
+ * keep_query). A line that arrives whole in the call's first buffer (the
+ * usual case) is read where it is; one that arrives in pieces is gathered
+ * in the descriptor's label_buf. Gives up on connections that do not speak
+ * HTTP. */
 static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
                                   const struct tracer_io *io)
 {
     char *buf = f->label_buf;
     size_t cap = sizeof f->label_buf - 1;
-    size_t have = f->label_len;
-    have += tracer_iov_peek(io->iov, io->iovcnt, (size_t)io->result, buf + have, cap - have);
-    f->label_len = (uint8_t)have;
-    if (!tracer_http_method(buf, have)) {
-        f->flags &= (uint8_t)~TRACER_FDF_EXPECT_REQ; /* not HTTP: stop looking */
-        f->label_len = 0;
-        return;
+    int keep_query = tracer_global.control->keep_query;
+    const char *line = buf;
+    long len = TRACER_LABEL_MORE;
+    if (f->label_len == 0 && io->iovcnt > 0) {
+        size_t n =
+            io->iov[0].iov_len < (size_t)io->result ? io->iov[0].iov_len : (size_t)io->result;
+        line = io->iov[0].iov_base;
+        len = tracer_http_label(line, n < cap ? n : cap, cap, keep_query);
     }
-    char *sp1 = memchr(buf, ' ', have);
-    char *end = sp1 ? memchr(sp1 + 1, ' ', have - (size_t)(sp1 + 1 - buf)) : NULL;
-    if (!end) {
-        char *nl = sp1 ? memchr(sp1, '\r', have - (size_t)(sp1 - buf)) : NULL;
-        if (nl)
-            end = nl;
-        else if (have < cap)
+    if (len == TRACER_LABEL_MORE) {
+        size_t have = f->label_len;
+        have += tracer_iov_peek(io->iov, io->iovcnt, (size_t)io->result, buf + have, cap - have);
+        f->label_len = (uint8_t)have;
+        line = buf;
+        len = tracer_http_label(buf, have, cap, keep_query);
+        if (len == TRACER_LABEL_MORE)
             return; /* wait for more bytes */
-        else
-            end = buf + have; /* very long target: keep what fits */
     }
-    size_t len = (size_t)(end - buf);
-    if (!tracer_global.control->keep_query) {
-        char *q = memchr(sp1, '?', (size_t)(end - sp1));
-        if (q)
-            len = (size_t)(q - buf);
-    }
-    uint32_t id = tracer_intern(buf, len);
     f->flags &= (uint8_t)~TRACER_FDF_EXPECT_REQ;
     f->label_len = 0;
+    if (len == TRACER_LABEL_NOT_HTTP)
+        return; /* not HTTP: stop looking */
+    uint32_t id = tracer_intern(line, (size_t)len);
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_LABEL, 0, io->begin_ns, io->begin_ns);
     if (!ev)
         return;
@@ -373,6 +399,12 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
                                                   a new request */
             f->label_len = 0;
         }
+        /* the request line is parsed and the identity written: what is
+         * left is the record tracer_io_fast writes (as for sendfile's
+         * socket side), which moves the CPU mark itself */
+        if (!io->event_flags && tracer_io_fast(t, io->fd, io->dir, -1, io->size, io->result,
+                                               io->msg_flags, io->nmsgs, io->begin_ns, io->end_ns))
+            return;
         struct trace_event *ev = tracer_event_new(
             t, TRACE_EV_NET, io->dir == TRACER_IO_OUT ? TRACE_NET_SEND : TRACE_NET_RECV,
             io->begin_ns, io->end_ns);
@@ -396,6 +428,12 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
     if (!(tracer_global.only_mask & TRACER_ONLY_FILE))
         return;
     if (tracer_path_filtered(f))
+        return;
+    /* a descriptor classified since the caller's own try (its first
+     * transfer), or a caller with no inline try (sendfile, stdio) */
+    if (!io->event_flags &&
+        tracer_io_fast(t, io->fd, io->dir, io->explicit_offset, io->size, io->result, io->msg_flags,
+                       io->nmsgs, io->begin_ns, io->end_ns))
         return;
     struct trace_event *ev = tracer_event_new(
         t, TRACE_EV_FILE,
