@@ -98,19 +98,27 @@ static void tracer_fd_unlink(int fd, struct tracer_fd *f)
     f->dup_next_plus1 = 0;
 }
 
+/* The entry after `p` in the ring of descriptors sharing f's open file
+ * description (start with p = f), or NULL when the walk is back at f, meets
+ * a broken link, or has taken TRACER_FD_RING_STEPS steps (`steps` counts). */
+static struct tracer_fd *tracer_fd_ring_next(const struct tracer_fd *f, const struct tracer_fd *p,
+                                             int *steps)
+{
+    int cur = p->dup_next_plus1 - 1;
+    if (cur < 0 || cur == (int)(f - tracer_fds) || ++*steps > TRACER_FD_RING_STEPS)
+        return NULL;
+    struct tracer_fd *next = tracer_fd_get(cur);
+    return next && next->dup_next_plus1 ? next : NULL;
+}
+
 void tracer_fd_sync_shared(struct tracer_fd *f)
 {
     if (TRACER_LIKELY(!f->dup_next_plus1))
         return;
-    int self = (int)(f - tracer_fds);
-    int cur = f->dup_next_plus1 - 1;
-    for (int steps = 0; cur != self && steps < TRACER_FD_RING_STEPS; steps++) {
-        struct tracer_fd *p = tracer_fd_get(cur);
-        if (!p || !p->dup_next_plus1)
-            break;
+    int steps = 0;
+    for (struct tracer_fd *p = f; (p = tracer_fd_ring_next(f, p, &steps)) != NULL;) {
         p->offset = f->offset;
         p->size = f->size;
-        cur = p->dup_next_plus1 - 1;
     }
 }
 
@@ -153,12 +161,8 @@ struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc
     if (trunc && f->kind == TRACER_FD_FILE)
         f->size = 0;
     /* descriptors dup'd from it meanwhile were copied unclassified */
-    int self = fd;
-    int cur = f->dup_next_plus1 - 1;
-    for (int steps = 0; cur >= 0 && cur != self && steps < TRACER_FD_RING_STEPS; steps++) {
-        struct tracer_fd *p = tracer_fd_get(cur);
-        if (!p || !p->dup_next_plus1)
-            break;
+    int steps = 0;
+    for (struct tracer_fd *p = f; (p = tracer_fd_ring_next(f, p, &steps)) != NULL;) {
         if (p->kind == TRACER_FD_UNKNOWN) {
             p->kind = f->kind;
             p->dev = f->dev;
@@ -166,7 +170,6 @@ struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc
             p->size = f->size;
             p->offset = f->offset;
         }
-        cur = p->dup_next_plus1 - 1;
     }
     return f;
 }
