@@ -66,6 +66,17 @@ struct collector_process {
  * reach the trace within it). */
 #define COLLECTOR_BUSY_NAP_NS 10000000ull
 
+/* The TSC conversion's recalibrations: the first comes 10 ms after the
+ * loader's 10 ms calibration, then each interval doubles up to once a
+ * second. The rate is re-estimated over the whole span since the first
+ * calibration, so its error shrinks as the span grows; until the span is
+ * long, a one-second interval would let a pair's jitter turn into a large
+ * offset (a 10 ms span and 50 ns of jitter: 5 ppm, 5 us after a second;
+ * docs/cpu-time.md has the measurement). Doubling keeps each offset about
+ * one pair's jitter. */
+#define COLLECTOR_TSC_RECAL_FIRST_NS 10000000ull
+#define COLLECTOR_TSC_RECAL_NS 1000000000ull
+
 struct collector {
     struct collector_options opt;
     char out_dir[4096];
@@ -98,6 +109,7 @@ struct collector {
     int waker_watches_all;
     int write_failed_pending; /* a trace write failed since the last collector_poll */
     uint64_t tsc_recalibrated_ns;
+    uint64_t tsc_recal_interval_ns; /* to the next recalibration (COLLECTOR_TSC_RECAL_*) */
     /* Every TSC conversion published (at load, then at each recalibration):
      * rings in TSC ring clock convert with the one in force when a value
      * was taken, as the app would have converted it. */
@@ -212,6 +224,7 @@ struct collector *collector_create(const struct collector_options *opt, char *er
     if (cpuclock_bpf_load(why, sizeof why)) {
         c->cpu_clock_bpf = 1;
         c->tsc_recalibrated_ns = collector_clock(CLOCK_MONOTONIC);
+        c->tsc_recal_interval_ns = COLLECTOR_TSC_RECAL_FIRST_NS;
         collector_note_tsc(c);
     } else {
         snprintf(c->cpu_clock_note, sizeof c->cpu_clock_note, "%s", why);
@@ -873,6 +886,12 @@ int collector_poll(struct collector *c, int timeout_ms)
         if (due < wait_ns)
             wait_ns = due;
     }
+    if (c->cpu_clock_bpf) { /* wake for the next recalibration */
+        uint64_t since = now - c->tsc_recalibrated_ns;
+        uint64_t due = since < c->tsc_recal_interval_ns ? c->tsc_recal_interval_ns - since : 0;
+        if (due < wait_ns)
+            wait_ns = due;
+    }
     size_t npoll = collector_poll_set(c);
     struct timespec nap = {.tv_sec = (time_t)(wait_ns / 1000000000u),
                            .tv_nsec = (long)(wait_ns % 1000000000u)};
@@ -911,13 +930,17 @@ int collector_poll(struct collector *c, int timeout_ms)
         c->drained_records = 0;
         c->ring_pressure = 0;
     }
-    if (c->cpu_clock_bpf && round_start - c->tsc_recalibrated_ns > 1000000000ull) {
-        /* keep the shared TSC conversion on CLOCK_MONOTONIC (NTP slews it) */
+    if (c->cpu_clock_bpf && round_start - c->tsc_recalibrated_ns >= c->tsc_recal_interval_ns) {
+        /* keep the shared TSC conversion on CLOCK_MONOTONIC (NTP slews it);
+         * the offset found is slewed away over the interval to the next */
+        c->tsc_recal_interval_ns = c->tsc_recal_interval_ns * 2 < COLLECTOR_TSC_RECAL_NS
+                                       ? c->tsc_recal_interval_ns * 2
+                                       : COLLECTOR_TSC_RECAL_NS;
         struct cpuclock_table *t = cpuclock_bpf_table();
         /* only a block the loader calibrated (else apps do not use it, and
          * recalibrating would calibrate it from scratch: a 10 ms busy wait) */
         if (t && (t->header->flags & CPUCLOCK_HEADER_TSC_VALID) &&
-            cpuclock_tsc_recalibrate(&t->header->tsc, 1000000000ull) == 0) {
+            cpuclock_tsc_recalibrate(&t->header->tsc, c->tsc_recal_interval_ns) == 0) {
             uint64_t off =
                 atomic_load_explicit(&t->header->tsc.last_offset_error_ns, memory_order_relaxed);
             if (off > CPUCLOCK_TSC_STEP_NS) {
