@@ -19,8 +19,13 @@ run_mode() { # name loadgen-args...
     local d=$work/$name
     mkdir -p "$d"
     # --no-cpu-scores: the CPU kernels (~1.5 s per tier, ~7 s under ASan)
-    # are not what this test checks (tests/replayer/test_calibrate_cli.sh is)
-    PREFIX="$bin record --no-cpu-scores -o $d/trace/{tier} -c {tier} --" \
+    # are not what this test checks (tests/replayer/test_calibrate_cli.sh is).
+    # --ring-clock monotonic: check-blocks compares block bounds with the
+    # side logs' clock_gettime to the nanosecond (a receive's end is often
+    # <1 us before the app's clock read), so the trace must be timed with
+    # that clock, not with the TSC conversion (within ~0.1 us of it,
+    # docs/cpu-time.md; tracer_cpu and test_cpuclock cover the TSC)
+    PREFIX="$bin record --no-cpu-scores --ring-clock monotonic -o $d/trace/{tier} -c {tier} --" \
         timeout 120 "$src/tests/apps/run-sample.sh" --dir "$d/run" --keep --timeout 60 -- \
         sh -c "\$SAMPLE_BIN_DIR/loadgen --port \$SAMPLE_PORT $* --csv \$SAMPLE_DIR/load.csv --quiet" \
         >"$d/run.out" 2>&1 || { cat "$d/run.out"; fail "$name: sample app run failed"; }
