@@ -17,6 +17,12 @@
  * which preemptions on a loaded machine barely move.
  *   bench_tracer_loops collector THREADS ITERS
  *   bench_tracer_loops fidelity THREADS CPUS MILLISECONDS
+ *   bench_tracer_loops clock MILLISECONDS GAP_US BUSY_THREADS OUT
+ *
+ * clock: for MILLISECONDS, a 1-byte write to /dev/null every GAP_US, and
+ * right after each one the thread's CLOCK_MONOTONIC, one line per write in
+ * OUT, while BUSY_THREADS spin (the collector's clock reads then compete for
+ * the cores): the script compares each with the write's end in the trace.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -398,6 +404,55 @@ static int bench_fidelity(int argc, char **argv)
     return 0;
 }
 
+static void *bench_clock_spinner(void *arg)
+{
+    const uint64_t *deadline = arg;
+    uint64_t x = 0;
+    while (bench_clock_ns(CLOCK_MONOTONIC) < *deadline)
+        for (int i = 0; i < 100000; i++)
+            x += (uint64_t)i * 2654435761u;
+    bench_sink += x;
+    return NULL;
+}
+
+static int bench_clock(int argc, char **argv)
+{
+    if (argc < 6) {
+        fprintf(stderr, "usage: bench_tracer_loops clock MILLISECONDS GAP_US BUSY_THREADS OUT\n");
+        return 2;
+    }
+    long ms = bench_parse(argv[2], "MILLISECONDS", 1, 600000);
+    long gap_us = bench_parse(argv[3], "GAP_US", 1, 1000000);
+    long nbusy = bench_parse(argv[4], "BUSY_THREADS", 0, BENCH_MAX_THREADS);
+    FILE *out = fopen(argv[5], "w");
+    if (!out)
+        bench_die(argv[5]);
+    int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (devnull < 0)
+        bench_die("open /dev/null");
+    uint64_t deadline = bench_clock_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000u;
+    pthread_t busy[BENCH_MAX_THREADS];
+    for (long i = 0; i < nbusy; i++)
+        if (pthread_create(&busy[i], NULL, bench_clock_spinner, &deadline) != 0)
+            bench_die("pthread_create");
+    struct timespec gap = {.tv_sec = gap_us / 1000000, .tv_nsec = (gap_us % 1000000) * 1000};
+    long writes = 0;
+    for (uint64_t now = 0; now < deadline; writes++) {
+        if (write(devnull, "x", 1) != 1)
+            bench_die("write /dev/null");
+        now = bench_clock_ns(CLOCK_MONOTONIC);
+        fprintf(out, "%llu\n", (unsigned long long)now);
+        nanosleep(&gap, NULL);
+    }
+    for (long i = 0; i < nbusy; i++)
+        pthread_join(busy[i], NULL);
+    if (fclose(out) != 0)
+        bench_die(argv[5]);
+    close(devnull);
+    printf("writes=%ld\n", writes);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "loop"))
@@ -406,6 +461,9 @@ int main(int argc, char **argv)
         return bench_collector(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "fidelity"))
         return bench_fidelity(argc, argv);
-    fprintf(stderr, "usage: bench_tracer_loops loop|collector|fidelity ... (see the source)\n");
+    if (argc >= 2 && !strcmp(argv[1], "clock"))
+        return bench_clock(argc, argv);
+    fprintf(stderr,
+            "usage: bench_tracer_loops loop|collector|fidelity|clock ... (see the source)\n");
     return 2;
 }

@@ -13,7 +13,10 @@
 #      distribution-free interval, trace bytes per event/request;
 #   3. events/s the collector drains+encodes+compresses per second of its CPU;
 #   4. CPU-time fidelity: 4 busy threads on 2 cores, trace vs the threads'
-#      CLOCK_THREAD_CPUTIME_ID.
+#      CLOCK_THREAD_CPUTIME_ID;
+#   5. event times: a write's end in the trace vs the app's CLOCK_MONOTONIC
+#      read right after it, with busy threads on both cores (the TSC
+#      conversion's offset, docs/cpu-time.md).
 # Targets are printed as PASS/MISS and never fail the script: it fails only
 # when it cannot measure (a tool missing, a program failing, an empty
 # trace), with a one-line reason. --quick (or PREPLAY_BENCH_TRACER_MODE=quick,
@@ -54,19 +57,19 @@ if [ "$mode" = quick ]; then
   burst_iters=20000 burst_runs=3 burst=1000
   strace_iters=2000 strace_runs=3 ltrace_iters=200 ltrace_runs=3
   wrk_seconds=2 wrk_reps=1 nginx_workers="1"
-  coll_threads=2 coll_iters=100000 fid_ms=1000
+  coll_threads=2 coll_iters=100000 fid_ms=1000 clock_ms=1000
   if [ "${PREPLAY_SANITIZE:-0}" = 1 ]; then
     # the ASan build's collector is ~10x slower: this run checks that every
     # part of the benchmark works, its numbers mean nothing there
     loop_iters=2000 pp_iters=500 burst_iters=2000 strace_iters=500 ltrace_iters=50
-    wrk_seconds=1 coll_iters=20000 fid_ms=300
+    wrk_seconds=1 coll_iters=20000 fid_ms=300 clock_ms=500
   fi
 else
   loop_reps=7 loop_iters=200000 loop_runs=5 pp_iters=20000
   burst_iters=50000 burst_runs=5 burst=1000
   strace_iters=20000 strace_runs=5 ltrace_iters=2000 ltrace_runs=3
   wrk_seconds=2 wrk_reps=8 nginx_workers="1 2"
-  coll_threads=2 coll_iters=1000000 fid_ms=3000
+  coll_threads=2 coll_iters=1000000 fid_ms=3000 clock_ms=4000
 fi
 
 # every mode: the CPU benchmark kernels `record` runs before the app starts
@@ -443,5 +446,27 @@ echo "(CPU events are the CPU between traced calls, by design: the replay re-iss
 echo " which spends its own CPU there. The CPU inside the calls - the write itself and the"
 echo " tracer's record - is in the program's clock only: the ns per traced write above.)"
 rm -rf "$work/fid"
+
+# ---- 5. event times against the app's clock ---------------------------------
+echo
+clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
+echo "== 5. event times: a write every 2 ms for $clock_ms ms, 3 busy threads, the app's CLOCK_MONOTONIC right after each (clocksource $clocksource, --ring-clock auto) =="
+out=$(bounded 120 "clock program" "$preplay" record "${record_opts[@]}" -o "$work/clock" -- \
+  "$loops" clock "$clock_ms" 2000 3 "$work/clock.app")
+"$preplay" dump --json "$work/clock"/*.trace |
+  jq -r 'select(.type == "file" and .op == "write" and .path == "/dev/null") | .ts + .dur' >"$work/clock.trace"
+summary=$(paste "$work/clock.app" "$work/clock.trace" |
+  awk -F'\t' '$1 == "" || $2 == "" { print "unpaired"; exit } { print $1 - $2 }' | sort -n |
+  awk '$1 == "unpaired" { bad = 1; exit } { d[++n] = $1; if ($1 < 0) early++ }
+    END { if (bad || n < 10) { print "unpaired"; exit }
+          p99 = int(n * 0.99); if (p99 < 1) p99 = 1
+          printf "%d %d %d %d %d %d", n, early + 0, d[1], d[int((n + 1) / 2)], d[p99], d[n] }')
+read -r clock_n clock_early clock_min clock_med clock_p99 clock_max <<<"$summary"
+[[ ${clock_n:-} =~ ^[0-9]+$ ]] || fail "event times: the app wrote $(wc -l <"$work/clock.app") times, the trace has $(wc -l <"$work/clock.trace") writes to /dev/null ($out)"
+[ "$(wc -l <"$work/clock.app")" = "$(wc -l <"$work/clock.trace")" ] ||
+  fail "event times: the app wrote $(wc -l <"$work/clock.app") times, the trace has $(wc -l <"$work/clock.trace") writes to /dev/null"
+echo "app's clock read minus the write's end in the trace, ns: min $clock_min, median $clock_med, 99th percentile $clock_p99, max $clock_max ($clock_n writes)"
+echo "writes the trace ends after the app's later clock read: $clock_early (target 0: $([ "$clock_early" -eq 0 ] && echo PASS || echo MISS))"
+rm -rf "$work/clock" "$work/clock.app" "$work/clock.trace"
 echo
 echo "done ($mode)"
