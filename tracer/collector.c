@@ -237,6 +237,10 @@ fail:
     return NULL;
 }
 
+_Static_assert(sizeof((struct collector_options *)0)->net_ports ==
+                   sizeof((struct tracer_control *)0)->net_ports,
+               "--port holds as many ports as the control block");
+
 static void collector_init_control(struct collector *c, struct tracer_control *ctl)
 {
     ctl->magic = TRACER_SHM_MAGIC;
@@ -251,6 +255,9 @@ static void collector_init_control(struct collector *c, struct tracer_control *c
     memcpy(ctl->db_ports, c->opt.db_ports, sizeof ctl->db_ports);
     snprintf(ctl->db_socket_suffix, sizeof ctl->db_socket_suffix, "%s", c->db_suffix);
     snprintf(ctl->path_filter, sizeof ctl->path_filter, "%s", c->path_prefix);
+    ctl->nnet_ports =
+        c->opt.nnet_ports > TRACER_NET_PORTS_MAX ? TRACER_NET_PORTS_MAX : c->opt.nnet_ports;
+    memcpy(ctl->net_ports, c->opt.net_ports, ctl->nnet_ports * sizeof ctl->net_ports[0]);
     atomic_store(&ctl->enabled, c->enabled ? c->window : 0);
 }
 

@@ -149,7 +149,7 @@ struct tracer_fd *tracer_fd_settle_open(int fd, const struct stat *st, int trunc
     struct tracer_fd *f = tracer_fd_get(fd);
     if (!f || !(f->flags & TRACER_FDF_OPEN_PENDING) || f->open_owner != owner)
         return NULL;
-    f->flags &= (uint8_t)~TRACER_FDF_OPEN_PENDING;
+    f->flags &= (uint16_t)~TRACER_FDF_OPEN_PENDING;
     if (f->kind != TRACER_FD_UNKNOWN)
         return f; /* another thread's call classified it already */
     if (!st) {
@@ -198,7 +198,7 @@ void tracer_fd_dup(int oldfd, int newfd)
         return;
     }
     *b = *a;
-    b->flags &= (uint8_t)~TRACER_FDF_OPEN_PENDING; /* the open is oldfd's */
+    b->flags &= (uint16_t)~TRACER_FDF_OPEN_PENDING; /* the open is oldfd's */
     /* both now name one open file description: link newfd in after oldfd */
     b->dup_next_plus1 = a->dup_next_plus1 ? a->dup_next_plus1 : oldfd + 1;
     a->dup_next_plus1 = newfd + 1;

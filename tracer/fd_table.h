@@ -39,12 +39,14 @@ enum tracer_fd_kind {
 /* just opened, its OPEN record deferred until its identity is known
  * (tracer_open_settle); kind stays UNKNOWN until then */
 #define TRACER_FDF_OPEN_PENDING 0x80
+/* an IPv4/IPv6 socket whose ports are all outside `record --port`: its
+ * connection is not traced (io_events.c, tracer_conn_ensure) */
+#define TRACER_FDF_NET_FILTERED 0x100
 
 struct tracer_fd {
     uint8_t kind;
-    uint8_t flags;
     uint8_t proto; /* enum trace_conn_proto for sockets */
-    uint8_t label_len;
+    uint16_t flags;
     uint32_t path_id;
     uint64_t dev, ino;
     int64_t offset;
@@ -53,6 +55,7 @@ struct tracer_fd {
     /* the fields above are the descriptor's identity (what a CLOSE record
      * needs); below, the state of parsing what goes through it */
     char label_buf[96]; /* start of a request being received (HTTP line) */
+    uint8_t label_len;  /* bytes of label_buf gathered */
     /* MySQL wire parsing state for DB connections (see db wire parser) */
     uint32_t db_pkt_remaining;
     uint8_t db_hdr_have;

@@ -398,7 +398,8 @@ TRACER_EXPORT int close(int fd)
     uint64_t end = tracer_ring_now();
     if (rc == 0 || err != EBADF)
         tracer_fd_reset(fd);
-    if (kind == TRACER_FD_SOCKET && copy.conn_id && (tracer_global.only_mask & TRACER_ONLY_NET)) {
+    if (kind == TRACER_FD_SOCKET && copy.conn_id && (tracer_global.only_mask & TRACER_ONLY_NET) &&
+        !tracer_net_filtered(&copy)) {
         tracer_conn_lifecycle(t, fd, copy.conn_id, copy.proto, TRACE_CONN_CLOSE, rc == 0 ? 0 : -err,
                               begin, end);
     } else if (kind == TRACER_FD_FILE && (tracer_global.only_mask & TRACER_ONLY_FILE) &&

@@ -59,7 +59,7 @@ TRACER_EXPORT int socket(int domain, int type, int proto)
 static void tracer_accepted_inherited_opts(struct tracer_thread *t, int fd,
                                            const struct tracer_fd *f, uint64_t now)
 {
-    if (f->proto != TRACE_PROTO_TCP)
+    if (f->proto != TRACE_PROTO_TCP || tracer_net_filtered(f))
         return;
     int on = 0;
     socklen_t len = sizeof on;
@@ -149,10 +149,10 @@ TRACER_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
     uint64_t end = tracer_ring_now();
     struct tracer_fd *f = tracer_fd_classify(fd);
     if (f && f->kind == TRACER_FD_SOCKET && (rc == 0 || err == EINPROGRESS)) {
-        f->flags &= (uint8_t)~TRACER_FDF_IDENT_DONE;
-        tracer_conn_ensure(t, fd, f, TRACE_CONN_CONNECT, begin, end, rc == 0 ? 0 : -err);
+        f->flags &= (uint16_t)~TRACER_FDF_IDENT_DONE;
+        tracer_conn_connected(t, fd, f, begin, end, rc == 0 ? 0 : -err, addr, len);
         if (err == EINPROGRESS) /* peer address known; identity complete on first use */
-            f->flags &= (uint8_t)~TRACER_FDF_IDENT_DONE;
+            f->flags &= (uint16_t)~TRACER_FDF_IDENT_DONE;
     }
     tracer_event_end(t, end);
     errno = err;
@@ -182,8 +182,9 @@ TRACER_EXPORT int shutdown(int fd, int how)
     struct tracer_fd *f = tracer_fd_classify(fd);
     if (f && f->kind == TRACER_FD_SOCKET) {
         uint64_t conn = tracer_conn_ensure(t, fd, f, TRACE_CONN_IDENT, begin, begin, 0);
-        tracer_conn_lifecycle(t, fd, conn, f->proto, TRACE_CONN_SHUTDOWN, rc == 0 ? how : -err,
-                              begin, end);
+        if (!tracer_net_filtered(f))
+            tracer_conn_lifecycle(t, fd, conn, f->proto, TRACE_CONN_SHUTDOWN, rc == 0 ? how : -err,
+                                  begin, end);
     }
     tracer_event_end(t, end);
     errno = err;
@@ -206,7 +207,8 @@ static inline int tracer_sockopt_fast(struct tracer_thread *t, int fd, int level
                                       int64_t value, uint64_t now)
 {
     struct tracer_fd *f = tracer_fd_peek(fd);
-    if (TRACER_UNLIKELY(!f || f->kind != TRACER_FD_SOCKET || tracer_global.stack_depth))
+    if (TRACER_UNLIKELY(!f || f->kind != TRACER_FD_SOCKET || tracer_global.stack_depth ||
+                        tracer_net_filtered(f)))
         return 0;
     enum { NEED = TRACER_EVENT_RECORD_BYTES(sockopt) };
     uint64_t head;
@@ -242,7 +244,8 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
                 return rc;
             }
             struct tracer_fd *f = tracer_fd_classify(fd);
-            struct trace_event *ev = tracer_event_new(t, TRACE_EV_SOCKOPT, 0, now, now);
+            struct trace_event *ev =
+                tracer_net_filtered(f) ? NULL : tracer_event_new(t, TRACE_EV_SOCKOPT, 0, now, now);
             if (ev) {
                 ev->u.sockopt.fd = fd;
                 ev->u.sockopt.level = level;

@@ -89,6 +89,42 @@ static int tracer_is_db_endpoint(const struct trace_conn_event *c, const struct 
     return 0;
 }
 
+/* `record --port`: is `port` one of the listed ports? */
+static int tracer_port_listed(uint16_t port)
+{
+    const struct tracer_control *ctl = tracer_global.control;
+    for (uint32_t i = 0; i < ctl->nnet_ports && i < TRACER_NET_PORTS_MAX; i++)
+        if (ctl->net_ports[i] == port)
+            return 1;
+    return 0;
+}
+
+/* `record --port`: is a connection between these ports left out? Never
+ * when no port is listed, when either port is listed, or when the peer is
+ * a DB endpoint (its bytes carry the DB events). */
+static int tracer_ports_filtered(uint16_t local_port, uint16_t peer_port)
+{
+    const struct tracer_control *ctl = tracer_global.control;
+    if (!ctl->nnet_ports || tracer_port_listed(local_port) || tracer_port_listed(peer_port))
+        return 0;
+    for (uint32_t i = 0; i < ctl->ndb_ports && i < 8; i++)
+        if (peer_port == ctl->db_ports[i])
+            return 0;
+    return 1;
+}
+
+/* The port of an IPv4/IPv6 address (0 for any other family or a short one). */
+static uint16_t tracer_addr_port(const struct sockaddr *sa, socklen_t len)
+{
+    if (!sa)
+        return 0;
+    if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in))
+        return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6))
+        return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+    return 0;
+}
+
 /* The common head of a CONN event (lifecycle and identity alike). */
 static void tracer_conn_event_init(struct trace_event *ev, const struct tracer_thread *t,
                                    uint8_t op, uint64_t begin_ns, uint64_t end_ns)
@@ -101,8 +137,9 @@ static void tracer_conn_event_init(struct trace_event *ev, const struct tracer_t
     ev->dur_ns = end_ns - begin_ns;
 }
 
-uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
-                            uint64_t begin_ns, uint64_t end_ns, int64_t result)
+static uint64_t tracer_conn_identify(struct tracer_thread *t, int fd, struct tracer_fd *f,
+                                     uint8_t op, uint64_t begin_ns, uint64_t end_ns, int64_t result,
+                                     uint16_t connect_port)
 {
     if (!f || f->kind != TRACER_FD_SOCKET)
         return 0;
@@ -147,13 +184,40 @@ uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f
      * call); its calls' own addresses name their peers. connect() on it
      * writes the identity again (op CONNECT), with the peer. */
     if (have_remote)
-        f->flags &= (uint8_t)~TRACER_FDF_PEERLESS;
+        f->flags &= (uint16_t)~TRACER_FDF_PEERLESS;
     else if (type == SOCK_DGRAM && (c->family == AF_INET || c->family == AF_INET6))
         f->flags |= TRACER_FDF_IDENT_DONE | TRACER_FDF_PEERLESS;
     if (have_remote && tracer_is_db_endpoint(c, (struct sockaddr_un *)&remote, rlen))
         f->flags |= TRACER_FDF_DB;
+    /* --port: decided once the peer is known (connected, accepted, or the
+     * address a connect in progress goes to) or there is none to know (a
+     * datagram socket whose every call names its peer: those calls to or
+     * from a listed port are traced, tracer_io_record); a re-identification
+     * (connect) decides again */
+    f->flags &= (uint16_t)~TRACER_FDF_NET_FILTERED;
+    uint16_t peer_port = have_remote ? c->remote_port : connect_port;
+    if ((c->family == AF_INET || c->family == AF_INET6) &&
+        (peer_port || (f->flags & TRACER_FDF_PEERLESS)) &&
+        tracer_ports_filtered(c->local_port, peer_port)) {
+        f->flags |= TRACER_FDF_NET_FILTERED;
+        return f->conn_id;
+    }
     tracer_emit_definition(&ev);
     return f->conn_id;
+}
+
+uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
+                            uint64_t begin_ns, uint64_t end_ns, int64_t result)
+{
+    return tracer_conn_identify(t, fd, f, op, begin_ns, end_ns, result, 0);
+}
+
+uint64_t tracer_conn_connected(struct tracer_thread *t, int fd, struct tracer_fd *f,
+                               uint64_t begin_ns, uint64_t end_ns, int64_t result,
+                               const struct sockaddr *to, socklen_t to_len)
+{
+    return tracer_conn_identify(t, fd, f, TRACE_CONN_CONNECT, begin_ns, end_ns, result,
+                                tracer_addr_port(to, to_len));
 }
 
 /* ---- datagram peers ------------------------------------------------------
@@ -350,7 +414,7 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
         if (len == TRACER_LABEL_MORE)
             return; /* wait for more bytes */
     }
-    f->flags &= (uint8_t)~TRACER_FDF_EXPECT_REQ;
+    f->flags &= (uint16_t)~TRACER_FDF_EXPECT_REQ;
     f->label_len = 0;
     if (len == TRACER_LABEL_NOT_HTTP)
         return; /* not HTTP: stop looking */
@@ -378,8 +442,15 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
             return;
         uint64_t conn =
             tracer_conn_ensure(t, io->fd, f, TRACE_CONN_IDENT, io->begin_ns, io->begin_ns, 0);
-        if ((f->flags & TRACER_FDF_PEERLESS) && io->peer && io->result >= 0 &&
-            io->peer_len >= sizeof(sa_family_t))
+        int datagram_peer = (f->flags & TRACER_FDF_PEERLESS) && io->peer && io->result >= 0 &&
+                            io->peer_len >= sizeof(sa_family_t);
+        /* --port: a left-out connection writes nothing; a datagram socket
+         * left out for its own port still writes its calls with a listed
+         * peer port */
+        if (tracer_net_filtered(f) &&
+            !(datagram_peer && !tracer_ports_filtered(0, tracer_addr_port(io->peer, io->peer_len))))
+            return;
+        if (datagram_peer)
             conn = tracer_datagram_peer(t, io->fd, f, io->peer, io->peer_len, io->begin_ns);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_OUT && io->result > 0 &&
             (tracer_global.only_mask & TRACER_ONLY_DB))

@@ -80,7 +80,8 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
         /* the first transfer writes the identity; request starts and DB
          * connections are parsed by the general path */
         if (TRACER_UNLIKELY((f->flags & (TRACER_FDF_IDENT_DONE | TRACER_FDF_DB |
-                                         TRACER_FDF_PEERLESS)) != TRACER_FDF_IDENT_DONE ||
+                                         TRACER_FDF_PEERLESS | TRACER_FDF_NET_FILTERED)) !=
+                                TRACER_FDF_IDENT_DONE ||
                             (dir == TRACER_IO_IN && (f->flags & TRACER_FDF_EXPECT_REQ)) ||
                             !(tracer_global.only_mask & TRACER_ONLY_NET)))
             return 0;
@@ -163,9 +164,23 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
 }
 
 /* Emits the CONN event for a socket (identity via getsockname/getpeername)
- * if not done yet, and returns its conn_id (0 if not a socket). */
+ * if not done yet, and returns its conn_id (0 if not a socket). With
+ * `record --port`, an IPv4/IPv6 connection none of whose ports is listed
+ * (nor a DB endpoint's) is marked TRACER_FDF_NET_FILTERED instead: no CONN
+ * event, and nothing else is written for it (tracer_net_filtered). */
 uint64_t tracer_conn_ensure(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
                             uint64_t begin_ns, uint64_t end_ns, int64_t result);
+/* The same for connect(): `to` (the address connected to) decides the
+ * filter while a non-blocking connect has no peer yet. */
+uint64_t tracer_conn_connected(struct tracer_thread *t, int fd, struct tracer_fd *f,
+                               uint64_t begin_ns, uint64_t end_ns, int64_t result,
+                               const struct sockaddr *to, socklen_t to_len);
+
+/* A socket `record --port` leaves out (its records are not written). */
+static inline int tracer_net_filtered(const struct tracer_fd *f)
+{
+    return f && (f->flags & TRACER_FDF_NET_FILTERED);
+}
 
 /* A CONN event for a connection that already has its identity (close,
  * shutdown): written to the process ring like every CONN event. */

@@ -150,6 +150,8 @@ static const char record_common_help[] =
     "  -o, --output DIR      trace directory (default: preplay-trace)\n"
     "      --only LIST       trace only these families: file,net,lock,db,cpu\n"
     "      --path-prefix P   trace only files whose path starts with P\n"
+    "      --port PORT       trace only TCP/UDP traffic with PORT as its local or peer\n"
+    "                        port (repeatable, at most 16; AF_UNIX is always traced)\n"
     "      --db-port PORT    peer port of a MySQL/MariaDB server (repeatable; default 3306)\n"
     "      --db-socket SUF   AF_UNIX DB sockets end in SUF (default mysqld.sock)\n"
     "      --keep-query      keep the query string in HTTP request labels\n"
@@ -177,7 +179,8 @@ enum {
     OPT_OFF,
     OPT_NAME,
     OPT_NOCPU,
-    OPT_RINGCLOCK
+    OPT_RINGCLOCK,
+    OPT_PORT
 };
 
 static const struct option record_long_options[] = {
@@ -185,6 +188,7 @@ static const struct option record_long_options[] = {
     {"component", required_argument, 0, 'c'},
     {"only", required_argument, 0, OPT_ONLY},
     {"path-prefix", required_argument, 0, OPT_PATH},
+    {"port", required_argument, 0, OPT_PORT},
     {"db-port", required_argument, 0, OPT_DBPORT},
     {"db-socket", required_argument, 0, OPT_DBSOCK},
     {"keep-query", no_argument, 0, OPT_KEEPQ},
@@ -241,6 +245,17 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
                 return 2;
             }
             rc->copt.db_ports[rc->copt.ndb_ports++] = (uint16_t)port;
+            break;
+        }
+        case OPT_PORT: {
+            char *end;
+            long port = strtol(optarg, &end, 10);
+            if (*end || port <= 0 || port > 65535 ||
+                rc->copt.nnet_ports >= sizeof rc->copt.net_ports / sizeof rc->copt.net_ports[0]) {
+                fprintf(stderr, "preplay %s: bad --port '%s' (1-65535, at most 16)\n", cmd, optarg);
+                return 2;
+            }
+            rc->copt.net_ports[rc->copt.nnet_ports++] = (uint16_t)port;
             break;
         }
         case OPT_DBSOCK:

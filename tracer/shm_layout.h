@@ -34,8 +34,9 @@
 
 #define TRACER_SHM_MAGIC 0x70726570u /* "prep" */
 /* 5: `enabled` holds the tracing window's number, cpu_before_ns carries
- * TRACER_CPU_ESTIMATED_BIT, rings_in_use in the control page */
-#define TRACER_SHM_VERSION 5u
+ * TRACER_CPU_ESTIMATED_BIT, rings_in_use in the control page; 6: net_ports */
+#define TRACER_SHM_VERSION 6u
+#define TRACER_NET_PORTS_MAX 16
 
 /* How long a process waits for the collector to take its registration
  * (connect) and answer it, and how long a traced thread waits for room in
@@ -102,6 +103,8 @@ struct tracer_control {
      * page and a cache line of its own: 8% of the collector's CPU on nginx). */
     _Atomic uint64_t rings_in_use[(TRACER_RING_COUNT - 1 + 63) / 64];
     char path_filter[256]; /* only trace files whose path starts with this */
+    uint32_t nnet_ports;   /* 0: every connection; else only those with a port here */
+    uint16_t net_ports[TRACER_NET_PORTS_MAX];
 };
 
 struct tracer_ring {
@@ -119,6 +122,8 @@ struct tracer_ring {
 };
 
 #define TRACER_RING_DATA_BYTES (TRACER_RING_BYTES - sizeof(struct tracer_ring))
+_Static_assert(sizeof(struct tracer_control) <= TRACER_CONTROL_BYTES,
+               "the control block fits its page");
 _Static_assert(sizeof(struct tracer_ring) == 64, "ring header is one cache line");
 _Static_assert((TRACER_RING_DATA_BYTES & (TRACER_RING_DATA_BYTES - 1)) == 0,
                "ring data size must be a power of two");
