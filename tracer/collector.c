@@ -736,8 +736,27 @@ static int collector_note_losses(struct collector *c, struct collector_process *
                                        &reg->lost_nested_seen[idx], TRACE_LOSS_SIGNAL_NESTED);
 }
 
+/* The end of ring r's records for a process that is gone: its head, or
+ * past the record staged there unpublished (a deferred OPEN whose thread
+ * never settled it, tracer_open_stage), when that record is intact. */
+static uint64_t collector_staged_end(const struct tracer_ring *r, uint64_t head)
+{
+    if (atomic_load_explicit(&r->staged_head, memory_order_acquire) != head + 1)
+        return head;
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint64_t pos = head % TRACER_RING_DATA_BYTES;
+    const struct tracer_record_header *h = (const void *)(r->data + pos);
+    if (h->kind != TRACER_REC_EVENT || h->size < sizeof *h + offsetof(struct trace_event, u) ||
+        h->size % 8 || h->size > TRACER_RING_DATA_BYTES - pos ||
+        head + h->size - tail > TRACER_RING_DATA_BYTES)
+        return head;
+    return head + h->size;
+}
+
+/* Drains every ring of a region; `final`: the last time (rings are reset),
+ * `gone`: its process has ended (its staged records are taken too). */
 static int collector_drain_region(struct collector *c, struct collector_process *p,
-                                  struct collector_region *reg, int final)
+                                  struct collector_region *reg, int final, int gone)
 {
     struct tracer_control *ctl = tracer_region_control(reg->base);
     enum { WORDS = sizeof ctl->rings_in_use / sizeof ctl->rings_in_use[0] };
@@ -757,6 +776,8 @@ static int collector_drain_region(struct collector *c, struct collector_process 
             if (state[i] == TRACER_RING_FREE)
                 continue;
             snap[i] = atomic_load_explicit(&r->head, memory_order_acquire);
+            if (gone)
+                snap[i] = collector_staged_end(r, snap[i]);
             used[nused++] = (uint16_t)i;
         }
     }
@@ -792,14 +813,16 @@ static int collector_drain_region(struct collector *c, struct collector_process 
     return 0;
 }
 
-static int collector_close_process(struct collector *c, struct collector_process *p)
+/* The last drain of process p and its trace's end; `gone`: it has ended
+ * (else it outlives the collector). */
+static int collector_close_process(struct collector *c, struct collector_process *p, int gone)
 {
     int rc = 0;
     struct collector_region *regions[COLLECTOR_MAX_REGIONS];
     int nregions = p->nregions;
     memcpy(regions, p->regions, sizeof regions);
     for (int i = 0; i < nregions; i++)
-        if (collector_drain_region(c, p, regions[i], 1) != 0)
+        if (collector_drain_region(c, p, regions[i], 1, gone) != 0)
             rc = -1;
     p->nregions = 0;
     collector_watch_regions(c); /* before the memory goes */
@@ -976,18 +999,21 @@ int collector_poll(struct collector *c, int timeout_ms)
         }
         p->poll_slot = 0;
         if (gone) {
-            if (collector_close_process(c, p) != 0)
+            if (collector_close_process(c, p, 1) != 0)
                 rc = -1;
             continue;
         }
         if (!drain)
             continue;
         for (int j = 0; j < p->nregions; j++)
-            if (collector_drain_region(c, p, p->regions[j], 0) != 0)
+            if (collector_drain_region(c, p, p->regions[j], 0, 0) != 0)
                 rc = -1;
-        /* after exec, older images have no live threads: retire them */
+        /* after exec, older images have no live threads: retire them, with
+         * what their threads left staged */
         while (p->nregions > 1) {
             struct collector_region *old = p->regions[0];
+            if (collector_drain_region(c, p, old, 1, 1) != 0)
+                rc = -1;
             memmove(p->regions, p->regions + 1, (size_t)(p->nregions - 1) * sizeof p->regions[0]);
             p->nregions--;
             collector_watch_regions(c); /* before the memory goes */
@@ -1089,7 +1115,13 @@ int collector_finish(struct collector *c, char *err, size_t errlen)
     }
     collector_accept_all(c);
     for (size_t i = 0; i < c->nprocs; i++) {
-        if (c->procs[i]->writer && collector_close_process(c, c->procs[i]) != 0)
+        struct collector_process *p = c->procs[i];
+        int gone = p->exited || (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH);
+        if (p->pidfd >= 0) {
+            struct pollfd q = {.fd = p->pidfd, .events = POLLIN};
+            gone = poll(&q, 1, 0) > 0;
+        }
+        if (p->writer && collector_close_process(c, p, gone) != 0)
             rc = -1;
         free(c->procs[i]);
     }

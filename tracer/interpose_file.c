@@ -107,13 +107,20 @@ static const char *tracer_resolve_at(int dirfd, const char *path, char *out, siz
     return out;
 }
 
-void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_t path_id, int flags,
-                        const struct tracer_fd *f, uint16_t event_flags, uint64_t begin,
-                        uint64_t end)
+/* The identity an OPEN record takes from the descriptor's entry. */
+static void tracer_open_identity(struct trace_event *ev, const struct tracer_fd *f)
 {
-    struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_OPEN, begin, end);
-    if (!ev)
-        return;
+    if (f) {
+        ev->u.file.dev = f->dev;
+        ev->u.file.ino = f->ino;
+        ev->u.file.file_size = f->size;
+    }
+}
+
+/* An OPEN record's fields but the identity (ev zero-filled). */
+static void tracer_open_fill(struct trace_event *ev, int fd, int err, uint32_t path_id, int flags,
+                             uint16_t event_flags)
+{
     ev->flags |= event_flags;
     ev->u.file.fd = fd;
     ev->u.file.path_id = path_id;
@@ -122,12 +129,49 @@ void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_t path_
     ev->u.file.result = fd >= 0 ? fd : -err;
     if (fd < 0)
         ev->flags |= TRACE_F_ERROR;
-    if (f) {
-        ev->u.file.dev = f->dev;
-        ev->u.file.ino = f->ino;
-        ev->u.file.file_size = f->size;
-    }
+}
+
+void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_t path_id, int flags,
+                        const struct tracer_fd *f, uint16_t event_flags, uint64_t begin,
+                        uint64_t end)
+{
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_OPEN, begin, end);
+    if (!ev)
+        return;
+    tracer_open_fill(ev, fd, err, path_id, flags, event_flags);
+    tracer_open_identity(ev, f);
     tracer_commit(t);
+}
+
+/* Puts a deferred open's record in the thread's ring without publishing
+ * it, so that it reaches the trace even when the process ends before the
+ * thread settles it (exit() in another thread, _exit, SIGKILL): the
+ * collector takes a ring's staged record from a process that is gone
+ * (collector_drain_region). Until then nothing else is written to the
+ * ring (the thread's next traced call settles the open first), and
+ * settling fills in the identity and publishes it, or drops it. Only when
+ * the record fits at once: else it is written at settling, as before.
+ * The busy mark is held. */
+static void tracer_open_stage(struct tracer_thread *t, struct tracer_open_pending *p)
+{
+    enum { NEED = TRACER_EVENT_RECORD_BYTES(file) };
+    uint64_t head;
+    p->staged = NULL;
+    struct tracer_record_header *h = t->ring ? tracer_reserve_fast_at(t, NEED, &head) : NULL;
+    if (!h)
+        return;
+    tracer_record_header_set(h, NEED, TRACER_REC_EVENT, p->cpu);
+    struct trace_event *ev = (struct trace_event *)(h + 1);
+    memset(ev, 0, TRACER_EVENT_BYTES(file));
+    ev->type = TRACE_EV_FILE;
+    ev->op = TRACE_FILE_OPEN;
+    ev->tid = t->tid;
+    ev->ts_ns = p->begin;
+    ev->dur_ns = p->end > p->begin ? p->end - p->begin : 0;
+    tracer_open_fill(ev, p->fd, 0, p->path_id, (int)p->open_flags, 0);
+    atomic_store_explicit(&t->ring->staged_head, head + 1, memory_order_release);
+    p->staged = ev;
+    p->staged_end = head + NEED;
 }
 
 /* After an open that returned a descriptor, its record waits for the
@@ -159,6 +203,7 @@ static int tracer_open_defer(struct tracer_thread *t, int fd, uint32_t path_id, 
     p->cpu = t->pending_cpu;
     p->window = t->window;
     p->active = 1;
+    tracer_open_stage(t, p);
     t->window = TRACER_WINDOW_RESERVED;
     t->recorded = 1; /* the next CPU segment starts at the open's end */
     tracer_event_end(t, end);
@@ -185,7 +230,15 @@ void tracer_open_settle(struct tracer_thread *t, const struct stat *st)
         /* f NULL: the descriptor was closed before this thread made a
          * traced call (by another thread, or where we could not see); the
          * record says where it was opened, without identity */
-        if (!f || f->kind == TRACER_FD_FILE) {
+        int keep = !f || f->kind == TRACER_FD_FILE;
+        if (p.staged) {
+            /* published, or dropped: the next record goes where it is */
+            if (keep) {
+                tracer_open_identity(p.staged, f);
+                tracer_publish(t, p.staged_end); /* staged_head is stale from here */
+            }
+            atomic_store_explicit(&t->ring->staged_head, 0, memory_order_release);
+        } else if (keep) {
             t->pending_cpu = p.cpu;
             tracer_open_record(t, p.fd, 0, p.path_id, (int)p.open_flags, f, 0, p.begin, p.end);
             t->pending_cpu = 0;

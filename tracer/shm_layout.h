@@ -34,7 +34,8 @@
 
 #define TRACER_SHM_MAGIC 0x70726570u /* "prep" */
 /* 5: `enabled` holds the tracing window's number, cpu_before_ns carries
- * TRACER_CPU_ESTIMATED_BIT, rings_in_use in the control page; 6: net_ports */
+ * TRACER_CPU_ESTIMATED_BIT, rings_in_use in the control page; 6: net_ports, the ring's staged_head
+ */
 #define TRACER_SHM_VERSION 6u
 #define TRACER_NET_PORTS_MAX 16
 
@@ -117,7 +118,11 @@ struct tracer_ring {
     _Atomic uint64_t lost; /* events dropped in this ring (drop mode) */
     uint64_t lost_since_ns;
     _Atomic uint64_t lost_nested; /* calls a signal handler made while we wrote a record */
-    char reserved[64 - 56];
+    /* 1 + the head at which a complete record waits unpublished (a deferred
+     * OPEN, interpose_file.c: tracer_open_stage), else 0 or a stale value
+     * (head has moved on). The collector takes that record only from a
+     * process that is gone. */
+    _Atomic uint64_t staged_head;
     unsigned char data[]; /* TRACER_RING_BYTES - sizeof(struct tracer_ring) usable */
 };
 

@@ -288,6 +288,7 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
             atomic_fetch_or(&tracer_global.control->rings_in_use[tracer_ring_in_use_word(idx)],
                             tracer_ring_in_use_bit(idx));
             r->tid = t->tid;
+            atomic_store_explicit(&r->staged_head, 0, memory_order_relaxed);
             t->ring = r;
             t->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
             t->fast_limit = 0;

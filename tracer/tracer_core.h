@@ -100,6 +100,10 @@ struct tracer_thread {
         uint32_t open_flags;
         uint64_t begin, end;
         uint64_t cpu; /* CPU time (ring clock) before the open, for its record */
+        /* its record, staged in the ring unpublished (tracer_open_stage),
+         * and the head that publishes it; NULL when not staged */
+        struct trace_event *staged;
+        uint64_t staged_end;
     } open_pending;
 };
 
