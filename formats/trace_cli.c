@@ -459,6 +459,7 @@ static json_t *cli_json_process(struct cli_process *p)
     json_object_set_new(o, "tracer_version", cli_json_str(h->tracer_version));
     json_object_set_new(o, "format_version",
                         json_integer(h->version_major * 1000 + h->version_minor));
+    json_object_set_new(o, "record_options", cli_json_str(h->record_options));
     json_object_set_new(o, "bytes_on_disk", json_integer((json_int_t)p->bytes_on_disk));
     json_object_set_new(o, "skipped_records", json_integer((json_int_t)p->skipped));
     json_object_set_new(o, "warning", cli_json_str(p->warning));
@@ -578,6 +579,9 @@ static void cli_print_process(json_t *pj)
     printf(" on %s, %" JSON_INTEGER_FORMAT " bytes on disk\n",
            json_string_value(json_object_get(pj, "host")),
            json_integer_value(json_object_get(pj, "bytes_on_disk")));
+    const char *opts = json_string_value(json_object_get(pj, "record_options"));
+    if (opts && *opts) /* what was left out of the trace */
+        printf("  recorded with %s\n", opts);
 }
 
 static void cli_print_details(const struct cli_process *p, json_t *pj)

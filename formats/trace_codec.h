@@ -41,7 +41,8 @@ enum trace_header_tag {
     TRACE_HDR_PPID = 8,
     TRACE_HDR_MONO_ANCHOR = 9,
     TRACE_HDR_REAL_ANCHOR = 10,
-    TRACE_HDR_CPU_SCORE = 11
+    TRACE_HDR_CPU_SCORE = 11,
+    TRACE_HDR_RECORD_OPTIONS = 12 /* 1.1 */
 };
 
 /* Chunk header payload (FORMAT.md §4.1), decoded. */

@@ -14,7 +14,7 @@
 #include "trace_event.h"
 
 #define TRACE_FORMAT_MAJOR 1
-#define TRACE_FORMAT_MINOR 0
+#define TRACE_FORMAT_MINOR 1
 #define TRACE_MAX_CPU_SCORES 8
 
 struct trace_cpu_score {
@@ -36,6 +36,10 @@ struct trace_header {
     uint64_t real_anchor_ns;
     uint32_t ncpu_scores;
     struct trace_cpu_score cpu_scores[TRACE_MAX_CPU_SCORES];
+    /* 1.1: the recording's options that decide what was traced, as
+     * `record` options ("--only net,cpu --port 80"); empty: the defaults,
+     * or a 1.0 file */
+    char record_options[512];
 };
 
 struct trace_writer_options {

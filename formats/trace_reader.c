@@ -205,6 +205,9 @@ static int trace_reader_parse_header(struct trace_reader *r, const uint8_t *pl, 
         case TRACE_HDR_EXE:
             bad = trace_header_copy_str(h->exe, sizeof h->exe, v, len);
             break;
+        case TRACE_HDR_RECORD_OPTIONS:
+            bad = trace_header_copy_str(h->record_options, sizeof h->record_options, v, len);
+            break;
         case TRACE_HDR_ARGV:
             free(h->argv_joined);
             h->argv_joined = malloc(len + 1u);

@@ -153,6 +153,9 @@ static size_t trace_header_build(uint8_t *out, const struct trace_header *h, uin
         trace_put_le64(num + 24, bits);
         n += trace_header_put_field(AT(n), TRACE_HDR_CPU_SCORE, num, 32);
     }
+    if (h->record_options[0])
+        n += trace_header_put_str(AT(n), TRACE_HDR_RECORD_OPTIONS, h->record_options,
+                                  sizeof h->record_options);
 #undef AT
     n += 4; /* CRC */
     if (out) {

@@ -114,6 +114,7 @@ struct collector {
      * rings in TSC ring clock convert with the one in force when a value
      * was taken, as the app would have converted it. */
     struct cpuclock_tsc_history tsc_history;
+    char record_options[512]; /* collector_describe_options, for every trace header */
     char cpu_clock_note[256]; /* why the fallback is used, when it is */
     char waker_note[128];     /* why there is no waker, when there is none */
     char error[512];
@@ -172,6 +173,55 @@ static void collector_note_tsc(struct collector *c)
         (void)cpuclock_tsc_history_note(&c->tsc_history, &t->header->tsc);
 }
 
+/* The options that decide what is traced, as `record` spells them (only
+ * those not at their default), for the trace header: a reader of the
+ * trace learns what was left out. */
+static void collector_describe_options(const struct collector_options *o, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+#define COLLECTOR_ADD(...)                                                                         \
+    do {                                                                                           \
+        if (n < cap)                                                                               \
+            n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__);                                  \
+    } while (0)
+    if (o->only_mask && o->only_mask != TRACER_ONLY_ALL) {
+        const char *sep = "--only ";
+        for (uint32_t bit = 1; bit <= TRACER_ONLY_ALL; bit <<= 1)
+            if (o->only_mask & bit) {
+                COLLECTOR_ADD("%s%s", sep, tracer_family_name(bit));
+                sep = ",";
+            }
+        COLLECTOR_ADD(" ");
+    }
+    if (o->path_prefix && o->path_prefix[0])
+        COLLECTOR_ADD("--path-prefix %s ", o->path_prefix);
+    for (uint32_t i = 0; i < o->nnet_ports && i < sizeof o->net_ports / sizeof o->net_ports[0]; i++)
+        COLLECTOR_ADD("--port %u ", o->net_ports[i]);
+    if (!(o->ndb_ports == 1 && o->db_ports[0] == 3306))
+        for (uint32_t i = 0; i < o->ndb_ports && i < 8; i++)
+            COLLECTOR_ADD("--db-port %u ", o->db_ports[i]);
+    if (o->db_socket_suffix && strcmp(o->db_socket_suffix, "mysqld.sock"))
+        COLLECTOR_ADD("--db-socket %s ", o->db_socket_suffix);
+    if (o->keep_query)
+        COLLECTOR_ADD("--keep-query ");
+    if (o->drop_when_full)
+        COLLECTOR_ADD("--drop ");
+    if (o->max_bytes)
+        COLLECTOR_ADD("--max-size %llu ", (unsigned long long)o->max_bytes);
+    if (o->stack_depth)
+        COLLECTOR_ADD("--stacks %u ", o->stack_depth);
+    if (o->ring_clock == CPUCLOCK_TSC_FORCE)
+        COLLECTOR_ADD("--ring-clock tsc ");
+    else if (o->ring_clock == CPUCLOCK_TSC_NEVER)
+        COLLECTOR_ADD("--ring-clock monotonic ");
+#undef COLLECTOR_ADD
+    if (n >= cap)
+        n = cap - 1; /* truncated: what fits */
+    while (n > 0 && out[n - 1] == ' ')
+        out[--n] = '\0';
+}
+
 struct collector *collector_create(const struct collector_options *opt, char *err, size_t errlen)
 {
     struct collector *c = calloc(1, sizeof *c);
@@ -187,6 +237,7 @@ struct collector *collector_create(const struct collector_options *opt, char *er
         snprintf(c->path_prefix, sizeof c->path_prefix, "%s", opt->path_prefix);
     c->enabled = !opt->start_disabled;
     c->window = 1;
+    collector_describe_options(opt, c->record_options, sizeof c->record_options);
     collector_random_id(c->recording_id, sizeof c->recording_id);
     if (gethostname(c->host, sizeof c->host) != 0)
         snprintf(c->host, sizeof c->host, "unknown");
@@ -309,6 +360,7 @@ static struct collector_process *collector_new_process(struct collector *c,
     h.real_anchor_ns = collector_clock(CLOCK_REALTIME);
     for (uint32_t i = 0; i < c->opt.ncpu_scores && i < TRACE_MAX_CPU_SCORES; i++)
         h.cpu_scores[h.ncpu_scores++] = c->opt.cpu_scores[i];
+    snprintf(h.record_options, sizeof h.record_options, "%s", c->record_options);
     /* zstd level -1 (fast): on nginx at saturation the collector spent
      * 86-91 ns of CPU per event against 106-109 at the default level 3, for
      * 2.15-2.19 bytes per event instead of 2.00-2.05 (docs/benchmarks.md). */

@@ -122,18 +122,12 @@ static int record_parse_only(const char *s, uint32_t *mask)
     char buf[256];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (!strcmp(tok, "file"))
-            *mask |= TRACER_ONLY_FILE;
-        else if (!strcmp(tok, "net"))
-            *mask |= TRACER_ONLY_NET;
-        else if (!strcmp(tok, "lock"))
-            *mask |= TRACER_ONLY_LOCK;
-        else if (!strcmp(tok, "db"))
-            *mask |= TRACER_ONLY_DB;
-        else if (!strcmp(tok, "cpu"))
-            *mask |= TRACER_ONLY_CPU;
-        else
+        uint32_t bit = 1;
+        while (bit <= TRACER_ONLY_ALL && strcmp(tok, tracer_family_name(bit)))
+            bit <<= 1;
+        if (bit > TRACER_ONLY_ALL)
             return -1;
+        *mask |= bit;
     }
     return *mask ? 0 : -1;
 }

@@ -71,6 +71,25 @@ enum tracer_ring_clock {
 #define TRACER_ONLY_CPU 0x10u
 #define TRACER_ONLY_ALL 0x1fu
 
+/* The name `--only` gives family `bit` (one TRACER_ONLY_* bit), or NULL. */
+static inline const char *tracer_family_name(uint32_t bit)
+{
+    switch (bit) {
+    case TRACER_ONLY_FILE:
+        return "file";
+    case TRACER_ONLY_NET:
+        return "net";
+    case TRACER_ONLY_LOCK:
+        return "lock";
+    case TRACER_ONLY_DB:
+        return "db";
+    case TRACER_ONLY_CPU:
+        return "cpu";
+    default:
+        return NULL;
+    }
+}
+
 /* A window number the collector never hands out: a thread sets it as its
  * own window to send its next traced call down the slow path
  * (tracer_core.h, the deferred OPEN record). */

@@ -1966,6 +1966,28 @@ int analyze_run(const char *const *inputs, int ninputs, const char *plan_path,
         if (w && opt.warnings)
             fprintf(opt.warnings, "preplay analyze: salvaged: %s\n", w);
     }
+    /* traces recorded with filters: say so once per set of options (before
+     * a "no front end" error, which a filter may be the cause of) */
+    for (uint32_t f = 0; f < s->in.nfiles && opt.warnings; f++) {
+        const char *o = s->in.files[f].hdr->record_options;
+        if (!strstr(o, "--only") && !strstr(o, "--port") && !strstr(o, "--path-prefix"))
+            continue;
+        uint32_t same = 0, seen = 0;
+        for (uint32_t g = 0; g < s->in.nfiles; g++)
+            if (!strcmp(s->in.files[g].hdr->record_options, o)) {
+                same++;
+                seen |= g < f;
+            }
+        if (!seen) {
+            char more[48] = "";
+            if (same > 1)
+                snprintf(more, sizeof more, " (and %u more traces)", same - 1);
+            fprintf(opt.warnings,
+                    "preplay analyze: %s%s was recorded with '%s': what those options left out "
+                    "is not in the plan\n",
+                    s->in.files[f].path, more, o);
+        }
+    }
     if (!res->requests) {
         snprintf(err, errlen,
                  "no front end: no traced component answered a request from an untraced "

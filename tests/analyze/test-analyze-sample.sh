@@ -4,7 +4,8 @@
 # app-tier request of the side logs is exactly one block with the right
 # thread, label, schedule membership and nesting (check-blocks.py). Then bad
 # input: an empty directory, two recordings mixed, a truncated trace (and
-# --salvage on it), a missing tier (calls become external, warning).
+# --salvage on it), a missing tier (calls become external, warning), a
+# recording filtered with --only/--port (warning).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=${PREPLAY_SOURCE_DIR:-$(cd "$here/../.." && pwd)}
@@ -94,4 +95,9 @@ mkdir -p "$work/nofe"
 head -c 800 "$f" >"$work/nofe/$(basename "$f")"
 expect_error "no front end: no traced component answered a request from an untraced client" \
     "$bin" analyze --salvage "$work/nofe" -o "$work/x.plan"
+# a recording filtered with --only: analyze says so, before the "no front end" it explains
+"$bin" record -q --no-cpu-scores --only file,cpu --port 80 -o "$work/only" -- /bin/true ||
+    fail "record --only file,cpu of /bin/true failed"
+expect_error "was recorded with '--only file,cpu --port 80': what those options left out is not in the plan" \
+    "$bin" analyze "$work/only" -o "$work/x.plan"
 echo "PASS"

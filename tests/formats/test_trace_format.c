@@ -312,6 +312,29 @@ static size_t make_mix(size_t n, uint64_t seed)
     return k;
 }
 
+/* Header tag 12 (1.1): the recording's options round-trip; a header
+ * without them (the defaults, or a 1.0 writer) reads as empty. */
+static void test_header_record_options(void **state)
+{
+    (void)state;
+    const char *paths[2] = {test_tmpdir_path("opts.trace"), test_tmpdir_path("noopts.trace")};
+    const char *want[2] = {"--only net,cpu --port 8080 --path-prefix /srv/data", ""};
+    for (int k = 0; k < 2; k++) {
+        struct trace_header h;
+        trace_test_header(&h, 7, "frontend");
+        snprintf(h.record_options, sizeof h.record_options, "%s", want[k]);
+        char err[512];
+        struct trace_writer *w = trace_writer_open(paths[k], &h, NULL, err, sizeof err);
+        assert_non_null(w);
+        assert_int_equal(trace_writer_close(w, err, sizeof err), 0);
+        struct trace_reader *r = trace_reader_open(paths[k], NULL, err, sizeof err);
+        assert_non_null(r);
+        assert_string_equal(trace_reader_header(r)->record_options, want[k]);
+        assert_int_equal(trace_reader_header(r)->version_minor, 1);
+        trace_reader_close(r);
+    }
+}
+
 static void test_multi_frame(void **state)
 {
     (void)state;
@@ -711,6 +734,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_every_type_and_extreme),
+        cmocka_unit_test(test_header_record_options),
         cmocka_unit_test(test_multi_frame),
         cmocka_unit_test(test_truncated_tail_every_byte),
         cmocka_unit_test(test_flipped_bytes),

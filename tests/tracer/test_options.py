@@ -6,6 +6,7 @@ write is known from its arguments):
 - --only file: dd's 2 x COUNT file events, and no CPU, lock or net event;
 - --path-prefix DIR: the writes to DIR/out at offsets 0, BS, 2 BS, ...
   and nothing of /dev/zero (outside the prefix);
+- both: the trace header's record options name the option;
 - --drop: with the collector stopped (SIGSTOP), dd is not held back and
   finishes; the trace's reads and writes plus its LOSS counts make up
   every call dd made, and the losses are marked buffer_full;
@@ -48,6 +49,7 @@ tl.check(not types & {"cpu", "lock", "net", "conn", "db", "label"},
          f"--only file: event types {sorted(types)}")
 tl.check_eq(len(t.of("file", "read", result=4096)), 50, "--only file: 4096-byte reads")
 tl.check_eq(len(t.of("file", "write", result=4096)), 50, "--only file: 4096-byte writes")
+tl.check_eq(t.header["record_options"], "--only file", "--only file: the header's record options")
 
 # --path-prefix
 out = os.path.join(work, "prefix")
@@ -58,6 +60,8 @@ rc, _, err = tl.record(out, dd(["if=/dev/zero", f"of={target}", "bs=512", "count
                        extra=["--path-prefix", pdir + "/"])
 tl.check_eq(rc, 0, f"--path-prefix: exit status (stderr: {err.strip()})")
 t = events_of(out)
+tl.check_eq(t.header["record_options"], f"--path-prefix {pdir}/",
+            "--path-prefix: the header's record options")
 opened = [e for e in t.of("file", "open") if e.get("path") == target]
 if tl.check(len(opened) == 1, f"--path-prefix: one open of {target}"):
     writes = tl.file_events(t, opened[0]["ino"], {"write"})

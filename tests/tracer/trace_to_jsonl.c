@@ -148,6 +148,8 @@ static int jsonl_file(const char *path)
     jsonl_string(h->exe, strlen(h->exe));
     printf(",\"component\":");
     jsonl_string(h->component, strlen(h->component));
+    printf(",\"record_options\":");
+    jsonl_string(h->record_options, strlen(h->record_options));
     printf(",\"argv\":[");
     for (uint32_t i = 0, first = 1; i < h->argv_len; first = 0) {
         size_t n = strnlen(h->argv_joined + i, h->argv_len - i);
