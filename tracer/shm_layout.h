@@ -34,8 +34,8 @@
 
 #define TRACER_SHM_MAGIC 0x70726570u /* "prep" */
 /* 5: `enabled` holds the tracing window's number, cpu_before_ns carries
- * TRACER_CPU_ESTIMATED_BIT, rings_in_use in the control page; 6: net_ports, the ring's staged_head
- */
+ * TRACER_CPU_ESTIMATED_BIT, rings_in_use in the control page;
+ * 6: net_ports (--port), the ring's staged_head */
 #define TRACER_SHM_VERSION 6u
 #define TRACER_NET_PORTS_MAX 16
 
