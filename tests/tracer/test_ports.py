@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """test_ports.py - `record --port`: only TCP/UDP traffic with a listed port
 (local or peer) is traced. Debian's python3, traced with --port for one
-of its two listening ports, one UDP peer and one outgoing connection,
-serves a client on each listener (TCP_NODELAY set on each accepted
-connection), sends a datagram from an unconnected UDP socket to a listed
-and to an unlisted peer, connects out to a listed and to an unlisted port,
-and talks over an AF_UNIX socketpair. The trace must hold the CONN
+of its two listening ports (the listed one IPv6, the other IPv4), one UDP
+peer and one outgoing connection, serves a client on each listener
+(TCP_NODELAY set on each accepted connection), sends a datagram from an
+unconnected UDP socket to a listed and to an unlisted peer, connects out
+(non-blocking) to a listed and to an unlisted port, and talks over an
+AF_UNIX socketpair. The trace must hold the CONN
 identities, bytes, SOCKOPT and close records of exactly the listed
 connections and of the AF_UNIX pair, with the byte counts both sides saw,
 and nothing of the others. Then the option's errors: a port out of range,
@@ -17,13 +18,13 @@ import subprocess
 import tracerlib as tl
 
 SERVER = r"""
-import socket, sys
+import select, socket, sys
 a_port, b_port, udp_in, udp_out, tcp_in, tcp_out = map(int, sys.argv[1:7])
 listeners = []
-for port in (a_port, b_port):
-    s = socket.socket()
+for family, addr, port in ((socket.AF_INET6, "::1", a_port), (socket.AF_INET, "127.0.0.1", b_port)):
+    s = socket.socket(family)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", port))
+    s.bind((addr, port))
     s.listen(4)
     listeners.append(s)
 print("ready", flush=True)
@@ -39,7 +40,11 @@ u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 u.sendto(b"x" * 100, ("127.0.0.1", udp_in))
 u.sendto(b"y" * 200, ("127.0.0.1", udp_out))
 for port, size in ((tcp_in, 300), (tcp_out, 400)):
-    c = socket.create_connection(("127.0.0.1", port))
+    c = socket.socket()
+    c.setblocking(False)  # the filter decides on the address connected to
+    c.connect_ex(("127.0.0.1", port))
+    select.select([], [c], [], 20)
+    c.setblocking(True)
     c.sendall(b"o" * size)
     c.close()
 p, q = socket.socketpair()
@@ -58,9 +63,9 @@ for s in (tcp_in, tcp_out):
     s.listen(4)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(family=socket.AF_INET, addr="127.0.0.1"):
+    with socket.socket(family) as s:
+        s.bind((addr, 0))
         return s.getsockname()[1]
 
 
@@ -75,7 +80,7 @@ def receive(sock, size):
     return got
 
 
-a_port, b_port = free_port(), free_port()
+a_port, b_port = free_port(socket.AF_INET6, "::1"), free_port()
 ports = [s.getsockname()[1] for s in (udp_in, udp_out, tcp_in, tcp_out)]
 listed = [a_port, ports[0], ports[2]]
 
@@ -89,8 +94,8 @@ line = server.stdout.readline()
 if not tl.check(line.strip() == b"ready", f"server's ready line: {line!r}"):
     tl.finish()
 client_ports = {}
-for port, size in ((a_port, 1000), (b_port, 2000)):
-    c = socket.create_connection(("127.0.0.1", port), timeout=20)
+for addr, port, size in (("::1", a_port, 1000), ("127.0.0.1", b_port, 2000)):
+    c = socket.create_connection((addr, port), timeout=20)
     client_ports[port] = c.getsockname()[1]
     c.sendall(b"q" * 20 + b"\n")
     tl.check_eq(len(receive(c, size)), size, f"bytes the client of port {port} received")
@@ -127,6 +132,7 @@ a_conns = conn_with(local=a_port)
 if tl.check(len(a_conns) == 1, f"one CONN for listed port {a_port} (got {a_conns})"):
     a_conn = a_conns[0]
     tl.check_eq(conns[a_conn]["remote_port"], client_ports[a_port], "its peer port")
+    tl.check_eq(conns[a_conn]["family"], socket.AF_INET6, "its family")
     tl.check_eq(net_bytes(a_conn, "recv"), 21, "bytes received on it")
     tl.check_eq(net_bytes(a_conn, "send"), 1000, "bytes sent on it")
     tl.check_eq([(e["level"], e["name"], e["value"]) for e in t.of("sockopt", conn_id=a_conn)],
@@ -139,6 +145,7 @@ if tl.check(len(udp) == 1, f"one CONN for the listed UDP peer {ports[0]} (got {u
 out_conn = conn_with(remote=ports[2])
 if tl.check(len(out_conn) == 1, f"one CONN for the listed outgoing port {ports[2]} (got {out_conn})"):
     tl.check_eq(net_bytes(out_conn[0], "send"), 300, "bytes sent to it")
+    tl.check_eq(len(t.of("conn", "connect", conn_id=out_conn[0])), 1, "its CONNECT record")
     tl.check_eq(len(t.of("conn", "close", conn_id=out_conn[0])), 1, "its close")
 # the AF_UNIX pair is never filtered
 unix = [cid for cid, e in conns.items() if e.get("family") == socket.AF_UNIX]
