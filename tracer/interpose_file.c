@@ -162,12 +162,8 @@ static void tracer_open_stage(struct tracer_thread *t, struct tracer_open_pendin
         return;
     tracer_record_header_set(h, NEED, TRACER_REC_EVENT, p->cpu);
     struct trace_event *ev = (struct trace_event *)(h + 1);
-    memset(ev, 0, TRACER_EVENT_BYTES(file));
-    ev->type = TRACE_EV_FILE;
-    ev->op = TRACE_FILE_OPEN;
-    ev->tid = t->tid;
-    ev->ts_ns = p->begin;
-    ev->dur_ns = p->end > p->begin ? p->end - p->begin : 0;
+    tracer_event_head_set(ev, TRACER_EVENT_BYTES(file), t, TRACE_EV_FILE, TRACE_FILE_OPEN, p->begin,
+                          p->end);
     tracer_open_fill(ev, p->fd, 0, p->path_id, (int)p->open_flags, 0);
     atomic_store_explicit(&t->ring->staged_head, head + 1, memory_order_release);
     p->staged = ev;

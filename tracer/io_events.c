@@ -72,6 +72,16 @@ static void tracer_conn_fill_addr(const struct sockaddr_storage *ss, uint8_t *ad
     }
 }
 
+/* Is `port` a DB endpoint's (`record --db-port`)? */
+static int tracer_db_port(uint16_t port)
+{
+    const struct tracer_control *ctl = tracer_global.control;
+    for (uint32_t i = 0; i < ctl->ndb_ports && i < 8; i++)
+        if (port == ctl->db_ports[i])
+            return 1;
+    return 0;
+}
+
 static int tracer_is_db_endpoint(const struct trace_conn_event *c, const struct sockaddr_un *peer,
                                  socklen_t peer_len)
 {
@@ -83,10 +93,7 @@ static int tracer_is_db_endpoint(const struct trace_conn_event *c, const struct 
         size_t plen = strnlen(peer->sun_path, peer_len - offsetof(struct sockaddr_un, sun_path));
         return plen >= slen && !memcmp(peer->sun_path + plen - slen, ctl->db_socket_suffix, slen);
     }
-    for (uint32_t i = 0; i < ctl->ndb_ports && i < 8; i++)
-        if (c->remote_port == ctl->db_ports[i])
-            return 1;
-    return 0;
+    return tracer_db_port(c->remote_port);
 }
 
 /* `record --port`: is `port` one of the listed ports? */
@@ -104,13 +111,8 @@ static int tracer_port_listed(uint16_t port)
  * a DB endpoint (its bytes carry the DB events). */
 static int tracer_ports_filtered(uint16_t local_port, uint16_t peer_port)
 {
-    const struct tracer_control *ctl = tracer_global.control;
-    if (!ctl->nnet_ports || tracer_port_listed(local_port) || tracer_port_listed(peer_port))
-        return 0;
-    for (uint32_t i = 0; i < ctl->ndb_ports && i < 8; i++)
-        if (peer_port == ctl->db_ports[i])
-            return 0;
-    return 1;
+    return tracer_global.control->nnet_ports && !tracer_port_listed(local_port) &&
+           !tracer_port_listed(peer_port) && !tracer_db_port(peer_port);
 }
 
 /* The port of an IPv4/IPv6 address (0 for any other family or a short one). */
@@ -448,7 +450,7 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
          * left out for its own port still writes its calls with a listed
          * peer port */
         if (tracer_net_filtered(f) &&
-            !(datagram_peer && !tracer_ports_filtered(0, tracer_addr_port(io->peer, io->peer_len))))
+            (!datagram_peer || tracer_ports_filtered(0, tracer_addr_port(io->peer, io->peer_len))))
             return;
         if (datagram_peer)
             conn = tracer_datagram_peer(t, io->fd, f, io->peer, io->peer_len, io->begin_ns);

@@ -407,6 +407,19 @@ tracer_event_reserve(struct tracer_thread *t, size_t bytes)
 uint32_t tracer_stack_id(uint32_t depth);
 void tracer_stacks_after_fork(void);
 
+/* Zero-fills the first `bytes` of an event and writes its common fields. */
+static inline __attribute__((always_inline)) void
+tracer_event_head_set(struct trace_event *ev, size_t bytes, const struct tracer_thread *t,
+                      uint8_t type, uint8_t op, uint64_t begin_ns, uint64_t end_ns)
+{
+    memset(ev, 0, bytes); /* constant size at each call site: inline stores */
+    ev->type = type;
+    ev->op = op;
+    ev->tid = t->tid;
+    ev->ts_ns = begin_ns;
+    ev->dur_ns = end_ns > begin_ns ? end_ns - begin_ns : 0;
+}
+
 /* Convenience for the common case: reserve, fill the common fields.
  * Always inline: `type` is constant at each call site, so the record's size
  * and its zero-fill fold into a few stores (outlined, it was a call, a
@@ -427,13 +440,8 @@ tracer_event_new(struct tracer_thread *t, uint8_t type, uint8_t op, uint64_t beg
     struct trace_event *ev = tracer_event_reserve(t, bytes);
     if (!ev)
         return NULL;
-    memset(ev, 0, bytes); /* constant size at each call site: inline stores */
+    tracer_event_head_set(ev, bytes, t, type, op, begin_ns, end_ns);
     ev->stack_id = stack;
-    ev->type = type;
-    ev->op = op;
-    ev->tid = t->tid;
-    ev->ts_ns = begin_ns;
-    ev->dur_ns = end_ns > begin_ns ? end_ns - begin_ns : 0;
     return ev;
 }
 
