@@ -198,10 +198,10 @@ static void collector_describe_options(const struct collector_options *o, char *
         COLLECTOR_ADD("--path-prefix %s ", o->path_prefix);
     for (uint32_t i = 0; i < o->nnet_ports && i < sizeof o->net_ports / sizeof o->net_ports[0]; i++)
         COLLECTOR_ADD("--port %u ", o->net_ports[i]);
-    if (!(o->ndb_ports == 1 && o->db_ports[0] == 3306))
+    if (!(o->ndb_ports == 1 && o->db_ports[0] == COLLECTOR_DEFAULT_DB_PORT))
         for (uint32_t i = 0; i < o->ndb_ports && i < 8; i++)
             COLLECTOR_ADD("--db-port %u ", o->db_ports[i]);
-    if (o->db_socket_suffix && strcmp(o->db_socket_suffix, "mysqld.sock"))
+    if (o->db_socket_suffix && strcmp(o->db_socket_suffix, COLLECTOR_DEFAULT_DB_SOCKET))
         COLLECTOR_ADD("--db-socket %s ", o->db_socket_suffix);
     if (o->keep_query)
         COLLECTOR_ADD("--keep-query ");
@@ -790,19 +790,17 @@ static int collector_note_losses(struct collector *c, struct collector_process *
 
 /* The end of ring r's records for a process that is gone: its head, or
  * past the record staged there unpublished (a deferred OPEN whose thread
- * never settled it, tracer_open_stage), when that record is intact. */
+ * never settled it, tracer_open_stage). collector_drain_ring checks that
+ * record as it checks every other (a bad size is a corrupt ring); a size
+ * past the ring's room is not taken, so the span a corrupt ring reports
+ * lost stays within the ring. */
 static uint64_t collector_staged_end(const struct tracer_ring *r, uint64_t head)
 {
     if (atomic_load_explicit(&r->staged_head, memory_order_acquire) != head + 1)
         return head;
-    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-    uint64_t pos = head % TRACER_RING_DATA_BYTES;
-    const struct tracer_record_header *h = (const void *)(r->data + pos);
-    if (h->kind != TRACER_REC_EVENT || h->size < sizeof *h + offsetof(struct trace_event, u) ||
-        h->size % 8 || h->size > TRACER_RING_DATA_BYTES - pos ||
-        head + h->size - tail > TRACER_RING_DATA_BYTES)
-        return head;
-    return head + h->size;
+    const struct tracer_record_header *h = (const void *)(r->data + head % TRACER_RING_DATA_BYTES);
+    uint64_t used = head - atomic_load_explicit(&r->tail, memory_order_relaxed);
+    return h->size <= TRACER_RING_DATA_BYTES - used ? head + h->size : head;
 }
 
 /* Drains every ring of a region; `final`: the last time (rings are reset),
@@ -863,6 +861,18 @@ static int collector_drain_region(struct collector *c, struct collector_process 
         }
     }
     return 0;
+}
+
+/* Has process p ended? Its pidfd says, or without one kill(0). */
+static int collector_process_gone(const struct collector_process *p)
+{
+    if (p->exited)
+        return 1;
+    if (p->pidfd >= 0) {
+        struct pollfd q = {.fd = p->pidfd, .events = POLLIN};
+        return poll(&q, 1, 0) > 0;
+    }
+    return kill((pid_t)p->pid, 0) != 0 && errno == ESRCH;
 }
 
 /* The last drain of process p and its trace's end; `gone`: it has ended
@@ -1039,16 +1049,9 @@ int collector_poll(struct collector *c, int timeout_ms)
         struct collector_process *p = c->procs[i];
         if (!p->writer)
             continue;
-        int gone = p->exited;
-        if (!gone && p->poll_slot) {
-            gone = ready > 0 && c->pollfds[p->poll_slot].revents != 0;
-        } else if (!gone && p->pidfd >= 0) {
-            /* registered during this call: not in the poll set yet */
-            struct pollfd q = {.fd = p->pidfd, .events = POLLIN};
-            gone = poll(&q, 1, 0) > 0;
-        } else if (!gone && kill((pid_t)p->pid, 0) != 0 && errno == ESRCH) {
-            gone = 1;
-        }
+        /* in the poll set, or registered during this call (not yet) */
+        int gone = p->poll_slot && !p->exited ? ready > 0 && c->pollfds[p->poll_slot].revents != 0
+                                              : collector_process_gone(p);
         p->poll_slot = 0;
         if (gone) {
             if (collector_close_process(c, p, 1) != 0)
@@ -1168,12 +1171,7 @@ int collector_finish(struct collector *c, char *err, size_t errlen)
     collector_accept_all(c);
     for (size_t i = 0; i < c->nprocs; i++) {
         struct collector_process *p = c->procs[i];
-        int gone = p->exited || (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH);
-        if (p->pidfd >= 0) {
-            struct pollfd q = {.fd = p->pidfd, .events = POLLIN};
-            gone = poll(&q, 1, 0) > 0;
-        }
-        if (p->writer && collector_close_process(c, p, gone) != 0)
+        if (p->writer && collector_close_process(c, p, collector_process_gone(p)) != 0)
             rc = -1;
         free(c->procs[i]);
     }

@@ -10,6 +10,10 @@
 
 struct trace_cpu_score;
 
+/* `record`'s defaults for the DB endpoints whose wire protocol is parsed. */
+#define COLLECTOR_DEFAULT_DB_PORT 3306
+#define COLLECTOR_DEFAULT_DB_SOCKET "mysqld.sock"
+
 struct collector_options {
     const char *out_dir;  /* created if missing (mode 0700) */
     const char *name;     /* abstract socket name; processes get PREPLAY_COLLECTOR=name */

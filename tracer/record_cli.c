@@ -204,7 +204,7 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
     memset(rc, 0, sizeof *rc);
     rc->out_dir = "preplay-trace";
     rc->copt.only_mask = TRACER_ONLY_ALL;
-    rc->copt.db_socket_suffix = "mysqld.sock";
+    rc->copt.db_socket_suffix = COLLECTOR_DEFAULT_DB_SOCKET;
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "+o:c:qh", record_long_options, NULL)) != -1) {
@@ -320,7 +320,7 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
         }
     }
     if (!rc->copt.ndb_ports)
-        rc->copt.db_ports[rc->copt.ndb_ports++] = 3306;
+        rc->copt.db_ports[rc->copt.ndb_ports++] = COLLECTOR_DEFAULT_DB_PORT;
     rc->copt.out_dir = rc->out_dir;
     return 0;
 bad:
