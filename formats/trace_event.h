@@ -136,7 +136,7 @@ struct trace_file_event {
     int64_t result;     /* bytes done, new fd, or -errno */
     uint64_t file_size; /* size of the file before the operation */
     uint32_t open_flags;
-    int32_t fd2; /* dup target, sendfile/copy_file_range other fd */
+    int32_t fd2; /* DUP: the new fd; SENDFILE/COPY_RANGE: the other fd; else -1 */
 };
 
 struct trace_net_event {

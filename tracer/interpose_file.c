@@ -462,10 +462,11 @@ TRACER_EXPORT int close(int fd)
 
 TRACER_EXPORT int dup(int fd)
 {
+    struct tracer_thread *t = tracer_dup_enter(fd);
+    uint64_t begin = t ? tracer_event_begin(t) : 0;
     int r = tracer_real_dup()(fd);
     int err = errno;
-    if (r >= 0)
-        tracer_fd_dup(fd, r);
+    tracer_dup_done(t, fd, r, err, begin);
     errno = err;
     return r;
 }
@@ -473,10 +474,11 @@ TRACER_EXPORT int dup(int fd)
 TRACER_EXPORT int dup2(int fd, int fd2)
 {
     tracer_open_settle_if(&tracer_tls, fd2, NULL); /* its entry is about to be replaced */
+    struct tracer_thread *t = tracer_dup_enter(fd);
+    uint64_t begin = t ? tracer_event_begin(t) : 0;
     int r = tracer_real_dup2()(fd, fd2);
     int err = errno;
-    if (r >= 0)
-        tracer_fd_dup(fd, r);
+    tracer_dup_done(t, fd, r, err, begin);
     errno = err;
     return r;
 }
@@ -484,10 +486,11 @@ TRACER_EXPORT int dup2(int fd, int fd2)
 TRACER_EXPORT int dup3(int fd, int fd2, int flags)
 {
     tracer_open_settle_if(&tracer_tls, fd2, NULL); /* its entry is about to be replaced */
+    struct tracer_thread *t = tracer_dup_enter(fd);
+    uint64_t begin = t ? tracer_event_begin(t) : 0;
     int r = tracer_real_dup3()(fd, fd2, flags);
     int err = errno;
-    if (r >= 0)
-        tracer_fd_dup(fd, r);
+    tracer_dup_done(t, fd, r, err, begin);
     errno = err;
     return r;
 }

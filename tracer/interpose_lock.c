@@ -329,13 +329,13 @@ TRACER_EXPORT int flock(int fd, int op)
 
 static int tracer_fcntl_common(int fd, int cmd, void *arg, int use64)
 {
+    if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
+        return use64 ? tracer_real_fcntl64()(fd, cmd, arg) : tracer_real_fcntl()(fd, cmd, arg);
+    struct tracer_thread *t = tracer_dup_enter(fd);
+    uint64_t begin = t ? tracer_event_begin(t) : 0;
     int rc = use64 ? tracer_real_fcntl64()(fd, cmd, arg) : tracer_real_fcntl()(fd, cmd, arg);
     int err = errno;
-    if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && rc >= 0) {
-        tracer_fd_dup(fd, rc);
-        errno = err;
-        return rc;
-    }
+    tracer_dup_done(t, fd, rc, err, begin);
     errno = err;
     return rc;
 }

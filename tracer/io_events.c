@@ -330,6 +330,36 @@ void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, ui
     tracer_commit(t);
 }
 
+void tracer_dup_done(struct tracer_thread *t, int oldfd, int rc, int err, uint64_t begin)
+{
+    uint64_t end = t ? tracer_ring_now() : 0;
+    if (rc >= 0)
+        tracer_fd_dup(oldfd, rc);
+    if (!t)
+        return;
+    struct tracer_fd *f = tracer_fd_get(oldfd);
+    if (f && (f->flags & TRACER_FDF_OPEN_PENDING))
+        f = tracer_fd_classify(oldfd); /* another thread's open, identity not taken yet */
+    if (f && (f->kind == TRACER_FD_FILE || f->kind == TRACER_FD_OTHER) &&
+        !tracer_path_filtered(f)) {
+        struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_DUP, begin, end);
+        if (ev) {
+            ev->u.file.fd = oldfd;
+            ev->u.file.fd2 = rc >= 0 ? rc : -1;
+            ev->u.file.offset = -1;
+            ev->u.file.result = rc >= 0 ? rc : -err;
+            if (rc < 0)
+                ev->flags |= TRACE_F_ERROR;
+            ev->u.file.dev = f->dev;
+            ev->u.file.ino = f->ino;
+            ev->u.file.path_id = f->path_id;
+            ev->u.file.file_size = f->size;
+            tracer_commit(t);
+        }
+    }
+    tracer_event_end(t, end);
+}
+
 /* Copies up to cap bytes from the front of an iovec. */
 static size_t tracer_iov_peek(const struct iovec *iov, int iovcnt, size_t avail, char *out,
                               size_t cap)

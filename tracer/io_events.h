@@ -122,7 +122,7 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
         ev->flags = 0;
         struct trace_file_event *fe = &ev->u.file;
         fe->open_flags = 0;
-        fe->fd2 = 0;
+        fe->fd2 = -1;
         fe->fd = fd;
         fe->size = size;
         fe->result = result;
@@ -193,6 +193,27 @@ void tracer_conn_lifecycle(struct tracer_thread *t, int fd, uint64_t conn_id, ui
 void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_t path_id, int flags,
                         const struct tracer_fd *f, uint16_t event_flags, uint64_t begin,
                         uint64_t end);
+
+/* After dup/dup2/dup3/F_DUPFD returned rc (errno err) for oldfd: the new
+ * descriptor shares oldfd's entry (tracer_fd_dup), and when t is tracing
+ * files and oldfd is a file, a DUP record says so (fd: oldfd; fd2 and
+ * result: the new descriptor, or fd2 -1 and result -errno), so that every
+ * CLOSE in a trace pairs with the OPEN or DUP that made its descriptor.
+ * A socket's dup writes none: its records name the connection. t may be
+ * NULL (not tracing: only the table is kept); else begin is
+ * tracer_event_begin's and the event is ended here. */
+void tracer_dup_done(struct tracer_thread *t, int oldfd, int rc, int err, uint64_t begin);
+
+/* The thread a dup of fd is recorded for, or NULL. A dup of the calling
+ * thread's own open still waiting for its identity (tracer_open_settle)
+ * writes no DUP record: taking the identity now would cost an fstat the
+ * app's own, coming next, makes unnecessary. */
+static inline struct tracer_thread *tracer_dup_enter(int fd)
+{
+    if (TRACER_UNLIKELY(tracer_tls.open_pending.active) && tracer_tls.open_pending.fd == fd)
+        return NULL;
+    return tracer_enter(TRACER_ONLY_FILE);
+}
 
 /* A record with no data (fsync, close, ...) on a descriptor. */
 void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,

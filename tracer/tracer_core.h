@@ -407,12 +407,15 @@ tracer_event_reserve(struct tracer_thread *t, size_t bytes)
 uint32_t tracer_stack_id(uint32_t depth);
 void tracer_stacks_after_fork(void);
 
-/* Zero-fills the first `bytes` of an event and writes its common fields. */
+/* Zero-fills the first `bytes` of an event (a FILE event's fd2 is -1, no
+ * second descriptor) and writes its common fields. */
 static inline __attribute__((always_inline)) void
 tracer_event_head_set(struct trace_event *ev, size_t bytes, const struct tracer_thread *t,
                       uint8_t type, uint8_t op, uint64_t begin_ns, uint64_t end_ns)
 {
     memset(ev, 0, bytes); /* constant size at each call site: inline stores */
+    if (type == TRACE_EV_FILE)
+        ev->u.file.fd2 = -1; /* no second descriptor (FORMAT.md predicts -1) */
     ev->type = type;
     ev->op = op;
     ev->tid = t->tid;

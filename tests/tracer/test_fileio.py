@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """test_fileio.py - offsets, sizes, results, file size before each operation
 and device+inode of every FILE event of tt_fileio must equal what the kernel
-said (tt_fileio prints the truth it read with raw syscalls). Every event's
+said (tt_fileio prints the truth it read with raw syscalls); each dup is a
+DUP record naming the new descriptor, and every CLOSE pairs with an OPEN or
+a DUP. Every event's
 time lies within the recording's CLOCK_MONOTONIC span (the rings carry raw
 TSC ticks the collector converts; STRING definitions carry no time)."""
 import json
@@ -30,7 +32,7 @@ outside = [e for e in trace.events
            if e["ts"] and not started <= e["ts"] <= e["ts"] + e["dur"] <= ended]
 tl.check_eq(outside[:3], [], f"events outside the recording's span [{started}, {ended}] ns")
 
-DATA_OPS = {"read", "write", "pread", "pwrite", "truncate", "fsync", "fdatasync", "close"}
+DATA_OPS = {"read", "write", "pread", "pwrite", "truncate", "fsync", "fdatasync", "close", "dup"}
 FIELDS = ("op", "fd", "offset", "size", "result", "file_size", "dev", "ino")
 for o in opens:
     want = []
@@ -50,4 +52,17 @@ for o in opens:
         for k in FIELDS:
             tl.check_eq(g[k], w[k], f"{o['open']} event {i} ({w['op']}) field {k}")
         tl.check(g["flags"] & 1 == 0, f"{o['open']} event {i}: error flag set")
+        # fd2: the new descriptor of a DUP, -1 (none) for every other op
+        tl.check_eq(g["fd2"], w["result"] if w["op"] == "dup" else -1,
+                    f"{o['open']} event {i} ({w['op']}) field fd2")
+# Every CLOSE names a descriptor an OPEN or a DUP made.
+made = set()
+for e in trace.of("file"):
+    if e["op"] == "open" and e["result"] >= 0:
+        made.add(e["fd"])
+    elif e["op"] == "dup" and e["result"] >= 0:
+        made.add(e["result"])
+    elif e["op"] == "close":
+        tl.check(e["fd"] in made, f"CLOSE of fd {e['fd']} with no OPEN or DUP before it")
+        made.discard(e["fd"])
 tl.finish()

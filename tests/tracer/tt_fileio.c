@@ -1,10 +1,10 @@
 /* tt_fileio.c - a known sequence of file operations for the tracer test
  * test_fileio.py: write/pwrite/read/pread/readv/writev/lseek/O_APPEND/
- * ftruncate/fsync and a dup'd descriptor. Before each traced operation it
- * asks the kernel (raw syscalls, which the tracer cannot see or correct)
- * for the true offset and file size, and prints what the trace must say as
- * one JSON line per operation. It must never use libc wrappers for those
- * oracle reads, or the tracer would see (and be fixed up by) them. */
+ * ftruncate/fsync and dup'd descriptors (dup, dup2, dup3, F_DUPFD_CLOEXEC). Before each traced
+ * operation it asks the kernel (raw syscalls, which the tracer cannot see or correct) for the true
+ * offset and file size, and prints what the trace must say as one JSON line per operation. It must
+ * never use libc wrappers for those oracle reads, or the tracer would see (and be fixed up by)
+ * them. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -101,8 +101,10 @@ int main(int argc, char **argv)
     expect("write", fd, off, 4, r, &st);
 
     /* a dup'd descriptor shares the open file description (one offset) */
+    true_stat(fd, &st);
     int fd2 = dup(fd);
     CHECKED(fd2);
+    expect("dup", fd, -1, 0, fd2, &st); /* a DUP record: fd the old one, result the new */
     off = true_offset(fd2), true_stat(fd2, &st);
     CHECKED(r = write(fd2, buf, 12));
     expect("write", fd2, off, 12, r, &st);
@@ -115,6 +117,20 @@ int main(int argc, char **argv)
     true_stat(fd2, &st);
     CHECKED(close(fd2)); /* closes one name of the description, not the file */
     expect("close", fd2, -1, 0, 0, &st);
+    /* the other ways to dup: dup2, dup3 onto a chosen number, F_DUPFD_CLOEXEC */
+    true_stat(fd, &st);
+    CHECKED(fd2 = dup2(fd, 60));
+    expect("dup", fd, -1, 0, fd2, &st);
+    CHECKED(fd2 = dup3(60, 61, O_CLOEXEC));
+    expect("dup", 60, -1, 0, fd2, &st);
+    CHECKED(fd2 = fcntl(fd, F_DUPFD_CLOEXEC, 70));
+    expect("dup", fd, -1, 0, fd2, &st);
+    CHECKED(close(fd2));
+    expect("close", fd2, -1, 0, 0, &st);
+    CHECKED(close(61));
+    expect("close", 61, -1, 0, 0, &st);
+    CHECKED(close(60));
+    expect("close", 60, -1, 0, 0, &st);
 
     true_stat(fd, &st);
     CHECKED(ftruncate(fd, 100));

@@ -95,7 +95,8 @@ int main(int argc, char **argv)
     expect(p[3], fd, 0, 0);
     close(fd);
 
-    /* 5. dup'd first (dup is no traced call), then the app's fstat */
+    /* 5. dup'd first (a dup of the thread's own waiting open writes no DUP
+     * record and takes no identity), then the app's fstat */
     fd = open(p[4], O_RDONLY);
     int fd2 = fd >= 0 ? dup(fd) : -1;
     if (fd2 < 0 || fstat(fd, &st) != 0)
