@@ -145,7 +145,7 @@ struct trace_net_event {
     uint64_t conn_id;
     uint64_t size;  /* requested bytes */
     int64_t result; /* bytes moved or -errno */
-    uint32_t nmsgs; /* sendmmsg/recvmmsg: messages */
+    uint32_t nmsgs; /* sendmmsg/recvmmsg: messages done; 0 for every other call */
 };
 
 struct trace_conn_event {

@@ -306,20 +306,20 @@ static size_t tracer_msg_total(const struct msghdr *m)
 TRACER_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
     TRACER_SOCK_BODY(tracer_real_send()(fd, buf, n, flags), TRACER_IO_OUT, n,
-                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t, NULL, 0);
+                     TRACER_ONE_IOV(buf, n), 1, flags, 0, ssize_t, NULL, 0);
 }
 
 TRACER_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
     TRACER_SOCK_BODY(tracer_real_recv()(fd, buf, n, flags), TRACER_IO_IN, n,
-                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t, NULL,
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 0, ssize_t, NULL,
                      0);
 }
 
 TRACER_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
     TRACER_SOCK_BODY(tracer_real___recv_chk()(fd, buf, n, buflen, flags), TRACER_IO_IN, n,
-                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t, NULL,
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 0, ssize_t, NULL,
                      0);
 }
 
@@ -327,14 +327,14 @@ TRACER_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
                              const struct sockaddr *to, socklen_t tolen)
 {
     TRACER_SOCK_BODY(tracer_real_sendto()(fd, buf, n, flags, to, tolen), TRACER_IO_OUT, n,
-                     TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t, to, to ? tolen : 0);
+                     TRACER_ONE_IOV(buf, n), 1, flags, 0, ssize_t, to, to ? tolen : 0);
 }
 
 TRACER_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
                                socklen_t *fromlen)
 {
     TRACER_SOCK_BODY(tracer_real_recvfrom()(fd, buf, n, flags, from, fromlen), TRACER_IO_IN, n,
-                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 1, ssize_t, from,
+                     (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags, 0, ssize_t, from,
                      from && fromlen ? *fromlen : 0);
 }
 
@@ -343,13 +343,13 @@ TRACER_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen,
 {
     TRACER_SOCK_BODY(tracer_real___recvfrom_chk()(fd, buf, n, buflen, flags, from, fromlen),
                      TRACER_IO_IN, n, (flags & MSG_PEEK) ? NULL : TRACER_ONE_IOV(buf, n), 1, flags,
-                     1, ssize_t, from, from && fromlen ? *fromlen : 0);
+                     0, ssize_t, from, from && fromlen ? *fromlen : 0);
 }
 
 TRACER_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     TRACER_SOCK_BODY(tracer_real_sendmsg()(fd, msg, flags), TRACER_IO_OUT, tracer_msg_total(msg),
-                     msg ? msg->msg_iov : NULL, msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t,
+                     msg ? msg->msg_iov : NULL, msg ? (int)msg->msg_iovlen : 0, flags, 0, ssize_t,
                      msg ? msg->msg_name : NULL, msg && msg->msg_name ? msg->msg_namelen : 0);
 }
 
@@ -357,7 +357,7 @@ TRACER_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     TRACER_SOCK_BODY(tracer_real_recvmsg()(fd, msg, flags), TRACER_IO_IN, tracer_msg_total(msg),
                      (msg && !(flags & MSG_PEEK)) ? msg->msg_iov : NULL,
-                     msg ? (int)msg->msg_iovlen : 0, flags, 1, ssize_t, msg ? msg->msg_name : NULL,
+                     msg ? (int)msg->msg_iovlen : 0, flags, 0, ssize_t, msg ? msg->msg_name : NULL,
                      msg && msg->msg_name ? msg->msg_namelen : 0);
 }
 
