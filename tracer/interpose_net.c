@@ -201,10 +201,11 @@ static int tracer_sockopt_matters(int level, int name)
 }
 
 /* The SOCKOPT record of a socket already known, inline (nginx sets
- * TCP_CORK on and off around every response): 1 when written, 0 when the
- * general path must. Touches neither errno nor any lock. */
+ * TCP_CORK on and off around every response): 1 when written and the CPU
+ * mark moved to end_ns (the event is over), 0 when the general path must.
+ * Touches neither errno nor any lock. */
 static inline int tracer_sockopt_fast(struct tracer_thread *t, int fd, int level, int name,
-                                      int64_t value, uint64_t now)
+                                      int64_t value, uint64_t begin_ns, uint64_t end_ns)
 {
     struct tracer_fd *f = tracer_fd_peek(fd);
     if (TRACER_UNLIKELY(!f || f->kind != TRACER_FD_SOCKET || tracer_global.stack_depth ||
@@ -212,14 +213,15 @@ static inline int tracer_sockopt_fast(struct tracer_thread *t, int fd, int level
         return 0;
     enum { NEED = TRACER_EVENT_RECORD_BYTES(sockopt) };
     uint64_t head;
-    /* CPU 0: not an event of its own, the next record carries the CPU */
-    struct trace_event *ev = tracer_event_reserve_fast(t, NEED, 0, &head);
+    struct trace_event *ev = tracer_event_reserve_fast(t, NEED, t->pending_cpu, &head);
     if (TRACER_UNLIKELY(!ev))
         return 0;
+    t->pending_cpu = 0;
     memset(ev, 0, TRACER_EVENT_BYTES(sockopt));
     ev->type = TRACE_EV_SOCKOPT;
     ev->tid = t->tid;
-    ev->ts_ns = now;
+    ev->ts_ns = begin_ns;
+    ev->dur_ns = end_ns > begin_ns ? end_ns - begin_ns : 0;
     ev->u.sockopt.fd = fd;
     ev->u.sockopt.level = level;
     ev->u.sockopt.name = name;
@@ -227,38 +229,42 @@ static inline int tracer_sockopt_fast(struct tracer_thread *t, int fd, int level
     ev->u.sockopt.conn_id = f->conn_id;
     tracer_publish(t, head + NEED);
     tracer_busy_clear(t);
+    tracer_cpu_mark_move(t, end_ns);
     return 1;
 }
 
+/* An option that changes timing is a timed event carrying the CPU time
+ * before it, like a transfer: switching TCP_CORK off sends what it held,
+ * so the work done before it is part of the response's time. */
 TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
+    struct tracer_thread *t =
+        tracer_sockopt_matters(level, name) ? tracer_enter(TRACER_ONLY_NET) : NULL;
+    if (!t)
+        return tracer_real_setsockopt()(fd, level, name, val, len);
+    uint64_t begin = tracer_event_begin(t);
     int rc = tracer_real_setsockopt()(fd, level, name, val, len);
     int err = errno;
-    if (rc == 0 && tracer_sockopt_matters(level, name)) {
-        struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET);
-        if (t) {
-            uint64_t now = tracer_ring_now();
-            if (tracer_sockopt_fast(t, fd, level, name,
-                                    val && len >= sizeof(int) ? *(const int *)val : 0, now)) {
-                errno = err;
-                return rc;
-            }
-            struct tracer_fd *f = tracer_fd_classify(fd);
-            struct trace_event *ev =
-                tracer_net_filtered(f) ? NULL : tracer_event_new(t, TRACE_EV_SOCKOPT, 0, now, now);
-            if (ev) {
-                ev->u.sockopt.fd = fd;
-                ev->u.sockopt.level = level;
-                ev->u.sockopt.name = name;
-                int64_t v = 0;
-                if (val && len >= sizeof(int))
-                    v = *(const int *)val;
-                ev->u.sockopt.value = v;
-                ev->u.sockopt.conn_id = f ? f->conn_id : 0;
-                tracer_commit(t);
-            }
+    uint64_t end = tracer_ring_now();
+    int64_t value = val && len >= sizeof(int) ? *(const int *)val : 0;
+    if (rc == 0 && tracer_sockopt_fast(t, fd, level, name, value, begin, end)) {
+        errno = err;
+        return rc;
+    }
+    if (rc == 0) {
+        struct tracer_fd *f = tracer_fd_classify(fd);
+        struct trace_event *ev =
+            tracer_net_filtered(f) ? NULL : tracer_event_new(t, TRACE_EV_SOCKOPT, 0, begin, end);
+        if (ev) {
+            ev->u.sockopt.fd = fd;
+            ev->u.sockopt.level = level;
+            ev->u.sockopt.name = name;
+            ev->u.sockopt.value = value;
+            ev->u.sockopt.conn_id = f ? f->conn_id : 0;
+            tracer_commit(t);
         }
     }
+    tracer_event_end(t, end);
     errno = err;
     return rc;
 }

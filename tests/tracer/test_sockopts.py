@@ -8,8 +8,9 @@ set explicitly and then TCP_CORK. The trace must carry, per accepted
 connection (by the CONN accept's 4-tuple): NODELAY=1 for the inherited one
 (an event at accept), nothing inherited for the other, and its explicit
 NODELAY=1, CORK=1, SO_SNDBUF, SO_RCVBUF (the values asked for) and CORK=0
-in that order, all on the right conn_id; then a send with MSG_MORE is
-flagged msg_more and the one after it is not."""
+in that order, all on the right conn_id, each timed; the CPU time burnt
+before CORK=0 is the CPU event right before its record; then a send with
+MSG_MORE is flagged msg_more and the one after it is not."""
 import os
 import socket
 import subprocess
@@ -22,7 +23,7 @@ ports_file = os.path.join(work, "ports")
 server_py = os.path.join(work, "server.py")
 with open(server_py, "w") as f:
     f.write(r'''
-import os, socket, sys
+import os, socket, sys, time
 inherit = socket.socket(); inherit.bind(("127.0.0.1", 0))
 inherit.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1); inherit.listen(4)
 plain = socket.socket(); plain.bind(("127.0.0.1", 0)); plain.listen(4)
@@ -35,6 +36,9 @@ b.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 b.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
 b.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
 b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)
+burn = time.thread_time()
+while time.thread_time() - burn < 0.02:
+    pass
 b.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
 b.send(b"head", socket.MSG_MORE)
 for s in (a, b):
@@ -83,6 +87,23 @@ tl.check_eq(opts.get(plain_conn), [(TCP, NODELAY, 1), (TCP, CORK, 1),
                                    (SOCK, socket.SO_SNDBUF, 65536), (SOCK, socket.SO_RCVBUF, 32768),
                                    (TCP, CORK, 0)],
             "plain connection's options (explicit only, in order, values as set)")
+# An option is a timed event carrying the CPU time before it: the 20 ms
+# burnt before CORK=0 (which sends what the cork held) is the CPU event right
+# before that record, not one after it.
+for trace in tl.read_traces(out).values():
+    evs = trace.events
+    for i, e in enumerate(evs):
+        if not (e["type"] == "sockopt" and e.get("conn_id") == plain_conn):
+            continue
+        tl.check(e["dur"] > 0, f"SOCKOPT {e['name']}={e['value']} is timed (dur {e['dur']})")
+        if (e["level"], e["name"], e["value"]) != (TCP, CORK, 0):
+            continue
+        before = next((x for x in reversed(evs[:i]) if x["tid"] == e["tid"]), None)
+        after = next((x for x in evs[i + 1:] if x["tid"] == e["tid"]), None)
+        tl.check(before is not None and before["type"] == "cpu" and before["dur"] >= 15_000_000,
+                 f"the CPU burnt before CORK=0 comes right before it: {before}")
+        tl.check(after is None or after["type"] != "cpu" or after["dur"] < 5_000_000,
+                 f"no CPU of that burn after CORK=0: {after}")
 TRACE_F_MSG_MORE = 0x8
 sends = [(e["result"], bool(e["flags"] & TRACE_F_MSG_MORE)) for e in events
          if e["type"] == "net" and e["op"] == "send" and e["conn_id"] == plain_conn]
