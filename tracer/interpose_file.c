@@ -149,17 +149,17 @@ void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_t path_
  * collector takes a ring's staged record from a process that is gone
  * (collector_drain_region). Until then nothing else is written to the
  * ring (the thread's next traced call settles the open first), and
- * settling fills in the identity and publishes it, or drops it. Only when
- * the record fits at once: else it is written at settling, as before.
- * The busy mark is held. */
-static void tracer_open_stage(struct tracer_thread *t, struct tracer_open_pending *p)
+ * settling fills in the identity and publishes it, or drops it. 0 when
+ * the record does not fit at once (a full ring, or the ring's end): the
+ * open is then not deferred (tracer_open_defer). The busy mark is held. */
+static int tracer_open_stage(struct tracer_thread *t, struct tracer_open_pending *p)
 {
     enum { NEED = TRACER_EVENT_RECORD_BYTES(file) };
     uint64_t head;
     p->staged = NULL;
     struct tracer_record_header *h = t->ring ? tracer_reserve_fast_at(t, NEED, &head) : NULL;
     if (!h)
-        return;
+        return 0;
     tracer_record_header_set(h, NEED, TRACER_REC_EVENT, p->cpu);
     struct trace_event *ev = (struct trace_event *)(h + 1);
     tracer_event_head_set(ev, TRACER_EVENT_BYTES(file), t, TRACE_EV_FILE, TRACE_FILE_OPEN, p->begin,
@@ -168,6 +168,7 @@ static void tracer_open_stage(struct tracer_thread *t, struct tracer_open_pendin
     atomic_store_explicit(&t->ring->staged_head, head + 1, memory_order_release);
     p->staged = ev;
     p->staged_end = head + NEED;
+    return 1;
 }
 
 /* After an open that returned a descriptor, its record waits for the
@@ -198,8 +199,13 @@ static int tracer_open_defer(struct tracer_thread *t, int fd, uint32_t path_id, 
     p->end = end;
     p->cpu = t->pending_cpu;
     p->window = t->window;
+    if (!tracer_open_stage(t, p)) {
+        /* unstaged, an end before settling would lose the record: it is
+         * written now, with an fstat of ours (the caller resets the entry) */
+        tracer_busy_leave(t);
+        return 0;
+    }
     p->active = 1;
-    tracer_open_stage(t, p);
     t->window = TRACER_WINDOW_RESERVED;
     t->recorded = 1; /* the next CPU segment starts at the open's end */
     tracer_event_end(t, end);
@@ -226,20 +232,14 @@ void tracer_open_settle(struct tracer_thread *t, const struct stat *st)
         /* f NULL: the descriptor was closed before this thread made a
          * traced call (by another thread, or where we could not see); the
          * record says where it was opened, without identity */
-        int keep = !f || f->kind == TRACER_FD_FILE;
-        if (p.staged) {
-            /* published, or dropped: the next record goes where it is */
-            if (keep) {
-                tracer_open_identity(p.staged, f);
-                tracer_publish(t, p.staged_end); /* staged_head is stale from here */
-            }
-            atomic_store_explicit(&t->ring->staged_head, 0, memory_order_release);
-        } else if (keep) {
-            t->pending_cpu = p.cpu;
-            tracer_open_record(t, p.fd, 0, p.path_id, (int)p.open_flags, f, 0, p.begin, p.end);
-            t->pending_cpu = 0;
-            t->recorded = 0;
+        /* the staged record (tracer_open_defer staged it) is published, or
+         * dropped for a descriptor that is no file: the next record goes
+         * where it is */
+        if (!f || f->kind == TRACER_FD_FILE) {
+            tracer_open_identity(p.staged, f);
+            tracer_publish(t, p.staged_end); /* staged_head is stale from here */
         }
+        atomic_store_explicit(&t->ring->staged_head, 0, memory_order_release);
     }
     tracer_busy_leave(t);
     errno = saved_errno;
