@@ -2,6 +2,7 @@
  * raw syscalls only; never called with a lock held. */
 #include "fd_table.h"
 
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -120,6 +121,44 @@ void tracer_fd_sync_shared(struct tracer_fd *f)
         p->offset = f->offset;
         p->size = f->size;
     }
+}
+
+/* The layout getdents64 fills (linux_dirent64). */
+struct tracer_dirent64 {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+void tracer_fd_after_fork(void)
+{
+    if (atomic_load_explicit(&tracer_fds_state, memory_order_acquire) != 2)
+        return;
+    /* only the descriptors open now: the table's pages are not touched */
+    int dir =
+        (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return; /* no /proc: the child's records keep naming the parent's CONNs */
+    char buf[2048];
+    long n;
+    while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+        for (long at = 0; at < n;) {
+            const struct tracer_dirent64 *d = (const void *)(buf + at);
+            at += d->reclen;
+            int fd = 0, digits = 0;
+            for (const char *c = d->name; *c >= '0' && *c <= '9' && fd < TRACER_FD_MAX;
+                 c++, digits++)
+                fd = fd * 10 + (*c - '0');
+            if (!digits || fd == dir || fd >= TRACER_FD_MAX)
+                continue;
+            struct tracer_fd *f = &tracer_fds[fd];
+            if (f->kind == TRACER_FD_SOCKET)
+                f->flags &= (uint16_t)~TRACER_FDF_IDENT_DONE;
+        }
+    }
+    syscall(SYS_close, dir);
 }
 
 void tracer_fd_reset(int fd)

@@ -1,5 +1,5 @@
 /* interpose_file.c - wrappers for descriptor creation and the data path of
- * files and sockets used through file calls: open*, creat, close, dup*,
+ * files and sockets used through file calls: open*, creat, shm_open, close, dup*,
  * read/write and their p/v/v2 variants (plus glibc's fortified __*_chk
  * forms), fsync, fdatasync, lseek, ftruncate, sendfile, copy_file_range.
  * Each wrapper calls the real function exactly once with the caller's
@@ -17,6 +17,7 @@
 #include "io_events.h"
 
 TRACER_REAL(int, open, (const char *, int, ...))
+TRACER_REAL(int, shm_open, (const char *, int, mode_t))
 TRACER_REAL(int, open64, (const char *, int, ...))
 TRACER_REAL(int, openat, (int, const char *, int, ...))
 TRACER_REAL(int, openat64, (int, const char *, int, ...))
@@ -332,6 +333,26 @@ TRACER_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 TRACER_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
     TRACER_OPEN_BODY(tracer_real___openat64_2()(dirfd, path, flags), dirfd);
+}
+
+/* glibc opens POSIX shared memory with its internal open, which LD_PRELOAD
+ * cannot see: the OPEN record names the file in /dev/shm the call opens
+ * (PostgreSQL's dynamic shared memory, then ftruncated and closed). */
+TRACER_EXPORT int shm_open(const char *name, int flags, mode_t mode)
+{
+    static const char dir[] = "/dev/shm/"; /* no stdio: a signal handler may open */
+    char shm_path[256];
+    const char *path = name;
+    if (name) {
+        const char *base = name + (name[0] == '/');
+        size_t n = strlen(base);
+        if (sizeof dir - 1 + n < sizeof shm_path) {
+            memcpy(shm_path, dir, sizeof dir - 1);
+            memcpy(shm_path + sizeof dir - 1, base, n + 1);
+            path = shm_path;
+        }
+    }
+    TRACER_OPEN_BODY(tracer_real_shm_open()(name, flags, mode), AT_FDCWD);
 }
 
 TRACER_EXPORT int creat(const char *path, mode_t mode)

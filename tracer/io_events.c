@@ -147,6 +147,10 @@ static uint64_t tracer_conn_identify(struct tracer_thread *t, int fd, struct tra
         return 0;
     if ((f->flags & TRACER_FDF_IDENT_DONE) && op == TRACE_CONN_IDENT)
         return f->conn_id;
+    /* a connection a forking server's parent accepted, first used by the
+     * child (tracer_fd_after_fork): the child serves it */
+    if (op == TRACE_CONN_IDENT && (f->flags & TRACER_FDF_ACCEPTED))
+        op = TRACE_CONN_ACCEPT;
     struct trace_event ev;
     tracer_conn_event_init(&ev, t, op, begin_ns, end_ns);
     struct trace_conn_event *c = &ev.u.conn;

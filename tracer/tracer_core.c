@@ -946,6 +946,7 @@ void tracer_after_fork_child(void)
     tracer_cpu_time_after_fork();
     tracer_stacks_after_fork();
     tracer_datagram_peers_reset();
+    tracer_fd_after_fork();
     if (tracer_strtab) {
         syscall(SYS_munmap, tracer_strtab, TRACER_STRTAB_SLOTS * sizeof(struct tracer_strtab_slot));
         syscall(SYS_munmap, tracer_strtab_arena, TRACER_STRTAB_ARENA);
