@@ -55,7 +55,7 @@ enum trace_net_op { TRACE_NET_SEND = 1, TRACE_NET_RECV };
 
 /* TRACE_EV_CONN ops */
 enum trace_conn_op {
-    TRACE_CONN_ACCEPT = 1, /* this process accepted the connection */
+    TRACE_CONN_ACCEPT = 1, /* this process accepted it (or, a fork child, its parent did) */
     TRACE_CONN_CONNECT,    /* this process connected out */
     TRACE_CONN_IDENT,      /* identity learned later (e.g. socket inherited or first use) */
     TRACE_CONN_SHUTDOWN,
