@@ -5,10 +5,13 @@
 connection, serving a few paths with bodies known to the test:
 /small (64 bytes), /medium (20000 bytes), /large (200000 bytes), /echo
 (POST: the request body back). Bodies are deterministic: body(path, n).
-Usage: backend.py PORT. Writes 'listening PORT' on stdout when ready; stops
+With --fork, a process per connection instead (socketserver.ForkingMixIn:
+the parent accepts, the child it forks answers).
+Usage: backend.py PORT [--fork]. Writes 'listening PORT' on stdout when ready; stops
 on SIGTERM. Never logs per request (the test counts events, not log lines)."""
 import http.server
 import signal
+import socketserver
 import sys
 
 
@@ -45,10 +48,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class ForkingHTTPServer(socketserver.ForkingMixIn, http.server.HTTPServer):
+    """The parent accepts; a child process per connection answers."""
+
+
 def main():
     port = int(sys.argv[1])
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    srv.daemon_threads = True
+    if sys.argv[2:] == ["--fork"]:
+        srv = ForkingHTTPServer(("127.0.0.1", port), Handler)
+    else:
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        srv.daemon_threads = True
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
     print("listening", port, flush=True)
     try:

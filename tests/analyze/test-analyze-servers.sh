@@ -9,7 +9,9 @@
 # exactly one backend block, and blocks carry workers within the component's
 # worker count; the plan then replays with `preplay run` (every label back,
 # one block per request on each tier, the recorded Nagle/delayed-ACK
-# stalls reproduced where they were and only there). (2) nginx (event-driven: one worker
+# stalls reproduced where they were and only there); (1c) the same plan
+# checks with a forking backend (a child process per connection, which
+# inherits the accepted socket). (2) nginx (event-driven: one worker
 # thread interleaves connections): the violation report names the
 # component, the thread and the events, and the interleaving blocks are
 # flagged, never silent.
@@ -69,19 +71,19 @@ curl_load() {
     done
 }
 
-# ---- (1) apache2 worker MPM -> mod_proxy_http -> threaded Python ----
-fport=$(free_port); bport=$(free_port)
-while [ "$bport" = "$fport" ]; do bport=$(free_port); done
-mods=/usr/lib/apache2/modules
-mkdir -p "$work/apache"
-cat >"$work/apache/httpd.conf" <<CONF
-ServerRoot $work/apache
+# apache_conf DIR FRONT_PORT BACKEND_PORT: apache2, worker MPM, proxying all
+# to the backend with kept-alive, reused connections
+apache_conf() {
+    local dir=$1 fport=$2 bport=$3 mods=/usr/lib/apache2/modules
+    mkdir -p "$dir"
+    cat >"$dir/httpd.conf" <<CONF
+ServerRoot $dir
 ServerName 127.0.0.1
 Listen 127.0.0.1:$fport
-PidFile $work/apache/apache.pid
-ErrorLog $work/apache/error.log
+PidFile $dir/apache.pid
+ErrorLog $dir/error.log
 LogLevel warn
-Mutex file:$work/apache default
+Mutex file:$dir default
 LoadModule mpm_worker_module $mods/mod_mpm_worker.so
 LoadModule authz_core_module $mods/mod_authz_core.so
 LoadModule proxy_module $mods/mod_proxy.so
@@ -101,6 +103,12 @@ MaxKeepAliveRequests 0
 ProxyPass "/" "http://127.0.0.1:$bport/" keepalive=On enablereuse=on
 ProxyPassReverse "/" "http://127.0.0.1:$bport/"
 CONF
+}
+
+# ---- (1) apache2 worker MPM -> mod_proxy_http -> threaded Python ----
+fport=$(free_port); bport=$(free_port)
+while [ "$bport" = "$fport" ]; do bport=$(free_port); done
+apache_conf "$work/apache" "$fport" "$bport"
 "$bin" record -q --no-cpu-scores -o "$work/trace/backend" -c backend -- /usr/bin/python3 "$here/backend.py" "$bport" \
     >"$work/backend.out" 2>"$work/backend.err" &
 pids+=($!); be=$!
@@ -117,10 +125,12 @@ stop "$fe"; stop "$be"
     fail "analyze apache: $(cat "$work/apache.analyze.err")"
 cat "$work/apache.analyze"
 "$bin" info --json "$work/apache.plan" >"$work/apache.json"
-/usr/bin/python3 - "$work/apache.json" "$work/apache.tsv" "$rounds" <<'PY' || fail "apache2 + Python plan"
+# check_plan.py INFO_JSON BLOCKS_TSV ROUNDS NAME: the apache2 -> backend plan
+cat >"$work/check_plan.py" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 rounds = int(sys.argv[3])
+tag = sys.argv[4]
 want = {"GET /small": 3 * rounds, "GET /medium": 3 * rounds, "GET /large": 3 * rounds}
 errors = []
 if j["labels"] != want:
@@ -163,13 +173,15 @@ for name in ("frontend", "backend"):
         errors.append("%s: block workers %s, component has %d" % (name, sorted(ws), comps[name]["workers"]))
 if any(b["flags"] for b in blocks.values()):
     errors.append("blocks flagged")
-print("apache2+python: %d requests %s, coverage %.4f, %d+%d blocks, workers fe=%d be=%d" %
-      (j["requests"], j["labels"], j["coverage"], len(fe), len(be),
+print("%s: %d requests %s, coverage %.4f, %d+%d blocks, workers fe=%d be=%d" %
+      (tag, j["requests"], j["labels"], j["coverage"], len(fe), len(be),
        comps["frontend"]["workers"], comps["backend"]["workers"]))
 for e in errors:
-    print("apache2+python: " + e)
+    print("%s: %s" % (tag, e))
 sys.exit(1 if errors else 0)
 PY
+/usr/bin/python3 "$work/check_plan.py" "$work/apache.json" "$work/apache.tsv" "$rounds" apache2+python ||
+    fail "apache2 + Python plan"
 
 # ---- (1b) the apache2 + Python plan replays: `preplay run` on it ----
 # Both replayers locally, two short intervals, session mode (curl's clients
@@ -222,6 +234,31 @@ for e in errors:
     print("apache2+python replay: " + e)
 sys.exit(1 if errors else 0)
 PY
+
+# ---- (1c) the same with a forking backend: the parent accepts, a child per
+# connection answers (socketserver.ForkingMixIn). The child's trace names
+# the connection it inherited (an ACCEPT of its own, docs/tracer.md), so
+# its requests are blocks the front end's calls pair with, as above ----
+fport=$(free_port); bport=$(free_port)
+while [ "$bport" = "$fport" ]; do bport=$(free_port); done
+apache_conf "$work/apache-fork" "$fport" "$bport"
+"$bin" record -q --no-cpu-scores -o "$work/trace/fbackend" -c backend -- /usr/bin/python3 "$here/backend.py" "$bport" --fork \
+    >"$work/fbackend.out" 2>"$work/fbackend.err" &
+pids+=($!); be=$!
+"$bin" record -q --no-cpu-scores -o "$work/trace/ffrontend" -c frontend -- /usr/sbin/apache2 -DFOREGROUND \
+    -f "$work/apache-fork/httpd.conf" >"$work/apache-fork.out" 2>"$work/apache-fork.err" &
+pids+=($!); fe=$!
+wait_port "$bport" 30 || fail "forking backend not listening: $(cat "$work/fbackend.err")"
+wait_port "$fport" 30 || fail "apache2 not listening: $(cat "$work/apache-fork.err" "$work/apache-fork/error.log")"
+curl_load "$fport" 3 "$rounds" /small /medium /large
+stop "$fe"; stop "$be"
+[ "$(ls "$work/trace/fbackend" | wc -l)" -ge 2 ] || fail "the forking backend's children were not traced"
+"$bin" analyze "$work/trace/ffrontend" "$work/trace/fbackend" -o "$work/fork.plan" \
+    --blocks "$work/fork.tsv" >"$work/fork.analyze" 2>"$work/fork.analyze.err" ||
+    fail "analyze apache2 + forking Python: $(cat "$work/fork.analyze.err")"
+"$bin" info --json "$work/fork.plan" >"$work/fork.json"
+/usr/bin/python3 "$work/check_plan.py" "$work/fork.json" "$work/fork.tsv" "$rounds" apache2+forking-python ||
+    fail "apache2 + forking Python plan"
 
 # ---- (2) nginx: event-driven, must yield the violation report ----
 nport=$(free_port)
