@@ -542,21 +542,25 @@ static int deps_input_fill(struct deps_input *in, uint32_t fi, uint64_t until)
  * DEPS_WINDOW_FLOOR_NS nor above the configured window. Holding the whole
  * configured window (200 ms of events, tens of MB at a busy server's
  * rate) would make every queued event a cache miss twice. Until the file
- * has shown a whole window's span of events there is no "so far": the
+ * has shown DEPS_WINDOW_LEARN_NS of events there is no "so far": the
  * whole window is held. The first requests (whose start is the plan's
- * origin) come then, and a slow recorder's (ASan, a loaded machine) first
- * drain rounds lag by more than the floor: read with the floor, the first
- * request of one tier came after a later one of the other, and the
- * origin moved by 6 ms (analyze_sample). The price: a busy file's first
- * window is queued whole, and the queues keep that size, so the analyze
- * benchmark's peak RSS went from 49 back to 77 MB (the fixed window's
- * figure; still bounded by the window, not by trace length). */
+ * origin) come then, and the first drain rounds are not the later ones: a
+ * slow recorder's (ASan, a loaded machine) lag by more than the floor, and
+ * the collector's early ones come close together (TSC recalibrations)
+ * where later, after an idle gap, a round covers its whole 100 ms nap.
+ * Learned from the first 200 ms only, the window was too small by then:
+ * the first request of one tier came after a later one of the other, and
+ * the origin moved by 6-7 ms (analyze_sample). The price: a busy file's
+ * first window is queued whole, and the queues keep that size, so the
+ * analyze benchmark's peak RSS went from 49 back to 77 MB (the fixed
+ * window's figure; still bounded by the window, not by trace length). */
 #define DEPS_WINDOW_FLOOR_NS 20000000ull
+#define DEPS_WINDOW_LEARN_NS 2000000000ull
 #define DEPS_WINDOW_LAG_FACTOR 4u
 
 static uint64_t deps_input_window(const struct deps_input *in, const struct deps_input_file *f)
 {
-    if (f->max_key - f->first_key < in->window_ns)
+    if (f->max_key - f->first_key < DEPS_WINDOW_LEARN_NS)
         return in->window_ns;
     uint64_t w = f->max_lag * DEPS_WINDOW_LAG_FACTOR;
     if (w < DEPS_WINDOW_FLOOR_NS)
