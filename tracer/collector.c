@@ -93,6 +93,7 @@ struct collector {
     size_t nprocs, cap;
     struct collector_stats stats;
     int cpu_clock_bpf;        /* the BPF CPU clock is loaded */
+    int tsc_recalibrating;    /* ... with a calibrated TSC block (collector_tsc_table) */
     uint64_t drained_records; /* records drained by the current round */
     int ring_pressure;        /* a ring was > 1/4 full this round, or a producer waited */
     uint64_t round_max_bytes; /* most bytes one ring held at this round's drain */
@@ -166,10 +167,19 @@ static int collector_mkdir_p(const char *dir, char *err, size_t errlen)
 
 /* Keeps the TSC conversion now published (a no-op without a calibrated
  * block: apps then use the CLOCK_MONOTONIC ring clock). */
-static void collector_note_tsc(struct collector *c)
+/* The loaded clock's TSC block, when the loader calibrated it (only then
+ * do apps time records with the TSC, and only then is it recalibrated:
+ * recalibrating an uncalibrated block would be a 10 ms busy wait). */
+static struct cpuclock_table *collector_tsc_table(void)
 {
     struct cpuclock_table *t = cpuclock_bpf_table();
-    if (t && (t->header->flags & CPUCLOCK_HEADER_TSC_VALID))
+    return t && (t->header->flags & CPUCLOCK_HEADER_TSC_VALID) ? t : NULL;
+}
+
+static void collector_note_tsc(struct collector *c)
+{
+    struct cpuclock_table *t = collector_tsc_table();
+    if (t)
         (void)cpuclock_tsc_history_note(&c->tsc_history, &t->header->tsc);
 }
 
@@ -274,6 +284,7 @@ struct collector *collector_create(const struct collector_options *opt, char *er
     cpuclock_bpf_set_tsc_policy((enum cpuclock_tsc_policy)opt->ring_clock);
     if (cpuclock_bpf_load(why, sizeof why)) {
         c->cpu_clock_bpf = 1;
+        c->tsc_recalibrating = collector_tsc_table() != NULL;
         c->tsc_recalibrated_ns = collector_clock(CLOCK_MONOTONIC);
         c->tsc_recal_interval_ns = COLLECTOR_TSC_RECAL_FIRST_NS;
         collector_note_tsc(c);
@@ -978,7 +989,7 @@ int collector_poll(struct collector *c, int timeout_ms)
         if (due < wait_ns)
             wait_ns = due;
     }
-    if (c->cpu_clock_bpf) { /* wake for the next recalibration */
+    if (c->tsc_recalibrating) { /* wake for the next recalibration */
         uint64_t since = now - c->tsc_recalibrated_ns;
         uint64_t due = since < c->tsc_recal_interval_ns ? c->tsc_recal_interval_ns - since : 0;
         if (due < wait_ns)
@@ -1022,17 +1033,14 @@ int collector_poll(struct collector *c, int timeout_ms)
         c->drained_records = 0;
         c->ring_pressure = 0;
     }
-    if (c->cpu_clock_bpf && round_start - c->tsc_recalibrated_ns >= c->tsc_recal_interval_ns) {
+    if (c->tsc_recalibrating && round_start - c->tsc_recalibrated_ns >= c->tsc_recal_interval_ns) {
         /* keep the shared TSC conversion on CLOCK_MONOTONIC (NTP slews it);
          * the offset found is slewed away over the interval to the next */
         c->tsc_recal_interval_ns = c->tsc_recal_interval_ns * 2 < COLLECTOR_TSC_RECAL_NS
                                        ? c->tsc_recal_interval_ns * 2
                                        : COLLECTOR_TSC_RECAL_NS;
-        struct cpuclock_table *t = cpuclock_bpf_table();
-        /* only a block the loader calibrated (else apps do not use it, and
-         * recalibrating would calibrate it from scratch: a 10 ms busy wait) */
-        if (t && (t->header->flags & CPUCLOCK_HEADER_TSC_VALID) &&
-            cpuclock_tsc_recalibrate(&t->header->tsc, c->tsc_recal_interval_ns) == 0) {
+        struct cpuclock_table *t = collector_tsc_table();
+        if (t && cpuclock_tsc_recalibrate(&t->header->tsc, c->tsc_recal_interval_ns) == 0) {
             uint64_t off =
                 atomic_load_explicit(&t->header->tsc.last_offset_error_ns, memory_order_relaxed);
             if (off > CPUCLOCK_TSC_STEP_NS) {
