@@ -10,7 +10,8 @@ connection (by the CONN accept's 4-tuple): NODELAY=1 for the inherited one
 NODELAY=1, CORK=1, SO_SNDBUF, SO_RCVBUF (the values asked for) and CORK=0
 in that order, all on the right conn_id, each timed; the CPU time burnt
 before CORK=0 is the CPU event right before its record; then a send with
-MSG_MORE is flagged msg_more and the one after it is not."""
+MSG_MORE is flagged msg_more and the one after it is not, and the
+send()/recv() records say nmsgs 0."""
 import os
 import socket
 import subprocess
@@ -108,4 +109,8 @@ TRACE_F_MSG_MORE = 0x8
 sends = [(e["result"], bool(e["flags"] & TRACE_F_MSG_MORE)) for e in events
          if e["type"] == "net" and e["op"] == "send" and e["conn_id"] == plain_conn]
 tl.check_eq(sends, [(4, True), (1, False)], "plain connection's sends (bytes, MSG_MORE)")
+# send()/recv() are one message each: nmsgs counts sendmmsg/recvmmsg's only
+tl.check_eq(sorted({(e["op"], e["nmsgs"]) for e in events
+                    if e["type"] == "net" and e["conn_id"] == plain_conn}),
+            [("recv", 0), ("send", 0)], "plain connection's NET records: (op, nmsgs)")
 tl.finish()
