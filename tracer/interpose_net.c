@@ -227,9 +227,7 @@ static inline int tracer_sockopt_fast(struct tracer_thread *t, int fd, int level
     ev->u.sockopt.name = name;
     ev->u.sockopt.value = value;
     ev->u.sockopt.conn_id = f->conn_id;
-    tracer_publish(t, head + NEED);
-    tracer_busy_clear(t);
-    tracer_cpu_mark_move(t, end_ns);
+    tracer_record_publish_fast(t, head + NEED, end_ns);
     return 1;
 }
 

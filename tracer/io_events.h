@@ -157,9 +157,7 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
     ev->dur_ns = end_ns > begin_ns ? end_ns - begin_ns : 0;
     memset((char *)&ev->stack_id, 0,
            offsetof(struct trace_event, u) - offsetof(struct trace_event, stack_id));
-    tracer_publish(t, head);
-    tracer_busy_clear(t);
-    tracer_cpu_mark_move(t, end_ns);
+    tracer_record_publish_fast(t, head, end_ns);
     return 1;
 }
 

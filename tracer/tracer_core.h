@@ -377,6 +377,17 @@ static inline void tracer_publish(struct tracer_thread *t, uint64_t end)
     atomic_store_explicit(&t->ring->head, end, memory_order_release);
 }
 
+/* Ends an event record reserved with tracer_record_reserve_fast: publishes
+ * the ring up to `end`, leaves the busy mark, and the next CPU segment
+ * starts at end_ns (the event is over). */
+static inline __attribute__((always_inline)) void
+tracer_record_publish_fast(struct tracer_thread *t, uint64_t end, uint64_t end_ns)
+{
+    tracer_publish(t, end);
+    tracer_busy_clear(t);
+    tracer_cpu_mark_move(t, end_ns);
+}
+
 /* Reserves an event record of the first `bytes` of struct trace_event,
  * not zero-filled, carrying pending_cpu; to be committed with
  * tracer_commit. When the record fits at once (the common case) it is
