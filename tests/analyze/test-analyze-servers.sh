@@ -105,18 +105,28 @@ ProxyPassReverse "/" "http://127.0.0.1:$bport/"
 CONF
 }
 
+# start_tiers PREFIX APACHE_DIR FRONT_PORT BACKEND_PORT [BACKEND_ARGS...]:
+# records backend.py (traces in $work/trace/PREFIXbackend) and apache2
+# configured in APACHE_DIR (traces in $work/trace/PREFIXfrontend), waits
+# for both ports; sets be and fe to the two recorders' pids
+start_tiers() {
+    local p=$1 adir=$work/$2 fport=$3 bport=$4
+    shift 4
+    "$bin" record -q --no-cpu-scores -o "$work/trace/${p}backend" -c backend -- /usr/bin/python3 \
+        "$here/backend.py" "$bport" "$@" >"$work/${p}backend.out" 2>"$work/${p}backend.err" &
+    pids+=($!); be=$!
+    "$bin" record -q --no-cpu-scores -o "$work/trace/${p}frontend" -c frontend -- /usr/sbin/apache2 \
+        -DFOREGROUND -f "$adir/httpd.conf" >"$adir.out" 2>"$adir.err" &
+    pids+=($!); fe=$!
+    wait_port "$bport" 30 || fail "backend.py $* not listening: $(cat "$work/${p}backend.err")"
+    wait_port "$fport" 30 || fail "apache2 not listening: $(cat "$adir.err" "$adir/error.log")"
+}
+
 # ---- (1) apache2 worker MPM -> mod_proxy_http -> threaded Python ----
 fport=$(free_port); bport=$(free_port)
 while [ "$bport" = "$fport" ]; do bport=$(free_port); done
 apache_conf "$work/apache" "$fport" "$bport"
-"$bin" record -q --no-cpu-scores -o "$work/trace/backend" -c backend -- /usr/bin/python3 "$here/backend.py" "$bport" \
-    >"$work/backend.out" 2>"$work/backend.err" &
-pids+=($!); be=$!
-"$bin" record -q --no-cpu-scores -o "$work/trace/frontend" -c frontend -- /usr/sbin/apache2 -DFOREGROUND \
-    -f "$work/apache/httpd.conf" >"$work/apache.out" 2>"$work/apache.err" &
-pids+=($!); fe=$!
-wait_port "$bport" 30 || fail "backend not listening: $(cat "$work/backend.err")"
-wait_port "$fport" 30 || fail "apache2 not listening: $(cat "$work/apache.err" "$work/apache/error.log")"
+start_tiers "" apache "$fport" "$bport"
 rounds=15
 curl_load "$fport" 3 "$rounds" /small /medium /large
 stop "$fe"; stop "$be"
@@ -242,14 +252,7 @@ PY
 fport=$(free_port); bport=$(free_port)
 while [ "$bport" = "$fport" ]; do bport=$(free_port); done
 apache_conf "$work/apache-fork" "$fport" "$bport"
-"$bin" record -q --no-cpu-scores -o "$work/trace/fbackend" -c backend -- /usr/bin/python3 "$here/backend.py" "$bport" --fork \
-    >"$work/fbackend.out" 2>"$work/fbackend.err" &
-pids+=($!); be=$!
-"$bin" record -q --no-cpu-scores -o "$work/trace/ffrontend" -c frontend -- /usr/sbin/apache2 -DFOREGROUND \
-    -f "$work/apache-fork/httpd.conf" >"$work/apache-fork.out" 2>"$work/apache-fork.err" &
-pids+=($!); fe=$!
-wait_port "$bport" 30 || fail "forking backend not listening: $(cat "$work/fbackend.err")"
-wait_port "$fport" 30 || fail "apache2 not listening: $(cat "$work/apache-fork.err" "$work/apache-fork/error.log")"
+start_tiers f apache-fork "$fport" "$bport" --fork
 curl_load "$fport" 3 "$rounds" /small /medium /large
 stop "$fe"; stop "$be"
 [ "$(ls "$work/trace/fbackend" | wc -l)" -ge 2 ] || fail "the forking backend's children were not traced"

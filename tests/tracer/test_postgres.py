@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import tracerlib as tl
 
@@ -54,7 +55,7 @@ for _ in range(300):
                        str(port)]).returncode == 0:
         ready = True
         break
-    tl.time.sleep(0.1)
+    time.sleep(0.1)
 if not tl.check(ready, f"postgres ready (log {work}/server.log)"):
     tl.finish()
 pgbench = [os.path.join(bindir, "pgbench"), "-h", "127.0.0.1", "-p", str(port)]
@@ -119,9 +120,9 @@ wal_written = sum(e["result"] for e in wal if e["op"] in ("write", "pwrite"))
 tl.check(wal_written > 100000, f"WAL bytes written: {wal_written}")
 tl.check(any(e["op"] in ("fdatasync", "fsync") for e in wal), "WAL files synced")
 
-postmaster = [t for t in servers.values() if t.of("file", "dup")]
-if tl.check(postmaster, "a server process with DUP records (the postmaster's fd probe)"):
-    (pm,) = sorted(postmaster, key=lambda t: -len(t.of("file", "dup")))[:1]
+duppers = [t for t in servers.values() if t.of("file", "dup")]
+if tl.check(duppers, "a server process with DUP records (the postmaster's fd probe)"):
+    pm = max(duppers, key=lambda t: len(t.of("file", "dup")))
     tl.check(len(pm.of("file", "dup")) >= 100, f"{pm.path}: DUP records")
     made = set()
     unpaired = []
