@@ -314,13 +314,16 @@ void tracer_conn_lifecycle(struct tracer_thread *t, int fd, uint64_t conn_id, ui
     tracer_emit_definition(&ev);
 }
 
-void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
-                        int64_t result, uint64_t begin_ns, uint64_t end_ns)
+/* A FILE record with no data on fd (fd2: the other descriptor, -1 none),
+ * with f's identity. */
+static void tracer_file_nodata(struct tracer_thread *t, int fd, int fd2, const struct tracer_fd *f,
+                               uint8_t op, int64_t result, uint64_t begin_ns, uint64_t end_ns)
 {
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, op, begin_ns, end_ns);
     if (!ev)
         return;
     ev->u.file.fd = fd;
+    ev->u.file.fd2 = fd2;
     ev->u.file.offset = -1;
     ev->u.file.result = result;
     if (result < 0)
@@ -334,6 +337,12 @@ void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, ui
     tracer_commit(t);
 }
 
+void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
+                        int64_t result, uint64_t begin_ns, uint64_t end_ns)
+{
+    tracer_file_nodata(t, fd, -1, f, op, result, begin_ns, end_ns);
+}
+
 void tracer_dup_done(struct tracer_thread *t, int oldfd, int rc, int err, uint64_t begin)
 {
     uint64_t end = t ? tracer_ring_now() : 0;
@@ -344,23 +353,9 @@ void tracer_dup_done(struct tracer_thread *t, int oldfd, int rc, int err, uint64
     struct tracer_fd *f = tracer_fd_get(oldfd);
     if (f && (f->flags & TRACER_FDF_OPEN_PENDING))
         f = tracer_fd_classify(oldfd); /* another thread's open, identity not taken yet */
-    if (f && (f->kind == TRACER_FD_FILE || f->kind == TRACER_FD_OTHER) &&
-        !tracer_path_filtered(f)) {
-        struct trace_event *ev = tracer_event_new(t, TRACE_EV_FILE, TRACE_FILE_DUP, begin, end);
-        if (ev) {
-            ev->u.file.fd = oldfd;
-            ev->u.file.fd2 = rc >= 0 ? rc : -1;
-            ev->u.file.offset = -1;
-            ev->u.file.result = rc >= 0 ? rc : -err;
-            if (rc < 0)
-                ev->flags |= TRACE_F_ERROR;
-            ev->u.file.dev = f->dev;
-            ev->u.file.ino = f->ino;
-            ev->u.file.path_id = f->path_id;
-            ev->u.file.file_size = f->size;
-            tracer_commit(t);
-        }
-    }
+    if (f && (f->kind == TRACER_FD_FILE || f->kind == TRACER_FD_OTHER) && !tracer_path_filtered(f))
+        tracer_file_nodata(t, oldfd, rc >= 0 ? rc : -1, f, TRACE_FILE_DUP, rc >= 0 ? rc : -err,
+                           begin, end);
     tracer_event_end(t, end);
 }
 
