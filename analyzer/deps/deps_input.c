@@ -353,6 +353,7 @@ void deps_input_correct_host(struct deps_input *in, uint32_t h, int64_t delta_ns
 {
     in->hosts[h].offset_ns -= delta_ns;
     in->hosts[h].corrected_ns -= delta_ns;
+    in->all_read_until = 0; /* its unread events' keys moved */
 }
 
 uint64_t deps_input_total_bytes(const struct deps_input *in)
@@ -568,6 +569,39 @@ static uint64_t deps_input_window(const struct deps_input *in, const struct deps
     return w < in->window_ns ? w : in->window_ns;
 }
 
+/* Before key k pops, every file must be read as far past k as its window
+ * says, not only the file k came from: a file whose queued events all lie
+ * beyond k (an idle tier, a thread that waited) may still hold unread
+ * events that end before k, written after a later one by the same drain
+ * round. Checked only when k passes in->all_read_until, the point up to
+ * which every file was last known to be read far enough. Returns 1 when a
+ * file was read (the heap may have a new minimum), 0, or -1 on damage. */
+static int deps_input_fill_others(struct deps_input *in, uint64_t k)
+{
+    int filled = 0;
+    uint64_t ready = UINT64_MAX;
+    for (uint32_t i = 0; i < in->nfiles; i++) {
+        struct deps_input_file *g = &in->files[i];
+        if (g->eof)
+            continue;
+        uint64_t w = deps_input_window(in, g);
+        if (g->max_key < k + w) {
+            /* an eighth of a window more, so the next check is that far
+             * off instead of at the next key (an O(files) loop per event) */
+            if (deps_input_fill(in, i, k + w + w / 8) != 0)
+                return -1;
+            filled = 1;
+            if (g->eof)
+                continue;
+        }
+        uint64_t g_ready = g->max_key > w ? g->max_key - w : 0;
+        if (g_ready < ready)
+            ready = g_ready;
+    }
+    in->all_read_until = ready;
+    return filled;
+}
+
 int deps_input_next(struct deps_input *in, uint32_t *file, struct deps_queued **out)
 {
     if (!in->events && !in->nheap) {
@@ -598,6 +632,13 @@ int deps_input_next(struct deps_input *in, uint32_t *file, struct deps_queued **
                 return -1;
             continue; /* the heap may have a new minimum */
         }
+        if (k > in->all_read_until) {
+            int filled = deps_input_fill_others(in, k);
+            if (filled < 0)
+                return -1;
+            if (filled)
+                continue;
+        }
         /* the slot stays valid until the next call (fills happen there) */
         struct deps_queued *cur = &q->q[q->head];
         q->head = (q->head + 1) & (q->cap - 1);
@@ -615,10 +656,16 @@ int deps_input_next(struct deps_input *in, uint32_t *file, struct deps_queued **
             deps_heap_down(in, 0);
         } else
             deps_heap_remove_top(in);
-        if (cur->key < in->last_key)
-            in->late++;
-        else
-            in->last_key = cur->key;
+        /* A CPU event is keyed by its start but written at its end (the
+         * thread's next event), so after a long run or an untraced wait it
+         * comes behind other threads' events by nature; only its place in
+         * its own thread matters (it joins the thread's current block) */
+        if (cur->ev.type != TRACE_EV_CPU) {
+            if (cur->key < in->last_key)
+                in->late++;
+            else
+                in->last_key = cur->key;
+        }
         in->events++;
         *file = q->file;
         *out = cur;

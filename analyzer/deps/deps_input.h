@@ -10,10 +10,11 @@
  * collector stamps with the end of the previous event, ts), made
  * monotone per thread; each thread (and the file's connection
  * definitions) is a FIFO, and a heap over FIFO heads pops the smallest key
- * once its file has been read far enough past it (or to its end): four
+ * once every file has been read far enough past it (or to its end): four
  * times the worst disorder seen in that file so far, at least 20 ms, at
  * most `window_ns`. Events that arrive later than that are still
- * processed (counted as late).
+ * processed (counted as late; CPU events, which ride with their thread,
+ * are not).
  *
  * Before the merge, hosts are pre-aligned from connection handshakes seen
  * on both sides (see deps_input_presync), and the common timeline starts at
@@ -77,7 +78,7 @@ struct deps_input {
     uint32_t nheap, capheap;
     uint64_t window_ns;
     uint64_t events; /* popped */
-    uint64_t late;   /* popped with a key below an earlier popped key */
+    uint64_t late;   /* popped with a key below an earlier popped key (CPU events aside) */
     /* Events that ended more than DEPS_BACKWARDS_NS before an earlier event
      * of their thread (the recording's clock went backwards: a thread's
      * events end in order otherwise); their keys were raised to it. */
@@ -85,6 +86,9 @@ struct deps_input {
     uint64_t backwards_worst_ns;
     uint32_t backwards_file, backwards_tid; /* where the worst one was */
     uint64_t last_key;
+    /* every file not at its end was read at least its window past this key
+     * (deps_input_fill_others) */
+    uint64_t all_read_until;
     char err[1024];
 };
 

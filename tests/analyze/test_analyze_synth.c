@@ -414,6 +414,51 @@ static void test_late_events(void **state)
     assert_memory_equal(w_late - strlen(count), count, strlen(count));
 }
 
+/* ---- a file with nothing queued before a key is still read past it: an
+ * idle tier's next drain round may hold, after a later event, one that
+ * ends before events of the other tier that are due to be analysed ---- */
+
+static void test_idle_file_read_ahead(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe, app;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    synth_open(&app, f->app, "api", "h1", "rec-app", 200, 0);
+    fx_accept_client(&fe, 1, 50004, T0);
+    struct synth_thread w, busy, a1, a2;
+    synth_thread_init(&w, &fe, 101, T0 + 100 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 120, T0 + 5 * MS - w.now);
+    synth_cpu(&w, 15 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 1000, 6 * US);
+    /* the front end is busy for 2 s: a lock pair every millisecond */
+    synth_thread_init(&busy, &fe, 102, T0 + 10 * MS);
+    for (int i = 0; i < 2000; i++) {
+        synth_lock(&busy, TRACE_LOCK_ACQUIRE, 0x7100, 0, 1 * US);
+        synth_lock(&busy, TRACE_LOCK_RELEASE, 0x7100, 0, 1 * US);
+        synth_idle(&busy, 1 * MS);
+    }
+    synth_net(&w, TRACE_NET_RECV, 1, 0, 1 * US); /* the client closes */
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
+    synth_close(&fe);
+    /* the app tier is idle until 1 s, then one drain round writes thread
+     * 201's pair (ending at 1000 ms) before thread 202's (ending at 990 ms:
+     * 10 ms of disorder, within any merge window) */
+    synth_thread_init(&a1, &app, 201, T0 + 1000 * MS);
+    synth_lock(&a1, TRACE_LOCK_ACQUIRE, 0x7200, 0, 1 * US);
+    synth_lock(&a1, TRACE_LOCK_RELEASE, 0x7200, 0, 1 * US);
+    synth_flush(&app, UINT64_MAX);
+    synth_thread_init(&a2, &app, 202, T0 + 990 * MS);
+    synth_lock(&a2, TRACE_LOCK_ACQUIRE, 0x7300, 0, 1 * US);
+    synth_lock(&a2, TRACE_LOCK_RELEASE, 0x7300, 0, 1 * US);
+    synth_close(&app);
+
+    assert_int_equal(fx_analyze(f, 0, 2, f->fe, f->app), 0);
+    /* analysed in time order: thread 202's pair before the front end's
+     * events of 990-1000 ms */
+    assert_int_equal(f->r.late_events, 0);
+    assert_null(f->warnings ? strstr(f->warnings, "came after later events") : NULL);
+}
+
 /* ---- a nested call resolves to the callee's block; an untraced peer
  * becomes an EXTERNAL op with its sizes and duration ---- */
 
@@ -625,6 +670,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_keepalive, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_backwards, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_late_events, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_idle_file_read_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nested_and_external, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_behind, fx_setup, fx_teardown),
