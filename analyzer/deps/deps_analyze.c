@@ -1205,6 +1205,7 @@ static void deps_on_server_net(struct deps_state *s, struct deps_thread *t, stru
         }
         if (e->cur && e->cur->sends)
             deps_block_finish(s, e, 0); /* keep-alive: the next request */
+        int starts_block = !e->cur;
         if (!e->cur) {
             /* a worker serves one connection at a time: another end of this
              * thread with an unanswered request means interleaving */
@@ -1239,8 +1240,15 @@ static void deps_on_server_net(struct deps_state *s, struct deps_thread *t, stru
             deps_violation(s, t, e);
             deps_violation(s, b->th, e);
         }
-        if (!deps_message_op(s, t, b, PLAN_OP_RECV, ev))
+        struct plan_op *op = deps_message_op(s, t, b, PLAN_OP_RECV, ev);
+        if (!op)
             return;
+        /* The block starts when this receive returns (deps_block_start):
+         * its time before that was the wait for the request (keep-alive
+         * idle, a pooled connection between calls: up to seconds), not
+         * time of the block. Later receives of the request keep theirs. */
+        if (starts_block)
+            op->recorded_ns = 0;
         e->in_off += (uint64_t)n;
         return;
     }

@@ -324,8 +324,12 @@ static void test_keepalive(void **state)
         fx_expect_kinds(f, rq->block, "RCS");
         const struct plan_op *op = fx_ops(f, rq->block);
         assert_int_equal(op[0].a.net.bytes, req[i]);
+        /* the block starts when its receive returns: the idle wait before
+         * (1-20 ms here) is not the block's time */
+        assert_int_equal(op[0].recorded_ns, 0);
         assert_int_equal(op[1].a.cpu_ns, cpu[i]);
         assert_int_equal(op[2].a.net.bytes, resp[i]);
+        assert_int_equal(op[2].recorded_ns, 6 * US);
         assert_string_equal(plan_string(f->plan, rq->label), names[i]);
         assert_string_equal(plan_string(f->plan, f->plan->blocks[rq->block].label), names[i]);
         assert_int_equal(f->plan->blocks[rq->block].recorded_ns, end[i] - start[i]);
@@ -335,6 +339,38 @@ static void test_keepalive(void **state)
         assert_int_equal(rq->think_ns, i ? start[i] - end[i - 1] : 0);
     }
     assert_int_not_equal(f->plan->requests[0].connection, 0);
+}
+
+/* ---- a request whose body comes in a later receive: that wait is the
+ * block's (the client was still sending), the wait before its head is not ---- */
+
+static void test_request_in_two_receives(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50005, T0);
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 101, T0 + 100 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 200, 30 * MS); /* idle, then the head */
+    synth_cpu(&w, 5 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 4000, 2 * MS); /* the body, 2 ms later */
+    synth_cpu(&w, 20 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 500, 7 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 0, 10 * MS); /* the client closes */
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->plan->nrequests, 1);
+    uint32_t b = f->plan->requests[0].block;
+    fx_expect_kinds(f, b, "RCRCS");
+    const struct plan_op *op = fx_ops(f, b);
+    assert_int_equal(op[0].a.net.bytes, 200);
+    assert_int_equal(op[0].recorded_ns, 0);
+    assert_int_equal(op[2].a.net.bytes, 4000);
+    assert_int_equal(op[2].recorded_ns, 2 * MS);
+    assert_int_equal(f->plan->blocks[b].recorded_ns, 5 * US + 2 * MS + 20 * US + 7 * US);
 }
 
 /* ---- a recording whose clock went backwards: the merge keeps each
@@ -671,6 +707,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_clock_backwards, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_late_events, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_idle_file_read_ahead, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_request_in_two_receives, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nested_and_external, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_behind, fx_setup, fx_teardown),
