@@ -117,7 +117,8 @@ enum trace_loss_reason {
     TRACE_LOSS_BUFFER_FULL = 1,
     TRACE_LOSS_RING_OVERWRITE,
     TRACE_LOSS_SALVAGE,
-    TRACE_LOSS_SIGNAL_NESTED /* a signal handler's call interrupted the tracer mid-record */
+    TRACE_LOSS_SIGNAL_NESTED, /* a signal handler's call interrupted the tracer mid-record */
+    TRACE_LOSS_NO_RING        /* calls of threads that found every thread ring taken (tid 0) */
 };
 
 /* flags (any type) */

@@ -43,6 +43,8 @@ struct collector_region {
     uint64_t last_end_raw[TRACER_RING_COUNT]; /* the same in the ring clock */
     uint64_t lost_seen[TRACER_RING_COUNT];
     uint64_t lost_nested_seen[TRACER_RING_COUNT];
+    uint64_t untraced_calls_seen; /* tracer_control.untraced_calls already written as LOSS */
+    uint64_t untraced_since_ns;   /* when those were noted (the next LOSS's from_ns) */
 };
 
 struct collector_process {
@@ -764,20 +766,22 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
     return collector_release_ring(r, tail);
 }
 
+/* A LOSS event for what a counter gained since `seen` (of thread tid, 0 for
+ * the process, lost since from_ns; 0 = unknown: now). */
 static int collector_note_loss_counter(struct collector *c, struct collector_process *p,
-                                       struct collector_region *reg, unsigned idx,
-                                       uint64_t now_lost, uint64_t *seen, uint32_t reason)
+                                       uint32_t tid, uint64_t from_ns, uint64_t now_lost,
+                                       uint64_t *seen, uint32_t reason)
 {
     if (now_lost == *seen)
         return 0;
     struct trace_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = TRACE_EV_LOSS;
-    ev.tid = tracer_region_ring(reg->base, idx)->tid;
-    ev.ts_ns = reg->last_end_ns[idx];
-    ev.u.loss.count = now_lost - *seen;
-    ev.u.loss.from_ns = reg->last_end_ns[idx];
+    ev.tid = tid;
     ev.u.loss.to_ns = collector_clock(CLOCK_MONOTONIC);
+    ev.u.loss.from_ns = from_ns ? from_ns : ev.u.loss.to_ns;
+    ev.ts_ns = ev.u.loss.from_ns;
+    ev.u.loss.count = now_lost - *seen;
     ev.u.loss.reason = reason;
     *seen = now_lost;
     c->stats.lost += ev.u.loss.count;
@@ -790,13 +794,28 @@ static int collector_note_losses(struct collector *c, struct collector_process *
                                  struct collector_region *reg, unsigned idx)
 {
     struct tracer_ring *r = tracer_region_ring(reg->base, idx);
-    if (collector_note_loss_counter(c, p, reg, idx,
+    if (collector_note_loss_counter(c, p, r->tid, reg->last_end_ns[idx],
                                     atomic_load_explicit(&r->lost, memory_order_relaxed),
                                     &reg->lost_seen[idx], TRACE_LOSS_BUFFER_FULL))
         return -1;
-    return collector_note_loss_counter(c, p, reg, idx,
+    return collector_note_loss_counter(c, p, r->tid, reg->last_end_ns[idx],
                                        atomic_load_explicit(&r->lost_nested, memory_order_relaxed),
                                        &reg->lost_nested_seen[idx], TRACE_LOSS_SIGNAL_NESTED);
+}
+
+/* Calls of threads that found no free ring (tracer_thread_claim) become a
+ * LOSS event of the process (tid 0) when their count grew. */
+static int collector_note_untraced_calls(struct collector *c, struct collector_process *p,
+                                         struct collector_region *reg)
+{
+    uint64_t n = atomic_load_explicit(&tracer_region_control(reg->base)->untraced_calls,
+                                      memory_order_relaxed);
+    if (n == reg->untraced_calls_seen)
+        return 0;
+    uint64_t since = reg->untraced_since_ns;
+    reg->untraced_since_ns = collector_clock(CLOCK_MONOTONIC);
+    return collector_note_loss_counter(c, p, 0, since, n, &reg->untraced_calls_seen,
+                                       TRACE_LOSS_NO_RING);
 }
 
 /* The end of ring r's records for a process that is gone: its head, or
@@ -843,7 +862,8 @@ static int collector_drain_region(struct collector *c, struct collector_process 
         }
     }
     struct tracer_ring *r0 = tracer_region_ring(reg->base, 0);
-    if (collector_drain_ring(c, p, reg, 0, atomic_load_explicit(&r0->head, memory_order_acquire)))
+    if (collector_drain_ring(c, p, reg, 0, atomic_load_explicit(&r0->head, memory_order_acquire)) ||
+        collector_note_untraced_calls(c, p, reg))
         return -1;
     for (unsigned k = 0; k < nused; k++) {
         unsigned i = used[k];

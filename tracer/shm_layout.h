@@ -35,8 +35,9 @@
 #define TRACER_SHM_MAGIC 0x70726570u /* "prep" */
 /* 5: `enabled` holds the tracing window's number, cpu_before_ns carries
  * TRACER_CPU_ESTIMATED_BIT, rings_in_use in the control page;
- * 6: net_ports (--port), the ring's staged_head */
-#define TRACER_SHM_VERSION 6u
+ * 6: net_ports (--port), the ring's staged_head; 7: 1024 thread rings,
+ * untraced_calls instead of lost_events (which nothing read) */
+#define TRACER_SHM_VERSION 7u
 #define TRACER_NET_PORTS_MAX 16
 
 /* How long a process waits for the collector to take its registration
@@ -45,7 +46,11 @@
  * a stopped or hung collector must never hold the application. */
 #define TRACER_COLLECTOR_PATIENCE_MS 5000
 
-#define TRACER_RING_COUNT 257u /* ring 0 + 256 thread rings */
+/* Ring 0 + 1024 thread rings: a Java server's 200 request threads and its
+ * JVM's own fit. The region is a sparse memfd: a ring costs memory only
+ * for the pages its thread has written (up to its 1 MiB), so unused rings
+ * cost nothing but address space. */
+#define TRACER_RING_COUNT 1025u
 /* A ring is its 64-byte header and 1 MiB of data: a power of two, so a
  * record's place is head & (size - 1) on the hot path, not a division. */
 #define TRACER_RING_BYTES (1024u * 1024u + 64u)
@@ -116,10 +121,13 @@ struct tracer_control {
     _Atomic uint32_t collector_wake;    /* futex: producers waiting for space */
     _Atomic uint64_t next_string_id;
     _Atomic uint64_t next_conn_id;
-    _Atomic uint64_t lost_events; /* dropped in --drop mode, all rings */
+    /* Traced calls of threads that found every thread ring taken: they
+     * run untraced, and the collector writes these as LOSS (NO_RING).
+     * (Losses of a thread with a ring are counted in its ring.) */
+    _Atomic uint64_t untraced_calls;
     /* Bit i-1 set while thread ring i is not FREE: a thread sets it when it
      * claims the ring, the collector clears it before it frees the ring, so
-     * a drain round looks at the rings in use instead of all 256 (each a
+     * a drain round looks at the rings in use instead of all 1024 (each a
      * page and a cache line of its own: 8% of the collector's CPU on nginx). */
     _Atomic uint64_t rings_in_use[(TRACER_RING_COUNT - 1 + 63) / 64];
     char path_filter[256]; /* only trace files whose path starts with this */

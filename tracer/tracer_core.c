@@ -272,21 +272,31 @@ __attribute__((destructor)) static void tracer_fini(void)
     tracer_thread_exit_event(&tracer_tls);
 }
 
-/* Claims a free ring for the calling thread and writes THREAD_START. */
+/* Claims a free ring for the calling thread and writes THREAD_START. The
+ * candidates are the clear bits of rings_in_use (a ring's bit is down at
+ * least while it is FREE), so a thread that finds every ring taken - it
+ * tries again at each traced call - reads 16 words, not 1024 ring headers
+ * a page apart; the state's compare-and-swap decides. */
 static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
 {
+    enum { WORDS = (TRACER_RING_COUNT - 1 + 63) / 64 };
     static _Atomic uint32_t hint;
     void *region = tracer_global.region;
+    _Atomic uint64_t *in_use = tracer_global.control->rings_in_use;
     uint32_t start = atomic_fetch_add_explicit(&hint, 1, memory_order_relaxed);
-    for (uint32_t i = 0; i < TRACER_RING_COUNT - 1; i++) {
-        uint32_t idx = 1 + (start + i) % (TRACER_RING_COUNT - 1);
-        struct tracer_ring *r = tracer_region_ring(region, idx);
-        uint32_t expect = TRACER_RING_FREE;
-        if (atomic_load_explicit(&r->state, memory_order_relaxed) != TRACER_RING_FREE)
-            continue;
-        if (atomic_compare_exchange_strong(&r->state, &expect, TRACER_RING_ACTIVE)) {
-            atomic_fetch_or(&tracer_global.control->rings_in_use[tracer_ring_in_use_word(idx)],
-                            tracer_ring_in_use_bit(idx));
+    for (uint32_t n = 0; n < WORDS; n++) {
+        uint32_t w = (start + n) % WORDS;
+        uint64_t candidates = ~atomic_load_explicit(&in_use[w], memory_order_relaxed);
+        if (w == WORDS - 1 && (TRACER_RING_COUNT - 1) % 64)
+            candidates &= (1ull << ((TRACER_RING_COUNT - 1) % 64)) - 1;
+        for (; candidates; candidates &= candidates - 1) {
+            uint32_t idx = tracer_ring_of_in_use_bit(w, (unsigned)__builtin_ctzll(candidates));
+            struct tracer_ring *r = tracer_region_ring(region, idx);
+            uint32_t expect = TRACER_RING_FREE;
+            if (atomic_load_explicit(&r->state, memory_order_relaxed) != TRACER_RING_FREE ||
+                !atomic_compare_exchange_strong(&r->state, &expect, TRACER_RING_ACTIVE))
+                continue;
+            atomic_fetch_or(&in_use[w], tracer_ring_in_use_bit(idx));
             r->tid = t->tid;
             atomic_store_explicit(&r->staged_head, 0, memory_order_relaxed);
             t->ring = r;
@@ -299,8 +309,9 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
             return r;
         }
     }
-    /* No ring free: this thread stays untraced; say so once per process. */
-    atomic_fetch_add_explicit(&tracer_global.control->lost_events, 1, memory_order_relaxed);
+    /* No ring free: this thread stays untraced, and each traced call it
+     * makes (it tries again every time) is counted as lost. */
+    atomic_fetch_add_explicit(&tracer_global.control->untraced_calls, 1, memory_order_relaxed);
     return NULL;
 }
 
@@ -575,7 +586,6 @@ static struct trace_event *tracer_reserve_in(struct tracer_ring *r, size_t event
             if (!tracer_global.control->drop_when_full)
                 tracer_drop_local = 1;
             atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&tracer_global.control->lost_events, 1, memory_order_relaxed);
             return NULL;
         }
         if (cached_tail)
@@ -628,7 +638,6 @@ static struct trace_event *tracer_reserve_thread(struct tracer_thread *t, size_t
             /* the collector does not drain: count losses from now on */
             tracer_drop_local = 1;
             atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&tracer_global.control->lost_events, 1, memory_order_relaxed);
             return NULL;
         }
         t->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
