@@ -117,6 +117,25 @@ static void *cli_xalloc(void *p)
         (out) = &(t)->v[*slot_];                                                                   \
     } while (0)
 
+static uint64_t cli_file_key(uint64_t dev, uint64_t ino)
+{
+    return ino * 0x9E3779B97F4A7C15ULL ^ dev;
+}
+
+/* Process p's entry of file (dev, ino), or NULL (probing as cli_aggregate
+ * inserts). */
+static const struct cli_file *cli_file_find(const struct cli_process *p, uint64_t dev, uint64_t ino)
+{
+    for (uint64_t key = cli_file_key(dev, ino);; key++) {
+        const uint32_t *slot = trace_u64map_find(&p->files.index, key);
+        if (!slot)
+            return NULL;
+        const struct cli_file *e = &p->files.v[*slot];
+        if (e->dev == dev && e->ino == ino)
+            return e;
+    }
+}
+
 static void cli_count(struct cli_counts *c, const struct trace_event *ev)
 {
     c->by_type[ev->type < TRACE_EV_TYPE_COUNT ? ev->type : 0]++;
@@ -191,7 +210,7 @@ static void cli_aggregate(struct cli_process *p, const struct trace_event *ev)
         if (!f->dev && !f->ino)
             break;
         /* Probe past hash collisions: the key mixes dev and ino. */
-        uint64_t key = f->ino * 0x9E3779B97F4A7C15ULL ^ f->dev;
+        uint64_t key = cli_file_key(f->dev, f->ino);
         struct cli_file *e;
         for (;; key++) {
             CLI_TABLE_GET(&p->files, key, e);
@@ -316,6 +335,26 @@ static int cli_read_process(const char *path, int salvage, struct cli_process *p
     }
     trace_reader_close(r);
     return status;
+}
+
+/* A file one process opened and another used through an inherited
+ * descriptor (nginx's access log: the master opens it, the worker writes
+ * it) has its path only in the opener's trace: the others take it from
+ * there (same host, device and inode). */
+static void cli_paths_from_other_processes(struct cli_process *procs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < procs[i].files.n; k++) {
+            struct cli_file *f = &procs[i].files.v[k];
+            for (size_t j = 0; j < n && !f->path; j++) {
+                if (j == i || strcmp(procs[j].hdr.host, procs[i].hdr.host) != 0)
+                    continue;
+                const struct cli_file *o = cli_file_find(&procs[j], f->dev, f->ino);
+                if (o && o->path)
+                    f->path = cli_xalloc(strdup(o->path));
+            }
+        }
+    }
 }
 
 static void cli_free_process(struct cli_process *p)
@@ -981,6 +1020,7 @@ int cmd_info(int argc, char **argv)
                             "the damage)\n");
         goto out;
     }
+    cli_paths_from_other_processes(procs, n);
     struct cli_counts total;
     memset(&total, 0, sizeof total);
     uint64_t on_disk = 0, nthreads = 0, skipped = 0;

@@ -3,7 +3,12 @@
 config of ours in a temp dir) serving a known file 10 times: the worker is
 a forked child with its own trace file whose parent is the master; in it,
 the bytes read or sendfile'd from the served file add up to 10 x its size,
-and the bytes sent per connection equal what the client received."""
+and the bytes sent per connection equal what the client received. The
+access log, which the master opens and the worker writes through the
+inherited descriptor: the worker's writes add up to the log's size, and
+`preplay info` names the file in the worker's top files though only the
+master's trace has its path."""
+import json
 import os
 import signal
 import socket
@@ -33,7 +38,7 @@ error_log {work}/error.log;
 user root;
 events {{ worker_connections 64; }}
 http {{
-    access_log off;
+    access_log {work}/access.log;
     sendfile on;
     client_body_temp_path {work}/body;
     proxy_temp_path {work}/proxy;
@@ -95,4 +100,15 @@ if workers and master:
                     sent, f"bytes received on connection {cport}")
         tl.check_eq([e.get("label") for e in w.of("label", conn_id=cid)], ["GET /data.bin"],
                     f"label on connection {cport}")
+    log = os.path.join(work, "access.log")
+    log_size, log_ino = os.path.getsize(log), os.stat(log).st_ino
+    tl.check_eq(log_size > 0 and sum(e["result"] for e in tl.file_events(w, log_ino, ["write"])),
+                log_size, "bytes the worker wrote to the access log")
+    info = subprocess.run([tl.PREPLAY, "info", "--json", out], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    if tl.check(info.returncode == 0, f"preplay info: {info.stderr.decode()[-300:]}"):
+        procs = {p["pid"]: p for p in json.loads(info.stdout)["process_list"]}
+        top = [f for f in procs.get(w.pid, {}).get("top_files", []) if f["ino"] == log_ino]
+        tl.check_eq([(f["path"], f["bytes_written"]) for f in top], [(log, log_size)],
+                    "info: the worker's access log (path from the master's trace), bytes")
 tl.finish()
