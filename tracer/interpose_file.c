@@ -668,12 +668,15 @@ TRACER_EXPORT int fdatasync(int fd)
 }
 
 /* lseek is not an event (it costs nothing to replay: offsets are explicit
- * in the trace); it only moves our tracked offset. */
+ * in the trace); it only moves our tracked offset - also that of an open
+ * whose identity still waits for the app's fstat (its settling keeps the
+ * offset): an open, then lseek to the end, then a write without an fstat
+ * between, recorded the write at offset 0. */
 static off_t tracer_seeked(int fd, off_t r)
 {
     if (r >= 0) {
         struct tracer_fd *f = tracer_fd_get(fd);
-        if (f && f->kind == TRACER_FD_FILE) {
+        if (f && (f->kind == TRACER_FD_FILE || (f->flags & TRACER_FDF_OPEN_PENDING))) {
             f->offset = r;
             tracer_fd_sync_shared(f);
         }

@@ -3,7 +3,9 @@
 and device+inode of every FILE event of tt_fileio must equal what the kernel
 said (tt_fileio prints the truth it read with raw syscalls); each dup is a
 DUP record naming the new descriptor, and every CLOSE pairs with an OPEN or
-a DUP. Every event's
+a DUP. A copy_file_range and a sendfile between two files are a record of
+their read side on the source (fd2 the destination) and a write on the
+destination. Every event's
 time lies within the recording's CLOCK_MONOTONIC span (the rings carry raw
 TSC ticks the collector converts; STRING definitions carry no time)."""
 import json
@@ -40,7 +42,7 @@ for o in opens:
     for l in lines:
         if "open" in l:
             seen = l is o
-        elif seen:
+        elif seen and "copy" not in l:
             want.append(l)
     opened = [e for e in trace.of("file", "open") if e.get("path") == o["open"] and e["fd"] == o["fd"]]
     tl.check(len(opened) >= 1, f"an OPEN event for {o['open']} on fd {o['fd']}")
@@ -55,6 +57,13 @@ for o in opens:
         # fd2: the new descriptor of a DUP, -1 (none) for every other op
         tl.check_eq(g["fd2"], w["result"] if w["op"] == "dup" else -1,
                     f"{o['open']} event {i} ({w['op']}) field fd2")
+# The read sides of the copies, on the source file.
+for c in [l for l in lines if "copy" in l]:
+    got = tl.file_events(trace, c["ino"], [c["copy"]])
+    tl.check_eq(len(got), 1, f"{c['copy']} records on the source")
+    for g in got:
+        for k in ("fd", "fd2", "offset", "size", "result", "file_size", "dev", "ino"):
+            tl.check_eq(g[k], c[k], f"{c['copy']} field {k}")
 # Every CLOSE names a descriptor an OPEN or a DUP made.
 made = set()
 for e in trace.of("file"):

@@ -1,6 +1,7 @@
 /* tt_fileio.c - a known sequence of file operations for the tracer test
  * test_fileio.py: write/pwrite/read/pread/readv/writev/lseek/O_APPEND/
- * ftruncate/fsync and dup'd descriptors (dup, dup2, dup3, F_DUPFD_CLOEXEC). Before each traced
+ * ftruncate/fsync, dup'd descriptors (dup, dup2, dup3, F_DUPFD_CLOEXEC) and
+ * file-to-file copy_file_range and sendfile. Before each traced
  * operation it asks the kernel (raw syscalls, which the tracer cannot see or correct) for the true
  * offset and file size, and prints what the trace must say as one JSON line per operation. It must
  * never use libc wrappers for those oracle reads, or the tracer would see (and be fixed up by)
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -38,6 +40,16 @@ static void expect(const char *op, int fd, long long offset, size_t size, long l
            "\"file_size\":%lld,\"dev\":%llu,\"ino\":%llu}\n",
            op, fd, offset, size, result, (long long)before->st_size,
            (unsigned long long)before->st_dev, (unsigned long long)before->st_ino);
+}
+
+/* Prints the expectation for the read side of an fd-to-fd copy. */
+static void copied(const char *op, int in, int out, long long offset, size_t size, long long result,
+                   const struct stat *in_before)
+{
+    printf("{\"copy\":\"%s\",\"fd\":%d,\"fd2\":%d,\"offset\":%lld,\"size\":%zu,"
+           "\"result\":%lld,\"file_size\":%lld,\"dev\":%llu,\"ino\":%llu}\n",
+           op, in, out, offset, size, result, (long long)in_before->st_size,
+           (unsigned long long)in_before->st_dev, (unsigned long long)in_before->st_ino);
 }
 
 #define CHECKED(call)                                                                              \
@@ -169,5 +181,28 @@ int main(int argc, char **argv)
     true_stat(ap, &st);
     CHECKED(close(ap));
     expect("close", ap, -1, 0, 0, &st);
+
+    /* fd-to-fd copies from a.dat into b.log: the read side is a record
+     * on a.dat (printed as a "copy" line: fd2 is the other descriptor),
+     * the write side a write on b.log. a.dat stays open (a CLOSE would
+     * fall among b.log's expectations). */
+    int src = open(a_path, O_RDONLY);
+    int dst = open(b_path, O_WRONLY);
+    CHECKED(src);
+    CHECKED(dst);
+    CHECKED(lseek(dst, 0, SEEK_END));
+    struct stat sst;
+    loff_t in_off = 10;
+    off = true_offset(dst), true_stat(dst, &st), true_stat(src, &sst);
+    CHECKED(r = copy_file_range(src, &in_off, dst, NULL, 40, 0));
+    copied("copy_range", src, dst, 10, 40, r, &sst);
+    expect("write", dst, off, 40, r, &st);
+    off = true_offset(dst), true_stat(dst, &st), true_stat(src, &sst);
+    CHECKED(r = sendfile(dst, src, NULL, 25)); /* from a.dat's own offset: 0 */
+    copied("sendfile", src, dst, 0, 25, r, &sst);
+    expect("write", dst, off, 25, r, &st);
+    true_stat(dst, &st);
+    CHECKED(close(dst));
+    expect("close", dst, -1, 0, 0, &st);
     return 0;
 }
