@@ -1475,11 +1475,11 @@ static void deps_on_file(struct deps_state *s, uint32_t file, struct deps_thread
     case TRACE_FILE_READ:
     case TRACE_FILE_PREAD:
     case TRACE_FILE_SENDFILE:
+    case TRACE_FILE_COPY_RANGE: /* its read side: the write is a record of its own */
         op = PLAN_FILE_READ;
         break;
     case TRACE_FILE_WRITE:
     case TRACE_FILE_PWRITE:
-    case TRACE_FILE_COPY_RANGE:
         op = PLAN_FILE_WRITE;
         break;
     case TRACE_FILE_FSYNC:

@@ -521,6 +521,9 @@ static void test_nested_and_external(void **state)
     a.now = w.now + 20 * US;
     synth_net(&a, TRACE_NET_RECV, 1, 60, 2 * US);
     synth_file(&a, TRACE_FILE_PREAD, 0, 4242, 4096, 512, 65536, 9 * US);
+    /* a copy_file_range to another file: its read side, then its write */
+    synth_file(&a, TRACE_FILE_COPY_RANGE, 0, 4242, 0, 256, 65536, 6 * US);
+    synth_file(&a, TRACE_FILE_WRITE, 0, 4343, 0, 256, 0, 0);
     synth_net(&a, TRACE_NET_SEND, 1, 700, 4 * US);
     synth_net(&w, TRACE_NET_RECV, 2, 700, a.now + 5 * US - w.now);
     /* the cache: 40 bytes out, 300 back in two receives, 250 us in all */
@@ -547,12 +550,19 @@ static void test_nested_and_external(void **state)
     uint32_t callee = op[3].a.call.callee_block;
     assert_true(callee < b); /* callees first */
     assert_string_equal(fx_component(f, callee), "api");
-    fx_expect_kinds(f, callee, "RFS");
+    fx_expect_kinds(f, callee, "RFFFS");
     const struct plan_op *cop = fx_ops(f, callee);
     assert_int_equal(cop[1].op, PLAN_FILE_READ);
     assert_int_equal(cop[1].a.file.offset, 4096);
     assert_int_equal(cop[1].a.file.size, 512);
     assert_int_equal(f->plan->files[cop[1].a.file.file].initial_size, 65536);
+    /* the copy reads its source and writes its destination */
+    assert_int_equal(cop[2].op, PLAN_FILE_READ);
+    assert_int_equal(cop[2].a.file.file, cop[1].a.file.file);
+    assert_int_equal(cop[2].a.file.size, 256);
+    assert_int_equal(cop[3].op, PLAN_FILE_WRITE);
+    assert_int_not_equal(cop[3].a.file.file, cop[1].a.file.file);
+    assert_int_equal(cop[3].a.file.size, 256);
     assert_string_equal(plan_string(f->plan, op[4].a.external.host), "10.9.9.9:6379");
     assert_int_equal(op[4].a.external.sent, 40);
     assert_int_equal(op[4].a.external.received, 300);
