@@ -117,6 +117,15 @@ static void *cli_xalloc(void *p)
         (out) = &(t)->v[*slot_];                                                                   \
     } while (0)
 
+/* FILE ops whose result is bytes read from the file: sendfile's and
+ * copy_file_range's records are their read side (the write is a record of
+ * its own: a NET send, or a FILE write on the destination). */
+static int cli_file_op_reads(uint8_t op)
+{
+    return op == TRACE_FILE_READ || op == TRACE_FILE_PREAD || op == TRACE_FILE_SENDFILE ||
+           op == TRACE_FILE_COPY_RANGE;
+}
+
 static uint64_t cli_file_key(uint64_t dev, uint64_t ino)
 {
     return ino * 0x9E3779B97F4A7C15ULL ^ dev;
@@ -151,7 +160,7 @@ static void cli_count(struct cli_counts *c, const struct trace_event *ev)
         break;
     case TRACE_EV_FILE:
         if (ev->u.file.result > 0) {
-            if (ev->op == TRACE_FILE_READ || ev->op == TRACE_FILE_PREAD)
+            if (cli_file_op_reads(ev->op))
                 c->file_read += (uint64_t)ev->u.file.result;
             else if (ev->op == TRACE_FILE_WRITE || ev->op == TRACE_FILE_PWRITE)
                 c->file_written += (uint64_t)ev->u.file.result;
@@ -222,7 +231,7 @@ static void cli_aggregate(struct cli_process *p, const struct trace_event *ev)
         e->ops++;
         if (f->path_id && !e->path_id)
             e->path_id = f->path_id;
-        if (f->result > 0 && (ev->op == TRACE_FILE_READ || ev->op == TRACE_FILE_PREAD))
+        if (f->result > 0 && cli_file_op_reads(ev->op))
             e->read += (uint64_t)f->result;
         if (f->result > 0 && (ev->op == TRACE_FILE_WRITE || ev->op == TRACE_FILE_PWRITE))
             e->written += (uint64_t)f->result;

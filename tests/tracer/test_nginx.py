@@ -7,7 +7,8 @@ and the bytes sent per connection equal what the client received. The
 access log, which the master opens and the worker writes through the
 inherited descriptor: the worker's writes add up to the log's size, and
 `preplay info` names the file in the worker's top files though only the
-master's trace has its path."""
+master's trace has its path, and counts what nginx sendfile'd from the
+served file as read from it."""
 import json
 import os
 import signal
@@ -111,4 +112,7 @@ if workers and master:
         top = [f for f in procs.get(w.pid, {}).get("top_files", []) if f["ino"] == log_ino]
         tl.check_eq([(f["path"], f["bytes_written"]) for f in top], [(log, log_size)],
                     "info: the worker's access log (path from the master's trace), bytes")
+        served = [f["bytes_read"] for f in procs.get(w.pid, {}).get("top_files", [])
+                  if f["path"] == os.path.join(root, "data.bin")]
+        tl.check_eq(served, [10 * len(body)], "info: bytes read (sendfile'd) from data.bin")
 tl.finish()
