@@ -132,6 +132,24 @@ struct tracer_dirent64 {
     char name[];
 };
 
+/* A file's path_id names a string of the trace that interned it: the
+ * parent's. The child's trace numbers its strings afresh, so the same id
+ * there is another string or none: the child interns the path again, as
+ * the kernel names the descriptor now (0 when it cannot say). */
+static uint32_t tracer_fd_path_again(int fd)
+{
+    char link[32] = "/proc/self/fd/", digits[12], path[4096];
+    int nd = 0, len = (int)strlen(link);
+    do /* no stdio in a fork child */
+        digits[nd++] = (char)('0' + fd % 10);
+    while ((fd /= 10) > 0);
+    while (nd)
+        link[len++] = digits[--nd];
+    link[len] = 0;
+    ssize_t n = readlink(link, path, sizeof path);
+    return n > 0 && n < (ssize_t)sizeof path && path[0] == '/' ? tracer_intern(path, (size_t)n) : 0;
+}
+
 void tracer_fd_after_fork(void)
 {
     if (atomic_load_explicit(&tracer_fds_state, memory_order_acquire) != 2)
@@ -156,6 +174,8 @@ void tracer_fd_after_fork(void)
             struct tracer_fd *f = &tracer_fds[fd];
             if (f->kind == TRACER_FD_SOCKET)
                 f->flags &= (uint16_t)~TRACER_FDF_IDENT_DONE;
+            if (f->path_id)
+                f->path_id = tracer_fd_path_again(fd);
         }
     }
     syscall(SYS_close, dir);

@@ -111,9 +111,11 @@ static inline struct tracer_fd *tracer_fd_classify(int fd)
 }
 /* Forget everything about fd (it was closed). */
 void tracer_fd_reset(int fd);
-/* In a fork child: the sockets it inherited write their CONN identity again
- * at their first use (the CONN records are in the parent's trace), with
- * op ACCEPT for one the parent accepted, as the child now serves it. */
+/* In a fork child, once it is registered: the sockets it inherited write
+ * their CONN identity again at their first use (the CONN records are in the
+ * parent's trace), with op ACCEPT for one the parent accepted, as the child
+ * now serves it; the files it inherited have their paths interned again in
+ * its own string table. */
 void tracer_fd_after_fork(void);
 /* Record a regular file just opened; fills identity and size with fstat. */
 struct tracer_fd *tracer_fd_opened_file(int fd, uint32_t path_id, int append);

@@ -955,7 +955,6 @@ void tracer_after_fork_child(void)
     tracer_cpu_time_after_fork();
     tracer_stacks_after_fork();
     tracer_datagram_peers_reset();
-    tracer_fd_after_fork();
     if (tracer_strtab) {
         syscall(SYS_munmap, tracer_strtab, TRACER_STRTAB_SLOTS * sizeof(struct tracer_strtab_slot));
         syscall(SYS_munmap, tracer_strtab_arena, TRACER_STRTAB_ARENA);
@@ -963,6 +962,7 @@ void tracer_after_fork_child(void)
     }
     tracer_strtab_init();
     tracer_register(0);
+    tracer_fd_after_fork(); /* interns paths: after registering */
 }
 
 void tracer_before_exec(const char *path)

@@ -5,10 +5,10 @@ a forked child with its own trace file whose parent is the master; in it,
 the bytes read or sendfile'd from the served file add up to 10 x its size,
 and the bytes sent per connection equal what the client received. The
 access log, which the master opens and the worker writes through the
-inherited descriptor: the worker's writes add up to the log's size, and
-`preplay info` names the file in the worker's top files though only the
-master's trace has its path, and counts what nginx sendfile'd from the
-served file as read from it."""
+inherited descriptor: the worker's writes add up to the log's size and
+name its path in the worker's own trace (interned again after the fork),
+and `preplay info` gives it those bytes and gives the served file what
+nginx sendfile'd from it as read."""
 import json
 import os
 import signal
@@ -103,15 +103,20 @@ if workers and master:
                     f"label on connection {cport}")
     log = os.path.join(work, "access.log")
     log_size, log_ino = os.path.getsize(log), os.stat(log).st_ino
-    tl.check_eq(log_size > 0 and sum(e["result"] for e in tl.file_events(w, log_ino, ["write"])),
-                log_size, "bytes the worker wrote to the access log")
+    log_writes = tl.file_events(w, log_ino, ["write"])
+    tl.check_eq(log_size > 0 and sum(e["result"] for e in log_writes), log_size,
+                "bytes the worker wrote to the access log")
+    # the path id the worker inherited named a string of the master's trace:
+    # the worker interns the path again in its own
+    tl.check_eq(sorted({e.get("path") for e in log_writes}), [log],
+                "path of the worker's access log writes, in its own trace")
     info = subprocess.run([tl.PREPLAY, "info", "--json", out], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE)
     if tl.check(info.returncode == 0, f"preplay info: {info.stderr.decode()[-300:]}"):
         procs = {p["pid"]: p for p in json.loads(info.stdout)["process_list"]}
         top = [f for f in procs.get(w.pid, {}).get("top_files", []) if f["ino"] == log_ino]
         tl.check_eq([(f["path"], f["bytes_written"]) for f in top], [(log, log_size)],
-                    "info: the worker's access log (path from the master's trace), bytes")
+                    "info: the worker's access log, bytes written")
         served = [f["bytes_read"] for f in procs.get(w.pid, {}).get("top_files", [])
                   if f["path"] == os.path.join(root, "data.bin")]
         tl.check_eq(served, [10 * len(body)], "info: bytes read (sendfile'd) from data.bin")
