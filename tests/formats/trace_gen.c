@@ -185,6 +185,13 @@ static void gen_backend(const char *dir)
         e->u.net = (struct trace_net_event){.fd = 4, .conn_id = 1, .size = 10, .result = 10};
         gen_put(w, e);
     }
+    /* the frontend's /srv/data.bin through a descriptor this process did
+     * not open (no path here): info names it from the frontend's trace,
+     * and counts what sendfile read from it */
+    e = gen_ev(&ev, TRACE_EV_FILE, TRACE_FILE_SENDFILE, 2000, 1000);
+    e->u.file = (struct trace_file_event){
+        .fd = 6, .fd2 = 4, .dev = 2049, .ino = 777, .offset = 0, .size = 40, .result = 40};
+    gen_put(w, e);
     gen_put(w, gen_ev(&ev, TRACE_EV_THREAD_EXIT, 0, 2000, 0));
     gen_close(w);
 }
