@@ -1238,13 +1238,10 @@ static json_t *cli_event_json(const struct trace_event *ev, struct trace_reader 
         cli_resolve(o, "label", r, ev->u.label.label_id);
         break;
     case TRACE_EV_LOSS: {
-        static const char *const reasons[] = {"?",       "buffer_full",   "ring_overwrite",
-                                              "salvage", "signal_nested", "no_ring"};
         J_INT(o, "count", ev->u.loss.count);
         J_INT(o, "from_ns", ev->u.loss.from_ns);
         J_INT(o, "to_ns", ev->u.loss.to_ns);
-        json_object_set_new(o, "reason",
-                            json_string(ev->u.loss.reason < 6 ? reasons[ev->u.loss.reason] : "?"));
+        json_object_set_new(o, "reason", json_string(trace_loss_reason_name(ev->u.loss.reason)));
         break;
     }
     case TRACE_EV_STRING:

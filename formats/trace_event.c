@@ -66,6 +66,16 @@ const char *trace_event_op_name(unsigned type, unsigned op)
 static const char *const trace_flag_names[] = {"error", "nonblock", "stdio", "msg_more",
                                                "cpu_estimated"};
 
+static const char *const trace_loss_reasons[] = {"?",       "buffer_full",   "ring_overwrite",
+                                                 "salvage", "signal_nested", "no_ring"};
+
+const char *trace_loss_reason_name(unsigned reason)
+{
+    return reason < sizeof trace_loss_reasons / sizeof trace_loss_reasons[0]
+               ? trace_loss_reasons[reason]
+               : "?";
+}
+
 const char *trace_event_flag_name(unsigned bit)
 {
     return bit < sizeof trace_flag_names / sizeof trace_flag_names[0] ? trace_flag_names[bit]

@@ -249,5 +249,8 @@ const char *trace_event_op_name(unsigned type, unsigned op);
 /* Names of the flag bits (TRACE_F_*), indexed by bit number; NULL past the
  * last. */
 const char *trace_event_flag_name(unsigned bit);
+/* Name of a LOSS reason (enum trace_loss_reason), e.g. "buffer_full"; "?"
+ * for values out of range. */
+const char *trace_loss_reason_name(unsigned reason);
 
 #endif

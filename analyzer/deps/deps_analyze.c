@@ -186,6 +186,7 @@ struct deps_proc {
     uint32_t nall, capall;
     uint32_t serving_threads;
     struct deps_thread *last_thread; /* threads' events come in runs */
+    uint64_t lost;                   /* LOSS counts of its trace */
 };
 
 struct deps_file_rec {
@@ -237,6 +238,10 @@ struct deps_state {
     uint32_t nskews;
     FILE *blocks_out;
     uint64_t untraced_calls;
+    /* LOSS events of the recording: how many events, in how many files, and
+     * the file and reason of the largest */
+    uint64_t lost, lost_worst;
+    uint32_t lost_files, lost_worst_file, lost_worst_reason;
     char err[1024];
     int failed;
 };
@@ -1580,6 +1585,24 @@ static void deps_apply_pending_opts(struct deps_state *s, uint32_t file, struct 
     free(po);
 }
 
+/* Events the recording could not keep (a full ring in --drop mode, the
+ * --max-size ring, threads beyond the tracer's rings, salvage): the blocks
+ * they belonged to are incomplete or missing, which analyze says. */
+static void deps_on_loss(struct deps_state *s, uint32_t file, const struct trace_event *ev)
+{
+    uint64_t n = ev->u.loss.count;
+    s->lost += n;
+    s->res->lost_events += n;
+    if (!s->procs[file].lost)
+        s->lost_files++;
+    s->procs[file].lost += n;
+    if (n > s->lost_worst) {
+        s->lost_worst = n;
+        s->lost_worst_file = file;
+        s->lost_worst_reason = ev->u.loss.reason;
+    }
+}
+
 static void deps_on_event(struct deps_state *s, uint32_t file, const struct deps_queued *q)
 {
     const struct trace_event *ev = &q->ev;
@@ -1588,6 +1611,9 @@ static void deps_on_event(struct deps_state *s, uint32_t file, const struct deps
     switch (ev->type) {
     case TRACE_EV_CONN:
         deps_on_conn(s, file, ev);
+        return;
+    case TRACE_EV_LOSS:
+        deps_on_loss(s, file, ev);
         return;
     case TRACE_EV_FILE:
     case TRACE_EV_NET:
@@ -2041,6 +2067,13 @@ int analyze_run(const char *const *inputs, int ninputs, const char *plan_path,
                 "most %" PRIu64 " ms); they were analysed out of time order (--window-ms raises "
                 "the window)\n",
                 s->in.late, s->in.window_ns / 1000000u);
+    if (s->lost && opt.warnings)
+        fprintf(opt.warnings,
+                "preplay analyze: the recording lost %" PRIu64 " events in %u trace file%s "
+                "(most: %" PRIu64 " in %s, %s): requests served around the losses are "
+                "incomplete or missing in the plan\n",
+                s->lost, s->lost_files, s->lost_files == 1 ? "" : "s", s->lost_worst,
+                s->in.files[s->lost_worst_file].path, trace_loss_reason_name(s->lost_worst_reason));
     if (s->untraced_calls && opt.warnings)
         fprintf(opt.warnings,
                 "preplay analyze: %" PRIu64 " calls went to untraced peers and became external "

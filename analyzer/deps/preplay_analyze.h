@@ -31,6 +31,7 @@ struct analyze_result {
     uint32_t violations;     /* threads that interleaved connections */
     uint64_t late_events;    /* arrived after the reordering window */
     uint64_t dropped_blocks; /* requests without a response */
+    uint64_t lost_events;    /* LOSS counts of the recording (docs/preplay-analyze.md) */
 };
 
 /* Returns 0, or -1 with a one-line reason in err (the plan is not written). */

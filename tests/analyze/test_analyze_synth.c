@@ -341,6 +341,45 @@ static void test_keepalive(void **state)
     assert_int_not_equal(f->plan->requests[0].connection, 0);
 }
 
+/* ---- events the recording lost (LOSS records) are counted and analyze
+ * says where: the requests around them are incomplete ---- */
+
+static void test_lost_events(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50006, T0);
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 101, T0 + 100 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 120, 1 * MS);
+    synth_cpu(&w, 15 * US);
+    /* the ring was full (--drop): 40 events of this thread were not kept,
+     * then 3 calls of a thread that found no ring */
+    struct trace_event loss = synth_event(&w, TRACE_EV_LOSS, 0, 0);
+    loss.u.loss.count = 40;
+    loss.u.loss.reason = TRACE_LOSS_BUFFER_FULL;
+    synth_emit(&w, &loss);
+    loss.tid = 0;
+    loss.u.loss.count = 3;
+    loss.u.loss.reason = TRACE_LOSS_NO_RING;
+    synth_emit(&w, &loss);
+    synth_net(&w, TRACE_NET_SEND, 1, 1000, 6 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 0, 1 * MS);
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.requests, 1);
+    assert_int_equal(f->r.lost_events, 43);
+    assert_non_null(f->warnings);
+    const char *w_lost = strstr(f->warnings, "the recording lost 43 events in 1 trace file (most: "
+                                             "40 in ");
+    assert_non_null(w_lost);
+    assert_non_null(strstr(w_lost, "web-100.trace, buffer_full): requests served around the "
+                                   "losses are incomplete or missing in the plan"));
+}
+
 /* ---- a request whose body comes in a later receive: that wait is the
  * block's (the client was still sending), the wait before its head is not ---- */
 
@@ -718,6 +757,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_late_events, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_idle_file_read_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_request_in_two_receives, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_lost_events, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nested_and_external, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_behind, fx_setup, fx_teardown),
