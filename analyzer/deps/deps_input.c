@@ -659,8 +659,9 @@ int deps_input_next(struct deps_input *in, uint32_t *file, struct deps_queued **
         /* A CPU event is keyed by its start but written at its end (the
          * thread's next event), so after a long run or an untraced wait it
          * comes behind other threads' events by nature; only its place in
-         * its own thread matters (it joins the thread's current block) */
-        if (cur->ev.type != TRACE_EV_CPU) {
+         * its own thread matters (it joins the thread's current block). A
+         * LOSS is keyed by the start of the span it covers. */
+        if (cur->ev.type != TRACE_EV_CPU && cur->ev.type != TRACE_EV_LOSS) {
             if (cur->key < in->last_key)
                 in->late++;
             else

@@ -14,7 +14,7 @@
  * times the worst disorder seen in that file so far, at least 20 ms, at
  * most `window_ns`. Events that arrive later than that are still
  * processed (counted as late; CPU events, which ride with their thread,
- * are not).
+ * and LOSS records, keyed by the start of what they cover, are not).
  *
  * Before the merge, hosts are pre-aligned from connection handshakes seen
  * on both sides (see deps_input_presync), and the common timeline starts at
@@ -78,7 +78,7 @@ struct deps_input {
     uint32_t nheap, capheap;
     uint64_t window_ns;
     uint64_t events; /* popped */
-    uint64_t late;   /* popped with a key below an earlier popped key (CPU events aside) */
+    uint64_t late;   /* popped with a key below an earlier popped key (CPU, LOSS aside) */
     /* Events that ended more than DEPS_BACKWARDS_NS before an earlier event
      * of their thread (the recording's clock went backwards: a thread's
      * events end in order otherwise); their keys were raised to it. */

@@ -354,17 +354,24 @@ static void test_lost_events(void **state)
     synth_thread_init(&w, &fe, 101, T0 + 100 * US);
     synth_net(&w, TRACE_NET_RECV, 1, 120, 1 * MS);
     synth_cpu(&w, 15 * US);
-    /* the ring was full (--drop): 40 events of this thread were not kept,
-     * then 3 calls of a thread that found no ring */
+    /* the ring was full (--drop): 40 events of this thread were not kept */
     struct trace_event loss = synth_event(&w, TRACE_EV_LOSS, 0, 0);
     loss.u.loss.count = 40;
     loss.u.loss.reason = TRACE_LOSS_BUFFER_FULL;
     synth_emit(&w, &loss);
+    synth_net(&w, TRACE_NET_SEND, 1, 1000, 6 * US);
+    synth_idle(&w, 1000 * MS); /* the client keeps the connection a second */
+    synth_lock(&w, TRACE_LOCK_ACQUIRE, 0x7400, 0, 1 * US);
+    synth_lock(&w, TRACE_LOCK_RELEASE, 0x7400, 0, 1 * US);
+    synth_flush(&fe, UINT64_MAX);
+    /* 3 calls of a thread that found no ring, since the start: written a
+     * second after they began, as the collector notes them (not "late") */
     loss.tid = 0;
+    loss.ts_ns = loss.u.loss.from_ns = T0;
+    loss.u.loss.to_ns = w.now;
     loss.u.loss.count = 3;
     loss.u.loss.reason = TRACE_LOSS_NO_RING;
-    synth_emit(&w, &loss);
-    synth_net(&w, TRACE_NET_SEND, 1, 1000, 6 * US);
+    synth_write(&fe, &loss);
     synth_net(&w, TRACE_NET_RECV, 1, 0, 1 * MS);
     synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
     synth_close(&fe);
@@ -372,6 +379,7 @@ static void test_lost_events(void **state)
     assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
     assert_int_equal(f->r.requests, 1);
     assert_int_equal(f->r.lost_events, 43);
+    assert_int_equal(f->r.late_events, 0);
     assert_non_null(f->warnings);
     const char *w_lost = strstr(f->warnings, "the recording lost 43 events in 1 trace file (most: "
                                              "40 in ");
