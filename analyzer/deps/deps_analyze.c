@@ -81,7 +81,10 @@ struct deps_end {
     uint16_t local_port, remote_port;
     uint64_t unix_inode, unix_peer_inode;
     uint64_t index_key; /* key in the pairing index, 0 = not indexed */
-    int peer;           /* enum deps_peer */
+    /* AF_UNIX: key under which the end that this one names as its peer
+     * finds it (deps_end_identify), 0 = none */
+    uint64_t named_peer_key;
+    int peer; /* enum deps_peer */
     uint64_t peer_gid;
     uint64_t deadline; /* common time after which an unknown peer is untraced */
     uint64_t in_off, out_off;
@@ -473,7 +476,32 @@ static void deps_pair(struct deps_state *s, struct deps_end *a, struct deps_end 
     deps_served_decide(s, b);
 }
 
-/* Index the end under its own identity and look for the reverse. */
+/* Points index entry *key at e under new_key (0: none), dropping the old
+ * entry if it was e's. 0, or -1 when out of memory (the state has failed). */
+static int deps_index_set(struct deps_state *s, uint64_t *key, uint64_t new_key, struct deps_end *e)
+{
+    if (*key && *key != new_key && deps_map_get(&s->index, *key) == e)
+        deps_map_del(&s->index, *key);
+    *key = new_key;
+    if (new_key && deps_map_put(&s->index, new_key, e) != 0) {
+        deps_fail(s, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The index key under which an AF_UNIX end that named `inode` as its peer
+ * is found by the end whose inode it is. */
+static uint64_t deps_unix_named_key(uint32_t host, uint64_t inode)
+{
+    return deps_map_mix(deps_map_mix(4, host), inode) | 1;
+}
+
+/* Index the end under its own identity and look for the reverse. An
+ * AF_UNIX end may not know its peer's inode (a CONNECT: the accepted
+ * socket gets its inode only at accept), while the other end names it:
+ * the end that names its peer is also indexed under that name, for the
+ * nameless end to find when it comes second. */
 static void deps_end_identify(struct deps_state *s, struct deps_end *e)
 {
     uint32_t host = s->in.files[e->file].host;
@@ -483,6 +511,15 @@ static void deps_end_identify(struct deps_state *s, struct deps_end *e)
             return;
         own = deps_map_mix(deps_map_mix(3, host), e->unix_inode) | 1;
         rev = e->unix_peer_inode ? deps_map_mix(deps_map_mix(3, host), e->unix_peer_inode) | 1 : 0;
+        if (deps_index_set(s, &e->named_peer_key,
+                           e->unix_peer_inode ? deps_unix_named_key(host, e->unix_peer_inode) : 0,
+                           e) != 0)
+            return;
+        if (!rev) {
+            struct deps_end *o = deps_map_get(&s->index, deps_unix_named_key(host, e->unix_inode));
+            if (o && o != e && o->file != e->file && e->peer != DEPS_PEER_TRACED)
+                rev = o->index_key;
+        }
     } else {
         if (!e->remote_port)
             return;
@@ -491,13 +528,8 @@ static void deps_end_identify(struct deps_state *s, struct deps_end *e)
         rev = deps_tuple_key(host, e->proto, e->remote_addr, e->remote_port, e->local_addr,
                              e->local_port);
     }
-    if (e->index_key && e->index_key != own && deps_map_get(&s->index, e->index_key) == e)
-        deps_map_del(&s->index, e->index_key);
-    e->index_key = own;
-    if (deps_map_put(&s->index, own, e) != 0) {
-        deps_fail(s, "out of memory");
+    if (deps_index_set(s, &e->index_key, own, e) != 0)
         return;
-    }
     struct deps_end *o = rev ? deps_map_get(&s->index, rev) : NULL;
     if (o && o != e && o->file != e->file && e->peer != DEPS_PEER_TRACED)
         deps_pair(s, e, o);
@@ -1394,9 +1426,8 @@ static void deps_on_conn(struct deps_state *s, uint32_t file, const struct trace
         break;
     case TRACE_CONN_CLOSE: {
         deps_block_finish(s, e, 0);
-        if (e->index_key && deps_map_get(&s->index, e->index_key) == e)
-            deps_map_del(&s->index, e->index_key);
-        e->index_key = 0;
+        deps_index_set(s, &e->index_key, 0, e);
+        deps_index_set(s, &e->named_peer_key, 0, e);
         e->closed = 1;
         deps_map_del(&s->procs[file].ends, e->conn_id);
         deps_end_unref(s, e);

@@ -233,9 +233,13 @@ static void test_stream_offsets(void **state)
     assert_int_equal(op[2].a.net.bytes, 64);
 }
 
-/* ---- AF_UNIX: the two ends pair by inode and peer inode ---- */
+/* ---- AF_UNIX: the two ends pair by inode and peer inode. The connecting
+ * end may not know its peer's inode: the kernel gives the accepted socket
+ * its inode only at accept, so a CONNECT says peer 0 (the tracer's sock_diag
+ * query at connect); the accepting end names the connector's inode, and
+ * the accept comes first here ---- */
 
-static void test_unix_pairing(void **state)
+static void fx_unix_pairing(void **state, uint64_t connect_peer_inode)
 {
     struct fx *f = *state;
     struct synth_proc fe, app;
@@ -249,7 +253,7 @@ static void test_unix_pairing(void **state)
     /* the app also serves an untraced local client on another socket pair
      * (inodes 8001/8002): its request must become a front-end request of
      * the app, not a callee of the web tier */
-    synth_conn_unix(&w, TRACE_CONN_CONNECT, 2, 11, 7001, 7002);
+    synth_conn_unix(&w, TRACE_CONN_CONNECT, 2, 11, 7001, connect_peer_inode);
     synth_conn_unix(&a, TRACE_CONN_ACCEPT, 1, 12, 7002, 7001);
     synth_conn_unix(&a2, TRACE_CONN_ACCEPT, 2, 13, 8002, 8001);
     w.now = T0 + 1 * MS;
@@ -283,6 +287,16 @@ static void test_unix_pairing(void **state)
     assert_string_equal(fx_component(f, local), "api");
     fx_expect_kinds(f, local, "RCS");
     assert_int_equal(fx_ops(f, local)[1].a.cpu_ns, 44 * US);
+}
+
+static void test_unix_pairing(void **state)
+{
+    fx_unix_pairing(state, 7002);
+}
+
+static void test_unix_pairing_connect_without_peer(void **state)
+{
+    fx_unix_pairing(state, 0);
 }
 
 /* ---- a keep-alive connection serves several requests in turn ---- */
@@ -760,6 +774,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_stream_offsets, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_unix_pairing, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_unix_pairing_connect_without_peer, fx_setup,
+                                        fx_teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_backwards, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_late_events, fx_setup, fx_teardown),
