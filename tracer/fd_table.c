@@ -67,10 +67,34 @@ struct tracer_fd *tracer_fd_classify_unknown(int fd, struct tracer_fd *f)
         return f;
     tracer_fd_fill_from_stat(f, &st);
     if (f->kind == TRACER_FD_FILE) {
-        /* position unknown for inherited descriptors: ask once */
+        /* position and mode unknown for inherited descriptors: ask once */
         off_t pos = (off_t)syscall(SYS_lseek, fd, 0, SEEK_CUR);
         f->offset = pos >= 0 ? pos : 0;
+        long fl = syscall(SYS_fcntl, fd, F_GETFL);
+        if (fl >= 0 && (fl & O_APPEND))
+            f->flags |= TRACER_FDF_APPEND;
     }
+    return f;
+}
+
+struct tracer_fd *tracer_fd_classify_after(int fd, int wrote, int64_t at, int64_t done)
+{
+    struct tracer_fd *f = tracer_fd_get(fd);
+    if (!f || f->kind != TRACER_FD_UNKNOWN)
+        return f;
+    f = tracer_fd_classify_unknown(fd, f);
+    if (f->kind != TRACER_FD_FILE || done <= 0)
+        return f;
+    int64_t start = at;
+    if (at < 0) { /* the transfer moved the offset lseek read: undo it */
+        start = f->offset - done >= 0 ? f->offset - done : 0;
+        f->offset = start;
+    }
+    /* A write that ends at the end of the file most likely grew it from
+     * where it began (a new or truncated file, a log): the size before it,
+     * as the record says, cannot be read any more. */
+    if (wrote && (uint64_t)(start + done) >= f->size)
+        f->size = (uint64_t)start;
     return f;
 }
 

@@ -764,7 +764,7 @@ static void tracer_copy_recorded(struct tracer_thread *t, uint8_t op, int in_fd,
                                  int out_fd, int64_t out_off, size_t n, ssize_t r, int err,
                                  uint64_t begin, uint64_t end)
 {
-    struct tracer_fd *in = tracer_fd_classify(in_fd);
+    struct tracer_fd *in = tracer_fd_classify_after(in_fd, 0, in_off, r);
     struct trace_event *ev =
         tracer_path_filtered(in) ? NULL : tracer_event_new(t, TRACE_EV_FILE, op, begin, end);
     if (ev) {

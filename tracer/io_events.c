@@ -460,7 +460,8 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
 
 void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
 {
-    struct tracer_fd *f = tracer_fd_classify(io->fd);
+    struct tracer_fd *f =
+        tracer_fd_classify_after(io->fd, io->dir == TRACER_IO_OUT, io->explicit_offset, io->result);
     int is_socket = f && f->kind == TRACER_FD_SOCKET;
     int64_t err = io->result < 0 ? -io->result : 0;
     /* A non-blocking call that found nothing to do is no event: the

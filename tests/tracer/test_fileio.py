@@ -36,18 +36,23 @@ tl.check_eq(outside[:3], [], f"events outside the recording's span [{started}, {
 
 DATA_OPS = {"read", "write", "pread", "pwrite", "truncate", "fsync", "fdatasync", "close", "dup"}
 FIELDS = ("op", "fd", "offset", "size", "result", "file_size", "dev", "ino")
-for o in opens:
+raw_opens = [l for l in lines if "raw_open" in l]
+tl.check_eq(len(raw_opens), 1, "files tt_fileio opened with a raw openat")
+for o in opens + raw_opens:
     want = []
     seen = False
     for l in lines:
-        if "open" in l:
+        if "open" in l or "raw_open" in l:
             seen = l is o
         elif seen and "copy" not in l:
             want.append(l)
-    opened = [e for e in trace.of("file", "open") if e.get("path") == o["open"] and e["fd"] == o["fd"]]
-    tl.check(len(opened) >= 1, f"an OPEN event for {o['open']} on fd {o['fd']}")
-    for e in opened:
-        tl.check_eq((e["dev"], e["ino"]), (o["dev"], o["ino"]), f"dev/ino of open of {o['open']}")
+    name = o.get("open") or o["raw_open"]
+    if "open" in o:
+        opened = [e for e in trace.of("file", "open") if e.get("path") == name and e["fd"] == o["fd"]]
+        tl.check(len(opened) >= 1, f"an OPEN event for {name} on fd {o['fd']}")
+        for e in opened:
+            tl.check_eq((e["dev"], e["ino"]), (o["dev"], o["ino"]), f"dev/ino of open of {name}")
+    o = dict(o, open=name)
     got = [e for e in tl.file_events(trace, o["ino"], DATA_OPS)]
     tl.check_eq(len(got), len(want), f"data events on {o['open']}")
     for i, (g, w) in enumerate(zip(got, want)):
@@ -59,8 +64,8 @@ for o in opens:
                     f"{o['open']} event {i} ({w['op']}) field fd2")
 # The read sides of the copies, on the source file.
 for c in [l for l in lines if "copy" in l]:
-    got = tl.file_events(trace, c["ino"], [c["copy"]])
-    tl.check_eq(len(got), 1, f"{c['copy']} records on the source")
+    got = [e for e in tl.file_events(trace, c["ino"], [c["copy"]]) if e["fd"] == c["fd"]]
+    tl.check_eq(len(got), 1, f"{c['copy']} records on the source's fd {c['fd']}")
     for g in got:
         for k in ("fd", "fd2", "offset", "size", "result", "file_size", "dev", "ino"):
             tl.check_eq(g[k], c[k], f"{c['copy']} field {k}")

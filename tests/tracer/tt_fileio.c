@@ -1,7 +1,9 @@
 /* tt_fileio.c - a known sequence of file operations for the tracer test
  * test_fileio.py: write/pwrite/read/pread/readv/writev/lseek/O_APPEND/
- * ftruncate/fsync, dup'd descriptors (dup, dup2, dup3, F_DUPFD_CLOEXEC) and
- * file-to-file copy_file_range and sendfile. Before each traced
+ * ftruncate/fsync, dup'd descriptors (dup, dup2, dup3, F_DUPFD_CLOEXEC),
+ * file-to-file copy_file_range and sendfile, and descriptors opened where the
+ * tracer cannot see (a raw openat, as glibc's mkstemp or fopen do inside
+ * libc): their first transfer classifies them. Before each traced
  * operation it asks the kernel (raw syscalls, which the tracer cannot see or correct) for the true
  * offset and file size, and prints what the trace must say as one JSON line per operation. It must
  * never use libc wrappers for those oracle reads, or the tracer would see (and be fixed up by)
@@ -204,5 +206,36 @@ int main(int argc, char **argv)
     true_stat(dst, &st);
     CHECKED(close(dst));
     expect("close", dst, -1, 0, 0, &st);
+
+    /* c.pid opened by a raw openat (O_TRUNC, as a pid file is written),
+     * then again in O_APPEND mode: the tracer learns of each at its first
+     * write, after the kernel moved the offset */
+    char c_path[4096];
+    snprintf(c_path, sizeof c_path, "%s/c.pid", argv[1]);
+    int raw = (int)syscall(SYS_openat, AT_FDCWD, c_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECKED(raw);
+    true_stat(raw, &st);
+    printf("{\"raw_open\":\"%s\",\"fd\":%d,\"dev\":%llu,\"ino\":%llu}\n", c_path, raw,
+           (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+    CHECKED(r = write(raw, buf, 6));
+    expect("write", raw, 0, 6, r, &st);
+    off = true_offset(raw), true_stat(raw, &st);
+    CHECKED(r = write(raw, buf, 9));
+    expect("write", raw, off, 9, r, &st);
+    int rawap = (int)syscall(SYS_openat, AT_FDCWD, c_path, O_WRONLY | O_APPEND);
+    CHECKED(rawap);
+    true_stat(rawap, &st);
+    CHECKED(r = write(rawap, buf, 4)); /* O_APPEND: at the end, whatever the offset */
+    expect("write", rawap, (long long)st.st_size, 4, r, &st);
+    true_stat(rawap, &st);
+    CHECKED(r = write(rawap, buf, 5));
+    expect("write", rawap, (long long)st.st_size, 5, r, &st);
+    /* a raw read-only open, moved by a raw lseek: its first read */
+    int rawrd = (int)syscall(SYS_openat, AT_FDCWD, c_path, O_RDONLY);
+    CHECKED(rawrd);
+    CHECKED(syscall(SYS_lseek, rawrd, 3, SEEK_SET));
+    true_stat(rawrd, &st);
+    CHECKED(r = read(rawrd, buf, 8));
+    expect("read", rawrd, 3, 8, r, &st);
     return 0;
 }
