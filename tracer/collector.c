@@ -920,6 +920,12 @@ static int collector_close_process(struct collector *c, struct collector_process
     p->nregions = 0;
     collector_watch_regions(c); /* before the memory goes */
     for (int i = 0; i < nregions; i++) {
+        uint32_t mapped = atomic_load_explicit(
+            &tracer_region_control(regions[i]->base)->mapped_rings, memory_order_relaxed);
+        if (!mapped && !c->stats.unmapped++)
+            snprintf(c->stats.unmapped_trace, sizeof c->stats.unmapped_trace, "%s", p->path);
+        if (mapped && mapped < TRACER_RING_COUNT - 1 && !c->stats.fewer_rings++)
+            snprintf(c->stats.fewer_rings_trace, sizeof c->stats.fewer_rings_trace, "%s", p->path);
         munmap(regions[i]->base, TRACER_REGION_BYTES);
         free(regions[i]);
     }

@@ -46,6 +46,11 @@ struct collector_stats {
      * registration (the collector was stopped or busy for seconds): they
      * ran untraced, their trace files hold no events */
     uint32_t untraced;
+    /* process images that could not map their region (its 1 GiB of address
+     * space, even a smaller prefix: RLIMIT_AS?) and ran untraced, and those
+     * that mapped fewer thread rings; the trace of the first of each */
+    uint32_t unmapped, fewer_rings;
+    char unmapped_trace[256], fewer_rings_trace[256];
     /* recalibrations that found the TSC clock of the traces more than
      * CPUCLOCK_TSC_STEP_NS off CLOCK_MONOTONIC (a paused VM, a clock step),
      * and the largest offset found: event times near them are off by it */

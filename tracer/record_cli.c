@@ -414,6 +414,16 @@ static void record_summary(const char *dir, struct collector *c, int quiet)
                 "preplay: %u process(es) ran untraced: the collector did not answer their "
                 "registration within %d s (was it stopped or overloaded?)\n",
                 s.untraced, TRACER_COLLECTOR_PATIENCE_MS / 1000);
+    if (s.unmapped) /* data missing: said even with -q */
+        fprintf(stderr,
+                "preplay: %u process image(s) could not map their trace buffers (up to %llu MiB "
+                "of address space: is RLIMIT_AS set?) and ran untraced, e.g. %s\n",
+                s.unmapped, (unsigned long long)(TRACER_REGION_BYTES >> 20), s.unmapped_trace);
+    if (s.fewer_rings && !quiet)
+        fprintf(stderr,
+                "preplay: %u process image(s) had room for fewer trace buffers (RLIMIT_AS): at "
+                "most 16 to 256 of their threads are traced at once, e.g. %s\n",
+                s.fewer_rings, s.fewer_rings_trace);
     if (s.clock_corrections) /* timing is off near them: said even with -q */
         fprintf(stderr,
                 "preplay: %u time(s) the traces' TSC clock was found more than %u ms off "

@@ -121,6 +121,11 @@ struct tracer_control {
     _Atomic uint32_t collector_wake;    /* futex: producers waiting for space */
     _Atomic uint64_t next_string_id;
     _Atomic uint64_t next_conn_id;
+    /* Thread rings the process mapped: TRACER_RING_COUNT - 1, fewer when
+     * its address space is limited (RLIMIT_AS: tracer_register maps a
+     * smaller prefix of the region), 0 while it has not mapped it. The
+     * collector says so when a process never did (it ran untraced). */
+    _Atomic uint32_t mapped_rings;
     /* Traced calls of threads that found every thread ring taken: they
      * run untraced, and the collector writes these as LOSS (NO_RING).
      * (Losses of a thread with a ring are counted in its ring.) */
@@ -159,8 +164,13 @@ _Static_assert(sizeof(struct tracer_control) <= TRACER_CONTROL_BYTES,
 _Static_assert(sizeof(struct tracer_ring) == 64, "ring header is one cache line");
 _Static_assert((TRACER_RING_DATA_BYTES & (TRACER_RING_DATA_BYTES - 1)) == 0,
                "ring data size must be a power of two");
-#define TRACER_REGION_BYTES                                                                        \
-    ((uint64_t)TRACER_CONTROL_BYTES + (uint64_t)TRACER_RING_COUNT * TRACER_RING_BYTES)
+/* The bytes of a region prefix holding the control page, ring 0 and
+ * `thread_rings` thread rings. */
+static inline uint64_t tracer_region_bytes(uint32_t thread_rings)
+{
+    return (uint64_t)TRACER_CONTROL_BYTES + (uint64_t)(thread_rings + 1) * TRACER_RING_BYTES;
+}
+#define TRACER_REGION_BYTES tracer_region_bytes(TRACER_RING_COUNT - 1)
 
 enum tracer_record_kind {
     TRACER_REC_EVENT = 1,

@@ -171,8 +171,18 @@ static int tracer_register(int is_exec)
     syscall(SYS_close, fd);
     fd = -1;
 
-    void *region = (void *)syscall(SYS_mmap, NULL, TRACER_REGION_BYTES, PROT_READ | PROT_WRITE,
-                                   MAP_SHARED, fds[0], 0);
+    /* The whole region is 1 GiB of address space: a process limited below
+     * that (RLIMIT_AS) maps a prefix with fewer thread rings instead of
+     * running untraced. */
+    static const uint32_t ring_choices[] = {TRACER_RING_COUNT - 1, 256, 64, 16};
+    void *region = MAP_FAILED;
+    uint32_t thread_rings = 0;
+    for (size_t i = 0; i < sizeof ring_choices / sizeof ring_choices[0] && region == MAP_FAILED;
+         i++) {
+        thread_rings = ring_choices[i];
+        region = (void *)syscall(SYS_mmap, NULL, tracer_region_bytes(thread_rings),
+                                 PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+    }
     syscall(SYS_close, fds[0]);
     if (region == MAP_FAILED) {
         if (fds[1] >= 0)
@@ -181,11 +191,12 @@ static int tracer_register(int is_exec)
     }
     struct tracer_control *ctl = tracer_region_control(region);
     if (ctl->magic != TRACER_SHM_MAGIC || ctl->version != TRACER_SHM_VERSION) {
-        syscall(SYS_munmap, region, TRACER_REGION_BYTES);
+        syscall(SYS_munmap, region, tracer_region_bytes(thread_rings));
         if (fds[1] >= 0)
             syscall(SYS_close, fds[1]);
         return -1;
     }
+    atomic_store_explicit(&ctl->mapped_rings, thread_rings, memory_order_relaxed);
     tracer_cpu_time_attach(nfds > 1 ? fds[1] : -1);
     /* Records carry rdtsc ticks when the collector's calibration converts
      * them (it keeps the TSC block we read), else vDSO nanoseconds. Set
@@ -199,6 +210,8 @@ static int tracer_register(int is_exec)
     tracer_global.stack_depth = ctl->stack_depth;
     tracer_global.path_filter_set = ctl->path_filter[0] != 0;
     tracer_global.region = region;
+    tracer_global.region_bytes = tracer_region_bytes(thread_rings);
+    tracer_global.thread_rings = thread_rings;
     tracer_global.control = ctl;
     tracer_global.pid = msg.req.pid;
     tracer_global.generation++;
@@ -279,16 +292,16 @@ __attribute__((destructor)) static void tracer_fini(void)
  * a page apart; the state's compare-and-swap decides. */
 static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
 {
-    enum { WORDS = (TRACER_RING_COUNT - 1 + 63) / 64 };
     static _Atomic uint32_t hint;
     void *region = tracer_global.region;
     _Atomic uint64_t *in_use = tracer_global.control->rings_in_use;
+    uint32_t rings = tracer_global.thread_rings, words = (rings + 63) / 64;
     uint32_t start = atomic_fetch_add_explicit(&hint, 1, memory_order_relaxed);
-    for (uint32_t n = 0; n < WORDS; n++) {
-        uint32_t w = (start + n) % WORDS;
+    for (uint32_t n = 0; n < words; n++) {
+        uint32_t w = (start + n) % words;
         uint64_t candidates = ~atomic_load_explicit(&in_use[w], memory_order_relaxed);
-        if (w == WORDS - 1 && (TRACER_RING_COUNT - 1) % 64)
-            candidates &= (1ull << ((TRACER_RING_COUNT - 1) % 64)) - 1;
+        if (w == words - 1 && rings % 64)
+            candidates &= (1ull << (rings % 64)) - 1;
         for (; candidates; candidates &= candidates - 1) {
             uint32_t idx = tracer_ring_of_in_use_bit(w, (unsigned)__builtin_ctzll(candidates));
             struct tracer_ring *r = tracer_region_ring(region, idx);
@@ -938,7 +951,7 @@ void tracer_after_fork_child(void)
     if (!tracer_global.region)
         return;
     tracer_global.active = 0;
-    syscall(SYS_munmap, tracer_global.region, TRACER_REGION_BYTES);
+    syscall(SYS_munmap, tracer_global.region, tracer_global.region_bytes);
     tracer_global.region = NULL;
     tracer_global.control = NULL;
     t->ring = NULL;

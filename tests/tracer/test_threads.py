@@ -9,7 +9,13 @@ hold the 1024 thread rings through the barrier and are traced whole; the
 others run untraced, and every write of theirs that the trace lacks is
 counted in a LOSS event of the process (reason no_ring), never silently
 missing. (After the barrier, rings of threads that ended are free again,
-so some of those may have their second write traced.)"""
+so some of those may have their second write traced.)
+
+The rings are 1 GiB of address space. Under an RLIMIT_AS of 600 MB
+(prlimit) the process maps a prefix of 256 rings instead: 255 of 300
+threads are traced through the barrier, the rest counted lost, and record
+says so; under 25 MB not even 16 rings fit (`cat` runs untraced) and
+record says that."""
 import json
 import os
 import subprocess
@@ -19,11 +25,16 @@ import tracerlib as tl
 RINGS = 1024  # thread rings per process: TRACER_RING_COUNT - 1 (tracer/shm_layout.h)
 
 
-def run(n):
+def run(n, rings=RINGS, as_limit=None):
     work = tl.scratch(f"threads-{n}")
     out = os.path.join(work, "trace")
     target = os.path.join(work, "words")
-    rc, stdout, stderr = tl.record(out, [tl.helper("tt_threads"), str(n), target], timeout=90)
+    limit = ["prlimit", f"--as={as_limit}"] if as_limit else []
+    rc, stdout, stderr = tl.record(out, limit + [tl.helper("tt_threads"), str(n), target],
+                                   timeout=90, quiet=not as_limit)
+    if as_limit:
+        tl.check("had room for fewer trace buffers (RLIMIT_AS)" in stderr,
+                 f"{n} threads under RLIMIT_AS: record says so (stderr: {stderr.strip()[-300:]})")
     tl.check_eq(rc, 0, f"{n} threads: exit status of tt_threads (stderr: {stderr.strip()[-300:]})")
     if rc != 0:
         return
@@ -34,6 +45,9 @@ def run(n):
     if len(traces) != 1:
         return
     trace = list(traces.values())[0]
+    if as_limit:  # prlimit's image, then tt_threads': only the latter's events count
+        execs = [e for e in trace.events if e["type"] == "control" and e.get("op") == "exec"]
+        tl.check(execs, f"{n} threads under RLIMIT_AS: the exec of tt_threads")
     ino = os.stat(target).st_ino
     writes = {}
     for e in tl.file_events(trace, ino, ["write"]):
@@ -50,11 +64,11 @@ def run(n):
         tl.check_eq((e["reason"], e["tid"]), (5, 0), f"{n} threads: LOSS reason and tid ({e})")
     lost = sum(e["count"] for e in losses)
     missing = 2 * n - sum(writes.values())
-    if n + 1 <= RINGS:
+    if n + 1 <= rings:
         tl.check_eq(len(whole), n, f"{n} threads: threads with both writes traced")
         tl.check_eq(lost, 0, f"{n} threads: events counted lost")
     else:
-        tl.check_eq(len(whole), RINGS - 1,
+        tl.check_eq(len(whole), rings - 1,
                     f"{n} threads: threads traced through the barrier (main holds a ring)")
         tl.check(len(whole) + len(second_only) < n, f"{n} threads: some threads untraced")
     print(f"{n} threads: {len(whole)} whole, {len(second_only)} second write only, {lost} lost")
@@ -67,4 +81,11 @@ def run(n):
 
 run(1000)
 run(1100)
+run(300, rings=256, as_limit=600 * 1024 * 1024)
+work = tl.scratch("threads-untraced")
+rc, stdout, stderr = tl.record(os.path.join(work, "trace"),
+                               ["prlimit", f"--as={25 * 1024 * 1024}", "/bin/cat", "/etc/hostname"])
+tl.check_eq(rc, 0, f"cat under a 25 MB RLIMIT_AS: exit status (stderr: {stderr.strip()[-300:]})")
+tl.check("could not map their trace buffers" in stderr and "ran untraced" in stderr,
+         f"cat under a 25 MB RLIMIT_AS: record says it ran untraced (stderr: {stderr.strip()[-300:]})")
 tl.finish()
