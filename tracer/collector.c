@@ -45,6 +45,7 @@ struct collector_region {
     uint64_t lost_nested_seen[TRACER_RING_COUNT];
     uint64_t untraced_calls_seen; /* tracer_control.untraced_calls already written as LOSS */
     uint64_t untraced_since_ns;   /* when those were noted (the next LOSS's from_ns) */
+    int answered;                 /* the process got the region (else stats.untraced) */
 };
 
 struct collector_process {
@@ -512,6 +513,7 @@ static void collector_register(struct collector *c, int conn)
     collector_watch_regions(c);
     int answered =
         collector_send_reply(conn, 0, memfd, c->cpu_clock_bpf ? cpuclock_bpf_map_fd() : -1) == 0;
+    r->answered = answered;
     close(memfd);
     if (!answered) {
         /* The process gave up waiting (the tracer's patience, seconds)
@@ -922,7 +924,7 @@ static int collector_close_process(struct collector *c, struct collector_process
     for (int i = 0; i < nregions; i++) {
         uint32_t mapped = atomic_load_explicit(
             &tracer_region_control(regions[i]->base)->mapped_rings, memory_order_relaxed);
-        if (!mapped && !c->stats.unmapped++)
+        if (!mapped && regions[i]->answered && !c->stats.unmapped++)
             snprintf(c->stats.unmapped_trace, sizeof c->stats.unmapped_trace, "%s", p->path);
         if (mapped && mapped < TRACER_RING_COUNT - 1 && !c->stats.fewer_rings++)
             snprintf(c->stats.fewer_rings_trace, sizeof c->stats.fewer_rings_trace, "%s", p->path);

@@ -65,6 +65,7 @@ col.send_signal(signal.SIGINT)
 err = tl.wait_end(col, "preplay collect after SIGINT")[1].decode()
 tl.check_eq(col.returncode, 0, f"preplay collect's exit status (stderr: {err.strip()})")
 tl.check("1 process(es) ran untraced" in err, f"collect reports the untraced process: {err!r}")
+tl.check("could not map" not in err, f"... once, not also as a process that could not map: {err!r}")
 
 traces = tl.read_traces(out)
 with_events = {pid: t for pid, t in traces.items() if t.events}
