@@ -210,7 +210,6 @@ static int tracer_register(int is_exec)
     tracer_global.stack_depth = ctl->stack_depth;
     tracer_global.path_filter_set = ctl->path_filter[0] != 0;
     tracer_global.region = region;
-    tracer_global.region_bytes = tracer_region_bytes(thread_rings);
     tracer_global.thread_rings = thread_rings;
     tracer_global.control = ctl;
     tracer_global.pid = msg.req.pid;
@@ -951,7 +950,7 @@ void tracer_after_fork_child(void)
     if (!tracer_global.region)
         return;
     tracer_global.active = 0;
-    syscall(SYS_munmap, tracer_global.region, tracer_global.region_bytes);
+    syscall(SYS_munmap, tracer_global.region, tracer_region_bytes(tracer_global.thread_rings));
     tracer_global.region = NULL;
     tracer_global.control = NULL;
     t->ring = NULL;

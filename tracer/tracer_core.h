@@ -139,8 +139,7 @@ static inline void tracer_busy_clear(struct tracer_thread *t)
 /* Global state of the library in this process. */
 struct tracer_state {
     void *region;          /* mapped shared region, NULL when inactive */
-    uint64_t region_bytes; /* how much of it is mapped (tracer_region_bytes) */
-    uint32_t thread_rings; /* thread rings mapped: 1 .. thread_rings can be claimed */
+    uint32_t thread_rings; /* thread rings mapped (tracer_region_bytes): 1 .. thread_rings */
     struct tracer_control *control;
     uint32_t generation; /* bumped at each registration (fork): starts at 1 */
     uint32_t pid;
