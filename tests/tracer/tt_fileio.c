@@ -44,6 +44,14 @@ static void expect(const char *op, int fd, long long offset, size_t size, long l
            (unsigned long long)before->st_dev, (unsigned long long)before->st_ino);
 }
 
+/* Prints the line that starts a file's expectations: `key` "open" (the
+ * trace has its OPEN) or "raw_open" (opened where the tracer cannot see). */
+static void opened(const char *key, const char *path, int fd, const struct stat *st)
+{
+    printf("{\"%s\":\"%s\",\"fd\":%d,\"dev\":%llu,\"ino\":%llu}\n", key, path, fd,
+           (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
+}
+
 /* Prints the expectation for the read side of an fd-to-fd copy. */
 static void copied(const char *op, int in, int out, long long offset, size_t size, long long result,
                    const struct stat *in_before)
@@ -79,8 +87,7 @@ int main(int argc, char **argv)
     int fd = open(a_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     CHECKED(fd);
     true_stat(fd, &st);
-    printf("{\"open\":\"%s\",\"fd\":%d,\"dev\":%llu,\"ino\":%llu}\n", a_path, fd,
-           (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+    opened("open", a_path, fd, &st);
 
     off = true_offset(fd), true_stat(fd, &st);
     CHECKED(r = write(fd, buf, 100));
@@ -166,8 +173,7 @@ int main(int argc, char **argv)
     int pre = open(b_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECKED(pre);
     true_stat(pre, &st);
-    printf("{\"open\":\"%s\",\"fd\":%d,\"dev\":%llu,\"ino\":%llu}\n", b_path, pre,
-           (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+    opened("open", b_path, pre, &st);
     CHECKED(r = write(pre, buf, 33));
     expect("write", pre, 0, 33, r, &st);
     true_stat(pre, &st);
@@ -215,8 +221,7 @@ int main(int argc, char **argv)
     int raw = (int)syscall(SYS_openat, AT_FDCWD, c_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECKED(raw);
     true_stat(raw, &st);
-    printf("{\"raw_open\":\"%s\",\"fd\":%d,\"dev\":%llu,\"ino\":%llu}\n", c_path, raw,
-           (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+    opened("raw_open", c_path, raw, &st);
     CHECKED(r = write(raw, buf, 6));
     expect("write", raw, 0, 6, r, &st);
     off = true_offset(raw), true_stat(raw, &st);
