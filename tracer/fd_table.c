@@ -77,11 +77,9 @@ struct tracer_fd *tracer_fd_classify_unknown(int fd, struct tracer_fd *f)
     return f;
 }
 
-struct tracer_fd *tracer_fd_classify_after(int fd, int wrote, int64_t at, int64_t done)
+struct tracer_fd *tracer_fd_classify_after_unknown(int fd, struct tracer_fd *f, int wrote,
+                                                   int64_t at, int64_t done)
 {
-    struct tracer_fd *f = tracer_fd_get(fd);
-    if (!f || f->kind != TRACER_FD_UNKNOWN)
-        return f;
     f = tracer_fd_classify_unknown(fd, f);
     if (f->kind != TRACER_FD_FILE || done <= 0)
         return f;

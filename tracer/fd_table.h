@@ -101,15 +101,6 @@ static inline struct tracer_fd *tracer_fd_peek(int fd)
 /* tracer_fd_classify for an entry still unknown: one fstat. */
 struct tracer_fd *tracer_fd_classify_unknown(int fd, struct tracer_fd *f);
 
-/* tracer_fd_classify after a transfer of `done` bytes (a write when
- * `wrote`; at its explicit offset `at`, or -1 when it used and moved the
- * descriptor's offset): an entry classified only now read its offset and
- * size after the transfer, so they are set back to before it (the size
- * estimated for a write that reached the end of the file). A descriptor
- * the process made where we could not see (glibc's internal opens: mkstemp,
- * fopen; a raw syscall) is classified this way at its first transfer. */
-struct tracer_fd *tracer_fd_classify_after(int fd, int wrote, int64_t at, int64_t done);
-
 /* Entry for fd, classified (one fstat when it was unknown). */
 static inline struct tracer_fd *tracer_fd_classify(int fd)
 {
@@ -117,6 +108,23 @@ static inline struct tracer_fd *tracer_fd_classify(int fd)
     if (!f || __builtin_expect(f->kind != TRACER_FD_UNKNOWN, 1))
         return f;
     return tracer_fd_classify_unknown(fd, f);
+}
+/* tracer_fd_classify after a transfer of `done` bytes (a write when
+ * `wrote`; at its explicit offset `at`, or -1 when it used and moved the
+ * descriptor's offset): an entry classified only now read its offset and
+ * size after the transfer, so they are set back to before it (the size
+ * estimated for a write that reached the end of the file). A descriptor
+ * the process made where we could not see (glibc's internal opens: mkstemp,
+ * fopen; a raw syscall) is classified this way at its first transfer. */
+struct tracer_fd *tracer_fd_classify_after_unknown(int fd, struct tracer_fd *f, int wrote,
+                                                   int64_t at, int64_t done);
+static inline struct tracer_fd *tracer_fd_classify_after(int fd, int wrote, int64_t at,
+                                                         int64_t done)
+{
+    struct tracer_fd *f = tracer_fd_get(fd);
+    if (!f || __builtin_expect(f->kind != TRACER_FD_UNKNOWN, 1))
+        return f;
+    return tracer_fd_classify_after_unknown(fd, f, wrote, at, done);
 }
 /* Forget everything about fd (it was closed). */
 void tracer_fd_reset(int fd);
