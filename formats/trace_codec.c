@@ -400,6 +400,14 @@ static inline struct trace_codec_fd *trace_codec_fd_state(struct trace_codec *c,
     return trace_codec_fd_state_lookup(c, fd);
 }
 
+uint64_t trace_codec_thread_end(struct trace_codec *c, uint64_t tid)
+{
+    if (c->cached_thread && c->cached_tid == tid)
+        return c->cached_thread->end_ts;
+    uint32_t *slot = trace_u64map_find(&c->thread_index, tid);
+    return slot ? c->threads[*slot].end_ts : 0;
+}
+
 /* The descriptor whose state a FILE/NET/SOCKOPT/CONN event predicts from. */
 static uint64_t trace_event_fd_key(const struct trace_event *ev)
 {
@@ -670,13 +678,14 @@ static inline void trace_fast_field(struct trace_fast_rec *r, unsigned i, uint64
 
 /* Common fields 0-4 (FORMAT.md §6.2) and the common state update. */
 static inline void trace_fast_common(struct trace_codec *c, struct trace_codec_thread *t,
-                                     const struct trace_event *ev, struct trace_fast_rec *r)
+                                     const struct trace_event *ev, uint16_t or_flags,
+                                     struct trace_fast_rec *r)
 {
     r->mask = 0;
     trace_fast_field(r, 0, ev->tid, c->prev_tid);
     trace_fast_field(r, 1, ev->ts_ns, t->end_ts);
     trace_fast_field(r, 2, ev->dur_ns, 0);
-    trace_fast_field(r, 3, ev->flags, 0);
+    trace_fast_field(r, 3, (uint16_t)(ev->flags | or_flags), 0);
     trace_fast_field(r, 4, ev->stack_id, 0);
     c->prev_tid = ev->tid;
     t->end_ts = ev->ts_ns + ev->dur_ns;
@@ -717,19 +726,19 @@ static inline size_t trace_fast_finish(const struct trace_event *ev, const struc
 }
 
 static size_t trace_fast_cpu(struct trace_codec *c, struct trace_codec_thread *t,
-                             const struct trace_event *ev, uint8_t *out)
+                             const struct trace_event *ev, uint16_t or_flags, uint8_t *out)
 {
     struct trace_fast_rec r;
-    trace_fast_common(c, t, ev, &r);
+    trace_fast_common(c, t, ev, or_flags, &r);
     return trace_fast_finish(ev, &r, out);
 }
 
 static size_t trace_fast_lock(struct trace_codec *c, struct trace_codec_thread *t,
-                              const struct trace_event *ev, uint8_t *out)
+                              const struct trace_event *ev, uint16_t or_flags, uint8_t *out)
 {
     struct trace_fast_rec r;
     const struct trace_lock_event *l = &ev->u.lock;
-    trace_fast_common(c, t, ev, &r);
+    trace_fast_common(c, t, ev, or_flags, &r);
     trace_fast_field(&r, 5, l->kind, t->lock_kind);
     trace_fast_field(&r, 6, l->mode, t->lock_mode);
     trace_fast_field(&r, 7, trace_fast_i32(l->result), 0);
@@ -743,21 +752,22 @@ static size_t trace_fast_lock(struct trace_codec *c, struct trace_codec_thread *
 }
 
 static size_t trace_fast_label(struct trace_codec *c, struct trace_codec_thread *t,
-                               const struct trace_event *ev, uint8_t *out)
+                               const struct trace_event *ev, uint16_t or_flags, uint8_t *out)
 {
     struct trace_fast_rec r;
-    trace_fast_common(c, t, ev, &r);
+    trace_fast_common(c, t, ev, or_flags, &r);
     trace_fast_field(&r, 5, ev->u.label.conn_id, 0);
     trace_fast_field(&r, 6, ev->u.label.label_id, 0);
     return trace_fast_finish(ev, &r, out);
 }
 
 static size_t trace_fast_file(struct trace_codec *c, struct trace_codec_thread *t,
-                              struct trace_codec_fd *d, const struct trace_event *ev, uint8_t *out)
+                              struct trace_codec_fd *d, const struct trace_event *ev,
+                              uint16_t or_flags, uint8_t *out)
 {
     struct trace_fast_rec r;
     const struct trace_file_event *f = &ev->u.file;
-    trace_fast_common(c, t, ev, &r);
+    trace_fast_common(c, t, ev, or_flags, &r);
     trace_fast_field(&r, 5, trace_fast_i32(f->fd), t->file_fd);
     trace_fast_field(&r, 6, (uint64_t)f->result, 0);
     trace_fast_field(&r, 7, f->size, trace_fast_nonneg(f->result));
@@ -784,11 +794,12 @@ static size_t trace_fast_file(struct trace_codec *c, struct trace_codec_thread *
 }
 
 static size_t trace_fast_net(struct trace_codec *c, struct trace_codec_thread *t,
-                             struct trace_codec_fd *d, const struct trace_event *ev, uint8_t *out)
+                             struct trace_codec_fd *d, const struct trace_event *ev,
+                             uint16_t or_flags, uint8_t *out)
 {
     struct trace_fast_rec r;
     const struct trace_net_event *nt = &ev->u.net;
-    trace_fast_common(c, t, ev, &r);
+    trace_fast_common(c, t, ev, or_flags, &r);
     trace_fast_field(&r, 5, trace_fast_i32(nt->fd), t->net_fd);
     trace_fast_field(&r, 6, (uint64_t)nt->result, 0);
     trace_fast_field(&r, 7, nt->size, trace_fast_nonneg(nt->result));
@@ -803,11 +814,11 @@ static size_t trace_fast_net(struct trace_codec *c, struct trace_codec_thread *t
 
 static size_t trace_fast_sockopt(struct trace_codec *c, struct trace_codec_thread *t,
                                  struct trace_codec_fd *d, const struct trace_event *ev,
-                                 uint8_t *out)
+                                 uint16_t or_flags, uint8_t *out)
 {
     struct trace_fast_rec r;
     const struct trace_sockopt_event *so = &ev->u.sockopt;
-    trace_fast_common(c, t, ev, &r);
+    trace_fast_common(c, t, ev, or_flags, &r);
     trace_fast_field(&r, 5, trace_fast_i32(so->fd), t->net_fd);
     trace_fast_field(&r, 6, trace_fast_i32(so->level), 0);
     trace_fast_field(&r, 7, trace_fast_i32(so->name), 0);
@@ -818,35 +829,41 @@ static size_t trace_fast_sockopt(struct trace_codec *c, struct trace_codec_threa
     return trace_fast_finish(ev, &r, out);
 }
 
-size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, uint8_t *out)
+size_t trace_codec_encode_flagged(struct trace_codec *c, const struct trace_event *ev,
+                                  uint16_t or_flags, uint8_t *out)
 {
     unsigned type = ev->type;
     if (type != TRACE_EV_CPU && type != TRACE_EV_LOCK && type != TRACE_EV_FILE &&
-        type != TRACE_EV_NET && type != TRACE_EV_SOCKOPT && type != TRACE_EV_LABEL)
-        return trace_codec_encode_generic(c, ev, out);
+        type != TRACE_EV_NET && type != TRACE_EV_SOCKOPT && type != TRACE_EV_LABEL) {
+        if (!or_flags)
+            return trace_codec_encode_generic(c, ev, out);
+        struct trace_event flagged = *ev; /* the rare types: a copy is cheap enough */
+        flagged.flags |= or_flags;
+        return trace_codec_encode_generic(c, &flagged, out);
+    }
     struct trace_codec_thread *t = trace_codec_thread_state(c, ev->tid);
     if (!t)
         return (size_t)-1;
     struct trace_codec_fd *d = NULL;
     switch (type) {
     case TRACE_EV_CPU:
-        return trace_fast_cpu(c, t, ev, out);
+        return trace_fast_cpu(c, t, ev, or_flags, out);
     case TRACE_EV_LOCK:
-        return trace_fast_lock(c, t, ev, out);
+        return trace_fast_lock(c, t, ev, or_flags, out);
     case TRACE_EV_LABEL:
-        return trace_fast_label(c, t, ev, out);
+        return trace_fast_label(c, t, ev, or_flags, out);
     case TRACE_EV_FILE:
         if (!(d = trace_codec_fd_state(c, (uint32_t)ev->u.file.fd)))
             return (size_t)-1;
-        return trace_fast_file(c, t, d, ev, out);
+        return trace_fast_file(c, t, d, ev, or_flags, out);
     case TRACE_EV_NET:
         if (!(d = trace_codec_fd_state(c, (uint32_t)ev->u.net.fd)))
             return (size_t)-1;
-        return trace_fast_net(c, t, d, ev, out);
+        return trace_fast_net(c, t, d, ev, or_flags, out);
     default: /* TRACE_EV_SOCKOPT */
         if (!(d = trace_codec_fd_state(c, (uint32_t)ev->u.sockopt.fd)))
             return (size_t)-1;
-        return trace_fast_sockopt(c, t, d, ev, out);
+        return trace_fast_sockopt(c, t, d, ev, or_flags, out);
     }
 }
 
@@ -943,6 +960,8 @@ int trace_codec_decode(struct trace_codec *c, const uint8_t **p, const uint8_t *
         }
         ev->data = nframes ? c->stack_frames : NULL;
     }
+    /* field 1 (ts) predicted from the thread's end: cur.thread is set */
+    c->decoded_thread_end = cur.thread ? cur.thread->end_ts : 0;
     if (trace_codec_update(c, ev, &cur) != 0)
         return TRACE_CODEC_NOMEM;
     *p = rec_end;

@@ -160,6 +160,10 @@ struct trace_codec {
     struct trace_codec_fd *cached_fdstate;
     uint64_t *stack_frames; /* decoded STACK addresses (reader side) */
     size_t stack_cap;
+    /* Reader side: where the decoded record's thread stood before it (its
+     * previous record's end in the frame, 0 for its first): the start of
+     * the CPU slice a TRACE_F_AFTER_CPU record carries. */
+    uint64_t decoded_thread_end;
 };
 
 /* Largest encoded record without its STRING/STACK payload. */
@@ -174,7 +178,17 @@ size_t trace_codec_record_bound(const struct trace_event *ev);
 /* Encodes ev at out (room for trace_codec_record_bound bytes). Returns the
  * bytes written, 0 when ev is invalid (unknown type), or (size_t)-1 when
  * memory runs out. */
-size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev, uint8_t *out);
+size_t trace_codec_encode_flagged(struct trace_codec *c, const struct trace_event *ev,
+                                  uint16_t or_flags, uint8_t *out);
+/* The same with the flags or_flags (TRACE_F_AFTER_CPU) added to ev's. */
+static inline size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev,
+                                        uint8_t *out)
+{
+    return trace_codec_encode_flagged(c, ev, 0, out);
+}
+/* Where thread tid's previous record in the frame ended (FORMAT.md §6.3
+ * `end`), 0 when it has none: the writer's test for TRACE_F_AFTER_CPU. */
+uint64_t trace_codec_thread_end(struct trace_codec *c, uint64_t tid);
 /* The table-driven encoder every type falls back to; trace_codec_encode
  * takes straight-line paths for the hot types (CPU, FILE, NET, SOCKOPT,
  * LOCK, LABEL) that must write the same bytes. Exposed for the tests that

@@ -127,6 +127,12 @@ enum trace_loss_reason {
 #define TRACE_F_STDIO 0x0004         /* attributed from buffered stdio */
 #define TRACE_F_MSG_MORE 0x0008      /* send with MSG_MORE */
 #define TRACE_F_CPU_ESTIMATED 0x0010 /* CPU time estimated, not measured */
+/* Format 2.0, in the encoded record only: the thread's CPU time from the end
+ * of its previous record in the frame to this record's start precedes this
+ * record (FORMAT.md §6.4). Writers set it (trace_writer_append_after_cpu),
+ * readers deliver the CPU event and clear it: no event a reader returns or
+ * a writer is given carries it. */
+#define TRACE_F_AFTER_CPU 0x0020
 
 struct trace_file_event {
     int32_t fd;

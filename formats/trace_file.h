@@ -13,8 +13,11 @@
 
 #include "trace_event.h"
 
-#define TRACE_FORMAT_MAJOR 1
-#define TRACE_FORMAT_MINOR 1
+/* 2.0: a record may carry the CPU slice before it (TRACE_F_AFTER_CPU);
+ * readers still read 1.x, whose records never do */
+#define TRACE_FORMAT_MAJOR 2
+#define TRACE_FORMAT_MINOR 0
+#define TRACE_FORMAT_MAJOR_OLDEST 1
 #define TRACE_MAX_CPU_SCORES 8
 
 struct trace_cpu_score {
@@ -58,6 +61,13 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_head
                                        size_t errlen);
 /* Appends one event (strings/stacks: ev->data is copied). 0 or -1 (err kept). */
 int trace_writer_append(struct trace_writer *w, const struct trace_event *ev);
+/* Appends cpu, a CPU event, then ev, the next event of the same thread.
+ * When cpu is a plain slice that ends where ev starts and begins where the
+ * thread's previous record in the frame ended, the two take one record
+ * (TRACE_F_AFTER_CPU, FORMAT.md §6.4); readers deliver both either way.
+ * 0 or -1 (err kept). */
+int trace_writer_append_after_cpu(struct trace_writer *w, const struct trace_event *cpu,
+                                  const struct trace_event *ev);
 /* Ends the current frame and writes it, so everything appended is on disk. */
 int trace_writer_flush(struct trace_writer *w);
 /* Flushes, closes, frees. Returns 0 or -1; the reason via trace_writer_error

@@ -50,6 +50,9 @@ struct trace_reader {
     /* events made up by the reader (ring drop, salvage loss) */
     struct trace_event synth[3];
     int nsynth, synth_pos;
+    /* the event of a TRACE_F_AFTER_CPU record, delivered after its CPU slice */
+    struct trace_event after_cpu;
+    int have_after_cpu;
     int state; /* 0 reading, 1 clean end, -1 damaged */
     uint64_t skipped;
     /* string table */
@@ -275,10 +278,11 @@ static int trace_reader_read_header(struct trace_reader *r, char *err, size_t er
     }
     r->hdr.version_major = trace_get_le16(first + 8);
     r->hdr.version_minor = trace_get_le16(first + 10);
-    if (r->hdr.version_major != TRACE_FORMAT_MAJOR) {
+    if (r->hdr.version_major < TRACE_FORMAT_MAJOR_OLDEST ||
+        r->hdr.version_major > TRACE_FORMAT_MAJOR) {
         trace_open_fail(err, errlen, r->path,
-                        "unknown format major version %u (this preplay reads %u)",
-                        r->hdr.version_major, TRACE_FORMAT_MAJOR);
+                        "unknown format major version %u (this preplay reads %u to %u)",
+                        r->hdr.version_major, TRACE_FORMAT_MAJOR_OLDEST, TRACE_FORMAT_MAJOR);
         return -1;
     }
     if (size < 20 || size > TRACE_HEADER_MAX_PAYLOAD) {
@@ -595,8 +599,44 @@ const struct trace_header *trace_reader_header(const struct trace_reader *r)
     return &r->hdr;
 }
 
+/* A 2.0 record with TRACE_F_AFTER_CPU holds two events (FORMAT.md §6.4):
+ * ev becomes the CPU slice from where its thread stood before the record
+ * to ev's start, and ev itself is delivered by the next call. Returns 0,
+ * or -1 with why when the record cannot hold a slice. */
+static int trace_reader_split_after_cpu(struct trace_reader *r, struct trace_event *ev,
+                                        const char **why)
+{
+    uint64_t from = r->codec.decoded_thread_end;
+    if (ev->type == TRACE_EV_CPU || ev->type == TRACE_EV_STRING || ev->type == TRACE_EV_STACK) {
+        *why = "a CPU, STRING or STACK record carries the after-CPU flag";
+        return -1;
+    }
+    if (!from) {
+        *why = "after-CPU flag on its thread's first record in the frame (the slice has no start)";
+        return -1;
+    }
+    if (from > ev->ts_ns) {
+        *why = "after-CPU flag on a record that starts before its thread's previous one ended";
+        return -1;
+    }
+    r->after_cpu = *ev;
+    r->after_cpu.flags &= (uint16_t)~TRACE_F_AFTER_CPU;
+    r->have_after_cpu = 1;
+    memset(ev, 0, sizeof *ev);
+    ev->type = TRACE_EV_CPU;
+    ev->tid = r->after_cpu.tid;
+    ev->ts_ns = from;
+    ev->dur_ns = r->after_cpu.ts_ns - from;
+    return 0;
+}
+
 int trace_reader_next(struct trace_reader *r, struct trace_event *ev)
 {
+    if (r->have_after_cpu) {
+        *ev = r->after_cpu;
+        r->have_after_cpu = 0;
+        return 1;
+    }
     if (r->synth_pos < r->nsynth) {
         *ev = r->synth[r->synth_pos++];
         return 1;
@@ -607,6 +647,16 @@ int trace_reader_next(struct trace_reader *r, struct trace_event *ev)
         if (r->in_frame && r->p < r->end) {
             const char *why = "";
             int rc = trace_codec_decode(&r->codec, &r->p, r->end, ev, &why);
+            if (rc == TRACE_CODEC_OK && (ev->flags & TRACE_F_AFTER_CPU) &&
+                r->hdr.version_major >= 2) {
+                if (trace_reader_split_after_cpu(r, ev, &why) != 0)
+                    return trace_reader_damage(r, ev, "frame at offset %llu: record %u: %s",
+                                               (unsigned long long)r->chunk_offset, r->record_index,
+                                               why);
+                r->record_index++;
+                r->events_in_frame += 2;
+                return 1;
+            }
             if (rc == TRACE_CODEC_OK) {
                 r->record_index++;
                 if (ev->type == TRACE_EV_STRING) {

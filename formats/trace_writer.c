@@ -326,26 +326,58 @@ static int trace_writer_reserve(struct trace_writer *w, size_t need)
     return began;
 }
 
-/* Encodes ev into the current chunk; room was reserved. */
-static int trace_writer_put(struct trace_writer *w, const struct trace_event *ev, int repeated)
+/* Encodes ev, its flags or'ed with or_flags, into the current chunk; room
+ * was reserved. The record holds `events` events (FORMAT.md §4.1 nevents:
+ * what a drop of this chunk loses; not the string and stack tables, not
+ * identities repeated from earlier chunks) from first_ts on. */
+static int trace_writer_encode(struct trace_writer *w, const struct trace_event *ev,
+                               uint16_t or_flags, uint64_t first_ts, uint32_t events)
 {
-    size_t n = trace_codec_encode(&w->codec, ev, w->raw + w->raw_len);
+    size_t n = trace_codec_encode_flagged(&w->codec, ev, or_flags, w->raw + w->raw_len);
     if (n == (size_t)-1)
         return trace_writer_fail(w, "out of memory in the record encoder");
     if (n == 0)
         return trace_writer_fail(w, "event type %u is not a trace event type", ev->type);
     w->raw_len += n;
     uint64_t end = ev->ts_ns + ev->dur_ns;
-    if (w->chunk.nrecords == 0 || ev->ts_ns < w->chunk.first_ts)
-        w->chunk.first_ts = ev->ts_ns;
+    if (w->chunk.nrecords == 0 || first_ts < w->chunk.first_ts)
+        w->chunk.first_ts = first_ts;
     if (end > w->chunk.last_ts)
         w->chunk.last_ts = end;
     w->chunk.nrecords++;
-    /* nevents counts the events a drop of this chunk loses: not the string
-     * and stack tables, not identities repeated from earlier chunks. */
-    if (ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK && !repeated)
-        w->chunk.nevents++;
+    w->chunk.nevents += events;
     return 0;
+}
+
+static int trace_writer_put(struct trace_writer *w, const struct trace_event *ev, int repeated)
+{
+    int table = ev->type == TRACE_EV_STRING || ev->type == TRACE_EV_STACK;
+    return trace_writer_encode(w, ev, 0, ev->ts_ns, table || repeated ? 0 : 1);
+}
+
+/* Puts the CPU event cpu and then ev (room for both was reserved; the pair
+ * passed trace_writer_pair_fits): one record with TRACE_F_AFTER_CPU when the
+ * thread's previous record in this chunk ended where cpu starts (FORMAT.md
+ * §6.4), else the two records. */
+static int trace_writer_put_after_cpu(struct trace_writer *w, const struct trace_event *cpu,
+                                      const struct trace_event *ev)
+{
+    if (cpu->ts_ns && trace_codec_thread_end(&w->codec, ev->tid) == cpu->ts_ns)
+        return trace_writer_encode(w, ev, TRACE_F_AFTER_CPU, cpu->ts_ns, 2);
+    if (trace_writer_put(w, cpu, 0) != 0)
+        return -1;
+    return trace_writer_put(w, ev, 0);
+}
+
+/* Can ev carry cpu (TRACE_F_AFTER_CPU)? cpu must be a plain CPU slice of
+ * ev's thread ending where ev starts, and ev a valid event of a thread. */
+static int trace_writer_pair_fits(const struct trace_event *cpu, const struct trace_event *ev)
+{
+    return cpu->type == TRACE_EV_CPU && !cpu->op && !cpu->flags && !cpu->stack_id &&
+           cpu->tid == ev->tid && cpu->ts_ns + cpu->dur_ns == ev->ts_ns &&
+           ev->type != TRACE_EV_NONE && ev->type < TRACE_EV_TYPE_COUNT &&
+           ev->type != TRACE_EV_CPU && ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK &&
+           !(ev->flags & TRACE_F_AFTER_CPU);
 }
 
 /* ---- ring-mode identity re-emission (FORMAT.md §5.3) ------------------------ */
@@ -574,10 +606,15 @@ int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
      * find without doing anything). */
     if (!w->ring && ev->type != TRACE_EV_NONE && ev->type < TRACE_EV_TYPE_COUNT &&
         ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK &&
-        w->raw_len + TRACE_RECORD_FIXED_MAX <= w->frame_bytes)
+        !(ev->flags & TRACE_F_AFTER_CPU) && w->raw_len + TRACE_RECORD_FIXED_MAX <= w->frame_bytes)
         return trace_writer_put(w, ev, 0);
     if (ev->type == TRACE_EV_NONE || ev->type >= TRACE_EV_TYPE_COUNT)
         return trace_writer_fail(w, "event type %u is not a trace event type", ev->type);
+    if (ev->flags & TRACE_F_AFTER_CPU)
+        return trace_writer_fail(w,
+                                 "event of type %u carries flag 0x%x, which only the format "
+                                 "itself sets (trace_writer_append_after_cpu)",
+                                 ev->type, TRACE_F_AFTER_CPU);
     if (ev->type == TRACE_EV_STRING &&
         (ev->u.string.len > TRACE_WRITER_MAX_STRING || (ev->u.string.len && !ev->data)))
         return trace_writer_fail(w, "string %u: %u bytes (limit %u, data must not be NULL)",
@@ -614,6 +651,49 @@ int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
         (ev->type == TRACE_EV_CONN && ev->u.conn.conn_id &&
          (ev->op == TRACE_CONN_ACCEPT || ev->op == TRACE_CONN_CONNECT ||
           ev->op == TRACE_CONN_IDENT)))
+        return trace_writer_retain(w, ev);
+    return 0;
+}
+
+int trace_writer_append_after_cpu(struct trace_writer *w, const struct trace_event *cpu,
+                                  const struct trace_event *ev)
+{
+    if (w->failed)
+        return -1;
+    if (!trace_writer_pair_fits(cpu, ev))
+        return trace_writer_append(w, cpu) != 0 ? -1 : trace_writer_append(w, ev);
+    /* the collector's common case, as in trace_writer_append */
+    if (!w->ring && w->raw_len + 2 * TRACE_RECORD_FIXED_MAX <= w->frame_bytes)
+        return trace_writer_put_after_cpu(w, cpu, ev);
+    size_t need = trace_codec_record_bound(cpu) + trace_codec_record_bound(ev);
+    if (!w->ring) {
+        if (trace_writer_reserve(w, need) < 0)
+            return -1;
+        return trace_writer_put_after_cpu(w, cpu, ev);
+    }
+    struct trace_writer_entry *missing[5];
+    size_t extra, nmissing = trace_writer_missing(w, ev, missing, &extra);
+    int began = trace_writer_reserve(w, need + extra);
+    if (began < 0)
+        return -1;
+    if (began) {
+        nmissing = trace_writer_missing(w, ev, missing, &extra);
+        if (trace_writer_reserve(w, need + extra) < 0)
+            return -1;
+    }
+    /* identities repeated for ev go between the two (each has its own tid
+     * and times), as if they had been appended one by one */
+    if (nmissing && trace_writer_put(w, cpu, 0) != 0)
+        return -1;
+    for (size_t i = 0; i < nmissing; i++) {
+        if (trace_writer_put(w, &missing[i]->ev, 1) != 0)
+            return -1;
+        missing[i]->emitted_in = w->seq + 1;
+    }
+    if ((nmissing ? trace_writer_put(w, ev, 0) : trace_writer_put_after_cpu(w, cpu, ev)) != 0)
+        return -1;
+    if (ev->type == TRACE_EV_CONN && ev->u.conn.conn_id &&
+        (ev->op == TRACE_CONN_ACCEPT || ev->op == TRACE_CONN_CONNECT || ev->op == TRACE_CONN_IDENT))
         return trace_writer_retain(w, ev);
     return 0;
 }

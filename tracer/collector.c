@@ -547,27 +547,34 @@ static void collector_accept_all(struct collector *c)
     }
 }
 
-/* Appends one event to the process's trace. When the trace cannot be
- * written (disk full, I/O error) the first error is kept for the caller
- * (collector_poll fails once) and the rest of that process's events are
- * counted as lost and discarded: draining goes on, so the app is never held
- * by back-pressure from a collector that can no longer write. */
-static int collector_append(struct collector *c, struct collector_process *p,
-                            const struct trace_event *ev)
+/* Counts n events the process's trace writer took (rc 0) or lost (rc -1).
+ * When the trace cannot be written (disk full, I/O error) the first error
+ * is kept for the caller (collector_poll fails once) and the rest of that
+ * process's events are counted as lost and discarded: draining goes on, so
+ * the app is never held by back-pressure from a collector that can no
+ * longer write. */
+static int collector_appended(struct collector *c, struct collector_process *p, int rc, unsigned n)
 {
-    if (trace_writer_append(p->writer, ev) != 0) {
+    if (rc != 0) {
         if (!p->write_failed) {
             p->write_failed = 1;
             c->write_failed_pending = 1;
             if (!c->error[0])
                 snprintf(c->error, sizeof c->error, "%s", trace_writer_error(p->writer));
         }
-        c->stats.lost++;
+        c->stats.lost += n;
         return 0;
     }
-    p->events++;
-    c->stats.events++;
+    p->events += n;
+    c->stats.events += n;
     return 0;
+}
+
+/* Appends one event to the process's trace. */
+static int collector_append(struct collector *c, struct collector_process *p,
+                            const struct trace_event *ev)
+{
+    return collector_appended(c, p, trace_writer_append(p->writer, ev), 1);
 }
 
 /* Hands the drained bytes back to the ring's producer and wakes it if it
@@ -745,22 +752,26 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
                 else if (cpu_before)
                     cpu_before = cpuclock_tsc_segment_span_ns(seg, cpu_before);
             }
-            if (cpu_before && idx != 0) {
+            int with_cpu = cpu_before && idx != 0;
+            if (with_cpu) {
                 cpu_ev.tid = ev->tid;
                 cpu_ev.dur_ns = cpu_before;
                 uint64_t start = reg->last_end_ns[idx];
                 if (!start || start > ev->ts_ns)
                     start = ev->ts_ns > cpu_before ? ev->ts_ns - cpu_before : 0;
                 cpu_ev.ts_ns = start;
-                if (collector_append(c, p, &cpu_ev) != 0)
-                    return -1;
             }
             if (idx != 0) {
                 reg->last_end_ns[idx] = ev->ts_ns + ev->dur_ns;
                 reg->last_end_raw[idx] = end_raw;
             }
-            if (collector_append(c, p, ev) != 0)
-                return -1;
+            /* the CPU slice and the event: one record when the slice
+             * fills the gap since the thread's previous record (the mark
+             * held, the common case), FORMAT.md §6.4 */
+            if (with_cpu)
+                collector_appended(c, p, trace_writer_append_after_cpu(p->writer, &cpu_ev, ev), 2);
+            else
+                collector_append(c, p, ev);
         }
         tail += size;
         c->drained_records++;

@@ -112,7 +112,7 @@ set +e
 "$PREPLAY_BIN" dump "$dir/v3.trace" > /dev/null 2> "$dir/err"; rc=$?
 set -e
 [ "$rc" -eq 1 ] || { echo "dump v3: exit $rc"; exit 1; }
-[ "$(cat "$dir/err")" = "preplay: $dir/v3.trace: unknown format major version 3 (this preplay reads 1)" ] ||
+[ "$(cat "$dir/err")" = "preplay: $dir/v3.trace: unknown format major version 3 (this preplay reads 1 to 2)" ] ||
     { echo "unexpected: $(cat "$dir/err")"; exit 1; }
 set +e
 "$PREPLAY_BIN" info --bogus "$dir" > /dev/null 2>&1; rc=$?

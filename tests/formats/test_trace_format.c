@@ -133,7 +133,7 @@ static size_t make_extreme_events(struct trace_event *e)
     x->tid = 1;
     x->ts_ns = 10;
     x->dur_ns = UINT64_MAX;
-    x->flags = 0xffff;
+    x->flags = 0xffff & ~TRACE_F_AFTER_CPU; /* every bit an event may carry */
     x->stack_id = 3;
     x->u.file.fd = INT32_MAX;
     x->u.file.path_id = 7;
@@ -330,7 +330,8 @@ static void test_header_record_options(void **state)
         struct trace_reader *r = trace_reader_open(paths[k], NULL, err, sizeof err);
         assert_non_null(r);
         assert_string_equal(trace_reader_header(r)->record_options, want[k]);
-        assert_int_equal(trace_reader_header(r)->version_minor, 1);
+        assert_int_equal(trace_reader_header(r)->version_major, TRACE_FORMAT_MAJOR);
+        assert_int_equal(trace_reader_header(r)->version_minor, TRACE_FORMAT_MINOR);
         trace_reader_close(r);
     }
 }
@@ -478,7 +479,8 @@ static void test_wrong_magic_and_unknown_major(void **state)
     fputc(3, f); /* major = 3 */
     fclose(f);
     assert_null(trace_reader_open(p, NULL, msg, sizeof msg));
-    snprintf(want, sizeof want, "%s: unknown format major version 3 (this preplay reads 1)", p);
+    snprintf(want, sizeof want, "%s: unknown format major version 3 (this preplay reads 1 to 2)",
+             p);
     assert_string_equal(msg, want);
 
     f = fopen(p, "r+b");
@@ -709,6 +711,237 @@ static void test_ring_too_small_and_bad_event(void **state)
     assert_string_equal(err, "/nonexistent-dir/x.trace: cannot create: No such file or directory");
 }
 
+/* Sums the chunk headers of a plain (not ring) trace file: records,
+ * events and raw bytes (FORMAT.md §4.1) into t[0..2]. */
+static void chunk_totals(const char *p, uint64_t t[3])
+{
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    uint8_t b[8 + TRACE_CHUNK_PAYLOAD];
+    assert_int_equal(fread(b, 1, 8, f), 8);
+    long pos = 8 + (long)trace_get_le32(b + 4);
+    t[0] = t[1] = t[2] = 0;
+    while (fseek(f, pos, SEEK_SET) == 0 && fread(b, 1, sizeof b, f) == sizeof b) {
+        assert_int_equal(trace_get_le32(b), TRACE_CHUNK_FRAME_MAGIC);
+        struct trace_chunk_header ch;
+        assert_int_equal(trace_chunk_header_unpack(b + 8, &ch), 0);
+        t[0] += ch.nrecords;
+        t[1] += ch.nevents;
+        t[2] += ch.raw_size;
+        pos += (long)sizeof b + (long)ch.compressed_size;
+    }
+    fclose(f);
+}
+
+/* A stream as the collector writes it: before most events a CPU slice of
+ * the same thread that fills the gap since the thread's previous event,
+ * mixed with the slices that cannot share their event's record (a flag, a
+ * start after the previous end, an end before the event) and with the
+ * mix's own jittered slices. pair[i] says e[i] is a slice to append with
+ * e[i + 1] (trace_writer_append_after_cpu). */
+static size_t make_after_cpu_stream(struct trace_event *e, int *pair, size_t cap, uint64_t seed)
+{
+    size_t nmix = make_mix(cap / 2, seed), n = 0;
+    uint64_t end[4] = {0}, r = seed;
+    for (size_t i = 0; i < nmix && n + 2 <= cap; i++) {
+        const struct trace_event *ev = &mix_events[i];
+        unsigned t = ev->tid >= 1000 && ev->tid < 1004 ? ev->tid - 1000 : 4;
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        if (t < 4 && ev->type != TRACE_EV_CPU && ev->type != TRACE_EV_STRING && end[t] &&
+            ev->ts_ns > end[t] + 2 && (r >> 33) % 8 != 0) {
+            struct trace_event *c = &e[n];
+            memset(c, 0, sizeof *c);
+            c->type = TRACE_EV_CPU;
+            c->tid = ev->tid;
+            c->ts_ns = end[t];
+            c->dur_ns = ev->ts_ns - end[t];
+            switch ((r >> 40) % 16) {
+            case 0:
+                c->flags = TRACE_F_CPU_ESTIMATED;
+                break;
+            case 1: /* starts after the previous end: a switch in between */
+                c->ts_ns++, c->dur_ns--;
+                break;
+            case 2: /* ends before its event starts */
+                c->dur_ns--;
+                break;
+            default:
+                break;
+            }
+            pair[n++] = 1;
+        }
+        e[n] = *ev;
+        pair[n++] = 0;
+        if (t < 4)
+            end[t] = ev->ts_ns + ev->dur_ns;
+    }
+    return n;
+}
+
+static void write_after_cpu_stream(const char *p, const struct trace_event *e, const int *pair,
+                                   size_t n, const struct trace_writer_options *o, int as_pairs)
+{
+    struct trace_header h;
+    trace_test_header(&h, 4242, "frontend");
+    char err[512];
+    struct trace_writer *w = trace_writer_open(p, &h, o, err, sizeof err);
+    if (!w)
+        fail_msg("%s", err);
+    for (size_t i = 0; i < n; i++) {
+        int rc = as_pairs && pair[i] && i + 1 < n
+                     ? trace_writer_append_after_cpu(w, &e[i], &e[i + 1])
+                     : trace_writer_append(w, &e[i]);
+        if (rc != 0)
+            fail_msg("%s", trace_writer_error(w));
+        i += as_pairs && pair[i] && i + 1 < n;
+    }
+    assert_int_equal(trace_writer_close(w, err, sizeof err), 0);
+}
+
+/* 2.0: a CPU slice rides in the record of the event after it when it fills
+ * the gap exactly (FORMAT.md §6.4). Read back, the trace holds exactly the
+ * events appended, in order, whether or not each pair shared a record: in
+ * small frames (a thread's first record of a frame cannot carry one) and in
+ * ring mode (identities repeated between the two); and the shared records
+ * make the file smaller. */
+static void test_after_cpu_roundtrip(void **state)
+{
+    (void)state;
+    static struct trace_event e[40000];
+    static int pair[40000];
+    size_t n = make_after_cpu_stream(e, pair, 40000, 31), got;
+    size_t paired = 0;
+    for (size_t i = 0; i < n; i++)
+        paired += pair[i];
+    assert_true(paired > n / 4);
+    const struct trace_writer_options opts[3] = {
+        {0}, {.frame_bytes = 2048}, {.frame_bytes = 4096, .max_bytes = 64u << 20}};
+    for (int k = 0; k < 3; k++) {
+        const char *pp = test_tmpdir_path("after_cpu.trace");
+        const char *ps = test_tmpdir_path("separate.trace");
+        write_after_cpu_stream(pp, e, pair, n, &opts[k], 1);
+        write_after_cpu_stream(ps, e, pair, n, &opts[k], 0);
+        char msg[600];
+        assert_int_equal(read_all(pp, 0, mix_got, 40100, &got, msg, sizeof msg), 0);
+        size_t j = 0;
+        for (size_t i = 0; i < got; i++) {
+            if (mix_got[i].type == TRACE_EV_CONN && mix_got[i].op == TRACE_CONN_IDENT &&
+                opts[k].max_bytes)
+                continue; /* repeated at a chunk start (§5.3) */
+            assert_true(j < n);
+            assert_event_equal(&e[j], &mix_got[i]);
+            j++;
+        }
+        assert_int_equal(j, n);
+        if (opts[k].max_bytes)
+            continue;
+        /* the same events in fewer records and raw bytes (compressed, a
+         * random stream like this one need not shrink; nginx's does) */
+        uint64_t rp[3], rs[3];
+        chunk_totals(pp, rp);
+        chunk_totals(ps, rs);
+        assert_int_equal(rp[1], rs[1]);
+        assert_true(rp[0] < rs[0] && rp[0] + paired >= rs[0]);
+        assert_true(rp[2] < rs[2]);
+    }
+}
+
+/* Writes a 2.0 trace (or, with major 1, a 1.1 one) holding one chunk of the
+ * records `raw`. */
+static void write_raw_trace(const char *p, unsigned major, const uint8_t *raw, size_t len,
+                            uint32_t nrec)
+{
+    write_trace(p, NULL, 0, NULL, NULL, 0);
+    FILE *f = fopen(p, "rb");
+    uint8_t hdr[8192];
+    size_t hl = fread(hdr, 1, sizeof hdr, f);
+    fclose(f);
+    uint32_t size = trace_get_le32(hdr + 4);
+    assert_int_equal(hl, 8 + size);
+    trace_put_le16(hdr + 16, (uint16_t)major);
+    if (major < 2)
+        trace_put_le16(hdr + 18, 1);
+    trace_put_le32(hdr + 8 + size - 4, trace_crc32(hdr + 8, size - 4));
+    f = fopen(p, "wb");
+    fwrite(hdr, 1, hl, f);
+    append_chunk(f, raw, len, 0, nrec);
+    fclose(f);
+}
+
+/* The after-CPU flag on a thread's first record in a frame has no slice to
+ * start from: the record is damage, named by offset and record index. In a
+ * 1.x trace the bit means nothing and the event is delivered as is; a
+ * writer refuses an event that carries it. */
+static void test_after_cpu_damage_and_1x(void **state)
+{
+    (void)state;
+    struct trace_event ev[2];
+    memset(ev, 0, sizeof ev);
+    for (int i = 0; i < 2; i++) {
+        ev[i].type = TRACE_EV_LOCK;
+        ev[i].op = TRACE_LOCK_ACQUIRE;
+        ev[i].tid = 5;
+        ev[i].ts_ns = 1000 + 500 * (uint64_t)i;
+        ev[i].dur_ns = 40;
+        ev[i].u.lock.kind = TRACE_LOCK_MUTEX;
+        ev[i].u.lock.lock_id = 0x1234;
+    }
+    struct trace_codec codec;
+    trace_codec_init(&codec);
+    uint8_t raw[256];
+    size_t len = trace_codec_encode(&codec, &ev[0], raw);
+    len += trace_codec_encode_flagged(&codec, &ev[1], TRACE_F_AFTER_CPU, raw + len);
+    trace_codec_free(&codec);
+
+    /* the second record carries the slice [1040, 1500) */
+    const char *p = test_tmpdir_path("after_cpu_ok.trace");
+    write_raw_trace(p, 2, raw, len, 2);
+    struct trace_event got[8];
+    size_t n;
+    char msg[600];
+    assert_int_equal(read_all(p, 0, got, 8, &n, msg, sizeof msg), 0);
+    assert_int_equal(n, 3);
+    assert_event_equal(&ev[0], &got[0]);
+    assert_int_equal(got[1].type, TRACE_EV_CPU);
+    assert_int_equal(got[1].tid, 5);
+    assert_int_equal(got[1].ts_ns, 1040);
+    assert_int_equal(got[1].dur_ns, 460);
+    assert_int_equal(got[1].flags, 0);
+    assert_event_equal(&ev[1], &got[2]);
+
+    /* 1.x: the same bytes are two events, the bit kept as a plain flag */
+    write_raw_trace(p, 1, raw, len, 2);
+    assert_int_equal(read_all(p, 0, got, 8, &n, msg, sizeof msg), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(got[1].type, TRACE_EV_LOCK);
+    assert_int_equal(got[1].flags, TRACE_F_AFTER_CPU);
+
+    /* the flag on the thread's first record of the frame */
+    trace_codec_init(&codec);
+    len = trace_codec_encode_flagged(&codec, &ev[1], TRACE_F_AFTER_CPU, raw);
+    trace_codec_free(&codec);
+    p = test_tmpdir_path("after_cpu_bad.trace");
+    write_raw_trace(p, 2, raw, len, 1);
+    assert_int_equal(read_all(p, 0, got, 8, &n, msg, sizeof msg), -1);
+    assert_int_equal(n, 0);
+    assert_non_null(strstr(msg, "record 0: after-CPU flag on its thread's first record"));
+    /* salvage keeps what came before and counts the rest as lost */
+    assert_int_equal(read_all(p, 1, got, 8, &n, msg, sizeof msg), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(got[0].type, TRACE_EV_LOSS);
+    assert_int_equal(got[0].u.loss.count, 1);
+
+    struct trace_header h;
+    trace_test_header(&h, 1, "x");
+    struct trace_writer *w =
+        trace_writer_open(test_tmpdir_path("flag.trace"), &h, NULL, msg, sizeof msg);
+    assert_non_null(w);
+    ev[0].flags = TRACE_F_AFTER_CPU;
+    assert_int_equal(trace_writer_append(w, &ev[0]), -1);
+    assert_non_null(strstr(trace_writer_error(w), "carries flag 0x20"));
+    assert_int_equal(trace_writer_close(w, msg, sizeof msg), -1);
+}
+
 static void test_file_mode_0600(void **state)
 {
     (void)state;
@@ -742,6 +975,8 @@ int main(void)
         cmocka_unit_test(test_higher_minor_skips_unknown),
         cmocka_unit_test(test_ring_marks_dropped_span),
         cmocka_unit_test(test_ring_too_small_and_bad_event),
+        cmocka_unit_test(test_after_cpu_roundtrip),
+        cmocka_unit_test(test_after_cpu_damage_and_1x),
         cmocka_unit_test(test_file_mode_0600),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);

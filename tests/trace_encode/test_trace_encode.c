@@ -184,7 +184,11 @@ static size_t check_stream(uint64_t seed, size_t n, size_t frame_len, int allow_
         make_event(&s, &ev, allow_generic);
         memset(a, 0xa5, sizeof a);
         memset(b, 0x5a, sizeof b);
-        size_t na = trace_codec_encode(&fast, &ev, a);
+        /* every third record as the writer encodes an event that carries
+         * the CPU slice before it: its flags or'ed with TRACE_F_AFTER_CPU */
+        uint16_t or_flags = i % 3 == 0 ? TRACE_F_AFTER_CPU : 0;
+        size_t na = trace_codec_encode_flagged(&fast, &ev, or_flags, a);
+        ev.flags |= or_flags;
         size_t nb = trace_codec_encode_generic(&generic, &ev, b);
         if (na != nb || memcmp(a, b, na) != 0)
             fail_msg("seed %llu record %zu (type %u op %u): fast path wrote %zu bytes, table "
