@@ -178,12 +178,22 @@ static void gen_backend(const char *dir)
                                           .unix_inode = 5555,
                                           .unix_peer_inode = 6666};
     gen_put(w, e);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 4; i++)
         gen_put(w, gen_ev(&ev, TRACE_EV_CPU, 0, 2000, 3000));
+    /* the fifth slice fills the gap before the first send, as the collector
+     * writes it: one record (format 2.0, FORMAT.md §6.4) */
+    struct trace_event cpu = ev;
+    cpu.ts_ns = ev.ts_ns + ev.dur_ns;
+    gen_clock = cpu.ts_ns + cpu.dur_ns;
     for (int i = 0; i < 2; i++) {
         e = gen_ev(&ev, TRACE_EV_NET, TRACE_NET_SEND, 2000, 1000);
         e->u.net = (struct trace_net_event){.fd = 4, .conn_id = 1, .size = 10, .result = 10};
-        gen_put(w, e);
+        if (i == 0 && trace_writer_append_after_cpu(w, &cpu, e) != 0) {
+            fprintf(stderr, "trace_gen: %s\n", trace_writer_error(w));
+            exit(1);
+        }
+        if (i > 0)
+            gen_put(w, e);
     }
     /* the frontend's /srv/data.bin through a descriptor this process did
      * not open (no path here): info names it from the frontend's trace,
