@@ -60,12 +60,43 @@ static void tracer_fd_fill_from_stat(struct tracer_fd *f, const struct stat *st)
     }
 }
 
+/* The string id of the kernel's name for fd (/proc/self/fd/N): a path,
+ * or what the descriptor is when it has none - "pipe", "anon_inode:[signalfd]"
+ * (the inode number the kernel appends to a pipe's name is dropped: every
+ * record carries dev and ino, and a server making a pipe per request must
+ * not grow the string table per request). 0 when the kernel cannot say, for
+ * a socket, and when --path-prefix leaves the name out (a pipe's always). */
+static uint32_t tracer_fd_kernel_name(int fd)
+{
+    char link[32] = "/proc/self/fd/", digits[12], path[4096];
+    int nd = 0, len = (int)strlen(link);
+    do /* raw syscalls, no stdio: fork children and signal handlers get here */
+        digits[nd++] = (char)('0' + fd % 10);
+    while ((fd /= 10) > 0);
+    while (nd)
+        link[len++] = digits[--nd];
+    link[len] = 0;
+    long n = syscall(SYS_readlink, link, path, sizeof path);
+    if (n <= 0 || n >= (long)sizeof path || !strncmp(path, "socket:", 7))
+        return 0;
+    if (!strncmp(path, "pipe:", 5))
+        n = 4;
+    const char *filter = tracer_global.control ? tracer_global.control->path_filter : "";
+    if (filter[0] && ((size_t)n < strlen(filter) || strncmp(path, filter, strlen(filter)) != 0))
+        return 0;
+    return tracer_intern(path, (size_t)n);
+}
+
 struct tracer_fd *tracer_fd_classify_unknown(int fd, struct tracer_fd *f)
 {
     struct stat st;
     if (syscall(SYS_fstat, fd, &st) != 0)
         return f;
     tracer_fd_fill_from_stat(f, &st);
+    /* made or inherited where we could not see: named as the kernel names
+     * it, once (info, and --path-prefix for a file under the prefix) */
+    if (f->kind != TRACER_FD_SOCKET && !f->path_id)
+        f->path_id = tracer_fd_kernel_name(fd);
     if (f->kind == TRACER_FD_FILE) {
         /* position and mode unknown for inherited descriptors: ask once */
         off_t pos = (off_t)syscall(SYS_lseek, fd, 0, SEEK_CUR);
@@ -154,24 +185,6 @@ struct tracer_dirent64 {
     char name[];
 };
 
-/* A file's path_id names a string of the trace that interned it: the
- * parent's. The child's trace numbers its strings afresh, so the same id
- * there is another string or none: the child interns the path again, as
- * the kernel names the descriptor now (0 when it cannot say). */
-static uint32_t tracer_fd_path_again(int fd)
-{
-    char link[32] = "/proc/self/fd/", digits[12], path[4096];
-    int nd = 0, len = (int)strlen(link);
-    do /* no stdio in a fork child */
-        digits[nd++] = (char)('0' + fd % 10);
-    while ((fd /= 10) > 0);
-    while (nd)
-        link[len++] = digits[--nd];
-    link[len] = 0;
-    ssize_t n = readlink(link, path, sizeof path);
-    return n > 0 && n < (ssize_t)sizeof path && path[0] == '/' ? tracer_intern(path, (size_t)n) : 0;
-}
-
 void tracer_fd_after_fork(void)
 {
     if (atomic_load_explicit(&tracer_fds_state, memory_order_acquire) != 2)
@@ -196,8 +209,8 @@ void tracer_fd_after_fork(void)
             struct tracer_fd *f = &tracer_fds[fd];
             if (f->kind == TRACER_FD_SOCKET)
                 f->flags &= (uint16_t)~TRACER_FDF_IDENT_DONE;
-            if (f->path_id)
-                f->path_id = tracer_fd_path_again(fd);
+            if (f->path_id) /* an id of the parent's string table */
+                f->path_id = tracer_fd_kernel_name(fd);
         }
     }
     syscall(SYS_close, dir);

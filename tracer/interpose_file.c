@@ -73,16 +73,40 @@ static int tracer_open_needs_mode(int flags)
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
-/* A path relative to a directory descriptor, made absolute: the directory's
- * path (one readlink of /proc/self/fd/N, only for relative paths under a
- * dirfd other than AT_FDCWD) + "/" + path, leading "./" dropped. Returns
- * `path` itself when there is nothing to resolve or it cannot be resolved
- * (fd not a directory we can name, result too long). Raw syscalls and no
- * stdio: it runs inside open wrappers, possibly from a signal handler. */
+/* dir (its dlen bytes at out) + "/" + path, leading "./" dropped, in out;
+ * `path` itself when the result would not fit. */
+static const char *tracer_path_join(char *out, size_t dlen, const char *path, size_t cap)
+{
+    while (path[0] == '.' && path[1] == '/')
+        for (path += 2; *path == '/'; path++) {
+        }
+    size_t plen = strlen(path);
+    size_t at = dlen;
+    if (at > 1)
+        out[at++] = '/'; /* the root is "/" already */
+    if (at + plen + 1 > cap)
+        return path;
+    memcpy(out + at, path, plen + 1);
+    return out;
+}
+
+/* A relative path made absolute: the directory's path + "/" + path, the
+ * directory being dirfd's (one readlink of /proc/self/fd/N) or, for
+ * AT_FDCWD, the working directory (one getcwd: postgres, for one, opens
+ * its data files relative to the data directory). Returns `path` itself
+ * when there is nothing to resolve or it cannot be resolved (fd not a
+ * directory we can name, result too long). ".." is kept as written. Raw
+ * syscalls and no stdio: it runs inside open wrappers, possibly from a
+ * signal handler. */
 static const char *tracer_resolve_at(int dirfd, const char *path, char *out, size_t cap)
 {
-    if (!path || path[0] == '/' || dirfd == AT_FDCWD || dirfd < 0)
+    if (!path || path[0] == '/' || (dirfd < 0 && dirfd != AT_FDCWD))
         return path;
+    if (dirfd == AT_FDCWD) { /* the working directory, as the kernel has it now */
+        long clen = syscall(SYS_getcwd, out, cap);
+        return clen > 1 && out[0] == '/' ? tracer_path_join(out, (size_t)clen - 1, path, cap)
+                                         : path;
+    }
     char link[32] = "/proc/self/fd/";
     size_t n = 14;
     char digits[12];
@@ -95,17 +119,16 @@ static const char *tracer_resolve_at(int dirfd, const char *path, char *out, siz
     long dlen = syscall(SYS_readlink, link, out, cap);
     if (dlen <= 0 || out[0] != '/')
         return path;
-    while (path[0] == '.' && path[1] == '/')
-        for (path += 2; *path == '/'; path++) {
-        }
-    size_t plen = strlen(path);
-    size_t at = (size_t)dlen;
-    if (at > 1)
-        out[at++] = '/'; /* the root is "/" already */
-    if (at + plen + 1 > cap)
-        return path;
-    memcpy(out + at, path, plen + 1);
-    return out;
+    return tracer_path_join(out, (size_t)dlen, path, cap);
+}
+
+uint32_t tracer_open_path_id(int dirfd, const char *path, int *filtered)
+{
+    char resolved[4096];
+    path = tracer_resolve_at(dirfd, path, resolved, sizeof resolved);
+    const char *filter = tracer_global.control->path_filter;
+    *filtered = filter[0] && path && strncmp(path, filter, strlen(filter)) != 0;
+    return (!*filtered && path) ? tracer_intern(path, strlen(path)) : 0;
 }
 
 /* The identity an OPEN record takes from the descriptor's entry. */
@@ -250,11 +273,8 @@ static int tracer_opened(struct tracer_thread *t, int dirfd, const char *path, i
                          int err, uint64_t begin)
 {
     uint64_t end = tracer_ring_now();
-    char resolved[4096];
-    path = tracer_resolve_at(dirfd, path, resolved, sizeof resolved);
-    const char *filter = tracer_global.control->path_filter;
-    int filtered = filter[0] && path && strncmp(path, filter, strlen(filter)) != 0;
-    uint32_t path_id = (!filtered && path) ? tracer_intern(path, strlen(path)) : 0;
+    int filtered;
+    uint32_t path_id = tracer_open_path_id(dirfd, path, &filtered);
     struct tracer_fd *f = NULL;
     if (fd >= 0) {
         if (!filtered && tracer_open_defer(t, fd, path_id, flags, begin, end))

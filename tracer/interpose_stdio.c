@@ -15,6 +15,7 @@
 /* glibc's optimized headers define vprintf and getline as extern inlines;
  * we must own those names (clang refuses an attribute on them otherwise). */
 #define __NO_INLINE__ 1
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -250,9 +251,8 @@ static void stdio_opened(struct tracer_thread *t, FILE *f, const char *path, con
 {
     uint64_t end = tracer_ring_now();
     int fd = f ? fileno(f) : -1;
-    const char *filter = tracer_global.control->path_filter;
-    int filtered = filter[0] && path && strncmp(path, filter, strlen(filter)) != 0;
-    uint32_t path_id = (!filtered && path) ? tracer_intern(path, strlen(path)) : 0;
+    int filtered;
+    uint32_t path_id = tracer_open_path_id(AT_FDCWD, path, &filtered);
     struct tracer_fd *e = NULL;
     if (fd >= 0)
         e = tracer_fd_opened_file(fd, path_id, mode && mode[0] == 'a');

@@ -42,6 +42,12 @@ static inline int tracer_path_filtered(const struct tracer_fd *f)
            (f->kind == TRACER_FD_FILE || f->kind == TRACER_FD_OTHER) && !f->path_id;
 }
 
+/* The string id an open of `path` (relative to dirfd; AT_FDCWD: the
+ * working directory) gives its descriptor: the path made absolute, so
+ * --path-prefix and `preplay info` see where the file is. 0 with *filtered
+ * set when --path-prefix leaves the file out; 0 for no path. */
+uint32_t tracer_open_path_id(int dirfd, const char *path, int *filtered);
+
 /* Forgets the datagram peers' connection ids (a fork child: its trace has
  * none of its parent's CONN definitions). */
 void tracer_datagram_peers_reset(void);

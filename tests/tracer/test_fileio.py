@@ -7,7 +7,9 @@ a DUP. A copy_file_range and a sendfile between two files are a record of
 their read side on the source (fd2 the destination) and a write on the
 destination. Every event's
 time lies within the recording's CLOCK_MONOTONIC span (the rings carry raw
-TSC ticks the collector converts; STRING definitions carry no time)."""
+TSC ticks the collector converts; STRING definitions carry no time).
+Descriptors made where LD_PRELOAD cannot see are named as the kernel names
+them: the raw-opened file by its path, a shell pipeline's pipe "pipe"."""
 import json
 import os
 import time
@@ -62,6 +64,7 @@ for o in opens + raw_opens:
         # fd2: the new descriptor of a DUP, -1 (none) for every other op
         tl.check_eq(g["fd2"], w["result"] if w["op"] == "dup" else -1,
                     f"{o['open']} event {i} ({w['op']}) field fd2")
+        tl.check_eq(g.get("path"), name, f"{name} event {i} ({w['op']}): path")
 # The read sides of the copies, on the source file.
 for c in [l for l in lines if "copy" in l]:
     got = [e for e in tl.file_events(trace, c["ino"], [c["copy"]]) if e["fd"] == c["fd"]]
@@ -79,4 +82,17 @@ for e in trace.of("file"):
     elif e["op"] == "close":
         tl.check(e["fd"] in made, f"CLOSE of fd {e['fd']} with no OPEN or DUP before it")
         made.discard(e["fd"])
+
+# A pipe the (traced) shell made with pipe(2): dd reads it as its stdin,
+# head writes it as its stdout; neither opened it.
+out = os.path.join(work, "pipe")
+rc, _, stderr = tl.record(out, ["sh", "-c", "head -c 300 /dev/zero | "
+                                "dd status=none bs=100 count=3 iflag=fullblock of=/dev/null"])
+tl.check_eq(rc, 0, f"pipeline exit status (stderr: {stderr.strip()})")
+ev = [e for t in tl.read_traces(out).values() for e in t.of("file") if e["result"] > 0]
+for what, op, fd in (("dd", "read", 0), ("head", "write", 1)):
+    on_pipe = [e for e in ev if e["op"] == op and e.get("path") == "pipe"]
+    tl.check_eq(sum(e["result"] for e in on_pipe), 300, f"{what}: bytes of its {op}s on the pipe")
+    tl.check_eq({e["fd"] for e in on_pipe}, {fd}, f"{what}: the pipe's descriptor")
+tl.check_eq([e for e in ev if not e.get("path")][:3], [], "file events with no path")
 tl.finish()

@@ -5,7 +5,8 @@ write is known from its arguments):
 
 - --only file: dd's 2 x COUNT file events, and no CPU, lock or net event;
 - --path-prefix DIR: the writes to DIR/out at offsets 0, BS, 2 BS, ...
-  and nothing of /dev/zero (outside the prefix);
+  and nothing of /dev/zero (outside the prefix); the same for a path
+  relative to the working directory, made absolute;
 - both: the trace header's record options name the option;
 - --drop: with the collector stopped (SIGSTOP), dd is not held back and
   finishes; the trace's reads and writes plus its LOSS counts make up
@@ -71,6 +72,18 @@ zero = os.stat("/dev/zero").st_ino
 tl.check_eq(len(tl.file_events(t, zero)), 0, "--path-prefix: events on /dev/zero")
 tl.check_eq([e.get("path") for e in t.of("file", "open") if e.get("path") != target], [],
             "--path-prefix: other files opened in the trace")
+# a path relative to the working directory (postgres opens its data files
+# so) is made absolute, then held to the prefix
+out = os.path.join(work, "prefix_rel")
+rc, _, err = tl.record(out, dd(["if=/dev/zero", "of=./rel.dat", "bs=512", "count=3"]),
+                       extra=["--path-prefix", pdir + "/"], prefix=["env", "-C", pdir])
+tl.check_eq(rc, 0, f"--path-prefix, relative path: exit status (stderr: {err.strip()})")
+t = events_of(out)
+rel = os.path.join(pdir, "rel.dat")
+tl.check_eq([e.get("path") for e in t.of("file", "open")], [rel],
+            "--path-prefix, relative path: the open's path")
+tl.check_eq([(e["offset"], e["result"]) for e in t.of("file", "write")],
+            [(512 * i, 512) for i in range(3)], "--path-prefix, relative path: writes")
 
 # --drop with the collector stopped: dd reads N 8-byte blocks from a FIFO
 # (it has registered with the collector by the time it opens the FIFO, and

@@ -1,7 +1,8 @@
 /* tt_openat.c - opens files relative to a directory descriptor for the
  * tracer test test_openat.py: openat(dirfd, "sub/c.dat"), the same file as
  * "./sub/c.dat", a missing file (ENOENT), an absolute path (dirfd ignored)
- * and a relative path under AT_FDCWD. Prints, per open, the path the trace
+ * and a relative path under AT_FDCWD (joined to the working directory).
+ * Prints, per open, the path the trace
  * must show and the fd/dev/ino the kernel gave, as one JSON line; the
  * identities come from raw fstat, which the tracer cannot see. */
 #define _GNU_SOURCE
@@ -69,8 +70,9 @@ int main(int argc, char **argv)
         perror("chdir");
         return 1;
     }
-    fd = openat(AT_FDCWD, "sub/c.dat", O_RDONLY); /* AT_FDCWD: recorded as given */
-    expect_open("sub/c.dat", fd, errno);
+    fd = openat(AT_FDCWD, "sub/c.dat", O_RDONLY); /* AT_FDCWD: the working directory's */
+    snprintf(want, sizeof want, "%s/sub/c.dat", dir);
+    expect_open(want, fd, errno);
     close(fd);
     close(dirfd);
     return 0;
