@@ -37,6 +37,8 @@ struct cli_counts {
     uint64_t first_ts, last_ts;
 };
 
+#define CLI_MAX_EXECS 8
+
 struct cli_thread {
     uint32_t tid;
     struct cli_counts c;
@@ -88,6 +90,11 @@ struct cli_process {
     CLI_TABLE(struct cli_conn) conns;
     CLI_TABLE(struct cli_lock) locks;
     CLI_TABLE(struct cli_query) queries;
+    /* images the process exec'd (CONTROL EXEC's path string ids), in order;
+     * past CLI_MAX_EXECS the last slot keeps the newest */
+    uint32_t exec_ids[CLI_MAX_EXECS];
+    char *execs[CLI_MAX_EXECS];
+    size_t nexecs;
 };
 
 static void *cli_xalloc(void *p)
@@ -206,6 +213,12 @@ static void cli_add_counts(struct cli_counts *to, const struct cli_counts *from)
 static void cli_aggregate(struct cli_process *p, const struct trace_event *ev)
 {
     cli_count(&p->c, ev);
+    /* the tracer's record of an exec names the new image (the collector's,
+     * when the image registered, has arg0 -1) */
+    if (ev->type == TRACE_EV_CONTROL && ev->op == TRACE_CTL_EXEC && ev->u.control.arg0 > 0 &&
+        ev->u.control.arg0 <= UINT32_MAX)
+        p->exec_ids[p->nexecs < CLI_MAX_EXECS ? p->nexecs++ : CLI_MAX_EXECS - 1] =
+            (uint32_t)ev->u.control.arg0;
     if (ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK && ev->type != TRACE_EV_LOSS &&
         !(ev->type == TRACE_EV_CONTROL && ev->op == TRACE_CTL_RING_WRAP)) {
         struct cli_thread *t;
@@ -332,6 +345,8 @@ static int cli_read_process(const char *path, int salvage, struct cli_process *p
     for (size_t i = 0; i < p->queries.n; i++)
         p->queries.v[i].text =
             cli_strdup_or_null(trace_reader_string(r, p->queries.v[i].query_id, NULL));
+    for (size_t i = 0; i < p->nexecs; i++)
+        p->execs[i] = cli_strdup_or_null(trace_reader_string(r, p->exec_ids[i], NULL));
     int status = 0;
     if (rc < 0) {
         fprintf(stderr, "preplay: %s\n", trace_reader_error(r));
@@ -383,6 +398,8 @@ static void cli_free_process(struct cli_process *p)
     trace_u64map_free(&p->locks.index);
     trace_u64map_free(&p->queries.index);
     free(p->argv_copy);
+    for (size_t i = 0; i < p->nexecs; i++)
+        free(p->execs[i]);
     free(p->warning);
     free(p->path);
 }
@@ -496,6 +513,10 @@ static json_t *cli_json_process(struct cli_process *p)
     json_object_set_new(o, "pid", json_integer(h->pid));
     json_object_set_new(o, "ppid", json_integer(h->ppid));
     json_object_set_new(o, "exe", cli_json_str(h->exe));
+    json_t *execs = json_array(); /* the trace keeps the first image's name */
+    for (size_t i = 0; i < p->nexecs; i++)
+        json_array_append_new(execs, cli_json_str(p->execs[i] ? p->execs[i] : "?"));
+    json_object_set_new(o, "exec", execs);
     json_t *argv = json_array();
     for (uint32_t i = 0; h->argv_joined && i < h->argv_len;
          i += (uint32_t)strlen(h->argv_joined + i) + 1)
@@ -621,6 +642,9 @@ static void cli_print_process(json_t *pj)
            json_integer_value(json_object_get(pj, "pid")),
            json_integer_value(json_object_get(pj, "ppid")),
            json_string_value(json_object_get(pj, "exe")));
+    json_t *v;
+    size_t i;
+    json_array_foreach(json_object_get(pj, "exec"), i, v) printf(" -> %s", json_string_value(v));
     const char *comp = json_string_value(json_object_get(pj, "component"));
     if (comp && *comp)
         printf(" [%s]", comp);
@@ -1264,6 +1288,8 @@ static json_t *cli_event_json(const struct trace_event *ev, struct trace_reader 
     case TRACE_EV_CONTROL:
         J_INT(o, "arg0", ev->u.control.arg0);
         J_INT(o, "arg1", ev->u.control.arg1);
+        if (ev->op == TRACE_CTL_EXEC && ev->u.control.arg0 > 0 && ev->u.control.arg0 <= UINT32_MAX)
+            cli_resolve(o, "path", r, (uint32_t)ev->u.control.arg0);
         break;
     default:
         break;

@@ -9,9 +9,11 @@ destination. Every event's
 time lies within the recording's CLOCK_MONOTONIC span (the rings carry raw
 TSC ticks the collector converts; STRING definitions carry no time).
 Descriptors made where LD_PRELOAD cannot see are named as the kernel names
-them: the raw-opened file by its path, a shell pipeline's pipe "pipe"."""
+them: the raw-opened file by its path, a shell pipeline's pipe "pipe"; and
+`info` lists the images the pipeline's processes exec'd."""
 import json
 import os
+import subprocess
 import time
 
 import tracerlib as tl
@@ -95,4 +97,10 @@ for what, op, fd in (("dd", "read", 0), ("head", "write", 1)):
     tl.check_eq(sum(e["result"] for e in on_pipe), 300, f"{what}: bytes of its {op}s on the pipe")
     tl.check_eq({e["fd"] for e in on_pipe}, {fd}, f"{what}: the pipe's descriptor")
 tl.check_eq([e for e in ev if not e.get("path")][:3], [], "file events with no path")
+# the shell's children exec'd head and dd: their traces keep the shell's
+# name (a process keeps its file across exec), and `info` says what they ran
+info = json.loads(subprocess.run([tl.PREPLAY, "info", "--json", out], stdout=subprocess.PIPE,
+                                 check=True).stdout)
+tl.check_eq(sorted(os.path.basename(x) for p in info["process_list"] for x in p["exec"]),
+            ["dd", "head"], "info: the images the shell's children exec'd")
 tl.finish()
