@@ -155,7 +155,7 @@ static const char record_common_help[] =
     "                        oldest chunks (the dropped span is marked)\n"
     "      --stacks N        record up to N (1-32) stack frames per non-CPU event\n"
     "      --off             start with tracing switched off (SIGUSR1 toggles)\n"
-    "      --no-cpu-scores   do not run the CPU benchmark kernels (~0.6 s) first\n"
+    "      --no-cpu-scores   do not run the CPU benchmark kernels (~2 s) first\n"
     "      --ring-clock C    what times the records: auto (the TSC when the kernel\n"
     "                        keeps time with it), tsc (also when it does not, if the\n"
     "                        TSC is invariant), monotonic (clock_gettime)\n"
