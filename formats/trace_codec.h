@@ -175,12 +175,13 @@ void trace_codec_reset(struct trace_codec *c); /* at every frame start */
 
 /* Bytes the record for ev will take at most (tag, length, fields, payload). */
 size_t trace_codec_record_bound(const struct trace_event *ev);
-/* Encodes ev at out (room for trace_codec_record_bound bytes). Returns the
- * bytes written, 0 when ev is invalid (unknown type), or (size_t)-1 when
- * memory runs out. */
+/* Encodes ev, its flags or'ed with or_flags (the writer's TRACE_F_AFTER_CPU),
+ * at out (room for trace_codec_record_bound bytes). Returns the bytes
+ * written, 0 when ev is invalid (unknown type), or (size_t)-1 when memory
+ * runs out. */
 size_t trace_codec_encode_flagged(struct trace_codec *c, const struct trace_event *ev,
                                   uint16_t or_flags, uint8_t *out);
-/* The same with the flags or_flags (TRACE_F_AFTER_CPU) added to ev's. */
+/* The same with ev's flags as they are. */
 static inline size_t trace_codec_encode(struct trace_codec *c, const struct trace_event *ev,
                                         uint8_t *out)
 {

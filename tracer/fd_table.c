@@ -77,7 +77,10 @@ static uint32_t tracer_fd_kernel_name(int fd)
         link[len++] = digits[--nd];
     link[len] = 0;
     long n = syscall(SYS_readlink, link, path, sizeof path);
-    if (n <= 0 || n >= (long)sizeof path || !strncmp(path, "socket:", 7))
+    if (n <= 0 || n >= (long)sizeof path)
+        return 0;
+    path[n] = 0; /* readlink does not end it */
+    if (!strncmp(path, "socket:", 7))
         return 0;
     if (!strncmp(path, "pipe:", 5))
         n = 4;

@@ -54,7 +54,7 @@ tl.check_eq(t.header["record_options"], "--only file", "--only file: the header'
 
 # --path-prefix
 out = os.path.join(work, "prefix")
-pdir = os.path.join(work, "kept")
+pdir = os.path.join(os.path.realpath(work), "kept")  # getcwd gives the real path
 os.mkdir(pdir)
 target = os.path.join(pdir, "out.dat")
 rc, _, err = tl.record(out, dd(["if=/dev/zero", f"of={target}", "bs=512", "count=40"]),
