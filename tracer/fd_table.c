@@ -60,9 +60,9 @@ static void tracer_fd_fill_from_stat(struct tracer_fd *f, const struct stat *st)
     }
 }
 
-/* The string id of the kernel's name for fd (/proc/self/fd/N): a path,
- * or what the descriptor is when it has none - "pipe", "anon_inode:[signalfd]"
- * (the inode number the kernel appends to a pipe's name is dropped: every
+/* The string id of the kernel's name for fd (/proc/self/fd/N): a path
+ * (" (deleted)" dropped), or what the descriptor is when it has none - "pipe",
+ * "anon_inode:[signalfd]" (the inode number the kernel appends to a pipe's name is dropped: every
  * record carries dev and ino, and a server making a pipe per request must
  * not grow the string table per request). 0 when the kernel cannot say, for
  * a socket, and when --path-prefix leaves the name out (a pipe's always). */
@@ -84,6 +84,12 @@ static uint32_t tracer_fd_kernel_name(int fd)
         return 0;
     if (!strncmp(path, "pipe:", 5))
         n = 4;
+    /* an unlinked file: the name it was opened by (apache2's proxy.PID
+     * lock file, removed while its children still hold it) */
+    static const char deleted[] = " (deleted)";
+    if (n > (long)sizeof deleted && path[0] == '/' &&
+        !memcmp(path + n - (sizeof deleted - 1), deleted, sizeof deleted - 1))
+        n -= (long)sizeof deleted - 1;
     const char *filter = tracer_global.control ? tracer_global.control->path_filter : "";
     if (filter[0] && ((size_t)n < strlen(filter) || strncmp(path, filter, strlen(filter)) != 0))
         return 0;

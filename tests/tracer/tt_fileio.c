@@ -242,5 +242,17 @@ int main(int argc, char **argv)
     true_stat(rawrd, &st);
     CHECKED(r = read(rawrd, buf, 8));
     expect("read", rawrd, 3, 8, r, &st);
+    /* d.lock opened by a raw openat and removed before its first write, as
+     * a lock file a server unlinks while it holds it: named by its path,
+     * not the kernel's "... (deleted)" */
+    char d_path[4096];
+    snprintf(d_path, sizeof d_path, "%s/d.lock", argv[1]);
+    int rawdel = (int)syscall(SYS_openat, AT_FDCWD, d_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECKED(rawdel);
+    CHECKED(syscall(SYS_unlinkat, AT_FDCWD, d_path, 0));
+    true_stat(rawdel, &st);
+    opened("raw_open", d_path, rawdel, &st);
+    CHECKED(r = write(rawdel, buf, 7));
+    expect("write", rawdel, 0, 7, r, &st);
     return 0;
 }
