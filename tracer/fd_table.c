@@ -61,11 +61,12 @@ static void tracer_fd_fill_from_stat(struct tracer_fd *f, const struct stat *st)
 }
 
 /* The string id of the kernel's name for fd (/proc/self/fd/N): a path
- * (" (deleted)" dropped), or what the descriptor is when it has none - "pipe",
- * "anon_inode:[signalfd]" (the inode number the kernel appends to a pipe's name is dropped: every
- * record carries dev and ino, and a server making a pipe per request must
- * not grow the string table per request). 0 when the kernel cannot say, for
- * a socket, and when --path-prefix leaves the name out (a pipe's always). */
+ * (" (deleted)" dropped), or what the descriptor is when it has none:
+ * "pipe", "anon_inode:[signalfd]". The inode number the kernel appends to
+ * a pipe's name is dropped: every record carries dev and ino, and a server
+ * making a pipe per request must not grow the string table per request.
+ * 0 when the kernel cannot say, for a socket, and when --path-prefix leaves
+ * the name out (a pipe's always). */
 static uint32_t tracer_fd_kernel_name(int fd)
 {
     char link[32] = "/proc/self/fd/", digits[12], path[4096];
