@@ -65,9 +65,9 @@ static void tracer_fd_fill_from_stat(struct tracer_fd *f, const struct stat *st)
  * "pipe", "anon_inode:[signalfd]". The inode number the kernel appends to
  * a pipe's name is dropped: every record carries dev and ino, and a server
  * making a pipe per request must not grow the string table per request.
- * 0 when the kernel cannot say, for a socket, and when --path-prefix leaves
- * the name out (a pipe's always). */
-static uint32_t tracer_fd_kernel_name(int fd)
+ * 0 when the kernel cannot say, for a socket, and, with `filtered`, when
+ * --path-prefix leaves the name out (a pipe's always). */
+static uint32_t tracer_fd_kernel_name(int fd, int filtered)
 {
     char link[32] = "/proc/self/fd/", digits[12], path[4096];
     int nd = 0, len = (int)strlen(link);
@@ -91,7 +91,8 @@ static uint32_t tracer_fd_kernel_name(int fd)
     if (n > (long)sizeof deleted && path[0] == '/' &&
         !memcmp(path + n - (sizeof deleted - 1), deleted, sizeof deleted - 1))
         n -= (long)sizeof deleted - 1;
-    const char *filter = tracer_global.control ? tracer_global.control->path_filter : "";
+    const char *filter =
+        filtered && tracer_global.control ? tracer_global.control->path_filter : "";
     if (filter[0] && ((size_t)n < strlen(filter) || strncmp(path, filter, strlen(filter)) != 0))
         return 0;
     return tracer_intern(path, (size_t)n);
@@ -106,7 +107,7 @@ struct tracer_fd *tracer_fd_classify_unknown(int fd, struct tracer_fd *f)
     /* made or inherited where we could not see: named as the kernel names
      * it, once (info, and --path-prefix for a file under the prefix) */
     if (f->kind != TRACER_FD_SOCKET && !f->path_id)
-        f->path_id = tracer_fd_kernel_name(fd);
+        f->path_id = tracer_fd_kernel_name(fd, 1);
     if (f->kind == TRACER_FD_FILE) {
         /* position and mode unknown for inherited descriptors: ask once */
         off_t pos = (off_t)syscall(SYS_lseek, fd, 0, SEEK_CUR);
@@ -219,8 +220,11 @@ void tracer_fd_after_fork(void)
             struct tracer_fd *f = &tracer_fds[fd];
             if (f->kind == TRACER_FD_SOCKET)
                 f->flags &= (uint16_t)~TRACER_FDF_IDENT_DONE;
-            if (f->path_id) /* an id of the parent's string table */
-                f->path_id = tracer_fd_kernel_name(fd);
+            /* an id of the parent's string table, for a file the parent's
+             * filter admitted (the kernel's name may differ from the path
+             * it was opened by: a symlink) */
+            if (f->path_id)
+                f->path_id = tracer_fd_kernel_name(fd, 0);
         }
     }
     syscall(SYS_close, dir);

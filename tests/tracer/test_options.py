@@ -6,7 +6,8 @@ write is known from its arguments):
 - --only file: dd's 2 x COUNT file events, and no CPU, lock or net event;
 - --path-prefix DIR: the writes to DIR/out at offsets 0, BS, 2 BS, ...
   and nothing of /dev/zero (outside the prefix); the same for a path
-  relative to the working directory, made absolute;
+  relative to the working directory, made absolute; a file opened through
+  a symlinked prefix keeps its records in a fork child;
 - both: the trace header's record options name the option;
 - --drop: with the collector stopped (SIGSTOP), dd is not held back and
   finishes; the trace's reads and writes plus its LOSS counts make up
@@ -84,6 +85,22 @@ tl.check_eq([e.get("path") for e in t.of("file", "open")], [rel],
             "--path-prefix, relative path: the open's path")
 tl.check_eq([(e["offset"], e["result"]) for e in t.of("file", "write")],
             [(512 * i, 512) for i in range(3)], "--path-prefix, relative path: writes")
+# a prefix through a symlink: the shell opens the log by the link's path
+# (admitted), and a forked subshell writes to it through the inherited
+# descriptor, whose name the child takes from the kernel (the real path):
+# the parent's filter admitted the file, so the child's writes are kept
+real = os.path.join(work, "real")
+os.mkdir(real)
+link = os.path.join(work, "link")
+os.symlink(real, link)
+out = os.path.join(work, "prefix_link")
+rc, _, err = tl.record(out, ["sh", "-c", f"exec 3>>{link}/out.log; (echo hi >&3); echo there >&3"],
+                       extra=["--path-prefix", link + "/"])
+tl.check_eq(rc, 0, f"--path-prefix through a symlink: exit status (stderr: {err.strip()})")
+log_ino = os.stat(os.path.join(real, "out.log")).st_ino
+writes = [e for t in tl.read_traces(out).values() for e in tl.file_events(t, log_ino, {"write"})]
+tl.check_eq(sorted(e["result"] for e in writes), [3, 6],
+            "--path-prefix through a symlink: the shell's and its subshell's writes")
 
 # --drop with the collector stopped: dd reads N 8-byte blocks from a FIFO
 # (it has registered with the collector by the time it opens the FIFO, and
