@@ -493,6 +493,42 @@ static size_t trace_writer_missing(struct trace_writer *w, const struct trace_ev
     return n;
 }
 
+/* Reserves room and puts ev, after the CPU event cpu when not NULL
+ * (trace_writer_put_after_cpu); in ring mode, first the identities ev
+ * refers to that the chunk lacks (§5.3), which then go between cpu and ev
+ * (each has its own tid and times), and ev's own identity is retained. */
+static int trace_writer_reserve_put(struct trace_writer *w, const struct trace_event *cpu,
+                                    const struct trace_event *ev)
+{
+    size_t need = trace_codec_record_bound(ev) + (cpu ? trace_codec_record_bound(cpu) : 0);
+    struct trace_writer_entry *missing[5];
+    size_t extra = 0, nmissing = w->ring ? trace_writer_missing(w, ev, missing, &extra) : 0;
+    int began = trace_writer_reserve(w, need + extra);
+    if (began < 0)
+        return -1;
+    if (began && w->ring) { /* a new chunk: everything it refers to must be repeated */
+        nmissing = trace_writer_missing(w, ev, missing, &extra);
+        if (trace_writer_reserve(w, need + extra) < 0)
+            return -1;
+    }
+    if (cpu && nmissing && trace_writer_put(w, cpu, 0) != 0)
+        return -1;
+    for (size_t i = 0; i < nmissing; i++) {
+        if (trace_writer_put(w, &missing[i]->ev, 1) != 0)
+            return -1;
+        missing[i]->emitted_in = w->seq + 1;
+    }
+    int rc = cpu && !nmissing ? trace_writer_put_after_cpu(w, cpu, ev) : trace_writer_put(w, ev, 0);
+    if (rc != 0)
+        return -1;
+    if (w->ring && (ev->type == TRACE_EV_STRING || ev->type == TRACE_EV_STACK ||
+                    (ev->type == TRACE_EV_CONN && ev->u.conn.conn_id &&
+                     (ev->op == TRACE_CONN_ACCEPT || ev->op == TRACE_CONN_CONNECT ||
+                      ev->op == TRACE_CONN_IDENT))))
+        return trace_writer_retain(w, ev);
+    return 0;
+}
+
 /* ---- public API ------------------------------------------------------------ */
 
 struct trace_writer *trace_writer_open(const char *path, const struct trace_header *hdr,
@@ -624,35 +660,7 @@ int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
         return trace_writer_fail(w, "stack %u: %u frames (limit %u, data must not be NULL)",
                                  ev->u.stack.id, ev->u.stack.nframes,
                                  TRACE_WRITER_MAX_FRAMES_PER_STACK);
-    size_t need = trace_codec_record_bound(ev);
-    if (!w->ring) {
-        if (trace_writer_reserve(w, need) < 0)
-            return -1;
-        return trace_writer_put(w, ev, 0);
-    }
-    struct trace_writer_entry *missing[5];
-    size_t extra, nmissing = trace_writer_missing(w, ev, missing, &extra);
-    int began = trace_writer_reserve(w, need + extra);
-    if (began < 0)
-        return -1;
-    if (began) { /* a new chunk: everything it refers to must be repeated */
-        nmissing = trace_writer_missing(w, ev, missing, &extra);
-        if (trace_writer_reserve(w, need + extra) < 0)
-            return -1;
-    }
-    for (size_t i = 0; i < nmissing; i++) {
-        if (trace_writer_put(w, &missing[i]->ev, 1) != 0)
-            return -1;
-        missing[i]->emitted_in = w->seq + 1;
-    }
-    if (trace_writer_put(w, ev, 0) != 0)
-        return -1;
-    if (ev->type == TRACE_EV_STRING || ev->type == TRACE_EV_STACK ||
-        (ev->type == TRACE_EV_CONN && ev->u.conn.conn_id &&
-         (ev->op == TRACE_CONN_ACCEPT || ev->op == TRACE_CONN_CONNECT ||
-          ev->op == TRACE_CONN_IDENT)))
-        return trace_writer_retain(w, ev);
-    return 0;
+    return trace_writer_reserve_put(w, NULL, ev);
 }
 
 int trace_writer_append_after_cpu(struct trace_writer *w, const struct trace_event *cpu,
@@ -665,37 +673,7 @@ int trace_writer_append_after_cpu(struct trace_writer *w, const struct trace_eve
     /* the collector's common case, as in trace_writer_append */
     if (!w->ring && w->raw_len + 2 * TRACE_RECORD_FIXED_MAX <= w->frame_bytes)
         return trace_writer_put_after_cpu(w, cpu, ev);
-    size_t need = trace_codec_record_bound(cpu) + trace_codec_record_bound(ev);
-    if (!w->ring) {
-        if (trace_writer_reserve(w, need) < 0)
-            return -1;
-        return trace_writer_put_after_cpu(w, cpu, ev);
-    }
-    struct trace_writer_entry *missing[5];
-    size_t extra, nmissing = trace_writer_missing(w, ev, missing, &extra);
-    int began = trace_writer_reserve(w, need + extra);
-    if (began < 0)
-        return -1;
-    if (began) {
-        nmissing = trace_writer_missing(w, ev, missing, &extra);
-        if (trace_writer_reserve(w, need + extra) < 0)
-            return -1;
-    }
-    /* identities repeated for ev go between the two (each has its own tid
-     * and times), as if they had been appended one by one */
-    if (nmissing && trace_writer_put(w, cpu, 0) != 0)
-        return -1;
-    for (size_t i = 0; i < nmissing; i++) {
-        if (trace_writer_put(w, &missing[i]->ev, 1) != 0)
-            return -1;
-        missing[i]->emitted_in = w->seq + 1;
-    }
-    if ((nmissing ? trace_writer_put(w, ev, 0) : trace_writer_put_after_cpu(w, cpu, ev)) != 0)
-        return -1;
-    if (ev->type == TRACE_EV_CONN && ev->u.conn.conn_id &&
-        (ev->op == TRACE_CONN_ACCEPT || ev->op == TRACE_CONN_CONNECT || ev->op == TRACE_CONN_IDENT))
-        return trace_writer_retain(w, ev);
-    return 0;
+    return trace_writer_reserve_put(w, cpu, ev);
 }
 
 int trace_writer_flush(struct trace_writer *w)

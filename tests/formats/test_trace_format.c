@@ -37,9 +37,8 @@ static void assert_event_equal(const struct trace_event *a, const struct trace_e
         assert_memory_equal(a->data, b->data, a->u.stack.nframes * sizeof(uint64_t));
 }
 
-static void write_trace(const char *path, const struct trace_event *evs, size_t n,
-                        const struct trace_writer_options *opt, uint64_t *flush_offsets,
-                        size_t flush_every)
+static struct trace_writer *test_writer_open(const char *path,
+                                             const struct trace_writer_options *opt)
 {
     struct trace_header h;
     trace_test_header(&h, 4242, "frontend");
@@ -47,6 +46,21 @@ static void write_trace(const char *path, const struct trace_event *evs, size_t 
     struct trace_writer *w = trace_writer_open(path, &h, opt, err, sizeof err);
     if (!w)
         fail_msg("%s", err);
+    return w;
+}
+
+static void test_writer_close(struct trace_writer *w)
+{
+    char err[512];
+    if (trace_writer_close(w, err, sizeof err) != 0)
+        fail_msg("%s", err);
+}
+
+static void write_trace(const char *path, const struct trace_event *evs, size_t n,
+                        const struct trace_writer_options *opt, uint64_t *flush_offsets,
+                        size_t flush_every)
+{
+    struct trace_writer *w = test_writer_open(path, opt);
     for (size_t i = 0; i < n; i++) {
         if (flush_every && i % flush_every == 0) {
             assert_int_equal(trace_writer_flush(w), 0);
@@ -56,7 +70,7 @@ static void write_trace(const char *path, const struct trace_event *evs, size_t 
         if (trace_writer_append(w, &evs[i]) != 0)
             fail_msg("%s", trace_writer_error(w));
     }
-    assert_int_equal(trace_writer_close(w, err, sizeof err), 0);
+    test_writer_close(w);
 }
 
 /* Reads the whole trace; returns trace_reader_next's final value. */
@@ -781,12 +795,7 @@ static size_t make_after_cpu_stream(struct trace_event *e, int *pair, size_t cap
 static void write_after_cpu_stream(const char *p, const struct trace_event *e, const int *pair,
                                    size_t n, const struct trace_writer_options *o, int as_pairs)
 {
-    struct trace_header h;
-    trace_test_header(&h, 4242, "frontend");
-    char err[512];
-    struct trace_writer *w = trace_writer_open(p, &h, o, err, sizeof err);
-    if (!w)
-        fail_msg("%s", err);
+    struct trace_writer *w = test_writer_open(p, o);
     for (size_t i = 0; i < n; i++) {
         int rc = as_pairs && pair[i] && i + 1 < n
                      ? trace_writer_append_after_cpu(w, &e[i], &e[i + 1])
@@ -795,7 +804,7 @@ static void write_after_cpu_stream(const char *p, const struct trace_event *e, c
             fail_msg("%s", trace_writer_error(w));
         i += as_pairs && pair[i] && i + 1 < n;
     }
-    assert_int_equal(trace_writer_close(w, err, sizeof err), 0);
+    test_writer_close(w);
 }
 
 /* 2.0: a CPU slice rides in the record of the event after it when it fills
