@@ -940,6 +940,29 @@ static void test_after_cpu_damage_and_1x(void **state)
     assert_int_equal(got[0].type, TRACE_EV_LOSS);
     assert_int_equal(got[0].u.loss.count, 1);
 
+    /* the flag on a record that starts before its thread's previous one
+     * ended, and on a CPU record: record 1 is damage, record 0 delivered */
+    struct trace_event bad[2] = {ev[1], ev[1]};
+    bad[0].ts_ns = 1020; /* ev[0] ends at 1040 */
+    bad[1].type = TRACE_EV_CPU;
+    bad[1].op = 0;
+    memset(&bad[1].u, 0, sizeof bad[1].u);
+    const char *why[2] = {"record 1: after-CPU flag on a record that starts before its thread's "
+                          "previous one ended",
+                          "record 1: a CPU, STRING or STACK record carries the after-CPU flag"};
+    for (int k = 0; k < 2; k++) {
+        trace_codec_init(&codec);
+        len = trace_codec_encode(&codec, &ev[0], raw);
+        len += trace_codec_encode_flagged(&codec, &bad[k], TRACE_F_AFTER_CPU, raw + len);
+        trace_codec_free(&codec);
+        write_raw_trace(p, 2, raw, len, 2);
+        assert_int_equal(read_all(p, 0, got, 8, &n, msg, sizeof msg), -1);
+        assert_int_equal(n, 1);
+        assert_event_equal(&ev[0], &got[0]);
+        if (!strstr(msg, why[k]))
+            fail_msg("case %d: %s", k, msg);
+    }
+
     struct trace_header h;
     trace_test_header(&h, 1, "x");
     struct trace_writer *w =
