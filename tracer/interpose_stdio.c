@@ -7,11 +7,18 @@
  * call. Those become ordinary FILE (or NET) events flagged TRACE_F_STDIO,
  * with the call's duration; the tracked file offset advances by them.
  *
+ * Wrapped: the plain calls, their _unlocked forms, the fortified forms
+ * Debian's packages call (_FORTIFY_SOURCE turns printf into __printf_chk,
+ * fread into __fread_chk...), the per-character calls (getc, putc, ...)
+ * and __overflow/__uflow/__underflow, which the inline getc_unlocked and
+ * putc_unlocked of glibc's headers call when the buffer is empty or full.
+ * A per-character call that cannot reach the descriptor (glibc's own test
+ * on the buffer pointers) goes straight to glibc. fflush(NULL) and exit()
+ * flush every stream: both are accounted stream by stream.
+ *
  * fopen/fdopen/freopen register the stream's descriptor (path, identity,
- * size) and fclose records the final flush and the close. Per-character
- * calls (getc, putc, fgetc, fputc) are not wrapped: a refill or flush they
- * trigger is not seen (the next wrapped call sees a consistent buffer), and
- * fflush(NULL) flushes streams we cannot name. See docs/tracer.md. */
+ * size) and fclose records the final flush and the close. See
+ * docs/tracer.md. */
 /* glibc's optimized headers define vprintf and getline as extern inlines;
  * we must own those names (clang refuses an attribute on them otherwise). */
 #define __NO_INLINE__ 1
@@ -28,6 +35,7 @@ TRACER_REAL(FILE *, fdopen, (int, const char *))
 TRACER_REAL(FILE *, freopen, (const char *, const char *, FILE *))
 TRACER_REAL(FILE *, freopen64, (const char *, const char *, FILE *))
 TRACER_REAL(int, fclose, (FILE *))
+TRACER_REAL(int, pclose, (FILE *))
 TRACER_REAL(size_t, fread, (void *, size_t, size_t, FILE *))
 TRACER_REAL(size_t, fwrite, (const void *, size_t, size_t, FILE *))
 TRACER_REAL(char *, fgets, (char *, int, FILE *))
@@ -35,10 +43,50 @@ TRACER_REAL(int, fputs, (const char *, FILE *))
 TRACER_REAL(int, puts, (const char *))
 TRACER_REAL(int, vfprintf, (FILE *, const char *, va_list))
 TRACER_REAL(int, fflush, (FILE *))
+TRACER_REAL(int, fflush_unlocked, (FILE *))
 TRACER_REAL(int, fseek, (FILE *, long, int))
 TRACER_REAL(int, fseeko, (FILE *, off_t, int))
 TRACER_REAL(int, fseeko64, (FILE *, off_t, int))
+TRACER_REAL(int, fsetpos, (FILE *, const fpos_t *))
+TRACER_REAL(int, fsetpos64, (FILE *, const fpos64_t *))
 TRACER_REAL(ssize_t, getdelim, (char **, size_t *, int, FILE *))
+TRACER_REAL(size_t, fread_unlocked, (void *, size_t, size_t, FILE *))
+TRACER_REAL(size_t, fwrite_unlocked, (const void *, size_t, size_t, FILE *))
+TRACER_REAL(char *, fgets_unlocked, (char *, int, FILE *))
+TRACER_REAL(int, fputs_unlocked, (const char *, FILE *))
+TRACER_REAL(int, vdprintf, (int, const char *, va_list))
+TRACER_REAL(int, fputc, (int, FILE *))
+TRACER_REAL(int, putc, (int, FILE *))
+TRACER_REAL(int, fputc_unlocked, (int, FILE *))
+TRACER_REAL(int, putc_unlocked, (int, FILE *))
+TRACER_REAL(int, fgetc, (FILE *))
+TRACER_REAL(int, getc, (FILE *))
+TRACER_REAL(int, fgetc_unlocked, (FILE *))
+TRACER_REAL(int, getc_unlocked, (FILE *))
+
+/* glibc's fortified and buffer-refill entry points: declared by its headers
+ * only under _FORTIFY_SOURCE, or not at all (libio internals it exports). */
+int __vfprintf_chk(FILE *, int, const char *, va_list);
+int __vdprintf_chk(int, int, const char *, va_list);
+size_t __fread_chk(void *, size_t, size_t, size_t, FILE *);
+size_t __fread_unlocked_chk(void *, size_t, size_t, size_t, FILE *);
+char *__fgets_chk(char *, size_t, int, FILE *);
+char *__fgets_unlocked_chk(char *, size_t, int, FILE *);
+int __overflow(FILE *, int);
+int __uflow(FILE *);
+int __underflow(FILE *);
+void _IO_list_lock(void);
+void _IO_list_unlock(void);
+extern FILE *_IO_list_all;
+TRACER_REAL(int, __vfprintf_chk, (FILE *, int, const char *, va_list))
+TRACER_REAL(int, __vdprintf_chk, (int, int, const char *, va_list))
+TRACER_REAL(size_t, __fread_chk, (void *, size_t, size_t, size_t, FILE *))
+TRACER_REAL(size_t, __fread_unlocked_chk, (void *, size_t, size_t, size_t, FILE *))
+TRACER_REAL(char *, __fgets_chk, (char *, size_t, int, FILE *))
+TRACER_REAL(char *, __fgets_unlocked_chk, (char *, size_t, int, FILE *))
+TRACER_REAL(int, __overflow, (FILE *, int))
+TRACER_REAL(int, __uflow, (FILE *))
+TRACER_REAL(int, __underflow, (FILE *))
 
 /* Buffer state of a stream at one instant. */
 struct stdio_snapshot {
@@ -179,16 +227,315 @@ TRACER_EXPORT ssize_t getline(char **line, size_t *cap, FILE *f)
     return getdelim(line, cap, '\n', f);
 }
 
+/* ---- the _unlocked forms: the same accounting (flockfile is recursive, and
+ * a no-op on a stream the app set to FSETLOCKING_BYCALLER) -------------- */
+
+TRACER_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *f)
+{
+    STDIO_BODY(size_t, f, tracer_real_fread_unlocked()(buf, size, n, f), 0, r * size, 0);
+}
+
+TRACER_EXPORT size_t fwrite_unlocked(const void *buf, size_t size, size_t n, FILE *f)
+{
+    STDIO_BODY(size_t, f, tracer_real_fwrite_unlocked()(buf, size, n, f), r * size, 0, r < n);
+}
+
+TRACER_EXPORT char *fgets_unlocked(char *s, int n, FILE *f)
+{
+    STDIO_BODY(char *, f, tracer_real_fgets_unlocked()(s, n, f), 0, r ? strlen(r) : 0, 0);
+}
+
+TRACER_EXPORT int fputs_unlocked(const char *s, FILE *f)
+{
+    STDIO_BODY(int, f, tracer_real_fputs_unlocked()(s, f), r >= 0 ? strlen(s) : 0, 0, r < 0);
+}
+
+/* ---- the fortified forms (-D_FORTIFY_SOURCE): glibc's checks stay its own */
+
+TRACER_EXPORT int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
+{
+    STDIO_BODY(int, f, tracer_real___vfprintf_chk()(f, flag, fmt, ap), r > 0 ? (size_t)r : 0, 0,
+               r < 0);
+}
+
+TRACER_EXPORT int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __vfprintf_chk(f, flag, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+TRACER_EXPORT int __printf_chk(int flag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __vfprintf_chk(stdout, flag, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+TRACER_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
+{
+    return __vfprintf_chk(stdout, flag, fmt, ap);
+}
+
+TRACER_EXPORT size_t __fread_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *f)
+{
+    STDIO_BODY(size_t, f, tracer_real___fread_chk()(buf, buflen, size, n, f), 0, r * size, 0);
+}
+
+TRACER_EXPORT size_t __fread_unlocked_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *f)
+{
+    STDIO_BODY(size_t, f, tracer_real___fread_unlocked_chk()(buf, buflen, size, n, f), 0, r * size,
+               0);
+}
+
+TRACER_EXPORT char *__fgets_chk(char *s, size_t buflen, int n, FILE *f)
+{
+    STDIO_BODY(char *, f, tracer_real___fgets_chk()(s, buflen, n, f), 0, r ? strlen(r) : 0, 0);
+}
+
+TRACER_EXPORT char *__fgets_unlocked_chk(char *s, size_t buflen, int n, FILE *f)
+{
+    STDIO_BODY(char *, f, tracer_real___fgets_unlocked_chk()(s, buflen, n, f), 0, r ? strlen(r) : 0,
+               0);
+}
+
+/* ---- dprintf: formatted straight to a descriptor, through glibc's own
+ * write. What it returns is what it wrote. */
+
+#define STDIO_FD_BODY(realcall)                                                                    \
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET);                    \
+    if (!t)                                                                                        \
+        return realcall;                                                                           \
+    uint64_t begin = tracer_event_begin(t);                                                        \
+    int r = realcall;                                                                              \
+    int err = errno;                                                                               \
+    uint64_t end = tracer_ring_now();                                                              \
+    if (r > 0) {                                                                                   \
+        struct tracer_io io = {.fd = fd,                                                           \
+                               .dir = TRACER_IO_OUT,                                               \
+                               .explicit_offset = -1,                                              \
+                               .size = (size_t)r,                                                  \
+                               .result = r,                                                        \
+                               .event_flags = TRACE_F_STDIO,                                       \
+                               .begin_ns = begin,                                                  \
+                               .end_ns = end};                                                     \
+        tracer_io_record(t, &io);                                                                  \
+    }                                                                                              \
+    tracer_event_end(t, end);                                                                      \
+    errno = err;                                                                                   \
+    return r;
+
+TRACER_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
+{
+    STDIO_FD_BODY(tracer_real_vdprintf()(fd, fmt, ap));
+}
+
+TRACER_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
+{
+    STDIO_FD_BODY(tracer_real___vdprintf_chk()(fd, flag, fmt, ap));
+}
+
+TRACER_EXPORT int dprintf(int fd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vdprintf(fd, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+TRACER_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __vdprintf_chk(fd, flag, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* ---- one character at a time --------------------------------------------
+ * Most calls only move a buffer pointer; the tracer steps in only when the
+ * call may reach the descriptor. (A NULL stream crashes in glibc, as it
+ * does here.) glibc's libio flag bits (stable since the
+ * FILE layout is ABI): */
+#define STDIO_UNBUFFERED 0x0002
+#define STDIO_LINE_BUF 0x0200
+#define STDIO_CURRENTLY_PUTTING 0x0800
+
+/* Can putting C on F write to the descriptor? No when glibc's inline test
+ * finds room, or when its overflow would only store C: a stream already
+ * writing, with a buffer that has room, not unbuffered, and C not the
+ * newline that flushes a line-buffered stream (whose write_end glibc keeps
+ * at write_ptr, so that every character reaches the overflow). */
+static inline int stdio_put_may_write(const FILE *f, int c)
+{
+    if (f->_IO_write_ptr < f->_IO_write_end)
+        return 0;
+    if ((f->_flags & (STDIO_UNBUFFERED | STDIO_CURRENTLY_PUTTING)) != STDIO_CURRENTLY_PUTTING ||
+        !f->_IO_write_base || f->_IO_write_ptr >= f->_IO_buf_end)
+        return 1;
+    return (f->_flags & STDIO_LINE_BUF) && c == '\n';
+}
+
+/* Can getting a character from F read from the descriptor? glibc's own
+ * test: only when the read buffer is used up. */
+static inline int stdio_get_may_read(const FILE *f)
+{
+    return f->_IO_read_ptr >= f->_IO_read_end;
+}
+
+#define STDIO_PUT_BODY(f, c, realcall)                                                             \
+    if (!stdio_put_may_write((f), (c)))                                                            \
+        return realcall;                                                                           \
+    STDIO_BODY(int, (f), realcall, r != EOF ? 1 : 0, 0, r == EOF)
+
+#define STDIO_GET_BODY(f, realcall, CONSUMED)                                                      \
+    if (!stdio_get_may_read(f))                                                                    \
+        return realcall;                                                                           \
+    STDIO_BODY(int, (f), realcall, 0, CONSUMED, 0)
+
+TRACER_EXPORT int fputc(int c, FILE *f)
+{
+    STDIO_PUT_BODY(f, c, tracer_real_fputc()(c, f));
+}
+
+TRACER_EXPORT int putc(int c, FILE *f)
+{
+    STDIO_PUT_BODY(f, c, tracer_real_putc()(c, f));
+}
+
+TRACER_EXPORT int putchar(int c)
+{
+    FILE *f = stdout;
+    STDIO_PUT_BODY(f, c, tracer_real_putc()(c, f));
+}
+
+TRACER_EXPORT int fputc_unlocked(int c, FILE *f)
+{
+    STDIO_PUT_BODY(f, c, tracer_real_fputc_unlocked()(c, f));
+}
+
+TRACER_EXPORT int putc_unlocked(int c, FILE *f)
+{
+    STDIO_PUT_BODY(f, c, tracer_real_putc_unlocked()(c, f));
+}
+
+TRACER_EXPORT int putchar_unlocked(int c)
+{
+    FILE *f = stdout;
+    STDIO_PUT_BODY(f, c, tracer_real_putc_unlocked()(c, f));
+}
+
+/* __overflow(f, EOF) flushes without putting a character */
+TRACER_EXPORT int __overflow(FILE *f, int c)
+{
+    if (c != EOF && !stdio_put_may_write(f, c))
+        return tracer_real___overflow()(f, c);
+    STDIO_BODY(int, f, tracer_real___overflow()(f, c), r != EOF && c != EOF ? 1 : 0, 0, r == EOF);
+}
+
+TRACER_EXPORT int fgetc(FILE *f)
+{
+    STDIO_GET_BODY(f, tracer_real_fgetc()(f), r != EOF ? 1 : 0);
+}
+
+TRACER_EXPORT int getc(FILE *f)
+{
+    STDIO_GET_BODY(f, tracer_real_getc()(f), r != EOF ? 1 : 0);
+}
+
+TRACER_EXPORT int getchar(void)
+{
+    FILE *f = stdin;
+    STDIO_GET_BODY(f, tracer_real_getc()(f), r != EOF ? 1 : 0);
+}
+
+TRACER_EXPORT int fgetc_unlocked(FILE *f)
+{
+    STDIO_GET_BODY(f, tracer_real_fgetc_unlocked()(f), r != EOF ? 1 : 0);
+}
+
+TRACER_EXPORT int getc_unlocked(FILE *f)
+{
+    STDIO_GET_BODY(f, tracer_real_getc_unlocked()(f), r != EOF ? 1 : 0);
+}
+
+TRACER_EXPORT int getchar_unlocked(void)
+{
+    FILE *f = stdin;
+    STDIO_GET_BODY(f, tracer_real_getc_unlocked()(f), r != EOF ? 1 : 0);
+}
+
+/* __uflow refills and takes a character; __underflow refills and leaves it */
+TRACER_EXPORT int __uflow(FILE *f)
+{
+    STDIO_GET_BODY(f, tracer_real___uflow()(f), r != EOF ? 1 : 0);
+}
+
+TRACER_EXPORT int __underflow(FILE *f)
+{
+    STDIO_GET_BODY(f, tracer_real___underflow()(f), 0);
+}
+
 static int stdio_fflush_one(FILE *f)
 {
     STDIO_BODY(int, f, tracer_real_fflush()(f), 0, 0, r != 0);
 }
 
+/* Flushes every stream with output pending, each accounted as its own
+ * fflush, as glibc's fflush(NULL) and exit() would: under glibc's list lock,
+ * then each stream's own lock (glibc's order). At exit a stream another
+ * thread holds is left to glibc, which flushes it without its lock then:
+ * waiting for it could hang an exit glibc would finish. Returns EOF if one
+ * failed. */
+static int stdio_flush_all(int at_exit)
+{
+    int r = 0;
+    _IO_list_lock();
+    for (FILE *f = _IO_list_all; f; f = f->_chain) {
+        if (f->_IO_write_ptr <= f->_IO_write_base || (at_exit && ftrylockfile(f) != 0))
+            continue;
+        if (stdio_fflush_one(f) != 0)
+            r = EOF;
+        if (at_exit)
+            funlockfile(f);
+    }
+    _IO_list_unlock();
+    return r;
+}
+
 TRACER_EXPORT int fflush(FILE *f)
 {
-    if (!f) /* all streams: we cannot tell which ones wrote */
-        return tracer_real_fflush()(f);
+    if (!f) {
+        if (!tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET))
+            return tracer_real_fflush()(f);
+        int r = stdio_flush_all(0);
+        /* streams that switched from writing to reading, and anything the
+         * walk left, as glibc does it (nothing is pending any more) */
+        int rest = tracer_real_fflush()(NULL);
+        return r != 0 ? r : rest;
+    }
     return stdio_fflush_one(f);
+}
+
+TRACER_EXPORT int fflush_unlocked(FILE *f)
+{
+    if (!f)
+        return fflush(NULL);
+    STDIO_BODY(int, f, tracer_real_fflush_unlocked()(f), 0, 0, r != 0);
+}
+
+/* exit() runs the library destructors (tracer_fini) before glibc flushes
+ * the streams, so the bytes still buffered then are written here, where
+ * they can be recorded, instead of unseen a moment later. */
+void tracer_stdio_exit_flush(void)
+{
+    if (tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET))
+        stdio_flush_all(1);
 }
 
 /* A seek flushes pending writes and drops the read buffer; afterwards the
@@ -236,6 +583,16 @@ TRACER_EXPORT int fseeko(FILE *f, off_t off, int whence)
 TRACER_EXPORT int fseeko64(FILE *f, off_t off, int whence)
 {
     STDIO_SEEK_BODY(tracer_real_fseeko64()(f, off, whence));
+}
+
+TRACER_EXPORT int fsetpos(FILE *f, const fpos_t *pos)
+{
+    STDIO_SEEK_BODY(tracer_real_fsetpos()(f, pos));
+}
+
+TRACER_EXPORT int fsetpos64(FILE *f, const fpos64_t *pos)
+{
+    STDIO_SEEK_BODY(tracer_real_fsetpos64()(f, pos));
 }
 
 TRACER_EXPORT void rewind(FILE *f)
@@ -312,12 +669,14 @@ TRACER_EXPORT FILE *fdopen(int fd, const char *mode)
     return tracer_real_fdopen()(fd, mode);
 }
 
-TRACER_EXPORT int fclose(FILE *f)
+/* fclose and pclose: the last flush, then the descriptor's close. Both
+ * return -1 (EOF) on failure; pclose otherwise the command's status. */
+static int stdio_close(FILE *f, int (*real_close)(FILE *))
 {
     struct tracer_thread *t = f ? tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET) : NULL;
     int fd = f ? fileno(f) : -1;
     if (!t) {
-        int r = tracer_real_fclose()(f);
+        int r = real_close(f);
         int err = errno;
         tracer_fd_reset(fd);
         errno = err;
@@ -330,7 +689,7 @@ TRACER_EXPORT int fclose(FILE *f)
     if (e)
         copy = *e;
     uint64_t begin = tracer_event_begin(t);
-    int r = tracer_real_fclose()(f); /* f is gone after this */
+    int r = real_close(f); /* f is gone after this */
     int err = errno;
     uint64_t end = tracer_ring_now();
     if (before.write_pending) {
@@ -338,7 +697,7 @@ TRACER_EXPORT int fclose(FILE *f)
                                .dir = TRACER_IO_OUT,
                                .explicit_offset = -1,
                                .size = before.write_pending,
-                               .result = r == 0 ? (int64_t)before.write_pending : -err,
+                               .result = r != -1 ? (int64_t)before.write_pending : -err,
                                .event_flags = TRACE_F_STDIO,
                                .begin_ns = begin,
                                .end_ns = end};
@@ -348,8 +707,19 @@ TRACER_EXPORT int fclose(FILE *f)
     }
     tracer_fd_reset(fd);
     if (have && copy.kind == TRACER_FD_FILE && !tracer_path_filtered(&copy))
-        tracer_file_simple(t, fd, &copy, TRACE_FILE_CLOSE, r == 0 ? 0 : -err, begin, end);
+        tracer_file_simple(t, fd, &copy, TRACE_FILE_CLOSE, r != -1 ? 0 : -err, begin, end);
     tracer_event_end(t, end);
     errno = err;
     return r;
+}
+
+TRACER_EXPORT int fclose(FILE *f)
+{
+    return stdio_close(f, tracer_real_fclose());
+}
+
+/* pclose also waits for the command: the CLOSE's duration includes it */
+TRACER_EXPORT int pclose(FILE *f)
+{
+    return stdio_close(f, tracer_real_pclose());
 }

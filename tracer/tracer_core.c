@@ -278,9 +278,10 @@ static void tracer_thread_destructor(void *arg)
 }
 
 /* exit() runs no thread-key destructors: the exiting thread (usually main)
- * records its end here. */
+ * records its end here, after the streams' last flush. */
 __attribute__((destructor)) static void tracer_fini(void)
 {
+    tracer_stdio_exit_flush();
     tracer_thread_exit_event(&tracer_tls);
 }
 

@@ -172,6 +172,11 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
  * interpose_file.c */
 void tracer_open_settle(struct tracer_thread *t, const struct stat *st);
 
+/* Flushes, and records, what the app's stdio streams still buffer, for the
+ * library destructor: exit() flushes them only after destructors ran, where
+ * the tracer no longer sees them. interpose_stdio.c */
+void tracer_stdio_exit_flush(void);
+
 /* tracer_open_settle when the thread's deferred open is descriptor `fd`
  * (-1: whichever it is), unless we are inside the tracer already. */
 static inline void tracer_open_settle_if(struct tracer_thread *t, int fd, const struct stat *st)

@@ -19,16 +19,6 @@ counts = {l.split()[0]: (int(l.split()[1]), int(l.split()[2])) for l in stdout.s
 (t,) = tl.read_traces(out).values()
 
 
-def contiguous(events, start):
-    """(offset, bytes) of events that do not follow on from the previous one."""
-    bad, at = [], start
-    for e in events:
-        if e["offset"] != at:
-            bad.append((e["offset"], e["result"]))
-        at = e["offset"] + e["result"]
-    return bad
-
-
 for name in ("a", "b"):
     path = os.path.join(work, f"{name}.txt")
     wrote, read = counts[name]
@@ -43,8 +33,8 @@ for name in ("a", "b"):
              f"{name}.txt: every transfer flagged stdio")
     tl.check_eq(sum(e["result"] for e in writes), wrote, f"{name}.txt: bytes written")
     tl.check_eq(sum(e["result"] for e in reads), read, f"{name}.txt: bytes read")
-    tl.check_eq(contiguous(writes, 0), [], f"{name}.txt: writes not following on")
-    tl.check_eq(contiguous(reads, 0), [], f"{name}.txt: reads not following on")
+    tl.check_eq(tl.not_following_on(writes, 0), [], f"{name}.txt: writes not following on")
+    tl.check_eq(tl.not_following_on(reads, 0), [], f"{name}.txt: reads not following on")
     tl.check_eq(len([e for e in evs if e["op"] == "close"]), len(opens), f"{name}.txt: closes")
     if name == "a":
         tl.check(len(writes) >= wrote // 4096, f"a.txt: {len(writes)} write events")

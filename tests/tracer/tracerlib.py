@@ -156,6 +156,17 @@ def file_events(trace, ino, ops=None):
             (ops is None or e["op"] in ops)]
 
 
+def not_following_on(events, start):
+    """(offset, bytes) of the transfers in events that do not start where
+    the one before ended (the first: at start); [] for a contiguous run."""
+    bad, at = [], start
+    for e in events:
+        if e["offset"] != at:
+            bad.append((e["offset"], e["result"]))
+        at = e["offset"] + e["result"]
+    return bad
+
+
 def fail(msg):
     _failures.append(msg)
     print("FAIL: " + msg, file=sys.stderr)
