@@ -1,6 +1,7 @@
 /* interpose_lock.c - wrappers for the locks whose contention the replay
- * must reproduce: pthread mutexes and rwlocks (lock, trylock, timedlock,
- * unlock; condition waits release and re-acquire their mutex), flock, and
+ * must reproduce: pthread mutexes and rwlocks (lock, trylock, timedlock and
+ * the clockid_t forms, unlock; condition waits, timed or not, release and
+ * re-acquire their mutex), flock, and
  * fcntl record locks (F_SETLK/F_SETLKW and the F_OFD_* forms). fcntl's
  * F_DUPFD forms are handled here too, as dup.
  *
@@ -30,6 +31,15 @@ TRACER_REAL(int, pthread_rwlock_unlock, (pthread_rwlock_t *))
 TRACER_REAL(int, pthread_cond_wait, (pthread_cond_t *, pthread_mutex_t *))
 TRACER_REAL(int, pthread_cond_timedwait,
             (pthread_cond_t *, pthread_mutex_t *, const struct timespec *))
+/* the clockid_t forms (glibc 2.30): libstdc++'s condition_variable::wait_for
+ * and timed_mutex::try_lock_for call them from the app's own code */
+TRACER_REAL(int, pthread_cond_clockwait,
+            (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *))
+TRACER_REAL(int, pthread_mutex_clocklock, (pthread_mutex_t *, clockid_t, const struct timespec *))
+TRACER_REAL(int, pthread_rwlock_clockrdlock,
+            (pthread_rwlock_t *, clockid_t, const struct timespec *))
+TRACER_REAL(int, pthread_rwlock_clockwrlock,
+            (pthread_rwlock_t *, clockid_t, const struct timespec *))
 TRACER_REAL(int, flock, (int, int))
 TRACER_REAL(int, fcntl, (int, int, ...))
 TRACER_REAL(int, fcntl64, (int, int, ...))
@@ -192,9 +202,14 @@ TRACER_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m){
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_trylock()(m), m, TRACE_LOCK_TRY,
                           TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
 
-TRACER_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts)
-{
+TRACER_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts){
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_timedlock()(m, ts), m, TRACE_LOCK_TIMED,
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT
+    int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *ts)
+{
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_clocklock()(m, clock, ts), m, TRACE_LOCK_TIMED,
                           TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)
 }
 
@@ -256,6 +271,16 @@ TRACER_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct t
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_timedwrlock()(l, ts), l, TRACE_LOCK_TIMED,
                           TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)}
 
+TRACER_EXPORT
+    int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *ts){
+        TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_clockrdlock()(l, clock, ts), l,
+                              TRACE_LOCK_TIMED, TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)}
+
+TRACER_EXPORT
+    int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *ts){
+        TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_clockwrlock()(l, clock, ts), l,
+                              TRACE_LOCK_TIMED, TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)}
+
 TRACER_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_unlock()(l), l, TRACE_LOCK_RELEASE,
@@ -265,18 +290,32 @@ TRACER_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 /* A condition wait releases the mutex and takes it back before returning:
  * recorded as a RELEASE when the wait starts and an ACQUIRE when it ends,
  * so lock pairing in the trace stays exact. */
-static int tracer_cond(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts, int timed)
+enum tracer_cond_form { TRACER_COND_WAIT, TRACER_COND_TIMED, TRACER_COND_CLOCK };
+
+static int tracer_cond_call(enum tracer_cond_form form, pthread_cond_t *c, pthread_mutex_t *m,
+                            clockid_t clock, const struct timespec *ts)
+{
+    switch (form) {
+    case TRACER_COND_TIMED:
+        return tracer_real_pthread_cond_timedwait()(c, m, ts);
+    case TRACER_COND_CLOCK:
+        return tracer_real_pthread_cond_clockwait()(c, m, clock, ts);
+    default:
+        return tracer_real_pthread_cond_wait()(c, m);
+    }
+}
+
+static int tracer_cond(enum tracer_cond_form form, pthread_cond_t *c, pthread_mutex_t *m,
+                       clockid_t clock, const struct timespec *ts)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);
     if (!t)
-        return timed ? tracer_real_pthread_cond_timedwait()(c, m, ts)
-                     : tracer_real_pthread_cond_wait()(c, m);
+        return tracer_cond_call(form, c, m, clock, ts);
     uint64_t cpu;
     uint64_t begin = tracer_stamp(t, &cpu);
     tracer_lock_quick(t, TRACE_LOCK_RELEASE, TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE,
                       (uint64_t)(uintptr_t)m, begin, cpu);
-    int rc = timed ? tracer_real_pthread_cond_timedwait()(c, m, ts)
-                   : tracer_real_pthread_cond_wait()(c, m);
+    int rc = tracer_cond_call(form, c, m, clock, ts);
     /* the CPU of the wait itself is the wait's, not work before the
      * re-acquire: the acquire carries none, and the mark moves past it */
     uint64_t end = tracer_stamp(t, &cpu);
@@ -287,13 +326,19 @@ static int tracer_cond(pthread_cond_t *c, pthread_mutex_t *m, const struct times
 
 TRACER_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-    return tracer_cond(c, m, NULL, 0);
+    return tracer_cond(TRACER_COND_WAIT, c, m, CLOCK_REALTIME, NULL);
 }
 
 TRACER_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                          const struct timespec *ts)
 {
-    return tracer_cond(c, m, ts, 1);
+    return tracer_cond(TRACER_COND_TIMED, c, m, CLOCK_REALTIME, ts);
+}
+
+TRACER_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
+                                         const struct timespec *ts)
+{
+    return tracer_cond(TRACER_COND_CLOCK, c, m, clock, ts);
 }
 
 /* Identity of a file lock: the file (dev, ino) mixed with the byte range. */

@@ -132,4 +132,20 @@ tl.check_eq(em, [(ACQ, 0), (REL, 0), (REL, EPERM), (ACQ, 0), (REL, 0)],
             "error-checking mutex: a pair, a refused unlock, a pair")
 rm = [(e["op"], e["result"]) for e in locks if e["lock_id"] == info["rm"]]
 tl.check_eq(rm, [(ACQ, 0), (ACQ, 0), (REL, 0), (REL, 0)], "recursive mutex taken twice")
+
+# the clockid_t forms: timed acquires, and a condition wait that releases
+# its mutex for the whole timeout and takes it back
+km = [(e["op"], e["kind"], e["result"]) for e in locks if e["lock_id"] == info["km"]]
+tl.check_eq(km, [(TIMED, MUTEX, 0), (REL, MUTEX, 0)], "pthread_mutex_clocklock, unlock")
+krw = [(e["op"], e["mode"], e["result"]) for e in locks if e["lock_id"] == info["krw"]]
+tl.check_eq(krw, [(TIMED, SHARED, 0), (REL, EXCL, 0), (TIMED, EXCL, 0), (REL, EXCL, 0)],
+            "pthread_rwlock_clockrdlock, clockwrlock")
+kcm = [e for e in locks if e["lock_id"] == info["kcm"]]
+ops = [e["op"] for e in kcm]
+tl.check(len(ops) >= 4 and ops[0] == ACQ and ops[-1] == REL and
+         ops[1:-1] == [REL, ACQ] * ((len(ops) - 2) // 2),
+         f"pthread_cond_clockwait releases and re-takes its mutex: {ops}")
+if len(kcm) >= 4:
+    tl.check(kcm[-2]["ts"] - kcm[1]["ts"] >= hold // 2 - MS,
+             f"the clockwait held no mutex for its timeout: {(kcm[-2]['ts'] - kcm[1]['ts']) / MS} ms")
 tl.finish()

@@ -5,7 +5,10 @@
  * readers, a condition wait, flock and F_OFD_SETLKW between threads (each
  * with its own open file description) and F_SETLKW against a child
  * process; an error-checking mutex refusing an unlock by a thread that
- * does not hold it, and a recursive mutex taken twice. Every contended wait is made >= HOLD_MS by
+ * does not hold it, and a recursive mutex taken twice; the clockid_t forms
+ * (pthread_mutex_clocklock, pthread_rwlock_clock*lock, a
+ * pthread_cond_clockwait that times out) as C++'s std::timed_mutex and
+ * condition_variable::wait_for call them. Every contended wait is made >= HOLD_MS by
  * the holder sleeping with the lock held. Prints the lock addresses as one JSON line. It must never
  * synchronise its phases with traced locks (only atomics and sleeps), or the handshakes would show
  * up as extra lock events. */
@@ -32,8 +35,12 @@ static pthread_mutex_t tm = PTHREAD_MUTEX_INITIALIZER; /* timedlock */
 static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER; /* condvar */
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
-static pthread_mutex_t em; /* error-checking */
-static pthread_mutex_t rm; /* recursive */
+static pthread_mutex_t em;                              /* error-checking */
+static pthread_mutex_t rm;                              /* recursive */
+static pthread_mutex_t km = PTHREAD_MUTEX_INITIALIZER;  /* clocklock */
+static pthread_mutex_t kcm = PTHREAD_MUTEX_INITIALIZER; /* clockwait's mutex */
+static pthread_cond_t kcv = PTHREAD_COND_INITIALIZER;
+static pthread_rwlock_t krw = PTHREAD_RWLOCK_INITIALIZER;
 static _Atomic int stage;
 static _Atomic int readers_in;
 static int cond_ready;
@@ -267,11 +274,37 @@ int main(int argc, char **argv)
             die("recursive mutex unlock", rc);
     pthread_mutexattr_destroy(&attr);
 
+    /* the clockid_t forms, against CLOCK_MONOTONIC */
+    struct timespec kts;
+    clock_gettime(CLOCK_MONOTONIC, &kts);
+    kts.tv_sec += 10;
+    if ((rc = pthread_mutex_clocklock(&km, CLOCK_MONOTONIC, &kts)) != 0)
+        die("pthread_mutex_clocklock", rc);
+    pthread_mutex_unlock(&km);
+    if ((rc = pthread_rwlock_clockrdlock(&krw, CLOCK_MONOTONIC, &kts)) != 0)
+        die("pthread_rwlock_clockrdlock", rc);
+    pthread_rwlock_unlock(&krw);
+    if ((rc = pthread_rwlock_clockwrlock(&krw, CLOCK_MONOTONIC, &kts)) != 0)
+        die("pthread_rwlock_clockwrlock", rc);
+    pthread_rwlock_unlock(&krw);
+    pthread_mutex_lock(&kcm);
+    clock_gettime(CLOCK_MONOTONIC, &kts);
+    kts.tv_nsec += HOLD_MS / 2 * 1000000L;
+    if (kts.tv_nsec >= 1000000000L)
+        kts.tv_sec++, kts.tv_nsec -= 1000000000L;
+    while ((rc = pthread_cond_clockwait(&kcv, &kcm, CLOCK_MONOTONIC, &kts)) == 0)
+        ; /* nobody signals: a wakeup is spurious */
+    if (rc != ETIMEDOUT)
+        die("pthread_cond_clockwait", rc);
+    pthread_mutex_unlock(&kcm);
+
     printf("{\"m\":%llu,\"tm\":%llu,\"cm\":%llu,\"rw\":%llu,\"em\":%llu,\"rm\":%llu,"
+           "\"km\":%llu,\"kcm\":%llu,\"krw\":%llu,"
            "\"hold_ms\":%d,\"pounders\":%d,\"iters\":%d,\"child\":%d}\n",
            (unsigned long long)(uintptr_t)&m, (unsigned long long)(uintptr_t)&tm,
            (unsigned long long)(uintptr_t)&cm, (unsigned long long)(uintptr_t)&rw,
-           (unsigned long long)(uintptr_t)&em, (unsigned long long)(uintptr_t)&rm, HOLD_MS,
-           POUNDERS, POUND_ITERS, (int)child);
+           (unsigned long long)(uintptr_t)&em, (unsigned long long)(uintptr_t)&rm,
+           (unsigned long long)(uintptr_t)&km, (unsigned long long)(uintptr_t)&kcm,
+           (unsigned long long)(uintptr_t)&krw, HOLD_MS, POUNDERS, POUND_ITERS, (int)child);
     return 0;
 }
