@@ -82,7 +82,8 @@ enum trace_lock_kind {
     TRACE_LOCK_RWLOCK,
     TRACE_LOCK_FLOCK,
     TRACE_LOCK_FCNTL,
-    TRACE_LOCK_OFD
+    TRACE_LOCK_OFD,
+    TRACE_LOCK_SEMAPHORE /* 2.1: sem_wait.. acquire, sem_post releases (mode exclusive) */
 };
 enum trace_lock_mode { TRACE_LOCK_EXCLUSIVE = 1, TRACE_LOCK_SHARED };
 

@@ -14,9 +14,10 @@
 #include "trace_event.h"
 
 /* 2.0: a record may carry the CPU slice before it (TRACE_F_AFTER_CPU);
- * readers still read 1.x, whose records never do */
+ * readers still read 1.x, whose records never do. 2.1: lock kind
+ * TRACE_LOCK_SEMAPHORE (a 2.0 reader keeps it as a number). */
 #define TRACE_FORMAT_MAJOR 2
-#define TRACE_FORMAT_MINOR 0
+#define TRACE_FORMAT_MINOR 1
 #define TRACE_FORMAT_MAJOR_OLDEST 1
 #define TRACE_MAX_CPU_SCORES 8
 

@@ -1,7 +1,7 @@
 /* interpose_lock.c - wrappers for the locks whose contention the replay
  * must reproduce: pthread mutexes and rwlocks (lock, trylock, timedlock and
  * the clockid_t forms, unlock; condition waits, timed or not, release and
- * re-acquire their mutex), flock, and
+ * re-acquire their mutex), POSIX semaphores (as locks), flock, and
  * fcntl record locks (F_SETLK/F_SETLKW and the F_OFD_* forms). fcntl's
  * F_DUPFD forms are handled here too, as dup.
  *
@@ -9,6 +9,7 @@
  * succeeds (the common, uncontended case) the event needs one clock read. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/file.h>
@@ -40,6 +41,11 @@ TRACER_REAL(int, pthread_rwlock_clockrdlock,
             (pthread_rwlock_t *, clockid_t, const struct timespec *))
 TRACER_REAL(int, pthread_rwlock_clockwrlock,
             (pthread_rwlock_t *, clockid_t, const struct timespec *))
+TRACER_REAL(int, sem_wait, (sem_t *))
+TRACER_REAL(int, sem_trywait, (sem_t *))
+TRACER_REAL(int, sem_timedwait, (sem_t *, const struct timespec *))
+TRACER_REAL(int, sem_clockwait, (sem_t *, clockid_t, const struct timespec *))
+TRACER_REAL(int, sem_post, (sem_t *))
 TRACER_REAL(int, flock, (int, int))
 TRACER_REAL(int, fcntl, (int, int, ...))
 TRACER_REAL(int, fcntl64, (int, int, ...))
@@ -143,7 +149,7 @@ static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t recor
  * which gets the try's result. */
 #define TRACER_PTHREAD_ACQUIRE_WRAPPER(NAME, TYPE, real_try, real_block, KIND, MODE)               \
     static __attribute__((noinline)) int tracer_##NAME##_rest(TYPE *lockp, int rc){                \
-        TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE)} TRACER_EXPORT int               \
+        TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE, EBUSY)} TRACER_EXPORT int        \
     NAME(TYPE *lockp)                                                                              \
     {                                                                                              \
         /* the try first: only lockp lives across the call, and an untraced                        \
@@ -155,11 +161,12 @@ static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t recor
         return tracer_##NAME##_rest(lockp, rc);                                                    \
     }
 
-/* The general path of a blocking acquire, after the try returned rc. */
-#define TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE)                                  \
+/* The general path of a blocking acquire, after the try returned rc (BUSY:
+ * the try found the lock taken). */
+#define TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE, BUSY)                            \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
     if (!t)                                                                                        \
-        return rc == EBUSY ? real_block(lockp) : rc;                                               \
+        return rc == (BUSY) ? real_block(lockp) : rc;                                              \
     uint64_t cpu;                                                                                  \
     uint64_t begin = tracer_stamp(t, &cpu);                                                        \
     if (TRACER_LIKELY(rc == 0)) {                                                                  \
@@ -168,7 +175,7 @@ static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t recor
         return 0;                                                                                  \
     }                                                                                              \
     uint64_t end = begin;                                                                          \
-    if (rc == EBUSY) {                                                                             \
+    if (rc == (BUSY)) {                                                                            \
         rc = real_block(lockp);                                                                    \
         end = tracer_ring_now();                                                                   \
     }                                                                                              \
@@ -339,6 +346,88 @@ TRACER_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, 
                                          const struct timespec *ts)
 {
     return tracer_cond(TRACER_COND_CLOCK, c, m, clock, ts);
+}
+
+/* POSIX semaphores, as the locks they mostly are (CPython's threading.Lock
+ * is one, initialised to 1): a wait acquires, sem_post releases, the mode
+ * is exclusive. They return -1 and set errno: the code below works in
+ * error codes like the pthread calls, and converts at the boundary. */
+static inline int tracer_sem_code(int r)
+{
+    return r == 0 ? 0 : errno;
+}
+
+static inline int tracer_sem_return(int code, int saved_errno)
+{
+    errno = code ? code : saved_errno;
+    return code ? -1 : 0;
+}
+
+static inline int tracer_sem_trywait_code(sem_t *s)
+{
+    return tracer_sem_code(tracer_real_sem_trywait()(s));
+}
+
+static inline int tracer_sem_wait_code(sem_t *s)
+{
+    return tracer_sem_code(tracer_real_sem_wait()(s));
+}
+
+static __attribute__((noinline)) int tracer_sem_wait_rest(sem_t *s, int rc){
+    TRACER_PTHREAD_ACQUIRE(s, rc, tracer_sem_wait_code, TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE,
+                           EAGAIN)}
+
+TRACER_EXPORT int sem_wait(sem_t *s)
+{
+    int saved = errno;
+    int rc = tracer_sem_trywait_code(s);
+    if (TRACER_LIKELY(rc == 0) &&
+        tracer_lock_leaf(
+            tracer_lock_record_kind(TRACE_LOCK_ACQUIRE, TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE),
+            s))
+        return tracer_sem_return(0, saved);
+    return tracer_sem_return(tracer_sem_wait_rest(s, rc), saved);
+}
+
+static int tracer_sem_trywait(sem_t *s){TRACER_PTHREAD_SIMPLE(tracer_sem_trywait_code(s), s,
+                                                              TRACE_LOCK_TRY, TRACE_LOCK_SEMAPHORE,
+                                                              TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int sem_trywait(sem_t *s)
+{
+    int saved = errno;
+    return tracer_sem_return(tracer_sem_trywait(s), saved);
+}
+
+static int tracer_sem_timedwait(sem_t *s, const struct timespec *ts){
+    TRACER_PTHREAD_SIMPLE(tracer_sem_code(tracer_real_sem_timedwait()(s, ts)), s, TRACE_LOCK_TIMED,
+                          TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int sem_timedwait(sem_t *s, const struct timespec *ts)
+{
+    int saved = errno;
+    return tracer_sem_return(tracer_sem_timedwait(s, ts), saved);
+}
+
+static int tracer_sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *ts){
+    TRACER_PTHREAD_SIMPLE(tracer_sem_code(tracer_real_sem_clockwait()(s, clock, ts)), s,
+                          TRACE_LOCK_TIMED, TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *ts)
+{
+    int saved = errno;
+    return tracer_sem_return(tracer_sem_clockwait(s, clock, ts), saved);
+}
+
+/* the release is in the trace before the next holder's acquire */
+static int tracer_sem_post(sem_t *s){
+    TRACER_PTHREAD_SIMPLE(tracer_sem_code(tracer_real_sem_post()(s)), s, TRACE_LOCK_RELEASE,
+                          TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)}
+
+TRACER_EXPORT int sem_post(sem_t *s)
+{
+    int saved = errno;
+    return tracer_sem_return(tracer_sem_post(s), saved);
 }
 
 /* Identity of a file lock: the file (dev, ino) mixed with the byte range. */

@@ -345,7 +345,8 @@ static uint32_t deps_file_id(struct deps_state *s, uint32_t file, const struct t
 
 static uint32_t deps_lock_id(struct deps_state *s, uint32_t file, const struct trace_lock_event *le)
 {
-    int per_process = le->kind == TRACE_LOCK_MUTEX || le->kind == TRACE_LOCK_RWLOCK;
+    int per_process = le->kind == TRACE_LOCK_MUTEX || le->kind == TRACE_LOCK_RWLOCK ||
+                      le->kind == TRACE_LOCK_SEMAPHORE;
     uint64_t key = deps_map_mix(
         per_process ? (uint64_t)file : (1ull << 40) + s->in.files[file].host, le->lock_id);
     void *v = deps_map_get(&s->locks, key);

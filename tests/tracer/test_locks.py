@@ -11,7 +11,7 @@ import os
 import tracerlib as tl
 
 ACQ, TRY, TIMED, REL = "acquire", "try", "timed", "release"
-MUTEX, RWLOCK, FLOCK, FCNTL, OFD = 1, 2, 3, 4, 5
+MUTEX, RWLOCK, FLOCK, FCNTL, OFD, SEMAPHORE = 1, 2, 3, 4, 5, 6
 EXCL, SHARED = 1, 2
 EPERM, EBUSY, EAGAIN, ETIMEDOUT = 1, 16, 11, 110
 MS = 1000000
@@ -33,9 +33,12 @@ mtid = main.pid
 
 
 def pairing(trace, what):
-    """Acquires (successful) and releases alternate per thread and lock."""
+    """Acquires (successful) and releases alternate per thread and lock
+    (semaphores, which any thread may post, are checked on their own)."""
     held = {}
     for e in trace.of("lock"):
+        if e["kind"] == SEMAPHORE:
+            continue
         key = (e["tid"], e["kind"], e["lock_id"])
         if e["op"] in (ACQ, TRY, TIMED):
             if e["result"] == 0:
@@ -148,4 +151,24 @@ tl.check(len(ops) >= 4 and ops[0] == ACQ and ops[-1] == REL and
 if len(kcm) >= 4:
     tl.check(kcm[-2]["ts"] - kcm[1]["ts"] >= hold // 2 - MS,
              f"the clockwait held no mutex for its timeout: {(kcm[-2]['ts'] - kcm[1]['ts']) / MS} ms")
+
+# a semaphore as a lock: the holder's hold, main's failed try, main's wait
+sm = [e for e in locks if e["lock_id"] == info["sm"]]
+tl.check(all(e["kind"] == SEMAPHORE for e in sm), "events on sm are semaphore events")
+main_sm = [(e["op"], e["result"]) for e in sm if e["tid"] == mtid]
+tl.check_eq(main_sm, [(TRY, EAGAIN), (ACQ, 0), (REL, 0)], "main's sem_trywait, sem_wait, sem_post")
+other_sm = [(e["op"], e["result"]) for e in sm if e["tid"] != mtid]
+tl.check_eq(other_sm, [(ACQ, 0), (REL, 0)], "the holder's sem_wait, sem_post")
+waits = [e for e in sm if e["tid"] == mtid and e["op"] == ACQ]
+held = [e for e in sm if e["tid"] != mtid]
+if waits and len(held) == 2:
+    tl.check(waits[0]["dur"] >= hold // 2, f"main's sem_wait waited: {waits[0]['dur'] / MS} ms")
+    tl.check(held[1]["ts"] <= waits[0]["ts"] + waits[0]["dur"] + CLOCK_SLACK,
+             "main's sem_wait ended after the holder's sem_post")
+sz = [e for e in locks if e["lock_id"] == info["sz"]]
+tl.check_eq([(e["op"], e["result"]) for e in sz],
+            [(TIMED, ETIMEDOUT), (TIMED, ETIMEDOUT), (REL, 0), (TIMED, 0)],
+            "sem_timedwait and sem_clockwait time out, sem_post, sem_clockwait")
+tl.check(all(e["dur"] >= 9 * MS for e in sz if e["result"] == ETIMEDOUT),
+         "the semaphore timeouts waited >= 10 ms")
 tl.finish()

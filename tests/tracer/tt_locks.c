@@ -8,7 +8,10 @@
  * does not hold it, and a recursive mutex taken twice; the clockid_t forms
  * (pthread_mutex_clocklock, pthread_rwlock_clock*lock, a
  * pthread_cond_clockwait that times out) as C++'s std::timed_mutex and
- * condition_variable::wait_for call them. Every contended wait is made >= HOLD_MS by
+ * condition_variable::wait_for call them; a POSIX semaphore used as a lock
+ * (held while the main thread's sem_trywait fails and its sem_wait waits)
+ * and one that times out in sem_timedwait and sem_clockwait. Every
+ * contended wait is made >= HOLD_MS by
  * the holder sleeping with the lock held. Prints the lock addresses as one JSON line. It must never
  * synchronise its phases with traced locks (only atomics and sleeps), or the handshakes would show
  * up as extra lock events. */
@@ -16,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +45,8 @@ static pthread_mutex_t km = PTHREAD_MUTEX_INITIALIZER;  /* clocklock */
 static pthread_mutex_t kcm = PTHREAD_MUTEX_INITIALIZER; /* clockwait's mutex */
 static pthread_cond_t kcv = PTHREAD_COND_INITIALIZER;
 static pthread_rwlock_t krw = PTHREAD_RWLOCK_INITIALIZER;
+static sem_t sm; /* a semaphore as a lock: initialised to 1 */
+static sem_t sz; /* initialised to 0: the timed waits time out */
 static _Atomic int stage;
 static _Atomic int readers_in;
 static int cond_ready;
@@ -145,6 +151,12 @@ static void *holder(void *arg)
     cond_ready = 1;
     pthread_cond_signal(&cv);
     pthread_mutex_unlock(&cm);
+    /* 12: the semaphore held while the main thread tries and waits */
+    wait_stage(12);
+    sem_wait(&sm);
+    atomic_store(&stage, 13);
+    sleep_ms(HOLD_MS);
+    sem_post(&sm);
     return NULL;
 }
 
@@ -160,6 +172,8 @@ int main(int argc, char **argv)
         die("open", errno);
 
     pthread_t h, p[POUNDERS];
+    if (sem_init(&sm, 0, 1) != 0 || sem_init(&sz, 0, 0) != 0)
+        die("sem_init", errno);
     pthread_create(&h, NULL, holder, NULL);
     wait_stage(1);
     int rc = pthread_mutex_trylock(&m);
@@ -213,6 +227,15 @@ int main(int argc, char **argv)
     while (!cond_ready)
         pthread_cond_wait(&cv, &cm);
     pthread_mutex_unlock(&cm);
+
+    atomic_store(&stage, 12);
+    wait_stage(13);
+    errno = 0;
+    if (sem_trywait(&sm) != -1 || errno != EAGAIN)
+        die("sem_trywait on a taken semaphore did not fail with EAGAIN", errno);
+    if (sem_wait(&sm) != 0) /* waits ~HOLD_MS */
+        die("sem_wait", errno);
+    sem_post(&sm);
     pthread_join(h, NULL);
 
     /* process-associated record lock: a child holds it, we wait */
@@ -298,13 +321,32 @@ int main(int argc, char **argv)
         die("pthread_cond_clockwait", rc);
     pthread_mutex_unlock(&kcm);
 
+    /* semaphore timeouts, then a clockwait that finds it posted */
+    clock_gettime(CLOCK_REALTIME, &kts);
+    kts.tv_nsec += 10 * 1000000L;
+    if (kts.tv_nsec >= 1000000000L)
+        kts.tv_sec++, kts.tv_nsec -= 1000000000L;
+    if (sem_timedwait(&sz, &kts) != -1 || errno != ETIMEDOUT)
+        die("sem_timedwait did not time out", errno);
+    clock_gettime(CLOCK_MONOTONIC, &kts);
+    kts.tv_nsec += 10 * 1000000L;
+    if (kts.tv_nsec >= 1000000000L)
+        kts.tv_sec++, kts.tv_nsec -= 1000000000L;
+    if (sem_clockwait(&sz, CLOCK_MONOTONIC, &kts) != -1 || errno != ETIMEDOUT)
+        die("sem_clockwait did not time out", errno);
+    sem_post(&sz);
+    kts.tv_sec += 10;
+    if (sem_clockwait(&sz, CLOCK_MONOTONIC, &kts) != 0)
+        die("sem_clockwait on a posted semaphore", errno);
+
     printf("{\"m\":%llu,\"tm\":%llu,\"cm\":%llu,\"rw\":%llu,\"em\":%llu,\"rm\":%llu,"
-           "\"km\":%llu,\"kcm\":%llu,\"krw\":%llu,"
+           "\"km\":%llu,\"kcm\":%llu,\"krw\":%llu,\"sm\":%llu,\"sz\":%llu,"
            "\"hold_ms\":%d,\"pounders\":%d,\"iters\":%d,\"child\":%d}\n",
            (unsigned long long)(uintptr_t)&m, (unsigned long long)(uintptr_t)&tm,
            (unsigned long long)(uintptr_t)&cm, (unsigned long long)(uintptr_t)&rw,
            (unsigned long long)(uintptr_t)&em, (unsigned long long)(uintptr_t)&rm,
            (unsigned long long)(uintptr_t)&km, (unsigned long long)(uintptr_t)&kcm,
-           (unsigned long long)(uintptr_t)&krw, HOLD_MS, POUNDERS, POUND_ITERS, (int)child);
+           (unsigned long long)(uintptr_t)&krw, (unsigned long long)(uintptr_t)&sm,
+           (unsigned long long)(uintptr_t)&sz, HOLD_MS, POUNDERS, POUND_ITERS, (int)child);
     return 0;
 }
