@@ -1,7 +1,8 @@
 /* interpose_file.c - wrappers for descriptor creation and the data path of
  * files and sockets used through file calls: open*, creat, shm_open, close, dup*,
  * read/write and their p/v/v2 variants (plus glibc's fortified __*_chk
- * forms), fsync, fdatasync, lseek, ftruncate, sendfile, copy_file_range.
+ * forms), fsync, fdatasync, lseek, ftruncate, sendfile, copy_file_range,
+ * splice.
  * Each wrapper calls the real function exactly once with the caller's
  * arguments, keeps its result and errno, and describes it to io_events. */
 #include <fcntl.h>
@@ -57,6 +58,7 @@ TRACER_REAL(int, ftruncate64, (int, off_t))
 TRACER_REAL(ssize_t, sendfile, (int, int, off_t *, size_t))
 TRACER_REAL(ssize_t, sendfile64, (int, int, off_t *, size_t))
 TRACER_REAL(ssize_t, copy_file_range, (int, off_t *, int, off_t *, size_t, unsigned))
+TRACER_REAL(ssize_t, splice, (int, loff_t *, int, loff_t *, size_t, unsigned))
 
 static size_t tracer_iov_total(const struct iovec *iov, int iovcnt)
 {
@@ -864,6 +866,47 @@ TRACER_EXPORT ssize_t copy_file_range(int in_fd, off_t *in_off, int out_fd, off_
     uint64_t end = tracer_ring_now();
     tracer_copy_recorded(t, TRACE_FILE_COPY_RANGE, in_fd, ioff, out_fd, ooff, n, r, err, begin,
                          end);
+    tracer_event_end(t, end);
+    errno = err;
+    return r;
+}
+
+/* splice moves bytes between a pipe and another descriptor (or two pipes)
+ * inside the kernel: proxies (HAProxy's splice options) relay a body
+ * socket -> pipe -> socket with it. Each end is recorded as the transfer
+ * it is - a NET recv/send on a socket, a read/write on a file (at the
+ * offset given, else the tracked one), a FILE read/write on the pipe as a
+ * read()/write() of it would be - so a relay's bytes are in the trace as
+ * if it had used recv and send. */
+static void tracer_splice_end(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t off,
+                              size_t n, ssize_t r, int err, uint64_t begin, uint64_t end)
+{
+    struct tracer_io io = {.fd = fd,
+                           .dir = dir,
+                           .explicit_offset = off,
+                           .size = n,
+                           .result = r >= 0 ? r : -err,
+                           .begin_ns = begin,
+                           .end_ns = end};
+    tracer_io_record(t, &io);
+}
+
+TRACER_EXPORT ssize_t splice(int in_fd, loff_t *in_off, int out_fd, loff_t *out_off, size_t n,
+                             unsigned flags)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET);
+    if (!t)
+        return tracer_real_splice()(in_fd, in_off, out_fd, out_off, n, flags);
+    int64_t ioff = in_off ? *in_off : -1, ooff = out_off ? *out_off : -1;
+    uint64_t begin = tracer_event_begin(t);
+    ssize_t r = tracer_real_splice()(in_fd, in_off, out_fd, out_off, n, flags);
+    int err = errno;
+    uint64_t end = tracer_ring_now();
+    /* the input side carries an end of input (0) or a failure, as read()
+     * would; the output side is written only when bytes moved */
+    tracer_splice_end(t, in_fd, TRACER_IO_IN, ioff, n, r, err, begin, end);
+    if (r > 0)
+        tracer_splice_end(t, out_fd, TRACER_IO_OUT, ooff, n, r, err, begin, end);
     tracer_event_end(t, end);
     errno = err;
     return r;
