@@ -42,6 +42,10 @@ enum tracer_fd_kind {
 /* an IPv4/IPv6 socket whose ports are all outside `record --port`: its
  * connection is not traced (io_events.c, tracer_conn_ensure) */
 #define TRACER_FDF_NET_FILTERED 0x100
+/* an accepted connection that opened with a TLS handshake record: its
+ * request lines are read from what SSL_read returns (interpose_tls.c),
+ * not from the encrypted bytes (io_events.c, request labels) */
+#define TRACER_FDF_TLS 0x200
 
 struct tracer_fd {
     uint8_t kind;

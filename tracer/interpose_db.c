@@ -23,13 +23,13 @@
  * wrapper runs (tracer_in_db_capi) so a query is never recorded twice.
  *
  * The library never links libmariadb: the real functions are found lazily
- * with dlsym(RTLD_NEXT) and, when the client library was loaded RTLD_LOCAL
- * (Python extension modules), in the loaded objects that define them. The
+ * with tracer_resolve_loaded (dlsym(RTLD_NEXT) and, when the client library
+ * was loaded RTLD_LOCAL, as Python loads extension modules, the loaded
+ * objects that define them). The
  * bookkeeping tables are lock-free (an object is used by one thread at a
  * time: the MySQL API requires it) and fixed-size; when one is full, the
  * objects beyond it are traced without ids/parameters, never harmed.
  * Wrappers never change a call's result or errno. */
-#include <link.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,74 +85,9 @@ typedef struct db_mysql_time {
 
 /* ---- resolving the real functions -------------------------------------- */
 
-struct db_find_ctx {
-    const char *names[64];
-    size_t n;
-    uintptr_t self_base;
-    char store[64][256];
-};
-
-static int db_collect_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    struct db_find_ctx *c = arg;
-    if (!info->dlpi_name || !info->dlpi_name[0] || info->dlpi_addr == c->self_base)
-        return 0;
-    if (c->n >= 64)
-        return 1;
-    size_t len = strnlen(info->dlpi_name, 255);
-    memcpy(c->store[c->n], info->dlpi_name, len);
-    c->store[c->n][len] = 0;
-    c->names[c->n] = c->store[c->n];
-    c->n++;
-    return 0;
-}
-
-/* dlsym(RTLD_NEXT) misses a client library loaded RTLD_LOCAL by dlopen (as
- * Python loads extension modules with their dependencies): then ask each
- * loaded object (other than us) whether it defines the symbol. Runs once per
- * function, never on the hot path. */
-static void *db_resolve_optional(const char *name)
-{
-    void *p = dlsym(RTLD_NEXT, name);
-    if (p)
-        return p;
-    static struct db_find_ctx ctx; /* large: not on the app's stack */
-    static _Atomic int ctx_lock;
-    while (atomic_exchange_explicit(&ctx_lock, 1, memory_order_acquire))
-        syscall(SYS_sched_yield);
-    Dl_info self;
-    memset(&ctx.names, 0, sizeof ctx.names);
-    ctx.n = 0;
-    ctx.self_base = 0;
-    if (dladdr((void *)db_resolve_optional, &self) && self.dli_fbase) {
-        struct link_map *lm = NULL;
-        void *h = dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-        if (h) {
-            if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm)
-                ctx.self_base = lm->l_addr;
-            dlclose(h);
-        }
-    }
-    dl_iterate_phdr(db_collect_object, &ctx);
-    for (size_t i = 0; i < ctx.n && !p; i++) {
-        void *h = dlopen(ctx.names[i], RTLD_LAZY | RTLD_NOLOAD);
-        if (!h)
-            continue;
-        void *q = dlsym(h, name);
-        Dl_info where;
-        /* skip our own definition (found through a dependency's scope) */
-        if (q && !(dladdr(q, &where) && where.dli_fbase == self.dli_fbase))
-            p = q;
-        dlclose(h);
-    }
-    atomic_store_explicit(&ctx_lock, 0, memory_order_release);
-    return p;
-}
-
 static void *db_resolve(const char *name)
 {
-    void *p = db_resolve_optional(name);
+    void *p = tracer_resolve_loaded(name);
     if (!p) {
         /* Our wrapper was called, so the app linked a MySQL client library,
          * yet we cannot find its definition: nothing sane is left to call. */
@@ -216,7 +151,7 @@ static _Atomic int db_get_socket_looked;
 static int db_socket_of(MYSQL *m)
 {
     if (!atomic_load_explicit(&db_get_socket_looked, memory_order_acquire)) {
-        db_get_socket_ptr = (db_get_socket_fn)db_resolve_optional("mysql_get_socket");
+        db_get_socket_ptr = (db_get_socket_fn)tracer_resolve_loaded("mysql_get_socket");
         atomic_store_explicit(&db_get_socket_looked, 1, memory_order_release);
     }
     return db_get_socket_ptr ? db_get_socket_ptr(m) : -1;

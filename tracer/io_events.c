@@ -416,20 +416,40 @@ static long tracer_http_label(const char *s, size_t n, size_t cap, int keep_quer
     return (long)((query ? query : end) - s);
 }
 
+/* Do the first bytes received on an accepted connection start a TLS
+ * handshake record (content type 22, version 3.x)? A request line never
+ * does: HTTP methods are ASCII letters. */
+static int tracer_tls_record_start(const struct tracer_io *io)
+{
+    unsigned char b[3];
+    if (tracer_iov_peek(io->iov, io->iovcnt, (size_t)io->result, (char *)b, sizeof b) < sizeof b)
+        return 0;
+    return b[0] == 0x16 && b[1] == 0x03 && b[2] <= 0x04;
+}
+
 /* Collects the request line of an HTTP request arriving on an accepted
  * connection and emits a LABEL "METHOD /path" (query string dropped unless
  * keep_query). A line that arrives whole in the call's first buffer (the
  * usual case) is read where it is; one that arrives in pieces is gathered
  * in the descriptor's label_buf. Gives up on connections that do not speak
- * HTTP. */
+ * HTTP. A connection that opens with a TLS handshake is marked TLS: its
+ * encrypted bytes are skipped, and the request lines come from the
+ * plaintext SSL_read returned (tls_plaintext, tracer_tls_plaintext). */
 static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
-                                  const struct tracer_io *io)
+                                  const struct tracer_io *io, int tls_plaintext)
 {
     char *buf = f->label_buf;
     size_t cap = sizeof f->label_buf - 1;
     int keep_query = tracer_global.control->keep_query;
     const char *line = buf;
     long len = TRACER_LABEL_MORE;
+    if (f->flags & TRACER_FDF_TLS) {
+        if (!tls_plaintext)
+            return; /* encrypted bytes: the SSL_read wrapper reads the line */
+    } else if (f->label_len == 0 && io->iovcnt > 0 && tracer_tls_record_start(io)) {
+        f->flags |= TRACER_FDF_TLS; /* a handshake, not a request line */
+        return;
+    }
     if (f->label_len == 0 && io->iovcnt > 0) {
         size_t n =
             io->iov[0].iov_len < (size_t)io->result ? io->iov[0].iov_len : (size_t)io->result;
@@ -456,6 +476,26 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
     ev->u.label.conn_id = f->conn_id;
     ev->u.label.label_id = id;
     tracer_commit(t);
+}
+
+void tracer_tls_plaintext(struct tracer_thread *t, int fd, const void *buf, size_t n, uint64_t now)
+{
+    struct tracer_fd *f = tracer_fd_peek(fd);
+    if (!f || f->kind != TRACER_FD_SOCKET ||
+        (f->flags & (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ)) !=
+            (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ) ||
+        tracer_net_filtered(f) || !(tracer_global.only_mask & TRACER_ONLY_NET))
+        return;
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = n};
+    struct tracer_io io = {.fd = fd,
+                           .dir = TRACER_IO_IN,
+                           .size = n,
+                           .result = (int64_t)n,
+                           .iov = &iov,
+                           .iovcnt = 1,
+                           .begin_ns = now,
+                           .end_ns = now};
+    tracer_label_received(t, f, &io, 1);
 }
 
 void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
@@ -496,7 +536,7 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
             return;
         if (io->dir == TRACER_IO_IN && io->result > 0 && (f->flags & TRACER_FDF_EXPECT_REQ) &&
             io->iov)
-            tracer_label_received(t, f, io);
+            tracer_label_received(t, f, io, 0);
         if (io->dir == TRACER_IO_OUT && (f->flags & TRACER_FDF_ACCEPTED) && io->result > 0) {
             f->flags |= TRACER_FDF_EXPECT_REQ; /* a response went out: next bytes in are
                                                   a new request */

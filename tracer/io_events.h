@@ -55,6 +55,11 @@ void tracer_datagram_peers_reset(void);
 /* Records the call described by io (thread t has already begun the event). */
 void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io);
 
+/* n bytes of plaintext an SSL_read returned at ring time `now` on
+ * descriptor fd: on an accepted TLS connection expecting a request, they
+ * give its LABEL (interpose_tls.c). */
+void tracer_tls_plaintext(struct tracer_thread *t, int fd, const void *buf, size_t n, uint64_t now);
+
 _Static_assert(sizeof(struct trace_file_event) == 64 &&
                    offsetof(struct trace_file_event, fd2) == 60,
                "tracer_io_fast stores every field of a FILE record: update it with the struct");

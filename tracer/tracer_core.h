@@ -156,6 +156,10 @@ struct tracer_state {
 extern struct tracer_state tracer_global;
 
 void *tracer_resolve(const char *name);
+/* A function of a library the app loaded, also one dlopen'ed RTLD_LOCAL
+ * that dlsym(RTLD_NEXT) does not search; NULL when no loaded object other
+ * than ours defines it. Not for the hot path. */
+void *tracer_resolve_loaded(const char *name);
 
 /* The calling thread's state (initial-exec TLS: one %fs-relative access). */
 extern __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""test_tls_labels.py - request labels of HTTPS servers.
+
+On a TLS connection the request line is encrypted on the wire; the tracer
+reads it from the plaintext OpenSSL's SSL_read/SSL_read_ex return.
+1. Debian's nginx (SSL_read), a self-signed certificate made by openssl,
+   three requests on one kept-alive connection: its LABELs are the three
+   request lines in order, query string dropped.
+2. Debian's python3 serving HTTPS with http.server and its ssl module
+   (SSL_read_ex, from an extension module loaded RTLD_LOCAL: the tracer
+   finds libssl there), one connection per request: one LABEL each.
+Both servers' traces still hold the encrypted bytes as NET events (what the
+replay moves), and no label comes from ciphertext.
+"""
+import os
+import signal
+import subprocess
+
+import tracerlib as tl
+
+NGINX, PYTHON, OPENSSL, CURL = "/usr/sbin/nginx", "/usr/bin/python3", "/usr/bin/openssl", \
+    "/usr/bin/curl"
+for prog in (NGINX, PYTHON, OPENSSL, CURL):
+    if not os.access(prog, os.X_OK):
+        tl.fail(f"{prog} missing (tools/install-deps installs it)")
+        tl.finish()
+work = tl.scratch("tls")
+root = os.path.join(work, "www")
+os.mkdir(root)
+for name, text in (("a.txt", "alpha\n"), ("b.txt", "bravo\n")):
+    with open(os.path.join(root, name), "w") as f:
+        f.write(text)
+key, cert = os.path.join(work, "key.pem"), os.path.join(work, "cert.pem")
+subprocess.run([OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"], check=True,
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+PATHS = ["/a.txt?session=42", "/b.txt", "/a.txt"]
+LABELS = ["GET /a.txt", "GET /b.txt", "GET /a.txt"]
+
+
+def fetch(port, paths):
+    """curl, one invocation: a kept-alive connection when the server allows."""
+    urls = [f"https://127.0.0.1:{port}{p}" for p in paths]
+    r = subprocess.run([CURL, "-sk", "--max-time", "20"] + urls, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    tl.check_eq(r.stdout.decode(), "alpha\nbravo\nalpha\n", f"bodies fetched from port {port}")
+
+
+def labels_per_connection(t):
+    accepted = [e["conn_id"] for e in t.of("conn", "accept")]
+    return [[e["label"] for e in t.of("label", conn_id=c)] for c in accepted]
+
+
+def check_wire(t, what):
+    recvd = sum(e["result"] for e in t.of("net", "recv") if e["result"] > 0)
+    tl.check(recvd > 500, f"{what}: the encrypted bytes received are NET events ({recvd} B)")
+
+
+# ---- 1. nginx -------------------------------------------------------------
+port = tl.free_port()
+conf = os.path.join(work, "nginx.conf")
+with open(conf, "w") as f:
+    f.write(f"""daemon off;
+master_process off;
+pid {work}/nginx.pid;
+error_log {work}/error.log;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {work}/body;
+    proxy_temp_path {work}/proxy;
+    fastcgi_temp_path {work}/fcgi;
+    uwsgi_temp_path {work}/uwsgi;
+    scgi_temp_path {work}/scgi;
+    server {{
+        listen 127.0.0.1:{port} ssl;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        root {root};
+        keepalive_timeout 10;
+    }}
+}}
+""")
+out = os.path.join(work, "trace-nginx")
+srv = tl.spawn(tl.record_args(out, [NGINX, "-c", conf, "-p", work]), stdout=subprocess.DEVNULL,
+               stderr=subprocess.PIPE)
+if tl.check(tl.wait_port(port, 30, srv), "nginx listening"):
+    fetch(port, PATHS)
+srv.send_signal(signal.SIGTERM)
+tl.wait_end(srv, "nginx under preplay record after SIGTERM", 30)
+(t,) = tl.read_traces(out, skip_types=("cpu", "file")).values()
+got = [l for l in labels_per_connection(t) if l]  # the readiness probe sent nothing
+tl.check_eq(got, [LABELS], "nginx: labels of the kept-alive TLS connection")
+check_wire(t, "nginx")
+
+# ---- 2. python3's http.server over TLS ----------------------------------
+port = tl.free_port()
+script = f"""
+import http.server, ssl, functools
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain({cert!r}, {key!r})
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory={root!r})
+httpd = http.server.HTTPServer(("127.0.0.1", {port}), handler)
+httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+httpd.serve_forever()
+"""
+out = os.path.join(work, "trace-python")
+srv = tl.spawn(tl.record_args(out, [PYTHON, "-c", script]), stdout=subprocess.DEVNULL,
+               stderr=subprocess.PIPE)
+if tl.check(tl.wait_port(port, 30, srv), "python3 https server listening"):
+    fetch(port, PATHS)
+srv.send_signal(signal.SIGTERM)
+tl.wait_end(srv, "python3 under preplay record after SIGTERM", 30)
+(t,) = tl.read_traces(out, skip_types=("cpu", "file")).values()
+got = [l for l in labels_per_connection(t) if l]
+tl.check_eq(got, [[l] for l in LABELS], "python3: one label per TLS connection")
+check_wire(t, "python3")
+tl.finish()
