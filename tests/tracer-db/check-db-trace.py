@@ -6,7 +6,7 @@ capture path (C API or wire); one db_conn_id that is the NET conn_id of the
 client's connection to the server; consistent statement ids.
 
 usage: check-db-trace.py PREPLAY TRACE_DIR SCENARIO NAME SOCKET PORT
-SCENARIO: mysqldb | pymysql-tcp | pymysql-unix | cli | c-dynamic | c-static
+SCENARIO: mysqldb | pymysql-tcp | pymysql-unix | cli | c-dynamic | c-static | php
 Prints one line per failed expectation and exits 1; prints a summary line
 and exits 0 when everything matches."""
 import glob
@@ -87,7 +87,7 @@ def expected(scenario, name, sock):
         return "wire", statement_events(name, "wire") + [ev("close", bytes_=1)]
     if scenario == "c-dynamic":
         return "capi", c_client_events(name, sock, "capi") + [ev("close")]
-    if scenario == "c-static":
+    if scenario in ("c-static", "php"):  # php: mysqlnd, the same statements
         return "wire", c_client_events(name, sock, "wire") + [ev("close", bytes_=1)]
     sys.exit("check-db-trace: unknown scenario %r" % scenario)
 

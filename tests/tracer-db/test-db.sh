@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/tracer-db/test-db.sh - DB event capture end to end: starts a private
 # MariaDB server (tests/apps/db-start.sh) in a temporary directory, records
-# known statements from six clients and checks each trace exactly with
+# known statements from seven clients and checks each trace exactly with
 # check-db-trace.py:
 #   mysqldb       /usr/bin/python3 + MySQLdb (libmariadb.so: C API wrappers)
 #   c-dynamic     our db_client linked with libmariadb.so (prepared statements)
@@ -9,6 +9,8 @@
 #   pymysql-tcp   pymysql over 127.0.0.1:PORT (wire parser)
 #   pymysql-unix  pymysql over the unix socket (wire parser)
 #   cli           the `mariadb` command-line client (static client library)
+#   php           PHP's mysqli (mysqlnd speaks the protocol itself: wire
+#                 parser), db_client.c's statements from db_client.php
 # Works in the ASan build too: the traced programs are not sanitized (see
 # CMakeLists.txt), only preplay itself is.
 set -euo pipefail
@@ -23,6 +25,8 @@ done
 "$py" -c 'import MySQLdb, pymysql' ||
   { echo "test-db: /usr/bin/python3 lacks MySQLdb or pymysql (apt-get install python3-mysqldb python3-pymysql)" >&2; exit 1; }
 command -v mariadb >/dev/null || { echo "test-db: mariadb client not found (apt-get install mariadb-client)" >&2; exit 1; }
+php -r 'exit(function_exists("mysqli_init") ? 0 : 1);' ||
+  { echo "test-db: php with mysqli not found (apt-get install php8.2-cli php8.2-mysql)" >&2; exit 1; }
 
 # short path: the server's unix socket lives in it
 work=$(mktemp -d /tmp/preplay-db.XXXXXX)
@@ -59,6 +63,7 @@ run c-dynamic cd "$bin/db_client_dynamic" "$sock" dbt_cd
 run c-static cs "$bin/db_client_static" "$sock" dbt_cs
 run pymysql-tcp pt "$py" "$here/db_clients.py" pymysql-tcp "$port" pt
 run pymysql-unix pu "$py" "$here/db_clients.py" pymysql-unix "$sock" pu
+run php php php "$here/db_client.php" "$sock" dbt_php
 # The CLI stops at the first error with -e even under --force; read from
 # stdin in batch mode it goes on (the syntax error is one of the statements).
 # Its exit status reflects that error: check its stderr instead.
@@ -73,7 +78,7 @@ fi
 check cli cli
 
 if [ "$failed" -ne 0 ]; then
-  echo "test-db: $failed of 6 clients failed" >&2
+  echo "test-db: $failed of 7 clients failed" >&2
   exit 1
 fi
-echo "test-db: all 6 clients recorded exactly"
+echo "test-db: all 7 clients recorded exactly"
