@@ -14,7 +14,11 @@
 # inherits the accepted socket). (2) nginx (event-driven: one worker
 # thread interleaves connections): the violation report names the
 # component, the thread and the events, and the interleaving blocks are
-# flagged, never silent.
+# flagged, never silent. (3) the LEMP stack: nginx -> php-fpm (FastCGI
+# over a unix socket, two prefork workers) -> MariaDB (PHP's mysqlnd speaks
+# the protocol itself), one client at a time: every request one nginx block
+# calling one php-fpm block, three DB operations each (a prepared SELECT's
+# PREPARE and EXECUTE, a plain query), zero violations.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${PREPLAY_BIN:?PREPLAY_BIN not set}
@@ -322,6 +326,126 @@ print("nginx: %d requests, %d violations, %d of %d blocks flagged" %
       (j["requests"], j["violations"], flagged, j["blocks"]))
 for e in errors:
     print("nginx: " + e)
+sys.exit(1 if errors else 0)
+PY
+
+# ---- (3) nginx -> php-fpm -> MariaDB ----
+for tool in /usr/sbin/php-fpm8.2 /usr/sbin/mariadbd; do
+    [ -x "$tool" ] || fail "$tool missing (tools/install-deps installs php8.2-fpm, mariadb-server)"
+done
+lemp=$work/lemp
+mkdir -p "$lemp/www"
+dbport=$(free_port)
+"$here/../apps/db-start.sh" "$lemp/db" "$dbport" 2>"$lemp/db-start.err" ||
+    fail "MariaDB did not start: $(cat "$lemp/db-start.err")"
+stop_db() { "$here/../apps/db-stop.sh" "$lemp/db" >/dev/null 2>&1 || true; }
+trap 'stop_db; cleanup' EXIT
+mariadb --no-defaults -S "$lemp/db/mariadb.sock" -uroot -e "CREATE DATABASE app;
+    CREATE TABLE app.items (id INT PRIMARY KEY, name VARCHAR(40));
+    INSERT INTO app.items VALUES (1, 'one'), (2, 'two'), (3, 'three');
+    CREATE USER 'web'@'127.0.0.1' IDENTIFIED BY 'pw'; GRANT ALL ON app.* TO 'web'@'127.0.0.1';" ||
+    fail "creating the LEMP test's database"
+cat >"$lemp/www/item.php" <<PHP
+<?php
+\$db = new mysqli("127.0.0.1", "web", "pw", "app", $dbport);
+\$id = intval(\$_GET["id"] ?? 1);
+\$st = \$db->prepare("SELECT name FROM items WHERE id = ?");
+\$st->bind_param("i", \$id);
+\$st->execute();
+\$row = \$st->get_result()->fetch_assoc();
+\$n = \$db->query("SELECT COUNT(*) AS n FROM items")->fetch_assoc()["n"];
+echo "item \$id: " . (\$row["name"] ?? "none") . " of \$n\n";
+PHP
+cat >"$lemp/fpm.conf" <<FPM
+[global]
+pid = $lemp/fpm.pid
+error_log = $lemp/fpm.err
+daemonize = no
+[www]
+user = root
+group = root
+listen = $lemp/fpm.sock
+pm = static
+pm.max_children = 2
+FPM
+lport=$(free_port)
+cat >"$lemp/nginx.conf" <<CONF
+daemon off;
+master_process on;
+worker_processes 1;
+pid $lemp/nginx.pid;
+error_log $lemp/nginx.err;
+user root;
+events { worker_connections 64; }
+http {
+    access_log $lemp/access.log;
+    client_body_temp_path $lemp/body;
+    proxy_temp_path $lemp/proxy;
+    fastcgi_temp_path $lemp/fcgi;
+    uwsgi_temp_path $lemp/uwsgi;
+    scgi_temp_path $lemp/scgi;
+    server {
+        listen 127.0.0.1:$lport;
+        root $lemp/www;
+        location ~ \.php\$ {
+            fastcgi_pass unix:$lemp/fpm.sock;
+            fastcgi_param SCRIPT_FILENAME $lemp/www\$fastcgi_script_name;
+            fastcgi_param QUERY_STRING \$query_string;
+            fastcgi_param REQUEST_METHOD \$request_method;
+        }
+    }
+}
+CONF
+"$bin" record -q --no-cpu-scores --db-port "$dbport" -o "$work/trace/php" -c php -- \
+    /usr/sbin/php-fpm8.2 -R -F -y "$lemp/fpm.conf" >"$lemp/fpm.out" 2>&1 &
+pids+=($!); fpm=$!
+"$bin" record -q --no-cpu-scores -o "$work/trace/web" -c web -- /usr/sbin/nginx -c "$lemp/nginx.conf" \
+    -p "$lemp" >"$lemp/nginx.out" 2>&1 &
+pids+=($!); web=$!
+for ((i = 0; i < 100; i++)); do [ -S "$lemp/fpm.sock" ] && break; sleep 0.1; done
+wait_port "$lport" 30 || fail "nginx (LEMP) not listening: $(cat "$lemp/nginx.out" "$lemp/nginx.err")"
+lemp_requests=12
+args=()
+for ((r = 0; r < lemp_requests; r++)); do args+=("http://127.0.0.1:$lport/item.php?id=$((r % 3 + 1))"); done
+timeout 60 curl -s --max-time 50 "${args[@]}" >"$lemp/curl.out" || fail "curl through nginx and php-fpm"
+[ "$(grep -c '^item [123]: \(one\|two\|three\) of 3$' "$lemp/curl.out")" -eq "$lemp_requests" ] ||
+    fail "LEMP answers: $(head -5 "$lemp/curl.out")"
+stop "$web"; stop "$fpm"
+"$bin" analyze "$work/trace/web" "$work/trace/php" -o "$work/lemp.plan" --blocks "$work/lemp.tsv" \
+    >"$work/lemp.analyze" 2>"$work/lemp.analyze.err" ||
+    fail "analyze LEMP: $(cat "$work/lemp.analyze.err")"
+cat "$work/lemp.analyze"
+grep -q ": $lemp_requests requests, $((2 * lemp_requests)) blocks, $lemp_requests calls, 0 external calls, $((3 * lemp_requests)) DB ops;" \
+    "$work/lemp.analyze" || fail "LEMP plan: requests, blocks, calls or DB ops (expected $lemp_requests requests)"
+"$bin" info --json "$work/lemp.plan" >"$work/lemp.json"
+/usr/bin/python3 - "$work/lemp.json" "$work/lemp.tsv" "$lemp_requests" <<'PY' || fail "LEMP plan"
+import json, sys
+j = json.load(open(sys.argv[1]))
+n = int(sys.argv[3])
+errors = []
+if j["labels"] != {"GET /item.php": n}:
+    errors.append("labels %s" % j["labels"])
+if j["violations"] != 0:
+    errors.append("violations %d: %s" % (j["violations"], j.get("violations_text")))
+comps = {c["name"]: c for c in j["components"]}
+if not comps.get("web", {}).get("frontend") or comps.get("php", {}).get("workers") != 2 or \
+        not comps["php"]["prefork"] or comps["php"]["db_conns"] != n:
+    errors.append("components %s" % j["components"])
+blocks = {}
+for line in open(sys.argv[2]):
+    p = line.rstrip("\n").split("\t")
+    if p[0] == "B":
+        blocks[int(p[1])] = (p[2], [] if p[8] == "-" else [int(x) for x in p[8].split(",")])
+web = [c for comp, c in blocks.values() if comp == "web"]
+php = sorted(i for i, (comp, _) in blocks.items() if comp == "php")
+if len(web) != n or any(len(c) != 1 for c in web) or sorted(x for c in web for x in c) != php:
+    errors.append("each nginx block calls exactly one php-fpm block: %s / %s" % (web, php))
+if j["resources_by_label"]["GET /item.php"]["db_s"] <= 0:
+    errors.append("no DB time in the plan")
+print("LEMP: %d requests, %d+%d blocks, coverage %.4f, php-fpm workers %d" %
+      (j["requests"], len(web), len(php), j["coverage"], comps.get("php", {}).get("workers", 0)))
+for e in errors:
+    print("LEMP: " + e)
 sys.exit(1 if errors else 0)
 PY
 echo PASS
