@@ -13,7 +13,8 @@
  * and __overflow/__uflow/__underflow, which the inline getc_unlocked and
  * putc_unlocked of glibc's headers call when the buffer is empty or full.
  * A per-character call that cannot reach the descriptor (glibc's own test
- * on the buffer pointers) goes straight to glibc. fflush(NULL) and exit()
+ * on the buffer pointers; the locked forms test under the stream's lock)
+ * goes straight to glibc. fflush(NULL) and exit()
  * flush every stream: both are accounted stream by stream.
  *
  * fopen/fdopen/freopen register the stream's descriptor (path, identity,
@@ -398,20 +399,43 @@ static inline int stdio_get_may_read(const FILE *f)
         return realcall;                                                                           \
     STDIO_BODY(int, (f), realcall, 0, CONSUMED, 0)
 
+/* The locked forms test under the stream's lock, as glibc itself takes it,
+ * and then make the unlocked call: another thread cannot fill or drain the
+ * buffer between the test and the call. */
+#define STDIO_PUT_LOCKED_BODY(f, c, realcall)                                                      \
+    flockfile(f);                                                                                  \
+    if (!stdio_put_may_write((f), (c))) {                                                          \
+        int quick = tracer_real_putc_unlocked()((c), (f));                                         \
+        funlockfile(f);                                                                            \
+        return quick;                                                                              \
+    }                                                                                              \
+    funlockfile(f);                                                                                \
+    STDIO_BODY(int, (f), realcall, r != EOF ? 1 : 0, 0, r == EOF)
+
+#define STDIO_GET_LOCKED_BODY(f, realcall)                                                         \
+    flockfile(f);                                                                                  \
+    if (!stdio_get_may_read(f)) {                                                                  \
+        int quick = tracer_real_getc_unlocked()(f);                                                \
+        funlockfile(f);                                                                            \
+        return quick;                                                                              \
+    }                                                                                              \
+    funlockfile(f);                                                                                \
+    STDIO_BODY(int, (f), realcall, 0, r != EOF ? 1 : 0, 0)
+
 TRACER_EXPORT int fputc(int c, FILE *f)
 {
-    STDIO_PUT_BODY(f, c, tracer_real_fputc()(c, f));
+    STDIO_PUT_LOCKED_BODY(f, c, tracer_real_fputc()(c, f));
 }
 
 TRACER_EXPORT int putc(int c, FILE *f)
 {
-    STDIO_PUT_BODY(f, c, tracer_real_putc()(c, f));
+    STDIO_PUT_LOCKED_BODY(f, c, tracer_real_putc()(c, f));
 }
 
 TRACER_EXPORT int putchar(int c)
 {
     FILE *f = stdout;
-    STDIO_PUT_BODY(f, c, tracer_real_putc()(c, f));
+    STDIO_PUT_LOCKED_BODY(f, c, tracer_real_putc()(c, f));
 }
 
 TRACER_EXPORT int fputc_unlocked(int c, FILE *f)
@@ -440,18 +464,18 @@ TRACER_EXPORT int __overflow(FILE *f, int c)
 
 TRACER_EXPORT int fgetc(FILE *f)
 {
-    STDIO_GET_BODY(f, tracer_real_fgetc()(f), r != EOF ? 1 : 0);
+    STDIO_GET_LOCKED_BODY(f, tracer_real_fgetc()(f));
 }
 
 TRACER_EXPORT int getc(FILE *f)
 {
-    STDIO_GET_BODY(f, tracer_real_getc()(f), r != EOF ? 1 : 0);
+    STDIO_GET_LOCKED_BODY(f, tracer_real_getc()(f));
 }
 
 TRACER_EXPORT int getchar(void)
 {
     FILE *f = stdin;
-    STDIO_GET_BODY(f, tracer_real_getc()(f), r != EOF ? 1 : 0);
+    STDIO_GET_LOCKED_BODY(f, tracer_real_getc()(f));
 }
 
 TRACER_EXPORT int fgetc_unlocked(FILE *f)
