@@ -19,7 +19,11 @@
  * machine that interprets packets can lose its way only within one
  * exchange: every command resets it.
  *
- * Limits: TLS or compressed connections are opaque after the handshake
+ * TLS: when the client's handshake asks for it, the parser stops reading
+ * the socket's (encrypted) bytes and reads the plaintext OpenSSL's
+ * SSL_write/SSL_read pass (interpose_tls.c); a client whose TLS is not
+ * OpenSSL through its shared library leaves only NET events.
+ * Limits: compressed connections are opaque after the handshake
  * (only their NET events remain); CLIENT_DEPRECATE_EOF and MariaDB's
  * metadata caching are taken from the client's handshake response (the
  * server offered them or the client would not ask); a command whose answer
@@ -81,6 +85,10 @@ struct db_wire_conn {
     uint64_t conn_id; /* entry valid for this connection only */
     uint32_t client_caps, ext_caps;
     int caps_known, opaque;
+    /* the client asked for TLS: its packets travel encrypted from the
+     * handshake on, and the parser reads the plaintext the SSL_read and
+     * SSL_write wrappers hand over (interpose_tls.c) */
+    int tls;
     /* receive framing */
     uint8_t hdr[4];
     uint32_t hdr_have;
@@ -404,17 +412,29 @@ static void db_wire_client_packet(struct db_wire_conn *c, const unsigned char *p
     c->client_caps = (uint32_t)db_wire_le(p, 4);
     if (!(c->client_caps & CLIENT_MYSQL) && have >= 32)
         c->ext_caps = (uint32_t)db_wire_le(p + 28, 4);
-    if (c->client_caps & (CLIENT_SSL | CLIENT_COMPRESS))
+    if (c->client_caps & CLIENT_COMPRESS)
         c->opaque = 1;
+    else if (c->client_caps & CLIENT_SSL)
+        c->tls = 1;
+}
+
+/* Is this call's view of the connection the one the parser reads? Before a
+ * TLS handshake the bytes on the socket; after it, the plaintext only. */
+static int db_wire_view(const struct db_wire_conn *c, int tls_plaintext)
+{
+    if (c && c->opaque)
+        return 0;
+    return tls_plaintext ? c && c->tls : !(c && c->tls);
 }
 
 void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
-                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns)
+                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
+                         int tls_plaintext)
 {
     if (tracer_in_db_capi || !iov)
         return;
     struct db_wire_conn *c = db_wire_conn_of(f);
-    if (c && c->opaque)
+    if (!db_wire_view(c, tls_plaintext))
         return;
     /* Flatten at most what we need from the front of each packet. */
     static __thread unsigned char buf[DB_WIRE_TEXT_MAX + 16];
@@ -487,6 +507,10 @@ void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const str
             db_wire_client_packet(c, buf, got, seq);
         if (c && c->opaque)
             return;
+        if (c && c->tls && !tls_plaintext) {
+            f->db_pkt_remaining = 0; /* what follows the TLS request is TLS */
+            return;
+        }
     }
 }
 
@@ -636,13 +660,14 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
 }
 
 void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
-                             int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns)
+                             int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
+                             int tls_plaintext)
 {
     (void)begin_ns;
     if (tracer_in_db_capi || !iov)
         return;
     struct db_wire_conn *c = db_wire_conn_of(f);
-    if (!c || c->opaque)
+    if (!c || !db_wire_view(c, tls_plaintext))
         return;
     size_t left = nbytes;
     for (int vi = 0; vi < iovcnt && left; vi++) {

@@ -1,14 +1,19 @@
-/* interpose_tls.c - request labels of HTTPS servers. On a TLS connection
- * the bytes recv() returns are encrypted, so the request line an HTTP
- * server reads is only visible in what OpenSSL's SSL_read/SSL_read_ex hand
- * back: those plaintext bytes go to the same request-line parser as a
- * plain connection's (io_events.c), on the descriptor SSL_get_rfd names.
- * The NET events stay those of the encrypted bytes on the wire (what the
- * replay must move). Servers built on OpenSSL through its shared library
- * (nginx, apache2's mod_ssl, HAProxy, CPython's ssl) are covered; a TLS
- * library linked in statically (node) or another one (GnuTLS) is not:
- * their connections get no labels. The library never links libssl: the
- * real functions are found when first called (tracer_resolve_loaded). */
+/* interpose_tls.c - what TLS hides from the socket. On a TLS connection the
+ * bytes recv() and send() move are encrypted, so two things the tracer
+ * reads from them are only visible in the plaintext OpenSSL's SSL_read,
+ * SSL_read_ex, SSL_write and SSL_write_ex pass:
+ *   - the request line of an HTTPS request (its LABEL), on an accepted
+ *     connection that opened with a TLS handshake (io_events.c);
+ *   - the MySQL protocol on a DB connection whose client asked for TLS
+ *     (db_wire.c).
+ * Those plaintext bytes go to the same parsers as a plain connection's, on
+ * the descriptor SSL_get_rfd/SSL_get_wfd names. The NET events stay those
+ * of the encrypted bytes on the wire (what the replay must move). Programs
+ * that use OpenSSL through its shared library (nginx, apache2's mod_ssl,
+ * HAProxy, CPython's ssl, PHP, the mariadb client) are covered; a TLS
+ * library linked in statically (node) or another one (GnuTLS) is not. The
+ * library never links libssl: the real functions are found when first
+ * called (tracer_resolve_loaded). */
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -19,11 +24,9 @@
 typedef struct ssl_st SSL;
 typedef int (*tls_read_fn)(SSL *, void *, int);
 typedef int (*tls_read_ex_fn)(SSL *, void *, size_t, size_t *);
-typedef int (*tls_get_rfd_fn)(const SSL *);
-
-static tls_read_fn tls_real_read;
-static tls_read_ex_fn tls_real_read_ex;
-static tls_get_rfd_fn tls_real_get_rfd;
+typedef int (*tls_write_fn)(SSL *, const void *, int);
+typedef int (*tls_write_ex_fn)(SSL *, const void *, size_t, size_t *);
+typedef int (*tls_get_fd_fn)(const SSL *);
 
 /* Our wrapper was called, so the app has libssl loaded; a function it
  * defines that we cannot find leaves nothing sane to call. */
@@ -39,18 +42,45 @@ static void *tls_resolve(const char *name)
     return p;
 }
 
-/* After a read that returned n > 0 plaintext bytes into buf. */
-static void tls_received(struct tracer_thread *t, SSL *s, const void *buf, size_t n)
+/* tls_real_NAME(): the real NAME, found at its first call */
+#define TLS_REAL(type, name)                                                                       \
+    static type tls_##name##_ptr;                                                                  \
+    static inline type tls_real_##name(void)                                                       \
+    {                                                                                              \
+        if (TRACER_UNLIKELY(!tls_##name##_ptr))                                                    \
+            tls_##name##_ptr = (type)tls_resolve(#name);                                           \
+        return tls_##name##_ptr;                                                                   \
+    }
+
+TLS_REAL(tls_read_fn, SSL_read)
+TLS_REAL(tls_read_ex_fn, SSL_read_ex)
+TLS_REAL(tls_write_fn, SSL_write)
+TLS_REAL(tls_write_ex_fn, SSL_write_ex)
+TLS_REAL(tls_get_fd_fn, SSL_get_rfd)
+TLS_REAL(tls_get_fd_fn, SSL_get_wfd)
+
+/* n > 0 plaintext bytes at buf, read (out = 0) or written (out = 1) by a
+ * call that began at ring time begin. */
+static void tls_plaintext(struct tracer_thread *t, SSL *s, int out, const void *buf, size_t n,
+                          uint64_t begin)
 {
     int err = errno;
-    if (!tls_real_get_rfd)
-        tls_real_get_rfd = (tls_get_rfd_fn)tls_resolve("SSL_get_rfd");
-    int fd = tls_real_get_rfd(s); /* -1 for a memory BIO: no descriptor */
-    if (fd >= 0) {
-        /* a LABEL, if any, is an event of its own: it carries the CPU
-         * since the previous record (the decryption), like a recv would */
+    int fd = out ? tls_real_SSL_get_wfd()(s) : tls_real_SSL_get_rfd()(s);
+    struct tracer_fd *f = fd >= 0 ? tracer_fd_peek(fd) : NULL; /* -1: a memory BIO */
+    if (f && f->kind == TRACER_FD_SOCKET) {
+        /* a LABEL or DB event is a record of its own: it carries the CPU
+         * since the previous record (the encryption), as after a recv */
         uint64_t now = tracer_event_begin(t);
-        tracer_tls_plaintext(t, fd, buf, n, now);
+        struct iovec iov = {.iov_base = (void *)buf, .iov_len = n};
+        if (!(f->flags & TRACER_FDF_DB)) {
+            if (!out)
+                tracer_tls_plaintext(t, fd, buf, n, now);
+        } else if (tracer_global.only_mask & TRACER_ONLY_DB) {
+            if (out)
+                tracer_db_wire_sent(t, f, &iov, 1, n, begin, now, 1);
+            else
+                tracer_db_wire_received(t, f, &iov, 1, n, begin, now, 1);
+        }
         tracer_event_end(t, now);
     }
     errno = err;
@@ -58,22 +88,40 @@ static void tls_received(struct tracer_thread *t, SSL *s, const void *buf, size_
 
 TRACER_EXPORT int SSL_read(SSL *s, void *buf, int num)
 {
-    if (TRACER_UNLIKELY(!tls_real_read))
-        tls_real_read = (tls_read_fn)tls_resolve("SSL_read");
-    int r = tls_real_read(s, buf, num);
-    struct tracer_thread *t;
-    if (r > 0 && (t = tracer_enter(TRACER_ONLY_NET)))
-        tls_received(t, s, buf, (size_t)r);
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
+    uint64_t begin = t ? tracer_ring_now() : 0;
+    int r = tls_real_SSL_read()(s, buf, num);
+    if (r > 0 && t)
+        tls_plaintext(t, s, 0, buf, (size_t)r, begin);
     return r;
 }
 
 TRACER_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *got)
 {
-    if (TRACER_UNLIKELY(!tls_real_read_ex))
-        tls_real_read_ex = (tls_read_ex_fn)tls_resolve("SSL_read_ex");
-    int r = tls_real_read_ex(s, buf, num, got);
-    struct tracer_thread *t;
-    if (r == 1 && got && *got && (t = tracer_enter(TRACER_ONLY_NET)))
-        tls_received(t, s, buf, *got);
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
+    uint64_t begin = t ? tracer_ring_now() : 0;
+    int r = tls_real_SSL_read_ex()(s, buf, num, got);
+    if (r == 1 && got && *got && t)
+        tls_plaintext(t, s, 0, buf, *got, begin);
+    return r;
+}
+
+TRACER_EXPORT int SSL_write(SSL *s, const void *buf, int num)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
+    uint64_t begin = t ? tracer_ring_now() : 0;
+    int r = tls_real_SSL_write()(s, buf, num);
+    if (r > 0 && t)
+        tls_plaintext(t, s, 1, buf, (size_t)r, begin);
+    return r;
+}
+
+TRACER_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *written)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
+    uint64_t begin = t ? tracer_ring_now() : 0;
+    int r = tls_real_SSL_write_ex()(s, buf, num, written);
+    if (r == 1 && written && *written && t)
+        tls_plaintext(t, s, 1, buf, *written, begin);
     return r;
 }

@@ -527,11 +527,11 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_OUT && io->result > 0 &&
             (tracer_global.only_mask & TRACER_ONLY_DB))
             tracer_db_wire_sent(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,
-                                io->end_ns);
+                                io->end_ns, 0);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_IN && io->result > 0 &&
             (tracer_global.only_mask & TRACER_ONLY_DB))
             tracer_db_wire_received(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,
-                                    io->end_ns);
+                                    io->end_ns, 0);
         if (!(tracer_global.only_mask & TRACER_ONLY_NET))
             return;
         if (io->dir == TRACER_IO_IN && io->result > 0 && (f->flags & TRACER_FDF_EXPECT_REQ) &&

@@ -229,10 +229,14 @@ void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, ui
                         int64_t result, uint64_t begin_ns, uint64_t end_ns);
 
 /* MySQL wire-protocol parsing of bytes sent on / received from a DB
- * connection (db_wire.c): commands are recorded when their answer arrives. */
+ * connection (db_wire.c): commands are recorded when their answer arrives.
+ * tls_plaintext: the bytes are the plaintext of a TLS connection (from the
+ * SSL_write/SSL_read wrappers), not what crossed the socket. */
 void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
-                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns);
+                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
+                         int tls_plaintext);
 void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
-                             int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns);
+                             int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
+                             int tls_plaintext);
 
 #endif

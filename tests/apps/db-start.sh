@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# tests/apps/db-start.sh DIR [PORT] - starts a private MariaDB server for the
-# sample application with its datadir, socket (DIR/mariadb.sock), pid file and
-# error log all inside DIR; initializes the datadir on first use. Without PORT
-# the server has no networking (socket only); with PORT it listens on
-# 127.0.0.1:PORT. Runs as root with --user=root. Never touches a system
-# MariaDB service or /etc/mysql settings (--no-defaults everywhere).
+# tests/apps/db-start.sh DIR [PORT] [-- MARIADBD_OPTION...] - starts a
+# private MariaDB server for the sample application with its datadir, socket
+# (DIR/mariadb.sock), pid file and error log all inside DIR; initializes the
+# datadir on first use. Without PORT the server has no networking (socket
+# only); with PORT it listens on 127.0.0.1:PORT. Options after -- go to
+# mariadbd as they are (e.g. --ssl-cert/--ssl-key). Runs as root with
+# --user=root. Never touches a system MariaDB service or /etc/mysql settings
+# (--no-defaults everywhere).
 set -euo pipefail
-if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-  echo "usage: db-start.sh DIR [PORT]" >&2
-  exit 2
+usage() { echo "usage: db-start.sh DIR [PORT] [-- MARIADBD_OPTION...]" >&2; exit 2; }
+args=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do args+=("$1"); shift; done
+[ $# -gt 0 ] && shift # the --
+extra=("$@")
+if [ ${#args[@]} -lt 1 ] || [ ${#args[@]} -gt 2 ]; then
+  usage
 fi
-dir=$(realpath -m "$1")
-port=${2:-}
+dir=$(realpath -m "${args[0]}")
+port=${args[1]:-}
 for tool in mariadbd mariadb-install-db mariadb-admin; do
   command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] ||
     { echo "db-start: $tool not found (apt-get install mariadb-server mariadb-client)" >&2; exit 1; }
@@ -47,7 +53,7 @@ setsid "$mariadbd" --no-defaults --datadir="$dir/data" --socket="$sock" \
   --pid-file="$dir/mariadbd.pid" --log-error="$dir/mariadbd.err" --user=root \
   --skip-name-resolve --innodb-buffer-pool-size=64M --innodb-log-file-size=16M \
   --innodb-flush-log-at-trx-commit=2 --skip-log-bin --max-connections=200 \
-  "${net[@]}" </dev/null >>"$dir/mariadbd.out" 2>&1 &
+  "${net[@]}" ${extra[@]+"${extra[@]}"} </dev/null >>"$dir/mariadbd.out" 2>&1 &
 server=$!
 echo "$server" >"$dir/mariadbd.pid"
 for _ in $(seq 1 300); do

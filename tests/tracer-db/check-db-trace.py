@@ -6,7 +6,8 @@ capture path (C API or wire); one db_conn_id that is the NET conn_id of the
 client's connection to the server; consistent statement ids.
 
 usage: check-db-trace.py PREPLAY TRACE_DIR SCENARIO NAME SOCKET PORT
-SCENARIO: mysqldb | pymysql-tcp | pymysql-unix | cli | c-dynamic | c-static | php
+SCENARIO: mysqldb | pymysql-tcp | pymysql-unix | cli | c-dynamic | c-static | php, or
+          pymysql-tls | cli-tls | php-tls (the same over TCP with TLS)
 Prints one line per failed expectation and exits 1; prints a summary line
 and exits 0 when everything matches."""
 import glob
@@ -112,7 +113,10 @@ def main():
     if len(sys.argv) != 7:
         sys.exit(__doc__)
     preplay, trace_dir, scenario, name, sock, port = sys.argv[1:]
-    source, want = expected(scenario, name, sock)
+    # over TLS the parser reads the plaintext of the same protocol
+    tls = scenario.endswith("-tls")
+    plain = {"pymysql-tls": "pymysql-tcp"}.get(scenario, scenario[:-4] if tls else scenario)
+    source, want = expected(plain, name, sock)
     events = load(preplay, trace_dir)
     got = [e for e in events if e.get("type") == "db"]
     conns = {}  # conn_id -> its identity (the connect/ident event, not the close)
@@ -153,7 +157,7 @@ def main():
         c = conns.get(cid)
         if not c:
             errors.append("db_conn_id %r is no connection (CONN event) of the trace" % cid)
-        elif scenario == "pymysql-tcp":
+        elif scenario == "pymysql-tcp" or tls:
             if c.get("proto") != "tcp" or not str(c.get("remote", "")).endswith(":" + port):
                 errors.append("connection %r is not to 127.0.0.1:%s: %r" % (cid, port, c))
         elif c.get("proto") != "unix_stream" and "unix" not in str(c.get("proto")):

@@ -3,12 +3,13 @@
 // mysqlnd driver speaks the MySQL protocol itself (no C client library to
 // wrap: only the wire parser sees it), for test-db.sh's "php" scenario.
 // usage: php db_client.php SOCKET DBNAME
+//        php db_client.php tls:PORT DBNAME  (TCP with TLS, no certificate check)
 mysqli_report(MYSQLI_REPORT_OFF); // the two statements that must fail return false
 if ($argc != 3) {
-    fwrite(STDERR, "usage: php db_client.php SOCKET DBNAME\n");
+    fwrite(STDERR, "usage: php db_client.php SOCKET|tls:PORT DBNAME\n");
     exit(2);
 }
-[, $sock, $name] = $argv;
+[, $where, $name] = $argv;
 
 function check($ok, $what)
 {
@@ -19,7 +20,14 @@ function check($ok, $what)
 }
 
 $db = mysqli_init();
-check($db->real_connect(null, "root", null, null, 0, $sock), "connect");
+if (str_starts_with($where, "tls:")) {
+    $db->ssl_set(null, null, null, null, null);
+    check($db->real_connect("127.0.0.1", "root", null, null, (int)substr($where, 4), null,
+                            MYSQLI_CLIENT_SSL | MYSQLI_CLIENT_SSL_DONT_VERIFY_SERVER_CERT),
+          "connect with TLS");
+} else {
+    check($db->real_connect(null, "root", null, null, 0, $where), "connect");
+}
 check($db->query("CREATE DATABASE IF NOT EXISTS $name"), "create database");
 check($db->select_db($name), "select db");
 check($db->query("CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(32), score DOUBLE)"),

@@ -6,6 +6,7 @@ check-db-trace.py imports STATEMENTS to know what the trace must hold.
 
 usage: db_clients.py mysqldb SOCKET NAME
        db_clients.py pymysql-tcp PORT NAME | pymysql-unix SOCKET NAME
+       db_clients.py pymysql-tls PORT NAME  (TCP with TLS, no certificate check)
        db_clients.py sql NAME        (print the statements for `mariadb -e`)
 Runs under /usr/bin/python3 (Debian's MySQLdb and pymysql)."""
 import sys
@@ -61,6 +62,16 @@ def main():
     elif kind == "pymysql-unix":
         import pymysql
         run(pymysql.connect(unix_socket=where, user="root"), name)
+    elif kind == "pymysql-tls":
+        import ssl
+        import pymysql
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        conn = pymysql.connect(host="127.0.0.1", port=int(where), user="root", ssl=ctx)
+        if not isinstance(conn._sock, ssl.SSLSocket):
+            sys.exit("db_clients: pymysql-tls: the connection is not encrypted")
+        run(conn, name)
     else:
         sys.exit("db_clients: unknown client %r" % kind)
 

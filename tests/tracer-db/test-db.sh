@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/tracer-db/test-db.sh - DB event capture end to end: starts a private
 # MariaDB server (tests/apps/db-start.sh) in a temporary directory, records
-# known statements from seven clients and checks each trace exactly with
+# known statements from seven clients (ten connections) and checks each trace exactly with
 # check-db-trace.py:
 #   mysqldb       /usr/bin/python3 + MySQLdb (libmariadb.so: C API wrappers)
 #   c-dynamic     our db_client linked with libmariadb.so (prepared statements)
@@ -11,6 +11,10 @@
 #   cli           the `mariadb` command-line client (static client library)
 #   php           PHP's mysqli (mysqlnd speaks the protocol itself: wire
 #                 parser), db_client.c's statements from db_client.php
+# and three of them again over TCP with TLS (pymysql-tls, php-tls, cli-tls:
+# Python's ssl, PHP's openssl streams, the CLI's libssl): the same events,
+# from the plaintext the SSL_write/SSL_read wrappers see; the server's
+# Ssl_accepts counter proves each connection was encrypted.
 # Works in the ASan build too: the traced programs are not sanitized (see
 # CMakeLists.txt), only preplay itself is.
 set -euo pipefail
@@ -36,7 +40,9 @@ cleanup() {
 }
 trap cleanup EXIT
 port=$("$py" "$PREPLAY_SOURCE_DIR/tests/common/free_port.py")
-"$apps/db-start.sh" "$work/db" "$port"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" -days 1 \
+  -subj /CN=127.0.0.1 >/dev/null 2>&1 || { echo "test-db: openssl could not make a certificate" >&2; exit 1; }
+"$apps/db-start.sh" "$work/db" "$port" -- --ssl-cert="$work/cert.pem" --ssl-key="$work/key.pem"
 sock="$work/db/mariadb.sock"
 # db-start.sh names the socket mariadb.sock (not the default mysqld.sock).
 rec=("$PREPLAY_BIN" record -q --no-cpu-scores --db-port "$port" --db-socket mariadb.sock)
@@ -77,8 +83,34 @@ if ! grep -q "ERROR 1064" "$work/cli.err"; then
 fi
 check cli cli
 
+ssl_accepts() {
+  mariadb --no-defaults -S "$sock" -uroot -N -e "SHOW GLOBAL STATUS LIKE 'Ssl_accepts'" | awk '{print $2}'
+}
+run_tls() { # SCENARIO NAME CMD... : run, and the server must have accepted one more TLS connection
+  local before
+  before=$(ssl_accepts)
+  run "$@"
+  [ "$(ssl_accepts)" -gt "$before" ] || {
+    echo "test-db: $1: the server accepted no TLS connection: the test proves nothing" >&2
+    failed=$((failed + 1))
+  }
+}
+run_tls pymysql-tls ptls "$py" "$here/db_clients.py" pymysql-tls "$port" ptls
+run_tls php-tls phptls php "$here/db_client.php" "tls:$port" dbt_phptls
+before=$(ssl_accepts)
+"$py" "$here/db_clients.py" sql clitls |
+  "${rec[@]}" -o "$work/cli-tls" -- mariadb --no-defaults --force -h 127.0.0.1 -P "$port" -uroot \
+    --ssl --ssl-verify-server-cert=0 >"$work/cli-tls.out" 2>"$work/cli-tls.err" || true
+grep -q "ERROR 1064" "$work/cli-tls.err" || {
+  echo "test-db: cli-tls: expected the client to report ERROR 1064; its stderr:" >&2
+  cat "$work/cli-tls.err" >&2
+  failed=$((failed + 1))
+}
+[ "$(ssl_accepts)" -gt "$before" ] || { echo "test-db: cli-tls: no TLS connection" >&2; failed=$((failed + 1)); }
+check cli-tls clitls
+
 if [ "$failed" -ne 0 ]; then
-  echo "test-db: $failed of 7 clients failed" >&2
+  echo "test-db: $failed checks of 10 client runs failed" >&2
   exit 1
 fi
-echo "test-db: all 7 clients recorded exactly"
+echo "test-db: all 10 client runs recorded exactly (3 of them over TLS)"
