@@ -30,8 +30,9 @@ const char *trace_event_type_name(unsigned type)
 }
 
 static const char *const trace_file_ops[] = {
-    NULL,    "open",      "close", "read",     "write",      "pread", "pwrite",
-    "fsync", "fdatasync", "dup",   "sendfile", "copy_range", "seek",  "truncate"};
+    NULL,     "open",     "close",     "read",       "write",    "pread",
+    "pwrite", "fsync",    "fdatasync", "dup",        "sendfile", "copy_range",
+    "seek",   "truncate", "fallocate", "sync_range", "syncfs"};
 static const char *const trace_net_ops[] = {NULL, "send", "recv"};
 static const char *const trace_conn_ops[] = {NULL,       "accept", "connect", "ident",
                                              "shutdown", "close",  "listen"};

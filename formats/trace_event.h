@@ -47,7 +47,12 @@ enum trace_file_op {
     TRACE_FILE_SENDFILE,
     TRACE_FILE_COPY_RANGE,
     TRACE_FILE_SEEK,
-    TRACE_FILE_TRUNCATE
+    TRACE_FILE_TRUNCATE,
+    /* 2.1: offset, size = length, open_flags = mode (posix_fallocate: 0) */
+    TRACE_FILE_FALLOCATE,
+    /* 2.1: sync_file_range: offset, size = bytes, open_flags = its flags */
+    TRACE_FILE_SYNC_RANGE,
+    TRACE_FILE_SYNCFS /* 2.1: syncfs of the descriptor's file system */
 };
 
 /* TRACE_EV_NET ops */

@@ -15,7 +15,8 @@
 
 /* 2.0: a record may carry the CPU slice before it (TRACE_F_AFTER_CPU);
  * readers still read 1.x, whose records never do. 2.1: lock kind
- * TRACE_LOCK_SEMAPHORE (a 2.0 reader keeps it as a number). */
+ * TRACE_LOCK_SEMAPHORE, FILE ops FALLOCATE, SYNC_RANGE, SYNCFS (a 2.0
+ * reader keeps them as numbers). */
 #define TRACE_FORMAT_MAJOR 2
 #define TRACE_FORMAT_MINOR 1
 #define TRACE_FORMAT_MAJOR_OLDEST 1

@@ -1,8 +1,8 @@
 /* interpose_file.c - wrappers for descriptor creation and the data path of
  * files and sockets used through file calls: open*, creat, shm_open, close, dup*,
  * read/write and their p/v/v2 variants (plus glibc's fortified __*_chk
- * forms), fsync, fdatasync, lseek, ftruncate, sendfile, copy_file_range,
- * splice.
+ * forms), fsync, fdatasync, syncfs, sync_file_range, lseek, ftruncate,
+ * fallocate, posix_fallocate, sendfile, copy_file_range, splice.
  * Each wrapper calls the real function exactly once with the caller's
  * arguments, keeps its result and errno, and describes it to io_events. */
 #include <fcntl.h>
@@ -55,6 +55,12 @@ TRACER_REAL(off_t, lseek, (int, off_t, int))
 TRACER_REAL(off_t, lseek64, (int, off_t, int))
 TRACER_REAL(int, ftruncate, (int, off_t))
 TRACER_REAL(int, ftruncate64, (int, off_t))
+TRACER_REAL(int, fallocate, (int, int, off_t, off_t))
+TRACER_REAL(int, fallocate64, (int, int, off_t, off_t))
+TRACER_REAL(int, posix_fallocate, (int, off_t, off_t))
+TRACER_REAL(int, posix_fallocate64, (int, off_t, off_t))
+TRACER_REAL(int, sync_file_range, (int, off_t, off_t, unsigned))
+TRACER_REAL(int, syncfs, (int))
 TRACER_REAL(ssize_t, sendfile, (int, int, off_t *, size_t))
 TRACER_REAL(ssize_t, sendfile64, (int, int, off_t *, size_t))
 TRACER_REAL(ssize_t, copy_file_range, (int, off_t *, int, off_t *, size_t, unsigned))
@@ -689,6 +695,11 @@ TRACER_EXPORT int fdatasync(int fd)
     return tracer_sync(fd, tracer_real_fdatasync(), TRACE_FILE_FDATASYNC);
 }
 
+TRACER_EXPORT int syncfs(int fd)
+{
+    return tracer_sync(fd, tracer_real_syncfs(), TRACE_FILE_SYNCFS);
+}
+
 /* lseek is not an event (it costs nothing to replay: offsets are explicit
  * in the trace); it only moves our tracked offset - also that of an open
  * whose identity still waits for the app's fstat (its settling keeps the
@@ -775,6 +786,112 @@ TRACER_EXPORT int ftruncate(int fd, off_t len)
 TRACER_EXPORT int ftruncate64(int fd, off_t len)
 {
     return tracer_ftruncate_common(tracer_real_ftruncate64(), fd, len);
+}
+
+/* ---- space and writeback of a range --------------------------------------- */
+
+/* A FALLOCATE or SYNC_RANGE record: the range, the call's mode or flags,
+ * the result (0 or -errno) and the size before; a successful allocation
+ * moves the tracked size as the kernel does. */
+static void tracer_range_recorded(struct tracer_thread *t, int fd, uint8_t op, int64_t off,
+                                  int64_t len, uint32_t flags, int result, uint64_t begin)
+{
+    uint64_t end = tracer_ring_now();
+    struct tracer_fd *f = tracer_fd_classify(fd);
+    struct trace_event *ev =
+        tracer_path_filtered(f) ? NULL : tracer_event_new(t, TRACE_EV_FILE, op, begin, end);
+    if (ev) {
+        ev->u.file.fd = fd;
+        ev->u.file.offset = off;
+        ev->u.file.size = (uint64_t)len;
+        ev->u.file.open_flags = flags;
+        ev->u.file.result = result;
+        if (result < 0)
+            ev->flags |= TRACE_F_ERROR;
+        if (f) {
+            ev->u.file.dev = f->dev;
+            ev->u.file.ino = f->ino;
+            ev->u.file.path_id = f->path_id;
+            ev->u.file.file_size = f->size;
+        }
+        tracer_commit(t);
+    }
+    if (op == TRACE_FILE_FALLOCATE && result == 0 && f && f->kind == TRACER_FD_FILE) {
+        uint64_t range_end = (uint64_t)off + (uint64_t)len;
+        if (flags & FALLOC_FL_COLLAPSE_RANGE)
+            f->size = f->size > (uint64_t)len ? f->size - (uint64_t)len : 0;
+        else if (flags & FALLOC_FL_INSERT_RANGE)
+            f->size += (uint64_t)len;
+        else if (!(flags & (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)) && range_end > f->size)
+            f->size = range_end; /* an allocation or zeroing that extends */
+        tracer_fd_sync_shared(f);
+    }
+    tracer_event_end(t, end);
+}
+
+/* fallocate and fallocate64: -1 and errno on failure. */
+static int tracer_fallocate_common(tracer_fallocate_fn real, int fd, int mode, off_t off, off_t len)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
+    if (!t)
+        return real(fd, mode, off, len);
+    uint64_t begin = tracer_event_begin(t);
+    int r = real(fd, mode, off, len);
+    int err = errno;
+    tracer_range_recorded(t, fd, TRACE_FILE_FALLOCATE, off, len, (uint32_t)mode, r == 0 ? 0 : -err,
+                          begin);
+    errno = err;
+    return r;
+}
+
+TRACER_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+    return tracer_fallocate_common(tracer_real_fallocate(), fd, mode, off, len);
+}
+
+TRACER_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
+{
+    return tracer_fallocate_common(tracer_real_fallocate64(), fd, mode, off, len);
+}
+
+/* posix_fallocate and posix_fallocate64 return the error number and leave
+ * errno alone. */
+static int tracer_posix_fallocate_common(tracer_posix_fallocate_fn real, int fd, off_t off,
+                                         off_t len)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
+    if (!t)
+        return real(fd, off, len);
+    int saved = errno;
+    uint64_t begin = tracer_event_begin(t);
+    int rc = real(fd, off, len);
+    tracer_range_recorded(t, fd, TRACE_FILE_FALLOCATE, off, len, 0, -rc, begin);
+    errno = saved;
+    return rc;
+}
+
+TRACER_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
+{
+    return tracer_posix_fallocate_common(tracer_real_posix_fallocate(), fd, off, len);
+}
+
+TRACER_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)
+{
+    return tracer_posix_fallocate_common(tracer_real_posix_fallocate64(), fd, off, len);
+}
+
+TRACER_EXPORT int sync_file_range(int fd, off_t off, off_t nbytes, unsigned flags)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE);
+    if (!t)
+        return tracer_real_sync_file_range()(fd, off, nbytes, flags);
+    uint64_t begin = tracer_event_begin(t);
+    int r = tracer_real_sync_file_range()(fd, off, nbytes, flags);
+    int err = errno;
+    tracer_range_recorded(t, fd, TRACE_FILE_SYNC_RANGE, off, nbytes, flags, r == 0 ? 0 : -err,
+                          begin);
+    errno = err;
+    return r;
 }
 
 /* ---- fd-to-fd copies ------------------------------------------------------ */

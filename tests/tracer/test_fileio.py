@@ -39,7 +39,8 @@ outside = [e for e in trace.events
            if e["ts"] and not started <= e["ts"] <= e["ts"] + e["dur"] <= ended]
 tl.check_eq(outside[:3], [], f"events outside the recording's span [{started}, {ended}] ns")
 
-DATA_OPS = {"read", "write", "pread", "pwrite", "truncate", "fsync", "fdatasync", "close", "dup"}
+DATA_OPS = {"read", "write", "pread", "pwrite", "truncate", "fsync", "fdatasync", "close", "dup",
+            "fallocate", "sync_range", "syncfs"}
 FIELDS = ("op", "fd", "offset", "size", "result", "file_size", "dev", "ino")
 raw_opens = [l for l in lines if "raw_open" in l]
 tl.check_eq(len(raw_opens), 2, "files tt_fileio opened with a raw openat")
@@ -64,6 +65,8 @@ for o in opens + raw_opens:
         for k in FIELDS:
             tl.check_eq(g[k], w[k], f"{o['open']} event {i} ({w['op']}) field {k}")
         tl.check(g["flags"] & 1 == 0, f"{o['open']} event {i}: error flag set")
+        if "flags" in w:  # fallocate's mode, sync_file_range's flags
+            tl.check_eq(g["open_flags"], w["flags"], f"{o['open']} event {i} ({w['op']}) mode")
         # fd2: the new descriptor of a DUP, -1 (none) for every other op
         tl.check_eq(g["fd2"], w["result"] if w["op"] == "dup" else -1,
                     f"{o['open']} event {i} ({w['op']}) field fd2")

@@ -1,6 +1,7 @@
 /* tt_fileio.c - a known sequence of file operations for the tracer test
  * test_fileio.py: write/pwrite/read/pread/readv/writev/lseek/O_APPEND/
- * ftruncate/fsync, dup'd descriptors (dup, dup2, dup3, F_DUPFD_CLOEXEC),
+ * ftruncate/fsync, posix_fallocate/fallocate/sync_file_range/syncfs, dup'd
+ * descriptors (dup, dup2, dup3, F_DUPFD_CLOEXEC),
  * file-to-file copy_file_range and sendfile, and descriptors opened where the
  * tracer cannot see (a raw openat, as glibc's mkstemp or fopen do inside
  * libc): their first transfer classifies them. Before each traced
@@ -42,6 +43,17 @@ static void expect(const char *op, int fd, long long offset, size_t size, long l
            "\"file_size\":%lld,\"dev\":%llu,\"ino\":%llu}\n",
            op, fd, offset, size, result, (long long)before->st_size,
            (unsigned long long)before->st_dev, (unsigned long long)before->st_ino);
+}
+
+/* The same for a call on a range with a mode or flags (fallocate,
+ * sync_file_range): the record's open_flags field carries them. */
+static void expect_range(const char *op, int fd, long long offset, size_t size, unsigned flags,
+                         const struct stat *before)
+{
+    printf("{\"op\":\"%s\",\"fd\":%d,\"offset\":%lld,\"size\":%zu,\"result\":0,"
+           "\"file_size\":%lld,\"dev\":%llu,\"ino\":%llu,\"flags\":%u}\n",
+           op, fd, offset, size, (long long)before->st_size, (unsigned long long)before->st_dev,
+           (unsigned long long)before->st_ino, flags);
 }
 
 /* Prints the line that starts a file's expectations: `key` "open" (the
@@ -165,6 +177,24 @@ int main(int argc, char **argv)
     true_stat(fd, &st);
     CHECKED(fdatasync(fd));
     expect("fdatasync", fd, -1, 0, 0, &st);
+    /* space and writeback of ranges: an allocation that extends the file,
+     * one past its end that keeps the size (a write after must see the
+     * size the first made), a range's writeback, the file system's sync */
+    true_stat(fd, &st);
+    CHECKED(posix_fallocate(fd, 0, 8192) == 0 ? 0 : -1);
+    expect_range("fallocate", fd, 0, 8192, 0, &st);
+    true_stat(fd, &st);
+    CHECKED(fallocate(fd, FALLOC_FL_KEEP_SIZE, 8192, 4096));
+    expect_range("fallocate", fd, 8192, 4096, FALLOC_FL_KEEP_SIZE, &st);
+    off = true_offset(fd), true_stat(fd, &st);
+    CHECKED(r = write(fd, buf, 5));
+    expect("write", fd, off, 5, r, &st);
+    true_stat(fd, &st);
+    CHECKED(sync_file_range(fd, 0, 4096, SYNC_FILE_RANGE_WRITE));
+    expect_range("sync_range", fd, 0, 4096, SYNC_FILE_RANGE_WRITE, &st);
+    true_stat(fd, &st);
+    CHECKED(syncfs(fd));
+    expect("syncfs", fd, -1, 0, 0, &st);
     true_stat(fd, &st);
     CHECKED(close(fd));
     expect("close", fd, -1, 0, 0, &st);
