@@ -748,12 +748,7 @@ static int tracer_truncated(int fd, off_t len, int r, int err, struct tracer_thr
         ev->u.file.fd = fd;
         ev->u.file.offset = len;
         ev->u.file.result = r == 0 ? 0 : -err;
-        if (f) {
-            ev->u.file.dev = f->dev;
-            ev->u.file.ino = f->ino;
-            ev->u.file.path_id = f->path_id;
-            ev->u.file.file_size = f->size;
-        }
+        tracer_file_identity(&ev->u.file, f);
         tracer_commit(t);
     }
     if (r == 0 && f) {
@@ -808,12 +803,7 @@ static void tracer_range_recorded(struct tracer_thread *t, int fd, uint8_t op, i
         ev->u.file.result = result;
         if (result < 0)
             ev->flags |= TRACE_F_ERROR;
-        if (f) {
-            ev->u.file.dev = f->dev;
-            ev->u.file.ino = f->ino;
-            ev->u.file.path_id = f->path_id;
-            ev->u.file.file_size = f->size;
-        }
+        tracer_file_identity(&ev->u.file, f);
         tracer_commit(t);
     }
     if (op == TRACE_FILE_FALLOCATE && result == 0 && f && f->kind == TRACER_FD_FILE) {
@@ -914,12 +904,7 @@ static void tracer_copy_recorded(struct tracer_thread *t, uint8_t op, int in_fd,
         ev->u.file.offset = in_off >= 0 ? in_off : (in ? in->offset : -1);
         if (r < 0)
             ev->flags |= TRACE_F_ERROR;
-        if (in) {
-            ev->u.file.dev = in->dev;
-            ev->u.file.ino = in->ino;
-            ev->u.file.path_id = in->path_id;
-            ev->u.file.file_size = in->size;
-        }
+        tracer_file_identity(&ev->u.file, in);
         tracer_commit(t);
     }
     /* the offset moves whether or not the event was written (filtered,

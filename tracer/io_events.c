@@ -328,12 +328,7 @@ static void tracer_file_nodata(struct tracer_thread *t, int fd, int fd2, const s
     ev->u.file.result = result;
     if (result < 0)
         ev->flags |= TRACE_F_ERROR;
-    if (f) {
-        ev->u.file.dev = f->dev;
-        ev->u.file.ino = f->ino;
-        ev->u.file.path_id = f->path_id;
-        ev->u.file.file_size = f->size;
-    }
+    tracer_file_identity(&ev->u.file, f);
     tracer_commit(t);
 }
 
@@ -592,11 +587,8 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
     ev->flags |= io->event_flags;
     if (io->result < 0)
         ev->flags |= TRACE_F_ERROR;
+    tracer_file_identity(fe, f);
     if (f) {
-        fe->dev = f->dev;
-        fe->ino = f->ino;
-        fe->path_id = f->path_id;
-        fe->file_size = f->size;
         if (f->kind == TRACER_FD_FILE) {
             int64_t off = io->explicit_offset;
             if (off < 0) {

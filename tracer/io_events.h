@@ -224,6 +224,18 @@ static inline struct tracer_thread *tracer_dup_enter(int fd)
     return tracer_enter(TRACER_ONLY_FILE);
 }
 
+/* A FILE record's identity from the descriptor's entry (none when f is
+ * NULL): device, inode, path and the size before the operation. */
+static inline void tracer_file_identity(struct trace_file_event *fe, const struct tracer_fd *f)
+{
+    if (f) {
+        fe->dev = f->dev;
+        fe->ino = f->ino;
+        fe->path_id = f->path_id;
+        fe->file_size = f->size;
+    }
+}
+
 /* A record with no data (fsync, close, ...) on a descriptor. */
 void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
                         int64_t result, uint64_t begin_ns, uint64_t end_ns);
