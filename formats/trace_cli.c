@@ -1219,12 +1219,11 @@ static json_t *cli_event_json(const struct trace_event *ev, struct trace_reader 
         J_INT(o, "conn_id", ev->u.sockopt.conn_id);
         break;
     case TRACE_EV_LOCK: {
-        static const char *const kinds[] = {"?",     "mutex", "rwlock",
-                                            "flock", "fcntl", "ofd", "semaphore"};
+        static const char *const kinds[] = {"?",     "mutex", "rwlock",   "flock",
+                                            "fcntl", "ofd",   "semaphore"};
         const struct trace_lock_event *l = &ev->u.lock;
-        json_object_set_new(o, "kind",
-                            json_string(l->kind < sizeof kinds / sizeof *kinds ? kinds[l->kind]
-                                                                                : "?"));
+        json_object_set_new(
+            o, "kind", json_string(l->kind < sizeof kinds / sizeof *kinds ? kinds[l->kind] : "?"));
         json_object_set_new(o, "mode",
                             json_string(l->mode == TRACE_LOCK_SHARED      ? "shared"
                                         : l->mode == TRACE_LOCK_EXCLUSIVE ? "exclusive"
