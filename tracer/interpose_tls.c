@@ -7,7 +7,9 @@
  *   - the MySQL protocol on a DB connection whose client asked for TLS
  *     (db_wire.c).
  * Those plaintext bytes go to the same parsers as a plain connection's, on
- * the descriptor SSL_get_rfd/SSL_get_wfd names. The NET events stay those
+ * the descriptor SSL_get_rfd/SSL_get_wfd names (for a request line read
+ * through a BIO of the server's own, as apache2's mod_ssl does: the TLS
+ * connection the thread last received encrypted request bytes on). The NET events stay those
  * of the encrypted bytes on the wire (what the replay must move). Programs
  * that use OpenSSL through its shared library (nginx, apache2's mod_ssl,
  * HAProxy, CPython's ssl, PHP, the mariadb client) are covered; a TLS
@@ -66,16 +68,24 @@ static void tls_plaintext(struct tracer_thread *t, SSL *s, int out, const void *
 {
     int err = errno;
     int fd = out ? tls_real_SSL_get_wfd()(s) : tls_real_SSL_get_rfd()(s);
-    struct tracer_fd *f = fd >= 0 ? tracer_fd_peek(fd) : NULL; /* -1: a memory BIO */
-    if (f && f->kind == TRACER_FD_SOCKET) {
+    /* no socket of its own (a memory or filter BIO, as apache2's mod_ssl
+     * reads through): the TLS connection this thread last received
+     * encrypted request bytes on, for a request line */
+    if (fd < 0 && !out)
+        fd = t->tls_recv_fd_plus1 - 1;
+    struct tracer_fd *f = fd >= 0 ? tracer_fd_peek(fd) : NULL;
+    int db = f && (f->flags & TRACER_FDF_DB) && (tracer_global.only_mask & TRACER_ONLY_DB);
+    int label = f && !out && !(f->flags & TRACER_FDF_DB) &&
+                (f->flags & (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ)) ==
+                    (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ);
+    if (f && f->kind == TRACER_FD_SOCKET && (db || label)) {
         /* a LABEL or DB event is a record of its own: it carries the CPU
          * since the previous record (the encryption), as after a recv */
         uint64_t now = tracer_event_begin(t);
         struct iovec iov = {.iov_base = (void *)buf, .iov_len = n};
-        if (!(f->flags & TRACER_FDF_DB)) {
-            if (!out)
-                tracer_tls_plaintext(t, fd, buf, n, now);
-        } else if (tracer_global.only_mask & TRACER_ONLY_DB) {
+        if (label) {
+            tracer_tls_plaintext(t, fd, buf, n, now);
+        } else {
             if (out)
                 tracer_db_wire_sent(t, f, &iov, 1, n, begin, now, 1);
             else

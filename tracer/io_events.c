@@ -439,10 +439,13 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
     const char *line = buf;
     long len = TRACER_LABEL_MORE;
     if (f->flags & TRACER_FDF_TLS) {
-        if (!tls_plaintext)
-            return; /* encrypted bytes: the SSL_read wrapper reads the line */
+        if (!tls_plaintext) { /* encrypted bytes: the SSL_read wrapper reads the line */
+            t->tls_recv_fd_plus1 = io->fd + 1;
+            return;
+        }
     } else if (f->label_len == 0 && io->iovcnt > 0 && tracer_tls_record_start(io)) {
         f->flags |= TRACER_FDF_TLS; /* a handshake, not a request line */
+        t->tls_recv_fd_plus1 = io->fd + 1;
         return;
     }
     if (f->label_len == 0 && io->iovcnt > 0) {

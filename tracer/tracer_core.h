@@ -105,6 +105,11 @@ struct tracer_thread {
         struct trace_event *staged;
         uint64_t staged_end;
     } open_pending;
+    /* 1 + the accepted TLS connection whose encrypted request bytes this
+     * thread received last (0: none): the descriptor an SSL_read reads
+     * from when its SSL object has no socket of its own (apache2's mod_ssl
+     * reads through its own BIO), interpose_tls.c */
+    int32_t tls_recv_fd_plus1;
 };
 
 /* The busy mark tells a signal handler running on this thread that we are

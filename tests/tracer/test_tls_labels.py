@@ -6,6 +6,9 @@ reads it from the plaintext OpenSSL's SSL_read/SSL_read_ex return.
 1. Debian's nginx (SSL_read), a self-signed certificate made by openssl,
    three requests on one kept-alive connection: its LABELs are the three
    request lines in order, query string dropped.
+1b. Debian's apache2 with mod_ssl, the same: mod_ssl reads through a BIO of
+   its own (SSL_get_rfd is -1), so the line is taken on the TLS connection
+   the thread last received encrypted bytes on.
 2. Debian's python3 serving HTTPS with http.server and its ssl module
    (SSL_read_ex, from an extension module loaded RTLD_LOCAL: the tracer
    finds libssl there), one connection per request: one LABEL each.
@@ -20,16 +23,20 @@ import tracerlib as tl
 
 NGINX, PYTHON, OPENSSL, CURL = "/usr/sbin/nginx", "/usr/bin/python3", "/usr/bin/openssl", \
     "/usr/bin/curl"
-for prog in (NGINX, PYTHON, OPENSSL, CURL):
+APACHE, MODULES = "/usr/sbin/apache2", "/usr/lib/apache2/modules"
+for prog in (NGINX, PYTHON, OPENSSL, CURL, APACHE):
     if not os.access(prog, os.X_OK):
         tl.fail(f"{prog} missing (tools/install-deps installs it)")
         tl.finish()
 work = tl.scratch("tls")
+os.chmod(work, 0o755)  # apache2's workers run as www-data
 root = os.path.join(work, "www")
 os.mkdir(root)
+os.chmod(root, 0o755)
 for name, text in (("a.txt", "alpha\n"), ("b.txt", "bravo\n")):
     with open(os.path.join(root, name), "w") as f:
         f.write(text)
+    os.chmod(os.path.join(root, name), 0o644)
 key, cert = os.path.join(work, "key.pem"), os.path.join(work, "cert.pem")
 subprocess.run([OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
                 "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"], check=True,
@@ -92,6 +99,49 @@ tl.wait_end(srv, "nginx under preplay record after SIGTERM", 30)
 got = [l for l in labels_per_connection(t) if l]  # the readiness probe sent nothing
 tl.check_eq(got, [LABELS], "nginx: labels of the kept-alive TLS connection")
 check_wire(t, "nginx")
+
+# ---- 1b. apache2 with mod_ssl ---------------------------------------------
+port = tl.free_port()
+adir = os.path.join(work, "apache")
+os.mkdir(adir)
+conf = os.path.join(adir, "httpd.conf")
+with open(conf, "w") as f:
+    f.write(f"""ServerRoot {adir}
+ServerName 127.0.0.1
+Listen 127.0.0.1:{port}
+PidFile {adir}/apache.pid
+ErrorLog {adir}/error.log
+LogLevel warn
+Mutex file:{adir} default
+LoadModule mpm_worker_module {MODULES}/mod_mpm_worker.so
+LoadModule authz_core_module {MODULES}/mod_authz_core.so
+LoadModule ssl_module {MODULES}/mod_ssl.so
+User www-data
+Group www-data
+StartServers 1
+ServerLimit 1
+ThreadsPerChild 4
+ThreadLimit 4
+MaxRequestWorkers 4
+DocumentRoot {root}
+<Directory {root}>
+    Require all granted
+</Directory>
+SSLEngine on
+SSLCertificateFile {cert}
+SSLCertificateKeyFile {key}
+KeepAlive On
+""")
+out = os.path.join(work, "trace-apache")
+srv = tl.spawn(tl.record_args(out, [APACHE, "-DFOREGROUND", "-f", conf]),
+               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+if tl.check(tl.wait_port(port, 30, srv), "apache2 listening"):
+    fetch(port, PATHS)
+srv.send_signal(signal.SIGTERM)
+tl.wait_end(srv, "apache2 under preplay record after SIGTERM", 30)
+got = [l for t in tl.read_traces(out, skip_types=("cpu", "file", "lock")).values()
+       for l in labels_per_connection(t) if l]
+tl.check_eq(got, [LABELS], "apache2: labels of the kept-alive TLS connection")
 
 # ---- 2. python3's http.server over TLS ----------------------------------
 port = tl.free_port()
