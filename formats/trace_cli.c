@@ -66,7 +66,9 @@ struct cli_lock {
 
 struct cli_query {
     uint32_t query_id;
-    uint64_t count, total_ns, rows, errors;
+    uint64_t count;    /* executions: QUERY and EXECUTE events */
+    uint64_t prepares; /* PREPARE events of the same text */
+    uint64_t total_ns, rows, errors;
     char *text;
 };
 
@@ -294,7 +296,10 @@ static void cli_aggregate(struct cli_process *p, const struct trace_event *ev)
         struct cli_query *q;
         CLI_TABLE_GET(&p->queries, ev->u.db.query_id, q);
         q->query_id = ev->u.db.query_id;
-        q->count++;
+        if (ev->op == TRACE_DB_PREPARE)
+            q->prepares++;
+        else
+            q->count++;
         q->total_ns += ev->dur_ns;
         q->rows += ev->u.db.rows;
         q->errors += ev->u.db.error != 0;
@@ -610,6 +615,7 @@ static json_t *cli_json_process(struct cli_process *p)
             json_t *j = json_object();
             json_object_set_new(j, "query", cli_json_str(q->text));
             json_object_set_new(j, "count", json_integer((json_int_t)q->count));
+            json_object_set_new(j, "prepares", json_integer((json_int_t)q->prepares));
             json_object_set_new(j, "total_ns", json_integer((json_int_t)q->total_ns));
             json_object_set_new(j, "rows", json_integer((json_int_t)q->rows));
             json_object_set_new(j, "errors", json_integer((json_int_t)q->errors));
@@ -712,9 +718,13 @@ static void cli_print_details(const struct cli_process *p, json_t *pj)
     json_array_foreach(a, i, v)
     {
         const char *q = json_string_value(json_object_get(v, "query"));
-        printf("    %6" JSON_INTEGER_FORMAT " x %9.3f ms  %.80s\n",
+        json_int_t prepares = json_integer_value(json_object_get(v, "prepares"));
+        printf("    %6" JSON_INTEGER_FORMAT " x %9.3f ms  %.80s",
                json_integer_value(json_object_get(v, "count")),
                json_integer_value(json_object_get(v, "total_ns")) / 1e6, q ? q : "?");
+        if (prepares)
+            printf("  (prepared %" JSON_INTEGER_FORMAT "x)", prepares);
+        printf("\n");
     }
 }
 

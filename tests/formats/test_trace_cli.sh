@@ -44,7 +44,8 @@ eq("conn", (c["proto"], c["local"], c["remote"], c["bytes_sent"], c["bytes_recei
 eq("locks", fe["locks"], [{"lock_id": 0xabc0, "kind": 1, "acquires": 6, "wait_ns": 6000,
                            "max_wait_ns": 1000}])
 eq("queries", fe["queries_by_count"], [{"query": "SELECT name FROM users WHERE id = 1",
-                                        "count": 3, "total_ns": 150000, "rows": 6, "errors": 0}])
+                                        "count": 3, "prepares": 0, "total_ns": 150000,
+                                        "rows": 6, "errors": 0}])
 be = procs[101]
 eq("cpu_ns of 101", be["cpu_ns"], 15000)  # 5 slices, the last carried by a send
 eq("unix conn", (be["connections"][0]["unix_inode"], be["connections"][0]["unix_peer_inode"],

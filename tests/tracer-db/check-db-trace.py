@@ -114,6 +114,22 @@ def load(preplay, trace_dir):
     return events
 
 
+def info_errors(preplay, trace_dir):
+    """`preplay info` of a run of the C client's statements: a prepared
+    statement's executions and its prepares are counted apart."""
+    out = subprocess.run([preplay, "info", "--json", trace_dir], check=True, capture_output=True,
+                         text=True).stdout
+    got = {}
+    for p in json.loads(out)["process_list"]:
+        for q in p["queries_by_count"]:
+            got[q["query"]] = (q["count"], q["prepares"], q["errors"])
+    want = {"INSERT INTO t (id, name, score) VALUES (?, ?, ?)": (3, 1, 0),
+            "SELECT id, name FROM t WHERE id >= ?": (2, 1, 0),
+            "SELEC ?": (0, 1, 1)}
+    return ["info: %r: (executions, prepares, errors) %r, expected %r" % (k, got.get(k), v)
+            for k, v in want.items() if got.get(k) != v]
+
+
 def main():
     if len(sys.argv) != 7:
         sys.exit(__doc__)
@@ -167,6 +183,8 @@ def main():
                 errors.append("connection %r is not to 127.0.0.1:%s: %r" % (cid, port, c))
         elif c.get("proto") != "unix_stream" and "unix" not in str(c.get("proto")):
             errors.append("connection %r is not a unix socket: %r" % (cid, c))
+    if plain in ("c-dynamic", "c-static", "php"):
+        errors += info_errors(preplay, trace_dir)
     for e in errors:
         print("check-db-trace %s: %s" % (scenario, e))
     if errors:
