@@ -74,17 +74,16 @@ static void tls_plaintext(struct tracer_thread *t, SSL *s, int out, const void *
     if (fd < 0 && !out)
         fd = t->tls_recv_fd_plus1 - 1;
     struct tracer_fd *f = fd >= 0 ? tracer_fd_peek(fd) : NULL;
-    int db = f && (f->flags & TRACER_FDF_DB) && (tracer_global.only_mask & TRACER_ONLY_DB);
-    int label = f && !out && !(f->flags & TRACER_FDF_DB) &&
-                (f->flags & (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ)) ==
-                    (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ);
-    if (f && f->kind == TRACER_FD_SOCKET && (db || label)) {
+    int db = f && f->kind == TRACER_FD_SOCKET && (f->flags & TRACER_FDF_DB) &&
+             (tracer_global.only_mask & TRACER_ONLY_DB);
+    int label = !out && tracer_tls_wants_label(f); /* DB connections are never accepted */
+    if (db || label) {
         /* a LABEL or DB event is a record of its own: it carries the CPU
          * since the previous record (the encryption), as after a recv */
         uint64_t now = tracer_event_begin(t);
         struct iovec iov = {.iov_base = (void *)buf, .iov_len = n};
         if (label) {
-            tracer_tls_plaintext(t, fd, buf, n, now);
+            tracer_tls_label(t, f, fd, buf, n, now);
         } else {
             if (out)
                 tracer_db_wire_sent(t, f, &iov, 1, n, begin, now, 1);

@@ -429,7 +429,7 @@ static int tracer_tls_record_start(const struct tracer_io *io)
  * in the descriptor's label_buf. Gives up on connections that do not speak
  * HTTP. A connection that opens with a TLS handshake is marked TLS: its
  * encrypted bytes are skipped, and the request lines come from the
- * plaintext SSL_read returned (tls_plaintext, tracer_tls_plaintext). */
+ * plaintext SSL_read returned (tls_plaintext, tracer_tls_label). */
 static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
                                   const struct tracer_io *io, int tls_plaintext)
 {
@@ -476,14 +476,9 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
     tracer_commit(t);
 }
 
-void tracer_tls_plaintext(struct tracer_thread *t, int fd, const void *buf, size_t n, uint64_t now)
+void tracer_tls_label(struct tracer_thread *t, struct tracer_fd *f, int fd, const void *buf,
+                      size_t n, uint64_t now)
 {
-    struct tracer_fd *f = tracer_fd_peek(fd);
-    if (!f || f->kind != TRACER_FD_SOCKET ||
-        (f->flags & (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ)) !=
-            (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ) ||
-        tracer_net_filtered(f) || !(tracer_global.only_mask & TRACER_ONLY_NET))
-        return;
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = n};
     struct tracer_io io = {.fd = fd,
                            .dir = TRACER_IO_IN,

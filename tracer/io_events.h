@@ -55,10 +55,11 @@ void tracer_datagram_peers_reset(void);
 /* Records the call described by io (thread t has already begun the event). */
 void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io);
 
-/* n bytes of plaintext an SSL_read returned at ring time `now` on
- * descriptor fd: on an accepted TLS connection expecting a request, they
- * give its LABEL (interpose_tls.c). */
-void tracer_tls_plaintext(struct tracer_thread *t, int fd, const void *buf, size_t n, uint64_t now);
+/* n bytes of plaintext an SSL_read returned at ring time `now` on the TLS
+ * connection f (descriptor fd), for which tracer_tls_wants_label holds:
+ * they give its LABEL (interpose_tls.c). */
+void tracer_tls_label(struct tracer_thread *t, struct tracer_fd *f, int fd, const void *buf,
+                      size_t n, uint64_t now);
 
 _Static_assert(sizeof(struct trace_file_event) == 64 &&
                    offsetof(struct trace_file_event, fd2) == 60,
@@ -189,6 +190,16 @@ uint64_t tracer_conn_connected(struct tracer_thread *t, int fd, struct tracer_fd
 static inline int tracer_net_filtered(const struct tracer_fd *f)
 {
     return f && (f->flags & TRACER_FDF_NET_FILTERED);
+}
+
+/* Is f an accepted TLS connection whose next plaintext starts a request,
+ * with request labels traced? (the SSL_read wrapper's one test) */
+static inline int tracer_tls_wants_label(const struct tracer_fd *f)
+{
+    return f && f->kind == TRACER_FD_SOCKET &&
+           (f->flags & (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ)) ==
+               (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ) &&
+           !tracer_net_filtered(f) && (tracer_global.only_mask & TRACER_ONLY_NET);
 }
 
 /* A CONN event for a connection that already has its identity (close,
