@@ -32,10 +32,7 @@
  * Wrappers never change a call's result or errno. */
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "db_common.h"
 #include "fd_table.h"
@@ -85,63 +82,39 @@ typedef struct db_mysql_time {
 
 /* ---- resolving the real functions -------------------------------------- */
 
-static void *db_resolve(const char *name)
-{
-    void *p = tracer_resolve_loaded(name);
-    if (!p) {
-        /* Our wrapper was called, so the app linked a MySQL client library,
-         * yet we cannot find its definition: nothing sane is left to call. */
-        static const char msg[] =
-            "preplay: cannot find the MySQL client library function the app called; aborting\n";
-        syscall(SYS_write, 2, msg, sizeof msg - 1);
-        abort();
-    }
-    return p;
-}
-
-#define DB_REAL(ret, name, params)                                                                 \
-    typedef ret(*db_##name##_fn) params;                                                           \
-    static db_##name##_fn db_real_##name##_ptr;                                                    \
-    static inline db_##name##_fn db_real_##name(void)                                              \
-    {                                                                                              \
-        if (TRACER_UNLIKELY(!db_real_##name##_ptr))                                                \
-            db_real_##name##_ptr = (db_##name##_fn)db_resolve(#name);                              \
-        return db_real_##name##_ptr;                                                               \
-    }
-
-DB_REAL(MYSQL *, mysql_real_connect,
-        (MYSQL *, const char *, const char *, const char *, const char *, unsigned int,
-         const char *, unsigned long))
-DB_REAL(void, mysql_close, (MYSQL *))
-DB_REAL(int, mysql_real_query, (MYSQL *, const char *, unsigned long))
-DB_REAL(int, mysql_query, (MYSQL *, const char *))
-DB_REAL(int, mysql_send_query, (MYSQL *, const char *, unsigned long))
-DB_REAL(int, mysql_read_query_result, (MYSQL *))
-DB_REAL(MYSQL_RES *, mysql_store_result, (MYSQL *))
-DB_REAL(MYSQL_RES *, mysql_use_result, (MYSQL *))
-DB_REAL(MYSQL_ROW, mysql_fetch_row, (MYSQL_RES *))
-DB_REAL(void, mysql_free_result, (MYSQL_RES *))
-DB_REAL(unsigned long *, mysql_fetch_lengths, (MYSQL_RES *))
-DB_REAL(unsigned long long, mysql_num_rows, (MYSQL_RES *))
-DB_REAL(unsigned int, mysql_num_fields, (MYSQL_RES *))
-DB_REAL(void *, mysql_row_tell, (MYSQL_RES *))
-DB_REAL(void *, mysql_row_seek, (MYSQL_RES *, void *))
-DB_REAL(unsigned int, mysql_errno, (MYSQL *))
-DB_REAL(unsigned int, mysql_field_count, (MYSQL *))
-DB_REAL(unsigned long long, mysql_affected_rows, (MYSQL *))
-DB_REAL(MYSQL_STMT *, mysql_stmt_init, (MYSQL *))
-DB_REAL(int, mysql_stmt_prepare, (MYSQL_STMT *, const char *, unsigned long))
-DB_REAL(db_my_bool, mysql_stmt_bind_param, (MYSQL_STMT *, MYSQL_BIND *))
-DB_REAL(int, mysql_stmt_execute, (MYSQL_STMT *))
-DB_REAL(int, mysql_stmt_store_result, (MYSQL_STMT *))
-DB_REAL(int, mysql_stmt_fetch, (MYSQL_STMT *))
-DB_REAL(db_my_bool, mysql_stmt_free_result, (MYSQL_STMT *))
-DB_REAL(db_my_bool, mysql_stmt_close, (MYSQL_STMT *))
-DB_REAL(unsigned int, mysql_stmt_errno, (MYSQL_STMT *))
-DB_REAL(unsigned long, mysql_stmt_param_count, (MYSQL_STMT *))
-DB_REAL(unsigned int, mysql_stmt_field_count, (MYSQL_STMT *))
-DB_REAL(unsigned long long, mysql_stmt_num_rows, (MYSQL_STMT *))
-DB_REAL(unsigned long long, mysql_stmt_affected_rows, (MYSQL_STMT *))
+TRACER_REAL_LOADED(MYSQL *, mysql_real_connect,
+                   (MYSQL *, const char *, const char *, const char *, const char *, unsigned int,
+                    const char *, unsigned long))
+TRACER_REAL_LOADED(void, mysql_close, (MYSQL *))
+TRACER_REAL_LOADED(int, mysql_real_query, (MYSQL *, const char *, unsigned long))
+TRACER_REAL_LOADED(int, mysql_query, (MYSQL *, const char *))
+TRACER_REAL_LOADED(int, mysql_send_query, (MYSQL *, const char *, unsigned long))
+TRACER_REAL_LOADED(int, mysql_read_query_result, (MYSQL *))
+TRACER_REAL_LOADED(MYSQL_RES *, mysql_store_result, (MYSQL *))
+TRACER_REAL_LOADED(MYSQL_RES *, mysql_use_result, (MYSQL *))
+TRACER_REAL_LOADED(MYSQL_ROW, mysql_fetch_row, (MYSQL_RES *))
+TRACER_REAL_LOADED(void, mysql_free_result, (MYSQL_RES *))
+TRACER_REAL_LOADED(unsigned long *, mysql_fetch_lengths, (MYSQL_RES *))
+TRACER_REAL_LOADED(unsigned long long, mysql_num_rows, (MYSQL_RES *))
+TRACER_REAL_LOADED(unsigned int, mysql_num_fields, (MYSQL_RES *))
+TRACER_REAL_LOADED(void *, mysql_row_tell, (MYSQL_RES *))
+TRACER_REAL_LOADED(void *, mysql_row_seek, (MYSQL_RES *, void *))
+TRACER_REAL_LOADED(unsigned int, mysql_errno, (MYSQL *))
+TRACER_REAL_LOADED(unsigned int, mysql_field_count, (MYSQL *))
+TRACER_REAL_LOADED(unsigned long long, mysql_affected_rows, (MYSQL *))
+TRACER_REAL_LOADED(MYSQL_STMT *, mysql_stmt_init, (MYSQL *))
+TRACER_REAL_LOADED(int, mysql_stmt_prepare, (MYSQL_STMT *, const char *, unsigned long))
+TRACER_REAL_LOADED(db_my_bool, mysql_stmt_bind_param, (MYSQL_STMT *, MYSQL_BIND *))
+TRACER_REAL_LOADED(int, mysql_stmt_execute, (MYSQL_STMT *))
+TRACER_REAL_LOADED(int, mysql_stmt_store_result, (MYSQL_STMT *))
+TRACER_REAL_LOADED(int, mysql_stmt_fetch, (MYSQL_STMT *))
+TRACER_REAL_LOADED(db_my_bool, mysql_stmt_free_result, (MYSQL_STMT *))
+TRACER_REAL_LOADED(db_my_bool, mysql_stmt_close, (MYSQL_STMT *))
+TRACER_REAL_LOADED(unsigned int, mysql_stmt_errno, (MYSQL_STMT *))
+TRACER_REAL_LOADED(unsigned long, mysql_stmt_param_count, (MYSQL_STMT *))
+TRACER_REAL_LOADED(unsigned int, mysql_stmt_field_count, (MYSQL_STMT *))
+TRACER_REAL_LOADED(unsigned long long, mysql_stmt_num_rows, (MYSQL_STMT *))
+TRACER_REAL_LOADED(unsigned long long, mysql_stmt_affected_rows, (MYSQL_STMT *))
 
 /* mysql_get_socket exists in Connector/C only: optional. */
 typedef int (*db_get_socket_fn)(MYSQL *);
@@ -405,14 +378,15 @@ TRACER_EXPORT MYSQL *mysql_real_connect(MYSQL *m, const char *host, const char *
                                         const char *passwd, const char *db, unsigned int port,
                                         const char *unix_socket, unsigned long flags)
 {
-    DB_CALL_BEGIN(MYSQL *, r,
-                  db_real_mysql_real_connect()(m, host, user, passwd, db, port, unix_socket, flags),
-                  (void)0, (void)0);
+    DB_CALL_BEGIN(
+        MYSQL *, r,
+        tracer_real_mysql_real_connect()(m, host, user, passwd, db, port, unix_socket, flags),
+        (void)0, (void)0);
     struct db_conn_slot *c = DB_CONN(m, 1);
     if (c)
         c->conn_id = 0; /* a new connection (MYSQL* reused after close) */
     struct db_fields d = {.op = TRACE_DB_CONNECT};
-    d.error = r ? 0 : (int32_t)db_real_mysql_errno()(m);
+    d.error = r ? 0 : (int32_t)tracer_real_mysql_errno()(m);
     d.conn_id = r ? db_conn_id_of(t, m, c) : (c ? db_conn_id_of(t, NULL, c) : 0);
     char desc[512];
     int n;
@@ -434,7 +408,7 @@ TRACER_EXPORT void mysql_close(MYSQL *m)
     struct tracer_thread *t = db_enter(&nested);
     struct db_conn_slot *c = m && !nested ? DB_CONN(m, 0) : NULL;
     if (!t) {
-        db_real_mysql_close()(m);
+        tracer_real_mysql_close()(m);
         db_table_release(c);
         db_leave();
         return;
@@ -442,7 +416,7 @@ TRACER_EXPORT void mysql_close(MYSQL *m)
     uint64_t begin = tracer_event_begin(t);
     int fd = m ? db_socket_of(m) : -1;
     uint64_t conn = (c || fd >= 0) ? db_conn_id_of(t, m, c) : 0;
-    db_real_mysql_close()(m);
+    tracer_real_mysql_close()(m);
     int err = errno;
     uint64_t end = tracer_ring_now();
     db_table_release(c);
@@ -464,9 +438,9 @@ static void db_query_done(struct tracer_thread *t, MYSQL *m, int rc, uint32_t qu
     struct db_fields d = {.op = TRACE_DB_QUERY, .query_id = query_id, .bytes = bytes};
     d.conn_id = db_conn_id_of(t, m, c);
     if (rc != 0)
-        d.error = (int32_t)db_real_mysql_errno()(m);
-    else if (db_real_mysql_field_count()(m) == 0)
-        d.rows = db_real_mysql_affected_rows()(m);
+        d.error = (int32_t)tracer_real_mysql_errno()(m);
+    else if (tracer_real_mysql_field_count()(m) == 0)
+        d.rows = tracer_real_mysql_affected_rows()(m);
     if (c) {
         c->last_query_id = query_id;
         c->last_stmt_id = 0;
@@ -477,7 +451,8 @@ static void db_query_done(struct tracer_thread *t, MYSQL *m, int rc, uint32_t qu
 static int db_text_query(MYSQL *m, const char *q, unsigned long len, int use_strlen)
 {
     DB_CALL_BEGIN(int, rc,
-                  use_strlen ? db_real_mysql_query()(m, q) : db_real_mysql_real_query()(m, q, len),
+                  use_strlen ? tracer_real_mysql_query()(m, q)
+                             : tracer_real_mysql_real_query()(m, q, len),
                   (void)0, (void)0);
     if (use_strlen)
         len = q ? strlen(q) : 0;
@@ -499,7 +474,7 @@ TRACER_EXPORT int mysql_query(MYSQL *m, const char *q)
  * both (the app may work in between: that time is inside the event). */
 TRACER_EXPORT int mysql_send_query(MYSQL *m, const char *q, unsigned long len)
 {
-    DB_CALL_BEGIN(int, rc, db_real_mysql_send_query()(m, q, len), (void)0, (void)0);
+    DB_CALL_BEGIN(int, rc, tracer_real_mysql_send_query()(m, q, len), (void)0, (void)0);
     uint32_t qid = q ? tracer_intern(q, len) : 0;
     struct db_conn_slot *c = DB_CONN(m, 1);
     if (rc != 0 || !c) {
@@ -515,7 +490,7 @@ TRACER_EXPORT int mysql_send_query(MYSQL *m, const char *q, unsigned long len)
 
 TRACER_EXPORT int mysql_read_query_result(MYSQL *m)
 {
-    DB_CALL_BEGIN(int, rc, db_real_mysql_read_query_result()(m), (void)0, (void)0);
+    DB_CALL_BEGIN(int, rc, tracer_real_mysql_read_query_result()(m), (void)0, (void)0);
     struct db_conn_slot *c = DB_CONN(m, 0);
     if (c && c->send_pending) {
         c->send_pending = 0;
@@ -532,24 +507,24 @@ TRACER_EXPORT int mysql_read_query_result(MYSQL *m)
  * cursor back where it was (at the start: nothing was fetched yet). */
 static uint64_t db_stored_bytes(MYSQL_RES *res)
 {
-    unsigned nf = db_real_mysql_num_fields()(res);
-    void *at = db_real_mysql_row_tell()(res);
+    unsigned nf = tracer_real_mysql_num_fields()(res);
+    void *at = tracer_real_mysql_row_tell()(res);
     uint64_t bytes = 0;
-    while (db_real_mysql_fetch_row()(res)) {
-        unsigned long *len = db_real_mysql_fetch_lengths()(res);
+    while (tracer_real_mysql_fetch_row()(res)) {
+        unsigned long *len = tracer_real_mysql_fetch_lengths()(res);
         if (!len)
             break;
         for (unsigned i = 0; i < nf; i++)
             bytes += len[i];
     }
-    db_real_mysql_row_seek()(res, at);
+    tracer_real_mysql_row_seek()(res, at);
     return bytes;
 }
 
 TRACER_EXPORT MYSQL_RES *mysql_store_result(MYSQL *m)
 {
-    DB_CALL_BEGIN(MYSQL_RES *, r, db_real_mysql_store_result()(m), (void)0, (void)0);
-    unsigned myerr = r ? 0 : db_real_mysql_errno()(m);
+    DB_CALL_BEGIN(MYSQL_RES *, r, tracer_real_mysql_store_result()(m), (void)0, (void)0);
+    unsigned myerr = r ? 0 : tracer_real_mysql_errno()(m);
     if (r || myerr) { /* NULL without error: the statement had no result set */
         struct db_conn_slot *c = DB_CONN(m, 1);
         struct db_fields d = {.op = TRACE_DB_FETCH, .error = (int32_t)myerr};
@@ -559,7 +534,7 @@ TRACER_EXPORT MYSQL_RES *mysql_store_result(MYSQL *m)
             d.stmt_id = c->last_stmt_id;
         }
         if (r) {
-            d.rows = db_real_mysql_num_rows()(r);
+            d.rows = tracer_real_mysql_num_rows()(r);
             d.bytes = db_stored_bytes(r);
         }
         db_emit(t, &d, begin, end);
@@ -569,7 +544,7 @@ TRACER_EXPORT MYSQL_RES *mysql_store_result(MYSQL *m)
 
 TRACER_EXPORT MYSQL_RES *mysql_use_result(MYSQL *m)
 {
-    DB_CALL_BEGIN(MYSQL_RES *, r, db_real_mysql_use_result()(m), (void)0, (void)0);
+    DB_CALL_BEGIN(MYSQL_RES *, r, tracer_real_mysql_use_result()(m), (void)0, (void)0);
     struct db_conn_slot *c = DB_CONN(m, 1);
     uint64_t conn = db_conn_id_of(t, m, c);
     struct db_res_slot *s = r ? DB_RES(r, 1) : NULL;
@@ -581,7 +556,7 @@ TRACER_EXPORT MYSQL_RES *mysql_use_result(MYSQL *m)
         s->begin_ns = begin;
         atomic_fetch_add_explicit(&db_results_live, 1, memory_order_relaxed);
     } else {
-        unsigned myerr = r ? 0 : db_real_mysql_errno()(m);
+        unsigned myerr = r ? 0 : tracer_real_mysql_errno()(m);
         if (r || myerr) { /* untracked result or failure: say what we know now */
             struct db_fields d = {.op = TRACE_DB_FETCH, .error = (int32_t)myerr, .conn_id = conn};
             if (c)
@@ -615,22 +590,22 @@ TRACER_EXPORT MYSQL_ROW mysql_fetch_row(MYSQL_RES *res)
     /* hot path: stored results (the common case) need nothing from us */
     if (TRACER_LIKELY(!atomic_load_explicit(&db_results_live, memory_order_relaxed)) ||
         tracer_in_db_capi)
-        return db_real_mysql_fetch_row()(res);
+        return tracer_real_mysql_fetch_row()(res);
     struct db_res_slot *s = DB_RES(res, 0);
     if (!s || s->done)
-        return db_real_mysql_fetch_row()(res);
+        return tracer_real_mysql_fetch_row()(res);
     int nested;
     struct tracer_thread *t = db_enter(&nested);
-    MYSQL_ROW row = db_real_mysql_fetch_row()(res);
+    MYSQL_ROW row = tracer_real_mysql_fetch_row()(res);
     int err = errno;
     if (row) {
         s->rows++;
-        unsigned nf = db_real_mysql_num_fields()(res);
-        unsigned long *len = db_real_mysql_fetch_lengths()(res);
+        unsigned nf = tracer_real_mysql_num_fields()(res);
+        unsigned long *len = tracer_real_mysql_fetch_lengths()(res);
         for (unsigned i = 0; len && i < nf; i++)
             s->bytes += len[i];
     } else {
-        db_res_finish(t, s, db_real_mysql_errno()(s->mysql), tracer_ring_now());
+        db_res_finish(t, s, tracer_real_mysql_errno()(s->mysql), tracer_ring_now());
     }
     db_leave();
     errno = err;
@@ -643,14 +618,14 @@ TRACER_EXPORT void mysql_free_result(MYSQL_RES *res)
     if (atomic_load_explicit(&db_results_live, memory_order_relaxed) && !tracer_in_db_capi)
         s = DB_RES(res, 0);
     if (!s) {
-        db_real_mysql_free_result()(res);
+        tracer_real_mysql_free_result()(res);
         return;
     }
     int nested;
     struct tracer_thread *t = db_enter(&nested);
     if (t)
         tracer_event_begin(t);
-    db_real_mysql_free_result()(res); /* drains unread rows of an unbuffered result */
+    tracer_real_mysql_free_result()(res); /* drains unread rows of an unbuffered result */
     int err = errno;
     db_res_finish(t, s, 0, tracer_ring_now());
     db_table_release(s);
@@ -663,7 +638,7 @@ TRACER_EXPORT void mysql_free_result(MYSQL_RES *res)
 
 TRACER_EXPORT MYSQL_STMT *mysql_stmt_init(MYSQL *m)
 {
-    MYSQL_STMT *s = db_real_mysql_stmt_init()(m);
+    MYSQL_STMT *s = tracer_real_mysql_stmt_init()(m);
     int err = errno;
     struct db_stmt_slot *st = s ? DB_STMT(s, 1) : NULL;
     if (st) {
@@ -687,20 +662,20 @@ static void db_stmt_prepared_untraced(MYSQL_STMT *s, int nested)
 
 TRACER_EXPORT int mysql_stmt_prepare(MYSQL_STMT *s, const char *q, unsigned long len)
 {
-    DB_CALL_BEGIN(int, rc, db_real_mysql_stmt_prepare()(s, q, len),
+    DB_CALL_BEGIN(int, rc, tracer_real_mysql_stmt_prepare()(s, q, len),
                   db_stmt_prepared_untraced(s, nested), (void)0);
     struct db_stmt_slot *st = DB_STMT(s, 1);
     struct db_fields d = {.op = TRACE_DB_PREPARE, .bytes = len};
     d.query_id = q ? tracer_intern(q, len) : 0;
     d.stmt_id = atomic_fetch_add(&db_next_stmt_id, 1) + 1;
     if (rc != 0)
-        d.error = (int32_t)db_real_mysql_stmt_errno()(s);
+        d.error = (int32_t)tracer_real_mysql_stmt_errno()(s);
     if (st) {
         st->stmt_id = d.stmt_id;
         st->query_id = d.query_id;
         st->bound = 0;
         st->fetch_pending = 0;
-        st->nparams = rc == 0 ? (uint32_t)db_real_mysql_stmt_param_count()(s) : 0;
+        st->nparams = rc == 0 ? (uint32_t)tracer_real_mysql_stmt_param_count()(s) : 0;
         struct db_conn_slot *c = st->mysql ? DB_CONN(st->mysql, 1) : NULL;
         d.conn_id = db_conn_id_of(t, st->mysql, c);
     }
@@ -710,11 +685,11 @@ TRACER_EXPORT int mysql_stmt_prepare(MYSQL_STMT *s, const char *q, unsigned long
 
 TRACER_EXPORT db_my_bool mysql_stmt_bind_param(MYSQL_STMT *s, MYSQL_BIND *bind)
 {
-    db_my_bool rc = db_real_mysql_stmt_bind_param()(s, bind);
+    db_my_bool rc = tracer_real_mysql_stmt_bind_param()(s, bind);
     int err = errno;
     struct db_stmt_slot *st = rc == 0 && bind && !tracer_in_db_capi ? DB_STMT(s, 0) : NULL;
     if (st) {
-        uint32_t n = (uint32_t)db_real_mysql_stmt_param_count()(s);
+        uint32_t n = (uint32_t)tracer_real_mysql_stmt_param_count()(s);
         st->nparams = n;
         st->nbound = n < DB_PARAMS_KEPT ? n : DB_PARAMS_KEPT;
         for (uint32_t i = 0; i < st->nbound; i++) {
@@ -841,14 +816,14 @@ TRACER_EXPORT int mysql_stmt_execute(MYSQL_STMT *s)
     /* not nested: the same test db_enter makes */
     struct db_stmt_slot *st = tracer_in_db_capi ? NULL : DB_STMT(s, 0);
     /* untraced: a fetch in progress is forgotten; traced: it ends here */
-    DB_CALL_BEGIN(int, rc, db_real_mysql_stmt_execute()(s), db_stmt_forget_fetch(st),
+    DB_CALL_BEGIN(int, rc, tracer_real_mysql_stmt_execute()(s), db_stmt_forget_fetch(st),
                   if (st) db_stmt_fetch_finish(t, st, 0, tracer_ring_now()));
     struct db_fields d = {.op = TRACE_DB_EXECUTE};
-    int has_result = db_real_mysql_stmt_field_count()(s) != 0;
+    int has_result = tracer_real_mysql_stmt_field_count()(s) != 0;
     if (rc != 0)
-        d.error = (int32_t)db_real_mysql_stmt_errno()(s);
+        d.error = (int32_t)tracer_real_mysql_stmt_errno()(s);
     else if (!has_result)
-        d.rows = db_real_mysql_stmt_affected_rows()(s);
+        d.rows = tracer_real_mysql_stmt_affected_rows()(s);
     if (st) {
         d.stmt_id = st->stmt_id;
         d.query_id = st->query_id;
@@ -870,7 +845,8 @@ TRACER_EXPORT int mysql_stmt_execute(MYSQL_STMT *s)
 TRACER_EXPORT int mysql_stmt_store_result(MYSQL_STMT *s)
 {
     struct db_stmt_slot *st = tracer_in_db_capi ? NULL : DB_STMT(s, 0);
-    DB_CALL_BEGIN(int, rc, db_real_mysql_stmt_store_result()(s), db_stmt_forget_fetch(st), (void)0);
+    DB_CALL_BEGIN(int, rc, tracer_real_mysql_stmt_store_result()(s), db_stmt_forget_fetch(st),
+                  (void)0);
     if (st && st->fetch_pending) {
         st->fetch_pending = 0; /* rows now come from memory */
         struct db_conn_slot *c = st->mysql ? DB_CONN(st->mysql, 0) : NULL;
@@ -878,9 +854,9 @@ TRACER_EXPORT int mysql_stmt_store_result(MYSQL_STMT *s)
             .op = TRACE_DB_FETCH, .query_id = st->query_id, .stmt_id = st->stmt_id};
         d.conn_id = db_conn_id_of(t, st->mysql, c);
         if (rc != 0)
-            d.error = (int32_t)db_real_mysql_stmt_errno()(s);
+            d.error = (int32_t)tracer_real_mysql_stmt_errno()(s);
         else
-            d.rows = db_real_mysql_stmt_num_rows()(s);
+            d.rows = tracer_real_mysql_stmt_num_rows()(s);
         db_emit(t, &d, begin, end);
     }
     DB_CALL_END(rc);
@@ -889,21 +865,21 @@ TRACER_EXPORT int mysql_stmt_store_result(MYSQL_STMT *s)
 TRACER_EXPORT int mysql_stmt_fetch(MYSQL_STMT *s)
 {
     if (tracer_in_db_capi)
-        return db_real_mysql_stmt_fetch()(s);
+        return tracer_real_mysql_stmt_fetch()(s);
     struct db_stmt_slot *st = DB_STMT(s, 0);
     if (!st || !st->fetch_pending)
-        return db_real_mysql_stmt_fetch()(s);
+        return tracer_real_mysql_stmt_fetch()(s);
     int nested;
     struct tracer_thread *t = db_enter(&nested);
     uint64_t begin = tracer_ring_now();
     if (!st->fetch_begin_ns)
         st->fetch_begin_ns = begin;
-    int rc = db_real_mysql_stmt_fetch()(s);
+    int rc = tracer_real_mysql_stmt_fetch()(s);
     int err = errno;
     if (rc == 0 || rc == DB_MYSQL_DATA_TRUNCATED)
         st->fetch_rows++;
     else
-        db_stmt_fetch_finish(t, st, rc == DB_MYSQL_NO_DATA ? 0 : db_real_mysql_stmt_errno()(s),
+        db_stmt_fetch_finish(t, st, rc == DB_MYSQL_NO_DATA ? 0 : tracer_real_mysql_stmt_errno()(s),
                              tracer_ring_now());
     db_leave();
     errno = err;
@@ -914,10 +890,10 @@ TRACER_EXPORT db_my_bool mysql_stmt_free_result(MYSQL_STMT *s)
 {
     struct db_stmt_slot *st = tracer_in_db_capi ? NULL : DB_STMT(s, 0);
     if (!st || !st->fetch_pending)
-        return db_real_mysql_stmt_free_result()(s);
+        return tracer_real_mysql_stmt_free_result()(s);
     int nested;
     struct tracer_thread *t = db_enter(&nested);
-    db_my_bool rc = db_real_mysql_stmt_free_result()(s);
+    db_my_bool rc = tracer_real_mysql_stmt_free_result()(s);
     int err = errno;
     db_stmt_fetch_finish(t, st, 0, tracer_ring_now());
     db_leave();
@@ -930,7 +906,7 @@ TRACER_EXPORT db_my_bool mysql_stmt_close(MYSQL_STMT *s)
     struct db_stmt_slot *st = tracer_in_db_capi ? NULL : DB_STMT(s, 0);
     int nested;
     struct tracer_thread *t = db_enter(&nested);
-    db_my_bool rc = db_real_mysql_stmt_close()(s);
+    db_my_bool rc = tracer_real_mysql_stmt_close()(s);
     int err = errno;
     if (st) {
         db_stmt_fetch_finish(t, st, 0, tracer_ring_now());

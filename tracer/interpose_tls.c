@@ -15,51 +15,20 @@
  * HAProxy, CPython's ssl, PHP, the mariadb client) are covered; a TLS
  * library linked in statically (node) or another one (GnuTLS) is not. The
  * library never links libssl: the real functions are found when first
- * called (tracer_resolve_loaded). */
+ * called (TRACER_REAL_LOADED). */
+#include <errno.h>
 #include <stddef.h>
-#include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "io_events.h"
 
 typedef struct ssl_st SSL;
-typedef int (*tls_read_fn)(SSL *, void *, int);
-typedef int (*tls_read_ex_fn)(SSL *, void *, size_t, size_t *);
-typedef int (*tls_write_fn)(SSL *, const void *, int);
-typedef int (*tls_write_ex_fn)(SSL *, const void *, size_t, size_t *);
-typedef int (*tls_get_fd_fn)(const SSL *);
 
-/* Our wrapper was called, so the app has libssl loaded; a function it
- * defines that we cannot find leaves nothing sane to call. */
-static void *tls_resolve(const char *name)
-{
-    void *p = tracer_resolve_loaded(name);
-    if (!p) {
-        static const char msg[] =
-            "preplay: cannot find the OpenSSL function the app called; aborting\n";
-        syscall(SYS_write, 2, msg, sizeof msg - 1);
-        abort();
-    }
-    return p;
-}
-
-/* tls_real_NAME(): the real NAME, found at its first call */
-#define TLS_REAL(type, name)                                                                       \
-    static type tls_##name##_ptr;                                                                  \
-    static inline type tls_real_##name(void)                                                       \
-    {                                                                                              \
-        if (TRACER_UNLIKELY(!tls_##name##_ptr))                                                    \
-            tls_##name##_ptr = (type)tls_resolve(#name);                                           \
-        return tls_##name##_ptr;                                                                   \
-    }
-
-TLS_REAL(tls_read_fn, SSL_read)
-TLS_REAL(tls_read_ex_fn, SSL_read_ex)
-TLS_REAL(tls_write_fn, SSL_write)
-TLS_REAL(tls_write_ex_fn, SSL_write_ex)
-TLS_REAL(tls_get_fd_fn, SSL_get_rfd)
-TLS_REAL(tls_get_fd_fn, SSL_get_wfd)
+TRACER_REAL_LOADED(int, SSL_read, (SSL *, void *, int))
+TRACER_REAL_LOADED(int, SSL_read_ex, (SSL *, void *, size_t, size_t *))
+TRACER_REAL_LOADED(int, SSL_write, (SSL *, const void *, int))
+TRACER_REAL_LOADED(int, SSL_write_ex, (SSL *, const void *, size_t, size_t *))
+TRACER_REAL_LOADED(int, SSL_get_rfd, (const SSL *))
+TRACER_REAL_LOADED(int, SSL_get_wfd, (const SSL *))
 
 /* n > 0 plaintext bytes at buf, read (out = 0) or written (out = 1) by a
  * call that began at ring time begin. */
@@ -67,7 +36,7 @@ static void tls_plaintext(struct tracer_thread *t, SSL *s, int out, const void *
                           uint64_t begin)
 {
     int err = errno;
-    int fd = out ? tls_real_SSL_get_wfd()(s) : tls_real_SSL_get_rfd()(s);
+    int fd = out ? tracer_real_SSL_get_wfd()(s) : tracer_real_SSL_get_rfd()(s);
     /* no socket of its own (a memory or filter BIO, as apache2's mod_ssl
      * reads through): the TLS connection this thread last received
      * encrypted request bytes on, for a request line */
@@ -99,7 +68,7 @@ TRACER_EXPORT int SSL_read(SSL *s, void *buf, int num)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
     uint64_t begin = t ? tracer_ring_now() : 0;
-    int r = tls_real_SSL_read()(s, buf, num);
+    int r = tracer_real_SSL_read()(s, buf, num);
     if (r > 0 && t)
         tls_plaintext(t, s, 0, buf, (size_t)r, begin);
     return r;
@@ -109,7 +78,7 @@ TRACER_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *got)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
     uint64_t begin = t ? tracer_ring_now() : 0;
-    int r = tls_real_SSL_read_ex()(s, buf, num, got);
+    int r = tracer_real_SSL_read_ex()(s, buf, num, got);
     if (r == 1 && got && *got && t)
         tls_plaintext(t, s, 0, buf, *got, begin);
     return r;
@@ -119,7 +88,7 @@ TRACER_EXPORT int SSL_write(SSL *s, const void *buf, int num)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
     uint64_t begin = t ? tracer_ring_now() : 0;
-    int r = tls_real_SSL_write()(s, buf, num);
+    int r = tracer_real_SSL_write()(s, buf, num);
     if (r > 0 && t)
         tls_plaintext(t, s, 1, buf, (size_t)r, begin);
     return r;
@@ -129,7 +98,7 @@ TRACER_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *writ
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
     uint64_t begin = t ? tracer_ring_now() : 0;
-    int r = tls_real_SSL_write_ex()(s, buf, num, written);
+    int r = tracer_real_SSL_write_ex()(s, buf, num, written);
     if (r == 1 && written && *written && t)
         tls_plaintext(t, s, 1, buf, *written, begin);
     return r;

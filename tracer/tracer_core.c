@@ -111,6 +111,21 @@ void *tracer_resolve_loaded(const char *name)
     return p;
 }
 
+void *tracer_resolve_loaded_required(const char *name)
+{
+    void *p = tracer_resolve_loaded(name);
+    if (!p) {
+        /* nothing sane is left to call: say which function, without stdio */
+        static const char head[] = "preplay: cannot find ",
+                          tail[] = ", which the app called; aborting\n";
+        syscall(SYS_write, 2, head, sizeof head - 1);
+        syscall(SYS_write, 2, name, strlen(name));
+        syscall(SYS_write, 2, tail, sizeof tail - 1);
+        abort();
+    }
+    return p;
+}
+
 uint32_t tracer_gettid(void)
 {
     if (TRACER_LIKELY(tracer_tls.tid))

@@ -26,17 +26,26 @@
 #define TRACER_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TRACER_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* Declares `real_NAME`, a pointer to the next definition of NAME, resolved
- * on first use (wrappers can run before our constructor). */
-#define TRACER_REAL(ret, name, params)                                                             \
+/* Declares `real_NAME`, a pointer to the definition of NAME `resolver`
+ * finds on first use (wrappers can run before our constructor), and
+ * tracer_real_NAME() to read it. */
+#define TRACER_REAL_VIA(resolver, ret, name, params)                                               \
     typedef ret(*tracer_##name##_fn) params;                                                       \
     static tracer_##name##_fn real_##name;                                                         \
     static inline tracer_##name##_fn tracer_real_##name(void)                                      \
     {                                                                                              \
         if (TRACER_UNLIKELY(!real_##name))                                                         \
-            real_##name = (tracer_##name##_fn)tracer_resolve(#name);                               \
+            real_##name = (tracer_##name##_fn)resolver(#name);                                     \
         return real_##name;                                                                        \
     }
+
+/* A libc function: the next definition after ours. */
+#define TRACER_REAL(ret, name, params) TRACER_REAL_VIA(tracer_resolve, ret, name, params)
+
+/* A function of a library the app brought (libmariadb, libssl), maybe
+ * loaded RTLD_LOCAL: tracer_resolve_loaded, which must find it. */
+#define TRACER_REAL_LOADED(ret, name, params)                                                      \
+    TRACER_REAL_VIA(tracer_resolve_loaded_required, ret, name, params)
 
 /* Where a thread's CPU time stands between its records, in ring clock units
  * (tracer_ring_now). While the BPF slot's switch count still equals `seq`
@@ -165,6 +174,9 @@ void *tracer_resolve(const char *name);
  * that dlsym(RTLD_NEXT) does not search; NULL when no loaded object other
  * than ours defines it. Not for the hot path. */
 void *tracer_resolve_loaded(const char *name);
+/* tracer_resolve_loaded for a function whose wrapper the app just called:
+ * its library is loaded, so not finding it aborts, naming the function. */
+void *tracer_resolve_loaded_required(const char *name);
 
 /* The calling thread's state (initial-exec TLS: one %fs-relative access). */
 extern __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
