@@ -58,6 +58,20 @@ def labels_per_connection(t):
     return [[e["label"] for e in t.of("label", conn_id=c)] for c in accepted]
 
 
+def serve(what, out, argv, port):
+    """Records argv (a server on port) under `preplay record` into out, runs
+    fetch on it, stops it; returns the labels of each accepted connection
+    that has some (a readiness probe sends nothing), over every trace, and
+    the traces."""
+    srv = tl.spawn(tl.record_args(out, argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if tl.check(tl.wait_port(port, 30, srv), f"{what} listening"):
+        fetch(port, PATHS)
+    srv.send_signal(signal.SIGTERM)
+    tl.wait_end(srv, f"{what} under preplay record after SIGTERM", 30)
+    traces = list(tl.read_traces(out, skip_types=("cpu", "file", "lock")).values())
+    return [l for t in traces for l in labels_per_connection(t) if l], traces
+
+
 def check_wire(t, what):
     recvd = sum(e["result"] for e in t.of("net", "recv") if e["result"] > 0)
     tl.check(recvd > 500, f"{what}: the encrypted bytes received are NET events ({recvd} B)")
@@ -88,15 +102,8 @@ http {{
     }}
 }}
 """)
-out = os.path.join(work, "trace-nginx")
-srv = tl.spawn(tl.record_args(out, [NGINX, "-c", conf, "-p", work]), stdout=subprocess.DEVNULL,
-               stderr=subprocess.PIPE)
-if tl.check(tl.wait_port(port, 30, srv), "nginx listening"):
-    fetch(port, PATHS)
-srv.send_signal(signal.SIGTERM)
-tl.wait_end(srv, "nginx under preplay record after SIGTERM", 30)
-(t,) = tl.read_traces(out, skip_types=("cpu", "file")).values()
-got = [l for l in labels_per_connection(t) if l]  # the readiness probe sent nothing
+got, (t,) = serve("nginx", os.path.join(work, "trace-nginx"), [NGINX, "-c", conf, "-p", work],
+                  port)
 tl.check_eq(got, [LABELS], "nginx: labels of the kept-alive TLS connection")
 check_wire(t, "nginx")
 
@@ -132,15 +139,8 @@ SSLCertificateFile {cert}
 SSLCertificateKeyFile {key}
 KeepAlive On
 """)
-out = os.path.join(work, "trace-apache")
-srv = tl.spawn(tl.record_args(out, [APACHE, "-DFOREGROUND", "-f", conf]),
-               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-if tl.check(tl.wait_port(port, 30, srv), "apache2 listening"):
-    fetch(port, PATHS)
-srv.send_signal(signal.SIGTERM)
-tl.wait_end(srv, "apache2 under preplay record after SIGTERM", 30)
-got = [l for t in tl.read_traces(out, skip_types=("cpu", "file", "lock")).values()
-       for l in labels_per_connection(t) if l]
+got, _ = serve("apache2", os.path.join(work, "trace-apache"), [APACHE, "-DFOREGROUND", "-f", conf],
+               port)
 tl.check_eq(got, [LABELS], "apache2: labels of the kept-alive TLS connection")
 
 # ---- 2. python3's http.server over TLS ----------------------------------
@@ -154,15 +154,8 @@ httpd = http.server.HTTPServer(("127.0.0.1", {port}), handler)
 httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
 httpd.serve_forever()
 """
-out = os.path.join(work, "trace-python")
-srv = tl.spawn(tl.record_args(out, [PYTHON, "-c", script]), stdout=subprocess.DEVNULL,
-               stderr=subprocess.PIPE)
-if tl.check(tl.wait_port(port, 30, srv), "python3 https server listening"):
-    fetch(port, PATHS)
-srv.send_signal(signal.SIGTERM)
-tl.wait_end(srv, "python3 under preplay record after SIGTERM", 30)
-(t,) = tl.read_traces(out, skip_types=("cpu", "file")).values()
-got = [l for l in labels_per_connection(t) if l]
+got, (t,) = serve("python3 https server", os.path.join(work, "trace-python"),
+                  [PYTHON, "-c", script], port)
 tl.check_eq(got, [[l] for l in LABELS], "python3: one label per TLS connection")
 check_wire(t, "python3")
 tl.finish()
