@@ -14,6 +14,8 @@ reads it from the plaintext OpenSSL's SSL_read/SSL_read_ex return.
    finds libssl there), one connection per request: one LABEL each.
 Both servers' traces still hold the encrypted bytes as NET events (what the
 replay moves), and no label comes from ciphertext.
+3. A program that calls SSL_read by name with no libssl loaded reaches our
+   wrapper, which aborts naming the function.
 """
 import os
 import signal
@@ -158,4 +160,11 @@ got, (t,) = serve("python3 https server", os.path.join(work, "trace-python"),
                   [PYTHON, "-c", script], port)
 tl.check_eq(got, [[l] for l in LABELS], "python3: one label per TLS connection")
 check_wire(t, "python3")
+
+# ---- 3. a wrapper whose library is not loaded ----------------------------
+# tt_tls_missing finds SSL_read by name with no libssl in the process: our
+# wrapper, which must abort naming the function rather than call nothing
+rc, _, stderr = tl.record(os.path.join(work, "trace-missing"), [tl.helper("tt_tls_missing")])
+tl.check(rc != 0 and "preplay: cannot find SSL_read, which the app called; aborting" in stderr,
+         f"SSL_read without libssl: exit status {rc}, stderr {stderr.strip()[-300:]!r}")
 tl.finish()
