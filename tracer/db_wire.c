@@ -15,9 +15,11 @@
  * is written when the answer's first packet arrives (duration = from the
  * send to that receive, error code from an ERR packet, affected rows from an
  * OK packet), and a FETCH event when a result set ends (rows, bytes = the
- * row packets' payload bytes). Framing is by length only, so the state
- * machine that interprets packets can lose its way only within one
- * exchange: every command resets it.
+ * row packets' payload bytes). Framing is by length only. Commands sent
+ * before the answers to earlier ones (pipelining: Connector/J's batches,
+ * execute_direct) wait in a queue per connection and take the answers in
+ * order; a command is parsed before its send goes out, so an answer read by
+ * another thread finds it (tracer_db_wire_before_send).
  *
  * TLS: when the client's handshake asks for it, the parser stops reading
  * the socket's (encrypted) bytes and reads the plaintext OpenSSL's
@@ -27,12 +29,17 @@
  * (only their NET events remain); CLIENT_DEPRECATE_EOF and MariaDB's
  * metadata caching are taken from the client's handshake response (the
  * server offered them or the client would not ask); a command whose answer
- * never arrives (connection dropped) is recorded when the next command is
- * sent or not at all; descriptors >= DB_WIRE_FDS get send-time events
- * without answer data. Never called while a C API wrapper runs
- * (tracer_in_db_capi), so a query is never recorded twice. */
+ * never arrives (connection dropped) is recorded without it when the
+ * descriptor gets a new connection, or not at all; descriptors >=
+ * DB_WIRE_FDS get send-time events without answer data. Never called while
+ * a C API wrapper runs (tracer_in_db_capi), so a query is never recorded
+ * twice. */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "db_common.h"
 #include "io_events.h"
@@ -46,6 +53,14 @@ enum {
     MYSQL_COM_STMT_EXECUTE = 0x17,
     MYSQL_COM_STMT_SEND_LONG_DATA = 0x18,
     MYSQL_COM_STMT_CLOSE = 0x19,
+    MYSQL_COM_FIELD_LIST = 0x04,
+    MYSQL_COM_PROCESS_INFO = 0x0a,
+    MYSQL_COM_CHANGE_USER = 0x11,
+    MYSQL_COM_BINLOG_DUMP = 0x12,
+    MYSQL_COM_TABLE_DUMP = 0x13,
+    MYSQL_COM_STMT_FETCH = 0x1c,
+    MYSQL_COM_BINLOG_DUMP_GTID = 0x1e,
+    MYSQL_COM_STMT_BULK_EXECUTE = 0xfa, /* MariaDB */
 };
 
 #define CLIENT_MYSQL 0x1u /* set by MySQL clients; MariaDB's ext caps live elsewhere then */
@@ -59,6 +74,8 @@ enum {
 #define DB_WIRE_TEXT_MAX 8192
 #define DB_WIRE_FDS 1024
 #define DB_WIRE_STMTS 16
+#define DB_WIRE_QUEUE 128 /* pipelined commands followed per connection */
+#define DB_WIRE_LAST_PREPARED 0xffffffffu
 #define DB_WIRE_TYPES_KEPT 32
 #define DB_WIRE_PEEK 40 /* first payload bytes of a received packet we look at */
 
@@ -68,6 +85,8 @@ enum db_wire_state {
     DB_WIRE_SKIP_DEFS, /* prepare answer: parameter and column definitions */
     DB_WIRE_COLDEFS,   /* result set: column definitions */
     DB_WIRE_ROWS,      /* result set: rows until EOF / final OK */
+    DB_WIRE_AUTH,      /* change_user: until OK or ERR */
+    DB_WIRE_FIELDS,    /* field_list: until EOF or ERR */
 };
 
 /* A statement prepared on this connection (server id -> text, types). */
@@ -78,6 +97,25 @@ struct db_wire_stmt {
     uint16_t nparams;
     uint8_t have_types;
     uint8_t types[2 * DB_WIRE_TYPES_KEPT]; /* type, flags (0x80 = unsigned) */
+};
+
+/* What the answer to a command looks like, so the parser knows where it
+ * ends (and the next command's answer begins) without recording it. */
+enum db_wire_answer {
+    DB_WIRE_ANSWER_RESULT = 0, /* OK, ERR, a result set, or LOCAL INFILE */
+    DB_WIRE_ANSWER_PREPARE,    /* OK with definitions, or ERR */
+    DB_WIRE_ANSWER_ONE,        /* one packet (ping, init_db, statistics, ...) */
+    DB_WIRE_ANSWER_AUTH,       /* change_user: auth switches until OK or ERR */
+    DB_WIRE_ANSWER_FIELDS,     /* field_list: definitions until EOF or ERR */
+    DB_WIRE_ANSWER_ROWS,       /* stmt_fetch: binary rows until EOF or ERR */
+};
+
+/* A command the client sent, from its send until its answer ends. */
+struct db_wire_cmd {
+    uint64_t stmt_id, begin_ns, cmd_bytes;
+    uint32_t query_id, prep_query_id, params_id;
+    uint8_t op;     /* TRACE_DB_*, or 0: a command we do not record */
+    uint8_t answer; /* enum db_wire_answer */
 };
 
 /* What we follow of one DB connection (indexed by descriptor). */
@@ -94,31 +132,31 @@ struct db_wire_conn {
     uint32_t hdr_have;
     uint32_t pkt_len, pkt_left, peek_have, pkt_seen;
     uint8_t peek[DB_WIRE_PEEK];
-    /* the command waiting for (or reading) its answer */
-    uint8_t op; /* TRACE_DB_*, or 0: a command we do not record */
+    /* the command whose answer is awaited or being read */
+    struct db_wire_cmd cmd;
     uint8_t state;
     int in_result;
-    uint32_t query_id, params_id;
-    uint64_t stmt_id, begin_ns, cmd_bytes;
+    int any_seq; /* the answer goes on after a LOCAL INFILE exchange */
     uint64_t defs_left, rows, bytes, fetch_begin_ns;
-    uint32_t prep_query_id;
+    /* commands sent after it, before its answer ended (pipelining: the
+     * server answers them in order) */
+    struct db_wire_cmd queue[DB_WIRE_QUEUE];
+    uint32_t queue_head, queue_len;
+    /* the statement last sent to be prepared, for an EXECUTE of statement
+     * id 0xffffffff ("the last one prepared", sent before its answer) */
+    uint32_t last_prep_query_id;
+    uint16_t last_prep_nparams;
+    uint32_t last_prep_server_id;
+    uint32_t prep_sent, prep_answered; /* PREPAREs sent and answered */
     struct db_wire_stmt stmts[DB_WIRE_STMTS];
     uint32_t lru;
 };
 static struct db_wire_conn db_wire_conns[DB_WIRE_FDS];
-
-static struct db_wire_conn *db_wire_conn_of(struct tracer_fd *f)
-{
-    struct tracer_fd *base = tracer_fd_get(0);
-    if (!base || f < base || f - base >= DB_WIRE_FDS)
-        return NULL;
-    struct db_wire_conn *c = &db_wire_conns[f - base];
-    if (c->conn_id != f->conn_id) { /* a new connection on a reused descriptor */
-        memset(c, 0, sizeof *c);
-        c->conn_id = f->conn_id;
-    }
-    return c;
-}
+/* The tid of the thread parsing each connection, 0 = none: one thread may
+ * send on a connection while another reads its answers (Connector/J sends
+ * a batch from a thread of its own), and the queue and the answer's state
+ * are one. Kept apart from db_wire_conns, which a new connection clears. */
+static _Atomic uint32_t db_wire_owner[DB_WIRE_FDS];
 
 static uint64_t db_wire_le(const unsigned char *p, int n)
 {
@@ -164,19 +202,81 @@ static void db_wire_event(struct tracer_thread *t, uint64_t conn_id, uint8_t op,
     tracer_commit(t);
 }
 
-/* Writes the pending command's event with what is known (no answer seen). */
-static void db_wire_flush_pending(struct tracer_thread *t, struct db_wire_conn *c, uint64_t end)
+/* Makes `cmd` the command whose answer comes next. */
+static void db_wire_start(struct db_wire_conn *c, const struct db_wire_cmd *cmd)
 {
-    if (c->op && c->state == DB_WIRE_FIRST)
-        db_wire_event(t, c->conn_id, c->op, 0,
-                      c->op == TRACE_DB_PREPARE ? c->prep_query_id : c->query_id, c->params_id,
-                      c->stmt_id, 0, c->cmd_bytes, c->begin_ns, end);
-    else if (c->op && c->in_result)
-        db_wire_event(t, c->conn_id, TRACE_DB_FETCH, 0, c->query_id, 0, c->stmt_id, c->rows,
-                      c->bytes, c->fetch_begin_ns, end);
-    c->op = 0;
+    c->cmd = *cmd;
+    c->state = DB_WIRE_FIRST;
+    c->in_result = 0;
+    c->any_seq = 0;
+    c->rows = c->bytes = 0;
+}
+
+/* The current command's answer ended: the oldest pipelined command's
+ * answer comes next, if there is one. */
+static void db_wire_next(struct db_wire_conn *c)
+{
+    c->cmd.op = 0;
     c->state = DB_WIRE_IDLE;
     c->in_result = 0;
+    if (c->queue_len) {
+        db_wire_start(c, &c->queue[c->queue_head]);
+        c->queue_head = (c->queue_head + 1) % DB_WIRE_QUEUE;
+        c->queue_len--;
+    }
+}
+
+/* Writes the current command's event with what is known (its answer not
+ * seen, or cut short) and moves on to the next command. */
+static void db_wire_flush_pending(struct tracer_thread *t, struct db_wire_conn *c, uint64_t end)
+{
+    if (c->cmd.op && c->state == DB_WIRE_FIRST && !c->in_result)
+        db_wire_event(t, c->conn_id, c->cmd.op, 0,
+                      c->cmd.op == TRACE_DB_PREPARE ? c->cmd.prep_query_id : c->cmd.query_id,
+                      c->cmd.params_id, c->cmd.stmt_id, 0, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
+    else if (c->cmd.op && c->in_result)
+        db_wire_event(t, c->conn_id, TRACE_DB_FETCH, 0, c->cmd.query_id, 0, c->cmd.stmt_id, c->rows,
+                      c->bytes, c->fetch_begin_ns, end);
+    db_wire_next(c);
+}
+
+/* Takes the parser's state for the connection on descriptor f (NULL beyond
+ * DB_WIRE_FDS, or when this thread already holds it: a signal handler's DB
+ * I/O inside our own parsing, which cannot wait for itself and is not
+ * parsed). Release with db_wire_release. A new connection on a reused
+ * descriptor first writes what the old one still owed (commands whose
+ * answers never came). */
+static struct db_wire_conn *db_wire_acquire(struct tracer_thread *t, struct tracer_fd *f)
+{
+    struct tracer_fd *base = tracer_fd_get(0);
+    if (!base || f < base || f - base >= DB_WIRE_FDS)
+        return NULL;
+    size_t i = (size_t)(f - base);
+    uint32_t self = t->tid ? t->tid : 1;
+    for (int spins = 0;; spins++) {
+        uint32_t expect = 0;
+        if (atomic_compare_exchange_weak_explicit(&db_wire_owner[i], &expect, self,
+                                                  memory_order_acquire, memory_order_relaxed))
+            break;
+        if (expect == self)
+            return NULL;
+        if (spins > 100)
+            syscall(SYS_sched_yield);
+    }
+    struct db_wire_conn *c = &db_wire_conns[i];
+    if (c->conn_id != f->conn_id) {
+        while (c->state != DB_WIRE_IDLE)
+            db_wire_flush_pending(t, c, c->cmd.begin_ns);
+        memset(c, 0, sizeof *c);
+        c->conn_id = f->conn_id;
+    }
+    return c;
+}
+
+static void db_wire_release(struct db_wire_conn *c)
+{
+    if (c)
+        atomic_store_explicit(&db_wire_owner[c - db_wire_conns], 0, memory_order_release);
 }
 
 static struct db_wire_stmt *db_wire_stmt_find(struct db_wire_conn *c, uint32_t server_id)
@@ -332,8 +432,58 @@ cut: /* the packet went on beyond what we copied */
     return tracer_intern(text, r.len);
 }
 
+/* Placeholders (?) in a statement's text outside quotes and comments: the
+ * parameter count of a statement whose PREPARE answer has not come yet. */
+static uint16_t db_wire_placeholders(const unsigned char *p, size_t n)
+{
+    unsigned count = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = p[i];
+        if (ch == '\'' || ch == '"' || ch == '`') {
+            for (i++; i < n && p[i] != ch; i++)
+                if (p[i] == '\\' && ch != '`')
+                    i++;
+        } else if (ch == '#' || (ch == '-' && i + 2 < n && p[i + 1] == '-' &&
+                                 (p[i + 2] == ' ' || p[i + 2] == '\t' || p[i + 2] == '\n'))) {
+            while (i < n && p[i] != '\n')
+                i++;
+        } else if (ch == '/' && i + 1 < n && p[i + 1] == '*') {
+            for (i += 2; i + 1 < n && !(p[i] == '*' && p[i + 1] == '/'); i++)
+                ;
+            i++;
+        } else if (ch == '?') {
+            count++;
+        }
+    }
+    return count > UINT16_MAX ? UINT16_MAX : (uint16_t)count;
+}
+
+/* The statement an EXECUTE names: a known server id, or "the last one
+ * prepared" (MariaDB: id 0xffffffff, sent right behind its PREPARE, so
+ * perhaps before the server gave it an id; then `scratch` describes it
+ * from the PREPARE's text). NULL when unknown. */
+static struct db_wire_stmt *db_wire_exec_stmt(struct db_wire_conn *c, uint32_t id,
+                                              struct db_wire_stmt *scratch)
+{
+    if (id != DB_WIRE_LAST_PREPARED)
+        return db_wire_stmt_find(c, id);
+    if (!c->last_prep_query_id)
+        return NULL;
+    if (c->prep_answered == c->prep_sent) {
+        struct db_wire_stmt *s = db_wire_stmt_find(c, c->last_prep_server_id);
+        if (s)
+            return s;
+    }
+    memset(scratch, 0, sizeof *scratch);
+    scratch->query_id = c->last_prep_query_id;
+    scratch->nparams = c->last_prep_nparams;
+    return scratch;
+}
+
 /* A command packet (sequence 0) the client sent: p holds `have` bytes of its
- * `pkt_len`-byte payload. */
+ * `pkt_len`-byte payload. It is followed until its answer ends; a command
+ * sent before the answers to earlier ones (pipelining) waits in the
+ * connection's queue, as the server answers in order. */
 static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct db_wire_conn *c,
                             const unsigned char *p, size_t have, uint32_t pkt_len, uint64_t begin,
                             uint64_t end)
@@ -350,55 +500,93 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
         }
         return;
     }
-    if (c)
-        db_wire_flush_pending(t, c, begin);
-    uint8_t op = 0;
-    uint32_t text_id = 0, params_id = 0;
-    uint64_t stmt = 0;
+    struct db_wire_cmd nc = {.begin_ns = begin, .cmd_bytes = pkt_len};
     switch (cmd) {
     case MYSQL_COM_QUERY:
     case MYSQL_COM_STMT_PREPARE: {
-        op = cmd == MYSQL_COM_QUERY ? TRACE_DB_QUERY : TRACE_DB_PREPARE;
         size_t len = have - 1;
         if (len > DB_WIRE_TEXT_MAX)
             len = DB_WIRE_TEXT_MAX;
         /* the payload after the command byte is the SQL text itself */
-        text_id = tracer_intern((const char *)p + 1, len);
+        uint32_t text_id = tracer_intern((const char *)p + 1, len);
+        /* the SQL text's length, as the C API path records it */
+        nc.cmd_bytes = pkt_len - 1;
+        if (cmd == MYSQL_COM_QUERY) {
+            nc.op = TRACE_DB_QUERY;
+            nc.query_id = text_id;
+            break;
+        }
+        nc.op = TRACE_DB_PREPARE;
+        nc.answer = DB_WIRE_ANSWER_PREPARE;
+        nc.prep_query_id = text_id;
+        if (c) {
+            c->last_prep_query_id = text_id;
+            c->last_prep_nparams = db_wire_placeholders(p + 1, len);
+            c->prep_sent++;
+        }
         break;
     }
     case MYSQL_COM_STMT_EXECUTE:
-        op = TRACE_DB_EXECUTE;
+    case MYSQL_COM_STMT_BULK_EXECUTE: /* recorded without its rows of parameters */
+        nc.op = TRACE_DB_EXECUTE;
         if (have >= 5) {
-            stmt = db_wire_le(p + 1, 4);
-            struct db_wire_stmt *s = c ? db_wire_stmt_find(c, (uint32_t)stmt) : NULL;
+            nc.stmt_id = db_wire_le(p + 1, 4);
+            struct db_wire_stmt scratch;
+            struct db_wire_stmt *s =
+                c ? db_wire_exec_stmt(c, (uint32_t)nc.stmt_id, &scratch) : NULL;
             if (s) {
-                text_id = s->query_id;
-                params_id = db_wire_exec_params(s, p, have, pkt_len);
+                nc.query_id = s->query_id;
+                if (cmd == MYSQL_COM_STMT_EXECUTE)
+                    nc.params_id = db_wire_exec_params(s, p, have, pkt_len);
             }
         }
         break;
     case MYSQL_COM_QUIT:
         db_wire_event(t, f->conn_id, TRACE_DB_CLOSE, 0, 0, 0, 0, 0, pkt_len, begin, end);
         return;
-    default:
-        op = 0; /* ping, init_db, ...: follow the answer, record nothing */
+    /* commands we do not record: follow their answers to stay in step */
+    case MYSQL_COM_PROCESS_INFO:
+        break;
+    case MYSQL_COM_FIELD_LIST:
+        nc.answer = DB_WIRE_ANSWER_FIELDS;
+        break;
+    case MYSQL_COM_CHANGE_USER:
+        nc.answer = DB_WIRE_ANSWER_AUTH;
+        break;
+    case MYSQL_COM_STMT_FETCH:
+        nc.answer = DB_WIRE_ANSWER_ROWS;
+        break;
+    case MYSQL_COM_BINLOG_DUMP:
+    case MYSQL_COM_TABLE_DUMP:
+    case MYSQL_COM_BINLOG_DUMP_GTID:
+        /* a replication stream, not an application's queries */
+        if (c)
+            c->opaque = 1;
+        return;
+    default: /* ping, init_db, statistics, reset, ...: one packet answers */
+        nc.answer = DB_WIRE_ANSWER_ONE;
     }
     if (!c || c->opaque) {
-        if (op)
-            db_wire_event(t, f->conn_id, op, 0, text_id, params_id, stmt, 0, pkt_len, begin, end);
+        if (nc.op)
+            db_wire_event(t, f->conn_id, nc.op, 0,
+                          nc.op == TRACE_DB_PREPARE ? nc.prep_query_id : nc.query_id, nc.params_id,
+                          nc.stmt_id, 0, nc.cmd_bytes, begin, end);
         return;
     }
-    c->op = op;
-    c->state = DB_WIRE_FIRST;
-    c->in_result = 0;
-    c->query_id = op == TRACE_DB_PREPARE ? 0 : text_id;
-    c->prep_query_id = op == TRACE_DB_PREPARE ? text_id : 0;
-    c->params_id = params_id;
-    c->stmt_id = stmt;
-    c->begin_ns = begin;
-    /* QUERY/PREPARE: the SQL text's length, as the C API path records it */
-    c->cmd_bytes = op == TRACE_DB_QUERY || op == TRACE_DB_PREPARE ? pkt_len - 1 : pkt_len;
-    c->rows = c->bytes = 0;
+    if (c->state == DB_WIRE_IDLE) {
+        db_wire_start(c, &nc);
+    } else if ((c->state == DB_WIRE_FIRST && !c->in_result) || c->queue_len) {
+        /* pipelined: no answer read yet, so this one's comes after them */
+        if (c->queue_len == DB_WIRE_QUEUE)
+            db_wire_flush_pending(t, c, begin); /* the oldest waits no longer */
+        c->queue[(c->queue_head + c->queue_len) % DB_WIRE_QUEUE] = nc;
+        c->queue_len++;
+    } else {
+        /* sent in the middle of an answer the client already reads: the
+         * parser lost step with this connection; the new command resets it */
+        db_wire_flush_pending(t, c, begin);
+        db_wire_start(c, &nc);
+    }
 }
 
 /* A packet sent with sequence != 0: the handshake response tells the
@@ -427,13 +615,10 @@ static int db_wire_view(const struct db_wire_conn *c, int tls_plaintext)
     return tls_plaintext ? c && c->tls : !(c && c->tls);
 }
 
-void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
-                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
-                         int tls_plaintext)
+static void db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, struct db_wire_conn *c,
+                         const struct iovec *iov, int iovcnt, size_t nbytes, uint64_t begin_ns,
+                         uint64_t end_ns, int tls_plaintext)
 {
-    if (tracer_in_db_capi || !iov)
-        return;
-    struct db_wire_conn *c = db_wire_conn_of(f);
     if (!db_wire_view(c, tls_plaintext))
         return;
     /* Flatten at most what we need from the front of each packet. */
@@ -442,13 +627,17 @@ void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const str
     int vi = 0;
     size_t voff = 0;
     while (pos < nbytes && vi < iovcnt) {
-        if (f->db_pkt_remaining) {
-            /* skip the rest of a packet begun in an earlier send */
-            size_t skip = f->db_pkt_remaining;
+        /* bytes parsed for an earlier send that did not send them (sent
+         * now), or the rest of a packet begun in an earlier send */
+        uint32_t *skipping = f->db_skip            ? &f->db_skip
+                             : f->db_pkt_remaining ? &f->db_pkt_remaining
+                                                   : NULL;
+        if (skipping) {
+            size_t skip = *skipping;
             size_t left = nbytes - pos;
             if (skip > left)
                 skip = left;
-            f->db_pkt_remaining -= (uint32_t)skip;
+            *skipping -= (uint32_t)skip;
             pos += skip;
             while (skip && vi < iovcnt) {
                 size_t in = iov[vi].iov_len - voff;
@@ -523,71 +712,129 @@ static void db_wire_result_end(struct tracer_thread *t, struct db_wire_conn *c, 
         c->state = DB_WIRE_FIRST; /* another result header follows */
         return;
     }
-    if (c->op)
-        db_wire_event(t, c->conn_id, TRACE_DB_FETCH, error, c->query_id, 0, c->stmt_id, c->rows,
-                      c->bytes, c->fetch_begin_ns, end);
-    c->op = 0;
-    c->state = DB_WIRE_IDLE;
-    c->in_result = 0;
+    if (c->cmd.op)
+        db_wire_event(t, c->conn_id, TRACE_DB_FETCH, error, c->cmd.query_id, 0, c->cmd.stmt_id,
+                      c->rows, c->bytes, c->fetch_begin_ns, end);
+    db_wire_next(c);
+}
+
+/* Server status flags of an OK packet (p[0] = 0x00 or 0xfe), 0 if cut. */
+static unsigned db_wire_ok_status(const unsigned char *p, size_t have, uint64_t *affected)
+{
+    uint64_t ins;
+    size_t used = db_wire_lenenc(p + 1, have - 1, affected);
+    size_t used2 = used ? db_wire_lenenc(p + 1 + used, have - 1 - used, &ins) : 0;
+    return used2 && have >= 1 + used + used2 + 2 ? (unsigned)db_wire_le(p + 1 + used + used2, 2)
+                                                 : 0;
+}
+
+/* A packet of a result set's rows, or the EOF/OK/ERR that ends them. */
+static void db_wire_row_packet(struct tracer_thread *t, struct db_wire_conn *c, uint64_t end)
+{
+    const unsigned char *p = c->peek;
+    size_t have = c->peek_have;
+    int deprecate_eof = (c->client_caps & CLIENT_DEPRECATE_EOF) != 0;
+    uint64_t affected = 0;
+    if (have >= 1 && p[0] == 0xff)
+        db_wire_result_end(t, c, 0, have >= 3 ? (int32_t)db_wire_le(p + 1, 2) : -1, end);
+    else if (have >= 1 && p[0] == 0xfe && c->pkt_len < 9 && !deprecate_eof)
+        db_wire_result_end(t, c, have >= 5 ? (unsigned)db_wire_le(p + 3, 2) : 0, 0, end);
+    else if (have >= 1 && p[0] == 0xfe && deprecate_eof && c->pkt_len < 0xffffff)
+        db_wire_result_end(t, c, db_wire_ok_status(p, have, &affected), 0, end);
+    else {
+        c->rows++;
+        c->bytes += c->pkt_len;
+    }
 }
 
 /* One received packet of the answer: the first min(len, DB_WIRE_PEEK)
- * payload bytes are in c->peek. */
-static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *c, uint64_t end)
+ * payload bytes are in c->peek, `seq` is its sequence number. */
+static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *c, uint8_t seq,
+                                  uint64_t end)
 {
     const unsigned char *p = c->peek;
     size_t have = c->peek_have;
     uint32_t len = c->pkt_len;
     int deprecate_eof = (c->client_caps & CLIENT_DEPRECATE_EOF) != 0;
-    int is_eof = have >= 1 && p[0] == 0xfe && len < 9;
-    int is_final_ok = have >= 1 && p[0] == 0xfe && deprecate_eof && len < 0xffffff;
     switch (c->state) {
     case DB_WIRE_IDLE:
         return;
     case DB_WIRE_FIRST: {
         if (have < 1)
             return;
+        /* An answer begins with sequence 1. Before it, a client that sent
+         * its first command right behind its handshake response sees the
+         * rest of the handshake (the OK to its login, sequence 2 on). */
+        if (!c->in_result && !c->any_seq && seq != 1)
+            return;
+        switch (c->cmd.answer) {
+        case DB_WIRE_ANSWER_ONE:
+            db_wire_next(c);
+            return;
+        case DB_WIRE_ANSWER_AUTH:
+            if (p[0] == 0x00 || p[0] == 0xff)
+                db_wire_next(c);
+            else
+                c->state = DB_WIRE_AUTH;
+            return;
+        case DB_WIRE_ANSWER_FIELDS:
+            if (p[0] == 0xfe || p[0] == 0xff)
+                db_wire_next(c);
+            else
+                c->state = DB_WIRE_FIELDS;
+            return;
+        case DB_WIRE_ANSWER_ROWS:
+            c->in_result = 1;
+            c->state = DB_WIRE_ROWS;
+            db_wire_row_packet(t, c, end);
+            return;
+        default:
+            break;
+        }
+        if (c->cmd.op == TRACE_DB_EXECUTE && c->cmd.stmt_id == DB_WIRE_LAST_PREPARED &&
+            c->prep_answered == c->prep_sent)
+            c->cmd.stmt_id = c->last_prep_server_id; /* its PREPARE was answered first */
         int32_t error = 0;
         uint64_t rows = 0;
         int result_set = 0;
+        if (c->cmd.op == TRACE_DB_PREPARE)
+            c->prep_answered++;
         if (p[0] == 0xff) {
             error = have >= 3 ? (int32_t)db_wire_le(p + 1, 2) : -1;
-        } else if (p[0] == 0x00 && c->op == TRACE_DB_PREPARE) {
+            if (c->cmd.op == TRACE_DB_PREPARE)
+                c->last_prep_server_id = 0; /* no statement to execute */
+        } else if (p[0] == 0x00 && c->cmd.op == TRACE_DB_PREPARE) {
             if (have >= 9) {
                 uint32_t sid = (uint32_t)db_wire_le(p + 1, 4);
                 uint16_t ncols = (uint16_t)db_wire_le(p + 5, 2);
                 uint16_t nparams = (uint16_t)db_wire_le(p + 7, 2);
                 struct db_wire_stmt *s = db_wire_stmt_add(c, sid);
-                s->query_id = c->prep_query_id;
+                s->query_id = c->cmd.prep_query_id;
                 s->nparams = nparams;
-                c->stmt_id = sid;
+                c->cmd.stmt_id = sid;
+                c->last_prep_server_id = sid;
                 c->defs_left =
                     (uint64_t)ncols + nparams + (deprecate_eof ? 0 : (ncols != 0) + (nparams != 0));
             }
         } else if (p[0] == 0x00 || (p[0] == 0xfe && len < 0xffffff && c->in_result)) {
-            uint64_t v = 0;
-            size_t used = db_wire_lenenc(p + 1, have - 1, &v);
-            if (used)
-                rows = v;
-            uint64_t ins;
-            size_t used2 = used ? db_wire_lenenc(p + 1 + used, have - 1 - used, &ins) : 0;
-            unsigned status = used2 && have >= 1 + used + used2 + 2
-                                  ? (unsigned)db_wire_le(p + 1 + used + used2, 2)
-                                  : 0;
+            unsigned status = db_wire_ok_status(p, have, &rows);
             if (c->in_result) { /* a later result of a multi-result answer */
                 db_wire_result_end(t, c, status, 0, end);
                 return;
             }
             if (status & SERVER_MORE_RESULTS_EXIST) {
                 /* first of several results: record the command now */
-                db_wire_event(t, c->conn_id, c->op, 0, c->query_id, c->params_id, c->stmt_id, rows,
-                              c->cmd_bytes, c->begin_ns, end);
+                db_wire_event(t, c->conn_id, c->cmd.op, 0, c->cmd.query_id, c->cmd.params_id,
+                              c->cmd.stmt_id, rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
                 c->in_result = 1;
                 c->fetch_begin_ns = end;
                 return;
             }
         } else if (p[0] == 0xfb) {
-            return; /* LOCAL INFILE request: the final OK/ERR comes later */
+            /* LOCAL INFILE request: the client sends the file, then the
+             * final OK/ERR comes, its sequence number past 1 */
+            c->any_seq = 1;
+            return;
         } else {
             uint64_t ncols = 0;
             size_t used = db_wire_lenenc(p, have, &ncols);
@@ -605,18 +852,18 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
             c->state = c->defs_left ? DB_WIRE_COLDEFS : DB_WIRE_ROWS;
             return;
         }
-        if (c->op) {
-            uint32_t qid = c->op == TRACE_DB_PREPARE ? c->prep_query_id : c->query_id;
-            db_wire_event(t, c->conn_id, c->op, error, qid, c->params_id, c->stmt_id, rows,
-                          c->cmd_bytes, c->begin_ns, end);
+        if (c->cmd.op) {
+            uint32_t qid = c->cmd.op == TRACE_DB_PREPARE ? c->cmd.prep_query_id : c->cmd.query_id;
+            db_wire_event(t, c->conn_id, c->cmd.op, error, qid, c->cmd.params_id, c->cmd.stmt_id,
+                          rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
         }
-        if (error || (!result_set && c->op != TRACE_DB_PREPARE)) {
-            c->op = 0;
-            c->state = DB_WIRE_IDLE;
-        } else if (c->op == TRACE_DB_PREPARE) {
-            c->state = c->defs_left ? DB_WIRE_SKIP_DEFS : DB_WIRE_IDLE;
-            if (!c->defs_left)
-                c->op = 0;
+        if (error || (!result_set && c->cmd.op != TRACE_DB_PREPARE)) {
+            db_wire_next(c);
+        } else if (c->cmd.op == TRACE_DB_PREPARE) {
+            if (c->defs_left)
+                c->state = DB_WIRE_SKIP_DEFS;
+            else
+                db_wire_next(c);
         } else {
             c->in_result = 1;
             c->fetch_begin_ns = end;
@@ -628,10 +875,8 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
     case DB_WIRE_SKIP_DEFS:
         if (c->defs_left)
             c->defs_left--;
-        if (!c->defs_left) {
-            c->op = 0;
-            c->state = DB_WIRE_IDLE;
-        }
+        if (!c->defs_left)
+            db_wire_next(c);
         return;
     case DB_WIRE_COLDEFS:
         if (c->defs_left)
@@ -640,33 +885,23 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
             c->state = DB_WIRE_ROWS;
         return;
     case DB_WIRE_ROWS:
-        if (have >= 1 && p[0] == 0xff) {
-            db_wire_result_end(t, c, 0, have >= 3 ? (int32_t)db_wire_le(p + 1, 2) : -1, end);
-        } else if (is_eof && !deprecate_eof) {
-            db_wire_result_end(t, c, have >= 5 ? (unsigned)db_wire_le(p + 3, 2) : 0, 0, end);
-        } else if (is_final_ok) {
-            uint64_t v, ins;
-            size_t u1 = db_wire_lenenc(p + 1, have - 1, &v);
-            size_t u2 = u1 ? db_wire_lenenc(p + 1 + u1, have - 1 - u1, &ins) : 0;
-            unsigned status =
-                u2 && have >= 1 + u1 + u2 + 2 ? (unsigned)db_wire_le(p + 1 + u1 + u2, 2) : 0;
-            db_wire_result_end(t, c, status, 0, end);
-        } else {
-            c->rows++;
-            c->bytes += len;
-        }
+        db_wire_row_packet(t, c, end);
+        return;
+    case DB_WIRE_AUTH:
+        if (have >= 1 && (p[0] == 0x00 || p[0] == 0xff))
+            db_wire_next(c);
+        return;
+    case DB_WIRE_FIELDS:
+        if (have >= 1 && (p[0] == 0xfe || p[0] == 0xff))
+            db_wire_next(c);
         return;
     }
 }
 
-void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
-                             int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
+static void db_wire_received(struct tracer_thread *t, struct db_wire_conn *c,
+                             const struct iovec *iov, int iovcnt, size_t nbytes, uint64_t end_ns,
                              int tls_plaintext)
 {
-    (void)begin_ns;
-    if (tracer_in_db_capi || !iov)
-        return;
-    struct db_wire_conn *c = db_wire_conn_of(f);
     if (!c || !db_wire_view(c, tls_plaintext))
         return;
     size_t left = nbytes;
@@ -698,12 +933,67 @@ void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const
             int peek_ready = c->peek_have == DB_WIRE_PEEK || c->pkt_left == 0;
             if (peek_ready && !c->pkt_seen) {
                 c->pkt_seen = 1;
-                db_wire_server_packet(t, c, end_ns);
+                db_wire_server_packet(t, c, c->hdr[3], end_ns);
             }
             if (c->pkt_left == 0)
                 c->hdr_have = 0; /* next packet */
         }
     }
+}
+
+int tracer_db_wire_in_use;
+
+size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct iovec *iov,
+                                  int iovcnt, size_t size, uint64_t begin_ns, int tls_plaintext)
+{
+    if (tracer_in_db_capi || !iov || !size || !(tracer_global.only_mask & TRACER_ONLY_DB))
+        return 0;
+    struct tracer_fd *f = tracer_fd_peek(fd);
+    if (!f || f->kind != TRACER_FD_SOCKET || !(f->flags & TRACER_FDF_DB))
+        return 0;
+    int err = errno;
+    /* an event written now (a COM_QUIT's CLOSE) ends where it begins: the
+     * send has not happened yet */
+    struct db_wire_conn *c = db_wire_acquire(t, f);
+    size_t parsed = 0;
+    if (db_wire_view(c, tls_plaintext)) {
+        db_wire_sent(t, f, c, iov, iovcnt, size, begin_ns, begin_ns, tls_plaintext);
+        parsed = size;
+    }
+    db_wire_release(c);
+    errno = err;
+    return parsed;
+}
+
+void tracer_db_wire_after_send(int fd, size_t parsed, int64_t result)
+{
+    struct tracer_fd *f = tracer_fd_peek(fd);
+    size_t sent = result > 0 ? (size_t)result : 0;
+    if (f && sent < parsed)
+        f->db_skip += (uint32_t)(parsed - sent);
+}
+
+void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
+                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
+                         int tls_plaintext)
+{
+    if (tracer_in_db_capi || !iov)
+        return;
+    struct db_wire_conn *c = db_wire_acquire(t, f);
+    db_wire_sent(t, f, c, iov, iovcnt, nbytes, begin_ns, end_ns, tls_plaintext);
+    db_wire_release(c);
+}
+
+void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
+                             int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
+                             int tls_plaintext)
+{
+    (void)begin_ns;
+    if (tracer_in_db_capi || !iov)
+        return;
+    struct db_wire_conn *c = db_wire_acquire(t, f);
+    db_wire_received(t, c, iov, iovcnt, nbytes, end_ns, tls_plaintext);
+    db_wire_release(c);
 }
 
 /* ---- parameter rendering (shared with interpose_db.c, see db_common.h) --- */

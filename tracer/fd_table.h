@@ -60,14 +60,13 @@ struct tracer_fd {
      * needs); below, the state of parsing what goes through it */
     char label_buf[96]; /* start of a request being received (HTTP line) */
     uint8_t label_len;  /* bytes of label_buf gathered */
-    /* MySQL wire parsing state for DB connections (see db wire parser) */
+    /* MySQL wire parsing state for DB connections (db_wire.c): framing of
+     * what the client sends, and bytes parsed before a send that did not
+     * send them (the app sends them again) */
     uint32_t db_pkt_remaining;
     uint8_t db_hdr_have;
     uint8_t db_hdr[4];
-    uint8_t db_cmd_pending;
-    uint32_t db_cmd_len;
-    uint32_t db_text_have;
-    uint64_t db_cmd_start_ns;
+    uint32_t db_skip;
     int32_t dup_next_plus1; /* next fd (+1) sharing the open file description, 0 = none */
     uint32_t open_owner;    /* with TRACER_FDF_OPEN_PENDING: tid of the thread whose OPEN waits */
 };

@@ -551,8 +551,13 @@ TRACER_EXPORT int dup3(int fd, int fd2, int flags)
     if (!t)                                                                                        \
         return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
+    size_t db_parsed = (DIR) == TRACER_IO_OUT && TRACER_UNLIKELY(tracer_db_wire_in_use)            \
+                           ? tracer_db_wire_before_send(t, fd, (IOV), (IOVCNT), (SIZE), begin, 0)  \
+                           : 0;                                                                    \
     ssize_t r = realcall;                                                                          \
     uint64_t end = tracer_ring_now();                                                              \
+    if (TRACER_UNLIKELY(db_parsed))                                                                \
+        tracer_db_wire_after_send(fd, db_parsed, (int64_t)r);                                      \
     if (TRACER_LIKELY(tracer_io_fast(t, fd, DIR, (OFFSET), (SIZE), r, 0, 0, begin, end))) {        \
         return r; /* recorded, CPU mark moved */                                                   \
     }                                                                                              \
@@ -565,7 +570,8 @@ TRACER_EXPORT int dup3(int fd, int fd2, int flags)
                            .iov = (IOV),                                                           \
                            .iovcnt = (IOVCNT),                                                     \
                            .begin_ns = begin,                                                      \
-                           .end_ns = end};                                                         \
+                           .end_ns = end,                                                          \
+                           .db_parsed = db_parsed != 0};                                           \
     tracer_io_record(t, &io);                                                                      \
     tracer_event_end(t, end);                                                                      \
     errno = err;                                                                                   \

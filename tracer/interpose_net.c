@@ -272,8 +272,13 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
     if (!t)                                                                                        \
         return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
+    size_t db_parsed = (DIR) == TRACER_IO_OUT && TRACER_UNLIKELY(tracer_db_wire_in_use)            \
+                           ? tracer_db_wire_before_send(t, fd, (IOV), (IOVCNT), (SIZE), begin, 0)  \
+                           : 0;                                                                    \
     RTYPE r = realcall;                                                                            \
     uint64_t end = tracer_ring_now();                                                              \
+    if (TRACER_UNLIKELY(db_parsed))                                                                \
+        tracer_db_wire_after_send(fd, db_parsed, (int64_t)r);                                      \
     if (TRACER_LIKELY(tracer_io_fast(t, fd, DIR, -1, (SIZE), (int64_t)r, (uint32_t)(FLAGS),        \
                                      (NMSGS), begin, end))) {                                      \
         return r; /* recorded, CPU mark moved */                                                   \
@@ -291,7 +296,8 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
                            .peer = (PEER),                                                         \
                            .peer_len = (PEERLEN),                                                  \
                            .begin_ns = begin,                                                      \
-                           .end_ns = end};                                                         \
+                           .end_ns = end,                                                          \
+                           .db_parsed = db_parsed != 0};                                           \
     tracer_io_record(t, &io);                                                                      \
     tracer_event_end(t, end);                                                                      \
     errno = err;                                                                                   \

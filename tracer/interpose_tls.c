@@ -84,12 +84,38 @@ TRACER_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *got)
     return r;
 }
 
+/* Before SSL_write sends n > 0 plaintext bytes: on a DB connection they
+ * are parsed now, as a plain socket's before its send
+ * (tracer_db_wire_before_send). Returns the bytes parsed, 0 for any other
+ * connection; *fd gets the socket. */
+static size_t tls_before_write(struct tracer_thread *t, SSL *s, const void *buf, size_t n, int *fd)
+{
+    *fd = -1;
+    if (!tracer_db_wire_in_use)
+        return 0;
+    int err = errno;
+    *fd = tracer_real_SSL_get_wfd()(s);
+    size_t parsed = 0;
+    if (*fd >= 0) {
+        uint64_t now = tracer_event_begin(t);
+        struct iovec iov = {.iov_base = (void *)buf, .iov_len = n};
+        parsed = tracer_db_wire_before_send(t, *fd, &iov, 1, n, now, 1);
+        tracer_event_end(t, now);
+    }
+    errno = err;
+    return parsed;
+}
+
 TRACER_EXPORT int SSL_write(SSL *s, const void *buf, int num)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
     uint64_t begin = t ? tracer_ring_now() : 0;
+    int fd;
+    size_t parsed = t && num > 0 ? tls_before_write(t, s, buf, (size_t)num, &fd) : 0;
     int r = tracer_real_SSL_write()(s, buf, num);
-    if (r > 0 && t)
+    if (parsed)
+        tracer_db_wire_after_send(fd, parsed, r);
+    else if (r > 0 && t)
         tls_plaintext(t, s, 1, buf, (size_t)r, begin);
     return r;
 }
@@ -98,8 +124,12 @@ TRACER_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *writ
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
     uint64_t begin = t ? tracer_ring_now() : 0;
+    int fd;
+    size_t parsed = t && num ? tls_before_write(t, s, buf, num, &fd) : 0;
     int r = tracer_real_SSL_write_ex()(s, buf, num, written);
-    if (r == 1 && written && *written && t)
+    if (parsed)
+        tracer_db_wire_after_send(fd, parsed, r == 1 && written ? (int64_t)*written : -1);
+    else if (r == 1 && written && *written && t)
         tls_plaintext(t, s, 1, buf, *written, begin);
     return r;
 }

@@ -193,8 +193,10 @@ static uint64_t tracer_conn_identify(struct tracer_thread *t, int fd, struct tra
         f->flags &= (uint16_t)~TRACER_FDF_PEERLESS;
     else if (type == SOCK_DGRAM && (c->family == AF_INET || c->family == AF_INET6))
         f->flags |= TRACER_FDF_IDENT_DONE | TRACER_FDF_PEERLESS;
-    if (have_remote && tracer_is_db_endpoint(c, (struct sockaddr_un *)&remote, rlen))
+    if (have_remote && tracer_is_db_endpoint(c, (struct sockaddr_un *)&remote, rlen)) {
         f->flags |= TRACER_FDF_DB;
+        tracer_db_wire_in_use = 1;
+    }
     /* --port: decided once the peer is known (connected, accepted, or the
      * address a connect in progress goes to) or there is none to know (a
      * datagram socket whose every call names its peer: those calls to or
@@ -518,7 +520,7 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
         if (datagram_peer)
             conn = tracer_datagram_peer(t, io->fd, f, io->peer, io->peer_len, io->begin_ns);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_OUT && io->result > 0 &&
-            (tracer_global.only_mask & TRACER_ONLY_DB))
+            !io->db_parsed && (tracer_global.only_mask & TRACER_ONLY_DB))
             tracer_db_wire_sent(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,
                                 io->end_ns, 0);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_IN && io->result > 0 &&

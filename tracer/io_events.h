@@ -31,6 +31,8 @@ struct tracer_io {
     const struct sockaddr *peer;
     socklen_t peer_len;
     uint64_t begin_ns, end_ns;
+    /* DB connection: tracer_db_wire_before_send parsed the bytes already */
+    int db_parsed;
 };
 
 /* --path-prefix: file-family events on a descriptor with no path under
@@ -255,6 +257,25 @@ void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, ui
  * connection (db_wire.c): commands are recorded when their answer arrives.
  * tls_plaintext: the bytes are the plaintext of a TLS connection (from the
  * SSL_write/SSL_read wrappers), not what crossed the socket. */
+/* Nonzero once the process has a DB connection: from then on, sends on
+ * sockets call tracer_db_wire_before_send before they go out. */
+extern int tracer_db_wire_in_use;
+
+/* Parses what a send is about to put on DB connection fd, before it goes
+ * out: another thread may read the answer before this one returns from the
+ * send (Connector/J reads a batch's answers while its sender thread is
+ * still sending), and the answer must find its command known. Returns the
+ * bytes parsed (size), 0 when fd is no DB connection or the bytes are not
+ * the ones the parser reads (tls_plaintext: SSL_write's plaintext, else
+ * the socket's bytes; nothing done). Keeps errno. */
+size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct iovec *iov,
+                                  int iovcnt, size_t size, uint64_t begin_ns, int tls_plaintext);
+
+/* After the send tracer_db_wire_before_send parsed `parsed` bytes of:
+ * `result` (bytes sent, or -1) short of them means the app will send the
+ * rest again, and those bytes must not be parsed twice. */
+void tracer_db_wire_after_send(int fd, size_t parsed, int64_t result);
+
 void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
                          int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
                          int tls_plaintext);
