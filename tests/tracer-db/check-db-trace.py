@@ -6,7 +6,8 @@ capture path (C API or wire); one db_conn_id that is the NET conn_id of the
 client's connection to the server; consistent statement ids.
 
 usage: check-db-trace.py PREPLAY TRACE_DIR SCENARIO NAME SOCKET PORT
-SCENARIO: mysqldb | pymysql-tcp | pymysql-unix | cli | c-dynamic | c-static | php, or
+SCENARIO: mysqldb | pymysql-tcp | pymysql-unix | cli | c-dynamic | c-static | php | java |
+          pipeline, or
           pymysql-tls | cli-tls | php-tls (the same over TCP with TLS)
 Prints one line per failed expectation and exits 1; prints a summary line
 and exits 0 when everything matches."""
@@ -25,9 +26,15 @@ from db_clients import statements  # noqa: E402
 SELECT_BYTES = {"capi": 1 + 3 + 1 + 7 + 1 + 0, "wire": 2 + 4 + 2 + 8 + 2 + 1}
 
 
-def ev(op, query=None, rows=0, error=0, bytes_=None, params=None, stmt=None):
+def ev(op, query=None, rows=0, error=0, bytes_=None, params=None, stmt=None, batch=None):
+    """batch: a name shared by statements the client pipelines (sends
+    before the answer to the one before it came); the trace must show it
+    for at least one of them, or the run proves nothing."""
     return {"op": op, "query": query, "rows": rows, "error": error, "bytes": bytes_,
-            "params": params, "stmt": stmt}
+            "params": params, "stmt": stmt, "batch": batch}
+
+
+JAVA_BATCH = 20  # db_client.java's BATCH
 
 
 def statement_events(name, source):
@@ -76,6 +83,63 @@ def c_client_events(name, sock, source):
     return out
 
 
+def java_events(name):
+    """db_client.java through MariaDB Connector/J 2.7 (Debian 12's): the
+    driver's two session queries, pipelined; db_client.c's statements; a
+    prepared batch of INSERTs and a batch of UPDATEs, each pipelined; the
+    failing prepared statement, which the driver runs as text ("SELEC 1")
+    without a PREPARE."""
+    setup = "set autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES')"
+    variables = ("SELECT @@max_allowed_packet,@@system_time_zone,@@time_zone,"
+                 "@@auto_increment_increment")
+    out = [ev("query", setup, bytes_=len(setup), batch="session"),
+           ev("query", variables, bytes_=len(variables), batch="session"),
+           ev("fetch", variables, 1)]
+    statements = c_client_events(name, None, "wire")
+    update = [e["query"] for e in statements].index("UPDATE t SET score = 0 WHERE id <= 2")
+    batch = "INSERT INTO t (id, name) VALUES (?, ?)"
+    out += statements[:update + 1]
+    out.append(ev("prepare", batch, bytes_=len(batch), stmt="batch"))
+    for i in range(JAVA_BATCH):
+        out.append(ev("execute", batch, 1, params="%d, 'r%d'" % (4 + i, 4 + i), stmt="batch",
+                      batch="inserts"))
+    for i in range(JAVA_BATCH):
+        update = "UPDATE t SET score = %d WHERE id = %d" % (i, 4 + i)
+        out.append(ev("query", update, 1, bytes_=len(update), batch="updates"))
+    out += [ev("query", "SELEC broken", 0, 1064, bytes_=12),
+            ev("query", "SELEC 1", 0, 1064, bytes_=7),
+            statements[-1], ev("close", bytes_=1)]
+    return out
+
+
+def pipeline_events(name):
+    """db_pipeline.py: what each of its writes must give (the commands it
+    does not record - PING, INIT_DB, STATISTICS, FIELD_LIST - give none)."""
+    db = "dbt_" + name
+    create_table = "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(8))"
+    insert = "INSERT INTO t VALUES (?, ?)"
+    load = "LOAD DATA LOCAL INFILE 'rows.tsv' INTO TABLE t"
+    return [
+        ev("query", "SELECT 1", bytes_=8), ev("fetch", "SELECT 1", 1, bytes_=2),
+        ev("query", "CREATE DATABASE " + db, 1, bytes_=len("CREATE DATABASE " + db)),
+        ev("query", create_table, bytes_=len(create_table), batch="prepare-execute"),
+        ev("prepare", insert, bytes_=len(insert), stmt="insert", batch="prepare-execute"),
+        ev("execute", insert, 1, params="1, 'a'", bytes_=26, stmt="insert",
+           batch="prepare-execute"),
+        ev("execute", insert, 1, params="2, 'O''Brien'", bytes_=32, stmt="insert",
+           batch="prepare-execute"),
+        ev("query", "SELECT id FROM t ORDER BY id", bytes_=28),
+        ev("fetch", "SELECT id FROM t ORDER BY id", 2, bytes_=4),
+        ev("query", "SELECT v FROM t WHERE id = 2", bytes_=28, batch="field-list"),
+        ev("fetch", "SELECT v FROM t WHERE id = 2", 1, bytes_=8),
+        ev("query", load, 2, bytes_=len(load)),
+        ev("query", "SELECT COUNT(*) FROM t", bytes_=22, batch="load"),
+        ev("fetch", "SELECT COUNT(*) FROM t", 1, bytes_=2),
+        ev("query", "DROP DATABASE " + db, 1, bytes_=len("DROP DATABASE " + db)),
+        ev("close", bytes_=1),
+    ]
+
+
 def expected(scenario, name, sock):
     if scenario == "mysqldb":
         return "capi", ([ev("connect", "root@localhost:%s/" % sock),
@@ -90,6 +154,10 @@ def expected(scenario, name, sock):
         return "capi", c_client_events(name, sock, "capi") + [ev("close")]
     if scenario in ("c-static", "php"):  # php: mysqlnd, the same statements
         return "wire", c_client_events(name, sock, "wire") + [ev("close", bytes_=1)]
+    if scenario == "java":
+        return "wire", java_events(name)
+    if scenario == "pipeline":
+        return "wire", pipeline_events(name)
     sys.exit("check-db-trace: unknown scenario %r" % scenario)
 
 
@@ -114,18 +182,16 @@ def load(preplay, trace_dir):
     return events
 
 
-def info_errors(preplay, trace_dir):
+def info_errors(preplay, trace_dir, want):
     """`preplay info` of a run of the C client's statements: a prepared
-    statement's executions and its prepares are counted apart."""
+    statement's executions and its prepares are counted apart. want: query
+    text -> (executions, prepares, errors)."""
     out = subprocess.run([preplay, "info", "--json", trace_dir], check=True, capture_output=True,
                          text=True).stdout
     got = {}
     for p in json.loads(out)["process_list"]:
         for q in p["queries_by_count"]:
             got[q["query"]] = (q["count"], q["prepares"], q["errors"])
-    want = {"INSERT INTO t (id, name, score) VALUES (?, ?, ?)": (3, 1, 0),
-            "SELECT id, name FROM t WHERE id >= ?": (2, 1, 0),
-            "SELEC ?": (0, 1, 1)}
     return ["info: %r: (executions, prepares, errors) %r, expected %r" % (k, got.get(k), v)
             for k, v in want.items() if got.get(k) != v]
 
@@ -139,7 +205,19 @@ def main():
     plain = {"pymysql-tls": "pymysql-tcp"}.get(scenario, scenario[:-4] if tls else scenario)
     source, want = expected(plain, name, sock)
     events = load(preplay, trace_dir)
-    got = [e for e in events if e.get("type") == "db"]
+    # In the order the commands were sent: a client that sends from one
+    # thread and reads the answers on another (Connector/J's batches) has
+    # DB events in two threads' records, which the trace interleaves as the
+    # rings drained. A command's time is its send; a FETCH (timed from the
+    # answer) goes right after the command its thread recorded before it.
+    got, last_send = [], {}
+    for e in events:
+        if e.get("type") != "db":
+            continue
+        if e.get("op") != "fetch":
+            last_send[e.get("tid")] = e.get("ts", 0)
+        got.append((last_send.get(e.get("tid"), e.get("ts", 0)), len(got), e))
+    got = [e for _, _, e in sorted(got, key=lambda k: k[:2])]
     conns = {}  # conn_id -> its identity (the connect/ident event, not the close)
     for e in events:
         if e.get("type") == "conn" and e.get("op") in ("connect", "ident", "accept"):
@@ -149,6 +227,7 @@ def main():
         errors.append("%d DB events, expected %d" % (len(got), len(want)))
     stmt_ids = {}
     conn_ids = set()
+    pipelined = set()  # batches with a statement sent before the answer to the one before
     for i, (g, w) in enumerate(zip(got, want)):
         where = "event %d (%s %r)" % (i, w["op"], w["query"])
         checks = [("op", g.get("op"), w["op"]), ("source", g.get("source"), source),
@@ -168,7 +247,15 @@ def main():
                               % (where, sid, stmt_ids[w["stmt"]]))
         if w["op"] in ("query", "prepare", "execute", "connect") and not g.get("dur", 0) > 0:
             errors.append("%s: duration %r, expected > 0" % (where, g.get("dur")))
+        # sent before the command before it (not its FETCH) was answered
+        before = next((e for e in reversed(got[:i]) if e.get("op") != "fetch"), {})
+        sent, answered = before.get("ts", 0), before.get("ts", 0) + before.get("dur", 0)
+        if w["batch"] and sent <= g.get("ts", 0) < answered:
+            pipelined.add(w["batch"])
         conn_ids.add(g.get("db_conn_id"))
+    for b in sorted({w["batch"] for w in want if w["batch"]} - pipelined):
+        errors.append("batch %r: every statement was sent after the answer to the one before: "
+                      "the client did not pipeline, so this run does not test that" % b)
     if len(set(stmt_ids.values())) != len(stmt_ids):
         errors.append("different statements share a stmt_id: %r" % stmt_ids)
     if len(conn_ids) != 1:
@@ -178,13 +265,18 @@ def main():
         c = conns.get(cid)
         if not c:
             errors.append("db_conn_id %r is no connection (CONN event) of the trace" % cid)
-        elif scenario == "pymysql-tcp" or tls:
+        elif scenario in ("pymysql-tcp", "java", "pipeline") or tls:
             if c.get("proto") != "tcp" or not str(c.get("remote", "")).endswith(":" + port):
                 errors.append("connection %r is not to 127.0.0.1:%s: %r" % (cid, port, c))
         elif c.get("proto") != "unix_stream" and "unix" not in str(c.get("proto")):
             errors.append("connection %r is not a unix socket: %r" % (cid, c))
+    prepared = {"INSERT INTO t (id, name, score) VALUES (?, ?, ?)": (3, 1, 0),
+                "SELECT id, name FROM t WHERE id >= ?": (2, 1, 0)}
     if plain in ("c-dynamic", "c-static", "php"):
-        errors += info_errors(preplay, trace_dir)
+        errors += info_errors(preplay, trace_dir, dict(prepared, **{"SELEC ?": (0, 1, 1)}))
+    if plain == "java":
+        errors += info_errors(preplay, trace_dir, dict(prepared, **{
+            "INSERT INTO t (id, name) VALUES (?, ?)": (JAVA_BATCH, 1, 0)}))
     for e in errors:
         print("check-db-trace %s: %s" % (scenario, e))
     if errors:

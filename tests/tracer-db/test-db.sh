@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/tracer-db/test-db.sh - DB event capture end to end: starts a private
 # MariaDB server (tests/apps/db-start.sh) in a temporary directory, records
-# known statements from seven clients (ten connections) and checks each trace exactly with
+# known statements from nine clients (twelve connections) and checks each trace exactly with
 # check-db-trace.py:
 #   mysqldb       /usr/bin/python3 + MySQLdb (libmariadb.so: C API wrappers)
 #   c-dynamic     our db_client linked with libmariadb.so (prepared statements)
@@ -11,6 +11,12 @@
 #   cli           the `mariadb` command-line client (static client library)
 #   php           PHP's mysqli (mysqlnd speaks the protocol itself: wire
 #                 parser), db_client.c's statements from db_client.php
+#   java          JDBC with MariaDB Connector/J (Java speaks the protocol
+#                 itself: wire parser), db_client.c's statements from
+#                 db_client.java, plus two batches the driver pipelines
+#   pipeline      db_pipeline.py, our own protocol client: commands sent in
+#                 one write with the login, behind unrecorded ones, EXECUTEs
+#                 of "the last statement prepared", LOAD DATA LOCAL INFILE
 # and three of them again over TCP with TLS (pymysql-tls, php-tls, cli-tls:
 # Python's ssl, PHP's openssl streams, the CLI's libssl): the same events,
 # from the plaintext the SSL_write/SSL_read wrappers see; the server's
@@ -31,6 +37,9 @@ done
 command -v mariadb >/dev/null || { echo "test-db: mariadb client not found (apt-get install mariadb-client)" >&2; exit 1; }
 php -r 'exit(function_exists("mysqli_init") ? 0 : 1);' ||
   { echo "test-db: php with mysqli not found (apt-get install php8.2-cli php8.2-mysql)" >&2; exit 1; }
+connector_j=/usr/share/java/mariadb-java-client.jar
+command -v javac >/dev/null && [ -r "$connector_j" ] ||
+  { echo "test-db: a JDK or $connector_j is missing (apt-get install default-jdk-headless libmariadb-java)" >&2; exit 1; }
 
 # short path: the server's unix socket lives in it
 work=$(mktemp -d /tmp/preplay-db.XXXXXX)
@@ -74,6 +83,8 @@ run c-static cs "$bin/db_client_static" "$sock" dbt_cs
 run pymysql-tcp pt "$py" "$here/db_clients.py" pymysql-tcp "$port" pt
 run pymysql-unix pu "$py" "$here/db_clients.py" pymysql-unix "$sock" pu
 run php php php "$here/db_client.php" "$sock" dbt_php
+run java java java -cp "$connector_j" "$here/db_client.java" "$port" dbt_java
+run pipeline pipe "$py" "$here/db_pipeline.py" "$port" dbt_pipe
 # The server offers TLS (for the *-tls runs below), which the CLI takes
 # unasked: --skip-ssl keeps this run in plaintext. The CLI stops at the
 # first error with -e even under --force; read from
@@ -118,7 +129,7 @@ grep -q "ERROR 1064" "$work/cli-tls.err" || {
 check cli-tls clitls
 
 if [ "$failed" -ne 0 ]; then
-  echo "test-db: $failed checks of 10 client runs failed" >&2
+  echo "test-db: $failed checks of 12 client runs failed" >&2
   exit 1
 fi
-echo "test-db: all 10 client runs recorded exactly (3 of them over TLS)"
+echo "test-db: all 12 client runs recorded exactly (3 of them over TLS)"
