@@ -1,0 +1,158 @@
+/* fuzz_db_wire.c - libFuzzer target for the MySQL wire parser
+ * (tracer/db_wire.c), which reads whatever bytes a traced program exchanges
+ * with a DB endpoint, inside that program: a crash there would be the
+ * program's. The input is a script of transfers on DB connections:
+ *
+ *   [op][len lo][len hi][split][len bytes]...
+ *
+ * op % 6: 0 the client sends (parsed after the send), 1 the client sends
+ * (parsed before it; the send moves only half of the bytes when `split` is
+ * odd, none when split & 2: the app would send the rest again), 2 the server's bytes
+ * arrive, 3/4 the same for a TLS connection's plaintext (SSL_write /
+ * SSL_read), 5 a new connection on the descriptor (what the old one owed
+ * is written). `split` also cuts the bytes into two iovecs. Every event
+ * the parser writes lands in a ring of our own, each checked to be a DB
+ * event whose query and parameter strings were interned in bounds. The
+ * tracer symbols db_wire.c needs are defined here. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "fd_table.h"
+#include "io_events.h"
+#include "tracer_core.h"
+
+struct tracer_state tracer_global;
+struct tracer_fd *tracer_fds;
+_Atomic int tracer_fds_state;
+static struct trace_event scratch_event;
+static unsigned char interned[1 << 16];
+
+struct tracer_fd *tracer_fd_get_mapping(int fd)
+{
+    (void)fd;
+    return NULL;
+}
+
+uint32_t tracer_intern(const char *s, size_t len)
+{
+    /* every byte the parser says is text must be readable (ASan) */
+    unsigned sum = 1;
+    for (size_t i = 0; i < len; i++)
+        sum += (unsigned char)s[i];
+    interned[sum & 0xffff] = 1;
+    return sum | 1u;
+}
+
+uint32_t tracer_stack_id(uint32_t depth)
+{
+    (void)depth;
+    return 0;
+}
+
+/* The general path (ring full): a record that goes nowhere. */
+struct trace_event *tracer_reserve_uninit(struct tracer_thread *t, size_t event_bytes)
+{
+    (void)event_bytes;
+    tracer_busy_enter(t); /* tracer_commit leaves */
+    t->pending_size = 0;
+    return &scratch_event;
+}
+
+enum { DB_FD = 7 };
+
+static void check_events(const struct tracer_ring *r)
+{
+    uint64_t head = atomic_load(&r->head);
+    for (uint64_t pos = 0; pos < head;) {
+        const struct tracer_record_header *h = (const void *)(r->data + pos);
+        if (h->size < sizeof *h || pos + h->size > head)
+            abort(); /* a record the parser wrote out of its bounds */
+        const struct trace_event *ev = (const void *)(h + 1);
+        if (h->kind == TRACER_REC_EVENT && ev->type != TRACE_EV_DB)
+            abort();
+        pos += h->size;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct tracer_fd *fds;
+    static struct tracer_ring *ring;
+    static uint64_t conn_id;
+    if (!fds) {
+        fds = calloc(TRACER_FD_MAX, sizeof *fds);
+        ring = calloc(1, TRACER_RING_BYTES);
+        if (!fds || !ring)
+            abort();
+        tracer_fds = fds;
+        atomic_store(&tracer_fds_state, 2);
+        tracer_global.only_mask = TRACER_ONLY_DB | TRACER_ONLY_NET;
+        tracer_db_wire_in_use = 1;
+    }
+    struct tracer_thread t;
+    memset(&t, 0, sizeof t);
+    t.tid = 4242;
+    t.ring = ring;
+    atomic_store(&ring->head, 0);
+    struct tracer_fd *f = &fds[DB_FD];
+    memset(f, 0, sizeof *f);
+    f->kind = TRACER_FD_SOCKET;
+    f->flags = TRACER_FDF_DB | TRACER_FDF_IDENT_DONE;
+    f->conn_id = ++conn_id;
+    uint64_t now = 1000;
+    for (size_t pos = 0; pos + 4 <= size;) {
+        uint8_t op = data[pos] % 6, split = data[pos + 3];
+        size_t len = (size_t)data[pos + 1] | (size_t)data[pos + 2] << 8;
+        pos += 4;
+        if (len > size - pos)
+            len = size - pos;
+        const uint8_t *bytes = data + pos;
+        pos += len;
+        now += 1000;
+        size_t cut = len ? split % (len + 1) : 0;
+        struct iovec iov[2] = {{(void *)bytes, cut}, {(void *)(bytes + cut), len - cut}};
+        if (op == 5) {
+            f->conn_id = ++conn_id; /* tracer_conn_ensure gives a reused fd a new id */
+            continue;
+        }
+        if (!len)
+            continue;
+        switch (op) {
+        case 0:
+            tracer_db_wire_sent(&t, f, iov, 2, len, now, now + 10, 0);
+            break;
+        case 1: {
+            size_t parsed = tracer_db_wire_before_send(&t, DB_FD, iov, 2, len, now, 0);
+            int64_t result = split & 1 ? (int64_t)(len / 2) : (int64_t)len;
+            if (split & 2)
+                result = -1; /* EAGAIN, EINTR... */
+            if (parsed)
+                tracer_db_wire_after_send(DB_FD, parsed, result);
+            break;
+        }
+        case 2:
+            tracer_db_wire_received(&t, f, iov, 2, len, now, now + 10, 0);
+            break;
+        case 3:
+            tracer_db_wire_sent(&t, f, iov, 2, len, now, now + 10, 1);
+            break;
+        case 4:
+            tracer_db_wire_received(&t, f, iov, 2, len, now, now + 10, 1);
+            break;
+        }
+        if (atomic_load(&ring->head) > TRACER_RING_DATA_BYTES / 2) {
+            check_events(ring);
+            atomic_store(&ring->head, 0);
+            t.fast_limit = 0;
+        }
+    }
+    check_events(ring);
+    /* a new connection on the descriptor writes what this one owed */
+    f->conn_id = ++conn_id;
+    tracer_db_wire_received(&t, f, (struct iovec[]){{(void *)"", 0}}, 1, 0, now, now, 0);
+    check_events(ring);
+    return 0;
+}
