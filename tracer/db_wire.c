@@ -1,6 +1,6 @@
 /* db_wire.c - DB events for clients that speak the MySQL protocol
- * themselves (pymysql, PHP mysqlnd, Java, Go, the statically linked
- * `mariadb` client): parses the packets a process exchanges with a DB
+ * themselves (pymysql, PHP mysqlnd, Java's Connector/J, the statically
+ * linked `mariadb` client): parses the packets a process exchanges with a DB
  * endpoint (peer port in --db-port, default 3306, or an AF_UNIX path ending
  * in --db-socket, default mysqld.sock). Also home of the parameter renderer
  * both DB capture paths share (db_common.h).
