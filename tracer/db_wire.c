@@ -114,6 +114,7 @@ enum db_wire_answer {
 struct db_wire_cmd {
     uint64_t stmt_id, begin_ns, cmd_bytes;
     uint32_t query_id, prep_query_id, params_id;
+    uint32_t tid;   /* the thread that sent it: its events are that thread's */
     uint8_t op;     /* TRACE_DB_*, or 0: a command we do not record */
     uint8_t answer; /* enum db_wire_answer */
 };
@@ -182,13 +183,27 @@ static size_t db_wire_lenenc(const unsigned char *p, size_t have, uint64_t *v)
     return (size_t)n + 1;
 }
 
-static void db_wire_event(struct tracer_thread *t, uint64_t conn_id, uint8_t op, int32_t error,
-                          uint32_t query_id, uint32_t params_id, uint64_t stmt_id, uint64_t rows,
-                          uint64_t bytes, uint64_t begin, uint64_t end)
+/* Writes a DB event of the thread `tid` that sent the command. When
+ * another thread read the answer (t: Connector/J's batches), the event is
+ * written in t's records but is the sender's: it carries none of t's CPU,
+ * and t's next record still does. */
+static void db_wire_event(struct tracer_thread *t, uint32_t tid, uint64_t conn_id, uint8_t op,
+                          int32_t error, uint32_t query_id, uint32_t params_id, uint64_t stmt_id,
+                          uint64_t rows, uint64_t bytes, uint64_t begin, uint64_t end)
 {
+    int other = tid && tid != t->tid;
+    uint64_t pending_cpu = t->pending_cpu;
+    uint32_t recorded = t->recorded;
+    if (other)
+        t->pending_cpu = 0;
     struct trace_event *ev = tracer_event_new(t, TRACE_EV_DB, op, begin, end);
-    if (!ev)
+    if (!ev) {
+        if (other)
+            t->pending_cpu = pending_cpu;
         return;
+    }
+    if (other)
+        ev->tid = tid;
     ev->u.db.source = TRACE_DB_WIRE;
     ev->u.db.error = error;
     ev->u.db.db_conn_id = conn_id;
@@ -200,6 +215,10 @@ static void db_wire_event(struct tracer_thread *t, uint64_t conn_id, uint8_t op,
     if (error)
         ev->flags |= TRACE_F_ERROR;
     tracer_commit(t);
+    if (other) {
+        t->pending_cpu = pending_cpu;
+        t->recorded = recorded;
+    }
 }
 
 /* Makes `cmd` the command whose answer comes next. */
@@ -231,12 +250,12 @@ static void db_wire_next(struct db_wire_conn *c)
 static void db_wire_flush_pending(struct tracer_thread *t, struct db_wire_conn *c, uint64_t end)
 {
     if (c->cmd.op && c->state == DB_WIRE_FIRST && !c->in_result)
-        db_wire_event(t, c->conn_id, c->cmd.op, 0,
+        db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, 0,
                       c->cmd.op == TRACE_DB_PREPARE ? c->cmd.prep_query_id : c->cmd.query_id,
                       c->cmd.params_id, c->cmd.stmt_id, 0, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
     else if (c->cmd.op && c->in_result)
-        db_wire_event(t, c->conn_id, TRACE_DB_FETCH, 0, c->cmd.query_id, 0, c->cmd.stmt_id, c->rows,
-                      c->bytes, c->fetch_begin_ns, end);
+        db_wire_event(t, c->cmd.tid, c->conn_id, TRACE_DB_FETCH, 0, c->cmd.query_id, 0,
+                      c->cmd.stmt_id, c->rows, c->bytes, c->fetch_begin_ns, end);
     db_wire_next(c);
 }
 
@@ -500,7 +519,7 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
         }
         return;
     }
-    struct db_wire_cmd nc = {.begin_ns = begin, .cmd_bytes = pkt_len};
+    struct db_wire_cmd nc = {.begin_ns = begin, .cmd_bytes = pkt_len, .tid = t->tid};
     switch (cmd) {
     case MYSQL_COM_QUERY:
     case MYSQL_COM_STMT_PREPARE: {
@@ -542,7 +561,7 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
         }
         break;
     case MYSQL_COM_QUIT:
-        db_wire_event(t, f->conn_id, TRACE_DB_CLOSE, 0, 0, 0, 0, 0, pkt_len, begin, end);
+        db_wire_event(t, t->tid, f->conn_id, TRACE_DB_CLOSE, 0, 0, 0, 0, 0, pkt_len, begin, end);
         return;
     /* commands we do not record: follow their answers to stay in step */
     case MYSQL_COM_PROCESS_INFO:
@@ -568,7 +587,7 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
     }
     if (!c || c->opaque) {
         if (nc.op)
-            db_wire_event(t, f->conn_id, nc.op, 0,
+            db_wire_event(t, t->tid, f->conn_id, nc.op, 0,
                           nc.op == TRACE_DB_PREPARE ? nc.prep_query_id : nc.query_id, nc.params_id,
                           nc.stmt_id, 0, nc.cmd_bytes, begin, end);
         return;
@@ -713,8 +732,8 @@ static void db_wire_result_end(struct tracer_thread *t, struct db_wire_conn *c, 
         return;
     }
     if (c->cmd.op)
-        db_wire_event(t, c->conn_id, TRACE_DB_FETCH, error, c->cmd.query_id, 0, c->cmd.stmt_id,
-                      c->rows, c->bytes, c->fetch_begin_ns, end);
+        db_wire_event(t, c->cmd.tid, c->conn_id, TRACE_DB_FETCH, error, c->cmd.query_id, 0,
+                      c->cmd.stmt_id, c->rows, c->bytes, c->fetch_begin_ns, end);
     db_wire_next(c);
 }
 
@@ -824,8 +843,9 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
             }
             if (status & SERVER_MORE_RESULTS_EXIST) {
                 /* first of several results: record the command now */
-                db_wire_event(t, c->conn_id, c->cmd.op, 0, c->cmd.query_id, c->cmd.params_id,
-                              c->cmd.stmt_id, rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
+                db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, 0, c->cmd.query_id,
+                              c->cmd.params_id, c->cmd.stmt_id, rows, c->cmd.cmd_bytes,
+                              c->cmd.begin_ns, end);
                 c->in_result = 1;
                 c->fetch_begin_ns = end;
                 return;
@@ -854,8 +874,8 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
         }
         if (c->cmd.op) {
             uint32_t qid = c->cmd.op == TRACE_DB_PREPARE ? c->cmd.prep_query_id : c->cmd.query_id;
-            db_wire_event(t, c->conn_id, c->cmd.op, error, qid, c->cmd.params_id, c->cmd.stmt_id,
-                          rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
+            db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, error, qid, c->cmd.params_id,
+                          c->cmd.stmt_id, rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
         }
         if (error || (!result_set && c->cmd.op != TRACE_DB_PREPARE)) {
             db_wire_next(c);

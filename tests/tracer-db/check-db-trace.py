@@ -173,7 +173,8 @@ def load(preplay, trace_dir):
             # only db and conn events are checked: a TLS client's trace holds
             # ~1.7 M others (OpenSSL 3 takes a lock per lookup while it
             # loads the CA bundle), not worth parsing
-            if '"type":"db"' not in line and '"type":"conn"' not in line:
+            if ('"type":"db"' not in line and '"type":"conn"' not in line and
+                    '"op":"send"' not in line):
                 continue
             try:
                 events.append(json.loads(line))
@@ -270,6 +271,14 @@ def main():
                 errors.append("connection %r is not to 127.0.0.1:%s: %r" % (cid, port, c))
         elif c.get("proto") != "unix_stream" and "unix" not in str(c.get("proto")):
             errors.append("connection %r is not a unix socket: %r" % (cid, c))
+        # a DB event is the thread's that sent the command, also when another
+        # thread read the answer (Connector/J's batches)
+        senders = {e.get("tid") for e in events
+                   if e.get("type") == "net" and e.get("op") == "send" and e.get("conn_id") == cid}
+        strays = sorted({g.get("tid") for g in got} - senders)
+        if senders and strays:
+            errors.append("DB events of threads %r, which sent nothing on connection %r (%r did)"
+                          % (strays, cid, sorted(senders)))
     prepared = {"INSERT INTO t (id, name, score) VALUES (?, ?, ?)": (3, 1, 0),
                 "SELECT id, name FROM t WHERE id >= ?": (2, 1, 0)}
     if plain in ("c-dynamic", "c-static", "php"):

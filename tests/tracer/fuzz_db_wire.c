@@ -10,7 +10,9 @@
  * odd, none when split & 2: the app would send the rest again), 2 the server's bytes
  * arrive, 3/4 the same for a TLS connection's plaintext (SSL_write /
  * SSL_read), 5 a new connection on the descriptor (what the old one owed
- * is written). `split` also cuts the bytes into two iovecs. Every event
+ * is written). `split` also cuts the bytes into two iovecs, and its bit 4
+ * makes a second thread do the transfer (a sender and a reader thread, as
+ * Connector/J's batches have: the reader writes the sender's events). Every event
  * the parser writes lands in a ring of our own, each checked to be a DB
  * event whose query and parameter strings were interned in bounds. The
  * tracer symbols db_wire.c needs are defined here. */
@@ -92,10 +94,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tracer_global.only_mask = TRACER_ONLY_DB | TRACER_ONLY_NET;
         tracer_db_wire_in_use = 1;
     }
-    struct tracer_thread t;
-    memset(&t, 0, sizeof t);
-    t.tid = 4242;
-    t.ring = ring;
+    struct tracer_thread threads[2];
+    memset(threads, 0, sizeof threads);
+    threads[0].tid = 4242;
+    threads[1].tid = 4343;
+    threads[0].ring = threads[1].ring = ring; /* one after the other */
     atomic_store(&ring->head, 0);
     struct tracer_fd *f = &fds[DB_FD];
     memset(f, 0, sizeof *f);
@@ -113,6 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pos += len;
         now += 1000;
         size_t cut = len ? split % (len + 1) : 0;
+        struct tracer_thread *t = &threads[(split >> 4) & 1];
         struct iovec iov[2] = {{(void *)bytes, cut}, {(void *)(bytes + cut), len - cut}};
         if (op == 5) {
             f->conn_id = ++conn_id; /* tracer_conn_ensure gives a reused fd a new id */
@@ -122,10 +126,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         switch (op) {
         case 0:
-            tracer_db_wire_sent(&t, f, iov, 2, len, now, now + 10, 0);
+            tracer_db_wire_sent(t, f, iov, 2, len, now, now + 10, 0);
             break;
         case 1: {
-            size_t parsed = tracer_db_wire_before_send(&t, DB_FD, iov, 2, len, now, 0);
+            size_t parsed = tracer_db_wire_before_send(t, DB_FD, iov, 2, len, now, 0);
             int64_t result = split & 1 ? (int64_t)(len / 2) : (int64_t)len;
             if (split & 2)
                 result = -1; /* EAGAIN, EINTR... */
@@ -134,25 +138,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         case 2:
-            tracer_db_wire_received(&t, f, iov, 2, len, now, now + 10, 0);
+            tracer_db_wire_received(t, f, iov, 2, len, now, now + 10, 0);
             break;
         case 3:
-            tracer_db_wire_sent(&t, f, iov, 2, len, now, now + 10, 1);
+            tracer_db_wire_sent(t, f, iov, 2, len, now, now + 10, 1);
             break;
         case 4:
-            tracer_db_wire_received(&t, f, iov, 2, len, now, now + 10, 1);
+            tracer_db_wire_received(t, f, iov, 2, len, now, now + 10, 1);
             break;
         }
         if (atomic_load(&ring->head) > TRACER_RING_DATA_BYTES / 2) {
             check_events(ring);
             atomic_store(&ring->head, 0);
-            t.fast_limit = 0;
+            threads[0].fast_limit = threads[1].fast_limit = 0;
         }
     }
     check_events(ring);
     /* a new connection on the descriptor writes what this one owed */
     f->conn_id = ++conn_id;
-    tracer_db_wire_received(&t, f, (struct iovec[]){{(void *)"", 0}}, 1, 0, now, now, 0);
+    tracer_db_wire_received(&threads[0], f, (struct iovec[]){{(void *)"", 0}}, 1, 0, now, now, 0);
     check_events(ring);
     return 0;
 }
