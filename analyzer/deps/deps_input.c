@@ -469,6 +469,25 @@ static int deps_fifo_push(struct deps_input *in, struct deps_fifo *q, uint64_t k
         q->cap = nc;
         q->head = 0;
     }
+    if (key < q->last_key && ev->type == TRACE_EV_DB && q->n > 1 &&
+        q->q[q->head & (q->cap - 1)].key <= key) {
+        /* A DB event whose answer another thread read (MariaDB
+         * Connector/J's batches: tracer/db_wire.c) is the sender's but was
+         * written by the reader, so it comes after the sender's later
+         * events: put it in its place among the events still queued
+         * (after the FIFO's head, whose key the heap holds) */
+        uint32_t i = q->n;
+        while (i > 1 && q->q[(q->head + i - 1) & (q->cap - 1)].key > key) {
+            q->q[(q->head + i) & (q->cap - 1)] = q->q[(q->head + i - 1) & (q->cap - 1)];
+            i--;
+        }
+        struct deps_queued *slot = &q->q[(q->head + i) & (q->cap - 1)];
+        slot->key = key;
+        slot->ev = *ev;
+        slot->ev.data = NULL;
+        q->n++;
+        return 0;
+    }
     if (key < q->last_key) {
         /* keep each FIFO sorted. A CPU event is keyed by its start, which
          * may lie before the previous event's end (CPU carried over);

@@ -473,6 +473,44 @@ static void test_clock_backwards(void **state)
     assert_int_equal(fx_ops(f, f->plan->requests[1].block)[2].a.net.bytes, 2000);
 }
 
+/* ---- a DB event written by another thread (a driver thread read the
+ * answer: tracer/db_wire.c) comes after its own thread's later events in
+ * the file; it takes its place in time, in its request, with no warning ---- */
+static void test_db_event_written_late(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50003, T0);
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 101, T0 + 100 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 120, T0 + 5 * MS - w.now);
+    synth_cpu(&w, 15 * US);
+    /* the query goes out and its answer comes 2 ms later, read by another
+     * thread, which writes the event; this one waits for that thread */
+    struct trace_event query = synth_event(&w, TRACE_EV_DB, TRACE_DB_QUERY, 2 * MS);
+    query.u.db.source = TRACE_DB_WIRE;
+    query.u.db.db_conn_id = 5;
+    query.u.db.query_id = synth_string(&fe, "SELECT 1");
+    w.now = query.ts_ns + 10 * US;
+    synth_lock(&w, TRACE_LOCK_ACQUIRE, 7, 0, 2100 * US);
+    synth_lock(&w, TRACE_LOCK_RELEASE, 7, 0, 1 * US);
+    synth_cpu(&w, 10 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 1000, 6 * US);
+    synth_flush(&fe, UINT64_MAX);
+    synth_write(&fe, &query); /* in the file after the reply */
+    w.now = T0 + 30 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 0, 1 * US); /* the client closes */
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.requests, 1);
+    assert_true(!f->warnings || !strstr(f->warnings, "before an earlier event"));
+    fx_expect_kinds(f, f->plan->requests[0].block, "RCDLLCS");
+    assert_int_equal(fx_ops(f, f->plan->requests[0].block)[2].recorded_ns, 2 * MS);
+}
+
 /* ---- events a file holds back beyond the merge window are analysed out
  * of time order, and a warning counts them ---- */
 
@@ -778,6 +816,7 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_backwards, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_db_event_written_late, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_late_events, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_idle_file_read_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_request_in_two_receives, fx_setup, fx_teardown),
