@@ -18,7 +18,12 @@
 # over a unix socket, two prefork workers) -> MariaDB (PHP's mysqlnd speaks
 # the protocol itself), one client at a time: every request one nginx block
 # calling one php-fpm block, three DB operations each (a prepared SELECT's
-# PREPARE and EXECUTE, a plain query), zero violations.
+# PREPARE and EXECUTE, a plain query), zero violations. (4) a Java tier
+# (item_server.java: the JDK's HttpServer, 2 handler threads, JDBC with
+# MariaDB Connector/J) on the same MariaDB: each request one block with
+# its 8 DB operations, including the 3 INSERTs of a batch the driver
+# pipelines and whose answers a driver thread reads; zero violations and
+# no event out of its thread's time order.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${PREPLAY_BIN:?PREPLAY_BIN not set}
@@ -343,6 +348,7 @@ trap 'stop_db; cleanup' EXIT
 mariadb --no-defaults -S "$lemp/db/mariadb.sock" -uroot -e "CREATE DATABASE app;
     CREATE TABLE app.items (id INT PRIMARY KEY, name VARCHAR(40));
     INSERT INTO app.items VALUES (1, 'one'), (2, 'two'), (3, 'three');
+    CREATE TABLE app.visits (item INT, n INT);
     CREATE USER 'web'@'127.0.0.1' IDENTIFIED BY 'pw'; GRANT ALL ON app.* TO 'web'@'127.0.0.1';" ||
     fail "creating the LEMP test's database"
 cat >"$lemp/www/item.php" <<PHP
@@ -446,6 +452,54 @@ print("LEMP: %d requests, %d+%d blocks, coverage %.4f, php-fpm workers %d" %
       (j["requests"], len(web), len(php), j["coverage"], comps.get("php", {}).get("workers", 0)))
 for e in errors:
     print("LEMP: " + e)
+sys.exit(1 if errors else 0)
+PY
+
+# ---- (4) a Java tier: JDK HttpServer + Connector/J -> MariaDB ----
+connector_j=/usr/share/java/mariadb-java-client.jar
+command -v java >/dev/null && [ -r "$connector_j" ] ||
+    fail "java or $connector_j missing (tools/install-deps installs default-jdk-headless, libmariadb-java)"
+jport=$(free_port)
+"$bin" record -q --no-cpu-scores --db-port "$dbport" -o "$work/trace/java" -c java -- \
+    java -cp "$connector_j" "$here/item_server.java" "$jport" "$dbport" >"$work/java.out" 2>&1 &
+pids+=($!); java_tier=$!
+wait_port "$jport" 60 || fail "the Java tier is not listening: $(cat "$work/java.out")"
+java_requests=12
+args=()
+for ((r = 0; r < java_requests; r++)); do args+=("http://127.0.0.1:$jport/item?id=$((r % 3 + 1))"); done
+timeout 60 curl -s --max-time 50 "${args[@]}" >"$work/java.curl" || fail "curl to the Java tier"
+[ "$(grep -c '^item [123]: \(one\|two\|three\)$' "$work/java.curl")" -eq "$java_requests" ] ||
+    fail "Java tier answers: $(head -5 "$work/java.curl")"
+stop "$java_tier"
+"$bin" analyze "$work/trace/java" -o "$work/java.plan" --blocks "$work/java.tsv" \
+    >"$work/java.analyze" 2>"$work/java.analyze.err" ||
+    fail "analyze the Java tier: $(cat "$work/java.analyze.err")"
+cat "$work/java.analyze"
+# per request: Connector/J's 2 session queries, PREPARE + EXECUTE of the
+# SELECT, PREPARE + 3 EXECUTEs of the batch
+grep -q ": $java_requests requests, $java_requests blocks, 0 calls, 0 external calls, $((8 * java_requests)) DB ops;" \
+    "$work/java.analyze" || fail "Java plan: requests, blocks or DB ops (expected $java_requests requests, 8 DB ops each)"
+! grep -q "went backwards" "$work/java.analyze.err" ||
+    fail "Java tier: events out of their thread's time order: $(cat "$work/java.analyze.err")"
+"$bin" info --json "$work/java.plan" >"$work/java.json"
+/usr/bin/python3 - "$work/java.json" "$java_requests" <<'PY' || fail "Java plan"
+import json, sys
+j = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+errors = []
+if j["labels"] != {"GET /item": n}:
+    errors.append("labels %s" % j["labels"])
+if j["violations"] != 0:
+    errors.append("violations %d: %s" % (j["violations"], j.get("violations_text")))
+comps = {c["name"]: c for c in j["components"]}
+if comps.get("java", {}).get("workers") != 2 or comps["java"]["db_conns"] != n:
+    errors.append("components %s" % j["components"])
+if j["resources_by_label"]["GET /item"]["db_s"] <= 0:
+    errors.append("no DB time in the plan")
+print("Java tier: %d requests, coverage %.4f, workers %d" %
+      (j["requests"], j["coverage"], comps.get("java", {}).get("workers", 0)))
+for e in errors:
+    print("Java tier: " + e)
 sys.exit(1 if errors else 0)
 PY
 echo PASS
