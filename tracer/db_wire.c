@@ -766,6 +766,18 @@ static void db_wire_row_packet(struct tracer_thread *t, struct db_wire_conn *c, 
     }
 }
 
+/* An answer we follow without recording it that ends at a packet whose
+ * first byte is `last` or `err` (CHANGE_USER: OK or ERR after the
+ * authentication exchange; FIELD_LIST: EOF or ERR after the definitions):
+ * the next command's answer comes after this packet, or `state` goes on. */
+static void db_wire_until(struct db_wire_conn *c, uint8_t state, uint8_t last, uint8_t err)
+{
+    if (c->peek_have >= 1 && (c->peek[0] == last || c->peek[0] == err))
+        db_wire_next(c);
+    else
+        c->state = state;
+}
+
 /* One received packet of the answer: the first min(len, DB_WIRE_PEEK)
  * payload bytes are in c->peek, `seq` is its sequence number. */
 static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *c, uint8_t seq,
@@ -791,16 +803,10 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
             db_wire_next(c);
             return;
         case DB_WIRE_ANSWER_AUTH:
-            if (p[0] == 0x00 || p[0] == 0xff)
-                db_wire_next(c);
-            else
-                c->state = DB_WIRE_AUTH;
+            db_wire_until(c, DB_WIRE_AUTH, 0x00, 0xff);
             return;
         case DB_WIRE_ANSWER_FIELDS:
-            if (p[0] == 0xfe || p[0] == 0xff)
-                db_wire_next(c);
-            else
-                c->state = DB_WIRE_FIELDS;
+            db_wire_until(c, DB_WIRE_FIELDS, 0xfe, 0xff);
             return;
         case DB_WIRE_ANSWER_ROWS:
             c->in_result = 1;
@@ -908,12 +914,10 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
         db_wire_row_packet(t, c, end);
         return;
     case DB_WIRE_AUTH:
-        if (have >= 1 && (p[0] == 0x00 || p[0] == 0xff))
-            db_wire_next(c);
+        db_wire_until(c, DB_WIRE_AUTH, 0x00, 0xff);
         return;
     case DB_WIRE_FIELDS:
-        if (have >= 1 && (p[0] == 0xfe || p[0] == 0xff))
-            db_wire_next(c);
+        db_wire_until(c, DB_WIRE_FIELDS, 0xfe, 0xff);
         return;
     }
 }

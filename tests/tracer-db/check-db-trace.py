@@ -114,7 +114,8 @@ def java_events(name):
 
 def pipeline_events(name):
     """db_pipeline.py: what each of its writes must give (the commands it
-    does not record - PING, INIT_DB, STATISTICS, FIELD_LIST - give none)."""
+    does not record - PING, INIT_DB, STATISTICS, CHANGE_USER, FIELD_LIST -
+    give none)."""
     db = "dbt_" + name
     create_table = "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(8))"
     insert = "INSERT INTO t VALUES (?, ?)"
@@ -122,6 +123,7 @@ def pipeline_events(name):
     return [
         ev("query", "SELECT 1", bytes_=8), ev("fetch", "SELECT 1", 1, bytes_=2),
         ev("query", "CREATE DATABASE " + db, 1, bytes_=len("CREATE DATABASE " + db)),
+        ev("query", "SELECT 2", bytes_=8), ev("fetch", "SELECT 2", 1, bytes_=2),
         ev("query", create_table, bytes_=len(create_table), batch="prepare-execute"),
         ev("prepare", insert, bytes_=len(insert), stmt="insert", batch="prepare-execute"),
         ev("execute", insert, 1, params="1, 'a'", bytes_=26, stmt="insert",
