@@ -298,6 +298,14 @@ static void db_wire_release(struct db_wire_conn *c)
         atomic_store_explicit(&db_wire_owner[c - db_wire_conns], 0, memory_order_release);
 }
 
+void tracer_db_wire_after_fork(void)
+{
+    /* a parent thread that was parsing a connection at the fork does not
+     * exist here: its hold must not make this process wait forever */
+    for (size_t i = 0; i < DB_WIRE_FDS; i++)
+        atomic_store_explicit(&db_wire_owner[i], 0, memory_order_relaxed);
+}
+
 static struct db_wire_stmt *db_wire_stmt_find(struct db_wire_conn *c, uint32_t server_id)
 {
     for (int i = 0; i < DB_WIRE_STMTS; i++)

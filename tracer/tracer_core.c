@@ -1048,6 +1048,7 @@ void tracer_after_fork_child(void)
     tracer_drop_local = 0;
     tracer_cpu_time_after_fork();
     tracer_stacks_after_fork();
+    tracer_db_wire_after_fork();
     tracer_datagram_peers_reset();
     if (tracer_strtab) {
         syscall(SYS_munmap, tracer_strtab, TRACER_STRTAB_SLOTS * sizeof(struct tracer_strtab_slot));

@@ -444,6 +444,9 @@ tracer_event_reserve(struct tracer_thread *t, size_t bytes)
 /* --stacks: id of the calling thread's current stack (0: none). stacks.c */
 uint32_t tracer_stack_id(uint32_t depth);
 void tracer_stacks_after_fork(void);
+/* In a fork child: no thread of the parent holds a DB connection's parser
+ * state any more (db_wire.c) */
+void tracer_db_wire_after_fork(void);
 
 /* Zero-fills the first `bytes` of an event (a FILE event's fd2 is -1, no
  * second descriptor) and writes its common fields. */
