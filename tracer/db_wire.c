@@ -973,8 +973,6 @@ static void db_wire_received(struct tracer_thread *t, struct db_wire_conn *c,
     }
 }
 
-int tracer_db_wire_in_use;
-
 size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct iovec *iov,
                                   int iovcnt, size_t size, uint64_t begin_ns, int tls_plaintext)
 {

@@ -91,7 +91,7 @@ TRACER_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *got)
 static size_t tls_before_write(struct tracer_thread *t, SSL *s, const void *buf, size_t n, int *fd)
 {
     *fd = -1;
-    if (!tracer_db_wire_in_use)
+    if (!tracer_global.db_wire_in_use)
         return 0;
     int err = errno;
     *fd = tracer_real_SSL_get_wfd()(s);

@@ -195,7 +195,7 @@ static uint64_t tracer_conn_identify(struct tracer_thread *t, int fd, struct tra
         f->flags |= TRACER_FDF_IDENT_DONE | TRACER_FDF_PEERLESS;
     if (have_remote && tracer_is_db_endpoint(c, (struct sockaddr_un *)&remote, rlen)) {
         f->flags |= TRACER_FDF_DB;
-        tracer_db_wire_in_use = 1;
+        tracer_global.db_wire_in_use = 1;
     }
     /* --port: decided once the peer is known (connected, accepted, or the
      * address a connect in progress goes to) or there is none to know (a

@@ -257,10 +257,6 @@ void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, ui
  * connection (db_wire.c): commands are recorded when their answer arrives.
  * tls_plaintext: the bytes are the plaintext of a TLS connection (from the
  * SSL_write/SSL_read wrappers), not what crossed the socket. */
-/* Nonzero once the process has a DB connection: from then on, sends on
- * sockets call tracer_db_wire_before_send before they go out. */
-extern int tracer_db_wire_in_use;
-
 /* Parses what a send is about to put on DB connection fd, before it goes
  * out: another thread may read the answer before this one returns from the
  * send (Connector/J reads a batch's answers while its sender thread is

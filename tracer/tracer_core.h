@@ -165,6 +165,9 @@ struct tracer_state {
     uint32_t only_mask;   /* TRACER_ONLY_* */
     uint32_t stack_depth; /* --stacks N, 0 = off */
     int path_filter_set;  /* control->path_filter is not empty */
+    /* the process has a DB connection: from then on, sends on sockets call
+     * tracer_db_wire_before_send before they go out (io_events.h) */
+    int db_wire_in_use;
 };
 
 extern struct tracer_state tracer_global;

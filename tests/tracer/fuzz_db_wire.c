@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tracer_fds = fds;
         atomic_store(&tracer_fds_state, 2);
         tracer_global.only_mask = TRACER_ONLY_DB | TRACER_ONLY_NET;
-        tracer_db_wire_in_use = 1;
+        tracer_global.db_wire_in_use = 1;
     }
     struct tracer_thread threads[2];
     memset(threads, 0, sizeof threads);
