@@ -172,9 +172,9 @@ def load(preplay, trace_dir):
         out = subprocess.run([preplay, "dump", "--json", t], check=True, capture_output=True,
                              text=True).stdout
         for i, line in enumerate(out.splitlines()):
-            # only db and conn events are checked: a TLS client's trace holds
-            # ~1.7 M others (OpenSSL 3 takes a lock per lookup while it
-            # loads the CA bundle), not worth parsing
+            # only db, conn and send events are read: a TLS client's trace
+            # holds ~1.7 M others (OpenSSL 3 takes a lock per lookup while
+            # it loads the CA bundle), not worth parsing
             if ('"type":"db"' not in line and '"type":"conn"' not in line and
                     '"op":"send"' not in line):
                 continue
@@ -210,9 +210,10 @@ def main():
     events = load(preplay, trace_dir)
     # In the order the commands were sent: a client that sends from one
     # thread and reads the answers on another (Connector/J's batches) has
-    # DB events in two threads' records, which the trace interleaves as the
-    # rings drained. A command's time is its send; a FETCH (timed from the
-    # answer) goes right after the command its thread recorded before it.
+    # the sender's DB events in the reader's records, which the trace
+    # interleaves with the sender's as the rings drained. A command's time
+    # is its send; a FETCH (timed from the answer) goes right after the
+    # command recorded before it with the same tid.
     got, last_send = [], {}
     for e in events:
         if e.get("type") != "db":
