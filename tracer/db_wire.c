@@ -154,9 +154,10 @@ struct db_wire_conn {
 };
 static struct db_wire_conn db_wire_conns[DB_WIRE_FDS];
 /* The tid of the thread parsing each connection, 0 = none: one thread may
- * send on a connection while another reads its answers (Connector/J sends
- * a batch from a thread of its own), and the queue and the answer's state
- * are one. Kept apart from db_wire_conns, which a new connection clears. */
+ * send on a connection while another reads its answers (Connector/J: the
+ * calling thread sends a batch, a driver thread reads the answers), and the
+ * queue and the answer's state are one. Kept apart from db_wire_conns, which a new connection
+ * clears. */
 static _Atomic uint32_t db_wire_owner[DB_WIRE_FDS];
 
 static uint64_t db_wire_le(const unsigned char *p, int n)

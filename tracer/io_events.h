@@ -259,8 +259,9 @@ void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, ui
  * SSL_write/SSL_read wrappers), not what crossed the socket. */
 /* Parses what a send is about to put on DB connection fd, before it goes
  * out: another thread may read the answer before this one returns from the
- * send (Connector/J reads a batch's answers while its sender thread is
- * still sending), and the answer must find its command known. Returns the
+ * send (Connector/J: a driver thread reads a batch's answers while the
+ * calling thread is still sending it), and the answer must find its
+ * command known. Returns the
  * bytes parsed (size), 0 when fd is no DB connection or the bytes are not
  * the ones the parser reads (tls_plaintext: SSL_write's plaintext, else
  * the socket's bytes; nothing done). Keeps errno. */

@@ -80,7 +80,7 @@ public class db_client {
             check(count(s.executeQuery("SELECT name FROM t WHERE name IS NOT NULL")) == 2, "2 names");
             check(s.executeUpdate("UPDATE t SET score = 0 WHERE id <= 2") == 2, "2 rows updated");
 
-            // pipelined: the driver's sender thread sends the batch while this
+            // pipelined: this thread sends the whole batch while a driver
             // thread reads the answers (BATCH EXECUTEs, then BATCH QUERYs)
             PreparedStatement batch = c.prepareStatement("INSERT INTO t (id, name) VALUES (?, ?)");
             int[] ones = new int[BATCH];
