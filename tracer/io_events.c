@@ -3,6 +3,7 @@
  * labels on accepted connections, and the hand-off to the DB wire parser.
  * Never changes the call's result or errno (callers restore errno). */
 #include "io_events.h"
+#include "http_label.h"
 
 #include <arpa/inet.h>
 #include <linux/netlink.h>
@@ -371,46 +372,6 @@ static size_t tracer_iov_peek(const struct iovec *iov, int iovcnt, size_t avail,
         got += n;
     }
     return got;
-}
-
-static int tracer_http_method(const char *s, size_t n)
-{
-    static const char *const methods[] = {"GET ",     "POST ",  "PUT ",   "DELETE ", "HEAD ",
-                                          "OPTIONS ", "PATCH ", "TRACE ", "CONNECT "};
-    if (n >= 4 && !memcmp(s, "GET ", 4))
-        return 1; /* most requests: one 4-byte compare, no call */
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
-        size_t ml = strlen(methods[i]);
-        if (n >= ml ? !memcmp(s, methods[i], ml) : !memcmp(s, methods[i], n))
-            return 1;
-    }
-    return 0;
-}
-
-enum { TRACER_LABEL_MORE = 0, TRACER_LABEL_NOT_HTTP = -1 };
-
-/* The label of the request line at the start of s[0..n): the length of
- * "METHOD /target" (the target ends at a space or CR; up to its '?' unless
- * keep_query), TRACER_LABEL_MORE when the line may still be arriving (n <
- * cap), or TRACER_LABEL_NOT_HTTP. */
-static long tracer_http_label(const char *s, size_t n, size_t cap, int keep_query)
-{
-    if (!tracer_http_method(s, n))
-        return TRACER_LABEL_NOT_HTTP;
-    const char *sp1 = memchr(s, ' ', n);
-    if (!sp1)
-        return TRACER_LABEL_MORE; /* the method itself is still arriving */
-    const char *target = sp1 + 1, *end = memchr(target, ' ', (size_t)(s + n - target));
-    const char *cr = memchr(target, '\r', (size_t)((end ? end : s + n) - target));
-    if (cr)
-        end = cr; /* no HTTP version: "GET /path\r\n" */
-    if (!end) {
-        if (n < cap)
-            return TRACER_LABEL_MORE;
-        end = s + n; /* a very long target: what fits */
-    }
-    const char *query = keep_query ? NULL : memchr(target, '?', (size_t)(end - target));
-    return (long)((query ? query : end) - s);
 }
 
 /* Do the first bytes received on an accepted connection start a TLS
