@@ -580,11 +580,8 @@ TRACER_EXPORT int dup3(int fd, int fd2, int flags)
     if (!t)                                                                                        \
         return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
-    if ((DIR) == TRACER_IO_OUT && TRACER_UNLIKELY(tracer_global.db_wire_in_use)) {                 \
-        size_t db_parsed = tracer_db_wire_before_send(t, fd, (IOV), (IOVCNT), (SIZE), begin, 0);   \
-        TRACER_IO_FINISH(realcall, DIR, OFFSET, SIZE, IOV, IOVCNT, db_parsed)                      \
-    }                                                                                              \
-    TRACER_IO_FINISH(realcall, DIR, OFFSET, SIZE, IOV, IOVCNT, 0)
+    TRACER_FINISH_AFTER_DB_PARSE(DIR, IOV, IOVCNT, SIZE, TRACER_IO_FINISH, realcall, DIR, OFFSET,  \
+                                 SIZE, IOV, IOVCNT)
 
 #define TRACER_ONE_IOV(b, n) (&(struct iovec){.iov_base = (void *)(b), .iov_len = (n)})
 

@@ -307,12 +307,8 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
     if (!t)                                                                                        \
         return realcall;                                                                           \
     uint64_t begin = tracer_event_begin(t);                                                        \
-    if ((DIR) == TRACER_IO_OUT && TRACER_UNLIKELY(tracer_global.db_wire_in_use)) {                 \
-        size_t db_parsed = tracer_db_wire_before_send(t, fd, (IOV), (IOVCNT), (SIZE), begin, 0);   \
-        TRACER_SOCK_FINISH(realcall, DIR, SIZE, IOV, IOVCNT, FLAGS, NMSGS, RTYPE, PEER, PEERLEN,   \
-                           db_parsed)                                                              \
-    }                                                                                              \
-    TRACER_SOCK_FINISH(realcall, DIR, SIZE, IOV, IOVCNT, FLAGS, NMSGS, RTYPE, PEER, PEERLEN, 0)
+    TRACER_FINISH_AFTER_DB_PARSE(DIR, IOV, IOVCNT, SIZE, TRACER_SOCK_FINISH, realcall, DIR, SIZE,  \
+                                 IOV, IOVCNT, FLAGS, NMSGS, RTYPE, PEER, PEERLEN)
 
 #define TRACER_ONE_IOV(b, n) (&(struct iovec){.iov_base = (void *)(b), .iov_len = (n)})
 

@@ -268,6 +268,19 @@ void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, ui
 size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct iovec *iov,
                                   int iovcnt, size_t size, uint64_t begin_ns, int tls_plaintext);
 
+/* The end of a transfer wrapper, for the send and write wrappers' bodies
+ * (TRACER_IO_BODY, TRACER_SOCK_BODY): FINISH(ARGS..., DB_PARSED) makes
+ * the call and records it. Once the process has a DB connection, an
+ * outgoing transfer's bytes go to tracer_db_wire_before_send first and
+ * DB_PARSED is what it parsed; otherwise it is a constant 0, and the
+ * common path costs one test of a flag. Needs t, fd and begin in scope. */
+#define TRACER_FINISH_AFTER_DB_PARSE(DIR, IOV, IOVCNT, SIZE, FINISH, ...)                          \
+    if ((DIR) == TRACER_IO_OUT && TRACER_UNLIKELY(tracer_global.db_wire_in_use)) {                 \
+        size_t db_parsed = tracer_db_wire_before_send(t, fd, (IOV), (IOVCNT), (SIZE), begin, 0);   \
+        FINISH(__VA_ARGS__, db_parsed)                                                             \
+    }                                                                                              \
+    FINISH(__VA_ARGS__, 0)
+
 /* After the send tracer_db_wire_before_send parsed `parsed` bytes of:
  * `result` (bytes sent, or -1) short of them means the app will send the
  * rest again, and those bytes must not be parsed twice. */
