@@ -546,44 +546,8 @@ TRACER_EXPORT int dup3(int fd, int fd2, int flags)
 
 /* ---- data path ------------------------------------------------------------ */
 
-/* The call and its record, for TRACER_IO_BODY: DB_PARSED = bytes the wire
- * parser read before the send (tracer_db_wire_before_send), a constant 0
- * on the common path, where it costs nothing. */
-#define TRACER_IO_FINISH(realcall, DIR, OFFSET, SIZE, IOV, IOVCNT, DB_PARSED)                      \
-    {                                                                                              \
-        ssize_t r = realcall;                                                                      \
-        uint64_t end = tracer_ring_now();                                                          \
-        if (TRACER_UNLIKELY((DB_PARSED)))                                                          \
-            tracer_db_wire_after_send(fd, (DB_PARSED), (int64_t)r);                                \
-        if (TRACER_LIKELY(tracer_io_fast(t, fd, DIR, (OFFSET), (SIZE), r, 0, 0, begin, end))) {    \
-            return r; /* recorded, CPU mark moved */                                               \
-        }                                                                                          \
-        int err = errno;                                                                           \
-        struct tracer_io io = {.fd = fd,                                                           \
-                               .dir = DIR,                                                         \
-                               .explicit_offset = (OFFSET),                                        \
-                               .size = (SIZE),                                                     \
-                               .result = r >= 0 ? r : -err,                                        \
-                               .iov = (IOV),                                                       \
-                               .iovcnt = (IOVCNT),                                                 \
-                               .begin_ns = begin,                                                  \
-                               .end_ns = end,                                                      \
-                               .db_parsed = (DB_PARSED) != 0};                                     \
-        tracer_io_record(t, &io);                                                                  \
-        tracer_event_end(t, end);                                                                  \
-        errno = err;                                                                               \
-        return r;                                                                                  \
-    }
-
 #define TRACER_IO_BODY(realcall, DIR, OFFSET, SIZE, IOV, IOVCNT)                                   \
-    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET | TRACER_ONLY_DB);   \
-    if (!t)                                                                                        \
-        return realcall;                                                                           \
-    uint64_t begin = tracer_event_begin(t);                                                        \
-    TRACER_FINISH_AFTER_DB_PARSE(DIR, IOV, IOVCNT, SIZE, TRACER_IO_FINISH, realcall, DIR, OFFSET,  \
-                                 SIZE, IOV, IOVCNT)
-
-#define TRACER_ONE_IOV(b, n) (&(struct iovec){.iov_base = (void *)(b), .iov_len = (n)})
+    TRACER_TRANSFER_BODY(realcall, ssize_t, DIR, OFFSET, SIZE, IOV, IOVCNT, 0, 0, NULL, 0)
 
 TRACER_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {

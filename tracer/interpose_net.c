@@ -267,50 +267,8 @@ TRACER_EXPORT int setsockopt(int fd, int level, int name, const void *val, sockl
     return rc;
 }
 
-/* The call and its record, for TRACER_SOCK_BODY: DB_PARSED = bytes the wire
- * parser read before the send (tracer_db_wire_before_send), a constant 0
- * on the common path, where it costs nothing. */
-#define TRACER_SOCK_FINISH(realcall, DIR, SIZE, IOV, IOVCNT, FLAGS, NMSGS, RTYPE, PEER, PEERLEN,   \
-                           DB_PARSED)                                                              \
-    {                                                                                              \
-        RTYPE r = realcall;                                                                        \
-        uint64_t end = tracer_ring_now();                                                          \
-        if (TRACER_UNLIKELY((DB_PARSED)))                                                          \
-            tracer_db_wire_after_send(fd, (DB_PARSED), (int64_t)r);                                \
-        if (TRACER_LIKELY(tracer_io_fast(t, fd, DIR, -1, (SIZE), (int64_t)r, (uint32_t)(FLAGS),    \
-                                         (NMSGS), begin, end))) {                                  \
-            return r; /* recorded, CPU mark moved */                                               \
-        }                                                                                          \
-        int err = errno;                                                                           \
-        struct tracer_io io = {.fd = fd,                                                           \
-                               .dir = DIR,                                                         \
-                               .explicit_offset = -1,                                              \
-                               .size = (SIZE),                                                     \
-                               .result = r >= 0 ? (int64_t)r : -err,                               \
-                               .msg_flags = (uint32_t)(FLAGS),                                     \
-                               .nmsgs = (NMSGS),                                                   \
-                               .iov = (IOV),                                                       \
-                               .iovcnt = (IOVCNT),                                                 \
-                               .peer = (PEER),                                                     \
-                               .peer_len = (PEERLEN),                                              \
-                               .begin_ns = begin,                                                  \
-                               .end_ns = end,                                                      \
-                               .db_parsed = (DB_PARSED) != 0};                                     \
-        tracer_io_record(t, &io);                                                                  \
-        tracer_event_end(t, end);                                                                  \
-        errno = err;                                                                               \
-        return r;                                                                                  \
-    }
-
 #define TRACER_SOCK_BODY(realcall, DIR, SIZE, IOV, IOVCNT, FLAGS, NMSGS, RTYPE, PEER, PEERLEN)     \
-    struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB | TRACER_ONLY_FILE);   \
-    if (!t)                                                                                        \
-        return realcall;                                                                           \
-    uint64_t begin = tracer_event_begin(t);                                                        \
-    TRACER_FINISH_AFTER_DB_PARSE(DIR, IOV, IOVCNT, SIZE, TRACER_SOCK_FINISH, realcall, DIR, SIZE,  \
-                                 IOV, IOVCNT, FLAGS, NMSGS, RTYPE, PEER, PEERLEN)
-
-#define TRACER_ONE_IOV(b, n) (&(struct iovec){.iov_base = (void *)(b), .iov_len = (n)})
+    TRACER_TRANSFER_BODY(realcall, RTYPE, DIR, -1, SIZE, IOV, IOVCNT, FLAGS, NMSGS, PEER, PEERLEN)
 
 static size_t tracer_msg_total(const struct msghdr *m)
 {

@@ -268,18 +268,64 @@ void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, ui
 size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct iovec *iov,
                                   int iovcnt, size_t size, uint64_t begin_ns, int tls_plaintext);
 
-/* The end of a transfer wrapper, for the send and write wrappers' bodies
- * (TRACER_IO_BODY, TRACER_SOCK_BODY): FINISH(ARGS..., DB_PARSED) makes
- * the call and records it. Once the process has a DB connection, an
- * outgoing transfer's bytes go to tracer_db_wire_before_send first and
- * DB_PARSED is what it parsed; otherwise it is a constant 0, and the
- * common path costs one test of a flag. Needs t, fd and begin in scope. */
-#define TRACER_FINISH_AFTER_DB_PARSE(DIR, IOV, IOVCNT, SIZE, FINISH, ...)                          \
+/* A one-element iovec for a wrapper's (buf, n), for struct tracer_io. */
+#define TRACER_ONE_IOV(b, n) (&(struct iovec){.iov_base = (void *)(b), .iov_len = (n)})
+
+/* The body of a wrapper of one transfer call (read/write and their kin:
+ * TRACER_IO_BODY, interpose_file.c; send/recv and their kin:
+ * TRACER_SOCK_BODY, interpose_net.c), on a parameter named fd: realcall
+ * makes the call, of type RTYPE; OFFSET is pread/pwrite's or -1; FLAGS,
+ * NMSGS, PEER and PEERLEN a socket call's (0, 0, NULL, 0 for the others).
+ * The common transfers are recorded by tracer_io_fast, the rest by
+ * tracer_io_record. Once the process has a DB connection, an outgoing
+ * transfer's bytes go to tracer_db_wire_before_send first (DB_PARSED is
+ * what it parsed); otherwise DB_PARSED is a constant 0, and the common
+ * path costs one test of a flag. */
+#define TRACER_TRANSFER_FINISH(realcall, RTYPE, DIR, OFFSET, SIZE, IOV, IOVCNT, FLAGS, NMSGS,      \
+                               PEER, PEERLEN, DB_PARSED)                                           \
+    {                                                                                              \
+        RTYPE r = realcall;                                                                        \
+        uint64_t end = tracer_ring_now();                                                          \
+        if (TRACER_UNLIKELY((DB_PARSED)))                                                          \
+            tracer_db_wire_after_send(fd, (DB_PARSED), (int64_t)r);                                \
+        if (TRACER_LIKELY(tracer_io_fast(t, fd, DIR, (OFFSET), (SIZE), (int64_t)r,                 \
+                                         (uint32_t)(FLAGS), (NMSGS), begin, end))) {               \
+            return r; /* recorded, CPU mark moved */                                               \
+        }                                                                                          \
+        int err = errno;                                                                           \
+        struct tracer_io io = {.fd = fd,                                                           \
+                               .dir = DIR,                                                         \
+                               .explicit_offset = (OFFSET),                                        \
+                               .size = (SIZE),                                                     \
+                               .result = r >= 0 ? (int64_t)r : -err,                               \
+                               .msg_flags = (uint32_t)(FLAGS),                                     \
+                               .nmsgs = (NMSGS),                                                   \
+                               .iov = (IOV),                                                       \
+                               .iovcnt = (IOVCNT),                                                 \
+                               .peer = (PEER),                                                     \
+                               .peer_len = (PEERLEN),                                              \
+                               .begin_ns = begin,                                                  \
+                               .end_ns = end,                                                      \
+                               .db_parsed = (DB_PARSED) != 0};                                     \
+        tracer_io_record(t, &io);                                                                  \
+        tracer_event_end(t, end);                                                                  \
+        errno = err;                                                                               \
+        return r;                                                                                  \
+    }
+
+#define TRACER_TRANSFER_BODY(realcall, RTYPE, DIR, OFFSET, SIZE, IOV, IOVCNT, FLAGS, NMSGS, PEER,  \
+                             PEERLEN)                                                              \
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET | TRACER_ONLY_DB);   \
+    if (!t)                                                                                        \
+        return realcall;                                                                           \
+    uint64_t begin = tracer_event_begin(t);                                                        \
     if ((DIR) == TRACER_IO_OUT && TRACER_UNLIKELY(tracer_global.db_wire_in_use)) {                 \
         size_t db_parsed = tracer_db_wire_before_send(t, fd, (IOV), (IOVCNT), (SIZE), begin, 0);   \
-        FINISH(__VA_ARGS__, db_parsed)                                                             \
+        TRACER_TRANSFER_FINISH(realcall, RTYPE, DIR, OFFSET, SIZE, IOV, IOVCNT, FLAGS, NMSGS,      \
+                               PEER, PEERLEN, db_parsed)                                           \
     }                                                                                              \
-    FINISH(__VA_ARGS__, 0)
+    TRACER_TRANSFER_FINISH(realcall, RTYPE, DIR, OFFSET, SIZE, IOV, IOVCNT, FLAGS, NMSGS, PEER,    \
+                           PEERLEN, 0)
 
 /* After the send tracer_db_wire_before_send parsed `parsed` bytes of:
  * `result` (bytes sent, or -1) short of them means the app will send the
