@@ -778,13 +778,11 @@ static void db_wire_row_packet(struct tracer_thread *t, struct db_wire_conn *c, 
 /* An answer we follow without recording it that ends at a packet whose
  * first byte is `last` or `err` (CHANGE_USER: OK or ERR after the
  * authentication exchange; FIELD_LIST: EOF or ERR after the definitions):
- * the next command's answer comes after this packet, or `state` goes on. */
-static void db_wire_until(struct db_wire_conn *c, uint8_t state, uint8_t last, uint8_t err)
+ * the next command's answer comes after this packet. */
+static void db_wire_until(struct db_wire_conn *c, uint8_t last, uint8_t err)
 {
     if (c->peek_have >= 1 && (c->peek[0] == last || c->peek[0] == err))
         db_wire_next(c);
-    else
-        c->state = state;
 }
 
 /* One received packet of the answer: the first min(len, DB_WIRE_PEEK)
@@ -812,18 +810,22 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
             db_wire_next(c);
             return;
         case DB_WIRE_ANSWER_AUTH:
-            db_wire_until(c, DB_WIRE_AUTH, 0x00, 0xff);
-            return;
+            c->state = DB_WIRE_AUTH;
+            break;
         case DB_WIRE_ANSWER_FIELDS:
-            db_wire_until(c, DB_WIRE_FIELDS, 0xfe, 0xff);
-            return;
+            c->state = DB_WIRE_FIELDS;
+            break;
         case DB_WIRE_ANSWER_ROWS:
             c->in_result = 1;
             c->state = DB_WIRE_ROWS;
-            db_wire_row_packet(t, c, end);
-            return;
+            break;
         default:
             break;
+        }
+        if (c->state != DB_WIRE_FIRST) {
+            /* an answer followed in a state of its own, from this packet on */
+            db_wire_server_packet(t, c, seq, end);
+            return;
         }
         if (c->cmd.op == TRACE_DB_EXECUTE && c->cmd.stmt_id == DB_WIRE_LAST_PREPARED &&
             c->prep_answered == c->prep_sent)
@@ -923,10 +925,10 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
         db_wire_row_packet(t, c, end);
         return;
     case DB_WIRE_AUTH:
-        db_wire_until(c, DB_WIRE_AUTH, 0x00, 0xff);
+        db_wire_until(c, 0x00, 0xff);
         return;
     case DB_WIRE_FIELDS:
-        db_wire_until(c, DB_WIRE_FIELDS, 0xfe, 0xff);
+        db_wire_until(c, 0xfe, 0xff);
         return;
     }
 }
