@@ -30,35 +30,32 @@ TRACER_REAL_LOADED(int, SSL_write_ex, (SSL *, const void *, size_t, size_t *))
 TRACER_REAL_LOADED(int, SSL_get_rfd, (const SSL *))
 TRACER_REAL_LOADED(int, SSL_get_wfd, (const SSL *))
 
-/* n > 0 plaintext bytes at buf, read (out = 0) or written (out = 1) by a
- * call that began at ring time begin. */
-static void tls_plaintext(struct tracer_thread *t, SSL *s, int out, const void *buf, size_t n,
-                          uint64_t begin)
+/* n > 0 plaintext bytes at buf, read by a call that began at ring time
+ * begin. (What SSL_write sends is parsed before it goes out:
+ * tls_before_write.) */
+static void tls_plaintext_read(struct tracer_thread *t, SSL *s, const void *buf, size_t n,
+                               uint64_t begin)
 {
     int err = errno;
-    int fd = out ? tracer_real_SSL_get_wfd()(s) : tracer_real_SSL_get_rfd()(s);
+    int fd = tracer_real_SSL_get_rfd()(s);
     /* no socket of its own (a memory or filter BIO, as apache2's mod_ssl
      * reads through): the TLS connection this thread last received
      * encrypted request bytes on, for a request line */
-    if (fd < 0 && !out)
+    if (fd < 0)
         fd = t->tls_recv_fd_plus1 - 1;
     struct tracer_fd *f = fd >= 0 ? tracer_fd_peek(fd) : NULL;
     int db = f && f->kind == TRACER_FD_SOCKET && (f->flags & TRACER_FDF_DB) &&
              (tracer_global.only_mask & TRACER_ONLY_DB);
-    int label = !out && tracer_tls_wants_label(f); /* DB connections are never accepted */
+    int label = tracer_tls_wants_label(f); /* DB connections are never accepted */
     if (db || label) {
         /* a LABEL or DB event is a record of its own: it carries the CPU
-         * since the previous record (the encryption), as after a recv */
+         * since the previous record (the decryption), as after a recv */
         uint64_t now = tracer_event_begin(t);
         struct iovec iov = {.iov_base = (void *)buf, .iov_len = n};
-        if (label) {
+        if (label)
             tracer_tls_label(t, f, fd, buf, n, now);
-        } else {
-            if (out)
-                tracer_db_wire_sent(t, f, &iov, 1, n, begin, now, 1);
-            else
-                tracer_db_wire_received(t, f, &iov, 1, n, begin, now, 1);
-        }
+        else
+            tracer_db_wire_received(t, f, &iov, 1, n, begin, now, 1);
         tracer_event_end(t, now);
     }
     errno = err;
@@ -70,7 +67,7 @@ TRACER_EXPORT int SSL_read(SSL *s, void *buf, int num)
     uint64_t begin = t ? tracer_ring_now() : 0;
     int r = tracer_real_SSL_read()(s, buf, num);
     if (r > 0 && t)
-        tls_plaintext(t, s, 0, buf, (size_t)r, begin);
+        tls_plaintext_read(t, s, buf, (size_t)r, begin);
     return r;
 }
 
@@ -80,7 +77,7 @@ TRACER_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *got)
     uint64_t begin = t ? tracer_ring_now() : 0;
     int r = tracer_real_SSL_read_ex()(s, buf, num, got);
     if (r == 1 && got && *got && t)
-        tls_plaintext(t, s, 0, buf, *got, begin);
+        tls_plaintext_read(t, s, buf, *got, begin);
     return r;
 }
 
@@ -109,27 +106,21 @@ static size_t tls_before_write(struct tracer_thread *t, SSL *s, const void *buf,
 TRACER_EXPORT int SSL_write(SSL *s, const void *buf, int num)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
-    uint64_t begin = t ? tracer_ring_now() : 0;
     int fd;
     size_t parsed = t && num > 0 ? tls_before_write(t, s, buf, (size_t)num, &fd) : 0;
     int r = tracer_real_SSL_write()(s, buf, num);
     if (parsed)
         tracer_db_wire_after_send(fd, parsed, r);
-    else if (r > 0 && t)
-        tls_plaintext(t, s, 1, buf, (size_t)r, begin);
     return r;
 }
 
 TRACER_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *written)
 {
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_NET | TRACER_ONLY_DB);
-    uint64_t begin = t ? tracer_ring_now() : 0;
     int fd;
     size_t parsed = t && num ? tls_before_write(t, s, buf, num, &fd) : 0;
     int r = tracer_real_SSL_write_ex()(s, buf, num, written);
     if (parsed)
         tracer_db_wire_after_send(fd, parsed, r == 1 && written ? (int64_t)*written : -1);
-    else if (r == 1 && written && *written && t)
-        tls_plaintext(t, s, 1, buf, *written, begin);
     return r;
 }
