@@ -666,6 +666,10 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
     cpu_ev.type = TRACE_EV_CPU;
     memset(&lock_ev, 0, sizeof lock_ev);
     lock_ev.type = TRACE_EV_LOCK;
+    /* read once: the ring header's line also holds `head`, which the
+     * producer writes at every record, so a read per record would pull that
+     * line across cores each time (and the producer's next commit back) */
+    lock_ev.tid = r->tid;
     while (tail < limit) {
         uint64_t pos = tail % TRACER_RING_DATA_BYTES;
         const struct tracer_record_header *h = (const void *)(r->data + pos);
@@ -706,7 +710,6 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
             if (idx != 0 && size >= sizeof(struct tracer_lock_record)) {
                 const struct tracer_lock_record *lr = (const void *)h;
                 lock_ev.op = (uint8_t)(h->kind >> 8);
-                lock_ev.tid = r->tid;
                 lock_ev.ts_ns = lr->ts_ns;
                 lock_ev.u.lock.kind = (uint8_t)(h->kind >> 16);
                 lock_ev.u.lock.mode = (uint8_t)(h->kind >> 24);
