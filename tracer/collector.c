@@ -670,7 +670,16 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
      * producer writes at every record, so a read per record would pull that
      * line across cores each time (and the producer's next commit back) */
     lock_ev.tid = r->tid;
+    /* Drained bytes go back to the producer every eighth of the ring, not
+     * only at the end: a producer waiting on a full ring (back-pressure)
+     * then refills while the rest drains, instead of idling for the whole
+     * ring's drain and then making the collector idle in turn. */
+    uint64_t released = tail;
     while (tail < limit) {
+        if (tail - released >= TRACER_RING_DATA_BYTES / 8) {
+            collector_release_ring(r, tail);
+            released = tail;
+        }
         uint64_t pos = tail % TRACER_RING_DATA_BYTES;
         const struct tracer_record_header *h = (const void *)(r->data + pos);
         uint32_t size = h->size;
