@@ -1007,13 +1007,12 @@ void tracer_db_wire_after_send(int fd, size_t parsed, int64_t result)
 }
 
 void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
-                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
-                         int tls_plaintext)
+                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns)
 {
     if (tracer_in_db_capi || !iov)
         return;
     struct db_wire_conn *c = db_wire_acquire(t, f);
-    db_wire_sent(t, f, c, iov, iovcnt, nbytes, begin_ns, end_ns, tls_plaintext);
+    db_wire_sent(t, f, c, iov, iovcnt, nbytes, begin_ns, end_ns, 0);
     db_wire_release(c);
 }
 

@@ -483,7 +483,7 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_OUT && io->result > 0 &&
             !io->db_parsed && (tracer_global.only_mask & TRACER_ONLY_DB))
             tracer_db_wire_sent(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,
-                                io->end_ns, 0);
+                                io->end_ns);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_IN && io->result > 0 &&
             (tracer_global.only_mask & TRACER_ONLY_DB))
             tracer_db_wire_received(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,

@@ -332,9 +332,11 @@ size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct 
  * rest again, and those bytes must not be parsed twice. */
 void tracer_db_wire_after_send(int fd, size_t parsed, int64_t result);
 
+/* A send the wrapper did not parse before it went out (the process had no
+ * DB connection yet when the call began): parsed after it, as socket bytes
+ * (TLS plaintext is always parsed before: tracer_db_wire_before_send). */
 void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
-                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
-                         int tls_plaintext);
+                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns);
 void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
                              int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
                              int tls_plaintext);

@@ -8,8 +8,8 @@
  * op % 6: 0 the client sends (parsed after the send), 1 the client sends
  * (parsed before it; the send moves only half of the bytes when `split` is
  * odd, none when split & 2: the app would send the rest again), 2 the server's bytes
- * arrive, 3/4 the same for a TLS connection's plaintext (SSL_write /
- * SSL_read), 5 a new connection on the descriptor (what the old one owed
+ * arrive, 3 a TLS connection's plaintext sent (SSL_write: parsed before it
+ * goes out), 4 one received (SSL_read), 5 a new connection on the descriptor (what the old one owed
  * is written). `split` also cuts the bytes into two iovecs, and its bit 4
  * makes a second thread do the transfer (a sender and a reader thread, as
  * Connector/J's batches have: the reader writes the sender's events). Every event
@@ -126,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         switch (op) {
         case 0:
-            tracer_db_wire_sent(t, f, iov, 2, len, now, now + 10, 0);
+            tracer_db_wire_sent(t, f, iov, 2, len, now, now + 10);
             break;
         case 1: {
             size_t parsed = tracer_db_wire_before_send(t, DB_FD, iov, 2, len, now, 0);
@@ -140,8 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 2:
             tracer_db_wire_received(t, f, iov, 2, len, now, now + 10, 0);
             break;
-        case 3:
-            tracer_db_wire_sent(t, f, iov, 2, len, now, now + 10, 1);
+        case 3: /* SSL_write's plaintext, parsed before it goes out */
+            tracer_db_wire_before_send(t, DB_FD, iov, 2, len, now, 1);
             break;
         case 4:
             tracer_db_wire_received(t, f, iov, 2, len, now, now + 10, 1);
