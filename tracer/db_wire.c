@@ -70,6 +70,8 @@ enum {
 #define CLIENT_DEPRECATE_EOF (1u << 24)
 #define MARIADB_CLIENT_CACHE_METADATA (1u << 4) /* in the extended capabilities */
 #define SERVER_MORE_RESULTS_EXIST 0x0008u
+/* an EXECUTE opened a cursor: no rows now, STMT_FETCH brings them */
+#define SERVER_STATUS_CURSOR_EXISTS 0x0040u
 
 #define DB_WIRE_TEXT_MAX 8192
 #define DB_WIRE_FDS 1024
@@ -582,7 +584,18 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
         nc.answer = DB_WIRE_ANSWER_AUTH;
         break;
     case MYSQL_COM_STMT_FETCH:
+        /* a cursor's next rows (binary rows up to an EOF): a FETCH event of
+         * its statement, as the rows of a result set give */
+        nc.op = TRACE_DB_FETCH;
         nc.answer = DB_WIRE_ANSWER_ROWS;
+        if (have >= 5) {
+            nc.stmt_id = db_wire_le(p + 1, 4);
+            struct db_wire_stmt scratch;
+            struct db_wire_stmt *s =
+                c ? db_wire_exec_stmt(c, (uint32_t)nc.stmt_id, &scratch) : NULL;
+            if (s)
+                nc.query_id = s->query_id;
+        }
         break;
     case MYSQL_COM_BINLOG_DUMP:
     case MYSQL_COM_TABLE_DUMP:
@@ -740,6 +753,12 @@ static void db_wire_result_end(struct tracer_thread *t, struct db_wire_conn *c, 
         c->state = DB_WIRE_FIRST; /* another result header follows */
         return;
     }
+    /* An EXECUTE that opened a cursor ends at its column definitions: its
+     * rows are STMT_FETCH's, each a FETCH event of its own. */
+    if ((status & SERVER_STATUS_CURSOR_EXISTS) && c->cmd.op == TRACE_DB_EXECUTE && !c->rows) {
+        db_wire_next(c);
+        return;
+    }
     if (c->cmd.op)
         db_wire_event(t, c->cmd.tid, c->conn_id, TRACE_DB_FETCH, error, c->cmd.query_id, 0,
                       c->cmd.stmt_id, c->rows, c->bytes, c->fetch_begin_ns, end);
@@ -815,8 +834,10 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
         case DB_WIRE_ANSWER_FIELDS:
             c->state = DB_WIRE_FIELDS;
             break;
-        case DB_WIRE_ANSWER_ROWS:
+        case DB_WIRE_ANSWER_ROWS: /* STMT_FETCH: timed from its send */
             c->in_result = 1;
+            c->rows = c->bytes = 0;
+            c->fetch_begin_ns = c->cmd.begin_ns;
             c->state = DB_WIRE_ROWS;
             break;
         default:
@@ -918,8 +939,16 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
     case DB_WIRE_COLDEFS:
         if (c->defs_left)
             c->defs_left--;
-        if (!c->defs_left)
-            c->state = DB_WIRE_ROWS;
+        if (c->defs_left)
+            return;
+        /* the EOF after the definitions (without CLIENT_DEPRECATE_EOF) says
+         * whether rows follow or a cursor holds them */
+        if (!deprecate_eof && have >= 5 && p[0] == 0xfe && len < 9 &&
+            (db_wire_le(p + 3, 2) & SERVER_STATUS_CURSOR_EXISTS)) {
+            db_wire_result_end(t, c, (unsigned)db_wire_le(p + 3, 2), 0, end);
+            return;
+        }
+        c->state = DB_WIRE_ROWS;
         return;
     case DB_WIRE_ROWS:
         db_wire_row_packet(t, c, end);

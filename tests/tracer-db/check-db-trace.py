@@ -115,11 +115,12 @@ def java_events(name):
 def pipeline_events(name):
     """db_pipeline.py: what each of its writes must give (the commands it
     does not record - PING, INIT_DB, STATISTICS, CHANGE_USER, FIELD_LIST -
-    give none)."""
+    give none; STMT_FETCH gives a FETCH)."""
     db = "dbt_" + name
     create_table = "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(8))"
     insert = "INSERT INTO t VALUES (?, ?)"
     load = "LOAD DATA LOCAL INFILE 'rows.tsv' INTO TABLE t"
+    cursor = "SELECT id FROM t ORDER BY id"
     return [
         ev("query", "SELECT 1", bytes_=8), ev("fetch", "SELECT 1", 1, bytes_=2),
         ev("query", "CREATE DATABASE " + db, 1, bytes_=len("CREATE DATABASE " + db)),
@@ -136,6 +137,18 @@ def pipeline_events(name):
         ev("fetch", "SELECT v FROM t WHERE id = 2", 1, bytes_=8),
         ev("query", load, 2, bytes_=len(load)),
         ev("query", "SELECT COUNT(*) FROM t", bytes_=22, batch="load"),
+        ev("fetch", "SELECT COUNT(*) FROM t", 1, bytes_=2),
+        # the cursor: the EXECUTE that opens it has no rows, each STMT_FETCH
+        # is a FETCH of its rows (binary rows of 10 bytes: header, NULL
+        # bitmap, BIGINT), and the query behind them gets its own answer
+        ev("prepare", cursor, bytes_=len(cursor), stmt="cursor"),
+        ev("execute", cursor, bytes_=10, stmt="cursor"),
+        ev("fetch", cursor, 3, bytes_=30, stmt="cursor"),
+        ev("fetch", cursor, 1, bytes_=10, stmt="cursor"),
+        ev("query", "SELECT 3", bytes_=8, batch="cursor"), ev("fetch", "SELECT 3", 1, bytes_=2),
+        # BULK_EXECUTE: an execute of the INSERT, without its rows of parameters
+        ev("execute", insert, 2, bytes_=35, stmt="insert"),
+        ev("query", "SELECT COUNT(*) FROM t", bytes_=22, batch="bulk"),
         ev("fetch", "SELECT COUNT(*) FROM t", 1, bytes_=2),
         ev("query", "DROP DATABASE " + db, 1, bytes_=len("DROP DATABASE " + db)),
         ev("close", bytes_=1),

@@ -18,7 +18,12 @@ client does by default:
   4. a query, FIELD_LIST (definitions until EOF), a query;
   5. LOAD DATA LOCAL INFILE: the server asks for the file, and the file, its
      end and the next query go in one write (the load's OK has sequence 4);
-  6. QUIT.
+  6. a read-only cursor: the EXECUTE that opens it is answered by the
+     column definitions alone (their EOF says "cursor exists"), then two
+     STMT_FETCHes bring the rows, 3 and 1, and a query follows;
+  7. MariaDB's BULK_EXECUTE: the INSERT with two rows of parameters in one
+     command (the login asked for MARIADB_CLIENT_STMT_BULK_OPERATIONS);
+  8. QUIT.
 
 Every answer is read and checked here too (so the server did what the trace
 must say); check-db-trace.py's pipeline_events lists the events the trace
@@ -35,6 +40,10 @@ CLIENT_SECURE_CONNECTION = 0x8000
 CLIENT_MULTI_RESULTS = 0x20000
 CLIENT_PLUGIN_AUTH = 0x80000
 TYPE_LONGLONG, TYPE_VAR_STRING = 0x08, 0xFD
+MARIADB_CLIENT_STMT_BULK_OPERATIONS = 1 << 2  # extended capabilities (login filler)
+SERVER_STATUS_CURSOR_EXISTS, SERVER_STATUS_LAST_ROW_SENT = 0x40, 0x80
+CURSOR_TYPE_READ_ONLY = 1
+STMT_BULK_FLAG_SEND_TYPES_TO_SERVER = 128
 
 
 def die(what):
@@ -131,6 +140,36 @@ class Conn:
                 die("%s: definitions do not match their count %d" % (what, count))
         return stmt, params
 
+    def eof_status(self, what):
+        """An EOF packet; returns its server status."""
+        _, p = self.read_packet()
+        if p[:1] != b"\xfe" or len(p) >= 9:
+            die("%s: expected EOF, got %r" % (what, p[:60]))
+        return struct.unpack("<H", p[3:5])[0]
+
+    def cursor_opened(self, what):
+        """The answer to an EXECUTE that opens a cursor: the column count
+        and definitions, then an EOF with "cursor exists" and no rows."""
+        s, p = self.read_packet()
+        if s != 1 or p[:1] in (b"\x00", b"\xff"):
+            die("%s: expected column definitions, got %r" % (what, p[:60]))
+        for _ in range(lenenc_int(p, 0)[0]):
+            self.read_packet()
+        if not self.eof_status(what) & SERVER_STATUS_CURSOR_EXISTS:
+            die("%s: the server opened no cursor" % what)
+
+    def fetched(self, what):
+        """A STMT_FETCH's answer: binary rows up to an EOF; returns
+        (rows, the EOF's server status)."""
+        rows = 0
+        while True:
+            _, p = self.read_packet()
+            if p[:1] == b"\xfe" and len(p) < 9:
+                return rows, struct.unpack("<H", p[3:5])[0]
+            if p[:1] != b"\x00":
+                die("%s: expected a binary row, got %r" % (what, p[:60]))
+            rows += 1
+
 
 def execute_last_prepared(row_id, text):
     """COM_STMT_EXECUTE of statement 0xffffffff with (BIGINT, VARCHAR)."""
@@ -149,7 +188,8 @@ def main():
         die("unexpected handshake %r" % greeting[:20])
     caps = (CLIENT_LOCAL_FILES | CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS |
             CLIENT_SECURE_CONNECTION | CLIENT_MULTI_RESULTS | CLIENT_PLUGIN_AUTH)
-    login = (struct.pack("<IIB", caps, 1 << 24, 33) + bytes(23) + b"root\x00" + b"\x00" +
+    login = (struct.pack("<IIB", caps, 1 << 24, 33) + bytes(19) +
+             struct.pack("<I", MARIADB_CLIENT_STMT_BULK_OPERATIONS) + b"root\x00" + b"\x00" +
              b"mysql_native_password\x00")
     # 1: the login and a query in one write
     c.sock.sendall(packet(1, login) + command(b"\x03SELECT 1"))
@@ -184,7 +224,8 @@ def main():
                    execute_last_prepared(1, b"a") + execute_last_prepared(2, b"O'Brien"))
     c.ok("INIT_DB")
     c.ok("CREATE TABLE")
-    if c.prepared("PREPARE")[1] != 2:
+    insert, params = c.prepared("PREPARE")
+    if params != 2:
         die("PREPARE: expected 2 parameters")
     if c.ok("EXECUTE 1") != 1 or c.ok("EXECUTE 2") != 1:
         die("EXECUTE: expected 1 row each")
@@ -208,9 +249,34 @@ def main():
         die("LOAD DATA: expected 2 rows")
     if c.result_set("SELECT COUNT(*)") != ["4"]:
         die("SELECT COUNT(*): expected 4")
+    # 6: a cursor, and its rows in two fetches of up to 3
+    c.sock.sendall(command(b"\x16SELECT id FROM t ORDER BY id"))
+    cursor, _ = c.prepared("PREPARE cursor")
+    fetch = command(b"\x1c" + struct.pack("<II", cursor, 3))
+    c.sock.sendall(command(b"\x17" + struct.pack("<IBI", cursor, CURSOR_TYPE_READ_ONLY, 1)) +
+                   fetch + fetch + command(b"\x03SELECT 3"))
+    c.cursor_opened("EXECUTE with a cursor")
+    if c.fetched("FETCH 1")[0] != 3:
+        die("FETCH 1: expected 3 rows")
+    rows, status = c.fetched("FETCH 2")
+    if rows != 1 or not status & SERVER_STATUS_LAST_ROW_SENT:
+        die("FETCH 2: expected the last row, got %d rows, status 0x%x" % (rows, status))
+    if c.result_set("SELECT 3") != ["3"]:
+        die("SELECT 3 did not return 3")
+    # 7: BULK_EXECUTE of the INSERT with rows (5, 'e') and (6, 'f')
+    row = b"\x00%s\x00%s"  # each parameter: indicator 0 (a value), then the value
+    c.sock.sendall(command(b"\xfa" + struct.pack("<IH", insert, STMT_BULK_FLAG_SEND_TYPES_TO_SERVER) +
+                           bytes([TYPE_LONGLONG, 0, TYPE_VAR_STRING, 0]) +
+                           row % (struct.pack("<q", 5), lenenc_str(b"e")) +
+                           row % (struct.pack("<q", 6), lenenc_str(b"f"))) +
+                   command(b"\x03SELECT COUNT(*) FROM t"))
+    if c.ok("BULK_EXECUTE") != 2:
+        die("BULK_EXECUTE: expected 2 rows")
+    if c.result_set("SELECT COUNT(*)") != ["6"]:
+        die("SELECT COUNT(*) after BULK_EXECUTE: expected 6")
     c.sock.sendall(command(b"\x03DROP DATABASE " + db))
     c.ok("DROP DATABASE")
-    # 6
+    # 8
     c.sock.sendall(command(b"\x01"))
     c.sock.close()
 
