@@ -1,11 +1,11 @@
 /* db_client.c - a MySQL C API client with known queries for the tracer's DB
  * tests: plain queries (stored, unbuffered, send+read), prepared statements
- * with known parameters (stored and unbuffered fetch), and one syntax error
- * of each kind. Built twice: linked with libmariadb.so (the C API wrappers
- * see it) and with libmariadb.a (only the wire parser sees it), so both
- * capture paths are checked against the same expectations in
- * check-db-trace.py. Exits non-zero with a reason when any step does not do
- * what the test expects; it never leaves the schema it creates behind.
+ * with known parameters (stored and unbuffered fetch, and through a
+ * read-only cursor), and one syntax error of each kind. Built twice: linked with libmariadb.so (the
+ * C API wrappers see it) and with libmariadb.a (only the wire parser sees it), so both capture
+ * paths are checked against the same expectations in check-db-trace.py. Exits non-zero with a
+ * reason when any step does not do what the test expects; it never leaves the schema it creates
+ * behind.
  *
  * usage: db_client SOCKET DATABASE */
 #include <mysql.h>
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
         return 2;
     }
     MYSQL *db = mysql_init(NULL);
-    MYSQL_STMT *ins = NULL, *sel = NULL, *bad = NULL;
+    MYSQL_STMT *ins = NULL, *sel = NULL, *cur = NULL, *bad = NULL;
     if (!db)
         return 1;
     CHECK(mysql_real_connect(db, NULL, "root", NULL, NULL, 0, argv[1], 0), "connect");
@@ -131,6 +131,22 @@ int main(int argc, char **argv)
     CHECK(mysql_read_query_result(db) == 0, "read update");
     CHECK(mysql_affected_rows(db) == 2, "2 rows updated");
 
+    /* a read-only cursor: the server keeps the rows, which come 2 at a time
+     * (COM_STMT_FETCH) */
+    cur = mysql_stmt_init(db);
+    CHECK(cur, "stmt init");
+    const char *cur_sql = "SELECT id FROM t ORDER BY id DESC";
+    CHECK(mysql_stmt_prepare(cur, cur_sql, strlen(cur_sql)) == 0, "prepare cursor select");
+    unsigned long cursor_type = CURSOR_TYPE_READ_ONLY, prefetch = 2;
+    CHECK(mysql_stmt_attr_set(cur, STMT_ATTR_CURSOR_TYPE, &cursor_type) == 0 &&
+              mysql_stmt_attr_set(cur, STMT_ATTR_PREFETCH_ROWS, &prefetch) == 0,
+          "cursor attributes");
+    CHECK(mysql_stmt_execute(cur) == 0, "execute cursor select");
+    n = 0;
+    while (mysql_stmt_fetch(cur) == 0)
+        n++;
+    CHECK(n == 3, "3 rows through the cursor");
+
     /* errors: a text query and a prepare with syntax errors (1064) */
     CHECK(mysql_query(db, "SELEC broken") != 0 && mysql_errno(db) == 1064, "syntax error");
     bad = mysql_stmt_init(db);
@@ -139,6 +155,7 @@ int main(int argc, char **argv)
           "prepare syntax error");
 
     mysql_stmt_close(bad);
+    mysql_stmt_close(cur);
     mysql_stmt_close(sel);
     mysql_stmt_close(ins);
     snprintf(sql, sizeof sql, "DROP DATABASE %s", argv[2]);
@@ -148,6 +165,8 @@ int main(int argc, char **argv)
 fail:
     if (bad)
         mysql_stmt_close(bad);
+    if (cur)
+        mysql_stmt_close(cur);
     if (sel)
         mysql_stmt_close(sel);
     if (ins)

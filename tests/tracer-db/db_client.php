@@ -66,6 +66,21 @@ check($n == 2, "2 names");
 $r->free();
 check($db->query("UPDATE t SET score = 0 WHERE id <= 2") && $db->affected_rows == 2,
       "2 rows updated");
+// a read-only cursor: the server keeps the rows, which come one at a time
+// (mysqlnd has no MYSQLI_STMT_ATTR_PREFETCH_ROWS)
+$cur = $db->prepare("SELECT id FROM t ORDER BY id DESC");
+check($cur, "prepare cursor select");
+check($cur->attr_set(MYSQLI_STMT_ATTR_CURSOR_TYPE, MYSQLI_CURSOR_TYPE_READ_ONLY),
+      "cursor attribute");
+check($cur->execute(), "execute cursor select");
+$cid = 0;
+check($cur->bind_result($cid), "bind cursor result");
+$n = 0;
+while ($cur->fetch()) {
+    $n++;
+}
+check($n == 3, "3 rows through the cursor");
+$cur->close();
 check(!$db->query("SELEC broken") && $db->errno == 1064, "syntax error");
 check(!$db->prepare("SELEC ?") && $db->errno == 1064, "prepare syntax error");
 $ins->close();
