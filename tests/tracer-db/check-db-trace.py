@@ -7,7 +7,7 @@ client's connection to the server; consistent statement ids.
 
 usage: check-db-trace.py PREPLAY TRACE_DIR SCENARIO NAME SOCKET PORT
 SCENARIO: mysqldb | pymysql-tcp | pymysql-unix | cli | c-dynamic | c-static | php | java |
-          pipeline, or
+          pipeline | node, or
           pymysql-tls | cli-tls | php-tls (the same over TCP with TLS)
 Prints one line per failed expectation and exits 1; prints a summary line
 and exits 0 when everything matches."""
@@ -181,7 +181,7 @@ def expected(scenario, name, sock):
     if scenario in ("pymysql-tcp", "pymysql-unix"):
         return "wire", ([ev("query", "SET AUTOCOMMIT = 0", bytes_=18)] +
                         statement_events(name, "wire") + [ev("close", bytes_=1)])
-    if scenario == "cli":
+    if scenario in ("cli", "node"):  # node: mysqljs sends no session setup
         return "wire", statement_events(name, "wire") + [ev("close", bytes_=1)]
     if scenario == "c-dynamic":
         return "capi", c_client_events(name, sock, "capi", "capi") + [ev("close")]
@@ -300,7 +300,7 @@ def main():
         c = conns.get(cid)
         if not c:
             errors.append("db_conn_id %r is no connection (CONN event) of the trace" % cid)
-        elif scenario in ("pymysql-tcp", "java", "pipeline") or tls:
+        elif scenario in ("pymysql-tcp", "java", "pipeline", "node") or tls:
             if c.get("proto") != "tcp" or not str(c.get("remote", "")).endswith(":" + port):
                 errors.append("connection %r is not to 127.0.0.1:%s: %r" % (cid, port, c))
         elif c.get("proto") != "unix_stream" and "unix" not in str(c.get("proto")):

@@ -8,7 +8,9 @@ usage: db_clients.py mysqldb SOCKET NAME
        db_clients.py pymysql-tcp PORT NAME | pymysql-unix SOCKET NAME
        db_clients.py pymysql-tls PORT NAME  (TCP with TLS, no certificate check)
        db_clients.py sql NAME        (print the statements for `mariadb -e`)
+       db_clients.py json NAME       (print them as JSON for db_client.js)
 Runs under /usr/bin/python3 (Debian's MySQLdb and pymysql)."""
+import json
 import sys
 
 SYNTAX_ERROR = 1064
@@ -49,6 +51,9 @@ def run(conn, name):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "sql":
         print("; ".join(s[0] for s in statements(sys.argv[2])))
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "json":
+        print(json.dumps(statements(sys.argv[2])))
         return
     if len(sys.argv) != 4:
         sys.exit(__doc__)

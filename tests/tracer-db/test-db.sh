@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/tracer-db/test-db.sh - DB event capture end to end: starts a private
 # MariaDB server (tests/apps/db-start.sh) in a temporary directory, records
-# known statements from nine clients (twelve connections) and checks each trace exactly with
+# known statements from ten clients (thirteen connections) and checks each trace exactly with
 # check-db-trace.py:
 #   mysqldb       /usr/bin/python3 + MySQLdb (libmariadb.so: C API wrappers)
 #   c-dynamic     our db_client linked with libmariadb.so (prepared statements)
@@ -16,7 +16,11 @@
 #                 db_client.java, plus two batches the driver pipelines
 #   pipeline      db_pipeline.py, our own protocol client: commands sent in
 #                 one write with the login, behind unrecorded ones, EXECUTEs
-#                 of "the last statement prepared", LOAD DATA LOCAL INFILE
+#                 of "the last statement prepared", LOAD DATA LOCAL INFILE,
+#                 a cursor, BULK_EXECUTE
+#   node          Node.js with the mysql module (mysqljs speaks the protocol
+#                 in JavaScript over libuv's sockets: wire parser),
+#                 db_clients.py's statements from db_client.js
 # and three of them again over TCP with TLS (pymysql-tls, php-tls, cli-tls:
 # Python's ssl, PHP's openssl streams, the CLI's libssl): the same events,
 # from the plaintext the SSL_write/SSL_read wrappers see; the server's
@@ -40,6 +44,11 @@ php -r 'exit(function_exists("mysqli_init") ? 0 : 1);' ||
 connector_j=/usr/share/java/mariadb-java-client.jar
 command -v javac >/dev/null && [ -r "$connector_j" ] ||
   { echo "test-db: a JDK or $connector_j is missing (apt-get install default-jdk-headless libmariadb-java)" >&2; exit 1; }
+# Debian's node modules live in /usr/share/nodejs, which a nodejs from
+# elsewhere (NodeSource) does not search by itself
+export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
+node -e 'require("mysql")' ||
+  { echo "test-db: node or its mysql module is missing (apt-get install nodejs node-mysql)" >&2; exit 1; }
 
 # short path: the server's unix socket lives in it
 work=$(mktemp -d /tmp/preplay-db.XXXXXX)
@@ -85,6 +94,8 @@ run pymysql-unix pu "$py" "$here/db_clients.py" pymysql-unix "$sock" pu
 run php php php "$here/db_client.php" "$sock" dbt_php
 run java java java -cp "$connector_j" "$here/db_client.java" "$port" dbt_java
 run pipeline pipe "$py" "$here/db_pipeline.py" "$port" dbt_pipe
+"$py" "$here/db_clients.py" json node >"$work/node-statements.json"
+run node node node "$here/db_client.js" "$port" "$work/node-statements.json"
 # The server offers TLS (for the *-tls runs below), which the CLI takes
 # unasked: --skip-ssl keeps this run in plaintext. The CLI stops at the
 # first error with -e even under --force; read from
@@ -129,7 +140,7 @@ grep -q "ERROR 1064" "$work/cli-tls.err" || {
 check cli-tls clitls
 
 if [ "$failed" -ne 0 ]; then
-  echo "test-db: $failed checks of 12 client runs failed" >&2
+  echo "test-db: $failed checks of 13 client runs failed" >&2
   exit 1
 fi
-echo "test-db: all 12 client runs recorded exactly (3 of them over TLS)"
+echo "test-db: all 13 client runs recorded exactly (3 of them over TLS)"
