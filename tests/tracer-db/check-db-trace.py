@@ -7,7 +7,7 @@ client's connection to the server; consistent statement ids.
 
 usage: check-db-trace.py PREPLAY TRACE_DIR SCENARIO NAME SOCKET PORT
 SCENARIO: mysqldb | pymysql-tcp | pymysql-unix | cli | c-dynamic | c-static | php | java |
-          pipeline | node, or
+          pipeline | deprecate-eof | node, or
           pymysql-tls | cli-tls | php-tls (the same over TCP with TLS)
 Prints one line per failed expectation and exits 1; prints a summary line
 and exits 0 when everything matches."""
@@ -173,6 +173,28 @@ def pipeline_events(name):
     ]
 
 
+def deprecate_eof_events(name):
+    """db_deprecate_eof.py: result sets that end with an OK packet (0xfe),
+    no EOF after definitions, and a cursor under CLIENT_DEPRECATE_EOF."""
+    db = "dbt_" + name
+    sel, ids = "SELECT id FROM t ORDER BY id", "SELECT id FROM t WHERE id > 1"
+    return [
+        ev("query", "CREATE DATABASE " + db, 1, bytes_=len("CREATE DATABASE " + db)),
+        ev("query", "CREATE TABLE t (id INT PRIMARY KEY)", bytes_=35),
+        ev("query", "INSERT INTO t VALUES (1), (2), (3)", 3, bytes_=34),
+        ev("query", sel, bytes_=len(sel)), ev("fetch", sel, 3, bytes_=6),
+        ev("prepare", ids, bytes_=len(ids), stmt="ids"),
+        ev("execute", ids, bytes_=10, stmt="ids"), ev("fetch", ids, 2, bytes_=12, stmt="ids"),
+        # the cursor: its execute has no rows; the second fetch finds none left
+        ev("execute", ids, bytes_=10, stmt="ids"),
+        ev("fetch", ids, 2, bytes_=12, stmt="ids"), ev("fetch", ids, 0, bytes_=0, stmt="ids"),
+        ev("query", "SELECT COUNT(*) FROM t", bytes_=22, batch="cursor"),
+        ev("fetch", "SELECT COUNT(*) FROM t", 1, bytes_=2),
+        ev("query", "DROP DATABASE " + db, 1, bytes_=len("DROP DATABASE " + db)),
+        ev("close", bytes_=1),
+    ]
+
+
 def expected(scenario, name, sock):
     if scenario == "mysqldb":
         return "capi", ([ev("connect", "root@localhost:%s/" % sock),
@@ -191,6 +213,8 @@ def expected(scenario, name, sock):
         return "wire", java_events(name)
     if scenario == "pipeline":
         return "wire", pipeline_events(name)
+    if scenario == "deprecate-eof":
+        return "wire", deprecate_eof_events(name)
     sys.exit("check-db-trace: unknown scenario %r" % scenario)
 
 
@@ -300,7 +324,7 @@ def main():
         c = conns.get(cid)
         if not c:
             errors.append("db_conn_id %r is no connection (CONN event) of the trace" % cid)
-        elif scenario in ("pymysql-tcp", "java", "pipeline", "node") or tls:
+        elif scenario in ("pymysql-tcp", "java", "pipeline", "deprecate-eof", "node") or tls:
             if c.get("proto") != "tcp" or not str(c.get("remote", "")).endswith(":" + port):
                 errors.append("connection %r is not to 127.0.0.1:%s: %r" % (cid, port, c))
         elif c.get("proto") != "unix_stream" and "unix" not in str(c.get("proto")):

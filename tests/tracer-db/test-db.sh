@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/tracer-db/test-db.sh - DB event capture end to end: starts a private
 # MariaDB server (tests/apps/db-start.sh) in a temporary directory, records
-# known statements from ten clients (thirteen connections) and checks each trace exactly with
+# known statements from eleven clients (fourteen connections) and checks each trace exactly with
 # check-db-trace.py:
 #   mysqldb       /usr/bin/python3 + MySQLdb (libmariadb.so: C API wrappers)
 #   c-dynamic     our db_client linked with libmariadb.so (prepared statements)
@@ -18,6 +18,9 @@
 #                 one write with the login, behind unrecorded ones, EXECUTEs
 #                 of "the last statement prepared", LOAD DATA LOCAL INFILE,
 #                 a cursor, BULK_EXECUTE
+#   deprecate-eof db_deprecate_eof.py, ours too, logged in with
+#                 CLIENT_DEPRECATE_EOF as MySQL 8 era clients are: result
+#                 sets end with an OK packet, a cursor likewise
 #   node          Node.js with the mysql module (mysqljs speaks the protocol
 #                 in JavaScript over libuv's sockets: wire parser),
 #                 db_clients.py's statements from db_client.js
@@ -94,6 +97,7 @@ run pymysql-unix pu "$py" "$here/db_clients.py" pymysql-unix "$sock" pu
 run php php php "$here/db_client.php" "$sock" dbt_php
 run java java java -cp "$connector_j" "$here/db_client.java" "$port" dbt_java
 run pipeline pipe "$py" "$here/db_pipeline.py" "$port" dbt_pipe
+run deprecate-eof deof "$py" "$here/db_deprecate_eof.py" "$port" dbt_deof
 "$py" "$here/db_clients.py" json node >"$work/node-statements.json"
 run node node node "$here/db_client.js" "$port" "$work/node-statements.json"
 # The server offers TLS (for the *-tls runs below), which the CLI takes
@@ -140,7 +144,7 @@ grep -q "ERROR 1064" "$work/cli-tls.err" || {
 check cli-tls clitls
 
 if [ "$failed" -ne 0 ]; then
-  echo "test-db: $failed checks of 13 client runs failed" >&2
+  echo "test-db: $failed checks of 14 client runs failed" >&2
   exit 1
 fi
-echo "test-db: all 13 client runs recorded exactly (3 of them over TLS)"
+echo "test-db: all 14 client runs recorded exactly (3 of them over TLS)"
