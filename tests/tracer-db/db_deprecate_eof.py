@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from db_pipeline import (CLIENT_MULTI_RESULTS, CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41,  # noqa: E402
                          CLIENT_SECURE_CONNECTION, CLIENT_TRANSACTIONS,
                          CURSOR_TYPE_READ_ONLY, SERVER_STATUS_CURSOR_EXISTS,
-                         SERVER_STATUS_LAST_ROW_SENT, Conn, command, die, lenenc_int, packet)
+                         SERVER_STATUS_LAST_ROW_SENT, Conn, command, die, lenenc_int, log_in)
 
 CLIENT_DEPRECATE_EOF = 1 << 24
 
@@ -66,14 +66,8 @@ def main():
         sys.exit(__doc__)
     port, db = int(sys.argv[1]), sys.argv[2].encode()
     c = Conn(port)
-    _, greeting = c.read_packet()
-    if greeting[0] != 10:
-        die("unexpected handshake %r" % greeting[:20])
-    caps = (CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS | CLIENT_SECURE_CONNECTION |
-            CLIENT_MULTI_RESULTS | CLIENT_PLUGIN_AUTH | CLIENT_DEPRECATE_EOF)
-    login = (struct.pack("<IIB", caps, 1 << 24, 33) + bytes(23) + b"root\x00" + b"\x00" +
-             b"mysql_native_password\x00")
-    c.sock.sendall(packet(1, login))
+    log_in(c, CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS | CLIENT_SECURE_CONNECTION |
+           CLIENT_MULTI_RESULTS | CLIENT_PLUGIN_AUTH | CLIENT_DEPRECATE_EOF)
     c.ok("login", seq=2)
     # 1
     c.sock.sendall(command(b"\x03CREATE DATABASE " + db))

@@ -171,6 +171,19 @@ class Conn:
             rows += 1
 
 
+def log_in(c, caps, ext_caps=0, behind=b""):
+    """Reads the server's greeting and sends the handshake response as root
+    without a password (capabilities `caps`, MariaDB's extended ones in the
+    filler's last 4 bytes), with `behind` in the same write; the login's OK
+    (sequence 2) is the caller's to read."""
+    _, greeting = c.read_packet()
+    if greeting[0] != 10:
+        die("unexpected handshake %r" % greeting[:20])
+    login = (struct.pack("<IIB", caps, 1 << 24, 33) + bytes(19) + struct.pack("<I", ext_caps) +
+             b"root\x00" + b"\x00" + b"mysql_native_password\x00")
+    c.sock.sendall(packet(1, login) + behind)
+
+
 def execute_last_prepared(row_id, text):
     """COM_STMT_EXECUTE of statement 0xffffffff with (BIGINT, VARCHAR)."""
     return command(b"\x17" + struct.pack("<IBI", 0xFFFFFFFF, 0, 1) + b"\x00" + b"\x01" +
@@ -183,16 +196,10 @@ def main():
         sys.exit(__doc__)
     port, db = int(sys.argv[1]), sys.argv[2].encode()
     c = Conn(port)
-    _, greeting = c.read_packet()
-    if greeting[0] != 10:
-        die("unexpected handshake %r" % greeting[:20])
     caps = (CLIENT_LOCAL_FILES | CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS |
             CLIENT_SECURE_CONNECTION | CLIENT_MULTI_RESULTS | CLIENT_PLUGIN_AUTH)
-    login = (struct.pack("<IIB", caps, 1 << 24, 33) + bytes(19) +
-             struct.pack("<I", MARIADB_CLIENT_STMT_BULK_OPERATIONS) + b"root\x00" + b"\x00" +
-             b"mysql_native_password\x00")
     # 1: the login and a query in one write
-    c.sock.sendall(packet(1, login) + command(b"\x03SELECT 1"))
+    log_in(c, caps, MARIADB_CLIENT_STMT_BULK_OPERATIONS, behind=command(b"\x03SELECT 1"))
     c.ok("login", seq=2)
     if c.result_set("SELECT 1") != ["1"]:
         die("SELECT 1 did not return 1")
