@@ -158,8 +158,8 @@ static struct db_wire_conn db_wire_conns[DB_WIRE_FDS];
 /* The tid of the thread parsing each connection, 0 = none: one thread may
  * send on a connection while another reads its answers (Connector/J: the
  * calling thread sends a batch, a driver thread reads the answers), and the
- * queue and the answer's state are one. Kept apart from db_wire_conns, which a new connection
- * clears. */
+ * queue and the answer's state are one. Kept apart from db_wire_conns,
+ * which a new connection clears. */
 static _Atomic uint32_t db_wire_owner[DB_WIRE_FDS];
 
 static uint64_t db_wire_le(const unsigned char *p, int n)
@@ -510,6 +510,22 @@ static struct db_wire_stmt *db_wire_exec_stmt(struct db_wire_conn *c, uint32_t i
     return scratch;
 }
 
+/* The statement a statement command (EXECUTE, BULK_EXECUTE, STMT_FETCH)
+ * names by the id after its command byte: sets the command's stmt_id and
+ * query_id and returns it (NULL: unknown, or the packet is cut short). */
+static struct db_wire_stmt *db_wire_cmd_stmt(struct db_wire_conn *c, struct db_wire_cmd *nc,
+                                             const unsigned char *p, size_t have,
+                                             struct db_wire_stmt *scratch)
+{
+    if (have < 5)
+        return NULL;
+    nc->stmt_id = db_wire_le(p + 1, 4);
+    struct db_wire_stmt *s = c ? db_wire_exec_stmt(c, (uint32_t)nc->stmt_id, scratch) : NULL;
+    if (s)
+        nc->query_id = s->query_id;
+    return s;
+}
+
 /* A command packet (sequence 0) the client sent: p holds `have` bytes of its
  * `pkt_len`-byte payload. It is followed until its answer ends; a command
  * sent before the answers to earlier ones (pipelining) waits in the
@@ -557,20 +573,14 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
         break;
     }
     case MYSQL_COM_STMT_EXECUTE:
-    case MYSQL_COM_STMT_BULK_EXECUTE: /* recorded without its rows of parameters */
+    case MYSQL_COM_STMT_BULK_EXECUTE: { /* recorded without its rows of parameters */
         nc.op = TRACE_DB_EXECUTE;
-        if (have >= 5) {
-            nc.stmt_id = db_wire_le(p + 1, 4);
-            struct db_wire_stmt scratch;
-            struct db_wire_stmt *s =
-                c ? db_wire_exec_stmt(c, (uint32_t)nc.stmt_id, &scratch) : NULL;
-            if (s) {
-                nc.query_id = s->query_id;
-                if (cmd == MYSQL_COM_STMT_EXECUTE)
-                    nc.params_id = db_wire_exec_params(s, p, have, pkt_len);
-            }
-        }
+        struct db_wire_stmt scratch;
+        struct db_wire_stmt *s = db_wire_cmd_stmt(c, &nc, p, have, &scratch);
+        if (s && cmd == MYSQL_COM_STMT_EXECUTE)
+            nc.params_id = db_wire_exec_params(s, p, have, pkt_len);
         break;
+    }
     case MYSQL_COM_QUIT:
         db_wire_event(t, t->tid, f->conn_id, TRACE_DB_CLOSE, 0, 0, 0, 0, 0, pkt_len, begin, end);
         return;
@@ -583,20 +593,15 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
     case MYSQL_COM_CHANGE_USER:
         nc.answer = DB_WIRE_ANSWER_AUTH;
         break;
-    case MYSQL_COM_STMT_FETCH:
+    case MYSQL_COM_STMT_FETCH: {
         /* a cursor's next rows (binary rows up to an EOF): a FETCH event of
          * its statement, as the rows of a result set give */
         nc.op = TRACE_DB_FETCH;
         nc.answer = DB_WIRE_ANSWER_ROWS;
-        if (have >= 5) {
-            nc.stmt_id = db_wire_le(p + 1, 4);
-            struct db_wire_stmt scratch;
-            struct db_wire_stmt *s =
-                c ? db_wire_exec_stmt(c, (uint32_t)nc.stmt_id, &scratch) : NULL;
-            if (s)
-                nc.query_id = s->query_id;
-        }
+        struct db_wire_stmt scratch;
+        (void)db_wire_cmd_stmt(c, &nc, p, have, &scratch);
         break;
+    }
     case MYSQL_COM_BINLOG_DUMP:
     case MYSQL_COM_TABLE_DUMP:
     case MYSQL_COM_BINLOG_DUMP_GTID:

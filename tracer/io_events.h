@@ -261,10 +261,10 @@ void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, ui
  * out: another thread may read the answer before this one returns from the
  * send (Connector/J: a driver thread reads a batch's answers while the
  * calling thread is still sending it), and the answer must find its
- * command known. Returns the
- * bytes parsed (size), 0 when fd is no DB connection or the bytes are not
- * the ones the parser reads (tls_plaintext: SSL_write's plaintext, else
- * the socket's bytes; nothing done). Keeps errno. */
+ * command known. Returns the bytes parsed (size), 0 when fd is no DB
+ * connection or the bytes are not the ones the parser reads
+ * (tls_plaintext: SSL_write's plaintext, else the socket's bytes; nothing
+ * done). Keeps errno. */
 size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct iovec *iov,
                                   int iovcnt, size_t size, uint64_t begin_ns, int tls_plaintext);
 
