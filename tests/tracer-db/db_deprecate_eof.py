@@ -11,7 +11,7 @@ packet whose header is 0xfe. Over one connection:
   3. an EXECUTE that opens a read-only cursor (answered by the definitions
      and an OK that says "cursor exists"), two STMT_FETCHes of up to 2 rows
      and a query, all in one write;
-  4. QUIT.
+  4. DROP DATABASE, then QUIT.
 
 Every answer is read and checked here (so the server did what the trace
 must say); check-db-trace.py's deprecate_eof_events lists the events.
@@ -113,11 +113,8 @@ def main():
     definitions(c, "SELECT COUNT(*)")
     if len(rows_until_end(c, "SELECT COUNT(*)")[0]) != 1:
         die("SELECT COUNT(*): expected 1 row")
-    c.sock.sendall(command(b"\x03DROP DATABASE " + db))
-    c.ok("DROP DATABASE")
     # 4
-    c.sock.sendall(command(b"\x01"))
-    c.sock.close()
+    c.drop_and_quit(db)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ client does by default:
      STMT_FETCHes bring the rows, 3 and 1, and a query follows;
   7. MariaDB's BULK_EXECUTE: the INSERT with two rows of parameters in one
      command (the login asked for MARIADB_CLIENT_STMT_BULK_OPERATIONS);
-  8. QUIT.
+  8. DROP DATABASE, then QUIT.
 
 Every answer is read and checked here too (so the server did what the trace
 must say); check-db-trace.py's pipeline_events lists the events the trace
@@ -88,6 +88,13 @@ class Conn:
             if not more:
                 die("the server closed the connection")
             self.buf += more
+
+    def drop_and_quit(self, db):
+        """Drops the run's database, then QUIT, and closes."""
+        self.sock.sendall(command(b"\x03DROP DATABASE " + db))
+        self.ok("DROP DATABASE")
+        self.sock.sendall(command(b"\x01"))
+        self.sock.close()
 
     def ok(self, what, seq=1):
         """An OK packet with this sequence number; returns affected rows."""
@@ -281,11 +288,8 @@ def main():
         die("BULK_EXECUTE: expected 2 rows")
     if c.result_set("SELECT COUNT(*)") != ["6"]:
         die("SELECT COUNT(*) after BULK_EXECUTE: expected 6")
-    c.sock.sendall(command(b"\x03DROP DATABASE " + db))
-    c.ok("DROP DATABASE")
     # 8
-    c.sock.sendall(command(b"\x01"))
-    c.sock.close()
+    c.drop_and_quit(db)
 
 
 if __name__ == "__main__":
