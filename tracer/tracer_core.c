@@ -33,6 +33,8 @@ struct tracer_state tracer_global = {.generation = 1};
 __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tracer_thread_key;
 static int tracer_key_ready;
+static _Atomic int tracer_init_state; /* tracer_init_once: 0 not yet, 1 under way, 2 done */
+static void tracer_init_once(void);
 static int tracer_drop_local; /* collector stopped draining: drop from now on */
 
 void *tracer_resolve(const char *name)
@@ -414,8 +416,14 @@ static struct tracer_ring *tracer_thread_claim(struct tracer_thread *t)
  * has no ring of this process generation yet. */
 struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family)
 {
-    if (!tracer_global.active)
-        return NULL;
+    if (!tracer_global.active) {
+        /* a call made by another library's constructor, before ours ran */
+        if (atomic_load_explicit(&tracer_init_state, memory_order_relaxed) != 0)
+            return NULL;
+        tracer_init_once();
+        if (!tracer_global.active)
+            return NULL;
+    }
     tracer_open_settle_if(t, -1, NULL); /* the open's record goes before this call's */
     uint32_t window = atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed);
     if (!window || !(tracer_global.only_mask & family))
@@ -1075,14 +1083,29 @@ void tracer_before_exec(const char *path)
     tracer_event_end(t, now);
 }
 
+/* Registers the process, once: from our constructor, or from the first
+ * wrapped call when that comes sooner. The dynamic loader runs the
+ * constructors of the program's own libraries before a preloaded one's
+ * (dependencies first; the preloaded library is first in load order, so
+ * last to initialize), and those constructors do I/O: libselinux reads
+ * /proc/filesystems while lsblk starts. */
+static void tracer_init_once(void)
+{
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&tracer_init_state, &expected, 1))
+        return;
+    if (tracer_collector_env_present()) {
+        pthread_key_create(&tracer_thread_key, tracer_thread_destructor);
+        tracer_key_ready = 1;
+        tracer_strtab_init();
+        const char *exec_marker = tracer_env("PREPLAY_EXEC_PID");
+        int is_exec = exec_marker && (uint32_t)atoi(exec_marker) == (uint32_t)syscall(SYS_getpid);
+        tracer_register(is_exec);
+    }
+    atomic_store(&tracer_init_state, 2);
+}
+
 __attribute__((constructor)) static void tracer_init(void)
 {
-    if (!tracer_collector_env_present())
-        return;
-    pthread_key_create(&tracer_thread_key, tracer_thread_destructor);
-    tracer_key_ready = 1;
-    tracer_strtab_init();
-    const char *exec_marker = tracer_env("PREPLAY_EXEC_PID");
-    int is_exec = exec_marker && (uint32_t)atoi(exec_marker) == (uint32_t)syscall(SYS_getpid);
-    tracer_register(is_exec);
+    tracer_init_once();
 }
