@@ -228,6 +228,15 @@ TRACER_EXPORT ssize_t getline(char **line, size_t *cap, FILE *f)
     return getdelim(line, cap, '\n', f);
 }
 
+/* glibc's optimized <stdio.h> inlines getline as a call of __getdelim:
+ * what every Debian package built with -O2 calls (libmount reads
+ * /proc/self/mountinfo with it) */
+ssize_t __getdelim(char **line, size_t *cap, int delim, FILE *f);
+TRACER_EXPORT ssize_t __getdelim(char **line, size_t *cap, int delim, FILE *f)
+{
+    return getdelim(line, cap, delim, f);
+}
+
 /* ---- the _unlocked forms: the same accounting (flockfile is recursive, and
  * a no-op on a stream the app set to FSETLOCKING_BYCALLER) -------------- */
 
