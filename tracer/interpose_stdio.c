@@ -27,6 +27,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "io_events.h"
 
@@ -311,6 +313,129 @@ TRACER_EXPORT char *__fgets_unlocked_chk(char *s, size_t buflen, int n, FILE *f)
 {
     STDIO_BODY(char *, f, tracer_real___fgets_unlocked_chk()(s, buflen, n, f), 0, r ? strlen(r) : 0,
                0);
+}
+
+/* ---- scanf: it returns fields, not bytes, and glibc refills the buffer
+ * through internal calls, so what a call read from the descriptor is
+ * found another way. On a regular file: the descriptor's offset (one
+ * lseek after the call) less the offset we track, exact over any number of
+ * refills. On a pipe, socket or terminal: from the read buffer's pointers -
+ * unmoved base and end and a pointer that only advanced mean no refill;
+ * otherwise the last refill is what the buffer holds, so a call whose
+ * input spans two refills there (a field longer than what one read
+ * returned) is counted short. */
+typedef int (*stdio_vscan_fn)(FILE *, const char *, va_list);
+
+static int stdio_vscan(stdio_vscan_fn real, FILE *f, const char *fmt, va_list ap)
+{
+    struct tracer_thread *t = tracer_enter(TRACER_ONLY_FILE | TRACER_ONLY_NET);
+    if (!t)
+        return real(f, fmt, ap);
+    flockfile(f);
+    int fd = fileno(f);
+    struct tracer_fd *fe = fd >= 0 ? tracer_fd_classify(fd) : NULL;
+    int64_t tracked = fe && fe->kind == TRACER_FD_FILE ? fe->offset : -1;
+    const char *base0 = f->_IO_read_base, *ptr0 = f->_IO_read_ptr, *end0 = f->_IO_read_end;
+    struct stdio_snapshot before = stdio_snap(f);
+    uint64_t begin = tracer_event_begin(t);
+    int r = real(f, fmt, ap);
+    int err = errno;
+    uint64_t end = tracer_ring_now();
+    struct stdio_snapshot after = stdio_snap(f);
+    /* consumed is what makes stdio_account's read sum come out right:
+     * read = consumed + after.read_avail - before.read_avail */
+    size_t consumed = 0, read_bytes = 0;
+    off_t now = tracked >= 0 ? (off_t)syscall(SYS_lseek, fd, 0, SEEK_CUR) : -1;
+    /* a stream switching from writing to reading flushes first: those
+     * bytes moved the offset too */
+    int64_t flushed = before.write_pending > after.write_pending
+                          ? (int64_t)(before.write_pending - after.write_pending)
+                          : 0;
+    if (tracked >= 0 && now >= tracked + flushed) {
+        read_bytes = (size_t)(now - tracked - flushed);
+    } else if (f->_IO_read_base == base0 && f->_IO_read_end == end0 && f->_IO_read_ptr >= ptr0) {
+        consumed = (size_t)(f->_IO_read_ptr - ptr0);
+    } else if (f->_IO_read_end > f->_IO_read_base) {
+        read_bytes = (size_t)(f->_IO_read_end - f->_IO_read_base);
+    }
+    if (read_bytes && read_bytes + before.read_avail >= after.read_avail)
+        consumed = read_bytes + before.read_avail - after.read_avail;
+    funlockfile(f);
+    stdio_account(t, f, before, after, 0, consumed, begin, end, 0);
+    tracer_event_end(t, end);
+    errno = err;
+    return r;
+}
+
+/* glibc exports both: the C99 forms every program built in C99 mode or
+ * later calls (<stdio.h> redirects to them), and the plain names (GNU %as
+ * semantics) older binaries bind. Our own definitions carry the exported
+ * names as assembler labels, since <stdio.h> redirects the C names. */
+TRACER_REAL(int, vfscanf, (FILE *, const char *, va_list))
+TRACER_REAL(int, __isoc99_vfscanf, (FILE *, const char *, va_list))
+int stdio_export_vfscanf(FILE *f, const char *fmt, va_list ap) __asm__("vfscanf");
+int stdio_export_vscanf(const char *fmt, va_list ap) __asm__("vscanf");
+int stdio_export_fscanf(FILE *f, const char *fmt, ...) __asm__("fscanf");
+int stdio_export_scanf(const char *fmt, ...) __asm__("scanf");
+int __isoc99_vfscanf(FILE *f, const char *fmt, va_list ap);
+int __isoc99_vscanf(const char *fmt, va_list ap);
+int __isoc99_fscanf(FILE *f, const char *fmt, ...);
+int __isoc99_scanf(const char *fmt, ...);
+
+TRACER_EXPORT int stdio_export_vfscanf(FILE *f, const char *fmt, va_list ap)
+{
+    return stdio_vscan(tracer_real_vfscanf(), f, fmt, ap);
+}
+
+TRACER_EXPORT int stdio_export_vscanf(const char *fmt, va_list ap)
+{
+    return stdio_vscan(tracer_real_vfscanf(), stdin, fmt, ap);
+}
+
+TRACER_EXPORT int stdio_export_fscanf(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = stdio_vscan(tracer_real_vfscanf(), f, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+TRACER_EXPORT int stdio_export_scanf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = stdio_vscan(tracer_real_vfscanf(), stdin, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+TRACER_EXPORT int __isoc99_vfscanf(FILE *f, const char *fmt, va_list ap)
+{
+    return stdio_vscan(tracer_real___isoc99_vfscanf(), f, fmt, ap);
+}
+
+TRACER_EXPORT int __isoc99_vscanf(const char *fmt, va_list ap)
+{
+    return stdio_vscan(tracer_real___isoc99_vfscanf(), stdin, fmt, ap);
+}
+
+TRACER_EXPORT int __isoc99_fscanf(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = stdio_vscan(tracer_real___isoc99_vfscanf(), f, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+TRACER_EXPORT int __isoc99_scanf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = stdio_vscan(tracer_real___isoc99_vfscanf(), stdin, fmt, ap);
+    va_end(ap);
+    return r;
 }
 
 /* ---- dprintf: formatted straight to a descriptor, through glibc's own
