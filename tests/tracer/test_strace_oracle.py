@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""test_strace_oracle.py - real programs nobody here wrote, traced while
+strace watches the same run: per process, the bytes each file gave to
+reads and took from writes, and the bytes its sockets sent and received,
+must be the same in the trace as in what strace saw the system calls
+return. strace is the independent oracle; any call the library does not
+wrap (or wraps but does not size) shows up as a difference.
+
+The programs, each for what it exercises:
+- lscpu, lsblk: util-linux reads /proc and /sys through fscanf,
+  __getdelim (the -O2 getline) and read(), and libselinux's constructor
+  reads /proc/filesystems before the library's constructor has run;
+- cp: copy_file_range; sort --parallel with a small buffer: threads and
+  temporary files; tar piping into gzip: fork, exec, a pipe;
+- sqlite3: pread/pwrite and its journal; php and node (libuv's worker
+  threads) reading and writing files;
+- curl and wget against python3's http.server, all traced: sockets on
+  both sides.
+
+Left out of the comparison, with the reason:
+- shared objects: the dynamic loader maps them before any library runs;
+- the library's own traffic: its registration with the collector (an
+  AF_UNIX sendto and the recvmsg of the reply) and its read of
+  /proc/PID/cmdline for the trace header;
+- what glibc reads through its internal calls, which LD_PRELOAD cannot
+  see (docs/tracer.md): NSS and locale files, time zone files, sysconf's
+  /sys/devices/system/cpu/online, initgroups' ngroups_max and
+  pthread_getattr_np's /proc/PID/maps.
+"""
+import collections
+import glob
+import os
+import re
+import shlex
+
+import tracerlib as tl
+
+PYTHON = "/usr/bin/python3"
+GLIBC_INTERNAL = {
+    "/etc/locale.alias", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/localtime",
+    "/etc/host.conf", "/etc/hosts", "/etc/resolv.conf", "/etc/gai.conf", "/etc/services",
+    "/etc/protocols", "/sys/devices/system/cpu/online", "/proc/sys/kernel/ngroups_max"}
+SYSCALLS = ("read,pread64,readv,preadv,preadv2,write,pwrite64,writev,pwritev,pwritev2,"
+            "sendfile,copy_file_range,sendto,recvfrom,sendmsg,recvmsg,sendmmsg,recvmmsg")
+# name(FD<what>, [NULL, | [offset], ] [FD2<what2>] ...) = N; the <what> of
+# an AF_UNIX socket can hold "->", so it ends where ", " or ")" follows
+STRACE_CALL = re.compile(r"^(\w+)\((\d+)<(.*?)>(?=[,)])(?:, (?:NULL, |\[\d+\], )?"
+                         r"(?:(\d+)<(.*?)>(?=[,)]))?)?.*\) +=\s+(\d+)")
+FILE_READS = {"read", "pread", "readv", "preadv", "copy_range", "sendfile", "splice"}
+FILE_WRITES = {"write", "pwrite", "writev", "pwritev"}
+
+work = tl.scratch("strace-oracle")
+os.chmod(work, 0o755)
+
+
+def strace_target(what):
+    """A path, "net" for a socket, or None for what is left out."""
+    if what.startswith(("TCP", "UDP", "UNIX", "socket", "NETLINK")):
+        return "net"
+    return re.sub(r"<char \d+:\d+>$", "", what) if what.startswith("/") else None
+
+
+def strace_bytes(log_prefix, tid_pid):
+    """(pid, target, "r"/"w") -> bytes, from strace -ff's per-thread logs."""
+    seen = collections.Counter()
+    for log in glob.glob(log_prefix + ".*"):
+        tid = int(log.rsplit(".", 1)[1])
+        pid = tid_pid.get(tid, tid)
+        with open(log) as fh:
+            lines = fh.readlines()
+        # the library's registration: a sendto on an AF_UNIX socket, answered
+        # by a recvmsg(MSG_CMSG_CLOEXEC) of 16 bytes on the same descriptor
+        for j, line in enumerate(lines):
+            m = re.match(r"recvmsg\((\d+)<.*MSG_CMSG_CLOEXEC\) += 16$", line.rstrip())
+            if m:
+                lines[j] = ""
+                for i in range(j - 1, -1, -1):
+                    if lines[i].startswith(f"sendto({m.group(1)}<UNIX"):
+                        lines[i] = ""
+                        break
+        for line in lines:
+            m = STRACE_CALL.match(line)
+            if not m:
+                continue
+            call, _, what, _, what2, n = m.groups()
+            first, second, n = strace_target(what), what2 and strace_target(what2), int(n)
+            if call == "sendfile":  # out, in
+                seen[(pid, second, "r")] += n
+                seen[(pid, first, "w")] += n
+            elif call == "copy_file_range":  # in, offset, out, ...
+                seen[(pid, first, "r")] += n
+                seen[(pid, second, "w")] += n
+            else:
+                seen[(pid, first, "r" if call.startswith(("read", "pread", "recv")) else "w")] += n
+    return seen
+
+
+def trace_bytes(traces):
+    got = collections.Counter()
+    for pid, t in traces.items():
+        for e in t.events:
+            if e.get("result", 0) <= 0:
+                continue
+            if e["type"] == "net" and e["op"] in ("send", "recv"):
+                got[(pid, "net", "r" if e["op"] == "recv" else "w")] += e["result"]
+            elif e["type"] == "file" and e["op"] in FILE_READS | FILE_WRITES:
+                path = re.sub(r"^/proc/self/", f"/proc/{pid}/", e.get("path") or "")
+                if path.startswith("/"):
+                    got[(pid, os.path.realpath(path),
+                         "r" if e["op"] in FILE_READS else "w")] += e["result"]
+    return got
+
+
+def compared(key, pid):
+    target = key[1]
+    return target is not None and (target == "net" or (
+        target.startswith("/") and ".so" not in os.path.basename(target) and
+        target not in GLIBC_INTERNAL and not target.startswith("/usr/share/zoneinfo/") and
+        target != f"/proc/{pid}/cmdline" and target != f"/proc/{pid}/maps"))
+
+
+def run(name, argv, stdin=None):
+    out = os.path.join(work, f"trace-{name}")
+    log = os.path.join(work, f"strace-{name}")
+    rc, _, stderr = tl.record(out, argv, timeout=120, stdin=stdin,
+                              prefix=("strace", "-ff", "-yy", "-qq", "-s", "0", "-e",
+                                      f"trace={SYSCALLS}", "-o", log))
+    if not tl.check(rc == 0, f"{name}: exit status {rc} ({stderr.strip()[-300:]})"):
+        return
+    traces = tl.read_traces(out)
+    tid_pid = {e["tid"]: pid for pid, t in traces.items() for e in t.events if "tid" in e}
+    seen = strace_bytes(log, tid_pid)
+    got = trace_bytes(traces)
+    keys = {k for k in set(seen) | set(got) if k[0] in traces and compared(k, k[0])}
+    diff = {k: (seen.get(k, 0), got.get(k, 0)) for k in keys if seen.get(k, 0) != got.get(k, 0)}
+    tl.check_eq(diff, {}, f"{name}: (pid, file, r/w) -> (strace, trace) bytes that differ")
+    tl.check(sum(got[k] for k in keys) > 0, f"{name}: no bytes compared")
+    return traces
+
+
+# ---- inputs ----------------------------------------------------------------
+src = os.path.join(work, "in")
+os.mkdir(src)
+for i in range(20):
+    with open(os.path.join(src, f"f{i}.txt"), "w") as fh:
+        fh.write("".join(f"{(j * 7919 + i) % 100003} line {j}\n" for j in range(200 * (i + 1))))
+nums = os.path.join(src, "f19.txt")
+with open(os.path.join(work, "db.sql"), "w") as fh:
+    fh.write("create table t(a integer, b text);\n"
+             "with recursive c(x) as (select 1 union all select x + 1 from c where x < 20000)\n"
+             "  insert into t select x, hex(randomblob(20)) from c;\n"
+             "create index i on t(b);\nselect count(*), sum(a) from t;\n")
+php = os.path.join(work, "files.php")
+with open(php, "w") as fh:
+    fh.write(f"""<?php
+$d = file_get_contents('{nums}');
+file_put_contents('{work}/php.out', str_repeat('y', 50000));
+$f = fopen('{nums}', 'r'); $n = 0; while (($l = fgets($f)) !== false) $n++; fclose($f);
+echo strlen($d), " ", $n, "\\n";
+""")
+node = os.path.join(work, "files.js")
+with open(node, "w") as fh:
+    fh.write(f"""const fs = require('fs');
+const d = fs.readFileSync('{nums}');
+fs.writeFileSync('{work}/node.out', 'z'.repeat(70000));
+fs.readFile('{nums}', (e, b) => {{ if (e) throw e; console.log(d.length, b.length); }});
+""")
+port = tl.free_port()
+q = shlex.quote
+web = (f"cd {q(src)} && {{ {PYTHON} -m http.server {port} --bind 127.0.0.1 >/dev/null 2>&1 & }}; "
+       f"server=$!; "
+       f"for i in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:{port}/f0.txt && break; "
+       f"sleep 0.1; done; "
+       f"for i in 1 2 3; do curl -sf -o /dev/null http://127.0.0.1:{port}/f19.txt; "
+       f"wget -q -O /dev/null http://127.0.0.1:{port}/f7.txt; done; kill $server; wait")
+
+# ---- the programs ------------------------------------------------------------
+run("lscpu", ["lscpu"])
+run("lsblk", ["lsblk", "-O"])
+run("cp", ["cp", nums, os.path.join(work, "copy.txt")])
+run("sort", ["sort", "--parallel=2", "-S", "64K", "-T", work, "-o",
+             os.path.join(work, "sorted.txt")] + sorted(glob.glob(os.path.join(src, "*.txt"))))
+run("tar-gzip", ["/bin/sh", "-c", f"tar cf - -C {q(src)} . | gzip -c > {q(work)}/in.tgz"])
+with open(os.path.join(work, "db.sql")) as sql:
+    run("sqlite3", ["sqlite3", os.path.join(work, "db.sqlite")], stdin=sql)
+run("php", ["php", php])
+run("node", ["node", node])
+traces = run("curl-wget-http.server", ["/bin/sh", "-c", web])
+if traces:
+    tl.check(len(traces) >= 8, f"http.server: {len(traces)} traced processes (sh, python3, "
+             "3 curl, 3 wget)")
+tl.finish()
