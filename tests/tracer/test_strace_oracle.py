@@ -12,8 +12,9 @@ The programs, each for what it exercises:
   reads /proc/filesystems before the library's constructor has run;
 - cp: copy_file_range; sort --parallel with a small buffer: threads and
   temporary files; tar piping into gzip: fork, exec, a pipe;
-- sqlite3: pread/pwrite and its journal; php and node (libuv's worker
-  threads) reading and writing files;
+- sqlite3: pread/pwrite and its journal; php, node (libuv's worker
+  threads) and Java (RandomAccessFile, NIO's positional reads and
+  writes and transferTo) reading and writing files;
 - curl and wget against python3's http.server, all traced: sockets on
   both sides.
 
@@ -24,14 +25,15 @@ Left out of the comparison, with the reason:
   /proc/PID/cmdline for the trace header;
 - what glibc reads through its internal calls, which LD_PRELOAD cannot
   see (docs/tracer.md): NSS and locale files, time zone files, sysconf's
-  /sys/devices/system/cpu/online, initgroups' ngroups_max and
-  pthread_getattr_np's /proc/PID/maps.
+  /sys/devices/system/cpu/online and .../possible, initgroups'
+  ngroups_max and pthread_getattr_np's /proc/PID/maps.
 """
 import collections
 import glob
 import os
 import re
 import shlex
+import subprocess
 
 import tracerlib as tl
 
@@ -39,7 +41,8 @@ PYTHON = "/usr/bin/python3"
 GLIBC_INTERNAL = {
     "/etc/locale.alias", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/localtime",
     "/etc/host.conf", "/etc/hosts", "/etc/resolv.conf", "/etc/gai.conf", "/etc/services",
-    "/etc/protocols", "/sys/devices/system/cpu/online", "/proc/sys/kernel/ngroups_max"}
+    "/etc/protocols", "/sys/devices/system/cpu/online", "/sys/devices/system/cpu/possible",
+    "/proc/sys/kernel/ngroups_max"}
 SYSCALLS = ("read,pread64,readv,preadv,preadv2,write,pwrite64,writev,pwritev,pwritev2,"
             "sendfile,copy_file_range,sendto,recvfrom,sendmsg,recvmsg,sendmmsg,recvmmsg")
 # name(FD<what>, [NULL, | [offset], ] [FD2<what2>] ...) = N; the <what> of
@@ -104,7 +107,9 @@ def trace_bytes(traces):
             if e["type"] == "net" and e["op"] in ("send", "recv"):
                 got[(pid, "net", "r" if e["op"] == "recv" else "w")] += e["result"]
             elif e["type"] == "file" and e["op"] in FILE_READS | FILE_WRITES:
-                path = re.sub(r"^/proc/self/", f"/proc/{pid}/", e.get("path") or "")
+                # /proc/self and /proc/net name the traced process's, not ours
+                path = re.sub(r"^/proc/(self|net)(?=/)", lambda m: f"/proc/{pid}" +
+                              ("/net" if m.group(1) == "net" else ""), e.get("path") or "")
                 if path.startswith("/"):
                     got[(pid, os.path.realpath(path),
                          "r" if e["op"] in FILE_READS else "w")] += e["result"]
@@ -165,6 +170,39 @@ const d = fs.readFileSync('{nums}');
 fs.writeFileSync('{work}/node.out', 'z'.repeat(70000));
 fs.readFile('{nums}', (e, b) => {{ if (e) throw e; console.log(d.length, b.length); }});
 """)
+java = os.path.join(work, "Files.java")
+with open(java, "w") as fh:
+    fh.write(f"""import java.io.*;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.*;
+public class Files {{
+  public static void main(String[] args) throws Exception {{
+    byte[] d = java.nio.file.Files.readAllBytes(Paths.get("{nums}"));
+    try (FileOutputStream o = new FileOutputStream("{work}/java1.out")) {{ o.write(d, 0, 10000); }}
+    try (RandomAccessFile r = new RandomAccessFile("{nums}", "r")) {{
+      r.seek(5000); r.readFully(new byte[3000]);
+    }}
+    try (FileChannel in = FileChannel.open(Paths.get("{nums}"));
+         FileChannel out = FileChannel.open(Paths.get("{work}/java2.out"),
+             StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {{
+      ByteBuffer b = ByteBuffer.allocate(8192);
+      in.read(b, 1000);
+      b.flip();
+      out.write(b, 0);
+      in.transferTo(0, in.size(), out);
+    }}
+    try (BufferedReader br = new BufferedReader(new FileReader("{nums}"))) {{
+      int n = 0;
+      while (br.readLine() != null) n++;
+      System.out.println(d.length + " " + n);
+    }}
+  }}
+}}
+""")
+javac = subprocess.run(["javac", "-d", work, java], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+tl.check_eq(javac.returncode, 0, f"javac Files.java ({javac.stdout[-300:]})")
 port = tl.free_port()
 q = shlex.quote
 web = (f"cd {q(src)} && {{ {PYTHON} -m http.server {port} --bind 127.0.0.1 >/dev/null 2>&1 & }}; "
@@ -185,6 +223,8 @@ with open(os.path.join(work, "db.sql")) as sql:
     run("sqlite3", ["sqlite3", os.path.join(work, "db.sqlite")], stdin=sql)
 run("php", ["php", php])
 run("node", ["node", node])
+if javac.returncode == 0:
+    run("java", ["java", "-cp", work, "Files"])
 traces = run("curl-wget-http.server", ["/bin/sh", "-c", web])
 if traces:
     tl.check(len(traces) >= 8, f"http.server: {len(traces)} traced processes (sh, python3, "
