@@ -107,21 +107,14 @@ static struct stdio_snapshot stdio_snap(FILE *f)
     return s;
 }
 
-/* Turns the buffer change over one call into the descriptor I/O it implies:
- * `produced` bytes the app handed to the stream, `consumed` bytes it took
- * out of it. */
-static void stdio_account(struct tracer_thread *t, FILE *f, struct stdio_snapshot before,
-                          struct stdio_snapshot after, size_t produced, size_t consumed,
-                          uint64_t begin, uint64_t end, int failed)
+/* Records what one call moved through the stream's descriptor: `written`
+ * bytes out and `read_bytes` in. */
+static void stdio_record(struct tracer_thread *t, FILE *f, size_t written, size_t read_bytes,
+                         uint64_t begin, uint64_t end, int failed)
 {
     int fd = fileno(f);
     if (fd < 0)
         return;
-    size_t written = 0, read_bytes = 0;
-    if (before.write_pending + produced > after.write_pending)
-        written = before.write_pending + produced - after.write_pending;
-    if (consumed + after.read_avail > before.read_avail)
-        read_bytes = consumed + after.read_avail - before.read_avail;
     if (written) {
         struct tracer_io io = {.fd = fd,
                                .dir = TRACER_IO_OUT,
@@ -144,6 +137,29 @@ static void stdio_account(struct tracer_thread *t, FILE *f, struct stdio_snapsho
                                .end_ns = end};
         tracer_io_record(t, &io);
     }
+}
+
+/* Bytes the buffer's write side sent to the descriptor over one call in
+ * which the app handed it `produced` bytes. */
+static size_t stdio_written(struct stdio_snapshot before, struct stdio_snapshot after,
+                            size_t produced)
+{
+    return before.write_pending + produced > after.write_pending
+               ? before.write_pending + produced - after.write_pending
+               : 0;
+}
+
+/* Turns the buffer change over one call into the descriptor I/O it implies:
+ * `produced` bytes the app handed to the stream, `consumed` bytes it took
+ * out of it. */
+static void stdio_account(struct tracer_thread *t, FILE *f, struct stdio_snapshot before,
+                          struct stdio_snapshot after, size_t produced, size_t consumed,
+                          uint64_t begin, uint64_t end, int failed)
+{
+    size_t read_bytes = consumed + after.read_avail > before.read_avail
+                            ? consumed + after.read_avail - before.read_avail
+                            : 0;
+    stdio_record(t, f, stdio_written(before, after, produced), read_bytes, begin, end, failed);
 }
 
 /* The common shape of every wrapped transfer: lock the stream, snapshot,
@@ -317,13 +333,22 @@ TRACER_EXPORT char *__fgets_unlocked_chk(char *s, size_t buflen, int n, FILE *f)
 
 /* ---- scanf: it returns fields, not bytes, and glibc refills the buffer
  * through internal calls, so what a call read from the descriptor is
- * found another way. On a regular file: the descriptor's offset (one
- * lseek after the call) less the offset we track, exact over any number of
- * refills. On a pipe, socket or terminal: from the read buffer's pointers -
- * unmoved base and end and a pointer that only advanced mean no refill;
- * otherwise the last refill is what the buffer holds, so a call whose
- * input spans two refills there (a field longer than what one read
- * returned) is counted short. */
+ * found another way. First, whether it refilled at all, without a system
+ * call: before the call the read area's start (_IO_read_base) is moved up
+ * to the read pointer - glibc reads it only to push back a character the
+ * call itself took (scanf's lookahead), and a refill sets it to the
+ * buffer's start again. Unmoved after the call, with the same end and a
+ * pointer that only advanced: no refill, and it is put back. Otherwise,
+ * on a regular file, the bytes read are the descriptor's offset (one
+ * lseek) less the offset we track, exact over any number of refills; on
+ * a pipe, socket or terminal the last refill is what the buffer holds, so
+ * a call whose input spans two refills there (a field longer than what
+ * one read returned) is counted short. The mark is not set on a stream
+ * reading from its pushback (backup) area or keeping markers, nor when
+ * nothing of the buffer was consumed yet (the start is already the
+ * pointer): such a call asks the offset. */
+#define STDIO_IN_BACKUP 0x0100 /* glibc's _IO_IN_BACKUP */
+
 typedef int (*stdio_vscan_fn)(FILE *, const char *, va_list);
 
 static int stdio_vscan(stdio_vscan_fn real, FILE *f, const char *fmt, va_list ap)
@@ -335,33 +360,36 @@ static int stdio_vscan(stdio_vscan_fn real, FILE *f, const char *fmt, va_list ap
     int fd = fileno(f);
     struct tracer_fd *fe = fd >= 0 ? tracer_fd_classify(fd) : NULL;
     int64_t tracked = fe && fe->kind == TRACER_FD_FILE ? fe->offset : -1;
-    const char *base0 = f->_IO_read_base, *ptr0 = f->_IO_read_ptr, *end0 = f->_IO_read_end;
+    char *base0 = f->_IO_read_base, *ptr0 = f->_IO_read_ptr, *end0 = f->_IO_read_end;
+    int marked =
+        !(f->_flags & STDIO_IN_BACKUP) && !f->_markers && base0 && ptr0 > base0 && ptr0 <= end0;
+    if (marked)
+        f->_IO_read_base = ptr0;
     struct stdio_snapshot before = stdio_snap(f);
     uint64_t begin = tracer_event_begin(t);
     int r = real(f, fmt, ap);
     int err = errno;
     uint64_t end = tracer_ring_now();
+    int refilled = 1;
+    if (marked && f->_IO_read_base == ptr0 && f->_IO_read_end == end0 && f->_IO_read_ptr >= ptr0) {
+        f->_IO_read_base = base0;
+        refilled = 0;
+    }
     struct stdio_snapshot after = stdio_snap(f);
-    /* consumed is what makes stdio_account's read sum come out right:
-     * read = consumed + after.read_avail - before.read_avail */
-    size_t consumed = 0, read_bytes = 0;
-    off_t now = tracked >= 0 ? (off_t)syscall(SYS_lseek, fd, 0, SEEK_CUR) : -1;
     /* a stream switching from writing to reading flushes first: those
      * bytes moved the offset too */
-    int64_t flushed = before.write_pending > after.write_pending
-                          ? (int64_t)(before.write_pending - after.write_pending)
-                          : 0;
-    if (tracked >= 0 && now >= tracked + flushed) {
-        read_bytes = (size_t)(now - tracked - flushed);
-    } else if (f->_IO_read_base == base0 && f->_IO_read_end == end0 && f->_IO_read_ptr >= ptr0) {
-        consumed = (size_t)(f->_IO_read_ptr - ptr0);
-    } else if (f->_IO_read_end > f->_IO_read_base) {
-        read_bytes = (size_t)(f->_IO_read_end - f->_IO_read_base);
+    size_t written = stdio_written(before, after, 0), read_bytes = 0;
+    if (refilled) {
+        off_t now = tracked >= 0 ? (off_t)syscall(SYS_lseek, fd, 0, SEEK_CUR) : -1;
+        if (tracked >= 0 && now >= tracked + (int64_t)written)
+            read_bytes = (size_t)(now - tracked - (int64_t)written);
+        else if (f->_IO_read_base != base0 || f->_IO_read_end != end0 || f->_IO_read_ptr < ptr0)
+            read_bytes = f->_IO_read_end > f->_IO_read_base
+                             ? (size_t)(f->_IO_read_end - f->_IO_read_base) /* the last refill */
+                             : 0;
     }
-    if (read_bytes && read_bytes + before.read_avail >= after.read_avail)
-        consumed = read_bytes + before.read_avail - after.read_avail;
     funlockfile(f);
-    stdio_account(t, f, before, after, 0, consumed, begin, end, 0);
+    stdio_record(t, f, written, read_bytes, begin, end, 0);
     tracer_event_end(t, end);
     errno = err;
     return r;
