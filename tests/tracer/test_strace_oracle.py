@@ -127,9 +127,9 @@ def compared(key, pid):
 def run(name, argv, stdin=None):
     out = os.path.join(work, f"trace-{name}")
     log = os.path.join(work, f"strace-{name}")
-    rc, _, stderr = tl.record(out, argv, timeout=120, stdin=stdin,
-                              prefix=("strace", "-ff", "-yy", "-qq", "-s", "0", "-e",
-                                      f"trace={SYSCALLS}", "-o", log))
+    rc, _, stderr = tl.record_under_strace(out, argv, log,
+                                           ("-ff", "-yy", "-s", "0", "-e", f"trace={SYSCALLS}"),
+                                           timeout=120, stdin=stdin)
     if not tl.check(rc == 0, f"{name}: exit status {rc} ({stderr.strip()[-300:]})"):
         return
     traces = tl.read_traces(out)

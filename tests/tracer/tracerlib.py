@@ -167,6 +167,18 @@ def not_following_on(events, start):
     return bad
 
 
+def record_under_strace(outdir, cmd, log, strace_opts, timeout=60, stdin=None):
+    """record() of cmd with `preplay record` itself under strace (options
+    strace_opts, output to log), so strace sees the traced processes'
+    system calls. LeakSanitizer checks for leaks by stopping the process
+    with ptrace, which strace already does: it is off for these runs (the
+    ASan build's preplay would abort at exit)."""
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(o for o in (env.get("ASAN_OPTIONS"), "detect_leaks=0") if o)
+    return record(outdir, cmd, timeout=timeout, stdin=stdin, env=env,
+                  prefix=["strace", "-qq", "-o", log] + list(strace_opts))
+
+
 def fail(msg):
     _failures.append(msg)
     print("FAIL: " + msg, file=sys.stderr)
