@@ -395,10 +395,12 @@ static int stdio_vscan(stdio_vscan_fn real, FILE *f, const char *fmt, va_list ap
     return r;
 }
 
-/* glibc exports both: the C99 forms every program built in C99 mode or
- * later calls (<stdio.h> redirects to them), and the plain names (GNU %as
- * semantics) older binaries bind. Our own definitions carry the exported
- * names as assembler labels, since <stdio.h> redirects the C names. */
+/* glibc exports two families: the C99 forms every program built in C99
+ * mode or later calls (<stdio.h> redirects to them), and the plain names
+ * (GNU %as semantics) older binaries bind. Each family's four entry points
+ * go through its own vfscanf. The plain names are defined under other C
+ * names with the exported ones as assembler labels, since <stdio.h>
+ * redirects the C names to the C99 symbols. */
 TRACER_REAL(int, vfscanf, (FILE *, const char *, va_list))
 TRACER_REAL(int, __isoc99_vfscanf, (FILE *, const char *, va_list))
 int stdio_export_vfscanf(FILE *f, const char *fmt, va_list ap) __asm__("vfscanf");
@@ -410,61 +412,36 @@ int __isoc99_vscanf(const char *fmt, va_list ap);
 int __isoc99_fscanf(FILE *f, const char *fmt, ...);
 int __isoc99_scanf(const char *fmt, ...);
 
-TRACER_EXPORT int stdio_export_vfscanf(FILE *f, const char *fmt, va_list ap)
-{
-    return stdio_vscan(tracer_real_vfscanf(), f, fmt, ap);
-}
+#define STDIO_SCAN_FAMILY(real, VFSCANF, VSCANF, FSCANF, SCANF)                                    \
+    TRACER_EXPORT int VFSCANF(FILE *f, const char *fmt, va_list ap)                                \
+    {                                                                                              \
+        return stdio_vscan(real(), f, fmt, ap);                                                    \
+    }                                                                                              \
+    TRACER_EXPORT int VSCANF(const char *fmt, va_list ap)                                          \
+    {                                                                                              \
+        return stdio_vscan(real(), stdin, fmt, ap);                                                \
+    }                                                                                              \
+    TRACER_EXPORT int FSCANF(FILE *f, const char *fmt, ...)                                        \
+    {                                                                                              \
+        va_list ap;                                                                                \
+        va_start(ap, fmt);                                                                         \
+        int r = stdio_vscan(real(), f, fmt, ap);                                                   \
+        va_end(ap);                                                                                \
+        return r;                                                                                  \
+    }                                                                                              \
+    TRACER_EXPORT int SCANF(const char *fmt, ...)                                                  \
+    {                                                                                              \
+        va_list ap;                                                                                \
+        va_start(ap, fmt);                                                                         \
+        int r = stdio_vscan(real(), stdin, fmt, ap);                                               \
+        va_end(ap);                                                                                \
+        return r;                                                                                  \
+    }
 
-TRACER_EXPORT int stdio_export_vscanf(const char *fmt, va_list ap)
-{
-    return stdio_vscan(tracer_real_vfscanf(), stdin, fmt, ap);
-}
-
-TRACER_EXPORT int stdio_export_fscanf(FILE *f, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = stdio_vscan(tracer_real_vfscanf(), f, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-TRACER_EXPORT int stdio_export_scanf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = stdio_vscan(tracer_real_vfscanf(), stdin, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-TRACER_EXPORT int __isoc99_vfscanf(FILE *f, const char *fmt, va_list ap)
-{
-    return stdio_vscan(tracer_real___isoc99_vfscanf(), f, fmt, ap);
-}
-
-TRACER_EXPORT int __isoc99_vscanf(const char *fmt, va_list ap)
-{
-    return stdio_vscan(tracer_real___isoc99_vfscanf(), stdin, fmt, ap);
-}
-
-TRACER_EXPORT int __isoc99_fscanf(FILE *f, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = stdio_vscan(tracer_real___isoc99_vfscanf(), f, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-TRACER_EXPORT int __isoc99_scanf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = stdio_vscan(tracer_real___isoc99_vfscanf(), stdin, fmt, ap);
-    va_end(ap);
-    return r;
-}
+STDIO_SCAN_FAMILY(tracer_real_vfscanf, stdio_export_vfscanf, stdio_export_vscanf,
+                  stdio_export_fscanf, stdio_export_scanf)
+STDIO_SCAN_FAMILY(tracer_real___isoc99_vfscanf, __isoc99_vfscanf, __isoc99_vscanf, __isoc99_fscanf,
+                  __isoc99_scanf)
 
 /* ---- dprintf: formatted straight to a descriptor, through glibc's own
  * write. What it returns is what it wrote. */
