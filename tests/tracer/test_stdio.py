@@ -70,7 +70,8 @@ tl.check_eq(len(reads), -(-wrote // 4096), "pipe: read events")
 # on a stream and one per refill), not one per fscanf call
 log = os.path.join(work, "strace.log")
 rc, _, stderr = tl.record_under_strace(os.path.join(work, "trace-strace"),
-                                      [tl.helper("tt_stdio"), work], log, ("-f", "-e", "trace=lseek"))
+                                      [tl.helper("tt_stdio"), work], log,
+                                      ("-f", "-e", "trace=lseek"))
 if tl.check(rc == 0, f"tt_stdio under strace: exit status {rc} ({stderr.strip()[-300:]})"):
     (pid,) = tl.read_traces(os.path.join(work, "trace-strace")).keys()
     with open(log) as fh:

@@ -16,7 +16,12 @@ The programs, each for what it exercises:
   threads) and Java (RandomAccessFile, NIO's positional reads and
   writes and transferTo) reading and writing files;
 - curl and wget against python3's http.server, all traced: sockets on
-  both sides.
+  both sides;
+- servers with their clients, all traced: nginx (sendfile) and apache2
+  (mpm_event) under curl; MariaDB's server (InnoDB's native AIO off, so
+  its background threads pread and pwrite) under the mariadb client and
+  pymysql; PostgreSQL (a process per connection, WAL written and
+  fdatasync'd) under pgbench.
 
 Left out of the comparison, with the reason:
 - shared objects: the dynamic loader maps them before any library runs;
@@ -44,11 +49,17 @@ GLIBC_INTERNAL = {
     "/etc/protocols", "/sys/devices/system/cpu/online", "/sys/devices/system/cpu/possible",
     "/proc/sys/kernel/ngroups_max"}
 SYSCALLS = ("read,pread64,readv,preadv,preadv2,write,pwrite64,writev,pwritev,pwritev2,"
-            "sendfile,copy_file_range,sendto,recvfrom,sendmsg,recvmsg,sendmmsg,recvmmsg")
+            "sendfile,copy_file_range,sendto,recvfrom,sendmsg,recvmsg,sendmmsg,recvmmsg,"
+            "open,openat,creat,close")
 # name(FD<what>, [NULL, | [offset], ] [FD2<what2>] ...) = N; the <what> of
-# an AF_UNIX socket can hold "->", so it ends where ", " or ")" follows
-STRACE_CALL = re.compile(r"^(\w+)\((\d+)<(.*?)>(?=[,)])(?:, (?:NULL, |\[\d+\], )?"
-                         r"(?:(\d+)<(.*?)>(?=[,)]))?)?.*\) +=\s+(\d+)")
+# an AF_UNIX socket can hold "->", so it ends where ", " or ")" follows, or
+# "(deleted)" for a file unlinked while open
+STRACE_FD = r"(\d+)<(.*?)>(?:\(deleted\))?(?=[,)])"
+STRACE_CALL = re.compile(rf"^(\w+)\({STRACE_FD}(?:, (?:NULL, |\[\d+\], )?(?:{STRACE_FD})?)?"
+                         r".*\) +=\s+(\d+)")
+# open*(...) = FD<path>; close(FD<path>) = 0
+STRACE_OPEN = re.compile(r"^(?:open|openat|creat)\(.*\) += (\d+)<(.*)>$")
+STRACE_CLOSE = re.compile(r"^close\((\d+)<")
 FILE_READS = {"read", "pread", "readv", "preadv", "copy_range", "sendfile", "splice"}
 FILE_WRITES = {"write", "pwrite", "writev", "pwritev"}
 
@@ -57,48 +68,73 @@ os.chmod(work, 0o755)
 
 
 def strace_target(what):
-    """A path, "net" for a socket, or None for what is left out."""
-    if what.startswith(("TCP", "UDP", "UNIX", "socket", "NETLINK")):
+    """A path, "net" for a socket, or None for what is left out (netlink:
+    glibc's getaddrinfo asks the kernel for the host's addresses)."""
+    if what.startswith("NETLINK"):
+        return None
+    if what.startswith(("TCP", "UDP", "UNIX", "socket")):
         return "net"
     return re.sub(r"<char \d+:\d+>$", "", what) if what.startswith("/") else None
 
 
 def strace_bytes(log_prefix, tid_pid):
-    """(pid, target, "r"/"w") -> bytes, from strace -ff's per-thread logs."""
-    seen = collections.Counter()
+    """(pid, target, "r"/"w") -> bytes, from strace -ff's per-thread logs
+    (merged per process in time order). A descriptor the process opened is
+    named by the path it was opened by, as the trace names it: a file
+    renamed after its open (InnoDB's ib_logfile101 becomes ib_logfile0,
+    PostgreSQL's temporary stats file its permanent one) keeps that name;
+    one it inherited, by strace's path at the call."""
+    per_pid = collections.defaultdict(list)
     for log in glob.glob(log_prefix + ".*"):
         tid = int(log.rsplit(".", 1)[1])
-        pid = tid_pid.get(tid, tid)
         with open(log) as fh:
             lines = fh.readlines()
         # the library's registration: a sendto on an AF_UNIX socket, answered
         # by a recvmsg(MSG_CMSG_CLOEXEC) of 16 bytes on the same descriptor
         for j, line in enumerate(lines):
-            m = re.match(r"recvmsg\((\d+)<.*MSG_CMSG_CLOEXEC\) += 16$", line.rstrip())
+            m = re.match(r"[\d.]+ recvmsg\((\d+)<.*MSG_CMSG_CLOEXEC\) += 16$", line.rstrip())
             if m:
                 lines[j] = ""
                 for i in range(j - 1, -1, -1):
-                    if lines[i].startswith(f"sendto({m.group(1)}<UNIX"):
+                    if re.match(rf"[\d.]+ sendto\({m.group(1)}<UNIX", lines[i]):
                         lines[i] = ""
                         break
         for line in lines:
-            m = STRACE_CALL.match(line)
+            stamp, _, call = line.partition(" ")
+            if call:
+                per_pid[tid_pid.get(tid, tid)].append((float(stamp), call))
+    seen = collections.Counter()
+    for pid, calls in per_pid.items():
+        opened = {}  # descriptor -> the path it was opened by
+        for _, call in sorted(calls, key=lambda c: c[0]):
+            m = STRACE_OPEN.match(call)
+            if m:
+                opened[int(m.group(1))] = m.group(2)
+                continue
+            m = STRACE_CLOSE.match(call)
+            if m:
+                opened.pop(int(m.group(1)), None)
+                continue
+            m = STRACE_CALL.match(call)
             if not m:
                 continue
-            call, _, what, _, what2, n = m.groups()
-            first, second, n = strace_target(what), what2 and strace_target(what2), int(n)
-            if call == "sendfile":  # out, in
+            name, fd, what, fd2, what2, n = m.groups()
+            first = strace_target(opened.get(int(fd), what))
+            second = what2 and strace_target(opened.get(int(fd2), what2))
+            n = int(n)
+            if name == "sendfile":  # out, in
                 seen[(pid, second, "r")] += n
                 seen[(pid, first, "w")] += n
-            elif call == "copy_file_range":  # in, offset, out, ...
+            elif name == "copy_file_range":  # in, offset, out, ...
                 seen[(pid, first, "r")] += n
                 seen[(pid, second, "w")] += n
             else:
-                seen[(pid, first, "r" if call.startswith(("read", "pread", "recv")) else "w")] += n
+                seen[(pid, first, "r" if name.startswith(("read", "pread", "recv")) else "w")] += n
     return seen
 
 
 def trace_bytes(traces):
+    """(pid, target, "r"/"w") -> bytes, from the traces."""
     got = collections.Counter()
     for pid, t in traces.items():
         for e in t.events:
@@ -128,7 +164,8 @@ def run(name, argv, stdin=None):
     out = os.path.join(work, f"trace-{name}")
     log = os.path.join(work, f"strace-{name}")
     rc, _, stderr = tl.record_under_strace(out, argv, log,
-                                           ("-ff", "-yy", "-s", "0", "-e", f"trace={SYSCALLS}"),
+                                           ("-ff", "-yy", "-ttt", "-s", "0", "-e",
+                                            f"trace={SYSCALLS}"),
                                            timeout=120, stdin=stdin)
     if not tl.check(rc == 0, f"{name}: exit status {rc} ({stderr.strip()[-300:]})"):
         return
@@ -212,6 +249,126 @@ web = (f"cd {q(src)} && {{ {PYTHON} -m http.server {port} --bind 127.0.0.1 >/dev
        f"for i in 1 2 3; do curl -sf -o /dev/null http://127.0.0.1:{port}/f19.txt; "
        f"wget -q -O /dev/null http://127.0.0.1:{port}/f7.txt; done; kill $server; wait")
 
+www = os.path.join(work, "www")
+os.mkdir(www)
+with open(os.path.join(www, "page.html"), "w") as fh:
+    fh.write("<p>" + "x" * 5000 + "</p>\n")
+os.chmod(www, 0o755)
+os.chmod(os.path.join(www, "page.html"), 0o644)
+
+
+def curl_loop(port):
+    """Shell: wait for the server on port, then 10 GETs of page.html and 10
+    of a missing page, with curl."""
+    return (f"for i in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:{port}/page.html "
+            f"&& break; sleep 0.1; done; for i in $(seq 10); do "
+            f"curl -s -o /dev/null http://127.0.0.1:{port}/page.html; "
+            f"curl -s -o /dev/null http://127.0.0.1:{port}/missing; done")
+
+
+def nginx_script():
+    port, d = tl.free_port(), os.path.join(work, "nginx")
+    os.mkdir(d)
+    with open(os.path.join(d, "nginx.conf"), "w") as fh:
+        fh.write(f"""worker_processes 1;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+  access_log {d}/access.log;
+  sendfile on;
+  client_body_temp_path {d}/body;
+  proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi;
+  scgi_temp_path {d}/scgi;
+  server {{ listen 127.0.0.1:{port}; root {www}; }}
+}}
+""")
+    return (f"nginx -p {q(d)} -e {q(d)}/error.log -c {q(d)}/nginx.conf & server=$!; "
+            f"{curl_loop(port)}; kill -TERM $server; wait")
+
+
+def apache_script():
+    port, d = tl.free_port(), os.path.join(work, "apache")
+    os.mkdir(d)
+    os.chmod(d, 0o755)
+    modules = "/usr/lib/apache2/modules"
+    with open(os.path.join(d, "httpd.conf"), "w") as fh:
+        fh.write(f"""ServerRoot {d}
+ServerName 127.0.0.1
+Listen 127.0.0.1:{port}
+PidFile {d}/apache.pid
+ErrorLog {d}/error.log
+LogLevel warn
+Mutex file:{d} default
+LoadModule mpm_event_module {modules}/mod_mpm_event.so
+LoadModule authz_core_module {modules}/mod_authz_core.so
+User www-data
+Group www-data
+StartServers 1
+ServerLimit 1
+ThreadsPerChild 4
+ThreadLimit 4
+MaxRequestWorkers 4
+DocumentRoot {www}
+<Directory {www}>
+    Require all granted
+</Directory>
+""")
+    return (f"/usr/sbin/apache2 -DFOREGROUND -f {q(d)}/httpd.conf & server=$!; "
+            f"{curl_loop(port)}; kill -TERM $server; wait")
+
+
+def mariadb_script():
+    d = os.path.join(work, "mariadb")
+    r = subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={d}/data", "--user=root",
+                        "--auth-root-authentication-method=normal", "--skip-test-db"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    if not tl.check_eq(r.returncode, 0, f"mariadb-install-db ({r.stdout[-300:]})"):
+        return None
+    port, sock = tl.free_port(), f"{d}/mariadb.sock"
+    sql = ("create database oracle; create table oracle.t(a int primary key, b text); "
+           "insert into oracle.t select seq, repeat('v', seq % 200) from seq_1_to_2000; "
+           "select count(*), sum(length(b)) from oracle.t; drop database oracle;")
+    client = (f"import pymysql; c = pymysql.connect(host='127.0.0.1', port={port}, user='root'); "
+              f"k = c.cursor(); k.execute('select sum(seq) from seq_1_to_1000'); "
+              f"print(k.fetchone())")
+    return (f"/usr/sbin/mariadbd --no-defaults --datadir={q(d)}/data --socket={q(sock)} "
+            f"--pid-file={q(d)}/mariadbd.pid --log-error={q(d)}/mariadbd.err --user=root "
+            f"--skip-name-resolve --innodb-buffer-pool-size=32M --innodb-log-file-size=16M "
+            f"--skip-log-bin --innodb-use-native-aio=0 --port={port} --bind-address=127.0.0.1 "
+            f"</dev/null >/dev/null 2>&1 & server=$!; "
+            f"for i in $(seq 300); do mariadb-admin --no-defaults --socket={q(sock)} -uroot ping "
+            f">/dev/null 2>&1 && break; sleep 0.1; done; "
+            f"mariadb --no-defaults --socket={q(sock)} -uroot -e {q(sql)} >/dev/null; "
+            f"{PYTHON} -c {q(client)} >/dev/null; "
+            f"mariadb-admin --no-defaults --socket={q(sock)} -uroot shutdown; wait $server")
+
+
+def postgres_script():
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))
+    if not tl.check(bins, "PostgreSQL missing (tools/install-deps installs postgresql)"):
+        return None
+    bindir, d = os.path.dirname(bins[-1]), os.path.join(work, "postgres")
+    os.mkdir(d)
+    subprocess.run(["chown", "postgres", d], check=True)
+    as_postgres = "setpriv --reuid=postgres --regid=postgres --init-groups --"
+    r = subprocess.run(f"{as_postgres} {bindir}/initdb -D {q(d)}/data -A trust", shell=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    if not tl.check_eq(r.returncode, 0, f"initdb ({r.stdout[-300:]})"):
+        return None
+    port = tl.free_port()
+    bench = f"{as_postgres} {bindir}/pgbench -h 127.0.0.1 -p {port}"
+    return (f"{as_postgres} {bindir}/postgres -D {q(d)}/data -k {q(d)} -p {port} "
+            f"-c listen_addresses=127.0.0.1 >{q(d)}/log 2>&1 & server=$!; "
+            f"for i in $(seq 300); do {bindir}/pg_isready -q -h 127.0.0.1 -p {port} && break; "
+            f"sleep 0.1; done; {bench} -q -i -s 1 postgres >/dev/null 2>&1 && "
+            f"{bench} -c 2 -t 50 postgres >/dev/null 2>&1; status=$?; "
+            f"kill -INT $server; wait $server; exit $status")
+
+
 # ---- the programs ------------------------------------------------------------
 run("lscpu", ["lscpu"])
 run("lsblk", ["lsblk", "-O"])
@@ -225,6 +382,11 @@ run("php", ["php", php])
 run("node", ["node", node])
 if javac.returncode == 0:
     run("java", ["java", "-cp", work, "Files"])
+for name, make in (("nginx", nginx_script), ("apache2", apache_script),
+                   ("mariadbd", mariadb_script), ("postgres", postgres_script)):
+    script = make()
+    if script:
+        run(name, ["/bin/bash", "-c", script])
 traces = run("curl-wget-http.server", ["/bin/sh", "-c", web])
 if traces:
     tl.check(len(traces) >= 8, f"http.server: {len(traces)} traced processes (sh, python3, "
