@@ -3,7 +3,8 @@
 strace watches the same run: per process, the bytes each file gave to
 reads and took from writes, and the bytes its sockets sent and received,
 must be the same in the trace as in what strace saw the system calls
-return. strace is the independent oracle; any call the library does not
+return; and every positioned read and write (pread, pwrite: sqlite3, Java,
+MariaDB, PostgreSQL) must be there with its offset and size. strace is the independent oracle; any call the library does not
 wrap (or wraps but does not size) shows up as a difference.
 
 The programs, each for what it exercises:
@@ -60,6 +61,8 @@ STRACE_CALL = re.compile(rf"^(\w+)\({STRACE_FD}(?:, (?:NULL, |\[\d+\], )?(?:{STR
 # open*(...) = FD<path>; close(FD<path>) = 0
 STRACE_OPEN = re.compile(r"^(?:open|openat|creat)\(.*\) += (\d+)<(.*)>$")
 STRACE_CLOSE = re.compile(r"^close\((\d+)<")
+# pread64/pwrite64/preadv...(..., OFFSET) = N
+STRACE_OFFSET = re.compile(r"^.*, (\d+)\) +=\s+\d+$")
 FILE_READS = {"read", "pread", "readv", "preadv", "copy_range", "sendfile", "splice"}
 FILE_WRITES = {"write", "pwrite", "writev", "pwritev"}
 
@@ -78,8 +81,10 @@ def strace_target(what):
 
 
 def strace_bytes(log_prefix, tid_pid):
-    """(pid, target, "r"/"w") -> bytes, from strace -ff's per-thread logs
-    (merged per process in time order). A descriptor the process opened is
+    """(pid, target, "r"/"w") -> bytes, and (pid, target, "r"/"w", offset,
+    bytes) -> calls of the positioned reads and writes (pread, pwrite and
+    their vector forms), from strace -ff's per-thread logs (merged per
+    process in time order). A descriptor the process opened is
     named by the path it was opened by, as the trace names it: a file
     renamed after its open (InnoDB's ib_logfile101 becomes ib_logfile0,
     PostgreSQL's temporary stats file its permanent one) keeps that name;
@@ -103,7 +108,7 @@ def strace_bytes(log_prefix, tid_pid):
             stamp, _, call = line.partition(" ")
             if call:
                 per_pid[tid_pid.get(tid, tid)].append((float(stamp), call))
-    seen = collections.Counter()
+    seen, positioned = collections.Counter(), collections.Counter()
     for pid, calls in per_pid.items():
         opened = {}  # descriptor -> the path it was opened by
         for _, call in sorted(calls, key=lambda c: c[0]):
@@ -129,13 +134,17 @@ def strace_bytes(log_prefix, tid_pid):
                 seen[(pid, first, "r")] += n
                 seen[(pid, second, "w")] += n
             else:
-                seen[(pid, first, "r" if name.startswith(("read", "pread", "recv")) else "w")] += n
-    return seen
+                rw = "r" if name.startswith(("read", "pread", "recv")) else "w"
+                seen[(pid, first, rw)] += n
+                at = STRACE_OFFSET.match(call) if name.startswith(("pread", "pwrite")) else None
+                if at and n > 0:
+                    positioned[(pid, first, rw, int(at.group(1)), n)] += 1
+    return seen, positioned
 
 
 def trace_bytes(traces):
-    """(pid, target, "r"/"w") -> bytes, from the traces."""
-    got = collections.Counter()
+    """The same two counts as strace_bytes, from the traces."""
+    got, positioned = collections.Counter(), collections.Counter()
     for pid, t in traces.items():
         for e in t.events:
             if e.get("result", 0) <= 0:
@@ -147,9 +156,11 @@ def trace_bytes(traces):
                 path = re.sub(r"^/proc/(self|net)(?=/)", lambda m: f"/proc/{pid}" +
                               ("/net" if m.group(1) == "net" else ""), e.get("path") or "")
                 if path.startswith("/"):
-                    got[(pid, os.path.realpath(path),
-                         "r" if e["op"] in FILE_READS else "w")] += e["result"]
-    return got
+                    key = (pid, os.path.realpath(path), "r" if e["op"] in FILE_READS else "w")
+                    got[key] += e["result"]
+                    if e["op"] in ("pread", "pwrite", "preadv", "pwritev"):
+                        positioned[key + (e["offset"], e["result"])] += 1
+    return got, positioned
 
 
 def compared(key, pid):
@@ -171,10 +182,16 @@ def run(name, argv, stdin=None):
         return
     traces = tl.read_traces(out)
     tid_pid = {e["tid"]: pid for pid, t in traces.items() for e in t.events if "tid" in e}
-    seen = strace_bytes(log, tid_pid)
-    got = trace_bytes(traces)
+    seen, seen_at = strace_bytes(log, tid_pid)
+    got, got_at = trace_bytes(traces)
     keys = {k for k in set(seen) | set(got) if k[0] in traces and compared(k, k[0])}
     diff = {k: (seen.get(k, 0), got.get(k, 0)) for k in keys if seen.get(k, 0) != got.get(k, 0)}
+    # the positioned calls one by one: offset and size
+    at_keys = {k for k in set(seen_at) | set(got_at) if k[:3] in keys}
+    tl.check_eq({k: (seen_at.get(k, 0), got_at.get(k, 0)) for k in at_keys
+                 if seen_at.get(k, 0) != got_at.get(k, 0)}, {},
+                f"{name}: (pid, file, r/w, offset, bytes) -> (strace, trace) positioned calls "
+                "that differ")
     tl.check_eq(diff, {}, f"{name}: (pid, file, r/w) -> (strace, trace) bytes that differ")
     tl.check(sum(got[k] for k in keys) > 0, f"{name}: no bytes compared")
     return traces
