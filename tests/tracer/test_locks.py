@@ -129,7 +129,10 @@ if child and len(fc) == 2:
     cfc = child.of("lock", kind=FCNTL)
     tl.check_eq([e["op"] for e in cfc], [ACQ, REL], "child's fcntl record lock events")
     tl.check(all(e["lock_id"] == fc[0]["lock_id"] for e in cfc + fc),
-             "parent and child name the same record lock")
+             "parent and child name the same record lock (fcntl from offset 5 with SEEK_CUR, "
+             "lockf from 0)")
+    tl.check(all((e["start"], e["len"]) == (0, 10) for e in cfc + fc),
+             f"record lock ranges in absolute bytes: {[(e['start'], e['len']) for e in cfc + fc]}")
 em = [(e["op"], e["result"]) for e in locks if e["lock_id"] == info["em"]]
 tl.check_eq(em, [(ACQ, 0), (REL, 0), (REL, EPERM), (ACQ, 0), (REL, 0)],
             "error-checking mutex: a pair, a refused unlock, a pair")

@@ -3,8 +3,9 @@
  * failing on a held mutex, timedlock timing out and then succeeding, an
  * rwlock held exclusively while readers wait and then shared by two
  * readers, a condition wait, flock and F_OFD_SETLKW between threads (each
- * with its own open file description) and F_SETLKW against a child
- * process; an error-checking mutex refusing an unlock by a thread that
+ * with its own open file description), F_SETLKW (said from offset 5 with
+ * SEEK_CUR) against a child process's lockf on the same bytes; an
+ * error-checking mutex refusing an unlock by a thread that
  * does not hold it, and a recursive mutex taken twice; the clockid_t forms
  * (pthread_mutex_clocklock, pthread_rwlock_clock*lock, a
  * pthread_cond_clockwait that times out) as C++'s std::timed_mutex and
@@ -244,20 +245,24 @@ int main(int argc, char **argv)
         die("pipe", errno);
     pid_t child = fork();
     if (child == 0) {
-        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 10};
-        if (fcntl(fd, F_SETLKW, &fl) != 0)
+        /* bytes 0-9 through lockf, on its own open file description (its
+         * own offset, 0) */
+        int cfd = open(lock_path, O_RDWR);
+        if (cfd < 0 || lockf(cfd, F_LOCK, 10) != 0)
             _exit(3);
         if (write(ready[1], "r", 1) != 1)
             _exit(4);
         sleep_ms(HOLD_MS);
-        fl.l_type = F_UNLCK;
-        fcntl(fd, F_SETLK, &fl);
+        lockf(cfd, F_ULOCK, 10);
         _exit(0);
     }
     char c;
     if (read(ready[0], &c, 1) != 1)
         die("child lock", EIO);
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 10};
+    /* the same bytes 0-9, said from offset 5 */
+    if (lseek(fd, 5, SEEK_SET) != 5)
+        die("lseek", errno);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_CUR, .l_start = -5, .l_len = 10};
     if (fcntl(fd, F_SETLKW, &fl) != 0)
         die("F_SETLKW", errno); /* waits for the child */
     fl.l_type = F_UNLCK;
