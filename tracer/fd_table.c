@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "h2_label.h"
 #include "tracer_core.h"
 
 struct tracer_fd *tracer_fds;
@@ -230,13 +231,20 @@ void tracer_fd_after_fork(void)
     syscall(SYS_close, dir);
 }
 
+void tracer_fd_clear(struct tracer_fd *f)
+{
+    if (f->h2)
+        syscall(SYS_munmap, f->h2, tracer_h2_state_size());
+    memset(f, 0, sizeof *f);
+}
+
 void tracer_fd_reset(int fd)
 {
     struct tracer_fd *f = tracer_fd_get(fd);
     if (!f)
         return;
     tracer_fd_unlink(fd, f);
-    memset(f, 0, sizeof *f);
+    tracer_fd_clear(f);
 }
 
 struct tracer_fd *tracer_fd_opened_deferred(int fd, uint32_t path_id, int append, uint32_t owner)
@@ -245,7 +253,7 @@ struct tracer_fd *tracer_fd_opened_deferred(int fd, uint32_t path_id, int append
     if (!f)
         return NULL;
     tracer_fd_unlink(fd, f); /* fd reused after a close we did not see */
-    memset(f, 0, sizeof *f);
+    tracer_fd_clear(f);
     f->path_id = path_id;
     f->flags = TRACER_FDF_OPEN_PENDING | (append ? TRACER_FDF_APPEND : 0);
     f->open_owner = owner;
@@ -301,12 +309,13 @@ void tracer_fd_dup(int oldfd, int newfd)
     if (!b || oldfd == newfd)
         return;
     tracer_fd_unlink(newfd, b); /* dup2/dup3 closed whatever newfd was */
-    if (!a) {
-        memset(b, 0, sizeof *b);
+    tracer_fd_clear(b);
+    if (!a)
         return;
-    }
     *b = *a;
-    b->flags &= (uint16_t)~TRACER_FDF_OPEN_PENDING; /* the open is oldfd's */
+    /* the open is oldfd's, and so is the HTTP/2 parser */
+    b->flags &= (uint16_t) ~(TRACER_FDF_OPEN_PENDING | TRACER_FDF_H2);
+    b->h2 = NULL;
     /* both now name one open file description: link newfd in after oldfd */
     b->dup_next_plus1 = a->dup_next_plus1 ? a->dup_next_plus1 : oldfd + 1;
     a->dup_next_plus1 = newfd + 1;

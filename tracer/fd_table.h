@@ -46,6 +46,11 @@ enum tracer_fd_kind {
  * request lines are read from what SSL_read returns (interpose_tls.c),
  * not from the encrypted bytes (io_events.c, request labels) */
 #define TRACER_FDF_TLS 0x200
+/* an accepted connection that opened with the HTTP/2 client preface: what
+ * it receives goes to its HTTP/2 parser (h2, h2_label.c) for the labels */
+#define TRACER_FDF_H2 0x400
+
+struct tracer_h2;
 
 struct tracer_fd {
     uint8_t kind;
@@ -68,7 +73,10 @@ struct tracer_fd {
     uint8_t db_hdr[4];
     uint32_t db_skip;
     int32_t dup_next_plus1; /* next fd (+1) sharing the open file description, 0 = none */
-    uint32_t open_owner;    /* with TRACER_FDF_OPEN_PENDING: tid of the thread whose OPEN waits */
+    /* with TRACER_FDF_H2: the parser's state, a mapping of this entry's
+     * own (a dup'd entry does not share it) */
+    struct tracer_h2 *h2;
+    uint32_t open_owner; /* with TRACER_FDF_OPEN_PENDING: tid of the thread whose OPEN waits */
 };
 
 /* The table once mapped (the hot path's view: NULL until the first
@@ -131,6 +139,8 @@ static inline struct tracer_fd *tracer_fd_classify_after(int fd, int wrote, int6
 }
 /* Forget everything about fd (it was closed). */
 void tracer_fd_reset(int fd);
+/* Empties an entry, unmapping its HTTP/2 parser state. */
+void tracer_fd_clear(struct tracer_fd *f);
 /* In a fork child, once it is registered: the sockets it inherited write
  * their CONN identity again at their first use (the CONN records are in the
  * parent's trace), with op ACCEPT for one the parent accepted, as the child

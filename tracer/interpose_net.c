@@ -35,7 +35,7 @@ static struct tracer_fd *tracer_socket_fd(int fd)
 {
     struct tracer_fd *f = tracer_fd_get(fd);
     if (f) {
-        memset(f, 0, sizeof *f);
+        tracer_fd_clear(f);
         f->kind = TRACER_FD_SOCKET;
     }
     return f;

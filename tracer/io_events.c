@@ -3,6 +3,7 @@
  * labels on accepted connections, and the hand-off to the DB wire parser.
  * Never changes the call's result or errno (callers restore errno). */
 #include "io_events.h"
+#include "h2_label.h"
 #include "http_label.h"
 
 #include <arpa/inet.h>
@@ -12,6 +13,7 @@
 #include <linux/unix_diag.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -385,6 +387,66 @@ static int tracer_tls_record_start(const struct tracer_io *io)
     return b[0] == 0x16 && b[1] == 0x03 && b[2] <= 0x04;
 }
 
+/* An HTTP/2 connection's labels: h2_label.c finds one per request. */
+struct tracer_h2_labels {
+    struct tracer_thread *t;
+    const struct tracer_fd *f;
+    uint64_t at;
+};
+
+static void tracer_h2_label(void *ctx, const char *label, size_t len)
+{
+    const struct tracer_h2_labels *c = ctx;
+    uint32_t id = tracer_intern(label, len);
+    struct trace_event *ev = tracer_event_new(c->t, TRACE_EV_LABEL, 0, c->at, c->at);
+    if (!ev)
+        return;
+    ev->u.label.conn_id = c->f->conn_id;
+    ev->u.label.label_id = id;
+    tracer_commit(c->t);
+}
+
+/* Feeds what io received to the connection's HTTP/2 parser. A connection
+ * it can no longer follow (h2_label.c says when) is not looked at again. */
+static void tracer_h2_received(struct tracer_thread *t, struct tracer_fd *f,
+                               const struct tracer_io *io)
+{
+    struct tracer_h2_labels c = {.t = t, .f = f, .at = io->begin_ns};
+    size_t left = (size_t)io->result;
+    for (int i = 0; i < io->iovcnt && left; i++) {
+        size_t n = io->iov[i].iov_len < left ? io->iov[i].iov_len : left;
+        if (tracer_h2_feed(f->h2, io->iov[i].iov_base, n, tracer_h2_label, &c) != 0) {
+            syscall(SYS_munmap, f->h2, tracer_h2_state_size());
+            f->h2 = NULL;
+            f->flags &= (uint16_t) ~(TRACER_FDF_H2 | TRACER_FDF_EXPECT_REQ);
+            return;
+        }
+        left -= n;
+    }
+}
+
+/* Does an accepted connection open with the HTTP/2 preface? Then its
+ * parser is set up and fed (1). The first four bytes decide ("PRI " is no
+ * HTTP/1 method); a first read shorter than that is taken as HTTP/1. */
+static int tracer_h2_start(struct tracer_thread *t, struct tracer_fd *f, const struct tracer_io *io)
+{
+    char first[4];
+    if (tracer_iov_peek(io->iov, io->iovcnt, (size_t)io->result, first, sizeof first) <
+            sizeof first ||
+        tracer_h2_preface(first, sizeof first) < 0)
+        return 0;
+    void *state = (void *)syscall(SYS_mmap, NULL, tracer_h2_state_size(), PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    f->flags &= (uint16_t)~TRACER_FDF_EXPECT_REQ;
+    if (state == MAP_FAILED)
+        return 1; /* no labels for it */
+    f->h2 = state;
+    f->flags |= TRACER_FDF_H2;
+    tracer_h2_init(f->h2, tracer_global.control->keep_query);
+    tracer_h2_received(t, f, io);
+    return 1;
+}
+
 /* Collects the request line of an HTTP request arriving on an accepted
  * connection and emits a LABEL "METHOD /path" (query string dropped unless
  * keep_query). A line that arrives whole in the call's first buffer (the
@@ -411,6 +473,12 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
         t->tls_recv_fd_plus1 = io->fd + 1;
         return;
     }
+    if (f->flags & TRACER_FDF_H2) {
+        tracer_h2_received(t, f, io);
+        return;
+    }
+    if (f->label_len == 0 && io->iovcnt > 0 && tracer_h2_start(t, f, io))
+        return;
     if (f->label_len == 0 && io->iovcnt > 0) {
         size_t n =
             io->iov[0].iov_len < (size_t)io->result ? io->iov[0].iov_len : (size_t)io->result;
@@ -490,8 +558,8 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
                                     io->end_ns, 0);
         if (!(tracer_global.only_mask & TRACER_ONLY_NET))
             return;
-        if (io->dir == TRACER_IO_IN && io->result > 0 && (f->flags & TRACER_FDF_EXPECT_REQ) &&
-            io->iov)
+        if (io->dir == TRACER_IO_IN && io->result > 0 &&
+            (f->flags & (TRACER_FDF_EXPECT_REQ | TRACER_FDF_H2)) && io->iov)
             tracer_label_received(t, f, io, 0);
         if (io->dir == TRACER_IO_OUT && (f->flags & TRACER_FDF_ACCEPTED) && io->result > 0) {
             f->flags |= TRACER_FDF_EXPECT_REQ; /* a response went out: next bytes in are

@@ -198,10 +198,9 @@ static inline int tracer_net_filtered(const struct tracer_fd *f)
  * with request labels traced? (the SSL_read wrapper's one test) */
 static inline int tracer_tls_wants_label(const struct tracer_fd *f)
 {
-    return f && f->kind == TRACER_FD_SOCKET &&
-           (f->flags & (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ)) ==
-               (TRACER_FDF_TLS | TRACER_FDF_EXPECT_REQ) &&
-           !tracer_net_filtered(f) && (tracer_global.only_mask & TRACER_ONLY_NET);
+    return f && f->kind == TRACER_FD_SOCKET && (f->flags & TRACER_FDF_TLS) &&
+           (f->flags & (TRACER_FDF_EXPECT_REQ | TRACER_FDF_H2)) && !tracer_net_filtered(f) &&
+           (tracer_global.only_mask & TRACER_ONLY_NET);
 }
 
 /* A CONN event for a connection that already has its identity (close,
