@@ -101,29 +101,14 @@ def stop(srv, what):
 
 # ---- 1. nginx, h2c and h2 over TLS -----------------------------------------
 plain, tls = tl.free_port(), tl.free_port()
-conf = os.path.join(work, "nginx.conf")
-with open(conf, "w") as f:
-    f.write(f"""worker_processes 1;
-daemon off;
-pid {work}/nginx.pid;
-error_log {work}/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-  access_log off;
-  client_body_temp_path {work}/body;
-  proxy_temp_path {work}/proxy;
-  fastcgi_temp_path {work}/fastcgi;
-  uwsgi_temp_path {work}/uwsgi;
-  scgi_temp_path {work}/scgi;
-  server {{ listen 127.0.0.1:{plain} http2; root {root}; }}
-  server {{
-    listen 127.0.0.1:{tls} ssl http2;
-    ssl_certificate {cert};
-    ssl_certificate_key {key};
-    root {root};
-  }}
-}}
-""")
+conf = tl.write_nginx_conf(work, f"""    access_log off;
+    server {{ listen 127.0.0.1:{plain} http2; root {root}; }}
+    server {{
+        listen 127.0.0.1:{tls} ssl http2;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        root {root};
+    }}""", main="worker_processes 1;")
 out = os.path.join(work, "trace-nginx")
 srv = tl.spawn(tl.record_args(out, [NGINX, "-p", work, "-e", f"{work}/error.log", "-c", conf],
                               extra=("--only", "net")),

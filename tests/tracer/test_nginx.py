@@ -29,30 +29,13 @@ body = os.urandom(150000)
 with open(os.path.join(root, "data.bin"), "wb") as f:
     f.write(body)
 port = tl.free_port()
-conf = os.path.join(work, "nginx.conf")
-with open(conf, "w") as f:
-    f.write(f"""daemon off;
-master_process on;
-worker_processes 1;
-pid {work}/nginx.pid;
-error_log {work}/error.log;
-user root;
-events {{ worker_connections 64; }}
-http {{
-    access_log {work}/access.log;
+conf = tl.write_nginx_conf(work, f"""    access_log {work}/access.log;
     sendfile on;
-    client_body_temp_path {work}/body;
-    proxy_temp_path {work}/proxy;
-    fastcgi_temp_path {work}/fcgi;
-    uwsgi_temp_path {work}/uwsgi;
-    scgi_temp_path {work}/scgi;
     server {{
         listen 127.0.0.1:{port};
         root {root};
         keepalive_timeout 5;
-    }}
-}}
-""")
+    }}""", main="master_process on;\nworker_processes 1;\nuser root;")
 out = os.path.join(work, "trace")
 srv = tl.spawn(tl.record_args(out, [NGINX, "-c", conf, "-p", work]), stdout=subprocess.DEVNULL,
                stderr=subprocess.PIPE)

@@ -286,24 +286,10 @@ def curl_loop(port):
 def nginx_script():
     port, d = tl.free_port(), os.path.join(work, "nginx")
     os.mkdir(d)
-    with open(os.path.join(d, "nginx.conf"), "w") as fh:
-        fh.write(f"""worker_processes 1;
-daemon off;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-  access_log {d}/access.log;
-  sendfile on;
-  client_body_temp_path {d}/body;
-  proxy_temp_path {d}/proxy;
-  fastcgi_temp_path {d}/fastcgi;
-  uwsgi_temp_path {d}/uwsgi;
-  scgi_temp_path {d}/scgi;
-  server {{ listen 127.0.0.1:{port}; root {www}; }}
-}}
-""")
-    return (f"nginx -p {q(d)} -e {q(d)}/error.log -c {q(d)}/nginx.conf & server=$!; "
+    conf = tl.write_nginx_conf(d, f"""    access_log {d}/access.log;
+    sendfile on;
+    server {{ listen 127.0.0.1:{port}; root {www}; }}""", main="worker_processes 1;")
+    return (f"nginx -p {q(d)} -e {q(d)}/error.log -c {q(conf)} & server=$!; "
             f"{curl_loop(port)}; kill -TERM $server; wait")
 
 
@@ -311,30 +297,8 @@ def apache_script():
     port, d = tl.free_port(), os.path.join(work, "apache")
     os.mkdir(d)
     os.chmod(d, 0o755)
-    modules = "/usr/lib/apache2/modules"
-    with open(os.path.join(d, "httpd.conf"), "w") as fh:
-        fh.write(f"""ServerRoot {d}
-ServerName 127.0.0.1
-Listen 127.0.0.1:{port}
-PidFile {d}/apache.pid
-ErrorLog {d}/error.log
-LogLevel warn
-Mutex file:{d} default
-LoadModule mpm_event_module {modules}/mod_mpm_event.so
-LoadModule authz_core_module {modules}/mod_authz_core.so
-User www-data
-Group www-data
-StartServers 1
-ServerLimit 1
-ThreadsPerChild 4
-ThreadLimit 4
-MaxRequestWorkers 4
-DocumentRoot {www}
-<Directory {www}>
-    Require all granted
-</Directory>
-""")
-    return (f"/usr/sbin/apache2 -DFOREGROUND -f {q(d)}/httpd.conf & server=$!; "
+    conf = tl.write_apache_conf(d, port, www)
+    return (f"/usr/sbin/apache2 -DFOREGROUND -f {q(conf)} & server=$!; "
             f"{curl_loop(port)}; kill -TERM $server; wait")
 
 

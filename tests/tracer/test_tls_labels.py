@@ -25,7 +25,7 @@ import tracerlib as tl
 
 NGINX, PYTHON, OPENSSL, CURL = "/usr/sbin/nginx", "/usr/bin/python3", "/usr/bin/openssl", \
     "/usr/bin/curl"
-APACHE, MODULES = "/usr/sbin/apache2", "/usr/lib/apache2/modules"
+APACHE = "/usr/sbin/apache2"
 for prog in (NGINX, PYTHON, OPENSSL, CURL, APACHE):
     if not os.access(prog, os.X_OK):
         tl.fail(f"{prog} missing (tools/install-deps installs it)")
@@ -81,29 +81,14 @@ def check_wire(t, what):
 
 # ---- 1. nginx -------------------------------------------------------------
 port = tl.free_port()
-conf = os.path.join(work, "nginx.conf")
-with open(conf, "w") as f:
-    f.write(f"""daemon off;
-master_process off;
-pid {work}/nginx.pid;
-error_log {work}/error.log;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {work}/body;
-    proxy_temp_path {work}/proxy;
-    fastcgi_temp_path {work}/fcgi;
-    uwsgi_temp_path {work}/uwsgi;
-    scgi_temp_path {work}/scgi;
+conf = tl.write_nginx_conf(work, f"""    access_log off;
     server {{
         listen 127.0.0.1:{port} ssl;
         ssl_certificate {cert};
         ssl_certificate_key {key};
         root {root};
         keepalive_timeout 10;
-    }}
-}}
-""")
+    }}""", main="master_process off;")
 got, (t,) = serve("nginx", os.path.join(work, "trace-nginx"), [NGINX, "-c", conf, "-p", work],
                   port)
 tl.check_eq(got, [LABELS], "nginx: labels of the kept-alive TLS connection")
@@ -113,34 +98,9 @@ check_wire(t, "nginx")
 port = tl.free_port()
 adir = os.path.join(work, "apache")
 os.mkdir(adir)
-conf = os.path.join(adir, "httpd.conf")
-with open(conf, "w") as f:
-    f.write(f"""ServerRoot {adir}
-ServerName 127.0.0.1
-Listen 127.0.0.1:{port}
-PidFile {adir}/apache.pid
-ErrorLog {adir}/error.log
-LogLevel warn
-Mutex file:{adir} default
-LoadModule mpm_worker_module {MODULES}/mod_mpm_worker.so
-LoadModule authz_core_module {MODULES}/mod_authz_core.so
-LoadModule ssl_module {MODULES}/mod_ssl.so
-User www-data
-Group www-data
-StartServers 1
-ServerLimit 1
-ThreadsPerChild 4
-ThreadLimit 4
-MaxRequestWorkers 4
-DocumentRoot {root}
-<Directory {root}>
-    Require all granted
-</Directory>
-SSLEngine on
-SSLCertificateFile {cert}
-SSLCertificateKeyFile {key}
-KeepAlive On
-""")
+conf = tl.write_apache_conf(adir, port, root, mpm="worker", modules=("ssl",),
+                            extra=f"SSLEngine on\nSSLCertificateFile {cert}\n"
+                                  f"SSLCertificateKeyFile {key}\nKeepAlive On")
 got, _ = serve("apache2", os.path.join(work, "trace-apache"), [APACHE, "-DFOREGROUND", "-f", conf],
                port)
 tl.check_eq(got, [LABELS], "apache2: labels of the kept-alive TLS connection")

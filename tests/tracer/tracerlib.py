@@ -179,6 +179,64 @@ def record_under_strace(outdir, cmd, log, strace_opts, timeout=60, stdin=None):
                   prefix=["strace", "-qq", "-o", log] + list(strace_opts))
 
 
+def write_nginx_conf(d, http, main=""):
+    """Writes d/nginx.conf for a test's nginx: in the foreground, with all
+    it writes (pid, error log, temporary files) under d; `main` goes before
+    the events block (worker_processes, master_process, user), `http`
+    inside http {}. Returns its path."""
+    conf = os.path.join(d, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(f"""daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+{main}
+events {{ worker_connections 64; }}
+http {{
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+{http}
+}}
+""")
+    return conf
+
+
+def write_apache_conf(d, port, root, mpm="event", modules=(), extra=""):
+    """Writes d/httpd.conf for a test's Debian apache2 (run it with
+    -DFOREGROUND -f): listening on 127.0.0.1:port, serving root, one child
+    of 4 threads of the given MPM running as www-data, all it writes under
+    d; `modules` are more module names (ssl...), `extra` more directives.
+    Returns its path."""
+    lib = "/usr/lib/apache2/modules"
+    conf = os.path.join(d, "httpd.conf")
+    with open(conf, "w") as f:
+        f.write(f"""ServerRoot {d}
+ServerName 127.0.0.1
+Listen 127.0.0.1:{port}
+PidFile {d}/apache.pid
+ErrorLog {d}/error.log
+LogLevel warn
+Mutex file:{d} default
+LoadModule mpm_{mpm}_module {lib}/mod_mpm_{mpm}.so
+LoadModule authz_core_module {lib}/mod_authz_core.so
+""" + "".join(f"LoadModule {m}_module {lib}/mod_{m}.so\n" for m in modules) + f"""User www-data
+Group www-data
+StartServers 1
+ServerLimit 1
+ThreadsPerChild 4
+ThreadLimit 4
+MaxRequestWorkers 4
+DocumentRoot {root}
+<Directory {root}>
+    Require all granted
+</Directory>
+{extra}
+""")
+    return conf
+
+
 def fail(msg):
     _failures.append(msg)
     print("FAIL: " + msg, file=sys.stderr)
