@@ -231,10 +231,46 @@ void tracer_fd_after_fork(void)
     syscall(SYS_close, dir);
 }
 
+/* HTTP/2 parser states are never unmapped: a thread still receiving on a
+ * connection another thread closes must find mapped memory. A state given
+ * back has its pages dropped (MADV_DONTNEED: zeros, no memory) and waits
+ * on this list, linked through its first bytes, for the next connection. */
+static _Atomic int tracer_h2_pool_lock;
+static void *tracer_h2_pool;
+
+struct tracer_h2 *tracer_h2_state_get(void)
+{
+    void *s = NULL;
+    while (atomic_exchange_explicit(&tracer_h2_pool_lock, 1, memory_order_acquire))
+        ;
+    if (tracer_h2_pool) {
+        s = tracer_h2_pool;
+        tracer_h2_pool = *(void **)s;
+    }
+    atomic_store_explicit(&tracer_h2_pool_lock, 0, memory_order_release);
+    if (!s) {
+        s = (void *)syscall(SYS_mmap, NULL, tracer_h2_state_size(), PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (s == MAP_FAILED)
+            return NULL;
+    }
+    return s;
+}
+
+static void tracer_h2_state_put(struct tracer_h2 *h)
+{
+    syscall(SYS_madvise, h, tracer_h2_state_size(), MADV_DONTNEED);
+    while (atomic_exchange_explicit(&tracer_h2_pool_lock, 1, memory_order_acquire))
+        ;
+    *(void **)h = tracer_h2_pool;
+    tracer_h2_pool = h;
+    atomic_store_explicit(&tracer_h2_pool_lock, 0, memory_order_release);
+}
+
 void tracer_fd_clear(struct tracer_fd *f)
 {
     if (f->h2)
-        syscall(SYS_munmap, f->h2, tracer_h2_state_size());
+        tracer_h2_state_put(f->h2);
     memset(f, 0, sizeof *f);
 }
 

@@ -73,8 +73,8 @@ struct tracer_fd {
     uint8_t db_hdr[4];
     uint32_t db_skip;
     int32_t dup_next_plus1; /* next fd (+1) sharing the open file description, 0 = none */
-    /* with TRACER_FDF_H2: the parser's state, a mapping of this entry's
-     * own (a dup'd entry does not share it) */
+    /* with TRACER_FDF_H2: the parser's state, this entry's own (a dup'd
+     * entry does not share it; tracer_h2_state_get) */
     struct tracer_h2 *h2;
     uint32_t open_owner; /* with TRACER_FDF_OPEN_PENDING: tid of the thread whose OPEN waits */
 };
@@ -139,8 +139,11 @@ static inline struct tracer_fd *tracer_fd_classify_after(int fd, int wrote, int6
 }
 /* Forget everything about fd (it was closed). */
 void tracer_fd_reset(int fd);
-/* Empties an entry, unmapping its HTTP/2 parser state. */
+/* Empties an entry, giving its HTTP/2 parser state back. */
 void tracer_fd_clear(struct tracer_fd *f);
+/* A state for an HTTP/2 parser (h2_label.c), to be initialized; NULL when
+ * no memory can be mapped. tracer_fd_clear gives it back. */
+struct tracer_h2 *tracer_h2_state_get(void);
 /* In a fork child, once it is registered: the sockets it inherited write
  * their CONN identity again at their first use (the CONN records are in the
  * parent's trace), with op ACCEPT for one the parent accepted, as the child

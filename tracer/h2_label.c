@@ -37,6 +37,7 @@ struct h2_entry {
 
 struct tracer_h2 {
     int keep_query, failed;
+    int busy; /* a thread is feeding it (two at once: the second gives up the connection) */
     uint32_t preface_seen; /* bytes of the preface matched so far */
     unsigned char head[9]; /* the frame header being read */
     uint32_t head_have;    /* its bytes read so far */
@@ -148,7 +149,7 @@ size_t tracer_h2_state_size(void)
 void tracer_h2_init(struct tracer_h2 *h, int keep_query)
 {
     h->keep_query = keep_query;
-    h->failed = 0;
+    h->failed = h->busy = 0;
     h->preface_seen = h->head_have = h->payload_left = 0;
     h->in_block = 0;
     h->block_len = h->frame_start = 0;
@@ -409,7 +410,14 @@ static int h2_frame_done(struct tracer_h2 *h, tracer_h2_label_fn emit, void *ctx
 int tracer_h2_feed(struct tracer_h2 *h, const unsigned char *p, size_t n, tracer_h2_label_fn emit,
                    void *ctx)
 {
-    while (n && !h->failed) {
+    /* two threads receiving on one connection at once: neither order of
+     * their bytes can be trusted, and the state must not be written by
+     * both */
+    if (__atomic_exchange_n(&h->busy, 1, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&h->failed, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
+    while (n && !__atomic_load_n(&h->failed, __ATOMIC_RELAXED)) {
         if (h->preface_seen < TRACER_H2_PREFACE_LEN) {
             size_t take = TRACER_H2_PREFACE_LEN - h->preface_seen;
             if (take > n)
@@ -461,5 +469,7 @@ int tracer_h2_feed(struct tracer_h2 *h, const unsigned char *p, size_t n, tracer
                 h->failed = 1;
         }
     }
-    return h->failed ? -1 : 0;
+    int rc = h->failed ? -1 : 0;
+    __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE);
+    return rc;
 }

@@ -28,8 +28,9 @@ typedef void (*tracer_h2_label_fn)(void *ctx, const char *label, size_t len);
 
 /* Feeds n bytes the server received, in order. Returns 0, or -1 once the
  * bytes are not (or no longer) an HTTP/2 client's that the parser can
- * follow - no preface, a header block too large, a malformed HPACK block:
- * the state then ignores everything after. */
+ * follow - no preface, a header block too large, a malformed HPACK block,
+ * two threads feeding it at once: the state then ignores everything
+ * after. */
 int tracer_h2_feed(struct tracer_h2 *h, const unsigned char *p, size_t n, tracer_h2_label_fn emit,
                    void *ctx);
 

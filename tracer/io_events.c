@@ -13,7 +13,6 @@
 #include <linux/unix_diag.h>
 #include <netinet/in.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -406,8 +405,8 @@ static void tracer_h2_label(void *ctx, const char *label, size_t len)
     tracer_commit(c->t);
 }
 
-/* Feeds what io received to the connection's HTTP/2 parser. A connection
- * it can no longer follow (h2_label.c says when) is not looked at again. */
+/* Feeds what io received to the connection's HTTP/2 parser (one that can
+ * no longer follow the connection ignores it: h2_label.c). */
 static void tracer_h2_received(struct tracer_thread *t, struct tracer_fd *f,
                                const struct tracer_io *io)
 {
@@ -415,12 +414,8 @@ static void tracer_h2_received(struct tracer_thread *t, struct tracer_fd *f,
     size_t left = (size_t)io->result;
     for (int i = 0; i < io->iovcnt && left; i++) {
         size_t n = io->iov[i].iov_len < left ? io->iov[i].iov_len : left;
-        if (tracer_h2_feed(f->h2, io->iov[i].iov_base, n, tracer_h2_label, &c) != 0) {
-            syscall(SYS_munmap, f->h2, tracer_h2_state_size());
-            f->h2 = NULL;
-            f->flags &= (uint16_t) ~(TRACER_FDF_H2 | TRACER_FDF_EXPECT_REQ);
-            return;
-        }
+        if (tracer_h2_feed(f->h2, io->iov[i].iov_base, n, tracer_h2_label, &c) != 0)
+            return; /* the state ignores the rest; given back at close */
         left -= n;
     }
 }
@@ -435,10 +430,9 @@ static int tracer_h2_start(struct tracer_thread *t, struct tracer_fd *f, const s
             sizeof first ||
         tracer_h2_preface(first, sizeof first) < 0)
         return 0;
-    void *state = (void *)syscall(SYS_mmap, NULL, tracer_h2_state_size(), PROT_READ | PROT_WRITE,
-                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct tracer_h2 *state = tracer_h2_state_get();
     f->flags &= (uint16_t)~TRACER_FDF_EXPECT_REQ;
-    if (state == MAP_FAILED)
+    if (!state)
         return 1; /* no labels for it */
     f->h2 = state;
     f->flags |= TRACER_FDF_H2;
