@@ -304,6 +304,26 @@ static void h2_insert(struct tracer_h2 *h, const char *name, size_t nl, const ch
     h->table_size += (uint32_t)size;
 }
 
+/* Could these be a request's :method and :path (the part kept)? A method
+ * is a token (RFC 9110 5.6.2), a path starts with '/' or is '*', and
+ * neither holds a space or a control character. A server refuses anything
+ * else, and a label must stay "METHOD /path". */
+static int h2_label_fields_valid(const char *method, size_t ml, const char *path, size_t pl)
+{
+    if (!ml || !pl || (path[0] != '/' && !(pl == 1 && path[0] == '*')))
+        return 0;
+    for (size_t i = 0; i < ml; i++) {
+        unsigned char c = (unsigned char)method[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              (c && strchr("!#$%&'*+-.^_`|~", c))))
+            return 0;
+    }
+    for (size_t i = 0; i < pl; i++)
+        if ((unsigned char)path[i] <= ' ' || (unsigned char)path[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
 /* Decodes a whole header block (6); emits the label of a request's. */
 static int h2_decode_block(struct tracer_h2 *h, tracer_h2_label_fn emit, void *ctx)
 {
@@ -363,7 +383,7 @@ static int h2_decode_block(struct tracer_h2 *h, tracer_h2_label_fn emit, void *c
         if (indexing && !(b & 0x80))
             h2_insert(h, name, nl, value, vl);
     }
-    if (have_method && have_path && method_len) {
+    if (have_method && have_path && h2_label_fields_valid(method, method_len, path, path_len)) {
         char label[TRACER_H2_LABEL_MAX];
         const char *query = h->keep_query ? NULL : memchr(path, '?', path_len);
         size_t pl = query ? (size_t)(query - path) : path_len;
