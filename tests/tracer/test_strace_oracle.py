@@ -4,8 +4,9 @@ strace watches the same run: per process, the bytes each file gave to
 reads and took from writes, and the bytes its sockets sent and received,
 must be the same in the trace as in what strace saw the system calls
 return; and every positioned read and write (pread, pwrite: sqlite3, Java,
-MariaDB, PostgreSQL) must be there with its offset and size. strace is the independent oracle; any call the library does not
-wrap (or wraps but does not size) shows up as a difference.
+MariaDB, PostgreSQL) must be there with its offset and size. strace is
+the independent oracle: any call the library does not wrap (or wraps but
+does not size) shows up as a difference.
 
 The programs, each for what it exercises:
 - lscpu, lsblk: util-linux reads /proc and /sys through fscanf,
@@ -84,8 +85,8 @@ def strace_bytes(log_prefix, tid_pid):
     """(pid, target, "r"/"w") -> bytes, and (pid, target, "r"/"w", offset,
     bytes) -> calls of the positioned reads and writes (pread, pwrite and
     their vector forms), from strace -ff's per-thread logs (merged per
-    process in time order). A descriptor the process opened is
-    named by the path it was opened by, as the trace names it: a file
+    process in time order). A descriptor the process opened is named by
+    the path it was opened by, as the trace names it: a file
     renamed after its open (InnoDB's ib_logfile101 becomes ib_logfile0,
     PostgreSQL's temporary stats file its permanent one) keeps that name;
     one it inherited, by strace's path at the call."""
@@ -163,8 +164,9 @@ def trace_bytes(traces):
     return got, positioned
 
 
-def compared(key, pid):
-    target = key[1]
+def compared(key):
+    """Is (pid, target, ...) one to compare (not left out, above)?"""
+    pid, target = key[0], key[1]
     return target is not None and (target == "net" or (
         target.startswith("/") and ".so" not in os.path.basename(target) and
         target not in GLIBC_INTERNAL and not target.startswith("/usr/share/zoneinfo/") and
@@ -184,7 +186,7 @@ def run(name, argv, stdin=None, extra=()):
     tid_pid = {e["tid"]: pid for pid, t in traces.items() for e in t.events if "tid" in e}
     seen, seen_at = strace_bytes(log, tid_pid)
     got, got_at = trace_bytes(traces)
-    keys = {k for k in set(seen) | set(got) if k[0] in traces and compared(k, k[0])}
+    keys = {k for k in set(seen) | set(got) if k[0] in traces and compared(k)}
     diff = {k: (seen.get(k, 0), got.get(k, 0)) for k in keys if seen.get(k, 0) != got.get(k, 0)}
     # the positioned calls one by one: offset and size
     at_keys = {k for k in set(seen_at) | set(got_at) if k[:3] in keys}
