@@ -234,20 +234,23 @@ void tracer_fd_after_fork(void)
 /* HTTP/2 parser states are never unmapped: a thread still receiving on a
  * connection another thread closes must find mapped memory. A state given
  * back has its pages dropped (MADV_DONTNEED: zeros, no memory) and waits
- * on this list, linked through its first bytes, for the next connection. */
-static _Atomic int tracer_h2_pool_lock;
+ * on this list, linked through its first bytes, for the next connection.
+ * The list is under the process's lock (tracer_process_lock): when that
+ * cannot be taken (a signal handler's call nested in ours, a fork child
+ * with no region), the state is mapped anew, or given back to no list
+ * (its mapping stays, unused). */
 static void *tracer_h2_pool;
 
 struct tracer_h2 *tracer_h2_state_get(void)
 {
     void *s = NULL;
-    while (atomic_exchange_explicit(&tracer_h2_pool_lock, 1, memory_order_acquire))
-        ;
-    if (tracer_h2_pool) {
-        s = tracer_h2_pool;
-        tracer_h2_pool = *(void **)s;
+    if (tracer_process_lock() == 0) {
+        if (tracer_h2_pool) {
+            s = tracer_h2_pool;
+            tracer_h2_pool = *(void **)s;
+        }
+        tracer_process_unlock();
     }
-    atomic_store_explicit(&tracer_h2_pool_lock, 0, memory_order_release);
     if (!s) {
         s = (void *)syscall(SYS_mmap, NULL, tracer_h2_state_size(), PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -260,11 +263,11 @@ struct tracer_h2 *tracer_h2_state_get(void)
 static void tracer_h2_state_put(struct tracer_h2 *h)
 {
     syscall(SYS_madvise, h, tracer_h2_state_size(), MADV_DONTNEED);
-    while (atomic_exchange_explicit(&tracer_h2_pool_lock, 1, memory_order_acquire))
-        ;
+    if (tracer_process_lock() != 0)
+        return;
     *(void **)h = tracer_h2_pool;
     tracer_h2_pool = h;
-    atomic_store_explicit(&tracer_h2_pool_lock, 0, memory_order_release);
+    tracer_process_unlock();
 }
 
 void tracer_fd_clear(struct tracer_fd *f)

@@ -769,6 +769,8 @@ int tracer_process_lock(void)
 {
     if (tracer_holds_process_lock)
         return -1; /* nested from a signal handler: never deadlock */
+    if (!tracer_global.control)
+        return -1; /* no region (a fork child not registered again) */
     _Atomic uint32_t *l = &tracer_global.control->process_ring_lock;
     for (int spins = 0;; spins++) {
         uint32_t expect = 0;

@@ -508,7 +508,7 @@ uint64_t tracer_next_conn_id(void);
 /* The process's lock over ring 0 and the tables its threads share (string
  * table, datagram peers): spins, then yields. 0 when taken, -1 when this
  * thread holds it already (a signal handler nested in our own code: never
- * deadlock, the caller does without). */
+ * deadlock, the caller does without) or the process has no region. */
 int tracer_process_lock(void);
 void tracer_process_unlock(void);
 /* The tracer's in-memory hash (string table, datagram peers). Never 0. */
