@@ -386,6 +386,19 @@ static int tracer_tls_record_start(const struct tracer_io *io)
     return b[0] == 0x16 && b[1] == 0x03 && b[2] <= 0x04;
 }
 
+/* Writes a LABEL: request `label` on connection f, received at `at`. */
+static void tracer_label_write(struct tracer_thread *t, const struct tracer_fd *f,
+                               const char *label, size_t len, uint64_t at)
+{
+    uint32_t id = tracer_intern(label, len);
+    struct trace_event *ev = tracer_event_new(t, TRACE_EV_LABEL, 0, at, at);
+    if (!ev)
+        return;
+    ev->u.label.conn_id = f->conn_id;
+    ev->u.label.label_id = id;
+    tracer_commit(t);
+}
+
 /* An HTTP/2 connection's labels: h2_label.c finds one per request. */
 struct tracer_h2_labels {
     struct tracer_thread *t;
@@ -396,13 +409,7 @@ struct tracer_h2_labels {
 static void tracer_h2_label(void *ctx, const char *label, size_t len)
 {
     const struct tracer_h2_labels *c = ctx;
-    uint32_t id = tracer_intern(label, len);
-    struct trace_event *ev = tracer_event_new(c->t, TRACE_EV_LABEL, 0, c->at, c->at);
-    if (!ev)
-        return;
-    ev->u.label.conn_id = c->f->conn_id;
-    ev->u.label.label_id = id;
-    tracer_commit(c->t);
+    tracer_label_write(c->t, c->f, label, len, c->at);
 }
 
 /* Feeds what io received to the connection's HTTP/2 parser (one that can
@@ -492,13 +499,7 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
     f->label_len = 0;
     if (len == TRACER_LABEL_NOT_HTTP)
         return; /* not HTTP: stop looking */
-    uint32_t id = tracer_intern(line, (size_t)len);
-    struct trace_event *ev = tracer_event_new(t, TRACE_EV_LABEL, 0, io->begin_ns, io->begin_ns);
-    if (!ev)
-        return;
-    ev->u.label.conn_id = f->conn_id;
-    ev->u.label.label_id = id;
-    tracer_commit(t);
+    tracer_label_write(t, f, line, (size_t)len, io->begin_ns);
 }
 
 void tracer_tls_label(struct tracer_thread *t, struct tracer_fd *f, int fd, const void *buf,
