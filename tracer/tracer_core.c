@@ -33,7 +33,7 @@ struct tracer_state tracer_global = {.generation = 1};
 __thread struct tracer_thread tracer_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tracer_thread_key;
 static int tracer_key_ready;
-static _Atomic int tracer_init_state; /* tracer_init_once: 0 not yet, 1 under way, 2 done */
+static _Atomic int tracer_init_tried; /* tracer_init_once ran (or runs) */
 static void tracer_init_once(void);
 static int tracer_drop_local; /* collector stopped draining: drop from now on */
 
@@ -418,7 +418,7 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
 {
     if (!tracer_global.active) {
         /* a call made by another library's constructor, before ours ran */
-        if (atomic_load_explicit(&tracer_init_state, memory_order_relaxed) != 0)
+        if (atomic_load_explicit(&tracer_init_tried, memory_order_relaxed))
             return NULL;
         tracer_init_once();
         if (!tracer_global.active)
@@ -1093,18 +1093,14 @@ void tracer_before_exec(const char *path)
  * /proc/filesystems while lsblk starts. */
 static void tracer_init_once(void)
 {
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&tracer_init_state, &expected, 1))
+    if (atomic_exchange(&tracer_init_tried, 1) || !tracer_collector_env_present())
         return;
-    if (tracer_collector_env_present()) {
-        pthread_key_create(&tracer_thread_key, tracer_thread_destructor);
-        tracer_key_ready = 1;
-        tracer_strtab_init();
-        const char *exec_marker = tracer_env("PREPLAY_EXEC_PID");
-        int is_exec = exec_marker && (uint32_t)atoi(exec_marker) == (uint32_t)syscall(SYS_getpid);
-        tracer_register(is_exec);
-    }
-    atomic_store(&tracer_init_state, 2);
+    pthread_key_create(&tracer_thread_key, tracer_thread_destructor);
+    tracer_key_ready = 1;
+    tracer_strtab_init();
+    const char *exec_marker = tracer_env("PREPLAY_EXEC_PID");
+    int is_exec = exec_marker && (uint32_t)atoi(exec_marker) == (uint32_t)syscall(SYS_getpid);
+    tracer_register(is_exec);
 }
 
 __attribute__((constructor)) static void tracer_init(void)
