@@ -44,7 +44,7 @@ struct replay_config {
 };
 
 /* The CPU burn used for CPU ops: ns of thread CPU time. Switchable so the
- * calibrated burn (replayer/cpuburn) replaces the self-timed fallback. */
+ * calibrated burn (cpu/cpuburn) replaces the self-timed fallback. */
 typedef void (*replay_cpu_burn_fn)(uint64_t ns);
 extern replay_cpu_burn_fn replay_cpu_burn;
 void replay_cpu_burn_fallback(uint64_t ns);

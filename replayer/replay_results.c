@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pt4cloud.h"
+#include "stats.h"
 
 static int replay_double_cmp(const void *a, const void *b)
 {
@@ -114,11 +114,11 @@ static json_t *replay_summary(const double *values, size_t n, int bands)
     json_object_set_new(o, "min_s", json_real(n ? v[0] : 0));
     json_object_set_new(o, "max_s", json_real(n ? v[n - 1] : 0));
     if (bands && n >= 2) {
-        struct pt4c_band_options bo;
-        pt4c_band_options_default(&bo);
+        struct stats_band_options bo;
+        stats_band_options_default(&bo);
         double value[3], lo[3], hi[3];
-        char err[PT4C_ERR_LEN];
-        if (!pt4c_percentile_ci(v, n, q, 3, &bo, value, lo, hi, err))
+        char err[STATS_ERR_LEN];
+        if (!stats_percentile_ci(v, n, q, 3, &bo, value, lo, hi, err))
             for (int i = 0; i < 3; i++) {
                 json_t *a = json_array();
                 json_array_append_new(a, json_real(lo[i]));

@@ -29,7 +29,7 @@
 
 #include "commands.h"
 #include "dummy_files.h"
-#include "pt4cloud.h"
+#include "stats.h"
 #include "replay_cli.h"
 #include "replay_drive.h"
 #include "replay_proto.h"
@@ -499,7 +499,7 @@ int cmd_run(int argc, char **argv)
     char err[1024] = "", work[] = "/tmp/preplay-run-XXXXXX", peers[4200], tokbuf[17], ratiobuf[32];
     struct run_ctx ctx = {0};
     struct dummy_files *files = NULL;
-    struct pt4c_machine *m = NULL;
+    struct stats_machine *m = NULL;
     json_t *root = json_object(), *intervals = json_array(), *samples = json_array();
     json_t *resources = json_object(), *db_errors = json_array(), *restores = json_array();
     struct replay_label_set all = {0};
@@ -754,13 +754,13 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
     }
-    struct pt4c_config cfg;
-    pt4c_config_default(&cfg);
+    struct stats_config cfg;
+    stats_config_default(&cfg);
     cfg.p0 = p0;
     cfg.interval = interval;
     cfg.max_interval = interval;
     cfg.kde.log_scale = log_scale;
-    m = pt4c_machine_new(&cfg, err);
+    m = stats_machine_new(&cfg, err);
     if (!m) {
         fprintf(stderr, "run: %s\n", err);
         goto out;
@@ -810,7 +810,7 @@ int cmd_run(int argc, char **argv)
                                          .token = token,
                                          .mode = mode,
                                          .speed = speed,
-                                         .duration_s = pt4c_machine_interval_length(m),
+                                         .duration_s = stats_machine_interval_length(m),
                                          .should_abort = run_check_children,
                                          .abort_arg = &ctx};
         struct replay_drive_result r;
@@ -839,21 +839,21 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "run: out of memory\n");
             goto write;
         }
-        struct pt4c_label_samples *lab = calloc(ls.nlabels ? ls.nlabels : 1, sizeof *lab);
+        struct stats_label_samples *lab = calloc(ls.nlabels ? ls.nlabels : 1, sizeof *lab);
         for (size_t l = 0; lab && l < ls.nlabels; l++)
-            lab[l] = (struct pt4c_label_samples){plan_string(p, ls.label_ids[l]), ls.values[l],
-                                                 ls.counts[l]};
-        struct pt4c_step step;
-        int fed = lab && !pt4c_machine_feed(m, ls.all, ls.nall, lab, ls.nlabels, &step, err);
+            lab[l] = (struct stats_label_samples){plan_string(p, ls.label_ids[l]), ls.values[l],
+                                                  ls.counts[l]};
+        struct stats_step step;
+        int fed = lab && !stats_machine_feed(m, ls.all, ls.nall, lab, ls.nlabels, &step, err);
         json_t *ij =
             json_pack("{s:I, s:I, s:I, s:f, s:o}", "interval", (json_int_t)iv, "requests",
                       (json_int_t)r.nsamples, "failed", (json_int_t)r.failed, "length_s",
                       o.duration_s, "lateness", replay_results_lateness(r.samples, r.nsamples));
         if (fed) {
             json_object_set_new(ij, "p", step.compared ? json_real(step.p) : json_null());
-            json_object_set_new(ij, "action", json_string(pt4c_action_name(step.action)));
+            json_object_set_new(ij, "action", json_string(stats_action_name(step.action)));
             json_object_set_new(ij, "held_open_by", json_string(step.held_open_by));
-            stopped = step.action == PT4C_STOP;
+            stopped = step.action == STATS_STOP;
         } else {
             json_object_set_new(ij, "p", json_null());
         }
@@ -923,7 +923,7 @@ write:
     json_object_set_new(root, "no_deps", json_boolean(no_deps));
     json_object_set_new(root, "p0", json_real(p0));
     json_object_set_new(root, "scale", json_string(log_scale ? "log" : "linear"));
-    json_object_set_new(root, "stopped", json_boolean(m && pt4c_machine_stopped(m)));
+    json_object_set_new(root, "stopped", json_boolean(m && stats_machine_stopped(m)));
     json_object_set_new(root, "error",
                         run_interrupted ? json_string("interrupted")
                         : ctx.dead      ? json_sprintf("replayer '%s' died", ctx.dead)
@@ -992,7 +992,7 @@ out:
     json_decref(db_errors);
     json_decref(restores);
     replay_label_set_free(&all);
-    pt4c_machine_free(m);
+    stats_machine_free(m);
     dummy_files_close(files);
     plan_free(p);
     return rc;

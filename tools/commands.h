@@ -8,18 +8,18 @@
 #ifndef PREPLAY_COMMANDS_H
 #define PREPLAY_COMMANDS_H
 
-int cmd_record(int argc, char **argv);       /* tracer/record_cli.c */
-int cmd_collect(int argc, char **argv);      /* tracer/record_cli.c */
-int cmd_info(int argc, char **argv);         /* formats/trace_cli.c */
-int cmd_dump(int argc, char **argv);         /* formats/trace_cli.c */
-int cmd_stats(int argc, char **argv);        /* analyzer/stats/stats_cli.c */
-int cmd_analyze(int argc, char **argv);      /* analyzer/deps/analyze_cli.c */
+int cmd_record(int argc, char **argv);       /* tracer/collector/record_cli.c */
+int cmd_collect(int argc, char **argv);      /* tracer/collector/record_cli.c */
+int cmd_info(int argc, char **argv);         /* inspect/inspect_cli.c */
+int cmd_dump(int argc, char **argv);         /* inspect/inspect_cli.c */
+int cmd_stats(int argc, char **argv);        /* stats/stats_cli.c */
+int cmd_analyze(int argc, char **argv);      /* analyzer/analyze_cli.c */
 int cmd_calibrate(int argc, char **argv);    /* replayer/calibrate_cli.c */
 int cmd_prepare(int argc, char **argv);      /* replayer/prepare_cli.c */
 int cmd_replay(int argc, char **argv);       /* replayer/replay_cli.c */
 int cmd_drive(int argc, char **argv);        /* replayer/drive_cli.c */
 int cmd_run(int argc, char **argv);          /* replayer/run_cli.c */
 int cmd_remote_agent(int argc, char **argv); /* replayer/run_remote.c */
-int cmd_compare(int argc, char **argv);      /* tools/report/compare_cli.c */
+int cmd_compare(int argc, char **argv);      /* compare/compare_cli.c */
 
 #endif

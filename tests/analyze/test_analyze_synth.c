@@ -474,7 +474,7 @@ static void test_clock_backwards(void **state)
 }
 
 /* ---- a DB event written by another thread (a driver thread read the
- * answer: tracer/db_wire.c) comes after its own thread's later events in
+ * answer: tracer/preload/db_wire.c) comes after its own thread's later events in
  * the file; it takes its place in time, in its request, with no warning ---- */
 static void test_db_event_written_late(void **state)
 {

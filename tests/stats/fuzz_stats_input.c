@@ -1,5 +1,5 @@
 /* fuzz_stats_input.c - libFuzzer target for the `preplay stats` sample
- * reader (analyzer/stats/stats_input.c) and the duration parser: any bytes
+ * reader (stats/stats_input.c) and the duration parser: any bytes
  * must parse without reading out of bounds, and every record kept must be a
  * finite, non-negative value (positive under the log scale's flag) with a
  * valid label id. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pt4cloud.h"
+#include "stats.h"
 #include "stats_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct stats_input in;
-    char err[PT4C_ERR_LEN];
+    char err[STATS_ERR_LEN];
     int flags = size > 0 ? data[0] & (STATS_INPUT_TIMESTAMPS | STATS_INPUT_POSITIVE) : 0;
     if (stats_input_parse((const char *)data, size, "fuzz", flags, NULL, 0, &in, err) == 0) {
         for (size_t i = 0; i < in.n; i++) {

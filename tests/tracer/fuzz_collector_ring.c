@@ -1,5 +1,5 @@
 /* fuzz_collector_ring.c - libFuzzer target for the collector's ring decoder
- * (collector_drain_ring and collector_expand_event, tracer/collector.c).
+ * (collector_drain_ring and collector_expand_event, tracer/collector/collector.c).
  * Rings live in memory the traced program maps writable: a program that
  * scribbles over its rings (a stray pointer, a double free) must cost it the
  * rest of that ring's records - reported, and marked as lost - and never

@@ -1,5 +1,5 @@
 /* fuzz_db_wire.c - libFuzzer target for the MySQL wire parser
- * (tracer/db_wire.c), which reads whatever bytes a traced program exchanges
+ * (tracer/preload/db_wire.c), which reads whatever bytes a traced program exchanges
  * with a DB endpoint, inside that program: a crash there would be the
  * program's. The input is a script of transfers on DB connections:
  *

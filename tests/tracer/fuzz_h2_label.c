@@ -1,5 +1,5 @@
 /* fuzz_h2_label.c - libFuzzer target for the HTTP/2 request-label parser
- * (tracer/h2_label.c), which follows, inside a traced server, every byte
+ * (tracer/preload/h2_label.c), which follows, inside a traced server, every byte
  * an HTTP/2 client sends: frame headers, HPACK header blocks against the
  * client's dynamic table, Huffman-coded strings. Input: a flags byte (bit
  * 0: keep the query string; bits 1-7: the size of the pieces the bytes are

@@ -1,5 +1,5 @@
 /* fuzz_http_label.c - libFuzzer target for the HTTP request-line label
- * parser (tracer/http_label.c), which reads the first bytes a traced server
+ * parser (tracer/preload/http_label.c), which reads the first bytes a traced server
  * receives on each connection, inside that server. Input: a flags byte
  * (bit 0: keep the query string; the rest picks the room the caller has,
  * 0..127 bytes), then the received bytes. Checks what the callers rely on:

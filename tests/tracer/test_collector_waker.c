@@ -1,4 +1,4 @@
-/* test_collector_waker.c - the collector's waker (tracer/collector_waker.c)
+/* test_collector_waker.c - the collector's waker (tracer/collector/collector_waker.c)
  * as a producer in another process uses it: a word in a MAP_SHARED memfd
  * page, raised and FUTEX_WAKEd from a forked child, makes the eventfd
  * readable; rearm puts the word back and the next raise is seen again; a

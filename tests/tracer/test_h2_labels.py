@@ -5,7 +5,7 @@ HTTP/2 has no request line: a request's method and path are the :method
 and :path fields of its HEADERS frame, HPACK-compressed against a dynamic
 table the client builds over the whole connection, with Huffman-coded
 strings. The tracer follows every byte such a connection receives
-(tracer/h2_label.c).
+(tracer/preload/h2_label.c).
 1. Debian's nginx with http2 on a plain port (prior knowledge, "h2c") and
    on a TLS port (ALPN "h2": the frames come from SSL_read's plaintext).
    Node.js's http2 client sends 40 requests on one connection, each with a

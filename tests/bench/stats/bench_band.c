@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "pt4cloud.h"
+#include "stats.h"
 
 static double now(void)
 {
@@ -35,33 +35,33 @@ int main(int argc, char **argv)
         x[n++] = v;
     }
     fclose(f);
-    char err[PT4C_ERR_LEN];
-    struct pt4c_kde_options ko;
-    pt4c_kde_options_default(&ko);
-    struct pt4c_band_options bo;
-    pt4c_band_options_default(&bo);
+    char err[STATS_ERR_LEN];
+    struct stats_kde_options ko;
+    stats_kde_options_default(&ko);
+    struct stats_band_options bo;
+    stats_band_options_default(&bo);
     bo.resamples = atoi(argv[2]);
     double h;
-    struct pt4c_grid g;
+    struct stats_grid g;
     double *d = malloc(sizeof(double) * 1000);
     double t0 = now();
-    if (pt4c_bandwidth(x, n, &ko, &h, err) || pt4c_grid_for(x, n, NULL, 0, h, 1000, &g, err) ||
-        pt4c_density(x, n, h, &g, ko.method, d, err))
+    if (stats_bandwidth(x, n, &ko, &h, err) || stats_grid_for(x, n, NULL, 0, h, 1000, &g, err) ||
+        stats_density(x, n, h, &g, ko.method, d, err))
         goto fail;
     double t1 = now();
-    struct pt4c_similarity s;
-    if (pt4c_similarity_compute(x, n / 2, x, n, &ko, &s, err))
+    struct stats_similarity s;
+    if (stats_similarity_compute(x, n / 2, x, n, &ko, &s, err))
         goto fail;
     double t2 = now();
-    struct pt4c_band b;
-    if (pt4c_band_compute(x, n, NULL, &ko, &bo, &b, err))
+    struct stats_band b;
+    if (stats_band_compute(x, n, NULL, &ko, &bo, &b, err))
         goto fail;
     double t3 = now();
     printf("{\"n\": %zu, \"density_s\": %.6f, \"similarity_s\": %.6f, \"band_s\": %.6f, "
            "\"p\": %.9f, \"band_mid\": [%.9g, %.9g, %.9g]}\n",
            n, t1 - t0, t2 - t1, t3 - t2, s.p, b.low[500], b.density[500], b.high[500]);
-    pt4c_similarity_free(&s);
-    pt4c_band_free(&b);
+    stats_similarity_free(&s);
+    stats_band_free(&b);
     free(d);
     free(x);
     return 0;

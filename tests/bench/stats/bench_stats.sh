@@ -11,14 +11,14 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 build=${1:-$top/build/release}
-lib=$build/analyzer/stats/libpreplay_stats.a
+lib=$build/stats/libpreplay_stats.a
 N=${N:-1000000}
 R=${R:-1000}
 BASE_R=${BASE_R:-2}
 [ -f "$lib" ] || { echo "bench_stats: $lib not built (cmake --build $build --target preplay_stats)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cc -O2 -I"$top/analyzer/stats" "$here/bench_band.c" "$lib" -lm -o "$work/bench_band"
+cc -O2 -I"$top/stats/" "$here/bench_band.c" "$lib" -lm -o "$work/bench_band"
 /usr/bin/python3 - "$work/data.txt" "$N" <<'PY'
 import sys, numpy as np
 r = np.random.default_rng(3)

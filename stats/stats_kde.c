@@ -30,26 +30,26 @@
 #define STATS_AUTO_EXACT_WORK 4e6
 #define STATS_MAX_NODES ((size_t)1 << 22)
 
-void pt4c_kde_options_default(struct pt4c_kde_options *opt)
+void stats_kde_options_default(struct stats_kde_options *opt)
 {
-    opt->bandwidth_rule = PT4C_BW_SCOTT;
+    opt->bandwidth_rule = STATS_BW_SCOTT;
     opt->bandwidth = 0;
     opt->strips = 1000;
-    opt->method = PT4C_METHOD_AUTO;
+    opt->method = STATS_METHOD_AUTO;
     opt->log_scale = 0;
 }
 
-int pt4c_log_copy(const double *x, size_t n, const char *what, double **out, char *err)
+int stats_log_copy(const double *x, size_t n, const char *what, double **out, char *err)
 {
     *out = NULL;
     double *l = malloc(sizeof(double) * (n ? n : 1));
     if (!l) {
-        snprintf(err, PT4C_ERR_LEN, "out of memory for the ln of %zu samples", n);
+        snprintf(err, STATS_ERR_LEN, "out of memory for the ln of %zu samples", n);
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
         if (!(x[i] > 0) || !isfinite(x[i])) {
-            snprintf(err, PT4C_ERR_LEN, "%s sample %zu is %g: the log scale needs positive values",
+            snprintf(err, STATS_ERR_LEN, "%s sample %zu is %g: the log scale needs positive values",
                      what, i, x[i]);
             free(l);
             return -1;
@@ -64,25 +64,25 @@ static int stats_check_finite(const double *x, size_t n, char *err)
 {
     for (size_t i = 0; i < n; i++)
         if (!isfinite(x[i])) {
-            snprintf(err, PT4C_ERR_LEN, "sample %zu is not a finite number", i);
+            snprintf(err, STATS_ERR_LEN, "sample %zu is not a finite number", i);
             return -1;
         }
     return 0;
 }
 
-int pt4c_bandwidth(const double *x, size_t n, const struct pt4c_kde_options *opt, double *h,
-                   char *err)
+int stats_bandwidth(const double *x, size_t n, const struct stats_kde_options *opt, double *h,
+                    char *err)
 {
     *h = 0;
     if (n < 2) {
-        snprintf(err, PT4C_ERR_LEN, "a density needs at least 2 samples, got %zu", n);
+        snprintf(err, STATS_ERR_LEN, "a density needs at least 2 samples, got %zu", n);
         return -1;
     }
     if (stats_check_finite(x, n, err))
         return -1;
-    if (opt->bandwidth_rule == PT4C_BW_FIXED) {
+    if (opt->bandwidth_rule == STATS_BW_FIXED) {
         if (!(opt->bandwidth > 0) || !isfinite(opt->bandwidth)) {
-            snprintf(err, PT4C_ERR_LEN, "bandwidth must be a positive number, got %g",
+            snprintf(err, STATS_ERR_LEN, "bandwidth must be a positive number, got %g",
                      opt->bandwidth);
             return -1;
         }
@@ -100,21 +100,21 @@ int pt4c_bandwidth(const double *x, size_t n, const struct pt4c_kde_options *opt
     /* Rounding can leave a tiny spread on equal values: treat as zero. */
     if (sd <= 1e-14 * fabs(mean))
         sd = 0;
-    double factor = opt->bandwidth_rule == PT4C_BW_SILVERMAN ? pow(0.75 * (double)n, -0.2)
-                                                             : pow((double)n, -0.2);
+    double factor = opt->bandwidth_rule == STATS_BW_SILVERMAN ? pow(0.75 * (double)n, -0.2)
+                                                              : pow((double)n, -0.2);
     *h = sd * factor;
     return 0;
 }
 
-int pt4c_grid_for(const double *a, size_t na, const double *b, size_t nb, double h, int strips,
-                  struct pt4c_grid *grid, char *err)
+int stats_grid_for(const double *a, size_t na, const double *b, size_t nb, double h, int strips,
+                   struct stats_grid *grid, char *err)
 {
     if (strips < 2 || strips > 10000000) {
-        snprintf(err, PT4C_ERR_LEN, "strips must be between 2 and 10000000, got %d", strips);
+        snprintf(err, STATS_ERR_LEN, "strips must be between 2 and 10000000, got %d", strips);
         return -1;
     }
     if (na == 0 || !(h > 0) || !isfinite(h)) {
-        snprintf(err, PT4C_ERR_LEN, "a grid needs samples and a positive bandwidth");
+        snprintf(err, STATS_ERR_LEN, "a grid needs samples and a positive bandwidth");
         return -1;
     }
     double lo = a[0], hi = a[0];
@@ -142,7 +142,7 @@ static size_t stats_next_pow2(size_t n)
     return p;
 }
 
-int stats_binned_init(struct stats_binned *b, const struct pt4c_grid *grid, double h, char *err)
+int stats_binned_init(struct stats_binned *b, const struct stats_grid *grid, double h, char *err)
 {
     memset(b, 0, sizeof *b);
     b->grid = *grid;
@@ -193,7 +193,7 @@ int stats_binned_init(struct stats_binned *b, const struct pt4c_grid *grid, doub
     return 0;
 oom:
     stats_binned_free(b);
-    snprintf(err, PT4C_ERR_LEN, "out of memory for a binned density of %zu nodes", b->nodes);
+    snprintf(err, STATS_ERR_LEN, "out of memory for a binned density of %zu nodes", b->nodes);
     return -1;
 }
 
@@ -314,11 +314,12 @@ void stats_binned_smooth(struct stats_binned *b, const double *counts, double *o
 
 /* ---- exact evaluation ------------------------------------------------------ */
 
-void stats_exact_add(const double *x, size_t n, double h, const struct pt4c_grid *grid, double *out)
+void stats_exact_add(const double *x, size_t n, double h, const struct stats_grid *grid,
+                     double *out)
 {
     double norm = STATS_INV_SQRT_2PI / h, inv_h = 1.0 / h;
     for (int i = 0; i < grid->strips; i++) {
-        double xi = pt4c_grid_x(grid, i), sum = 0;
+        double xi = stats_grid_x(grid, i), sum = 0;
         for (size_t k = 0; k < n; k++) {
             double z = (xi - x[k]) * inv_h;
             double z2 = z * z;
@@ -329,7 +330,7 @@ void stats_exact_add(const double *x, size_t n, double h, const struct pt4c_grid
     }
 }
 
-int stats_floor_normalize(double *d, const struct pt4c_grid *grid)
+int stats_floor_normalize(double *d, const struct stats_grid *grid)
 {
     double max = 0;
     for (int i = 0; i < grid->strips; i++)
@@ -348,22 +349,22 @@ int stats_floor_normalize(double *d, const struct pt4c_grid *grid)
     return 0;
 }
 
-enum pt4c_method pt4c_method_resolve(enum pt4c_method method, size_t n, int strips)
+enum stats_method stats_method_resolve(enum stats_method method, size_t n, int strips)
 {
-    if (method != PT4C_METHOD_AUTO)
+    if (method != STATS_METHOD_AUTO)
         return method;
-    return (double)n * strips <= STATS_AUTO_EXACT_WORK ? PT4C_METHOD_EXACT : PT4C_METHOD_BINNED;
+    return (double)n * strips <= STATS_AUTO_EXACT_WORK ? STATS_METHOD_EXACT : STATS_METHOD_BINNED;
 }
 
-int pt4c_density(const double *x, size_t n, double h, const struct pt4c_grid *grid,
-                 enum pt4c_method method, double *out, char *err)
+int stats_density(const double *x, size_t n, double h, const struct stats_grid *grid,
+                  enum stats_method method, double *out, char *err)
 {
     if (n == 0 || !(h > 0)) {
-        snprintf(err, PT4C_ERR_LEN, "a density needs samples and a positive bandwidth");
+        snprintf(err, STATS_ERR_LEN, "a density needs samples and a positive bandwidth");
         return -1;
     }
     memset(out, 0, sizeof(double) * (size_t)grid->strips);
-    if (pt4c_method_resolve(method, n, grid->strips) == PT4C_METHOD_EXACT) {
+    if (stats_method_resolve(method, n, grid->strips) == STATS_METHOD_EXACT) {
         stats_exact_add(x, n, h, grid, out);
     } else {
         struct stats_binned b;
@@ -375,7 +376,7 @@ int pt4c_density(const double *x, size_t n, double h, const struct pt4c_grid *gr
             free(counts);
             free(outside);
             stats_binned_free(&b);
-            snprintf(err, PT4C_ERR_LEN, "out of memory binning %zu samples", n);
+            snprintf(err, STATS_ERR_LEN, "out of memory binning %zu samples", n);
             return -1;
         }
         size_t n_out = 0;
@@ -388,13 +389,13 @@ int pt4c_density(const double *x, size_t n, double h, const struct pt4c_grid *gr
         stats_binned_free(&b);
     }
     if (stats_floor_normalize(out, grid)) {
-        snprintf(err, PT4C_ERR_LEN, "the density is zero everywhere on the grid");
+        snprintf(err, STATS_ERR_LEN, "the density is zero everywhere on the grid");
         return -1;
     }
     return 0;
 }
 
-double pt4c_kl_bits(const double *p, const double *q, const struct pt4c_grid *grid)
+double stats_kl_bits(const double *p, const double *q, const struct stats_grid *grid)
 {
     double sum = 0;
     for (int i = 0; i < grid->strips; i++)
@@ -404,26 +405,26 @@ double pt4c_kl_bits(const double *p, const double *q, const struct pt4c_grid *gr
 
 /* ---- similarity -------------------------------------------------------------- */
 
-int pt4c_similarity_compute(const double *a, size_t na, const double *b, size_t nb,
-                            const struct pt4c_kde_options *opt, struct pt4c_similarity *out,
-                            char *err)
+int stats_similarity_compute(const double *a, size_t na, const double *b, size_t nb,
+                             const struct stats_kde_options *opt, struct stats_similarity *out,
+                             char *err)
 {
     memset(out, 0, sizeof *out);
     if (opt->log_scale) {
         /* The same computation on ln(values): KL is invariant under the
          * change of variable, only the estimator differs. */
         double *la = NULL, *lb = NULL;
-        struct pt4c_kde_options linear = *opt;
+        struct stats_kde_options linear = *opt;
         linear.log_scale = 0;
         int r = -1;
-        if (!pt4c_log_copy(a, na, "A", &la, err) && !pt4c_log_copy(b, nb, "B", &lb, err))
-            r = pt4c_similarity_compute(la, na, lb, nb, &linear, out, err);
+        if (!stats_log_copy(a, na, "A", &la, err) && !stats_log_copy(b, nb, "B", &lb, err))
+            r = stats_similarity_compute(la, na, lb, nb, &linear, out, err);
         free(la);
         free(lb);
         return r;
     }
     double ha, hb;
-    if (pt4c_bandwidth(a, na, opt, &ha, err) || pt4c_bandwidth(b, nb, opt, &hb, err))
+    if (stats_bandwidth(a, na, opt, &ha, err) || stats_bandwidth(b, nb, opt, &hb, err))
         return -1;
     if (ha == 0 && hb == 0) {
         out->p = a[0] == b[0] ? 1.0 : 0.0;
@@ -442,29 +443,29 @@ int pt4c_similarity_compute(const double *a, size_t na, const double *b, size_t 
     out->h1 = ha;
     out->h2 = hb;
     double h = ha > hb ? ha : hb;
-    if (pt4c_grid_for(a, na, b, nb, h, opt->strips, &out->grid, err))
+    if (stats_grid_for(a, na, b, nb, h, opt->strips, &out->grid, err))
         return -1;
     out->d1 = malloc(sizeof(double) * (size_t)opt->strips);
     out->d2 = malloc(sizeof(double) * (size_t)opt->strips);
     if (!out->d1 || !out->d2) {
-        pt4c_similarity_free(out);
-        snprintf(err, PT4C_ERR_LEN, "out of memory for %d strips", opt->strips);
+        stats_similarity_free(out);
+        snprintf(err, STATS_ERR_LEN, "out of memory for %d strips", opt->strips);
         return -1;
     }
-    if (pt4c_density(a, na, ha, &out->grid, opt->method, out->d1, err) ||
-        pt4c_density(b, nb, hb, &out->grid, opt->method, out->d2, err)) {
-        pt4c_similarity_free(out);
+    if (stats_density(a, na, ha, &out->grid, opt->method, out->d1, err) ||
+        stats_density(b, nb, hb, &out->grid, opt->method, out->d2, err)) {
+        stats_similarity_free(out);
         return -1;
     }
-    out->method1 = pt4c_method_resolve(opt->method, na, opt->strips);
-    out->method2 = pt4c_method_resolve(opt->method, nb, opt->strips);
-    out->kl12 = pt4c_kl_bits(out->d1, out->d2, &out->grid);
-    out->kl21 = pt4c_kl_bits(out->d2, out->d1, &out->grid);
+    out->method1 = stats_method_resolve(opt->method, na, opt->strips);
+    out->method2 = stats_method_resolve(opt->method, nb, opt->strips);
+    out->kl12 = stats_kl_bits(out->d1, out->d2, &out->grid);
+    out->kl21 = stats_kl_bits(out->d2, out->d1, &out->grid);
     out->p = exp2(-out->kl12) * exp2(-out->kl21);
     return 0;
 }
 
-void pt4c_similarity_free(struct pt4c_similarity *s)
+void stats_similarity_free(struct stats_similarity *s)
 {
     free(s->d1);
     free(s->d2);

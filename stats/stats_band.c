@@ -25,9 +25,9 @@
 
 #define STATS_INDEX_BOOTSTRAP_MAX 50000
 
-const double pt4c_summary_percentiles[PT4C_NPCT] = {50, 5, 95, 99};
+const double stats_summary_percentiles[STATS_NPCT] = {50, 5, 95, 99};
 
-void pt4c_band_options_default(struct pt4c_band_options *opt)
+void stats_band_options_default(struct stats_band_options *opt)
 {
     opt->cl = 0.99;
     opt->resamples = 1000;
@@ -55,8 +55,8 @@ static double stats_node_percentile(const struct stats_binned *b, const double *
 
 /* R bootstrap resamples of x: densities into dens[strip * R + r] (when dens)
  * and percentiles into pcts[k * R + r]. */
-static int stats_bootstrap_run(const double *x, size_t n, const struct pt4c_grid *grid, double h,
-                               const struct pt4c_band_options *bopt, double *dens,
+static int stats_bootstrap_run(const double *x, size_t n, const struct stats_grid *grid, double h,
+                               const struct stats_band_options *bopt, double *dens,
                                const double *pct, int npct, double *pcts, char *err)
 {
     int R = bopt->resamples, m = grid->strips, status = -1;
@@ -166,7 +166,7 @@ static int stats_bootstrap_run(const double *x, size_t n, const struct pt4c_grid
     status = 0;
     goto done;
 oom:
-    snprintf(err, PT4C_ERR_LEN, "out of memory for the bootstrap of %zu samples", n);
+    snprintf(err, STATS_ERR_LEN, "out of memory for the bootstrap of %zu samples", n);
 done:
     if (have_binned)
         stats_binned_free(&b);
@@ -197,14 +197,14 @@ static double stats_quantile_unsorted(double *v, size_t R, double q)
     return a + (pos - (double)lo) * (b - a);
 }
 
-static int stats_check_band_options(const struct pt4c_band_options *bopt, char *err)
+static int stats_check_band_options(const struct stats_band_options *bopt, char *err)
 {
     if (!(bopt->cl > 0 && bopt->cl < 1)) {
-        snprintf(err, PT4C_ERR_LEN, "confidence level must be in (0, 1), got %g", bopt->cl);
+        snprintf(err, STATS_ERR_LEN, "confidence level must be in (0, 1), got %g", bopt->cl);
         return -1;
     }
     if (bopt->resamples < 2 || bopt->resamples > 1000000) {
-        snprintf(err, PT4C_ERR_LEN, "bootstrap resamples must be 2..1000000, got %d",
+        snprintf(err, STATS_ERR_LEN, "bootstrap resamples must be 2..1000000, got %d",
                  bopt->resamples);
         return -1;
     }
@@ -214,30 +214,30 @@ static int stats_check_band_options(const struct pt4c_band_options *bopt, char *
 /* The band of ln(x): the estimate and its band in ln units, the empirical
  * percentiles of x itself, and the bootstrap percentile interval mapped back
  * through exp (percentiles commute with a monotone map). */
-static int stats_band_compute_log(const double *x, size_t n, const struct pt4c_grid *grid,
-                                  const struct pt4c_kde_options *kopt,
-                                  const struct pt4c_band_options *bopt, struct pt4c_band *out,
+static int stats_band_compute_log(const double *x, size_t n, const struct stats_grid *grid,
+                                  const struct stats_kde_options *kopt,
+                                  const struct stats_band_options *bopt, struct stats_band *out,
                                   char *err)
 {
     double *lx = NULL, *sorted = NULL;
-    struct pt4c_kde_options linear = *kopt;
+    struct stats_kde_options linear = *kopt;
     linear.log_scale = 0;
-    if (pt4c_log_copy(x, n, "the", &lx, err))
+    if (stats_log_copy(x, n, "the", &lx, err))
         return -1;
-    int r = pt4c_band_compute(lx, n, grid, &linear, bopt, out, err);
+    int r = stats_band_compute(lx, n, grid, &linear, bopt, out, err);
     free(lx);
     if (r)
         return r;
     out->log_scale = 1;
     sorted = malloc(sizeof(double) * n);
     if (!sorted) {
-        pt4c_band_free(out);
-        snprintf(err, PT4C_ERR_LEN, "out of memory sorting %zu samples", n);
+        stats_band_free(out);
+        snprintf(err, STATS_ERR_LEN, "out of memory sorting %zu samples", n);
         return -1;
     }
     memcpy(sorted, x, sizeof(double) * n);
-    for (int k = 0; k < PT4C_NPCT; k++) {
-        out->pct[k] = stats_quantile_unsorted(sorted, n, pt4c_summary_percentiles[k] / 100.0);
+    for (int k = 0; k < STATS_NPCT; k++) {
+        out->pct[k] = stats_quantile_unsorted(sorted, n, stats_summary_percentiles[k] / 100.0);
         out->pct_low[k] = exp(out->pct_low[k]);
         out->pct_high[k] = exp(out->pct_high[k]);
     }
@@ -245,9 +245,9 @@ static int stats_band_compute_log(const double *x, size_t n, const struct pt4c_g
     return 0;
 }
 
-int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
-                      const struct pt4c_kde_options *kopt, const struct pt4c_band_options *bopt,
-                      struct pt4c_band *out, char *err)
+int stats_band_compute(const double *x, size_t n, const struct stats_grid *grid,
+                       const struct stats_kde_options *kopt, const struct stats_band_options *bopt,
+                       struct stats_band *out, char *err)
 {
     memset(out, 0, sizeof *out);
     if (stats_check_band_options(bopt, err))
@@ -255,10 +255,10 @@ int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
     if (kopt->log_scale)
         return stats_band_compute_log(x, n, grid, kopt, bopt, out, err);
     double h;
-    if (pt4c_bandwidth(x, n, kopt, &h, err))
+    if (stats_bandwidth(x, n, kopt, &h, err))
         return -1;
     if (h == 0) {
-        snprintf(err, PT4C_ERR_LEN,
+        snprintf(err, STATS_ERR_LEN,
                  "all %zu samples equal %.17g: zero variance, the distribution is a point mass", n,
                  x[0]);
         return -1;
@@ -266,26 +266,26 @@ int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
     out->h = h;
     if (grid)
         out->grid = *grid;
-    else if (pt4c_grid_for(x, n, NULL, 0, h, kopt->strips, &out->grid, err))
+    else if (stats_grid_for(x, n, NULL, 0, h, kopt->strips, &out->grid, err))
         return -1;
     int m = out->grid.strips, R = bopt->resamples;
     double *sorted = malloc(sizeof(double) * n);
     double *dens = malloc(sizeof(double) * (size_t)m * (size_t)R);
-    double *pct_res = malloc(sizeof(double) * PT4C_NPCT * (size_t)R);
+    double *pct_res = malloc(sizeof(double) * STATS_NPCT * (size_t)R);
     out->density = malloc(sizeof(double) * (size_t)m);
     out->low = malloc(sizeof(double) * (size_t)m);
     out->high = malloc(sizeof(double) * (size_t)m);
     if (!sorted || !dens || !pct_res || !out->density || !out->low || !out->high) {
-        snprintf(err, PT4C_ERR_LEN, "out of memory for a band of %d strips x %d resamples", m, R);
+        snprintf(err, STATS_ERR_LEN, "out of memory for a band of %d strips x %d resamples", m, R);
         goto fail;
     }
-    if (pt4c_density(x, n, h, &out->grid, kopt->method, out->density, err))
+    if (stats_density(x, n, h, &out->grid, kopt->method, out->density, err))
         goto fail;
     /* Four selections, O(n) each, instead of sorting 10^6 samples. */
     memcpy(sorted, x, sizeof(double) * n);
-    for (int k = 0; k < PT4C_NPCT; k++)
-        out->pct[k] = stats_quantile_unsorted(sorted, n, pt4c_summary_percentiles[k] / 100.0);
-    if (stats_bootstrap_run(x, n, &out->grid, h, bopt, dens, pt4c_summary_percentiles, PT4C_NPCT,
+    for (int k = 0; k < STATS_NPCT; k++)
+        out->pct[k] = stats_quantile_unsorted(sorted, n, stats_summary_percentiles[k] / 100.0);
+    if (stats_bootstrap_run(x, n, &out->grid, h, bopt, dens, stats_summary_percentiles, STATS_NPCT,
                             pct_res, err))
         goto fail;
     double qlo = (1 - bopt->cl) / 2, qhi = 1 - qlo;
@@ -294,7 +294,7 @@ int pt4c_band_compute(const double *x, size_t n, const struct pt4c_grid *grid,
         out->low[i] = stats_quantile_unsorted(col, (size_t)R, qlo);
         out->high[i] = stats_quantile_unsorted(col, (size_t)R, qhi);
     }
-    for (int k = 0; k < PT4C_NPCT; k++) {
+    for (int k = 0; k < STATS_NPCT; k++) {
         double *col = pct_res + (size_t)k * (size_t)R;
         out->pct_low[k] = stats_quantile_unsorted(col, (size_t)R, qlo);
         out->pct_high[k] = stats_quantile_unsorted(col, (size_t)R, qhi);
@@ -307,11 +307,11 @@ fail:
     free(sorted);
     free(dens);
     free(pct_res);
-    pt4c_band_free(out);
+    stats_band_free(out);
     return -1;
 }
 
-void pt4c_band_free(struct pt4c_band *b)
+void stats_band_free(struct stats_band *b)
 {
     free(b->density);
     free(b->low);
@@ -319,31 +319,31 @@ void pt4c_band_free(struct pt4c_band *b)
     b->density = b->low = b->high = NULL;
 }
 
-int pt4c_percentile_ci(const double *x, size_t n, const double *pct, int npct,
-                       const struct pt4c_band_options *bopt, double *value, double *low,
-                       double *high, char *err)
+int stats_percentile_ci(const double *x, size_t n, const double *pct, int npct,
+                        const struct stats_band_options *bopt, double *value, double *low,
+                        double *high, char *err)
 {
     if (stats_check_band_options(bopt, err))
         return -1;
-    struct pt4c_kde_options kopt;
-    pt4c_kde_options_default(&kopt);
+    struct stats_kde_options kopt;
+    stats_kde_options_default(&kopt);
     double h;
-    if (pt4c_bandwidth(x, n, &kopt, &h, err))
+    if (stats_bandwidth(x, n, &kopt, &h, err))
         return -1;
     if (h == 0) {
         for (int k = 0; k < npct; k++)
             value[k] = low[k] = high[k] = x[0];
         return 0;
     }
-    struct pt4c_grid grid;
-    if (pt4c_grid_for(x, n, NULL, 0, h, kopt.strips, &grid, err))
+    struct stats_grid grid;
+    if (stats_grid_for(x, n, NULL, 0, h, kopt.strips, &grid, err))
         return -1;
     int R = bopt->resamples;
     double *sorted = malloc(sizeof(double) * n);
     double *res = malloc(sizeof(double) * (size_t)npct * (size_t)R);
     int status = -1;
     if (!sorted || !res) {
-        snprintf(err, PT4C_ERR_LEN, "out of memory for percentile intervals");
+        snprintf(err, STATS_ERR_LEN, "out of memory for percentile intervals");
         goto done;
     }
     memcpy(sorted, x, sizeof(double) * n);

@@ -1,6 +1,6 @@
 /* compare_verdict.c - the statistics and the decision of `preplay compare`.
  *
- * Every number that needs statistics comes from analyzer/stats (bootstrap
+ * Every number that needs statistics comes from stats/ (bootstrap
  * percentile bands, PT4Cloud p); nothing is reimplemented here. The rules
  * (docs/preplay-compare.md):
  *  - a type meets the SLOs when, for every SLO and every label it applies
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "compare.h"
-#include "pt4cloud.h"
+#include "stats.h"
 
 void compare_options_default(struct compare_options *o)
 {
@@ -71,14 +71,14 @@ static int compare_label_equivalent(const struct compare_label *a, const struct 
         return 1;
     if (a->nsamples < 2 || b->nsamples < 2)
         return 0;
-    struct pt4c_kde_options ko;
-    pt4c_kde_options_default(&ko);
-    struct pt4c_similarity sim;
-    char err[PT4C_ERR_LEN];
-    if (pt4c_similarity_compute(a->samples, a->nsamples, b->samples, b->nsamples, &ko, &sim, err))
+    struct stats_kde_options ko;
+    stats_kde_options_default(&ko);
+    struct stats_similarity sim;
+    char err[STATS_ERR_LEN];
+    if (stats_similarity_compute(a->samples, a->nsamples, b->samples, b->nsamples, &ko, &sim, err))
         return 0;
     int same = sim.p >= equivalent_p;
-    pt4c_similarity_free(&sim);
+    stats_similarity_free(&sim);
     return same;
 }
 
@@ -91,10 +91,11 @@ static int compare_fill_bands(struct compare_label *l)
         return 0;
     static const double pct[COMPARE_NMETRICS] = {50, 95, 99};
     double value[COMPARE_NMETRICS], lo[COMPARE_NMETRICS], hi[COMPARE_NMETRICS];
-    struct pt4c_band_options bo;
-    pt4c_band_options_default(&bo);
-    char err[PT4C_ERR_LEN];
-    if (pt4c_percentile_ci(l->samples, l->nsamples, pct, COMPARE_NMETRICS, &bo, value, lo, hi, err))
+    struct stats_band_options bo;
+    stats_band_options_default(&bo);
+    char err[STATS_ERR_LEN];
+    if (stats_percentile_ci(l->samples, l->nsamples, pct, COMPARE_NMETRICS, &bo, value, lo, hi,
+                            err))
         return -1;
     for (int m = 0; m < COMPARE_NMETRICS; m++)
         if (!l->stat[m].has_band) {
@@ -214,14 +215,14 @@ int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare
             }
             size_t rl = rec ? compare_recording_label(rec, lab->name) : (size_t)-1;
             if (rl != (size_t)-1 && lab->nsamples >= 2 && rec->nrecorded[rl] >= 2) {
-                struct pt4c_kde_options ko;
-                pt4c_kde_options_default(&ko);
-                struct pt4c_similarity sim;
-                char serr[PT4C_ERR_LEN];
-                if (!pt4c_similarity_compute(rec->recorded_s[rl], rec->nrecorded[rl], lab->samples,
-                                             lab->nsamples, &ko, &sim, serr)) {
+                struct stats_kde_options ko;
+                stats_kde_options_default(&ko);
+                struct stats_similarity sim;
+                char serr[STATS_ERR_LEN];
+                if (!stats_similarity_compute(rec->recorded_s[rl], rec->nrecorded[rl], lab->samples,
+                                              lab->nsamples, &ko, &sim, serr)) {
                     lab->p_recording = sim.p;
-                    pt4c_similarity_free(&sim);
+                    stats_similarity_free(&sim);
                 }
             }
             if (lab->count && lab->stat[rank_metric].value > 0) {

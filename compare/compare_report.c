@@ -3,7 +3,7 @@
  * bootstrap bands, normalized medians and p95 per label as CloudProphet's
  * Figures 9-10, time per resource per label as its Figure 12, the stop
  * rule's p per interval, the recording's requests per label over time).
- * Densities and bands come from analyzer/stats. The file never references
+ * Densities and bands come from stats/. The file never references
  * anything outside itself (no scripts, fonts, images or links to load),
  * and every label is escaped. Written to a temp file, then renamed. */
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "compare.h"
-#include "pt4cloud.h"
+#include "stats.h"
 #include "report_svg.h"
 
 #define REPORT_PLOT_POINTS 300 /* polyline vertices per density (of the grid's strips) */
@@ -36,14 +36,14 @@ static void report_note(FILE *f, const char *text)
 }
 
 /* A density (per second of samples) drawn in ms as a path over [x0, x1] ms. */
-static void report_density_path(struct report_chart *c, const struct pt4c_grid *g, const double *d,
+static void report_density_path(struct report_chart *c, const struct stats_grid *g, const double *d,
                                 double x1_ms, const char *attrs)
 {
     int step = g->strips / REPORT_PLOT_POINTS > 1 ? g->strips / REPORT_PLOT_POINTS : 1;
     fprintf(c->f, "<path fill=\"none\" %s d=\"", attrs);
     int first = 1;
     for (int i = 0; i < g->strips; i += step) {
-        double x = pt4c_grid_x(g, i) * 1e3;
+        double x = stats_grid_x(g, i) * 1e3;
         if (x > x1_ms)
             break;
         fprintf(c->f, "%c%.1f,%.1f ", first ? 'M' : 'L', report_chart_x(c, x),
@@ -53,19 +53,19 @@ static void report_density_path(struct report_chart *c, const struct pt4c_grid *
     fprintf(c->f, "\"/>\n");
 }
 
-static void report_band_path(struct report_chart *c, const struct pt4c_grid *g, const double *lo,
+static void report_band_path(struct report_chart *c, const struct stats_grid *g, const double *lo,
                              const double *hi, double x1_ms, const char *color)
 {
     int step = g->strips / REPORT_PLOT_POINTS > 1 ? g->strips / REPORT_PLOT_POINTS : 1;
     int last = 0;
     fprintf(c->f, "<path fill=\"%s\" fill-opacity=\"0.22\" stroke=\"none\" d=\"", color);
-    for (int i = 0; i < g->strips && pt4c_grid_x(g, i) * 1e3 <= x1_ms; i += step) {
-        fprintf(c->f, "%c%.1f,%.1f ", i ? 'L' : 'M', report_chart_x(c, pt4c_grid_x(g, i) * 1e3),
+    for (int i = 0; i < g->strips && stats_grid_x(g, i) * 1e3 <= x1_ms; i += step) {
+        fprintf(c->f, "%c%.1f,%.1f ", i ? 'L' : 'M', report_chart_x(c, stats_grid_x(g, i) * 1e3),
                 report_chart_y(c, hi[i] / 1e3));
         last = i;
     }
     for (int i = last; i >= 0; i -= step)
-        fprintf(c->f, "L%.1f,%.1f ", report_chart_x(c, pt4c_grid_x(g, i) * 1e3),
+        fprintf(c->f, "L%.1f,%.1f ", report_chart_x(c, stats_grid_x(g, i) * 1e3),
                 report_chart_y(c, lo[i] / 1e3));
     fprintf(c->f, "Z\"/>\n");
 }
@@ -75,17 +75,17 @@ static void report_band_path(struct report_chart *c, const struct pt4c_grid *g, 
 static int report_distribution(struct report_ctx *x, const char *label)
 {
     size_t n = x->nruns + 1;
-    struct pt4c_band *bands = calloc(n, sizeof *bands);
+    struct stats_band *bands = calloc(n, sizeof *bands);
     int *have = calloc(n, sizeof *have);
     double *rec_density = NULL;
     int rc = -1;
     if (!bands || !have)
         goto out;
-    struct pt4c_kde_options ko;
-    pt4c_kde_options_default(&ko);
-    struct pt4c_band_options bo;
-    pt4c_band_options_default(&bo);
-    char err[PT4C_ERR_LEN];
+    struct stats_kde_options ko;
+    stats_kde_options_default(&ko);
+    struct stats_band_options bo;
+    stats_band_options_default(&bo);
+    char err[STATS_ERR_LEN];
     /* one grid for all: the union's range, widest bandwidth */
     double lo = INFINITY, hi = -INFINITY, h = 0, view = 0;
     size_t rl = x->rec ? compare_recording_label(x->rec, label) : (size_t)-1;
@@ -108,7 +108,7 @@ static int report_distribution(struct report_ctx *x, const char *label)
             ns = nrecs;
         }
         double hh;
-        if (pt4c_bandwidth(s, ns, &ko, &hh, err))
+        if (stats_bandwidth(s, ns, &ko, &hh, err))
             continue;
         h = fmax(h, hh);
         for (size_t k = 0; k < ns; k++) {
@@ -128,14 +128,14 @@ static int report_distribution(struct report_ctx *x, const char *label)
     }
     if (!(h > 0))
         h = fmax(hi * 1e-3, 1e-6);
-    struct pt4c_grid g = {.lo = fmax(0, lo - 3 * h), .strips = ko.strips};
+    struct stats_grid g = {.lo = fmax(0, lo - 3 * h), .strips = ko.strips};
     g.width = (hi + 3 * h - g.lo) / g.strips;
     double ymax = 0;
     for (size_t i = 0; i < x->nruns; i++) {
         if (!have[i])
             continue;
         const struct compare_label *l = compare_run_label(&x->runs[i], label);
-        if (pt4c_band_compute(l->samples, l->nsamples, &g, &ko, &bo, &bands[i], err)) {
+        if (stats_band_compute(l->samples, l->nsamples, &g, &ko, &bo, &bands[i], err)) {
             have[i] = 0;
             continue;
         }
@@ -148,8 +148,8 @@ static int report_distribution(struct report_ctx *x, const char *label)
         if (!rec_density)
             goto out;
         /* a recording with one response time everywhere borrows the common bandwidth */
-        if (pt4c_bandwidth(recs, nrecs, &ko, &rh, err) ||
-            pt4c_density(recs, nrecs, rh > 0 ? rh : h, &g, ko.method, rec_density, err))
+        if (stats_bandwidth(recs, nrecs, &ko, &rh, err) ||
+            stats_density(recs, nrecs, rh > 0 ? rh : h, &g, ko.method, rec_density, err))
             have[x->nruns] = 0;
         else {
             for (int k = 0; k < g.strips; k++)
@@ -200,7 +200,7 @@ static int report_distribution(struct report_ctx *x, const char *label)
 out:
     for (size_t i = 0; bands && i < n; i++)
         if (have && have[i] && i < x->nruns)
-            pt4c_band_free(&bands[i]);
+            stats_band_free(&bands[i]);
     free(bands);
     free(have);
     free(rec_density);

@@ -1,7 +1,7 @@
 /* stats_cli.c - `preplay stats`: the PT4Cloud stop rule run offline on
  * recorded samples (`pt4cloud`) and the similarity p of two sample sets
  * (`similarity`). Reading, slicing into intervals and printing live here;
- * every statistic comes from the library (pt4cloud.h), the same code the
+ * every statistic comes from the library (stats.h), the same code the
  * replayer's controller runs live. Exit 0 on success, 1 when records were
  * rejected or a computation failed (results for the valid rest are still
  * printed), 2 on usage errors. */
@@ -15,15 +15,15 @@
 #include <jansson.h>
 
 #include "commands.h"
-#include "pt4cloud.h"
+#include "stats.h"
 #include "stats_input.h"
 #include "stats_svg.h"
 
 #define STATS_MAX_MESSAGES 10
 
 struct stats_cli_opts {
-    struct pt4c_config cfg;
-    struct pt4c_band_options band;
+    struct stats_config cfg;
+    struct stats_band_options band;
     int json;
     const char *svg;
     long per_interval;
@@ -135,8 +135,8 @@ static const struct option stats_long_options[] = {
 static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
 {
     memset(o, 0, sizeof *o);
-    pt4c_config_default(&o->cfg);
-    pt4c_band_options_default(&o->band);
+    stats_config_default(&o->cfg);
+    stats_band_options_default(&o->band);
     o->hourly = 1.0;
     optind = 1;
     opterr = 0;
@@ -205,21 +205,21 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
             break;
         case OPT_BANDWIDTH:
             if (!strcmp(optarg, "scott"))
-                o->cfg.kde.bandwidth_rule = PT4C_BW_SCOTT;
+                o->cfg.kde.bandwidth_rule = STATS_BW_SCOTT;
             else if (!strcmp(optarg, "silverman"))
-                o->cfg.kde.bandwidth_rule = PT4C_BW_SILVERMAN;
+                o->cfg.kde.bandwidth_rule = STATS_BW_SILVERMAN;
             else if (!stats_parse_double(optarg, &d) && d > 0) {
-                o->cfg.kde.bandwidth_rule = PT4C_BW_FIXED;
+                o->cfg.kde.bandwidth_rule = STATS_BW_FIXED;
                 o->cfg.kde.bandwidth = d;
             } else
                 goto bad_value;
             break;
         case OPT_EXACT:
-            o->cfg.kde.method = PT4C_METHOD_EXACT;
+            o->cfg.kde.method = STATS_METHOD_EXACT;
             o->band.exact = 1;
             break;
         case OPT_FAST:
-            o->cfg.kde.method = PT4C_METHOD_BINNED;
+            o->cfg.kde.method = STATS_METHOD_BINNED;
             break;
         case OPT_LOG:
             o->cfg.kde.log_scale = 1;
@@ -289,7 +289,7 @@ static int stats_load(const char *path, int flags, struct stats_input *in)
     char *buf = stats_read_file(path, &len);
     if (!buf)
         return -1;
-    char err[PT4C_ERR_LEN];
+    char err[STATS_ERR_LEN];
     int r = stats_input_parse(buf, len, path, flags, stderr, STATS_MAX_MESSAGES, in, err);
     free(buf);
     if (r) {
@@ -307,11 +307,11 @@ static json_t *stats_json_array(const double *v, int n)
     return a;
 }
 
-static json_t *stats_json_grid_x(const struct pt4c_grid *g)
+static json_t *stats_json_grid_x(const struct stats_grid *g)
 {
     json_t *a = json_array();
     for (int i = 0; i < g->strips; i++)
-        json_array_append_new(a, json_real(pt4c_grid_x(g, i)));
+        json_array_append_new(a, json_real(stats_grid_x(g, i)));
     return a;
 }
 
@@ -349,9 +349,9 @@ static int stats_similarity_main(int argc, char **argv)
         return 1;
     }
     int status = a.bad || b.bad ? 1 : 0;
-    struct pt4c_similarity sim;
-    char err[PT4C_ERR_LEN];
-    if (pt4c_similarity_compute(a.value, a.n, b.value, b.n, &o.cfg.kde, &sim, err)) {
+    struct stats_similarity sim;
+    char err[STATS_ERR_LEN];
+    if (stats_similarity_compute(a.value, a.n, b.value, b.n, &o.cfg.kde, &sim, err)) {
         fprintf(stderr, "preplay stats similarity: %s\n", err);
         status = 1;
         goto done;
@@ -368,10 +368,12 @@ static int stats_similarity_main(int argc, char **argv)
         json_object_set_new(root, "note", sim.note ? json_string(sim.note) : json_null());
         json_object_set_new(root, "scale", json_string(o.cfg.kde.log_scale ? "log" : "linear"));
         if (sim.d1) {
-            json_object_set_new(root, "method_a",
-                                json_string(sim.method1 == PT4C_METHOD_EXACT ? "exact" : "binned"));
-            json_object_set_new(root, "method_b",
-                                json_string(sim.method2 == PT4C_METHOD_EXACT ? "exact" : "binned"));
+            json_object_set_new(
+                root, "method_a",
+                json_string(sim.method1 == STATS_METHOD_EXACT ? "exact" : "binned"));
+            json_object_set_new(
+                root, "method_b",
+                json_string(sim.method2 == STATS_METHOD_EXACT ? "exact" : "binned"));
             json_object_set_new(root, "grid_lo", json_real(sim.grid.lo));
             json_object_set_new(root, "grid_width", json_real(sim.grid.width));
             json_object_set_new(root, "grid", stats_json_grid_x(&sim.grid));
@@ -387,7 +389,7 @@ static int stats_similarity_main(int argc, char **argv)
         if (sim.note)
             printf("note: %s\n", sim.note);
     }
-    pt4c_similarity_free(&sim);
+    stats_similarity_free(&sim);
 done:
     stats_input_free(&a);
     stats_input_free(&b);
@@ -403,7 +405,7 @@ struct stats_run {
     double *vals; /* one interval's values, all then per label */
     double **label_vals;
     size_t *label_n;
-    struct pt4c_label_samples *labels;
+    struct stats_label_samples *labels;
     json_t *steps;
     int skipped_empty;
     int intervals_fed;
@@ -441,8 +443,8 @@ static const char *stats_format_length(double v, enum stats_time_kind kind, char
 }
 
 /* Feed samples order[from, to) as one interval. */
-static int stats_feed(struct pt4c_machine *m, struct stats_run *run, size_t from, size_t to,
-                      struct pt4c_step *step, char *err)
+static int stats_feed(struct stats_machine *m, struct stats_run *run, size_t from, size_t to,
+                      struct stats_step *step, char *err)
 {
     const struct stats_input *in = &run->in;
     size_t n = 0;
@@ -463,11 +465,11 @@ static int stats_feed(struct pt4c_machine *m, struct stats_run *run, size_t from
             run->labels[nl].n = run->label_n[l];
             nl++;
         }
-    return pt4c_machine_feed(m, run->vals, n, run->labels, nl, step, err);
+    return stats_machine_feed(m, run->vals, n, run->labels, nl, step, err);
 }
 
 static void stats_report_step(const struct stats_cli_opts *o, struct stats_run *run,
-                              const struct pt4c_step *s, size_t samples)
+                              const struct stats_step *s, size_t samples)
 {
     char len[64];
     run->intervals_fed = s->interval;
@@ -483,7 +485,7 @@ static void stats_report_step(const struct stats_cli_opts *o, struct stats_run *
         json_object_set_new(j, "labels_judged", json_integer(s->labels_judged));
         json_object_set_new(j, "held_open_by",
                             s->held_open_by[0] ? json_string(s->held_open_by) : json_null());
-        json_object_set_new(j, "action", json_string(pt4c_action_name(s->action)));
+        json_object_set_new(j, "action", json_string(stats_action_name(s->action)));
         json_array_append_new(run->steps, j);
         return;
     }
@@ -496,21 +498,21 @@ static void stats_report_step(const struct stats_cli_opts *o, struct stats_run *
         snprintf(minp, sizeof minp, "%.4f", s->min_p);
     }
     printf("%-9d %-12s %-9zu %-9s %-9s %-9s %s\n", s->interval, len, samples, p, minp,
-           pt4c_action_name(s->action), s->held_open_by);
+           stats_action_name(s->action), s->held_open_by);
 }
 
 /* Slices the sorted samples into intervals and feeds them until the machine
  * stops or the data ends. */
-static int stats_drive(const struct stats_cli_opts *o, struct pt4c_machine *m,
+static int stats_drive(const struct stats_cli_opts *o, struct stats_machine *m,
                        struct stats_run *run, const char *path)
 {
     const struct stats_input *in = &run->in;
-    char err[PT4C_ERR_LEN];
-    struct pt4c_step step;
+    char err[STATS_ERR_LEN];
+    struct stats_step step;
     size_t k = 0, total = 0;
     if (in->time_kind == STATS_TIME_INDEX) {
         double expected = in->time[run->order[0]];
-        while (k < run->norder && !pt4c_machine_stopped(m)) {
+        while (k < run->norder && !stats_machine_stopped(m)) {
             double idx = in->time[run->order[k]];
             for (; expected < idx; expected++) {
                 fprintf(stderr, "%s: interval %.0f has no samples: skipped\n", path, expected);
@@ -536,8 +538,8 @@ static int stats_drive(const struct stats_cli_opts *o, struct pt4c_machine *m,
                        ? t_last + (run->norder > 1 ? (t_last - t0) / (double)(run->norder - 1) : 0)
                        : (double)run->norder;
     double cursor = t0;
-    while (!pt4c_machine_stopped(m)) {
-        double len = pt4c_machine_interval_length(m);
+    while (!stats_machine_stopped(m)) {
+        double len = stats_machine_interval_length(m);
         if (cursor + len > t_end * (1 + 1e-12) + 1e-9) {
             run->data_ended_incomplete = 1;
             break;
@@ -558,19 +560,19 @@ static int stats_drive(const struct stats_cli_opts *o, struct pt4c_machine *m,
             fprintf(stderr, "%s: interval at %.17g: %s\n", path, cursor, err);
             return -1;
         }
-        total = step.action == PT4C_LENGTHEN ? 0 : total + (end - k);
-        stats_report_step(o, run, &step, step.action == PT4C_LENGTHEN ? end - k : total);
+        total = step.action == STATS_LENGTHEN ? 0 : total + (end - k);
+        stats_report_step(o, run, &step, step.action == STATS_LENGTHEN ? end - k : total);
         cursor += len;
         k = end;
     }
     return 0;
 }
 
-static json_t *stats_json_summary(const struct pt4c_band *b)
+static json_t *stats_json_summary(const struct stats_band *b)
 {
-    static const char *names[PT4C_NPCT] = {"median", "p5", "p95", "p99"};
+    static const char *names[STATS_NPCT] = {"median", "p5", "p95", "p99"};
     json_t *s = json_object();
-    for (int k = 0; k < PT4C_NPCT; k++) {
+    for (int k = 0; k < STATS_NPCT; k++) {
         json_t *e = json_object();
         json_object_set_new(e, "value", json_real(b->pct[k]));
         json_object_set_new(e, "low", json_real(b->pct_low[k]));
@@ -594,7 +596,7 @@ static int stats_pt4cloud_main(int argc, char **argv)
     struct stats_run run;
     memset(&run, 0, sizeof run);
     int status = 0;
-    struct pt4c_machine *m = NULL;
+    struct stats_machine *m = NULL;
     if (stats_load(path,
                    (o.interval_text ? STATS_INPUT_TIMESTAMPS : 0) |
                        (o.cfg.kde.log_scale ? STATS_INPUT_POSITIVE : 0),
@@ -653,8 +655,8 @@ static int stats_pt4cloud_main(int argc, char **argv)
         goto done;
     }
     o.cfg.hourly_portion = o.hourly;
-    char err[PT4C_ERR_LEN];
-    m = pt4c_machine_new(&o.cfg, err);
+    char err[STATS_ERR_LEN];
+    m = stats_machine_new(&o.cfg, err);
     if (!m) {
         fprintf(stderr, "preplay stats pt4cloud: %s\n", err);
         status = 2;
@@ -696,7 +698,7 @@ static int stats_pt4cloud_main(int argc, char **argv)
     for (size_t i = 0; i < in->n; i++) {
         if (i && in->time[i] < in->time[i - 1])
             unsorted = 1;
-        if (o.hourly < 1 && !pt4c_machine_should_run(m, in->time[i] - t0))
+        if (o.hourly < 1 && !stats_machine_should_run(m, in->time[i] - t0))
             continue;
         run.order[run.norder++] = i;
     }
@@ -707,15 +709,15 @@ static int stats_pt4cloud_main(int argc, char **argv)
     run.steps = json_array();
     if (run.norder == 0 || stats_drive(&o, m, &run, path))
         status = 1;
-    int stopped = pt4c_machine_stopped(m);
+    int stopped = stats_machine_stopped(m);
     const double *final_v, *ref_v;
     size_t final_n, ref_n;
-    pt4c_machine_final_samples(m, NULL, &final_v, &final_n);
-    pt4c_machine_reference_samples(m, NULL, &ref_v, &ref_n);
-    struct pt4c_band band;
+    stats_machine_final_samples(m, NULL, &final_v, &final_n);
+    stats_machine_reference_samples(m, NULL, &ref_v, &ref_n);
+    struct stats_band band;
     int have_band = 0;
     if (final_n >= 2) {
-        if (pt4c_band_compute(final_v, final_n, NULL, &o.cfg.kde, &o.band, &band, err)) {
+        if (stats_band_compute(final_v, final_n, NULL, &o.cfg.kde, &o.band, &band, err)) {
             fprintf(stderr, "preplay stats pt4cloud: final distribution: %s\n", err);
             status = 1;
         } else {
@@ -724,15 +726,15 @@ static int stats_pt4cloud_main(int argc, char **argv)
     }
     double *d1 = NULL, *ref_log = NULL;
     if (have_band && ref_n >= 2 && o.cfg.kde.log_scale) {
-        if (pt4c_log_copy(ref_v, ref_n, "d1", &ref_log, err))
+        if (stats_log_copy(ref_v, ref_n, "d1", &ref_log, err))
             ref_n = 0;
         ref_v = ref_log;
     }
     if (have_band && ref_n >= 2) {
         double h1;
         d1 = malloc(sizeof(double) * (size_t)band.grid.strips);
-        if (!d1 || pt4c_bandwidth(ref_v, ref_n, &o.cfg.kde, &h1, err) || h1 == 0 ||
-            pt4c_density(ref_v, ref_n, h1, &band.grid, o.cfg.kde.method, d1, err)) {
+        if (!d1 || stats_bandwidth(ref_v, ref_n, &o.cfg.kde, &h1, err) || h1 == 0 ||
+            stats_density(ref_v, ref_n, h1, &band.grid, o.cfg.kde.method, d1, err)) {
             free(d1);
             d1 = NULL;
         }
@@ -781,15 +783,15 @@ static int stats_pt4cloud_main(int argc, char **argv)
                    "resamples\n",
                    final_n, band.h, band.log_scale ? " (ln units)" : "", o.band.cl,
                    o.band.resamples);
-            static const char *names[PT4C_NPCT] = {"median", "p5", "p95", "p99"};
-            for (int k = 0; k < PT4C_NPCT; k++)
+            static const char *names[STATS_NPCT] = {"median", "p5", "p95", "p99"};
+            for (int k = 0; k < STATS_NPCT; k++)
                 printf("  %-6s %.6g  [%.6g, %.6g]\n", names[k], band.pct[k], band.pct_low[k],
                        band.pct_high[k]);
         }
     }
     free(d1);
     if (have_band)
-        pt4c_band_free(&band);
+        stats_band_free(&band);
     goto done;
 oom:
     fprintf(stderr, "preplay stats pt4cloud: out of memory for %zu samples\n", in->n);
@@ -806,7 +808,7 @@ done:
     free(run.order);
     free(run.vals);
     stats_input_free(&run.in);
-    pt4c_machine_free(m);
+    stats_machine_free(m);
     return status;
 }
 

@@ -472,7 +472,7 @@ static int deps_fifo_push(struct deps_input *in, struct deps_fifo *q, uint64_t k
     if (key < q->last_key && ev->type == TRACE_EV_DB && q->n > 1 &&
         q->q[q->head & (q->cap - 1)].key <= key) {
         /* A DB event whose answer another thread read (MariaDB
-         * Connector/J's batches: tracer/db_wire.c) is the sender's but was
+         * Connector/J's batches: tracer/preload/db_wire.c) is the sender's but was
          * written by the reader, so it comes after the sender's later
          * events: put it in its place among the events still queued
          * (after the FIFO's head, whose key the heap holds) */

@@ -7,7 +7,7 @@
  *   compare_run_load      one results file -> struct compare_run
  *   compare_recording_load the plan's recorded response times per label
  *   compare_slo_parse     'p95<200ms' -> struct compare_slo
- *   compare_analyze       statistics (through analyzer/stats, never
+ *   compare_analyze       statistics (through stats/, never
  *                         reimplemented here) and the verdict
  *   compare_json / compare_print_table / compare_report_write  outputs
  *

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pt4cloud.h"
+#include "stats.h"
 #include "stats_input.h"
 
 #define STATS_FIELD_MAX 8
@@ -171,7 +171,7 @@ int stats_input_parse(const char *buf, size_t len, const char *name, int flags, 
                 in->time_kind = STATS_TIME_NONE;
                 for (int i = 0; i < nf && i < STATS_FIELD_MAX; i++)
                     if (stats_header_column(fields[i], &cols, i, &in->time_kind)) {
-                        snprintf(err, PT4C_ERR_LEN,
+                        snprintf(err, STATS_ERR_LEN,
                                  "%.100s:%zu: unknown column '%.40s' (expected value, "
                                  "interval, timestamp, label)",
                                  name, lineno, fields[i]);
@@ -179,7 +179,7 @@ int stats_input_parse(const char *buf, size_t len, const char *name, int flags, 
                         return -1;
                     }
                 if (cols.value < 0) {
-                    snprintf(err, PT4C_ERR_LEN, "%.100s:%zu: the header has no 'value' column",
+                    snprintf(err, STATS_ERR_LEN, "%.100s:%zu: the header has no 'value' column",
                              name, lineno);
                     stats_input_free(in);
                     return -1;
@@ -227,7 +227,7 @@ int stats_input_parse(const char *buf, size_t len, const char *name, int flags, 
                 STATS_REJECT("more than %d distinct labels", STATS_INPUT_MAX_LABELS);
         }
         if (stats_input_push(in, value, time, label)) {
-            snprintf(err, PT4C_ERR_LEN, "%.100s:%zu: out of memory", name, lineno);
+            snprintf(err, STATS_ERR_LEN, "%.100s:%zu: out of memory", name, lineno);
             stats_input_free(in);
             return -1;
         }

@@ -30,7 +30,7 @@ struct collector_options {
     const char *path_prefix; /* only files under this path */
     uint16_t net_ports[16];  /* --port: only connections with one of these ports */
     uint32_t nnet_ports;
-    /* CPU benchmark scores of this machine (replayer/cpu_kernels.h), copied
+    /* CPU benchmark scores of this machine (cpu/cpu_kernels.h), copied
      * into every trace header; the array must outlive the collector. */
     const struct trace_cpu_score *cpu_scores;
     uint32_t ncpu_scores;

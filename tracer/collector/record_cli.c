@@ -3,7 +3,7 @@
  * started elsewhere). `record` behaves like a good wrapper: the command
  * keeps our stdin/stdout/stderr, gets SIGINT/SIGTERM/SIGHUP forwarded, and
  * its exit status (128+N for death by signal N) becomes ours. Before the
- * app starts, both run the CPU benchmark kernels (replayer/cpu_kernels.h)
+ * app starts, both run the CPU benchmark kernels (cpu/cpu_kernels.h)
  * so every trace header carries this machine's CPU scores. */
 #include <dlfcn.h>
 #include <errno.h>

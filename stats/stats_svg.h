@@ -2,10 +2,10 @@
 #ifndef PREPLAY_STATS_SVG_H
 #define PREPLAY_STATS_SVG_H
 
-#include "pt4cloud.h"
+#include "stats.h"
 
 /* d1, low and high may be NULL. Returns -1 (errno set) when the file fails. */
-int stats_svg_write(const char *path, const struct pt4c_grid *g, const double *d1, const double *d2,
-                    const double *low, const double *high, const char *title);
+int stats_svg_write(const char *path, const struct stats_grid *g, const double *d1,
+                    const double *d2, const double *low, const double *high, const char *title);
 
 #endif

@@ -9,7 +9,7 @@
 #define SVG_H 360.0
 #define SVG_PAD 48.0
 
-static double svg_px(const struct pt4c_grid *g, int i)
+static double svg_px(const struct stats_grid *g, int i)
 {
     return SVG_PAD + (SVG_W - 2 * SVG_PAD) * ((double)i + 0.5) / g->strips;
 }
@@ -19,7 +19,7 @@ static double svg_py(double v, double ymax)
     return SVG_H - SVG_PAD - (SVG_H - 2 * SVG_PAD) * v / ymax;
 }
 
-static void svg_polyline(FILE *f, const struct pt4c_grid *g, const double *d, double ymax,
+static void svg_polyline(FILE *f, const struct stats_grid *g, const double *d, double ymax,
                          const char *style)
 {
     fprintf(f, "<polyline fill=\"none\" %s points=\"", style);
@@ -28,8 +28,8 @@ static void svg_polyline(FILE *f, const struct pt4c_grid *g, const double *d, do
     fprintf(f, "\"/>\n");
 }
 
-int stats_svg_write(const char *path, const struct pt4c_grid *g, const double *d1, const double *d2,
-                    const double *low, const double *high, const char *title)
+int stats_svg_write(const char *path, const struct stats_grid *g, const double *d1,
+                    const double *d2, const double *low, const double *high, const char *title)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -59,7 +59,7 @@ int stats_svg_write(const char *path, const struct pt4c_grid *g, const double *d
     if (d1)
         svg_polyline(f, g, d1, ymax, "stroke=\"#d95f02\" stroke-dasharray=\"4 3\"");
     svg_polyline(f, g, d2, ymax, "stroke=\"#08519c\" stroke-width=\"1.5\"");
-    double x0 = pt4c_grid_x(g, 0), x1 = pt4c_grid_x(g, g->strips - 1);
+    double x0 = stats_grid_x(g, 0), x1 = stats_grid_x(g, g->strips - 1);
     fprintf(f,
             "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n"
             "<text x=\"%.0f\" y=\"%.0f\">%.6g</text>\n"

@@ -1,4 +1,4 @@
-/* pt4cloud.c - the PT4Cloud stop rule as a state machine fed one interval of
+/* stats_pt4cloud.c - the PT4Cloud stop rule as a state machine fed one interval of
  * samples at a time (PT4Cloud §2 Fig. 2, §6.1 Fig. 7, §6.2).
  *
  * Standard method: d1 from S1, d2 from S = S1 u S2; stop when p >= p0, else
@@ -18,20 +18,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pt4cloud.h"
+#include "stats.h"
 
-struct pt4c_series {
-    char label[PT4C_LABEL_LEN];
+struct stats_series {
+    char label[STATS_LABEL_LEN];
     double *values;
     size_t n, cap;
     size_t d1_end; /* samples [0, d1_end) make d1 */
     size_t d2_end; /* in validation: samples [0, d2_end) make d2 */
 };
 
-struct pt4c_machine {
-    struct pt4c_config cfg;
-    struct pt4c_series overall;
-    struct pt4c_series *labels;
+struct stats_machine {
+    struct stats_config cfg;
+    struct stats_series overall;
+    struct stats_series *labels;
     size_t nlabels, labels_cap;
     double interval;
     int standard;   /* 1 once the standard method runs */
@@ -42,27 +42,27 @@ struct pt4c_machine {
     int final_is_d2_end; /* stopped after validation: final = [0, d2_end) */
 };
 
-const char *pt4c_action_name(enum pt4c_action a)
+const char *stats_action_name(enum stats_action a)
 {
     switch (a) {
-    case PT4C_CONTINUE:
+    case STATS_CONTINUE:
         return "continue";
-    case PT4C_LENGTHEN:
+    case STATS_LENGTHEN:
         return "lengthen";
-    case PT4C_VALIDATE:
+    case STATS_VALIDATE:
         return "validate";
-    case PT4C_STOP:
+    case STATS_STOP:
         return "stop";
     }
     return "?";
 }
 
-void pt4c_config_default(struct pt4c_config *cfg)
+void stats_config_default(struct stats_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->p0 = 0.9;
     cfg->min_samples = 30;
-    pt4c_kde_options_default(&cfg->kde);
+    stats_kde_options_default(&cfg->kde);
     cfg->short_intervals = 0;
     cfg->interval = 7 * 86400.0;
     cfg->max_interval = 7 * 86400.0;
@@ -71,30 +71,30 @@ void pt4c_config_default(struct pt4c_config *cfg)
     cfg->hourly_portion = 1.0;
 }
 
-struct pt4c_machine *pt4c_machine_new(const struct pt4c_config *cfg, char *err)
+struct stats_machine *stats_machine_new(const struct stats_config *cfg, char *err)
 {
     if (!(cfg->p0 > 0 && cfg->p0 <= 1)) {
-        snprintf(err, PT4C_ERR_LEN, "objective probability p0 must be in (0, 1], got %g", cfg->p0);
+        snprintf(err, STATS_ERR_LEN, "objective probability p0 must be in (0, 1], got %g", cfg->p0);
         return NULL;
     }
     if (cfg->kde.strips < 2) {
-        snprintf(err, PT4C_ERR_LEN, "strips must be at least 2, got %d", cfg->kde.strips);
+        snprintf(err, STATS_ERR_LEN, "strips must be at least 2, got %d", cfg->kde.strips);
         return NULL;
     }
     if (cfg->short_intervals && (!(cfg->interval > 0) || !(cfg->max_interval >= cfg->interval) ||
                                  !(cfg->lengthen_factor > 1) || !isfinite(cfg->max_interval))) {
-        snprintf(err, PT4C_ERR_LEN,
+        snprintf(err, STATS_ERR_LEN,
                  "short intervals need 0 < interval <= max interval and a lengthen factor > 1");
         return NULL;
     }
     if (!(cfg->hourly_portion > 0 && cfg->hourly_portion <= 1)) {
-        snprintf(err, PT4C_ERR_LEN, "hourly portion must be in (0, 1], got %g",
+        snprintf(err, STATS_ERR_LEN, "hourly portion must be in (0, 1], got %g",
                  cfg->hourly_portion);
         return NULL;
     }
-    struct pt4c_machine *m = calloc(1, sizeof *m);
+    struct stats_machine *m = calloc(1, sizeof *m);
     if (!m) {
-        snprintf(err, PT4C_ERR_LEN, "out of memory");
+        snprintf(err, STATS_ERR_LEN, "out of memory");
         return NULL;
     }
     m->cfg = *cfg;
@@ -104,7 +104,7 @@ struct pt4c_machine *pt4c_machine_new(const struct pt4c_config *cfg, char *err)
     return m;
 }
 
-void pt4c_machine_free(struct pt4c_machine *m)
+void stats_machine_free(struct stats_machine *m)
 {
     if (!m)
         return;
@@ -115,16 +115,16 @@ void pt4c_machine_free(struct pt4c_machine *m)
     free(m);
 }
 
-double pt4c_machine_interval_length(const struct pt4c_machine *m)
+double stats_machine_interval_length(const struct stats_machine *m)
 {
     return m->interval;
 }
-int pt4c_machine_stopped(const struct pt4c_machine *m)
+int stats_machine_stopped(const struct stats_machine *m)
 {
     return m->stopped;
 }
 
-int pt4c_machine_should_run(const struct pt4c_machine *m, double seconds)
+int stats_machine_should_run(const struct stats_machine *m, double seconds)
 {
     if (m->cfg.hourly_portion >= 1)
         return 1;
@@ -134,18 +134,18 @@ int pt4c_machine_should_run(const struct pt4c_machine *m, double seconds)
     return into_hour < m->cfg.hourly_portion * 3600.0;
 }
 
-static int pt4c_check_values(const double *v, size_t n, const char *what, char *err)
+static int stats_check_values(const double *v, size_t n, const char *what, char *err)
 {
     for (size_t i = 0; i < n; i++)
         if (!isfinite(v[i]) || v[i] < 0) {
-            snprintf(err, PT4C_ERR_LEN, "%s sample %zu is %g: durations must be finite and >= 0",
+            snprintf(err, STATS_ERR_LEN, "%s sample %zu is %g: durations must be finite and >= 0",
                      what, i, v[i]);
             return -1;
         }
     return 0;
 }
 
-static int pt4c_series_append(struct pt4c_series *s, const double *v, size_t n)
+static int stats_series_append(struct stats_series *s, const double *v, size_t n)
 {
     if (s->n + n > s->cap) {
         size_t cap = s->cap ? s->cap : 1024;
@@ -162,52 +162,52 @@ static int pt4c_series_append(struct pt4c_series *s, const double *v, size_t n)
     return 0;
 }
 
-static struct pt4c_series *pt4c_find_label(struct pt4c_machine *m, const char *label, int create)
+static struct stats_series *stats_find_label(struct stats_machine *m, const char *label, int create)
 {
     for (size_t i = 0; i < m->nlabels; i++)
-        if (!strncmp(m->labels[i].label, label, PT4C_LABEL_LEN - 1))
+        if (!strncmp(m->labels[i].label, label, STATS_LABEL_LEN - 1))
             return &m->labels[i];
     if (!create)
         return NULL;
     if (m->nlabels == m->labels_cap) {
         size_t cap = m->labels_cap ? m->labels_cap * 2 : 8;
-        struct pt4c_series *grown = realloc(m->labels, sizeof *grown * cap);
+        struct stats_series *grown = realloc(m->labels, sizeof *grown * cap);
         if (!grown)
             return NULL;
         m->labels = grown;
         m->labels_cap = cap;
     }
-    struct pt4c_series *s = &m->labels[m->nlabels++];
+    struct stats_series *s = &m->labels[m->nlabels++];
     memset(s, 0, sizeof *s);
     snprintf(s->label, sizeof s->label, "%s", label);
     return s;
 }
 
-static void pt4c_series_reset(struct pt4c_series *s)
+static void stats_series_reset(struct stats_series *s)
 {
     s->n = s->d1_end = s->d2_end = 0;
 }
 
-static void pt4c_for_each_series(struct pt4c_machine *m, void (*fn)(struct pt4c_series *))
+static void stats_for_each_series(struct stats_machine *m, void (*fn)(struct stats_series *))
 {
     fn(&m->overall);
     for (size_t i = 0; i < m->nlabels; i++)
         fn(&m->labels[i]);
 }
 
-static void pt4c_mark_d1(struct pt4c_series *s)
+static void stats_mark_d1(struct stats_series *s)
 {
     s->d1_end = s->n;
 }
-static void pt4c_mark_d2(struct pt4c_series *s)
+static void stats_mark_d2(struct stats_series *s)
 {
     s->d2_end = s->n;
 }
 
 /* p of one metric: validation compares [d2_end, n) with [0, d2_end), else
  * [0, d1_end) with [0, n). Returns 0 judged, 1 not enough samples, -1 error. */
-static int pt4c_judge(const struct pt4c_machine *m, const struct pt4c_series *s, int validation,
-                      size_t min_samples, double *p, char *err)
+static int stats_judge(const struct stats_machine *m, const struct stats_series *s, int validation,
+                       size_t min_samples, double *p, char *err)
 {
     const double *a, *b;
     size_t na, nb;
@@ -226,32 +226,33 @@ static int pt4c_judge(const struct pt4c_machine *m, const struct pt4c_series *s,
         min_samples = 2;
     if (na < min_samples || nb < min_samples)
         return 1;
-    struct pt4c_similarity sim;
-    if (pt4c_similarity_compute(a, na, b, nb, &m->cfg.kde, &sim, err))
+    struct stats_similarity sim;
+    if (stats_similarity_compute(a, na, b, nb, &m->cfg.kde, &sim, err))
         return -1;
     *p = sim.p;
-    pt4c_similarity_free(&sim);
+    stats_similarity_free(&sim);
     return 0;
 }
 
 /* Judge every metric; fills p, min_p, stable, labels_judged, held_open_by. */
-static int pt4c_compare(struct pt4c_machine *m, int validation, struct pt4c_step *step, char *err)
+static int stats_compare(struct stats_machine *m, int validation, struct stats_step *step,
+                         char *err)
 {
     step->compared = 1;
     step->validation = validation;
     double p;
-    int r = pt4c_judge(m, &m->overall, validation, 2, &p, err);
+    int r = stats_judge(m, &m->overall, validation, 2, &p, err);
     if (r < 0)
         return -1;
     step->p = r == 0 ? p : 0.0;
     step->min_p = step->p;
     const char *holder = step->p >= m->cfg.p0 ? NULL : m->overall.label;
     for (size_t i = 0; i < m->nlabels; i++) {
-        r = pt4c_judge(m, &m->labels[i], validation, m->cfg.min_samples, &p, err);
+        r = stats_judge(m, &m->labels[i], validation, m->cfg.min_samples, &p, err);
         if (r < 0) {
-            char inner[PT4C_ERR_LEN];
+            char inner[STATS_ERR_LEN];
             snprintf(inner, sizeof inner, "%s", err);
-            snprintf(err, PT4C_ERR_LEN, "label %.60s: %.180s", m->labels[i].label, inner);
+            snprintf(err, STATS_ERR_LEN, "label %.60s: %.180s", m->labels[i].label, inner);
             return -1;
         }
         if (r == 1)
@@ -268,46 +269,46 @@ static int pt4c_compare(struct pt4c_machine *m, int validation, struct pt4c_step
     return 0;
 }
 
-static void pt4c_lengthen(struct pt4c_machine *m)
+static void stats_lengthen(struct stats_machine *m)
 {
     m->interval *= m->cfg.lengthen_factor;
     if (m->interval >= m->cfg.max_interval) {
         m->interval = m->cfg.max_interval;
         m->standard = 1;
     }
-    pt4c_for_each_series(m, pt4c_series_reset);
+    stats_for_each_series(m, stats_series_reset);
     m->in_round = 0;
     m->validating = 0;
 }
 
-int pt4c_machine_feed(struct pt4c_machine *m, const double *all, size_t n_all,
-                      const struct pt4c_label_samples *labels, size_t nlabels,
-                      struct pt4c_step *step, char *err)
+int stats_machine_feed(struct stats_machine *m, const double *all, size_t n_all,
+                       const struct stats_label_samples *labels, size_t nlabels,
+                       struct stats_step *step, char *err)
 {
     memset(step, 0, sizeof *step);
     if (m->stopped) {
-        snprintf(err, PT4C_ERR_LEN, "the test already stopped after interval %d", m->fed);
+        snprintf(err, STATS_ERR_LEN, "the test already stopped after interval %d", m->fed);
         return -1;
     }
     if (n_all == 0) {
-        snprintf(err, PT4C_ERR_LEN, "interval %d has no samples", m->fed + 1);
+        snprintf(err, STATS_ERR_LEN, "interval %d has no samples", m->fed + 1);
         return -1;
     }
-    if (pt4c_check_values(all, n_all, "overall", err))
+    if (stats_check_values(all, n_all, "overall", err))
         return -1;
     for (size_t i = 0; i < nlabels; i++) {
         if (!labels[i].label || !labels[i].label[0]) {
-            snprintf(err, PT4C_ERR_LEN, "label %zu has no name", i);
+            snprintf(err, STATS_ERR_LEN, "label %zu has no name", i);
             return -1;
         }
-        if (pt4c_check_values(labels[i].values, labels[i].n, labels[i].label, err))
+        if (stats_check_values(labels[i].values, labels[i].n, labels[i].label, err))
             return -1;
     }
-    if (pt4c_series_append(&m->overall, all, n_all))
+    if (stats_series_append(&m->overall, all, n_all))
         goto oom;
     for (size_t i = 0; i < nlabels; i++) {
-        struct pt4c_series *s = pt4c_find_label(m, labels[i].label, 1);
-        if (!s || pt4c_series_append(s, labels[i].values, labels[i].n))
+        struct stats_series *s = stats_find_label(m, labels[i].label, 1);
+        if (!s || stats_series_append(s, labels[i].values, labels[i].n))
             goto oom;
     }
     m->fed++;
@@ -318,64 +319,64 @@ int pt4c_machine_feed(struct pt4c_machine *m, const double *all, size_t n_all,
 
     if (m->standard) {
         if (m->in_round >= 2) {
-            if (pt4c_compare(m, 0, step, err))
+            if (stats_compare(m, 0, step, err))
                 return -1;
         }
         if (step->compared && step->stable) {
-            step->action = PT4C_STOP;
+            step->action = STATS_STOP;
             m->stopped = 1;
         } else {
-            step->action = PT4C_CONTINUE;
-            pt4c_for_each_series(m, pt4c_mark_d1);
+            step->action = STATS_CONTINUE;
+            stats_for_each_series(m, stats_mark_d1);
         }
     } else if (!m->validating) {
         if (m->in_round == 1) {
-            pt4c_for_each_series(m, pt4c_mark_d1);
-            step->action = PT4C_CONTINUE;
+            stats_for_each_series(m, stats_mark_d1);
+            step->action = STATS_CONTINUE;
         } else {
-            if (pt4c_compare(m, 0, step, err))
+            if (stats_compare(m, 0, step, err))
                 return -1;
             if (!step->stable) {
-                step->action = PT4C_LENGTHEN;
-                pt4c_lengthen(m);
+                step->action = STATS_LENGTHEN;
+                stats_lengthen(m);
             } else if (m->cfg.validate) {
-                step->action = PT4C_VALIDATE;
+                step->action = STATS_VALIDATE;
                 m->validating = 1;
-                pt4c_for_each_series(m, pt4c_mark_d2);
+                stats_for_each_series(m, stats_mark_d2);
             } else {
-                step->action = PT4C_STOP;
+                step->action = STATS_STOP;
                 m->stopped = 1;
             }
         }
     } else {
         if (m->in_round == 3) {
-            step->action = PT4C_CONTINUE;
+            step->action = STATS_CONTINUE;
         } else {
-            if (pt4c_compare(m, 1, step, err))
+            if (stats_compare(m, 1, step, err))
                 return -1;
             if (step->stable) {
-                step->action = PT4C_STOP;
+                step->action = STATS_STOP;
                 m->stopped = 1;
                 m->final_is_d2_end = 1;
             } else {
-                step->action = PT4C_LENGTHEN;
-                pt4c_lengthen(m);
+                step->action = STATS_LENGTHEN;
+                stats_lengthen(m);
             }
         }
     }
     step->next_interval_length = m->interval;
     return 0;
 oom:
-    snprintf(err, PT4C_ERR_LEN, "out of memory storing interval %d", m->fed + 1);
+    snprintf(err, STATS_ERR_LEN, "out of memory storing interval %d", m->fed + 1);
     return -1;
 }
 
-int pt4c_machine_final_samples(const struct pt4c_machine *m, const char *label,
-                               const double **values, size_t *n)
+int stats_machine_final_samples(const struct stats_machine *m, const char *label,
+                                const double **values, size_t *n)
 {
-    const struct pt4c_series *s = &m->overall;
+    const struct stats_series *s = &m->overall;
     if (label) {
-        s = pt4c_find_label((struct pt4c_machine *)m, label, 0);
+        s = stats_find_label((struct stats_machine *)m, label, 0);
         if (!s)
             return -1;
     }
@@ -384,12 +385,12 @@ int pt4c_machine_final_samples(const struct pt4c_machine *m, const char *label,
     return 0;
 }
 
-int pt4c_machine_reference_samples(const struct pt4c_machine *m, const char *label,
-                                   const double **values, size_t *n)
+int stats_machine_reference_samples(const struct stats_machine *m, const char *label,
+                                    const double **values, size_t *n)
 {
-    const struct pt4c_series *s = &m->overall;
+    const struct stats_series *s = &m->overall;
     if (label) {
-        s = pt4c_find_label((struct pt4c_machine *)m, label, 0);
+        s = stats_find_label((struct stats_machine *)m, label, 0);
         if (!s)
             return -1;
     }

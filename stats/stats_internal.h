@@ -1,4 +1,4 @@
-/* stats_internal.h - pieces shared inside analyzer/stats and not part of the
+/* stats_internal.h - pieces shared inside stats/ and not part of the
  * public API: the seeded random generator, the FFT, and the binned-KDE
  * evaluator that both the plain densities and the bootstrap use. Nothing in
  * here may allocate global state or print. */
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pt4cloud.h"
+#include "stats.h"
 
 /* ---- random numbers: xoshiro256** seeded through splitmix64 ----------- */
 struct stats_rng {
@@ -34,14 +34,14 @@ void stats_fft_run(const struct stats_fft *f, double *re, double *im, int invers
 
 /* ---- binned KDE ---------------------------------------------------------
  * The grid's strips are split into `sub` (odd) nodes each so that strip
- * midpoints are nodes and the node spacing is at most h / PT4C_NODES_PER_H.
+ * midpoints are nodes and the node spacing is at most h / STATS_NODES_PER_H.
  * Samples are linearly binned onto the nodes; the density at a midpoint is
  * the node counts convolved with the Gaussian sampled at node offsets. */
 #define STATS_NODES_PER_H 32.0
 #define STATS_KERNEL_SIGMAS 9.0
 
 struct stats_binned {
-    struct pt4c_grid grid;
+    struct stats_grid grid;
     double h;
     int sub;        /* nodes per strip (odd) */
     size_t nodes;   /* strips * sub */
@@ -54,7 +54,7 @@ struct stats_binned {
     double *re, *im;    /* fft work buffers */
 };
 
-int stats_binned_init(struct stats_binned *b, const struct pt4c_grid *grid, double h, char *err);
+int stats_binned_init(struct stats_binned *b, const struct stats_grid *grid, double h, char *err);
 void stats_binned_free(struct stats_binned *b);
 /* How a sample's unit mass is spread over the nodes around it.
  *  - LINEAR: two nodes, weights 1-t and t (non-negative, so node counts can
@@ -81,10 +81,10 @@ void stats_binned_smooth(struct stats_binned *b, const double *counts, double *o
                          const double *counts2, double *out2);
 
 /* Exact raw sum of Gaussians (1/h phi((x_i - s)/h)) of the samples, added to out. */
-void stats_exact_add(const double *x, size_t n, double h, const struct pt4c_grid *grid,
+void stats_exact_add(const double *x, size_t n, double h, const struct stats_grid *grid,
                      double *out);
 /* Floor at 1e-12 * max and normalize to integrate to 1; returns -1 when all zero. */
-int stats_floor_normalize(double *d, const struct pt4c_grid *grid);
+int stats_floor_normalize(double *d, const struct stats_grid *grid);
 
 /* Quantile (numpy "linear", type 7) of sorted data. */
 double stats_quantile_sorted(const double *sorted, size_t n, double q);
