@@ -10,8 +10,8 @@
 
 int cmd_record(int argc, char **argv);       /* tracer/collector/record_cli.c */
 int cmd_collect(int argc, char **argv);      /* tracer/collector/record_cli.c */
-int cmd_info(int argc, char **argv);         /* inspect/info.c */      
-int cmd_dump(int argc, char **argv);         /* inspect/info.c */      
+int cmd_info(int argc, char **argv);         /* inspect/info.c */
+int cmd_dump(int argc, char **argv);         /* inspect/dump.c */
 int cmd_stats(int argc, char **argv);        /* stats/stats_cli.c */
 int cmd_analyze(int argc, char **argv);      /* analyzer/analyze_cli.c */
 int cmd_calibrate(int argc, char **argv);    /* replayer/calibrate_cli.c */

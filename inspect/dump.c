@@ -1,0 +1,383 @@
+/* dump.c - `preplay dump`: every event of a trace file, one per line, with
+ * names for types, operations and flags, interned strings resolved and,
+ * with --stacks records, each event's stack by symbol; text or JSON lines
+ * (docs/preplay-dump.md). It streams the trace through the reader and
+ * keeps only the stacks and symbols seen so far. Exit status: 0 ok,
+ * 1 damaged or unreadable trace, 2 usage, 3 damaged but salvaged. Damage
+ * is always reported on stderr: it must never end a partial dump as if it
+ * were complete. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "inspect.h"
+#include "trace_file.h"
+#include "trace_u64map.h"
+
+#define J_INT(o, k, v) json_object_set_new(o, k, json_integer((json_int_t)(v)))
+
+static void dump_set_string(json_t *o, const char *key, const char *s, uint32_t len)
+{
+    json_t *j = json_stringn(s, len);
+    if (j) {
+        json_object_set_new(o, key, j);
+        return;
+    }
+    /* not UTF-8: hex so the line stays valid JSON */
+    char *hex = inspect_xalloc(malloc(2 * (size_t)len + 1));
+    for (uint32_t i = 0; i < len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", (unsigned char)s[i]);
+    char k[64];
+    snprintf(k, sizeof k, "%s_hex", key);
+    json_object_set_new(o, k, json_string(hex));
+    free(hex);
+}
+
+static void dump_resolve(json_t *o, const char *key, struct trace_reader *r, uint32_t id)
+{
+    uint32_t len;
+    const char *s = id ? trace_reader_string(r, id, &len) : NULL;
+    if (s)
+        dump_set_string(o, key, s, len);
+}
+
+static json_t *dump_event_json(const struct trace_event *ev, struct trace_reader *r)
+{
+    json_t *o = json_object();
+    J_INT(o, "ts", ev->ts_ns);
+    J_INT(o, "tid", ev->tid);
+    json_object_set_new(o, "type", json_string(trace_event_type_name(ev->type)));
+    const char *op = trace_event_op_name(ev->type, ev->op);
+    if (op)
+        json_object_set_new(o, "op", json_string(op));
+    else if (ev->op)
+        J_INT(o, "op", ev->op);
+    J_INT(o, "dur", ev->dur_ns);
+    if (ev->flags) {
+        json_t *f = json_array();
+        for (unsigned b = 0; b < 16; b++) {
+            if (!(ev->flags & (1u << b)))
+                continue;
+            const char *name = trace_event_flag_name(b);
+            if (name)
+                json_array_append_new(f, json_string(name));
+            else
+                json_array_append_new(f, json_integer(1 << b));
+        }
+        json_object_set_new(o, "flags", f);
+    }
+    if (ev->stack_id)
+        J_INT(o, "stack_id", ev->stack_id);
+    char ep[80];
+    switch (ev->type) {
+    case TRACE_EV_THREAD_START:
+    case TRACE_EV_THREAD_EXIT:
+        if (ev->u.thread.parent_tid)
+            J_INT(o, "parent_tid", ev->u.thread.parent_tid);
+        break;
+    case TRACE_EV_FILE: {
+        const struct trace_file_event *f = &ev->u.file;
+        J_INT(o, "fd", f->fd);
+        if (f->path_id) {
+            J_INT(o, "path_id", f->path_id);
+            dump_resolve(o, "path", r, f->path_id);
+        }
+        J_INT(o, "dev", f->dev);
+        J_INT(o, "ino", f->ino);
+        J_INT(o, "offset", f->offset);
+        J_INT(o, "size", f->size);
+        J_INT(o, "result", f->result);
+        J_INT(o, "file_size", f->file_size);
+        if (f->open_flags)
+            J_INT(o, "open_flags", f->open_flags);
+        if (f->fd2 != -1)
+            J_INT(o, "fd2", f->fd2);
+        break;
+    }
+    case TRACE_EV_NET:
+        J_INT(o, "fd", ev->u.net.fd);
+        J_INT(o, "conn_id", ev->u.net.conn_id);
+        J_INT(o, "size", ev->u.net.size);
+        J_INT(o, "result", ev->u.net.result);
+        if (ev->u.net.msg_flags)
+            J_INT(o, "msg_flags", ev->u.net.msg_flags);
+        if (ev->u.net.nmsgs)
+            J_INT(o, "nmsgs", ev->u.net.nmsgs);
+        break;
+    case TRACE_EV_CONN: {
+        const struct trace_conn_event *c = &ev->u.conn;
+        J_INT(o, "fd", c->fd);
+        J_INT(o, "conn_id", c->conn_id);
+        json_object_set_new(o, "proto", json_string(inspect_proto_name(c->proto)));
+        J_INT(o, "family", c->family);
+        inspect_format_endpoint(ep, sizeof ep, c->family, c->local_addr, c->local_port);
+        if (ep[0])
+            json_object_set_new(o, "local", json_string(ep));
+        inspect_format_endpoint(ep, sizeof ep, c->family, c->remote_addr, c->remote_port);
+        if (ep[0])
+            json_object_set_new(o, "remote", json_string(ep));
+        if (c->unix_inode || c->unix_peer_inode) {
+            J_INT(o, "unix_inode", c->unix_inode);
+            J_INT(o, "unix_peer_inode", c->unix_peer_inode);
+        }
+        J_INT(o, "result", c->result);
+        break;
+    }
+    case TRACE_EV_SOCKOPT:
+        J_INT(o, "fd", ev->u.sockopt.fd);
+        J_INT(o, "level", ev->u.sockopt.level);
+        J_INT(o, "name", ev->u.sockopt.name);
+        J_INT(o, "value", ev->u.sockopt.value);
+        J_INT(o, "conn_id", ev->u.sockopt.conn_id);
+        break;
+    case TRACE_EV_LOCK: {
+        static const char *const kinds[] = {"?",     "mutex", "rwlock",   "flock",
+                                            "fcntl", "ofd",   "semaphore"};
+        const struct trace_lock_event *l = &ev->u.lock;
+        json_object_set_new(
+            o, "kind", json_string(l->kind < sizeof kinds / sizeof *kinds ? kinds[l->kind] : "?"));
+        json_object_set_new(o, "mode",
+                            json_string(l->mode == TRACE_LOCK_SHARED      ? "shared"
+                                        : l->mode == TRACE_LOCK_EXCLUSIVE ? "exclusive"
+                                                                          : "?"));
+        J_INT(o, "lock_id", l->lock_id);
+        J_INT(o, "result", l->result);
+        if (l->start || l->len) {
+            J_INT(o, "start", l->start);
+            J_INT(o, "len", l->len);
+        }
+        break;
+    }
+    case TRACE_EV_DB: {
+        const struct trace_db_event *d = &ev->u.db;
+        json_object_set_new(o, "source",
+                            json_string(d->source == TRACE_DB_CAPI   ? "capi"
+                                        : d->source == TRACE_DB_WIRE ? "wire"
+                                                                     : "?"));
+        J_INT(o, "db_conn_id", d->db_conn_id);
+        if (d->query_id) {
+            J_INT(o, "query_id", d->query_id);
+            dump_resolve(o, "query", r, d->query_id);
+        }
+        if (d->params_id) {
+            J_INT(o, "params_id", d->params_id);
+            dump_resolve(o, "params", r, d->params_id);
+        }
+        if (d->stmt_id)
+            J_INT(o, "stmt_id", d->stmt_id);
+        J_INT(o, "rows", d->rows);
+        J_INT(o, "bytes", d->bytes);
+        J_INT(o, "error", d->error);
+        break;
+    }
+    case TRACE_EV_LABEL:
+        J_INT(o, "conn_id", ev->u.label.conn_id);
+        J_INT(o, "label_id", ev->u.label.label_id);
+        dump_resolve(o, "label", r, ev->u.label.label_id);
+        break;
+    case TRACE_EV_LOSS: {
+        J_INT(o, "count", ev->u.loss.count);
+        J_INT(o, "from_ns", ev->u.loss.from_ns);
+        J_INT(o, "to_ns", ev->u.loss.to_ns);
+        json_object_set_new(o, "reason", json_string(trace_loss_reason_name(ev->u.loss.reason)));
+        break;
+    }
+    case TRACE_EV_STRING:
+        J_INT(o, "id", ev->u.string.id);
+        J_INT(o, "len", ev->u.string.len);
+        dump_set_string(o, "value", ev->data ? ev->data : "", ev->u.string.len);
+        break;
+    case TRACE_EV_STACK: {
+        J_INT(o, "id", ev->u.stack.id);
+        json_t *frames = json_array();
+        const uint64_t *f = ev->data;
+        for (uint32_t i = 0; i < ev->u.stack.nframes; i++) {
+            char hex[24];
+            snprintf(hex, sizeof hex, "0x%" PRIx64, f[i]);
+            json_array_append_new(frames, json_string(hex));
+        }
+        json_object_set_new(o, "frames", frames);
+        break;
+    }
+    case TRACE_EV_CONTROL:
+        J_INT(o, "arg0", ev->u.control.arg0);
+        J_INT(o, "arg1", ev->u.control.arg1);
+        if (ev->op == TRACE_CTL_EXEC && ev->u.control.arg0 > 0 && ev->u.control.arg0 <= UINT32_MAX)
+            dump_resolve(o, "path", r, (uint32_t)ev->u.control.arg0);
+        break;
+    default:
+        break;
+    }
+    return o;
+}
+
+/* Text line: "ts tid type op k=v ..." built from the same JSON object. */
+static void dump_print_event_text(json_t *o)
+{
+    printf("%" JSON_INTEGER_FORMAT " %" JSON_INTEGER_FORMAT " %s",
+           json_integer_value(json_object_get(o, "ts")),
+           json_integer_value(json_object_get(o, "tid")),
+           json_string_value(json_object_get(o, "type")));
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v)
+    {
+        if (!strcmp(key, "ts") || !strcmp(key, "tid") || !strcmp(key, "type"))
+            continue;
+        if (json_is_integer(v)) {
+            printf(" %s=%" JSON_INTEGER_FORMAT, key, json_integer_value(v));
+        } else if (json_is_string(v)) {
+            const char *s = json_string_value(v);
+            if (!strcmp(key, "op"))
+                printf(" %s", s);
+            else if (strpbrk(s, " \t\n\"\\") || !*s) {
+                json_t *q = json_string(s);
+                char *enc = json_dumps(q, JSON_ENCODE_ANY);
+                printf(" %s=%s", key, enc ? enc : "?");
+                free(enc);
+                json_decref(q);
+            } else
+                printf(" %s=%s", key, s);
+        } else {
+            char *enc = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            printf(" %s=%s", key, enc ? enc : "?");
+            free(enc);
+        }
+    }
+    printf("\n");
+}
+
+/* --stacks: frames per stack id and a symbol per address, from the STACK
+ * records seen so far, so dump can print each event's stack by name. Memory
+ * grows with distinct stacks and addresses, not with events. */
+struct dump_stacks {
+    struct trace_u64map symbol_of; /* address -> string id of its symbol */
+    struct trace_u64map index_of;  /* stack id -> index into frames/nframes */
+    uint64_t **frames;
+    uint32_t *nframes;
+    size_t n, cap;
+};
+
+static void dump_stacks_note(struct dump_stacks *st, const struct trace_event *ev)
+{
+    const uint64_t *f = ev->data;
+    if (ev->type != TRACE_EV_STACK || !f || !ev->u.stack.nframes)
+        return;
+    int inserted;
+    if (ev->op == TRACE_STACK_SYMBOL) {
+        uint32_t *v = trace_u64map_upsert(&st->symbol_of, f[0], ev->u.stack.id, &inserted);
+        if (v)
+            *v = ev->u.stack.id;
+        return;
+    }
+    uint32_t *idx = trace_u64map_upsert(&st->index_of, ev->u.stack.id, (uint32_t)st->n, &inserted);
+    if (!idx || !inserted)
+        return;
+    if (st->n == st->cap) {
+        st->cap = st->cap ? st->cap * 2 : 64;
+        st->frames = inspect_xalloc(realloc(st->frames, st->cap * sizeof *st->frames));
+        st->nframes = inspect_xalloc(realloc(st->nframes, st->cap * sizeof *st->nframes));
+    }
+    st->frames[st->n] = inspect_xalloc(malloc(ev->u.stack.nframes * sizeof(uint64_t)));
+    memcpy(st->frames[st->n], f, ev->u.stack.nframes * sizeof(uint64_t));
+    st->nframes[st->n] = ev->u.stack.nframes;
+    st->n++;
+}
+
+/* Adds "stack": ["symbol+0xoff (lib)", ...] to an event that has one. */
+static void dump_stacks_resolve(const struct dump_stacks *st, json_t *o,
+                                const struct trace_event *ev, struct trace_reader *r)
+{
+    if (!ev->stack_id || ev->type == TRACE_EV_STACK)
+        return;
+    uint32_t *idx = trace_u64map_find(&st->index_of, ev->stack_id);
+    if (!idx)
+        return;
+    json_t *names = json_array();
+    for (uint32_t i = 0; i < st->nframes[*idx]; i++) {
+        uint64_t addr = st->frames[*idx][i];
+        uint32_t *sid = trace_u64map_find(&st->symbol_of, addr);
+        uint32_t len = 0;
+        const char *name = sid ? trace_reader_string(r, *sid, &len) : NULL;
+        if (name) {
+            json_array_append_new(names, json_stringn(name, len));
+        } else {
+            char hex[24];
+            snprintf(hex, sizeof hex, "0x%" PRIx64, addr);
+            json_array_append_new(names, json_string(hex));
+        }
+    }
+    json_object_set_new(o, "stack", names);
+}
+
+static void dump_stacks_free(struct dump_stacks *st)
+{
+    for (size_t i = 0; i < st->n; i++)
+        free(st->frames[i]);
+    free(st->frames);
+    free(st->nframes);
+    trace_u64map_free(&st->symbol_of);
+    trace_u64map_free(&st->index_of);
+}
+
+static const char dump_usage[] =
+    "usage: preplay dump [--json] [--salvage] TRACE\n"
+    "Print every event of a trace file, one per line, with names for types,\n"
+    "operations and flags and interned strings resolved.\n"
+    "  --json     one JSON object per line (see docs/preplay-dump.md)\n"
+    "  --salvage  on damage, print what precedes it and exit 3 instead of 1\n"
+    "Exit: 0 ok, 1 damaged/unreadable trace, 2 usage, 3 damaged but salvaged.\n";
+
+int cmd_dump(int argc, char **argv)
+{
+    struct inspect_args a;
+    int rc = inspect_parse_args(argc, argv, &a, dump_usage);
+    if (rc >= 0)
+        return rc;
+    char err[1024];
+    struct trace_reader_options o = {.salvage = a.salvage};
+    struct trace_reader *r = trace_reader_open(a.target, &o, err, sizeof err);
+    if (!r) {
+        fprintf(stderr, "preplay: %s\n", err);
+        return INSPECT_EXIT_DAMAGED;
+    }
+    struct trace_event ev;
+    struct dump_stacks stacks = {0};
+    trace_u64map_init(&stacks.symbol_of);
+    trace_u64map_init(&stacks.index_of);
+    while ((rc = trace_reader_next(r, &ev)) == 1) {
+        dump_stacks_note(&stacks, &ev);
+        json_t *j = dump_event_json(&ev, r);
+        dump_stacks_resolve(&stacks, j, &ev, r);
+        if (a.json) {
+            json_dumpf(j, stdout, JSON_COMPACT);
+            putchar('\n');
+        } else {
+            dump_print_event_text(j);
+        }
+        json_decref(j);
+    }
+    int status = 0;
+    fflush(stdout);
+    if (rc < 0) {
+        fprintf(stderr, "preplay: %s\n", trace_reader_error(r));
+        status = INSPECT_EXIT_DAMAGED;
+    } else if (trace_reader_warning(r)) {
+        fprintf(stderr, "preplay: warning: %s (salvaged: events before the damage were printed)\n",
+                trace_reader_warning(r));
+        status = INSPECT_EXIT_SALVAGED;
+    }
+    if (trace_reader_skipped(r))
+        fprintf(stderr,
+                "preplay: note: %" PRIu64 " records of types this preplay does not know were "
+                "skipped (trace written by a newer minor version)\n",
+                trace_reader_skipped(r));
+    trace_reader_close(r);
+    dump_stacks_free(&stacks);
+    if (ferror(stdout) && !status)
+        status = INSPECT_EXIT_DAMAGED;
+    return status;
+}
