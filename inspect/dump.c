@@ -44,6 +44,129 @@ static void dump_resolve(json_t *o, const char *key, struct trace_reader *r, uin
         dump_set_string(o, key, s, len);
 }
 
+/* "flags": the names of the set flag bits (a bit without a name as its value). */
+static void dump_json_flags(json_t *o, uint16_t flags)
+{
+    json_t *f = json_array();
+    for (unsigned b = 0; b < 16; b++) {
+        if (!(flags & (1u << b)))
+            continue;
+        const char *name = trace_event_flag_name(b);
+        if (name)
+            json_array_append_new(f, json_string(name));
+        else
+            json_array_append_new(f, json_integer(1 << b));
+    }
+    json_object_set_new(o, "flags", f);
+}
+
+static void dump_json_file(json_t *o, const struct trace_file_event *f, struct trace_reader *r)
+{
+    J_INT(o, "fd", f->fd);
+    if (f->path_id) {
+        J_INT(o, "path_id", f->path_id);
+        dump_resolve(o, "path", r, f->path_id);
+    }
+    J_INT(o, "dev", f->dev);
+    J_INT(o, "ino", f->ino);
+    J_INT(o, "offset", f->offset);
+    J_INT(o, "size", f->size);
+    J_INT(o, "result", f->result);
+    J_INT(o, "file_size", f->file_size);
+    if (f->open_flags)
+        J_INT(o, "open_flags", f->open_flags);
+    if (f->fd2 != -1)
+        J_INT(o, "fd2", f->fd2);
+}
+
+static void dump_json_net(json_t *o, const struct trace_net_event *n)
+{
+    J_INT(o, "fd", n->fd);
+    J_INT(o, "conn_id", n->conn_id);
+    J_INT(o, "size", n->size);
+    J_INT(o, "result", n->result);
+    if (n->msg_flags)
+        J_INT(o, "msg_flags", n->msg_flags);
+    if (n->nmsgs)
+        J_INT(o, "nmsgs", n->nmsgs);
+}
+
+static void dump_json_conn(json_t *o, const struct trace_conn_event *c)
+{
+    char ep[80];
+    J_INT(o, "fd", c->fd);
+    J_INT(o, "conn_id", c->conn_id);
+    json_object_set_new(o, "proto", json_string(inspect_proto_name(c->proto)));
+    J_INT(o, "family", c->family);
+    inspect_format_endpoint(ep, sizeof ep, c->family, c->local_addr, c->local_port);
+    if (ep[0])
+        json_object_set_new(o, "local", json_string(ep));
+    inspect_format_endpoint(ep, sizeof ep, c->family, c->remote_addr, c->remote_port);
+    if (ep[0])
+        json_object_set_new(o, "remote", json_string(ep));
+    if (c->unix_inode || c->unix_peer_inode) {
+        J_INT(o, "unix_inode", c->unix_inode);
+        J_INT(o, "unix_peer_inode", c->unix_peer_inode);
+    }
+    J_INT(o, "result", c->result);
+}
+
+static void dump_json_lock(json_t *o, const struct trace_lock_event *l)
+{
+    static const char *const kinds[] = {"?",     "mutex", "rwlock",   "flock",
+                                        "fcntl", "ofd",   "semaphore"};
+    json_object_set_new(o, "kind",
+                        json_string(l->kind < sizeof kinds / sizeof *kinds ? kinds[l->kind] : "?"));
+    json_object_set_new(o, "mode",
+                        json_string(l->mode == TRACE_LOCK_SHARED      ? "shared"
+                                    : l->mode == TRACE_LOCK_EXCLUSIVE ? "exclusive"
+                                                                      : "?"));
+    J_INT(o, "lock_id", l->lock_id);
+    J_INT(o, "result", l->result);
+    if (l->start || l->len) {
+        J_INT(o, "start", l->start);
+        J_INT(o, "len", l->len);
+    }
+}
+
+static void dump_json_db(json_t *o, const struct trace_db_event *d, struct trace_reader *r)
+{
+    json_object_set_new(o, "source",
+                        json_string(d->source == TRACE_DB_CAPI   ? "capi"
+                                    : d->source == TRACE_DB_WIRE ? "wire"
+                                                                 : "?"));
+    J_INT(o, "db_conn_id", d->db_conn_id);
+    if (d->query_id) {
+        J_INT(o, "query_id", d->query_id);
+        dump_resolve(o, "query", r, d->query_id);
+    }
+    if (d->params_id) {
+        J_INT(o, "params_id", d->params_id);
+        dump_resolve(o, "params", r, d->params_id);
+    }
+    if (d->stmt_id)
+        J_INT(o, "stmt_id", d->stmt_id);
+    J_INT(o, "rows", d->rows);
+    J_INT(o, "bytes", d->bytes);
+    J_INT(o, "error", d->error);
+}
+
+/* A STACK record: its id and frames as hex addresses. */
+static void dump_json_stack(json_t *o, const struct trace_event *ev)
+{
+    J_INT(o, "id", ev->u.stack.id);
+    json_t *frames = json_array();
+    const uint64_t *f = ev->data;
+    for (uint32_t i = 0; i < ev->u.stack.nframes; i++) {
+        char hex[24];
+        snprintf(hex, sizeof hex, "0x%" PRIx64, f[i]);
+        json_array_append_new(frames, json_string(hex));
+    }
+    json_object_set_new(o, "frames", frames);
+}
+
+/* One event as a JSON object: the fields every event has, then those of
+ * its type (key order is the output order of both text and JSON lines). */
 static json_t *dump_event_json(const struct trace_event *ev, struct trace_reader *r)
 {
     json_t *o = json_object();
@@ -56,76 +179,25 @@ static json_t *dump_event_json(const struct trace_event *ev, struct trace_reader
     else if (ev->op)
         J_INT(o, "op", ev->op);
     J_INT(o, "dur", ev->dur_ns);
-    if (ev->flags) {
-        json_t *f = json_array();
-        for (unsigned b = 0; b < 16; b++) {
-            if (!(ev->flags & (1u << b)))
-                continue;
-            const char *name = trace_event_flag_name(b);
-            if (name)
-                json_array_append_new(f, json_string(name));
-            else
-                json_array_append_new(f, json_integer(1 << b));
-        }
-        json_object_set_new(o, "flags", f);
-    }
+    if (ev->flags)
+        dump_json_flags(o, ev->flags);
     if (ev->stack_id)
         J_INT(o, "stack_id", ev->stack_id);
-    char ep[80];
     switch (ev->type) {
     case TRACE_EV_THREAD_START:
     case TRACE_EV_THREAD_EXIT:
         if (ev->u.thread.parent_tid)
             J_INT(o, "parent_tid", ev->u.thread.parent_tid);
         break;
-    case TRACE_EV_FILE: {
-        const struct trace_file_event *f = &ev->u.file;
-        J_INT(o, "fd", f->fd);
-        if (f->path_id) {
-            J_INT(o, "path_id", f->path_id);
-            dump_resolve(o, "path", r, f->path_id);
-        }
-        J_INT(o, "dev", f->dev);
-        J_INT(o, "ino", f->ino);
-        J_INT(o, "offset", f->offset);
-        J_INT(o, "size", f->size);
-        J_INT(o, "result", f->result);
-        J_INT(o, "file_size", f->file_size);
-        if (f->open_flags)
-            J_INT(o, "open_flags", f->open_flags);
-        if (f->fd2 != -1)
-            J_INT(o, "fd2", f->fd2);
+    case TRACE_EV_FILE:
+        dump_json_file(o, &ev->u.file, r);
         break;
-    }
     case TRACE_EV_NET:
-        J_INT(o, "fd", ev->u.net.fd);
-        J_INT(o, "conn_id", ev->u.net.conn_id);
-        J_INT(o, "size", ev->u.net.size);
-        J_INT(o, "result", ev->u.net.result);
-        if (ev->u.net.msg_flags)
-            J_INT(o, "msg_flags", ev->u.net.msg_flags);
-        if (ev->u.net.nmsgs)
-            J_INT(o, "nmsgs", ev->u.net.nmsgs);
+        dump_json_net(o, &ev->u.net);
         break;
-    case TRACE_EV_CONN: {
-        const struct trace_conn_event *c = &ev->u.conn;
-        J_INT(o, "fd", c->fd);
-        J_INT(o, "conn_id", c->conn_id);
-        json_object_set_new(o, "proto", json_string(inspect_proto_name(c->proto)));
-        J_INT(o, "family", c->family);
-        inspect_format_endpoint(ep, sizeof ep, c->family, c->local_addr, c->local_port);
-        if (ep[0])
-            json_object_set_new(o, "local", json_string(ep));
-        inspect_format_endpoint(ep, sizeof ep, c->family, c->remote_addr, c->remote_port);
-        if (ep[0])
-            json_object_set_new(o, "remote", json_string(ep));
-        if (c->unix_inode || c->unix_peer_inode) {
-            J_INT(o, "unix_inode", c->unix_inode);
-            J_INT(o, "unix_peer_inode", c->unix_peer_inode);
-        }
-        J_INT(o, "result", c->result);
+    case TRACE_EV_CONN:
+        dump_json_conn(o, &ev->u.conn);
         break;
-    }
     case TRACE_EV_SOCKOPT:
         J_INT(o, "fd", ev->u.sockopt.fd);
         J_INT(o, "level", ev->u.sockopt.level);
@@ -133,75 +205,31 @@ static json_t *dump_event_json(const struct trace_event *ev, struct trace_reader
         J_INT(o, "value", ev->u.sockopt.value);
         J_INT(o, "conn_id", ev->u.sockopt.conn_id);
         break;
-    case TRACE_EV_LOCK: {
-        static const char *const kinds[] = {"?",     "mutex", "rwlock",   "flock",
-                                            "fcntl", "ofd",   "semaphore"};
-        const struct trace_lock_event *l = &ev->u.lock;
-        json_object_set_new(
-            o, "kind", json_string(l->kind < sizeof kinds / sizeof *kinds ? kinds[l->kind] : "?"));
-        json_object_set_new(o, "mode",
-                            json_string(l->mode == TRACE_LOCK_SHARED      ? "shared"
-                                        : l->mode == TRACE_LOCK_EXCLUSIVE ? "exclusive"
-                                                                          : "?"));
-        J_INT(o, "lock_id", l->lock_id);
-        J_INT(o, "result", l->result);
-        if (l->start || l->len) {
-            J_INT(o, "start", l->start);
-            J_INT(o, "len", l->len);
-        }
+    case TRACE_EV_LOCK:
+        dump_json_lock(o, &ev->u.lock);
         break;
-    }
-    case TRACE_EV_DB: {
-        const struct trace_db_event *d = &ev->u.db;
-        json_object_set_new(o, "source",
-                            json_string(d->source == TRACE_DB_CAPI   ? "capi"
-                                        : d->source == TRACE_DB_WIRE ? "wire"
-                                                                     : "?"));
-        J_INT(o, "db_conn_id", d->db_conn_id);
-        if (d->query_id) {
-            J_INT(o, "query_id", d->query_id);
-            dump_resolve(o, "query", r, d->query_id);
-        }
-        if (d->params_id) {
-            J_INT(o, "params_id", d->params_id);
-            dump_resolve(o, "params", r, d->params_id);
-        }
-        if (d->stmt_id)
-            J_INT(o, "stmt_id", d->stmt_id);
-        J_INT(o, "rows", d->rows);
-        J_INT(o, "bytes", d->bytes);
-        J_INT(o, "error", d->error);
+    case TRACE_EV_DB:
+        dump_json_db(o, &ev->u.db, r);
         break;
-    }
     case TRACE_EV_LABEL:
         J_INT(o, "conn_id", ev->u.label.conn_id);
         J_INT(o, "label_id", ev->u.label.label_id);
         dump_resolve(o, "label", r, ev->u.label.label_id);
         break;
-    case TRACE_EV_LOSS: {
+    case TRACE_EV_LOSS:
         J_INT(o, "count", ev->u.loss.count);
         J_INT(o, "from_ns", ev->u.loss.from_ns);
         J_INT(o, "to_ns", ev->u.loss.to_ns);
         json_object_set_new(o, "reason", json_string(trace_loss_reason_name(ev->u.loss.reason)));
         break;
-    }
     case TRACE_EV_STRING:
         J_INT(o, "id", ev->u.string.id);
         J_INT(o, "len", ev->u.string.len);
         dump_set_string(o, "value", ev->data ? ev->data : "", ev->u.string.len);
         break;
-    case TRACE_EV_STACK: {
-        J_INT(o, "id", ev->u.stack.id);
-        json_t *frames = json_array();
-        const uint64_t *f = ev->data;
-        for (uint32_t i = 0; i < ev->u.stack.nframes; i++) {
-            char hex[24];
-            snprintf(hex, sizeof hex, "0x%" PRIx64, f[i]);
-            json_array_append_new(frames, json_string(hex));
-        }
-        json_object_set_new(o, "frames", frames);
+    case TRACE_EV_STACK:
+        dump_json_stack(o, ev);
         break;
-    }
     case TRACE_EV_CONTROL:
         J_INT(o, "arg0", ev->u.control.arg0);
         J_INT(o, "arg1", ev->u.control.arg1);
