@@ -105,14 +105,10 @@ static json_t *info_plan_json_resources(const double ns[INFO_PLAN_RES_COUNT], do
     return o;
 }
 
-int info_plan_print(const char *path, int as_json)
+/* Per label, sorted by requests: its requests and the time per resource of
+ * their blocks; *n labels. */
+static struct info_plan_by_label *info_plan_sum_labels(const struct plan *p, size_t *n)
 {
-    char err[1024];
-    struct plan *p = plan_read(path, err, sizeof err);
-    if (!p) {
-        fprintf(stderr, "preplay: %s\n", err);
-        return INSPECT_EXIT_DAMAGED;
-    }
     double *res = info_plan_block_resources(p);
     uint32_t *slot = inspect_xalloc(calloc(p->nstrings, sizeof *slot)); /* label id -> index + 1 */
     struct info_plan_by_label *labels = NULL;
@@ -131,95 +127,135 @@ int info_plan_print(const char *path, int as_json)
             l->ns[k] += res[(size_t)r->block * INFO_PLAN_RES_COUNT + k];
     }
     inspect_sort(labels, nlabels, sizeof *labels, info_plan_cmp_label);
-    uint32_t flagged = 0;
-    for (uint32_t b = 0; b < p->nblocks; b++)
-        flagged += (p->blocks[b].flags & PLAN_BLOCK_VIOLATION) != 0;
-    const char *vtext = plan_string(p, p->violations_text);
-    if (as_json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "file", json_string(path));
-        json_object_set_new(o, "format_version",
-                            json_integer(p->version_major * 1000 + p->version_minor));
-        json_object_set_new(o, "recording_id", inspect_json_str(p->recording_id));
-        json_object_set_new(o, "requests", json_integer((json_int_t)p->nrequests));
-        json_object_set_new(o, "blocks", json_integer(p->nblocks));
-        json_object_set_new(o, "ops", json_integer((json_int_t)p->nops));
-        json_object_set_new(o, "violation_blocks", json_integer(flagged));
-        json_t *lj = json_object(), *rj = json_object(), *mj = json_object();
-        for (size_t i = 0; i < nlabels; i++) {
-            const char *name = info_plan_label_name(p, labels[i].label);
-            json_object_set_new(lj, name, json_integer((json_int_t)labels[i].requests));
-            json_object_set_new(rj, name, info_plan_json_resources(labels[i].ns, 1));
-            json_object_set_new(mj, name,
-                                info_plan_json_resources(labels[i].ns, (double)labels[i].requests));
-        }
-        json_object_set_new(o, "labels", lj);
-        json_object_set_new(o, "coverage", json_real(p->coverage));
-        json_object_set_new(o, "unmatched_bytes", json_integer((json_int_t)p->unmatched_bytes));
-        json_object_set_new(o, "violations", json_integer(p->nviolations));
-        json_object_set_new(o, "violations_text", json_string(vtext ? vtext : ""));
-        json_object_set_new(o, "resources_by_label", rj);
-        json_object_set_new(o, "resources_per_request_by_label", mj);
-        json_t *cj = json_array();
-        for (uint32_t i = 0; i < p->ncomponents; i++) {
-            const struct plan_component *c = &p->components[i];
-            json_t *x = json_object();
-            json_object_set_new(x, "name", json_string(plan_string(p, c->name)));
-            json_object_set_new(x, "host", json_string(plan_string(p, c->host)));
-            json_object_set_new(x, "workers", json_integer(c->workers));
-            json_object_set_new(x, "db_conns", json_integer(c->db_conns));
-            json_object_set_new(x, "listen_port", json_integer(c->listen_port));
-            json_object_set_new(x, "prefork", json_boolean(c->prefork));
-            json_object_set_new(x, "frontend", json_boolean(c->is_frontend));
-            json_array_append_new(cj, x);
-        }
-        json_object_set_new(o, "components", cj);
-        json_object_set_new(o, "skipped_records", json_integer((json_int_t)p->skipped_records));
-        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        printf("\n");
-        json_decref(o);
-    } else {
-        printf("plan %s: format %u.%u, recording %s\n", path, p->version_major, p->version_minor,
-               p->recording_id[0] ? p->recording_id : "(none)");
-        printf("%" PRIu64 " requests, %u blocks (%u flagged as violations), %" PRIu64
-               " ops, %u components\n",
-               p->nrequests, p->nblocks, flagged, p->nops, p->ncomponents);
-        for (uint32_t i = 0; i < p->ncomponents; i++) {
-            const struct plan_component *c = &p->components[i];
-            printf("  %-16s on %s: %u %s, %u DB connections, port %u%s\n", plan_string(p, c->name),
-                   plan_string(p, c->host), c->workers,
-                   c->prefork ? "worker processes" : "worker threads", c->db_conns, c->listen_port,
-                   c->is_frontend ? ", front end" : "");
-        }
-        printf("coverage %.2f%%, unmatched bytes %" PRIu64 ", violations %u\n", p->coverage * 100,
-               p->unmatched_bytes, p->nviolations);
-        if (nlabels)
-            printf("time per resource by label: total seconds (mean ms per request)\n");
-        for (size_t i = 0; i < nlabels; i++) {
-            printf("  %-24s %8" PRIu64 " req", info_plan_label_name(p, labels[i].label),
-                   labels[i].requests);
-            for (int k = 0; k < INFO_PLAN_RES_COUNT; k++)
-                printf("  %s %.6f (%.3f)", info_plan_res_names[k], labels[i].ns[k] / 1e9,
-                       labels[i].ns[k] / 1e6 / (double)labels[i].requests);
-            printf("\n");
-        }
-        if (vtext && vtext[0]) {
-            printf("violations:\n  ");
-            for (const char *c = vtext; *c; c++) { /* indent every line */
-                if (*c != '\n')
-                    putchar(*c);
-                else if (c[1])
-                    fputs("\n  ", stdout);
-            }
-            printf("\n");
-        }
-        if (p->skipped_records)
-            printf("%" PRIu64 " records of a newer format minor version were skipped\n",
-                   p->skipped_records);
-    }
-    free(labels);
     free(slot);
     free(res);
+    *n = nlabels;
+    return labels;
+}
+
+/* What both renderings show. */
+struct info_plan_summary {
+    const char *path;
+    const struct plan *p;
+    const struct info_plan_by_label *labels;
+    size_t nlabels;
+    uint32_t flagged;  /* blocks flagged as violations */
+    const char *vtext; /* the violations text, or NULL */
+};
+
+static json_t *info_plan_json_components(const struct plan *p)
+{
+    json_t *cj = json_array();
+    for (uint32_t i = 0; i < p->ncomponents; i++) {
+        const struct plan_component *c = &p->components[i];
+        json_t *x = json_object();
+        json_object_set_new(x, "name", json_string(plan_string(p, c->name)));
+        json_object_set_new(x, "host", json_string(plan_string(p, c->host)));
+        json_object_set_new(x, "workers", json_integer(c->workers));
+        json_object_set_new(x, "db_conns", json_integer(c->db_conns));
+        json_object_set_new(x, "listen_port", json_integer(c->listen_port));
+        json_object_set_new(x, "prefork", json_boolean(c->prefork));
+        json_object_set_new(x, "frontend", json_boolean(c->is_frontend));
+        json_array_append_new(cj, x);
+    }
+    return cj;
+}
+
+static void info_plan_print_json(const struct info_plan_summary *s)
+{
+    const struct plan *p = s->p;
+    json_t *o = json_object();
+    json_object_set_new(o, "file", json_string(s->path));
+    json_object_set_new(o, "format_version",
+                        json_integer(p->version_major * 1000 + p->version_minor));
+    json_object_set_new(o, "recording_id", inspect_json_str(p->recording_id));
+    json_object_set_new(o, "requests", json_integer((json_int_t)p->nrequests));
+    json_object_set_new(o, "blocks", json_integer(p->nblocks));
+    json_object_set_new(o, "ops", json_integer((json_int_t)p->nops));
+    json_object_set_new(o, "violation_blocks", json_integer(s->flagged));
+    json_t *lj = json_object(), *rj = json_object(), *mj = json_object();
+    for (size_t i = 0; i < s->nlabels; i++) {
+        const struct info_plan_by_label *l = &s->labels[i];
+        const char *name = info_plan_label_name(p, l->label);
+        json_object_set_new(lj, name, json_integer((json_int_t)l->requests));
+        json_object_set_new(rj, name, info_plan_json_resources(l->ns, 1));
+        json_object_set_new(mj, name, info_plan_json_resources(l->ns, (double)l->requests));
+    }
+    json_object_set_new(o, "labels", lj);
+    json_object_set_new(o, "coverage", json_real(p->coverage));
+    json_object_set_new(o, "unmatched_bytes", json_integer((json_int_t)p->unmatched_bytes));
+    json_object_set_new(o, "violations", json_integer(p->nviolations));
+    json_object_set_new(o, "violations_text", json_string(s->vtext ? s->vtext : ""));
+    json_object_set_new(o, "resources_by_label", rj);
+    json_object_set_new(o, "resources_per_request_by_label", mj);
+    json_object_set_new(o, "components", info_plan_json_components(p));
+    json_object_set_new(o, "skipped_records", json_integer((json_int_t)p->skipped_records));
+    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    printf("\n");
+    json_decref(o);
+}
+
+static void info_plan_print_text(const struct info_plan_summary *s)
+{
+    const struct plan *p = s->p;
+    printf("plan %s: format %u.%u, recording %s\n", s->path, p->version_major, p->version_minor,
+           p->recording_id[0] ? p->recording_id : "(none)");
+    printf("%" PRIu64 " requests, %u blocks (%u flagged as violations), %" PRIu64
+           " ops, %u components\n",
+           p->nrequests, p->nblocks, s->flagged, p->nops, p->ncomponents);
+    for (uint32_t i = 0; i < p->ncomponents; i++) {
+        const struct plan_component *c = &p->components[i];
+        printf("  %-16s on %s: %u %s, %u DB connections, port %u%s\n", plan_string(p, c->name),
+               plan_string(p, c->host), c->workers,
+               c->prefork ? "worker processes" : "worker threads", c->db_conns, c->listen_port,
+               c->is_frontend ? ", front end" : "");
+    }
+    printf("coverage %.2f%%, unmatched bytes %" PRIu64 ", violations %u\n", p->coverage * 100,
+           p->unmatched_bytes, p->nviolations);
+    if (s->nlabels)
+        printf("time per resource by label: total seconds (mean ms per request)\n");
+    for (size_t i = 0; i < s->nlabels; i++) {
+        const struct info_plan_by_label *l = &s->labels[i];
+        printf("  %-24s %8" PRIu64 " req", info_plan_label_name(p, l->label), l->requests);
+        for (int k = 0; k < INFO_PLAN_RES_COUNT; k++)
+            printf("  %s %.6f (%.3f)", info_plan_res_names[k], l->ns[k] / 1e9,
+                   l->ns[k] / 1e6 / (double)l->requests);
+        printf("\n");
+    }
+    if (s->vtext && s->vtext[0]) {
+        printf("violations:\n  ");
+        for (const char *c = s->vtext; *c; c++) { /* indent every line */
+            if (*c != '\n')
+                putchar(*c);
+            else if (c[1])
+                fputs("\n  ", stdout);
+        }
+        printf("\n");
+    }
+    if (p->skipped_records)
+        printf("%" PRIu64 " records of a newer format minor version were skipped\n",
+               p->skipped_records);
+}
+
+int info_plan_print(const char *path, int as_json)
+{
+    char err[1024];
+    struct plan *p = plan_read(path, err, sizeof err);
+    if (!p) {
+        fprintf(stderr, "preplay: %s\n", err);
+        return INSPECT_EXIT_DAMAGED;
+    }
+    struct info_plan_summary s = {.path = path, .p = p};
+    struct info_plan_by_label *labels = info_plan_sum_labels(p, &s.nlabels);
+    s.labels = labels;
+    for (uint32_t b = 0; b < p->nblocks; b++)
+        s.flagged += (p->blocks[b].flags & PLAN_BLOCK_VIOLATION) != 0;
+    s.vtext = plan_string(p, p->violations_text);
+    if (as_json)
+        info_plan_print_json(&s);
+    else
+        info_plan_print_text(&s);
+    free(labels);
     plan_free(p);
     if (fflush(stdout) != 0)
         return INSPECT_EXIT_DAMAGED;
