@@ -469,9 +469,9 @@ static void info_json_counts(json_t *o, const struct info_counts *c)
     json_object_set_new(o, "lost_events", json_integer((json_int_t)c->lost));
 }
 
-static json_t *info_json_process(struct info_process *p)
+/* Who the process was: the trace header, the images it exec'd, the file. */
+static void info_json_identity(json_t *o, const struct info_process *p)
 {
-    json_t *o = json_object();
     const struct trace_header *h = &p->hdr;
     json_object_set_new(o, "file", inspect_json_str(p->path));
     json_object_set_new(o, "pid", json_integer(h->pid));
@@ -496,8 +496,12 @@ static json_t *info_json_process(struct info_process *p)
     json_object_set_new(o, "bytes_on_disk", json_integer((json_int_t)p->bytes_on_disk));
     json_object_set_new(o, "skipped_records", json_integer((json_int_t)p->skipped));
     json_object_set_new(o, "warning", inspect_json_str(p->warning));
-    info_json_counts(o, &p->c);
+}
 
+/* The tables below sort p's entries in place: the text rendering lists
+ * threads in the same order. */
+static json_t *info_json_threads(struct info_process *p)
+{
     json_t *threads = json_array();
     inspect_sort(p->threads.v, p->threads.n, sizeof *p->threads.v, info_cmp_thread);
     for (size_t i = 0; i < p->threads.n; i++) {
@@ -506,8 +510,11 @@ static json_t *info_json_process(struct info_process *p)
         info_json_counts(t, &p->threads.v[i].c);
         json_array_append_new(threads, t);
     }
-    json_object_set_new(o, "threads", threads);
+    return threads;
+}
 
+static json_t *info_json_top_files(struct info_process *p)
+{
     json_t *files = json_array();
     inspect_sort(p->files.v, p->files.n, sizeof *p->files.v, info_cmp_file);
     for (size_t i = 0; i < p->files.n && i < INFO_TOP; i++) {
@@ -521,37 +528,45 @@ static json_t *info_json_process(struct info_process *p)
         json_object_set_new(j, "ops", json_integer((json_int_t)f->ops));
         json_array_append_new(files, j);
     }
-    json_object_set_new(o, "top_files", files);
+    return files;
+}
 
+static json_t *info_json_conn(const struct info_conn *c)
+{
+    json_t *j = json_object();
+    char ep[80];
+    json_object_set_new(j, "conn_id", json_integer((json_int_t)c->conn_id));
+    json_object_set_new(
+        j, "proto", c->have_ident ? json_string(inspect_proto_name(c->ident.proto)) : json_null());
+    inspect_format_endpoint(ep, sizeof ep, c->ident.family, c->ident.local_addr,
+                            c->ident.local_port);
+    json_object_set_new(j, "local", ep[0] ? json_string(ep) : json_null());
+    inspect_format_endpoint(ep, sizeof ep, c->ident.family, c->ident.remote_addr,
+                            c->ident.remote_port);
+    json_object_set_new(j, "remote", ep[0] ? json_string(ep) : json_null());
+    if (c->ident.family == AF_UNIX) {
+        json_object_set_new(j, "unix_inode", json_integer((json_int_t)c->ident.unix_inode));
+        json_object_set_new(j, "unix_peer_inode",
+                            json_integer((json_int_t)c->ident.unix_peer_inode));
+    }
+    json_object_set_new(j, "bytes_sent", json_integer((json_int_t)c->sent));
+    json_object_set_new(j, "bytes_received", json_integer((json_int_t)c->received));
+    json_object_set_new(j, "sends", json_integer((json_int_t)c->sends));
+    json_object_set_new(j, "recvs", json_integer((json_int_t)c->recvs));
+    return j;
+}
+
+static json_t *info_json_connections(struct info_process *p)
+{
     json_t *conns = json_array();
     inspect_sort(p->conns.v, p->conns.n, sizeof *p->conns.v, info_cmp_conn);
-    for (size_t i = 0; i < p->conns.n; i++) {
-        const struct info_conn *c = &p->conns.v[i];
-        json_t *j = json_object();
-        char ep[80];
-        json_object_set_new(j, "conn_id", json_integer((json_int_t)c->conn_id));
-        json_object_set_new(j, "proto",
-                            c->have_ident ? json_string(inspect_proto_name(c->ident.proto))
-                                          : json_null());
-        inspect_format_endpoint(ep, sizeof ep, c->ident.family, c->ident.local_addr,
-                                c->ident.local_port);
-        json_object_set_new(j, "local", ep[0] ? json_string(ep) : json_null());
-        inspect_format_endpoint(ep, sizeof ep, c->ident.family, c->ident.remote_addr,
-                                c->ident.remote_port);
-        json_object_set_new(j, "remote", ep[0] ? json_string(ep) : json_null());
-        if (c->ident.family == AF_UNIX) {
-            json_object_set_new(j, "unix_inode", json_integer((json_int_t)c->ident.unix_inode));
-            json_object_set_new(j, "unix_peer_inode",
-                                json_integer((json_int_t)c->ident.unix_peer_inode));
-        }
-        json_object_set_new(j, "bytes_sent", json_integer((json_int_t)c->sent));
-        json_object_set_new(j, "bytes_received", json_integer((json_int_t)c->received));
-        json_object_set_new(j, "sends", json_integer((json_int_t)c->sends));
-        json_object_set_new(j, "recvs", json_integer((json_int_t)c->recvs));
-        json_array_append_new(conns, j);
-    }
-    json_object_set_new(o, "connections", conns);
+    for (size_t i = 0; i < p->conns.n; i++)
+        json_array_append_new(conns, info_json_conn(&p->conns.v[i]));
+    return conns;
+}
 
+static json_t *info_json_top_locks(struct info_process *p)
+{
     json_t *locks = json_array();
     inspect_sort(p->locks.v, p->locks.n, sizeof *p->locks.v, info_cmp_lock);
     for (size_t i = 0; i < p->locks.n && i < INFO_TOP; i++) {
@@ -564,25 +579,39 @@ static json_t *info_json_process(struct info_process *p)
         json_object_set_new(j, "max_wait_ns", json_integer((json_int_t)l->max_wait_ns));
         json_array_append_new(locks, j);
     }
-    json_object_set_new(o, "locks", locks);
+    return locks;
+}
 
-    for (int pass = 0; pass < 2; pass++) {
-        json_t *qs = json_array();
-        inspect_sort(p->queries.v, p->queries.n, sizeof *p->queries.v,
-                     pass ? info_cmp_query_count : info_cmp_query_time);
-        for (size_t i = 0; i < p->queries.n && i < INFO_TOP; i++) {
-            const struct info_query *q = &p->queries.v[i];
-            json_t *j = json_object();
-            json_object_set_new(j, "query", inspect_json_str(q->text));
-            json_object_set_new(j, "count", json_integer((json_int_t)q->count));
-            json_object_set_new(j, "prepares", json_integer((json_int_t)q->prepares));
-            json_object_set_new(j, "total_ns", json_integer((json_int_t)q->total_ns));
-            json_object_set_new(j, "rows", json_integer((json_int_t)q->rows));
-            json_object_set_new(j, "errors", json_integer((json_int_t)q->errors));
-            json_array_append_new(qs, j);
-        }
-        json_object_set_new(o, pass ? "queries_by_count" : "queries_by_time", qs);
+/* The top queries in the order cmp says (by time or by count). */
+static json_t *info_json_top_queries(struct info_process *p, int (*cmp)(const void *, const void *))
+{
+    json_t *qs = json_array();
+    inspect_sort(p->queries.v, p->queries.n, sizeof *p->queries.v, cmp);
+    for (size_t i = 0; i < p->queries.n && i < INFO_TOP; i++) {
+        const struct info_query *q = &p->queries.v[i];
+        json_t *j = json_object();
+        json_object_set_new(j, "query", inspect_json_str(q->text));
+        json_object_set_new(j, "count", json_integer((json_int_t)q->count));
+        json_object_set_new(j, "prepares", json_integer((json_int_t)q->prepares));
+        json_object_set_new(j, "total_ns", json_integer((json_int_t)q->total_ns));
+        json_object_set_new(j, "rows", json_integer((json_int_t)q->rows));
+        json_object_set_new(j, "errors", json_integer((json_int_t)q->errors));
+        json_array_append_new(qs, j);
     }
+    return qs;
+}
+
+static json_t *info_json_process(struct info_process *p)
+{
+    json_t *o = json_object();
+    info_json_identity(o, p);
+    info_json_counts(o, &p->c);
+    json_object_set_new(o, "threads", info_json_threads(p));
+    json_object_set_new(o, "top_files", info_json_top_files(p));
+    json_object_set_new(o, "connections", info_json_connections(p));
+    json_object_set_new(o, "locks", info_json_top_locks(p));
+    json_object_set_new(o, "queries_by_time", info_json_top_queries(p, info_cmp_query_time));
+    json_object_set_new(o, "queries_by_count", info_json_top_queries(p, info_cmp_query_count));
     return o;
 }
 
