@@ -773,6 +773,47 @@ static char **info_list_traces(const char *target, size_t *n, int *is_dir)
 
 /* ---- the command ----------------------------------------------------------- */
 
+/* The summary of the n processes read: totals, then each process (its
+ * table entries sorted for output). */
+static void info_report(struct info_process *procs, size_t n, int as_json)
+{
+    info_paths_from_other_processes(procs, n);
+    struct info_counts total;
+    memset(&total, 0, sizeof total);
+    uint64_t on_disk = 0, nthreads = 0, skipped = 0;
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++) {
+        info_add_counts(&total, &procs[i].c);
+        on_disk += procs[i].bytes_on_disk;
+        nthreads += procs[i].threads.n;
+        skipped += procs[i].skipped;
+        json_array_append_new(list, info_json_process(&procs[i]));
+    }
+    if (as_json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "processes", json_integer((json_int_t)n));
+        json_object_set_new(o, "threads", json_integer((json_int_t)nthreads));
+        json_object_set_new(o, "bytes_on_disk", json_integer((json_int_t)on_disk));
+        json_object_set_new(o, "skipped_records", json_integer((json_int_t)skipped));
+        info_json_counts(o, &total);
+        json_object_set_new(o, "process_list", list);
+        json_dumpf(o, stdout, JSON_INDENT(2));
+        printf("\n");
+        json_decref(o);
+    } else {
+        printf("%zu process%s, %" PRIu64 " threads, %" PRIu64 " bytes on disk\n", n,
+               n == 1 ? "" : "es", nthreads, on_disk);
+        if (n > 1)
+            info_print_counts("", &total);
+        for (size_t i = 0; i < n; i++) {
+            json_t *pj = json_array_get(list, i);
+            info_print_process(pj);
+            info_print_details(&procs[i], pj);
+        }
+        json_decref(list);
+    }
+}
+
 static const char info_usage[] =
     "usage: preplay info [--json] [--salvage] TRACE|DIR|PLAN\n"
     "Summarize a trace file, or every *.trace file of a trace directory: per process\n"
@@ -817,41 +858,7 @@ int cmd_info(int argc, char **argv)
                             "the damage)\n");
         goto out;
     }
-    info_paths_from_other_processes(procs, n);
-    struct info_counts total;
-    memset(&total, 0, sizeof total);
-    uint64_t on_disk = 0, nthreads = 0, skipped = 0;
-    json_t *list = json_array();
-    for (size_t i = 0; i < n; i++) {
-        info_add_counts(&total, &procs[i].c);
-        on_disk += procs[i].bytes_on_disk;
-        nthreads += procs[i].threads.n;
-        skipped += procs[i].skipped;
-        json_array_append_new(list, info_json_process(&procs[i]));
-    }
-    if (a.json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "processes", json_integer((json_int_t)n));
-        json_object_set_new(o, "threads", json_integer((json_int_t)nthreads));
-        json_object_set_new(o, "bytes_on_disk", json_integer((json_int_t)on_disk));
-        json_object_set_new(o, "skipped_records", json_integer((json_int_t)skipped));
-        info_json_counts(o, &total);
-        json_object_set_new(o, "process_list", list);
-        json_dumpf(o, stdout, JSON_INDENT(2));
-        printf("\n");
-        json_decref(o);
-    } else {
-        printf("%zu process%s, %" PRIu64 " threads, %" PRIu64 " bytes on disk\n", n,
-               n == 1 ? "" : "es", nthreads, on_disk);
-        if (n > 1)
-            info_print_counts("", &total);
-        for (size_t i = 0; i < n; i++) {
-            json_t *pj = json_array_get(list, i);
-            info_print_process(pj);
-            info_print_details(&procs[i], pj);
-        }
-        json_decref(list);
-    }
+    info_report(procs, n, a.json);
 out:
     for (size_t i = 0; i < n; i++) {
         info_free_process(&procs[i]);
