@@ -130,7 +130,7 @@ static uint64_t info_file_key(uint64_t dev, uint64_t ino)
     return ino * 0x9E3779B97F4A7C15ULL ^ dev;
 }
 
-/* Process p's entry of file (dev, ino), or NULL (probing as info_aggregate
+/* Process p's entry of file (dev, ino), or NULL (probing as info_file_get
  * inserts). */
 static const struct info_file *info_file_find(const struct info_process *p, uint64_t dev,
                                               uint64_t ino)
@@ -143,6 +143,22 @@ static const struct info_file *info_file_find(const struct info_process *p, uint
         if (e->dev == dev && e->ino == ino)
             return e;
     }
+}
+
+/* Process p's entry of file (dev, ino), added when new. */
+static struct info_file *info_file_get(struct info_process *p, uint64_t dev, uint64_t ino)
+{
+    /* Probe past hash collisions: the key mixes dev and ino. */
+    uint64_t key = info_file_key(dev, ino);
+    struct info_file *e;
+    for (;; key++) {
+        INFO_TABLE_GET(&p->files, key, e);
+        if ((!e->dev && !e->ino) || (e->dev == dev && e->ino == ino))
+            break;
+    }
+    e->dev = dev;
+    e->ino = ino;
+    return e;
 }
 
 static void info_count(struct info_counts *c, const struct trace_event *ev)
@@ -224,16 +240,7 @@ static void info_aggregate(struct info_process *p, const struct trace_event *ev)
         const struct trace_file_event *f = &ev->u.file;
         if (!f->dev && !f->ino)
             break;
-        /* Probe past hash collisions: the key mixes dev and ino. */
-        uint64_t key = info_file_key(f->dev, f->ino);
-        struct info_file *e;
-        for (;; key++) {
-            INFO_TABLE_GET(&p->files, key, e);
-            if ((!e->dev && !e->ino) || (e->dev == f->dev && e->ino == f->ino))
-                break;
-        }
-        e->dev = f->dev;
-        e->ino = f->ino;
+        struct info_file *e = info_file_get(p, f->dev, f->ino);
         e->ops++;
         if (f->path_id && !e->path_id)
             e->path_id = f->path_id;
