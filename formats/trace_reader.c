@@ -381,177 +381,255 @@ static int trace_reader_grow(uint8_t **buf, size_t *cap, size_t need)
     return 0;
 }
 
-/* Loads the next chunk into the frame buffers. 1 loaded, 0 clean end,
- * otherwise the value trace_reader_damage returned (ev filled). */
+/* Whether the reader stands at the end of the chunks (a ring-mode file
+ * ends at its head, after following the lap end back to the data start). */
+static int trace_reader_at_end(struct trace_reader *r)
+{
+    if (r->ring) {
+        if (!r->wrapped && r->index.lap_end && r->pos == r->index.lap_end) {
+            r->pos = r->ring_base;
+            r->wrapped = 1;
+        }
+        return r->pos == r->index.head_offset;
+    }
+    return r->pos == r->file_size;
+}
+
+static int trace_reader_skippable_magic(uint32_t magic)
+{
+    return magic >= TRACE_SKIPPABLE_MAGIC_MIN && magic <= TRACE_SKIPPABLE_MAGIC_MAX &&
+           magic != TRACE_HEADER_FRAME_MAGIC && magic != TRACE_RING_FRAME_MAGIC;
+}
+
+/* Reads the frame header at `at`. 1 a chunk frame (*size its chunk header
+ * size), 0 a skippable frame a later minor version added (r->pos moved past
+ * it), otherwise *damage and the value trace_reader_damage returned. */
+static int trace_reader_frame_header(struct trace_reader *r, struct trace_event *ev, uint64_t at,
+                                     uint32_t *size, int *damage)
+{
+    uint8_t fh[8];
+    if (at > r->file_size || r->file_size - at < 8) {
+        *damage = 1;
+        return trace_reader_damage(r, ev, "truncated frame at offset %llu (record 0)",
+                                   (unsigned long long)at);
+    }
+    if (trace_pread_full(r->fd, fh, 8, at) != 0) {
+        *damage = 1;
+        return trace_reader_damage(r, ev, "read error at offset %llu: %s", (unsigned long long)at,
+                                   strerror(errno));
+    }
+    uint32_t magic = trace_get_le32(fh);
+    *size = trace_get_le32(fh + 4);
+    if (magic == TRACE_CHUNK_FRAME_MAGIC)
+        return 1;
+    if (trace_reader_skippable_magic(magic) && (uint64_t)*size <= r->file_size - at - 8) {
+        r->pos = at + 8 + *size; /* a frame a later minor version added */
+        return 0;
+    }
+    *damage = 1;
+    if (magic == TRACE_ZSTD_FRAME_MAGIC)
+        return trace_reader_damage(r, ev, "frame at offset %llu: no chunk header",
+                                   (unsigned long long)at);
+    if (trace_reader_skippable_magic(magic))
+        return trace_reader_damage(r, ev, "truncated frame at offset %llu (record 0)",
+                                   (unsigned long long)at);
+    return trace_reader_damage(r, ev, "frame at offset %llu: bad frame magic 0x%08x",
+                               (unsigned long long)at, magic);
+}
+
+/* Reads and checks the chunk header (size bytes after the frame header at
+ * `at`) into r->chunk: its checksum, sequence number and frame sizes.
+ * 0 valid, otherwise *damage and the value trace_reader_damage returned. */
+static int trace_reader_chunk_header(struct trace_reader *r, struct trace_event *ev, uint64_t at,
+                                     uint32_t size, int *damage)
+{
+    uint8_t ch[TRACE_CHUNK_PAYLOAD];
+    if (size < TRACE_CHUNK_PAYLOAD || size > 4096) {
+        *damage = 1;
+        return trace_reader_damage(r, ev, "frame at offset %llu: bad chunk header size %u",
+                                   (unsigned long long)at, size);
+    }
+    if (r->file_size - at - 8 < size || trace_pread_full(r->fd, ch, sizeof ch, at + 8) != 0) {
+        *damage = 1;
+        return trace_reader_damage(r, ev, "truncated frame at offset %llu (record 0)",
+                                   (unsigned long long)at);
+    }
+    if (trace_chunk_header_unpack(ch, &r->chunk) != 0) {
+        *damage = 1;
+        return trace_reader_damage(r, ev, "frame at offset %llu: chunk header checksum mismatch",
+                                   (unsigned long long)at);
+    }
+    r->chunk_offset = at;
+    r->events_in_frame = 0;
+    r->record_index = 0;
+    const struct trace_chunk_header *c = &r->chunk;
+    if (c->seq != r->expected_seq) {
+        *damage = 1;
+        return trace_reader_damage(r, ev,
+                                   "frame at offset %llu: chunk sequence %llu, expected %llu",
+                                   (unsigned long long)at, (unsigned long long)c->seq,
+                                   (unsigned long long)r->expected_seq);
+    }
+    if (c->raw_size > TRACE_FRAME_MAX_RAW || c->compressed_size > TRACE_FRAME_MAX_RAW) {
+        *damage = 1;
+        return trace_reader_damage(r, ev,
+                                   "frame at offset %llu: frame of %u bytes exceeds the %u "
+                                   "byte limit",
+                                   (unsigned long long)at, c->raw_size, TRACE_FRAME_MAX_RAW);
+    }
+    return 0;
+}
+
+/* Reads the chunk's zstd frame at zoff into r->zbuf: *zlen bytes, fewer
+ * than the chunk header says when the file ends first. 0, otherwise
+ * *damage and the value trace_reader_damage returned. */
+static int trace_reader_read_frame(struct trace_reader *r, struct trace_event *ev, uint64_t at,
+                                   uint64_t zoff, size_t *zlen, int *damage)
+{
+    const struct trace_chunk_header *c = &r->chunk;
+    uint64_t avail = r->file_size - zoff;
+    *zlen = c->compressed_size < avail ? c->compressed_size : (size_t)avail;
+    if (trace_reader_grow(&r->zbuf, &r->zcap, *zlen + 1) != 0 ||
+        trace_reader_grow(&r->raw, &r->raw_cap, (size_t)c->raw_size + 1) != 0) {
+        *damage = 1;
+        return trace_reader_damage(r, ev, "frame at offset %llu: out of memory",
+                                   (unsigned long long)at);
+    }
+    if (trace_pread_full(r->fd, r->zbuf, *zlen, zoff) != 0) {
+        *damage = 1;
+        return trace_reader_damage(r, ev, "read error at offset %llu: %s", (unsigned long long)zoff,
+                                   strerror(errno));
+    }
+    return 0;
+}
+
+/* How many complete records (type byte, varint length, body) lie at the
+ * start of raw[0, len). */
+static uint32_t trace_reader_complete_records(const uint8_t *raw, size_t len)
+{
+    uint32_t k = 0;
+    const uint8_t *q = raw, *end = raw + len;
+    uint64_t rlen;
+    while (q < end) {
+        const uint8_t *l = q + 1;
+        if (trace_get_varint(&l, end, &rlen) != 0 || rlen > (uint64_t)(end - l))
+            break;
+        q = l + rlen;
+        k++;
+    }
+    return k;
+}
+
+/* A frame cut short by the end of the file: decodes the prefix that is
+ * there into r->raw (*got bytes); its complete records are delivered with
+ * salvage, then the damage. Without salvage, unverified bytes are not
+ * delivered: *damage, naming the first record the cut destroyed. */
+static int trace_reader_decode_truncated(struct trace_reader *r, struct trace_event *ev,
+                                         uint64_t at, size_t zlen, size_t *got, int *damage)
+{
+    ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+    ZSTD_inBuffer in = {r->zbuf, zlen, 0};
+    ZSTD_outBuffer out = {r->raw, r->chunk.raw_size, 0};
+    while (in.pos < in.size && out.pos < out.size) {
+        size_t z = ZSTD_decompressStream(r->dctx, &out, &in);
+        if (ZSTD_isError(z) || (out.pos == 0 && in.pos == in.size))
+            break;
+    }
+    *got = out.pos;
+    r->frame_truncated = 1;
+    if (!r->salvage) {
+        *damage = 1;
+        return trace_reader_damage(r, ev, "truncated frame at offset %llu (record %u)",
+                                   (unsigned long long)at,
+                                   trace_reader_complete_records(r->raw, *got));
+    }
+    return 0;
+}
+
+/* A whole frame: checks it is one zstd frame with a content checksum that
+ * fills the chunk exactly, and decodes it into r->raw (*got bytes, the
+ * chunk's raw size). 0, otherwise *damage and the value trace_reader_damage
+ * returned. */
+static int trace_reader_decode_frame(struct trace_reader *r, struct trace_event *ev, uint64_t at,
+                                     size_t zlen, size_t *got, int *damage)
+{
+    const struct trace_chunk_header *c = &r->chunk;
+    size_t fsize = ZSTD_findFrameCompressedSize(r->zbuf, zlen);
+    if (zlen < 5 || trace_get_le32(r->zbuf) != TRACE_ZSTD_FRAME_MAGIC) {
+        *damage = 1;
+        return trace_reader_damage(r, ev, "frame at offset %llu: not a zstd frame",
+                                   (unsigned long long)at);
+    }
+    /* RFC 8878 §3.1.1.1.1: bit 2 of the frame header descriptor is the
+     * Content_Checksum_flag. */
+    if (!(r->zbuf[4] & 0x04)) {
+        *damage = 1;
+        return trace_reader_damage(r, ev, "frame at offset %llu: no content checksum",
+                                   (unsigned long long)at);
+    }
+    if (ZSTD_isError(fsize) || fsize != zlen) {
+        *damage = 1;
+        return trace_reader_damage(
+            r, ev, "frame at offset %llu: zstd frame size does not match the chunk header",
+            (unsigned long long)at);
+    }
+    *got = ZSTD_decompressDCtx(r->dctx, r->raw, c->raw_size, r->zbuf, zlen);
+    if (ZSTD_isError(*got)) {
+        *damage = 1;
+        if (ZSTD_getErrorCode(*got) == ZSTD_error_checksum_wrong)
+            return trace_reader_damage(r, ev, "frame at offset %llu: checksum mismatch",
+                                       (unsigned long long)at);
+        return trace_reader_damage(r, ev, "frame at offset %llu: corrupt zstd frame (%s)",
+                                   (unsigned long long)at, ZSTD_getErrorName(*got));
+    }
+    if (*got != c->raw_size) {
+        *damage = 1;
+        return trace_reader_damage(r, ev,
+                                   "frame at offset %llu: %zu bytes decoded, chunk header "
+                                   "says %u",
+                                   (unsigned long long)at, *got, c->raw_size);
+    }
+    r->frame_truncated = 0;
+    return 0;
+}
+
+/* Loads the next chunk into the frame buffers: frame header, chunk header,
+ * the compressed frame, decoded whole or (truncated) as far as it goes.
+ * 1 loaded, 0 clean end, otherwise *damage and the value
+ * trace_reader_damage returned (ev filled). */
 static int trace_reader_load_chunk(struct trace_reader *r, struct trace_event *ev, int *damage)
 {
     *damage = 0;
     for (;;) {
-        if (r->ring) {
-            if (!r->wrapped && r->index.lap_end && r->pos == r->index.lap_end) {
-                r->pos = r->ring_base;
-                r->wrapped = 1;
-            }
-            if (r->pos == r->index.head_offset)
-                return 0;
-        } else if (r->pos == r->file_size) {
+        if (trace_reader_at_end(r))
             return 0;
-        }
         uint64_t at = r->pos;
         r->chunk_offset = 0;
-        uint8_t fh[8];
-        if (at > r->file_size || r->file_size - at < 8) {
-            *damage = 1;
-            return trace_reader_damage(r, ev, "truncated frame at offset %llu (record 0)",
-                                       (unsigned long long)at);
-        }
-        if (trace_pread_full(r->fd, fh, 8, at) != 0) {
-            *damage = 1;
-            return trace_reader_damage(r, ev, "read error at offset %llu: %s",
-                                       (unsigned long long)at, strerror(errno));
-        }
-        uint32_t magic = trace_get_le32(fh), size = trace_get_le32(fh + 4);
-        if (magic != TRACE_CHUNK_FRAME_MAGIC) {
-            if (magic >= TRACE_SKIPPABLE_MAGIC_MIN && magic <= TRACE_SKIPPABLE_MAGIC_MAX &&
-                magic != TRACE_HEADER_FRAME_MAGIC && magic != TRACE_RING_FRAME_MAGIC &&
-                (uint64_t)size <= r->file_size - at - 8) {
-                r->pos = at + 8 + size; /* a frame a later minor version added */
-                continue;
-            }
-            *damage = 1;
-            if (magic == TRACE_ZSTD_FRAME_MAGIC)
-                return trace_reader_damage(r, ev, "frame at offset %llu: no chunk header",
-                                           (unsigned long long)at);
-            if (magic >= TRACE_SKIPPABLE_MAGIC_MIN && magic <= TRACE_SKIPPABLE_MAGIC_MAX &&
-                magic != TRACE_HEADER_FRAME_MAGIC && magic != TRACE_RING_FRAME_MAGIC)
-                return trace_reader_damage(r, ev, "truncated frame at offset %llu (record 0)",
-                                           (unsigned long long)at);
-            return trace_reader_damage(r, ev, "frame at offset %llu: bad frame magic 0x%08x",
-                                       (unsigned long long)at, magic);
-        }
-        uint8_t ch[TRACE_CHUNK_PAYLOAD];
-        if (size < TRACE_CHUNK_PAYLOAD || size > 4096) {
-            *damage = 1;
-            return trace_reader_damage(r, ev, "frame at offset %llu: bad chunk header size %u",
-                                       (unsigned long long)at, size);
-        }
-        if (r->file_size - at - 8 < size || trace_pread_full(r->fd, ch, sizeof ch, at + 8) != 0) {
-            *damage = 1;
-            return trace_reader_damage(r, ev, "truncated frame at offset %llu (record 0)",
-                                       (unsigned long long)at);
-        }
-        if (trace_chunk_header_unpack(ch, &r->chunk) != 0) {
-            *damage = 1;
-            return trace_reader_damage(r, ev,
-                                       "frame at offset %llu: chunk header checksum mismatch",
-                                       (unsigned long long)at);
-        }
-        r->chunk_offset = at;
-        r->events_in_frame = 0;
-        r->record_index = 0;
-        const struct trace_chunk_header *c = &r->chunk;
-        if (c->seq != r->expected_seq) {
-            *damage = 1;
-            return trace_reader_damage(r, ev,
-                                       "frame at offset %llu: chunk sequence %llu, expected %llu",
-                                       (unsigned long long)at, (unsigned long long)c->seq,
-                                       (unsigned long long)r->expected_seq);
-        }
-        if (c->raw_size > TRACE_FRAME_MAX_RAW || c->compressed_size > TRACE_FRAME_MAX_RAW) {
-            *damage = 1;
-            return trace_reader_damage(r, ev,
-                                       "frame at offset %llu: frame of %u bytes exceeds the %u "
-                                       "byte limit",
-                                       (unsigned long long)at, c->raw_size, TRACE_FRAME_MAX_RAW);
-        }
+        uint32_t size;
+        int rc = trace_reader_frame_header(r, ev, at, &size, damage);
+        if (*damage)
+            return rc;
+        if (rc == 0)
+            continue; /* skipped */
+        rc = trace_reader_chunk_header(r, ev, at, size, damage);
+        if (*damage)
+            return rc;
         uint64_t zoff = at + 8 + size;
-        uint64_t avail = r->file_size - zoff;
-        size_t zlen = c->compressed_size < avail ? c->compressed_size : (size_t)avail;
-        if (trace_reader_grow(&r->zbuf, &r->zcap, zlen + 1) != 0 ||
-            trace_reader_grow(&r->raw, &r->raw_cap, (size_t)c->raw_size + 1) != 0) {
-            *damage = 1;
-            return trace_reader_damage(r, ev, "frame at offset %llu: out of memory",
-                                       (unsigned long long)at);
-        }
-        if (trace_pread_full(r->fd, r->zbuf, zlen, zoff) != 0) {
-            *damage = 1;
-            return trace_reader_damage(r, ev, "read error at offset %llu: %s",
-                                       (unsigned long long)zoff, strerror(errno));
-        }
-        size_t got;
-        if (zlen < c->compressed_size) {
-            /* Truncated: decode the prefix that is there; its complete
-             * records are delivered with salvage, then the damage. */
-            ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
-            ZSTD_inBuffer in = {r->zbuf, zlen, 0};
-            ZSTD_outBuffer out = {r->raw, c->raw_size, 0};
-            while (in.pos < in.size && out.pos < out.size) {
-                size_t z = ZSTD_decompressStream(r->dctx, &out, &in);
-                if (ZSTD_isError(z) || (out.pos == 0 && in.pos == in.size))
-                    break;
-            }
-            got = out.pos;
-            r->frame_truncated = 1;
-            if (!r->salvage) {
-                /* Unverified bytes are only delivered under salvage; name
-                 * the first record the cut destroyed. */
-                uint32_t k = 0;
-                const uint8_t *q = r->raw, *end = r->raw + got;
-                uint64_t len;
-                while (q < end) {
-                    const uint8_t *l = q + 1;
-                    if (trace_get_varint(&l, end, &len) != 0 || len > (uint64_t)(end - l))
-                        break;
-                    q = l + len;
-                    k++;
-                }
-                *damage = 1;
-                return trace_reader_damage(r, ev, "truncated frame at offset %llu (record %u)",
-                                           (unsigned long long)at, k);
-            }
-        } else {
-            size_t fsize = ZSTD_findFrameCompressedSize(r->zbuf, zlen);
-            if (zlen < 5 || trace_get_le32(r->zbuf) != TRACE_ZSTD_FRAME_MAGIC) {
-                *damage = 1;
-                return trace_reader_damage(r, ev, "frame at offset %llu: not a zstd frame",
-                                           (unsigned long long)at);
-            }
-            /* RFC 8878 §3.1.1.1.1: bit 2 of the frame header descriptor is
-             * the Content_Checksum_flag. */
-            if (!(r->zbuf[4] & 0x04)) {
-                *damage = 1;
-                return trace_reader_damage(r, ev, "frame at offset %llu: no content checksum",
-                                           (unsigned long long)at);
-            }
-            if (ZSTD_isError(fsize) || fsize != zlen) {
-                *damage = 1;
-                return trace_reader_damage(
-                    r, ev, "frame at offset %llu: zstd frame size does not match the chunk header",
-                    (unsigned long long)at);
-            }
-            got = ZSTD_decompressDCtx(r->dctx, r->raw, c->raw_size, r->zbuf, zlen);
-            if (ZSTD_isError(got)) {
-                *damage = 1;
-                if (ZSTD_getErrorCode(got) == ZSTD_error_checksum_wrong)
-                    return trace_reader_damage(r, ev, "frame at offset %llu: checksum mismatch",
-                                               (unsigned long long)at);
-                return trace_reader_damage(r, ev, "frame at offset %llu: corrupt zstd frame (%s)",
-                                           (unsigned long long)at, ZSTD_getErrorName(got));
-            }
-            if (got != c->raw_size) {
-                *damage = 1;
-                return trace_reader_damage(r, ev,
-                                           "frame at offset %llu: %zu bytes decoded, chunk header "
-                                           "says %u",
-                                           (unsigned long long)at, got, c->raw_size);
-            }
-            r->frame_truncated = 0;
-        }
+        size_t zlen, got;
+        rc = trace_reader_read_frame(r, ev, at, zoff, &zlen, damage);
+        if (*damage)
+            return rc;
+        if (zlen < r->chunk.compressed_size)
+            rc = trace_reader_decode_truncated(r, ev, at, zlen, &got, damage);
+        else
+            rc = trace_reader_decode_frame(r, ev, at, zlen, &got, damage);
+        if (*damage)
+            return rc;
         r->p = r->raw;
         r->end = r->raw + got;
         r->in_frame = 1;
-        r->pos = zoff + c->compressed_size;
-        r->expected_seq = c->seq + 1;
+        r->pos = zoff + r->chunk.compressed_size;
+        r->expected_seq = r->chunk.seq + 1;
         trace_codec_reset(&r->codec);
         return 1;
     }
