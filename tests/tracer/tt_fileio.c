@@ -82,25 +82,12 @@ static void copied(const char *op, int in, int out, long long offset, size_t siz
         }                                                                                          \
     } while (0)
 
-int main(int argc, char **argv)
+/* Transfers on a.dat at known offsets: write, pwrite past the end (a hole),
+ * read after an lseek, a short pread, writev, readv, a write that grows it. */
+static void transfers(int fd)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: tt_fileio DIR\n");
-        return 2;
-    }
-    char a_path[4096], b_path[4096];
-    snprintf(a_path, sizeof a_path, "%s/a.dat", argv[1]);
-    snprintf(b_path, sizeof b_path, "%s/b.log", argv[1]);
-    memset(buf, 'x', sizeof buf);
-    setvbuf(stdout, NULL, _IOLBF, 0);
-
     struct stat st;
     long long off, r;
-    int fd = open(a_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-    CHECKED(fd);
-    true_stat(fd, &st);
-    opened("open", a_path, fd, &st);
-
     off = true_offset(fd), true_stat(fd, &st);
     CHECKED(r = write(fd, buf, 100));
     expect("write", fd, off, 100, r, &st);
@@ -132,7 +119,14 @@ int main(int argc, char **argv)
     off = true_offset(fd), true_stat(fd, &st);
     CHECKED(r = write(fd, buf, 4)); /* grows the file past its end */
     expect("write", fd, off, 4, r, &st);
+}
 
+/* Other names of a.dat's descriptor: dup (sharing one offset), dup2, dup3
+ * and F_DUPFD_CLOEXEC, each closed again. */
+static void dups(int fd)
+{
+    struct stat st;
+    long long off, r;
     /* a dup'd descriptor shares the open file description (one offset) */
     true_stat(fd, &st);
     int fd2 = dup(fd);
@@ -164,7 +158,14 @@ int main(int argc, char **argv)
     expect("close", 61, -1, 0, 0, &st);
     CHECKED(close(60));
     expect("close", 60, -1, 0, 0, &st);
+}
 
+/* a.dat's size and writeback: ftruncate and a write past the new end,
+ * fsync, fdatasync, fallocate, sync_file_range and syncfs. */
+static void size_and_sync(int fd)
+{
+    struct stat st;
+    long long off, r;
     true_stat(fd, &st);
     CHECKED(ftruncate(fd, 100));
     expect("truncate", fd, 100, 0, 0, &st);
@@ -195,11 +196,13 @@ int main(int argc, char **argv)
     true_stat(fd, &st);
     CHECKED(syncfs(fd));
     expect("syncfs", fd, -1, 0, 0, &st);
-    true_stat(fd, &st);
-    CHECKED(close(fd));
-    expect("close", fd, -1, 0, 0, &st);
+}
 
-    /* O_APPEND: every write lands at the end, whatever the offset says */
+/* O_APPEND: every write lands at the end, whatever the offset says */
+static void append_mode(const char *b_path)
+{
+    struct stat st;
+    long long r;
     int pre = open(b_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECKED(pre);
     true_stat(pre, &st);
@@ -219,11 +222,16 @@ int main(int argc, char **argv)
     true_stat(ap, &st);
     CHECKED(close(ap));
     expect("close", ap, -1, 0, 0, &st);
+}
 
-    /* fd-to-fd copies from a.dat into b.log: the read side is a record
-     * on a.dat (printed as a "copy" line: fd2 is the other descriptor),
-     * the write side a write on b.log. a.dat stays open (a CLOSE would
-     * fall among b.log's expectations). */
+/* fd-to-fd copies from a.dat into b.log: the read side is a record
+ * on a.dat (printed as a "copy" line: fd2 is the other descriptor),
+ * the write side a write on b.log. a.dat stays open (a CLOSE would
+ * fall among b.log's expectations). */
+static void copies(const char *a_path, const char *b_path)
+{
+    struct stat st;
+    long long off, r;
     int src = open(a_path, O_RDONLY);
     int dst = open(b_path, O_WRONLY);
     CHECKED(src);
@@ -242,12 +250,18 @@ int main(int argc, char **argv)
     true_stat(dst, &st);
     CHECKED(close(dst));
     expect("close", dst, -1, 0, 0, &st);
+}
 
-    /* c.pid opened by a raw openat (O_TRUNC, as a pid file is written),
-     * then again in O_APPEND mode: the tracer learns of each at its first
-     * write, after the kernel moved the offset */
+/* c.pid opened by a raw openat (O_TRUNC, as a pid file is written),
+ * then again in O_APPEND mode: the tracer learns of each at its first
+ * write, after the kernel moved the offset; then a raw read-only open.
+ * All three stay open. */
+static void raw_opens(const char *dir)
+{
+    struct stat st;
+    long long off, r;
     char c_path[4096];
-    snprintf(c_path, sizeof c_path, "%s/c.pid", argv[1]);
+    snprintf(c_path, sizeof c_path, "%s/c.pid", dir);
     int raw = (int)syscall(SYS_openat, AT_FDCWD, c_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECKED(raw);
     true_stat(raw, &st);
@@ -272,11 +286,17 @@ int main(int argc, char **argv)
     true_stat(rawrd, &st);
     CHECKED(r = read(rawrd, buf, 8));
     expect("read", rawrd, 3, 8, r, &st);
-    /* d.lock opened by a raw openat and removed before its first write, as
-     * a lock file a server unlinks while it holds it: named by its path,
-     * not the kernel's "... (deleted)" */
+}
+
+/* d.lock opened by a raw openat and removed before its first write, as
+ * a lock file a server unlinks while it holds it: named by its path,
+ * not the kernel's "... (deleted)" */
+static void raw_open_unlinked(const char *dir)
+{
+    struct stat st;
+    long long r;
     char d_path[4096];
-    snprintf(d_path, sizeof d_path, "%s/d.lock", argv[1]);
+    snprintf(d_path, sizeof d_path, "%s/d.lock", dir);
     int rawdel = (int)syscall(SYS_openat, AT_FDCWD, d_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECKED(rawdel);
     CHECKED(syscall(SYS_unlinkat, AT_FDCWD, d_path, 0));
@@ -284,5 +304,35 @@ int main(int argc, char **argv)
     opened("raw_open", d_path, rawdel, &st);
     CHECKED(r = write(rawdel, buf, 7));
     expect("write", rawdel, 0, 7, r, &st);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: tt_fileio DIR\n");
+        return 2;
+    }
+    char a_path[4096], b_path[4096];
+    snprintf(a_path, sizeof a_path, "%s/a.dat", argv[1]);
+    snprintf(b_path, sizeof b_path, "%s/b.log", argv[1]);
+    memset(buf, 'x', sizeof buf);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    struct stat st;
+    int fd = open(a_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    CHECKED(fd);
+    true_stat(fd, &st);
+    opened("open", a_path, fd, &st);
+    transfers(fd);
+    dups(fd);
+    size_and_sync(fd);
+    true_stat(fd, &st);
+    CHECKED(close(fd));
+    expect("close", fd, -1, 0, 0, &st);
+
+    append_mode(b_path);
+    copies(a_path, b_path);
+    raw_opens(argv[1]);
+    raw_open_unlinked(argv[1]);
     return 0;
 }
