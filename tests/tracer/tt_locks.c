@@ -161,28 +161,20 @@ static void *holder(void *arg)
     return NULL;
 }
 
-int main(int argc, char **argv)
+/* 1: the holder has m: trylock fails (EBUSY), then lock waits ~HOLD_MS. */
+static void contended_mutex(void)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: tt_locks LOCKFILE\n");
-        return 2;
-    }
-    lock_path = argv[1];
-    int fd = open(lock_path, O_RDWR | O_CREAT, 0644);
-    if (fd < 0)
-        die("open", errno);
-
-    pthread_t h, p[POUNDERS];
-    if (sem_init(&sm, 0, 1) != 0 || sem_init(&sz, 0, 0) != 0)
-        die("sem_init", errno);
-    pthread_create(&h, NULL, holder, NULL);
     wait_stage(1);
     int rc = pthread_mutex_trylock(&m);
     if (rc != EBUSY)
         die("trylock on a held mutex did not fail", rc);
     pthread_mutex_lock(&m); /* waits ~HOLD_MS */
     pthread_mutex_unlock(&m);
+}
 
+/* 2-3: a timedlock times out on the held tm, then one succeeds. */
+static void timedlock(void)
+{
     atomic_store(&stage, 2);
     wait_stage(3);
     struct timespec ts;
@@ -190,7 +182,7 @@ int main(int argc, char **argv)
     ts.tv_nsec += 10 * 1000000L;
     if (ts.tv_nsec >= 1000000000L)
         ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-    rc = pthread_mutex_timedlock(&tm, &ts);
+    int rc = pthread_mutex_timedlock(&tm, &ts);
     if (rc != ETIMEDOUT)
         die("timedlock did not time out", rc);
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -199,7 +191,11 @@ int main(int argc, char **argv)
     if (rc != 0)
         die("timedlock", rc);
     pthread_mutex_unlock(&tm);
+}
 
+/* 4-6: a reader waits for the writer, then shares rw with the holder. */
+static void rwlock_reader(void)
+{
     atomic_store(&stage, 4);
     wait_stage(5);
     pthread_rwlock_rdlock(&rw); /* waits for the writer */
@@ -210,7 +206,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < 5000 && atomic_load(&readers_in) < 2; i++)
         sleep_ms(1);
     pthread_rwlock_unlock(&rw);
+}
 
+/* 7-10: flock (LOCK_NB refused, then a wait) and an OFD lock wait, each on
+ * our own open file description. */
+static void file_locks(int fd)
+{
     atomic_store(&stage, 7);
     wait_stage(8);
     if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
@@ -222,13 +223,22 @@ int main(int argc, char **argv)
     wait_stage(10);
     ofd(fd, F_WRLCK, F_OFD_SETLKW); /* waits */
     ofd(fd, F_UNLCK, F_OFD_SETLK);
+}
 
+/* 11: a condition wait the holder signals. */
+static void cond_waiter(void)
+{
     atomic_store(&stage, 11);
     pthread_mutex_lock(&cm);
     while (!cond_ready)
         pthread_cond_wait(&cv, &cm);
     pthread_mutex_unlock(&cm);
+}
 
+/* 12-13: the semaphore held by the holder: sem_trywait fails, sem_wait
+ * waits. */
+static void semaphore_waiter(void)
+{
     atomic_store(&stage, 12);
     wait_stage(13);
     errno = 0;
@@ -237,9 +247,12 @@ int main(int argc, char **argv)
     if (sem_wait(&sm) != 0) /* waits ~HOLD_MS */
         die("sem_wait", errno);
     sem_post(&sm);
-    pthread_join(h, NULL);
+}
 
-    /* process-associated record lock: a child holds it, we wait */
+/* process-associated record lock: a child holds it, we wait. Returns the
+ * child's pid. */
+static pid_t record_lock_against_child(int fd)
+{
     int ready[2];
     if (pipe(ready) != 0)
         die("pipe", errno);
@@ -271,14 +284,26 @@ int main(int argc, char **argv)
     waitpid(child, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         die("child", EIO);
+    return child;
+}
 
+/* POUNDERS threads contending for m. */
+static void pounders(void)
+{
+    pthread_t p[POUNDERS];
     for (int i = 0; i < POUNDERS; i++)
         pthread_create(&p[i], NULL, pounder, NULL);
     for (int i = 0; i < POUNDERS; i++)
         pthread_join(p[i], NULL);
     if (shared_counter != POUNDERS * POUND_ITERS)
         die("counter", EIO);
+}
 
+/* An error-checking mutex refusing an unlock it does not hold, and a
+ * recursive mutex taken twice. */
+static void mutex_types(void)
+{
+    int rc;
     pthread_mutexattr_t attr;
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
@@ -301,8 +326,12 @@ int main(int argc, char **argv)
         if ((rc = pthread_mutex_unlock(&rm)) != 0)
             die("recursive mutex unlock", rc);
     pthread_mutexattr_destroy(&attr);
+}
 
-    /* the clockid_t forms, against CLOCK_MONOTONIC */
+/* the clockid_t forms, against CLOCK_MONOTONIC */
+static void clock_forms(void)
+{
+    int rc;
     struct timespec kts;
     clock_gettime(CLOCK_MONOTONIC, &kts);
     kts.tv_sec += 10;
@@ -325,8 +354,12 @@ int main(int argc, char **argv)
     if (rc != ETIMEDOUT)
         die("pthread_cond_clockwait", rc);
     pthread_mutex_unlock(&kcm);
+}
 
-    /* semaphore timeouts, then a clockwait that finds it posted */
+/* semaphore timeouts, then a clockwait that finds it posted */
+static void semaphore_timeouts(void)
+{
+    struct timespec kts;
     clock_gettime(CLOCK_REALTIME, &kts);
     kts.tv_nsec += 10 * 1000000L;
     if (kts.tv_nsec >= 1000000000L)
@@ -343,6 +376,37 @@ int main(int argc, char **argv)
     kts.tv_sec += 10;
     if (sem_clockwait(&sz, CLOCK_MONOTONIC, &kts) != 0)
         die("sem_clockwait on a posted semaphore", errno);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: tt_locks LOCKFILE\n");
+        return 2;
+    }
+    lock_path = argv[1];
+    int fd = open(lock_path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0)
+        die("open", errno);
+
+    /* the waiter's side of each of the holder's phases, in stage order */
+    pthread_t h;
+    if (sem_init(&sm, 0, 1) != 0 || sem_init(&sz, 0, 0) != 0)
+        die("sem_init", errno);
+    pthread_create(&h, NULL, holder, NULL);
+    contended_mutex();
+    timedlock();
+    rwlock_reader();
+    file_locks(fd);
+    cond_waiter();
+    semaphore_waiter();
+    pthread_join(h, NULL);
+
+    pid_t child = record_lock_against_child(fd);
+    pounders();
+    mutex_types();
+    clock_forms();
+    semaphore_timeouts();
 
     printf("{\"m\":%llu,\"tm\":%llu,\"cm\":%llu,\"rw\":%llu,\"em\":%llu,\"rm\":%llu,"
            "\"km\":%llu,\"kcm\":%llu,\"krw\":%llu,\"sm\":%llu,\"sz\":%llu,"
