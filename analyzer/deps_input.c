@@ -150,8 +150,8 @@ static int deps_input_add_dir(struct deps_input *in, const char *dir, int salvag
  * connect whose reversed 4-tuple was accepted on another host says when
  * the same handshake completed on both clocks (to within a round trip).
  * The median per host pair shifts hosts (breadth first from the first
- * host) when it exceeds 1 ms; the call-pair estimate in deps_analyze.c
- * refines what remains. */
+ * host) when it exceeds 1 ms; the call-pair estimate (deps_call_skew_note in
+ * deps_call.c) refines what remains. */
 
 #define DEPS_PRESYNC_EVENTS (1u << 20)   /* in all files together ... */
 #define DEPS_PRESYNC_FILE_MIN (1u << 12) /* ... but at least this per file */

@@ -1,0 +1,725 @@
+/* deps_on.c - the event handlers: each merged trace event (deps_input.c) in
+ * turn, by type, onto the state: CONN events identify and close ends,
+ * receives and sends on server ends start and answer requests, traffic on
+ * client ends becomes calls, FILE, LOCK, DB, CPU and SOCKOPT events become
+ * ops of the block their thread is serving; strings, files and locks get
+ * their plan ids here. Model violations: a thread that starts a request on
+ * one end while a request on another end is still unanswered, or answers an
+ * end it left, is reported; its events go to the end it last read and its
+ * blocks are flagged PLAN_BLOCK_VIOLATION. Never writes a block that
+ * silently mixes requests. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "deps_block.h"
+#include "deps_end.h"
+#include "deps_on.h"
+
+static uint32_t deps_on_string(struct deps_state *s, uint32_t file, uint32_t id)
+{
+    if (!id)
+        return 0;
+    uint64_t key = (uint64_t)file << 32 | id;
+    void *v = deps_map_get(&s->strings, key);
+    if (v)
+        return (uint32_t)(uintptr_t)v;
+    uint32_t len = 0;
+    const char *str = trace_reader_string(s->in.files[file].reader, id, &len);
+    if (!str)
+        return 0;
+    uint32_t pid = plan_writer_string(s->w, str, len);
+    if (pid == UINT32_MAX) {
+        deps_state_fail(s, "writing the plan: %s", plan_writer_error(s->w));
+        return 0;
+    }
+    if (pid && deps_map_put(&s->strings, key, (void *)(uintptr_t)pid) != 0)
+        deps_state_fail(s, "out of memory");
+    return pid;
+}
+
+static struct deps_file_rec *deps_on_file_seen(struct deps_state *s, uint32_t file,
+                                               const struct trace_file_event *fe)
+{
+    if (!fe->dev && !fe->ino)
+        return NULL;
+    uint64_t key = deps_map_mix(deps_map_mix(s->in.files[file].host, fe->dev), fe->ino);
+    struct deps_file_rec *r = deps_map_get(&s->files, key);
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r || deps_map_put(&s->files, key, r) != 0) {
+            free(r);
+            deps_state_fail(s, "out of memory");
+            return NULL;
+        }
+        r->initial_size = fe->file_size; /* size before the first operation seen */
+    }
+    return r;
+}
+
+static uint32_t deps_on_file_id(struct deps_state *s, uint32_t file,
+                                const struct trace_file_event *fe)
+{
+    struct deps_file_rec *r = deps_on_file_seen(s, file, fe);
+    if (!r)
+        return UINT32_MAX;
+    if (!r->plan_id) {
+        struct plan_file pf = {.path = deps_on_string(s, file, fe->path_id),
+                               .initial_size = r->initial_size};
+        uint32_t id = plan_writer_file(s->w, &pf);
+        if (id == UINT32_MAX) {
+            deps_state_fail(s, "writing the plan: %s", plan_writer_error(s->w));
+            return UINT32_MAX;
+        }
+        r->plan_id = id + 1;
+    }
+    return r->plan_id - 1;
+}
+
+static uint32_t deps_on_lock_id(struct deps_state *s, uint32_t file,
+                                const struct trace_lock_event *le)
+{
+    int per_process = le->kind == TRACE_LOCK_MUTEX || le->kind == TRACE_LOCK_RWLOCK ||
+                      le->kind == TRACE_LOCK_SEMAPHORE;
+    uint64_t key = deps_map_mix(
+        per_process ? (uint64_t)file : (1ull << 40) + s->in.files[file].host, le->lock_id);
+    void *v = deps_map_get(&s->locks, key);
+    if (v)
+        return (uint32_t)(uintptr_t)v - 1;
+    struct plan_lock pl = {.kind = le->kind, .recorded_id = le->lock_id};
+    uint32_t id = plan_writer_lock(s->w, &pl);
+    if (id == UINT32_MAX) {
+        deps_state_fail(s, "writing the plan: %s", plan_writer_error(s->w));
+        return UINT32_MAX;
+    }
+    if (deps_map_put(&s->locks, key, (void *)(uintptr_t)(id + 1)) != 0)
+        deps_state_fail(s, "out of memory");
+    return id;
+}
+
+static struct deps_thread *deps_on_thread(struct deps_state *s, uint32_t file, uint32_t tid)
+{
+    struct deps_proc *p = &s->procs[file];
+    if (p->last_thread && p->last_thread->tid == tid)
+        return p->last_thread;
+    struct deps_thread *t = deps_map_get(&p->threads, (uint64_t)tid + 1);
+    if (t)
+        return p->last_thread = t;
+    t = calloc(1, sizeof *t);
+    if (!t)
+        goto oom;
+    t->file = file;
+    t->tid = tid;
+    if (p->nall == p->capall) {
+        struct deps_thread **na = deps_state_grow(s, p->all, &p->capall, sizeof *na);
+        if (!na) {
+            free(t);
+            return NULL;
+        }
+        p->all = na;
+    }
+    p->all[p->nall++] = t;
+    if (deps_map_put(&p->threads, (uint64_t)tid + 1, t) != 0)
+        goto oom;
+    return t;
+oom:
+    deps_state_fail(s, "out of memory");
+    return NULL;
+}
+
+static void deps_on_violation(struct deps_state *s, struct deps_thread *t, struct deps_end *other)
+{
+    if (!t->violating) {
+        t->violating = 1;
+        s->res->violations++;
+    }
+    t->viol_conns++;
+    if (other && other->cur)
+        other->cur->flags |= PLAN_BLOCK_VIOLATION;
+}
+
+/* A RECV or SEND of the request/response itself, counted and covered. */
+static struct plan_op *deps_on_message_op(struct deps_state *s, struct deps_thread *t,
+                                          struct deps_block *b, uint8_t kind,
+                                          const struct trace_event *ev)
+{
+    struct plan_op *op = deps_block_op_add(s, b, kind, 0, ev->dur_ns);
+    if (!op)
+        return NULL;
+    op->a.net.bytes = (uint64_t)ev->u.net.result;
+    b->bytes += (uint64_t)ev->u.net.result;
+    deps_block_cover(t, b);
+    return op;
+}
+
+/* A worker serves one connection at a time: thread t starting a request on
+ * end e while another end of it has an unanswered request is interleaving.
+ * Then the new block starts; -1 when out of memory (the state has failed). */
+static int deps_on_request_start(struct deps_state *s, struct deps_thread *t, struct deps_end *e,
+                                 const struct trace_event *ev, uint64_t common)
+{
+    struct deps_end *prev = t->last_read;
+    if (prev && prev != e && prev->cur && prev->cur->th == t) {
+        if (!prev->cur->sends) {
+            deps_on_violation(s, t, prev);
+        } else {
+            /* answered, but maybe not completely: an event-driven
+             * server writes what fits and comes back later. The
+             * block stays open until its connection serves its next
+             * request, ends or closes; a send on it from this thread
+             * before then is an interleave and flags both blocks. */
+            t->left_gid = prev->gid;
+        }
+    }
+    if (!deps_block_start(s, t, e, ev, common))
+        return -1;
+    if (t->violating)
+        e->cur->flags |= PLAN_BLOCK_VIOLATION;
+    return 0;
+}
+
+/* A receive on a server end: part of a request, the start of the next one
+ * (keep-alive), or EOF. */
+static void deps_on_server_recv(struct deps_state *s, struct deps_thread *t, struct deps_end *e,
+                                const struct trace_event *ev, uint64_t common)
+{
+    int64_t n = ev->u.net.result;
+    if (n <= 0) {
+        if (e->cur && e->cur->th == t && e->cur->sends)
+            deps_block_cover(t, e->cur); /* a read for the next request: the tail */
+        if (n == 0)
+            deps_block_finish(s, e, 0); /* EOF: the client is done */
+        return;
+    }
+    if (e->cur && e->cur->sends)
+        deps_block_finish(s, e, 0); /* keep-alive: the next request */
+    int starts_block = !e->cur;
+    if (starts_block && deps_on_request_start(s, t, e, ev, common) != 0)
+        return;
+    if (t->left_gid == e->gid)
+        t->left_gid = 0;
+    if (t->last_read != e) {
+        if (t->last_read)
+            deps_end_unref(s, t->last_read);
+        t->last_read = e;
+        e->refs++;
+    }
+    struct deps_block *b = e->cur;
+    if (b->th != t) { /* another thread reads this request */
+        deps_on_violation(s, t, e);
+        deps_on_violation(s, b->th, e);
+    }
+    struct plan_op *op = deps_on_message_op(s, t, b, PLAN_OP_RECV, ev);
+    if (!op)
+        return;
+    /* The block starts when this receive returns (deps_block_start):
+     * its time before that was the wait for the request (keep-alive
+     * idle, a pooled connection between calls: up to seconds), not
+     * time of the block. Later receives of the request keep theirs. */
+    if (starts_block)
+        op->recorded_ns = 0;
+    e->in_off += (uint64_t)n;
+}
+
+/* A send on a server end: (part of) the response; the block remembers where
+ * its last send left it, for a cut at the end of the recording. */
+static void deps_on_server_send(struct deps_state *s, struct deps_thread *t, struct deps_end *e,
+                                const struct trace_event *ev, uint64_t common)
+{
+    int64_t n = ev->u.net.result;
+    if (n <= 0)
+        return;
+    e->out_off += (uint64_t)n;
+    struct deps_block *b = e->cur;
+    if (!b) {
+        if (t->left_gid == e->gid)
+            deps_on_violation(s, t, NULL); /* answered an end it had left: late interleave */
+        s->res->unmatched_bytes += 0;
+        return;
+    }
+    if (b->th != t) {
+        deps_on_violation(s, t, e);
+        deps_on_violation(s, b->th, e);
+    } else if (t->last_read != e && t->last_read && t->last_read->cur &&
+               t->last_read->cur->th == t) {
+        deps_on_violation(s, t, t->last_read); /* answering X after reading Y */
+        b->flags |= PLAN_BLOCK_VIOLATION;
+    }
+    struct plan_op *op = deps_on_message_op(s, t, b, PLAN_OP_SEND, ev);
+    if (!op)
+        return;
+    if (ev->flags & TRACE_F_MSG_MORE)
+        op->flags |= PLAN_SEG_MORE;
+    b->sends++;
+    if (t->violating || b->th != t)
+        b->flags |= PLAN_BLOCK_VIOLATION;
+    b->nops_at_send = b->nops;
+    b->ncalls_at_send = b->ncalls;
+    b->covered_at_send = b->covered;
+    b->bytes_at_send = b->bytes;
+    b->th_events_at_send = t->res_events;
+    b->last_send_end_raw = ev->ts_ns + ev->dur_ns;
+    b->last_send_end_c = common;
+}
+
+static void deps_on_client_net(struct deps_state *s, struct deps_thread *t, struct deps_end *e,
+                               const struct trace_event *ev, uint64_t common)
+{
+    int64_t n = ev->u.net.result;
+    if (n <= 0)
+        return;
+    int send = ev->op == TRACE_NET_SEND;
+    uint64_t off = send ? e->out_off : e->in_off;
+    if (send)
+        e->out_off += (uint64_t)n;
+    else
+        e->in_off += (uint64_t)n;
+    struct deps_block *b = deps_block_of(t);
+    if (!b)
+        return;
+    deps_block_cover(t, b);
+    if (e->is_db)
+        return; /* covered; the DB events carry the work */
+    struct deps_call *c = NULL;
+    if (e->call_block == b && e->call_index < b->ncalls) {
+        c = &b->calls[e->call_index];
+        if (send && c->received)
+            c = NULL; /* a send after the response began: a new call */
+    }
+    if (!c) {
+        if (b->ncalls == b->capcalls) {
+            struct deps_call *nc = deps_state_grow(s, b->calls, &b->capcalls, sizeof *nc);
+            if (!nc)
+                return;
+            b->calls = nc;
+        }
+        c = &b->calls[b->ncalls];
+        memset(c, 0, sizeof *c);
+        struct plan_op *op = deps_block_op_add(s, b, PLAN_OP_CALL, 0, 0);
+        if (!op)
+            return;
+        if (e->nodelay_set && e->nodelay)
+            op->flags |= PLAN_CALL_NODELAY;
+        c->op = b->nops - 1;
+        c->end = e;
+        e->refs++;
+        c->callee = UINT32_MAX;
+        c->out_off = send ? off : e->out_off;
+        c->t0_raw = ev->ts_ns;
+        c->t0_c = common - ev->dur_ns;
+        e->call_block = b;
+        e->call_index = b->ncalls++;
+    }
+    if (c->nsegs == c->capsegs) {
+        struct plan_segment *ns = deps_state_grow(s, c->segs, &c->capsegs, sizeof *ns);
+        if (!ns)
+            return;
+        c->segs = ns;
+    }
+    struct plan_segment *sg = &c->segs[c->nsegs++];
+    sg->dir = send ? 0 : 1;
+    sg->flags = (ev->flags & TRACE_F_MSG_MORE) ? PLAN_SEG_MORE : 0;
+    sg->bytes = (uint32_t)n;
+    if (send)
+        c->sent += (uint64_t)n;
+    else
+        c->received += (uint64_t)n;
+    c->t1_raw = ev->ts_ns + ev->dur_ns;
+    c->t1_c = common;
+}
+
+/* Options set on descriptor fd before its connection existed. */
+static void deps_on_pending_opts(struct deps_state *s, uint32_t file, struct deps_end *e,
+                                 const struct trace_event *ev)
+{
+    struct deps_map *m = &s->procs[file].pending_opts;
+    if (ev->u.conn.fd < 0 || !m->count)
+        return;
+    struct deps_pending_opt *po = deps_map_del(m, (uint64_t)ev->u.conn.fd + 1);
+    if (!po)
+        return;
+    if (po->ts_ns <= ev->ts_ns + ev->dur_ns) { /* else it belongs to a later socket */
+        if (po->nodelay_set && !e->nodelay_set) {
+            e->nodelay_set = 1;
+            e->nodelay = po->nodelay;
+        }
+        if (po->cork_set && !e->cork_set) {
+            e->cork_set = 1;
+            e->cork = po->cork;
+        }
+    }
+    free(po);
+}
+
+static void deps_on_conn(struct deps_state *s, uint32_t file, const struct trace_event *ev)
+{
+    const struct trace_conn_event *c = &ev->u.conn;
+    if (!c->conn_id)
+        return;
+    struct deps_end *e = deps_end_get(s, file, c->conn_id);
+    if (!e)
+        return;
+    switch (ev->op) {
+    case TRACE_CONN_ACCEPT:
+    case TRACE_CONN_CONNECT:
+    case TRACE_CONN_IDENT:
+        if (ev->op == TRACE_CONN_ACCEPT)
+            e->accepted = 1;
+        deps_on_pending_opts(s, file, e, ev);
+        if (c->family) {
+            e->family = c->family;
+            e->proto = c->proto;
+            memcpy(e->local_addr, c->local_addr, 16);
+            memcpy(e->remote_addr, c->remote_addr, 16);
+            e->local_port = c->local_port;
+            e->remote_port = c->remote_port;
+            e->unix_inode = c->unix_inode;
+            e->unix_peer_inode = c->unix_peer_inode;
+            e->has_ident = 1;
+            deps_end_identify(s, e);
+        }
+        break;
+    case TRACE_CONN_SHUTDOWN:
+        deps_block_finish(s, e, 0);
+        break;
+    case TRACE_CONN_CLOSE:
+        deps_block_finish(s, e, 0);
+        deps_end_close(s, file, e);
+        break;
+    default:
+        break;
+    }
+}
+
+static void deps_on_db(struct deps_state *s, uint32_t file, struct deps_thread *t,
+                       const struct trace_event *ev)
+{
+    const struct trace_db_event *d = &ev->u.db;
+    struct deps_end *e = d->db_conn_id ? deps_end_get(s, file, d->db_conn_id) : NULL;
+    if (e && !e->is_db) {
+        e->is_db = 1;
+        if (e->has_ident) {
+            char addr[96];
+            deps_end_addr_text(e, addr, sizeof addr);
+            uint64_t k = deps_map_mix((uint64_t)s->in.files[file].host, e->remote_port);
+            k = deps_map_mix(k, e->family == AF_UNIX ? e->unix_peer_inode : 0);
+            if (e->family != AF_UNIX && !deps_map_get(&s->db_endpoints, k)) {
+                struct plan_db_endpoint ep = {.address = deps_state_literal(s, addr)};
+                uint32_t id = plan_writer_db_endpoint(s->w, &ep);
+                if (id == UINT32_MAX)
+                    deps_state_fail(s, "writing the plan: %s", plan_writer_error(s->w));
+                else if (deps_map_put(&s->db_endpoints, k, (void *)(uintptr_t)(id + 1)) != 0)
+                    deps_state_fail(s, "out of memory");
+            }
+        }
+    }
+    if (e && !e->db_index)
+        e->db_index = ++s->comps[s->procs[file].component].pc.db_conns;
+    struct deps_block *b = deps_block_of(t);
+    if (!b)
+        return;
+    deps_block_cover(t, b);
+    uint8_t op;
+    switch (ev->op) {
+    case TRACE_DB_QUERY:
+        op = PLAN_DB_QUERY;
+        break;
+    case TRACE_DB_PREPARE:
+        op = PLAN_DB_PREPARE;
+        break;
+    case TRACE_DB_EXECUTE:
+        op = PLAN_DB_EXECUTE;
+        break;
+    case TRACE_DB_FETCH:
+        if (b->nops && b->ops[b->nops - 1].kind == PLAN_OP_DB) {
+            b->ops[b->nops - 1].recorded_ns += ev->dur_ns;
+            b->ops[b->nops - 1].a.db.rows += d->rows;
+        }
+        return;
+    default:
+        return;
+    }
+    struct plan_op *o = deps_block_op_add(s, b, PLAN_OP_DB, op, ev->dur_ns);
+    if (!o)
+        return;
+    o->a.db.conn = e && e->db_index ? e->db_index - 1 : 0;
+    o->a.db.sql = deps_on_string(s, file, d->query_id);
+    o->a.db.params = deps_on_string(s, file, d->params_id);
+    o->a.db.rows = d->rows;
+    o->a.db.error = d->error;
+    s->res->db_ops++;
+}
+
+static void deps_on_file(struct deps_state *s, uint32_t file, struct deps_thread *t,
+                         const struct trace_event *ev)
+{
+    const struct trace_file_event *fe = &ev->u.file;
+    deps_on_file_seen(s, file, fe);
+    struct deps_block *b = deps_block_of(t);
+    if (!b)
+        return;
+    deps_block_cover(t, b);
+    uint8_t op;
+    switch (ev->op) {
+    case TRACE_FILE_READ:
+    case TRACE_FILE_PREAD:
+    case TRACE_FILE_SENDFILE:
+    case TRACE_FILE_COPY_RANGE: /* its read side: the write is a record of its own */
+        op = PLAN_FILE_READ;
+        break;
+    case TRACE_FILE_WRITE:
+    case TRACE_FILE_PWRITE:
+        op = PLAN_FILE_WRITE;
+        break;
+    case TRACE_FILE_FSYNC:
+        op = PLAN_FILE_FSYNC;
+        break;
+    case TRACE_FILE_FDATASYNC:
+        op = PLAN_FILE_FDATASYNC;
+        break;
+    case TRACE_FILE_OPEN:
+        op = PLAN_FILE_OPEN;
+        break;
+    case TRACE_FILE_CLOSE:
+        op = PLAN_FILE_CLOSE;
+        break;
+    case TRACE_FILE_TRUNCATE:
+        op = PLAN_FILE_TRUNCATE;
+        break;
+    default:
+        return; /* seek, dup: no I/O to replay */
+    }
+    uint32_t id = deps_on_file_id(s, file, fe);
+    if (id == UINT32_MAX)
+        return; /* not a file with an identity (pipe, tty) */
+    struct plan_op *o = deps_block_op_add(s, b, PLAN_OP_FILE, op, ev->dur_ns);
+    if (!o)
+        return;
+    o->a.file.file = id;
+    o->a.file.offset = fe->offset;
+    o->a.file.size =
+        fe->result > 0 ? (uint64_t)fe->result : (op == PLAN_FILE_TRUNCATE ? fe->size : 0);
+}
+
+/* Keeps each end's TCP_NODELAY / TCP_CORK as last set. An option set before
+ * connect() names no connection yet (conn_id 0): it waits by descriptor
+ * for the CONN event of that descriptor. */
+static void deps_on_sockopt_state(struct deps_state *s, uint32_t file, const struct trace_event *ev)
+{
+    const struct trace_sockopt_event *so = &ev->u.sockopt;
+    if (so->level != TRACE_IPPROTO_TCP ||
+        (so->name != TRACE_TCP_NODELAY && so->name != TRACE_TCP_CORK))
+        return;
+    int nodelay = so->name == TRACE_TCP_NODELAY;
+    if (so->conn_id) {
+        struct deps_end *e = deps_end_get(s, file, so->conn_id);
+        if (!e)
+            return;
+        if (nodelay) {
+            e->nodelay_set = 1;
+            e->nodelay = so->value;
+        } else {
+            e->cork_set = 1;
+            e->cork = so->value;
+        }
+        return;
+    }
+    if (so->fd < 0)
+        return;
+    struct deps_map *m = &s->procs[file].pending_opts;
+    struct deps_pending_opt *po = deps_map_get(m, (uint64_t)so->fd + 1);
+    if (!po) {
+        po = calloc(1, sizeof *po);
+        if (!po || deps_map_put(m, (uint64_t)so->fd + 1, po) != 0) {
+            free(po);
+            deps_state_fail(s, "out of memory");
+            return;
+        }
+    }
+    po->ts_ns = ev->ts_ns;
+    if (nodelay) {
+        po->nodelay_set = 1;
+        po->nodelay = so->value;
+    } else {
+        po->cork_set = 1;
+        po->cork = so->value;
+    }
+}
+
+/* Events the recording could not keep (a full ring in --drop mode, the
+ * --max-size ring, threads beyond the tracer's rings, salvage): the blocks
+ * they belonged to are incomplete or missing, which analyze says. */
+static void deps_on_loss(struct deps_state *s, uint32_t file, const struct trace_event *ev)
+{
+    uint64_t n = ev->u.loss.count;
+    s->lost += n;
+    s->res->lost_events += n;
+    if (!s->procs[file].lost)
+        s->lost_files++;
+    s->procs[file].lost += n;
+    if (n > s->lost_worst) {
+        s->lost_worst = n;
+        s->lost_worst_file = file;
+        s->lost_worst_reason = ev->u.loss.reason;
+    }
+}
+
+static void deps_on_cpu(struct deps_state *s, struct deps_thread *t, const struct trace_event *ev)
+{
+    struct deps_block *b = deps_block_of(t);
+    if (!b)
+        return;
+    if (b->nops && b->ops[b->nops - 1].kind == PLAN_OP_CPU) {
+        b->ops[b->nops - 1].a.cpu_ns += ev->dur_ns;
+        b->ops[b->nops - 1].recorded_ns += ev->dur_ns;
+    } else {
+        struct plan_op *o = deps_block_op_add(s, b, PLAN_OP_CPU, 0, ev->dur_ns);
+        if (o)
+            o->a.cpu_ns = ev->dur_ns;
+    }
+}
+
+static void deps_on_net(struct deps_state *s, uint32_t file, struct deps_thread *t,
+                        const struct trace_event *ev, uint64_t common)
+{
+    struct deps_end *e = deps_end_get(s, file, ev->u.net.conn_id);
+    if (!e)
+        return;
+    if (!e->accepted)
+        deps_on_client_net(s, t, e, ev, common);
+    else if (ev->op == TRACE_NET_RECV)
+        deps_on_server_recv(s, t, e, ev, common);
+    else
+        deps_on_server_send(s, t, e, ev, common);
+}
+
+/* A request's label (an HTTP method and path): its text is kept for the
+ * --blocks TSV; the end's open block takes it until its first send, else
+ * its next block. */
+static void deps_on_label(struct deps_state *s, uint32_t file, const struct trace_event *ev)
+{
+    struct deps_end *e = deps_end_get(s, file, ev->u.label.conn_id);
+    if (!e)
+        return;
+    uint32_t id = deps_on_string(s, file, ev->u.label.label_id);
+    if (id && !deps_map_get(&s->label_text, id)) {
+        uint32_t len = 0;
+        const char *str = trace_reader_string(s->in.files[file].reader, ev->u.label.label_id, &len);
+        char *copy = str ? strndup(str, len) : NULL;
+        if (copy && deps_map_put(&s->label_text, id, copy) != 0)
+            free(copy);
+    }
+    if (e->cur && !e->cur->sends)
+        e->cur->label = id;
+    else
+        e->pending_label = id;
+}
+
+static void deps_on_lock(struct deps_state *s, uint32_t file, struct deps_thread *t,
+                         const struct trace_event *ev)
+{
+    struct deps_block *b = deps_block_of(t);
+    if (!b)
+        return;
+    deps_block_cover(t, b);
+    const struct trace_lock_event *le = &ev->u.lock;
+    uint8_t op;
+    if (ev->op == TRACE_LOCK_RELEASE)
+        op = PLAN_LOCK_RELEASE;
+    else if (ev->op == TRACE_LOCK_ACQUIRE || ev->op == TRACE_LOCK_TIMED)
+        op = le->result == 0 ? PLAN_LOCK_ACQUIRE : 0;
+    else
+        op = le->result == 0 ? PLAN_LOCK_TRY : 0;
+    if (!op)
+        return; /* failed try/timed acquire: nothing held */
+    uint32_t id = deps_on_lock_id(s, file, le);
+    if (id == UINT32_MAX)
+        return;
+    struct plan_op *o = deps_block_op_add(s, b, PLAN_OP_LOCK, op, ev->dur_ns);
+    if (!o)
+        return;
+    o->a.lock.lock = id;
+    o->a.lock.mode = le->mode == TRACE_LOCK_SHARED ? PLAN_LOCK_SHARED : PLAN_LOCK_EXCLUSIVE;
+}
+
+static void deps_on_sockopt(struct deps_state *s, uint32_t file, struct deps_thread *t,
+                            const struct trace_event *ev)
+{
+    deps_on_sockopt_state(s, file, ev);
+    struct deps_block *b = deps_block_of(t);
+    if (!b) {
+        /* an option set on a connection before its request (after
+         * accept): the end's next block applies it (deps_block_start) */
+        if (t->serving && ev->u.sockopt.conn_id) {
+            struct deps_end *e = deps_map_get(&s->procs[file].ends, ev->u.sockopt.conn_id);
+            if (e && e->opts_thread != t) {
+                e->opts_thread = t;
+                e->opts_between_requests = 0;
+            }
+            if (e)
+                e->opts_between_requests++;
+        }
+        return;
+    }
+    deps_block_cover(t, b);
+    if (ev->u.sockopt.conn_id != b->end->conn_id)
+        return; /* a caller's connection: its NODELAY goes to CALL flags */
+    deps_block_sockopt_op(s, b, ev->u.sockopt.level, ev->u.sockopt.name, ev->u.sockopt.value);
+}
+
+void deps_on_event(struct deps_state *s, uint32_t file, const struct deps_queued *q)
+{
+    const struct trace_event *ev = &q->ev;
+    int counted = 0;
+    s->now_c = q->key;
+    switch (ev->type) {
+    case TRACE_EV_CONN:
+        deps_on_conn(s, file, ev);
+        return;
+    case TRACE_EV_LOSS:
+        deps_on_loss(s, file, ev);
+        return;
+    case TRACE_EV_FILE:
+    case TRACE_EV_NET:
+    case TRACE_EV_LOCK:
+    case TRACE_EV_DB:
+    case TRACE_EV_SOCKOPT:
+        s->res->resource_events++;
+        counted = 1;
+        break;
+    case TRACE_EV_CPU:
+    case TRACE_EV_LABEL:
+        break;
+    default:
+        return;
+    }
+    struct deps_thread *t = deps_on_thread(s, file, ev->tid);
+    if (!t)
+        return;
+    t->res_events += counted;
+    switch (ev->type) {
+    case TRACE_EV_CPU:
+        deps_on_cpu(s, t, ev);
+        return;
+    case TRACE_EV_NET:
+        deps_on_net(s, file, t, ev, q->key);
+        return;
+    case TRACE_EV_LABEL:
+        deps_on_label(s, file, ev);
+        return;
+    case TRACE_EV_FILE:
+        deps_on_file(s, file, t, ev);
+        return;
+    case TRACE_EV_DB:
+        deps_on_db(s, file, t, ev);
+        return;
+    case TRACE_EV_LOCK:
+        deps_on_lock(s, file, t, ev);
+        return;
+    case TRACE_EV_SOCKOPT:
+        deps_on_sockopt(s, file, t, ev);
+        return;
+    default:
+        return;
+    }
+}
