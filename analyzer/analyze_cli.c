@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "analyze_cli.h"
 #include "preplay_analyze.h"
 
 static void analyze_usage(FILE *out)

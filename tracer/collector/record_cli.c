@@ -22,6 +22,7 @@
 #include "cpu_kernels.h"
 #include "cpuclock.h"
 #include "cpuclock_loader.h"
+#include "record_cli.h"
 #include "shm_layout.h"
 
 static volatile sig_atomic_t record_forward_signal;
