@@ -34,6 +34,8 @@
  * DB_WIRE_FDS get send-time events without answer data. Never called while
  * a C API wrapper runs (tracer_in_db_capi), so a query is never recorded
  * twice. */
+#include "db_wire.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
