@@ -811,132 +811,191 @@ static void db_wire_until(struct db_wire_conn *c, uint8_t last, uint8_t err)
         db_wire_next(c);
 }
 
-/* One received packet of the answer: the first min(len, DB_WIRE_PEEK)
- * payload bytes are in c->peek, `seq` is its sequence number. */
 static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *c, uint8_t seq,
-                                  uint64_t end)
+                                  uint64_t end);
+
+/* The commands whose answer is not read as an OK, ERR or result set
+ * header (c->cmd.answer): 1 when c's command is one of them (its answer
+ * is done, or followed in a state of its own from this packet on), 0 when
+ * this packet is the first of an ordinary answer. */
+static int db_wire_answer_own_state(struct tracer_thread *t, struct db_wire_conn *c, uint8_t seq,
+                                    uint64_t end)
+{
+    switch (c->cmd.answer) {
+    case DB_WIRE_ANSWER_ONE:
+        db_wire_next(c);
+        return 1;
+    case DB_WIRE_ANSWER_AUTH:
+        c->state = DB_WIRE_AUTH;
+        break;
+    case DB_WIRE_ANSWER_FIELDS:
+        c->state = DB_WIRE_FIELDS;
+        break;
+    case DB_WIRE_ANSWER_ROWS: /* STMT_FETCH: timed from its send */
+        c->in_result = 1;
+        c->rows = c->bytes = 0;
+        c->fetch_begin_ns = c->cmd.begin_ns;
+        c->state = DB_WIRE_ROWS;
+        break;
+    default:
+        return 0;
+    }
+    db_wire_server_packet(t, c, seq, end);
+    return 1;
+}
+
+/* Reads the first packet of an answer: an ERR (*error), a PREPARE's OK
+ * (the statement, and the definitions that follow), an OK (*rows
+ * affected), a LOCAL INFILE request or a result set's header
+ * (*result_set, and the definitions that follow). 1 when the packet
+ * needs nothing more (a later result's end, the first of several results,
+ * LOCAL INFILE), else 0: db_wire_first_done goes on. */
+static int db_wire_first_read(struct tracer_thread *t, struct db_wire_conn *c, uint64_t end,
+                              int32_t *error, uint64_t *rows, int *result_set)
 {
     const unsigned char *p = c->peek;
     size_t have = c->peek_have;
     uint32_t len = c->pkt_len;
     int deprecate_eof = (c->client_caps & CLIENT_DEPRECATE_EOF) != 0;
+    if (p[0] == 0xff) {
+        *error = have >= 3 ? (int32_t)db_wire_le(p + 1, 2) : -1;
+        if (c->cmd.op == TRACE_DB_PREPARE)
+            c->last_prep_server_id = 0; /* no statement to execute */
+    } else if (p[0] == 0x00 && c->cmd.op == TRACE_DB_PREPARE) {
+        if (have >= 9) {
+            uint32_t sid = (uint32_t)db_wire_le(p + 1, 4);
+            uint16_t ncols = (uint16_t)db_wire_le(p + 5, 2);
+            uint16_t nparams = (uint16_t)db_wire_le(p + 7, 2);
+            struct db_wire_stmt *s = db_wire_stmt_add(c, sid);
+            s->query_id = c->cmd.prep_query_id;
+            s->nparams = nparams;
+            c->cmd.stmt_id = sid;
+            c->last_prep_server_id = sid;
+            c->defs_left =
+                (uint64_t)ncols + nparams + (deprecate_eof ? 0 : (ncols != 0) + (nparams != 0));
+        }
+    } else if (p[0] == 0x00 || (p[0] == 0xfe && len < 0xffffff && c->in_result)) {
+        unsigned status = db_wire_ok_status(p, have, rows);
+        if (c->in_result) { /* a later result of a multi-result answer */
+            db_wire_result_end(t, c, status, 0, end);
+            return 1;
+        }
+        if (status & SERVER_MORE_RESULTS_EXIST) {
+            /* first of several results: record the command now */
+            db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, 0, c->cmd.query_id,
+                          c->cmd.params_id, c->cmd.stmt_id, *rows, c->cmd.cmd_bytes,
+                          c->cmd.begin_ns, end);
+            c->in_result = 1;
+            c->fetch_begin_ns = end;
+            return 1;
+        }
+    } else if (p[0] == 0xfb) {
+        /* LOCAL INFILE request: the client sends the file, then the
+         * final OK/ERR comes, its sequence number past 1 */
+        c->any_seq = 1;
+        return 1;
+    } else {
+        uint64_t ncols = 0;
+        size_t used = db_wire_lenenc(p, have, &ncols);
+        *result_set = 1;
+        int metadata = 1;
+        if ((c->ext_caps & MARIADB_CLIENT_CACHE_METADATA) && used && have > used)
+            metadata = p[used] != 0;
+        c->defs_left = (metadata ? ncols : 0) + (deprecate_eof ? 0 : 1);
+    }
+    return 0;
+}
+
+/* After an answer's first packet was read (db_wire_first_read): the
+ * command's event, and what the connection expects next. */
+static void db_wire_first_done(struct tracer_thread *t, struct db_wire_conn *c, int32_t error,
+                               uint64_t rows, int result_set, uint64_t end)
+{
+    if (c->in_result) { /* header of a later result: keep counting */
+        if (error) {
+            db_wire_result_end(t, c, 0, error, end);
+            return;
+        }
+        c->state = c->defs_left ? DB_WIRE_COLDEFS : DB_WIRE_ROWS;
+        return;
+    }
+    if (c->cmd.op) {
+        uint32_t qid = c->cmd.op == TRACE_DB_PREPARE ? c->cmd.prep_query_id : c->cmd.query_id;
+        db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, error, qid, c->cmd.params_id,
+                      c->cmd.stmt_id, rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
+    }
+    if (error || (!result_set && c->cmd.op != TRACE_DB_PREPARE)) {
+        db_wire_next(c);
+    } else if (c->cmd.op == TRACE_DB_PREPARE) {
+        if (c->defs_left)
+            c->state = DB_WIRE_SKIP_DEFS;
+        else
+            db_wire_next(c);
+    } else {
+        c->in_result = 1;
+        c->fetch_begin_ns = end;
+        c->rows = c->bytes = 0;
+        c->state = c->defs_left ? DB_WIRE_COLDEFS : DB_WIRE_ROWS;
+    }
+}
+
+/* The first packet of a command's answer (state FIRST). */
+static void db_wire_first_packet(struct tracer_thread *t, struct db_wire_conn *c, uint8_t seq,
+                                 uint64_t end)
+{
+    if (c->peek_have < 1)
+        return;
+    /* An answer begins with sequence 1. Before it, a client that sent
+     * its first command right behind its handshake response sees the
+     * rest of the handshake (the OK to its login, sequence 2 on). */
+    if (!c->in_result && !c->any_seq && seq != 1)
+        return;
+    if (db_wire_answer_own_state(t, c, seq, end))
+        return;
+    if (c->cmd.op == TRACE_DB_EXECUTE && c->cmd.stmt_id == DB_WIRE_LAST_PREPARED &&
+        c->prep_answered == c->prep_sent)
+        c->cmd.stmt_id = c->last_prep_server_id; /* its PREPARE was answered first */
+    int32_t error = 0;
+    uint64_t rows = 0;
+    int result_set = 0;
+    if (c->cmd.op == TRACE_DB_PREPARE)
+        c->prep_answered++;
+    if (db_wire_first_read(t, c, end, &error, &rows, &result_set))
+        return;
+    db_wire_first_done(t, c, error, rows, result_set, end);
+}
+
+/* A column definition of a result set (state COLDEFS): after the last,
+ * its rows; or, when a cursor holds them, the result's end. */
+static void db_wire_coldef_packet(struct tracer_thread *t, struct db_wire_conn *c, uint64_t end)
+{
+    const unsigned char *p = c->peek;
+    int deprecate_eof = (c->client_caps & CLIENT_DEPRECATE_EOF) != 0;
+    if (c->defs_left)
+        c->defs_left--;
+    if (c->defs_left)
+        return;
+    /* the EOF after the definitions (without CLIENT_DEPRECATE_EOF) says
+     * whether rows follow or a cursor holds them */
+    if (!deprecate_eof && c->peek_have >= 5 && p[0] == 0xfe && c->pkt_len < 9 &&
+        (db_wire_le(p + 3, 2) & SERVER_STATUS_CURSOR_EXISTS)) {
+        db_wire_result_end(t, c, (unsigned)db_wire_le(p + 3, 2), 0, end);
+        return;
+    }
+    c->state = DB_WIRE_ROWS;
+}
+
+/* One received packet of the answer: the first min(len, DB_WIRE_PEEK)
+ * payload bytes are in c->peek, `seq` is its sequence number. */
+static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *c, uint8_t seq,
+                                  uint64_t end)
+{
     switch (c->state) {
     case DB_WIRE_IDLE:
         return;
-    case DB_WIRE_FIRST: {
-        if (have < 1)
-            return;
-        /* An answer begins with sequence 1. Before it, a client that sent
-         * its first command right behind its handshake response sees the
-         * rest of the handshake (the OK to its login, sequence 2 on). */
-        if (!c->in_result && !c->any_seq && seq != 1)
-            return;
-        switch (c->cmd.answer) {
-        case DB_WIRE_ANSWER_ONE:
-            db_wire_next(c);
-            return;
-        case DB_WIRE_ANSWER_AUTH:
-            c->state = DB_WIRE_AUTH;
-            break;
-        case DB_WIRE_ANSWER_FIELDS:
-            c->state = DB_WIRE_FIELDS;
-            break;
-        case DB_WIRE_ANSWER_ROWS: /* STMT_FETCH: timed from its send */
-            c->in_result = 1;
-            c->rows = c->bytes = 0;
-            c->fetch_begin_ns = c->cmd.begin_ns;
-            c->state = DB_WIRE_ROWS;
-            break;
-        default:
-            break;
-        }
-        if (c->state != DB_WIRE_FIRST) {
-            /* an answer followed in a state of its own, from this packet on */
-            db_wire_server_packet(t, c, seq, end);
-            return;
-        }
-        if (c->cmd.op == TRACE_DB_EXECUTE && c->cmd.stmt_id == DB_WIRE_LAST_PREPARED &&
-            c->prep_answered == c->prep_sent)
-            c->cmd.stmt_id = c->last_prep_server_id; /* its PREPARE was answered first */
-        int32_t error = 0;
-        uint64_t rows = 0;
-        int result_set = 0;
-        if (c->cmd.op == TRACE_DB_PREPARE)
-            c->prep_answered++;
-        if (p[0] == 0xff) {
-            error = have >= 3 ? (int32_t)db_wire_le(p + 1, 2) : -1;
-            if (c->cmd.op == TRACE_DB_PREPARE)
-                c->last_prep_server_id = 0; /* no statement to execute */
-        } else if (p[0] == 0x00 && c->cmd.op == TRACE_DB_PREPARE) {
-            if (have >= 9) {
-                uint32_t sid = (uint32_t)db_wire_le(p + 1, 4);
-                uint16_t ncols = (uint16_t)db_wire_le(p + 5, 2);
-                uint16_t nparams = (uint16_t)db_wire_le(p + 7, 2);
-                struct db_wire_stmt *s = db_wire_stmt_add(c, sid);
-                s->query_id = c->cmd.prep_query_id;
-                s->nparams = nparams;
-                c->cmd.stmt_id = sid;
-                c->last_prep_server_id = sid;
-                c->defs_left =
-                    (uint64_t)ncols + nparams + (deprecate_eof ? 0 : (ncols != 0) + (nparams != 0));
-            }
-        } else if (p[0] == 0x00 || (p[0] == 0xfe && len < 0xffffff && c->in_result)) {
-            unsigned status = db_wire_ok_status(p, have, &rows);
-            if (c->in_result) { /* a later result of a multi-result answer */
-                db_wire_result_end(t, c, status, 0, end);
-                return;
-            }
-            if (status & SERVER_MORE_RESULTS_EXIST) {
-                /* first of several results: record the command now */
-                db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, 0, c->cmd.query_id,
-                              c->cmd.params_id, c->cmd.stmt_id, rows, c->cmd.cmd_bytes,
-                              c->cmd.begin_ns, end);
-                c->in_result = 1;
-                c->fetch_begin_ns = end;
-                return;
-            }
-        } else if (p[0] == 0xfb) {
-            /* LOCAL INFILE request: the client sends the file, then the
-             * final OK/ERR comes, its sequence number past 1 */
-            c->any_seq = 1;
-            return;
-        } else {
-            uint64_t ncols = 0;
-            size_t used = db_wire_lenenc(p, have, &ncols);
-            result_set = 1;
-            int metadata = 1;
-            if ((c->ext_caps & MARIADB_CLIENT_CACHE_METADATA) && used && have > used)
-                metadata = p[used] != 0;
-            c->defs_left = (metadata ? ncols : 0) + (deprecate_eof ? 0 : 1);
-        }
-        if (c->in_result) { /* header of a later result: keep counting */
-            if (error) {
-                db_wire_result_end(t, c, 0, error, end);
-                return;
-            }
-            c->state = c->defs_left ? DB_WIRE_COLDEFS : DB_WIRE_ROWS;
-            return;
-        }
-        if (c->cmd.op) {
-            uint32_t qid = c->cmd.op == TRACE_DB_PREPARE ? c->cmd.prep_query_id : c->cmd.query_id;
-            db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, error, qid, c->cmd.params_id,
-                          c->cmd.stmt_id, rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
-        }
-        if (error || (!result_set && c->cmd.op != TRACE_DB_PREPARE)) {
-            db_wire_next(c);
-        } else if (c->cmd.op == TRACE_DB_PREPARE) {
-            if (c->defs_left)
-                c->state = DB_WIRE_SKIP_DEFS;
-            else
-                db_wire_next(c);
-        } else {
-            c->in_result = 1;
-            c->fetch_begin_ns = end;
-            c->rows = c->bytes = 0;
-            c->state = c->defs_left ? DB_WIRE_COLDEFS : DB_WIRE_ROWS;
-        }
+    case DB_WIRE_FIRST:
+        db_wire_first_packet(t, c, seq, end);
         return;
-    }
     case DB_WIRE_SKIP_DEFS:
         if (c->defs_left)
             c->defs_left--;
@@ -944,18 +1003,7 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
             db_wire_next(c);
         return;
     case DB_WIRE_COLDEFS:
-        if (c->defs_left)
-            c->defs_left--;
-        if (c->defs_left)
-            return;
-        /* the EOF after the definitions (without CLIENT_DEPRECATE_EOF) says
-         * whether rows follow or a cursor holds them */
-        if (!deprecate_eof && have >= 5 && p[0] == 0xfe && len < 9 &&
-            (db_wire_le(p + 3, 2) & SERVER_STATUS_CURSOR_EXISTS)) {
-            db_wire_result_end(t, c, (unsigned)db_wire_le(p + 3, 2), 0, end);
-            return;
-        }
-        c->state = DB_WIRE_ROWS;
+        db_wire_coldef_packet(t, c, end);
         return;
     case DB_WIRE_ROWS:
         db_wire_row_packet(t, c, end);
