@@ -5,6 +5,8 @@
  * fallocate, posix_fallocate, sendfile, copy_file_range, splice.
  * Each wrapper calls the real function exactly once with the caller's
  * arguments, keeps its result and errno, and describes it to io_events. */
+#include "interpose_file.h"
+
 #include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
