@@ -64,8 +64,8 @@ const char *trace_event_op_name(unsigned type, unsigned op)
     }
 }
 
-static const char *const trace_flag_names[] = {"error", "nonblock", "stdio", "msg_more",
-                                               "cpu_estimated"};
+static const char *const trace_flag_names[] = {"error",         "nonblock",  "stdio", "msg_more",
+                                               "cpu_estimated", "after_cpu", "cut"};
 
 static const char *const trace_loss_reasons[] = {"?",       "buffer_full",   "ring_overwrite",
                                                  "salvage", "signal_nested", "no_ring"};

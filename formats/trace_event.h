@@ -139,6 +139,11 @@ enum trace_loss_reason {
  * readers deliver the CPU event and clear it: no event a reader returns or
  * a writer is given carries it. */
 #define TRACE_F_AFTER_CPU 0x0020
+/* Format 2.2, DB events only: the statement's text or its parameters were
+ * cut at the recording's --db-max-statement (the strings hold a prefix);
+ * u.db.query_len / params_len give the real lengths. A cut statement must
+ * never be replayed as SQL (FORMAT.md §6.2). */
+#define TRACE_F_CUT 0x0040
 
 struct trace_file_event {
     int32_t fd;
@@ -194,6 +199,9 @@ struct trace_db_event {
     uint32_t params_id; /* string id of the bound parameters, rendered as text */
     uint64_t stmt_id;
     uint64_t rows, bytes;
+    /* 2.2, with TRACE_F_CUT only (else 0): the real length in bytes of the
+     * SQL text / of the rendered parameters, when that one was cut */
+    uint64_t query_len, params_len;
 };
 
 struct trace_label_event {

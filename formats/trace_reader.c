@@ -708,6 +708,30 @@ static int trace_reader_split_after_cpu(struct trace_reader *r, struct trace_eve
     return 0;
 }
 
+/* A 2.2 DB record cut at --db-max-statement (TRACE_F_CUT) says how long
+ * what was cut really was; the flag means nothing elsewhere (FORMAT.md
+ * §6.2). Returns 0, or -1 with why. */
+static int trace_reader_check_cut(const struct trace_event *ev, const char **why)
+{
+    int cut = (ev->flags & TRACE_F_CUT) != 0;
+    if (ev->type != TRACE_EV_DB) {
+        if (cut) {
+            *why = "a record that is not DB carries the cut flag";
+            return -1;
+        }
+        return 0;
+    }
+    if (cut && !ev->u.db.query_len && !ev->u.db.params_len) {
+        *why = "a DB record carries the cut flag without query_len or params_len";
+        return -1;
+    }
+    if (!cut && (ev->u.db.query_len || ev->u.db.params_len)) {
+        *why = "a DB record has query_len or params_len without the cut flag";
+        return -1;
+    }
+    return 0;
+}
+
 int trace_reader_next(struct trace_reader *r, struct trace_event *ev)
 {
     if (r->have_after_cpu) {
@@ -725,6 +749,8 @@ int trace_reader_next(struct trace_reader *r, struct trace_event *ev)
         if (r->in_frame && r->p < r->end) {
             const char *why = "";
             int rc = trace_codec_decode(&r->codec, &r->p, r->end, ev, &why);
+            if (rc == TRACE_CODEC_OK && trace_reader_check_cut(ev, &why) != 0)
+                rc = TRACE_CODEC_DAMAGED;
             if (rc == TRACE_CODEC_OK && (ev->flags & TRACE_F_AFTER_CPU) &&
                 r->hdr.version_major >= 2) {
                 if (trace_reader_split_after_cpu(r, ev, &why) != 0)

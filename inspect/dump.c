@@ -149,6 +149,10 @@ static void dump_json_db(json_t *o, const struct trace_db_event *d, struct trace
     J_INT(o, "rows", d->rows);
     J_INT(o, "bytes", d->bytes);
     J_INT(o, "error", d->error);
+    if (d->query_len) /* cut (flag "cut"): the real lengths */
+        J_INT(o, "query_len", d->query_len);
+    if (d->params_len)
+        J_INT(o, "params_len", d->params_len);
 }
 
 /* A STACK record: its id and frames as hex addresses. */

@@ -36,8 +36,10 @@
 /* 5: `enabled` holds the tracing window's number, cpu_before_ns carries
  * TRACER_CPU_ESTIMATED_BIT, rings_in_use in the control page;
  * 6: net_ports (--port), the ring's staged_head; 7: 1024 thread rings,
- * untraced_calls instead of lost_events (which nothing read) */
-#define TRACER_SHM_VERSION 7u
+ * untraced_calls instead of lost_events (which nothing read); 8:
+ * db_max_statement, STRING pieces (TRACER_STRING_OP_MORE), DB events'
+ * query_len/params_len */
+#define TRACER_SHM_VERSION 8u
 #define TRACER_NET_PORTS_MAX 16
 
 /* How long a process waits for the collector to take its registration
@@ -100,6 +102,25 @@ static inline const char *tracer_family_name(uint32_t bit)
  * (tracer_state.h, the deferred OPEN record). */
 #define TRACER_WINDOW_RESERVED UINT32_MAX
 
+/* --db-max-statement: DB statement text and rendered parameters are kept
+ * whole up to this many bytes (default), never more than the maximum (a
+ * trace frame holds 64 MiB raw, and the collector reassembles a string in
+ * memory), never less than the minimum. */
+#define TRACER_DB_STATEMENT_DEFAULT (1024u * 1024u)
+#define TRACER_DB_STATEMENT_MIN 64u
+#define TRACER_DB_STATEMENT_MAX (32u * 1024u * 1024u)
+
+/* A string longer than one ring record may be (a quarter of a ring) goes
+ * to ring 0 as consecutive STRING records of at most this many bytes, all
+ * with its id, under one hold of the process lock (so nothing comes between
+ * them): every piece but the last has op TRACER_STRING_OP_MORE, the last op
+ * 0, and the collector joins them into one STRING event. A piece the ring
+ * could not take (the collector stopped draining, or --drop and ring 0
+ * full) ends the string: its last piece never comes, the collector drops
+ * the pieces, and the interning caller gets no id (0). */
+#define TRACER_STRING_PIECE_BYTES (128u * 1024u)
+#define TRACER_STRING_OP_MORE 1u
+
 struct tracer_control {
     uint32_t magic, version;
     uint32_t ring_count, ring_bytes;
@@ -138,6 +159,7 @@ struct tracer_control {
     char path_filter[256]; /* only trace files whose path starts with this */
     uint32_t nnet_ports;   /* 0: every connection; else only those with a port here */
     uint16_t net_ports[TRACER_NET_PORTS_MAX];
+    uint32_t db_max_statement; /* --db-max-statement, bytes (TRACER_DB_STATEMENT_*) */
 };
 
 struct tracer_ring {

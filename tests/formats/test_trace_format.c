@@ -147,7 +147,8 @@ static size_t make_extreme_events(struct trace_event *e)
     x->tid = 1;
     x->ts_ns = 10;
     x->dur_ns = UINT64_MAX;
-    x->flags = 0xffff & ~TRACE_F_AFTER_CPU; /* every bit an event may carry */
+    /* every bit a FILE event may carry (CUT is the DB events') */
+    x->flags = 0xffff & ~(TRACE_F_AFTER_CPU | TRACE_F_CUT);
     x->stack_id = 3;
     x->u.file.fd = INT32_MAX;
     x->u.file.path_id = 7;
@@ -240,6 +241,12 @@ static size_t make_extreme_events(struct trace_event *e)
     x->u.db.stmt_id = UINT64_MAX;
     x->u.db.rows = UINT64_MAX;
     x->u.db.bytes = 1;
+    x = NEW(TRACE_EV_DB, TRACE_DB_QUERY); /* 2.2: a statement cut at the cap */
+    x->flags = TRACE_F_CUT | TRACE_F_ERROR;
+    x->u.db.error = 1064;
+    x->u.db.query_id = 9;
+    x->u.db.query_len = UINT64_MAX;
+    x->u.db.params_len = 1;
     x = NEW(TRACE_EV_LABEL, 0);
     x->u.label.conn_id = 2;
     x->u.label.label_id = 9;
@@ -974,6 +981,43 @@ static void test_after_cpu_damage_and_1x(void **state)
     assert_int_equal(trace_writer_close(w, msg, sizeof msg), -1);
 }
 
+/* The cut flag and its lengths go together, on DB records only (2.2). */
+static void test_cut_flag_damage(void **state)
+{
+    (void)state;
+    static const struct {
+        uint8_t type;
+        uint16_t flags;
+        uint64_t query_len;
+        const char *why;
+    } cases[] = {
+        {TRACE_EV_FILE, TRACE_F_CUT, 0, "a record that is not DB carries the cut flag"},
+        {TRACE_EV_DB, TRACE_F_CUT, 0, "carries the cut flag without query_len or params_len"},
+        {TRACE_EV_DB, 0, 5, "has query_len or params_len without the cut flag"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct trace_event ev[2];
+        memset(ev, 0, sizeof ev);
+        ev[0].type = TRACE_EV_THREAD_START;
+        ev[0].tid = 1;
+        ev[1].type = cases[i].type;
+        ev[1].op = 1;
+        ev[1].tid = 1;
+        ev[1].flags = cases[i].flags;
+        if (cases[i].type == TRACE_EV_FILE)
+            ev[1].u.file.fd2 = -1;
+        ev[1].u.db.query_len = cases[i].type == TRACE_EV_DB ? cases[i].query_len : 0;
+        const char *p = test_tmpdir_path("cut.trace");
+        write_trace(p, ev, 2, NULL, NULL, 0);
+        struct trace_event got[4];
+        size_t m;
+        char msg[512] = "";
+        assert_int_equal(read_all(p, 0, got, 4, &m, msg, sizeof msg), -1);
+        if (!strstr(msg, cases[i].why) || !strstr(msg, "record 1"))
+            fail_msg("case %zu: %s", i, msg);
+    }
+}
+
 static void test_file_mode_0600(void **state)
 {
     (void)state;
@@ -1009,6 +1053,7 @@ int main(void)
         cmocka_unit_test(test_ring_too_small_and_bad_event),
         cmocka_unit_test(test_after_cpu_roundtrip),
         cmocka_unit_test(test_after_cpu_damage_and_1x),
+        cmocka_unit_test(test_cut_flag_damage),
         cmocka_unit_test(test_file_mode_0600),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);

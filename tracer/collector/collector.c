@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector_pieces.h"
 #include "collector_waker.h"
 #include "cpuclock_loader.h"
 #include "shm_layout.h"
@@ -56,8 +57,9 @@ struct collector_process {
     struct collector_region *regions[COLLECTOR_MAX_REGIONS];
     int nregions;
     uint64_t events;
-    int write_failed; /* the trace could not be written: events are discarded */
-    size_t poll_slot; /* index in collector.pollfds during collector_poll, 0 = none */
+    int write_failed;               /* the trace could not be written: events are discarded */
+    size_t poll_slot;               /* index in collector.pollfds during collector_poll, 0 = none */
+    struct collector_pieces pieces; /* a long string being joined from ring 0 */
     char path[4096];
 };
 
@@ -218,6 +220,8 @@ static void collector_describe_options(const struct collector_options *o, char *
         COLLECTOR_ADD("--db-socket %s ", o->db_socket_suffix);
     if (o->keep_query)
         COLLECTOR_ADD("--keep-query ");
+    if (o->db_max_statement && o->db_max_statement != TRACER_DB_STATEMENT_DEFAULT)
+        COLLECTOR_ADD("--db-max-statement %u ", o->db_max_statement);
     if (o->drop_when_full)
         COLLECTOR_ADD("--drop ");
     if (o->max_bytes)
@@ -322,6 +326,8 @@ static void collector_init_control(struct collector *c, struct tracer_control *c
     snprintf(ctl->path_filter, sizeof ctl->path_filter, "%s", c->path_prefix);
     ctl->nnet_ports =
         c->opt.nnet_ports > TRACER_NET_PORTS_MAX ? TRACER_NET_PORTS_MAX : c->opt.nnet_ports;
+    ctl->db_max_statement =
+        c->opt.db_max_statement ? c->opt.db_max_statement : TRACER_DB_STATEMENT_DEFAULT;
     memcpy(ctl->net_ports, c->opt.net_ports, ctl->nnet_ports * sizeof ctl->net_ports[0]);
     atomic_store(&ctl->enabled, c->enabled ? c->window : 0);
 }
@@ -729,6 +735,8 @@ static int collector_drain_ring(struct collector *c, struct collector_process *p
         case TRACER_REC_EVENT:
             if (h->kind == TRACER_REC_EVENT && size - sizeof *h >= offsetof(struct trace_event, u))
                 ev = collector_expand_event(h, size, &full_ev);
+            if (ev && idx == 0 && ev->type == TRACE_EV_STRING)
+                ev = collector_pieces_take(&p->pieces, ev); /* NULL: a piece */
             break;
         default: /* PAD, or a kind this collector does not know: skipped */
             break;
@@ -943,6 +951,7 @@ static int collector_close_process(struct collector *c, struct collector_process
         if (collector_drain_region(c, p, regions[i], 1, gone) != 0)
             rc = -1;
     p->nregions = 0;
+    collector_pieces_free(&p->pieces);
     collector_watch_regions(c); /* before the memory goes */
     for (int i = 0; i < nregions; i++) {
         uint32_t mapped = atomic_load_explicit(

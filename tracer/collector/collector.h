@@ -27,6 +27,9 @@ struct collector_options {
     uint16_t db_ports[8];
     uint32_t ndb_ports;
     const char *db_socket_suffix;
+    /* --db-max-statement: bytes of DB statement text and parameters kept
+     * whole (0: TRACER_DB_STATEMENT_DEFAULT) */
+    uint32_t db_max_statement;
     const char *path_prefix; /* only files under this path */
     uint16_t net_ports[16];  /* --port: only connections with one of these ports */
     uint32_t nnet_ports;

@@ -149,6 +149,9 @@ static const char record_common_help[] =
     "                        port (repeatable, at most 16; AF_UNIX is always traced)\n"
     "      --db-port PORT    peer port of a MySQL/MariaDB server (repeatable; default 3306)\n"
     "      --db-socket SUF   AF_UNIX DB sockets end in SUF (default mysqld.sock)\n"
+    "      --db-max-statement SIZE\n"
+    "                        keep DB statements and their parameters whole up to\n"
+    "                        SIZE (default 1M, 64 to 32M); longer ones are marked cut\n"
     "      --keep-query      keep the query string in HTTP request labels\n"
     "      --drop            when buffers fill, count and mark lost events instead of\n"
     "                        making the app wait (default: lossless back-pressure)\n"
@@ -175,7 +178,8 @@ enum {
     OPT_NAME,
     OPT_NOCPU,
     OPT_RINGCLOCK,
-    OPT_PORT
+    OPT_PORT,
+    OPT_DBMAX
 };
 
 static const struct option record_long_options[] = {
@@ -186,6 +190,7 @@ static const struct option record_long_options[] = {
     {"port", required_argument, 0, OPT_PORT},
     {"db-port", required_argument, 0, OPT_DBPORT},
     {"db-socket", required_argument, 0, OPT_DBSOCK},
+    {"db-max-statement", required_argument, 0, OPT_DBMAX},
     {"keep-query", no_argument, 0, OPT_KEEPQ},
     {"drop", no_argument, 0, OPT_DROP},
     {"max-size", required_argument, 0, OPT_MAXSIZE},
@@ -256,6 +261,18 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
         case OPT_DBSOCK:
             rc->copt.db_socket_suffix = optarg;
             break;
+        case OPT_DBMAX: {
+            uint64_t v;
+            if (record_parse_size(optarg, &v) || v < TRACER_DB_STATEMENT_MIN ||
+                v > TRACER_DB_STATEMENT_MAX) {
+                fprintf(stderr,
+                        "preplay %s: bad --db-max-statement '%s' (bytes, e.g. 1M; 64 to 32M)\n",
+                        cmd, optarg);
+                return 2;
+            }
+            rc->copt.db_max_statement = (uint32_t)v;
+            break;
+        }
         case OPT_KEEPQ:
             rc->copt.keep_query = 1;
             break;

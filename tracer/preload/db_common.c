@@ -5,11 +5,78 @@
  *
  * Writes only into the caller's buffer: never allocates, never fails, and
  * never writes past cap + 1 bytes (values that do not fit are cut and
- * marked with `...`). */
+ * marked with `...`). The interning helpers map a buffer of the cap for a
+ * long parameter list with a raw mmap and unmap it before they return. */
 #include "db_common.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "tracer_state.h"
+#include "tracer_strings.h"
+
+size_t db_statement_cap(void)
+{
+    uint32_t cap = tracer_global.control ? tracer_global.control->db_max_statement : 0;
+    if (!cap)
+        return TRACER_DB_STATEMENT_DEFAULT;
+    if (cap < TRACER_DB_STATEMENT_MIN)
+        return TRACER_DB_STATEMENT_MIN;
+    return cap < TRACER_DB_STATEMENT_MAX ? cap : TRACER_DB_STATEMENT_MAX;
+}
+
+uint32_t db_intern_statement(const char *s, size_t len, uint64_t *query_len)
+{
+    size_t cap = db_statement_cap();
+    if (len > cap) {
+        *query_len = len;
+        len = cap;
+    }
+    return tracer_intern(s, len);
+}
+
+uint32_t db_intern_params(db_render_fn fn, const void *ctx, uint64_t *params_len)
+{
+    static __thread char text[DB_PARAMS_TEXT_MAX + 1];
+    struct db_render r;
+    db_render_init(&r, text, sizeof text);
+    fn(&r, ctx);
+    size_t cap = db_statement_cap();
+    if (r.full && cap > DB_PARAMS_TEXT_MAX) {
+        /* too long for the small buffer: again into one of the cap */
+        int saved = errno;
+        void *big = (void *)syscall(SYS_mmap, NULL, cap + 1, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (big != MAP_FAILED) {
+            struct db_render rb;
+            db_render_init(&rb, big, cap + 1);
+            fn(&rb, ctx);
+            uint32_t id = tracer_intern(big, rb.len);
+            if (rb.full)
+                *params_len = rb.want ? rb.want : 1;
+            syscall(SYS_munmap, big, cap + 1);
+            errno = saved;
+            return id;
+        }
+        errno = saved;
+    }
+    if (r.full)
+        *params_len = r.want ? r.want : 1;
+    return tracer_intern(text, r.len);
+}
+
+void db_cut_apply(struct trace_event *ev, const struct db_cut *cut)
+{
+    if (!cut || (!cut->query_len && !cut->params_len))
+        return;
+    ev->flags |= TRACE_F_CUT;
+    ev->u.db.query_len = cut->query_len;
+    ev->u.db.params_len = cut->params_len;
+}
 
 void db_render_init(struct db_render *r, char *buf, size_t bufsize)
 {
@@ -18,6 +85,8 @@ void db_render_init(struct db_render *r, char *buf, size_t bufsize)
     r->len = 0;
     r->count = 0;
     r->full = 0;
+    r->want = 0;
+    r->seen = 0;
     if (bufsize)
         buf[0] = 0;
 }
@@ -33,10 +102,11 @@ static void db_render_put(struct db_render *r, const char *s, size_t n)
     r->buf[r->len] = 0;
 }
 
-/* Starts a value: the separator, or "..." once the list is cut. Returns 0
- * when the value must be dropped. */
-static int db_render_begin(struct db_render *r)
+/* Starts a value whose whole rendering is `n` bytes: the separator, or
+ * "..." once the list is cut. Returns 0 when the value must be dropped. */
+static int db_render_begin(struct db_render *r, size_t n)
 {
+    r->want += (r->seen++ ? 2 : 0) + n;
     if (r->full)
         return 0;
     /* keep room for ", ..." so a cut list always says it was cut */
@@ -51,17 +121,16 @@ static int db_render_begin(struct db_render *r)
     return 1;
 }
 
-/* Room a value may take, so one value never crowds out the rest. */
+/* Room a value may take: the rest of the buffer, less room for ", ...". */
 static size_t db_render_room(const struct db_render *r)
 {
     size_t left = r->cap - r->len;
-    left = left > 5 ? left - 5 : 0;
-    return left < DB_PARAM_VALUE_MAX ? left : DB_PARAM_VALUE_MAX;
+    return left > 5 ? left - 5 : 0;
 }
 
 void db_render_null(struct db_render *r)
 {
-    if (db_render_begin(r))
+    if (db_render_begin(r, 4))
         db_render_put(r, "NULL", 4);
 }
 
@@ -69,7 +138,7 @@ void db_render_int(struct db_render *r, int64_t v)
 {
     char tmp[32];
     int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-    if (db_render_begin(r))
+    if (db_render_begin(r, (size_t)n))
         db_render_put(r, tmp, (size_t)n);
 }
 
@@ -77,7 +146,7 @@ void db_render_uint(struct db_render *r, uint64_t v)
 {
     char tmp[32];
     int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-    if (db_render_begin(r))
+    if (db_render_begin(r, (size_t)n))
         db_render_put(r, tmp, (size_t)n);
 }
 
@@ -85,7 +154,7 @@ void db_render_double(struct db_render *r, double v, int is_float)
 {
     char tmp[48];
     int n = snprintf(tmp, sizeof tmp, is_float ? "%.9g" : "%.17g", v);
-    if (db_render_begin(r))
+    if (db_render_begin(r, (size_t)n))
         db_render_put(r, tmp, (size_t)n);
 }
 
@@ -116,18 +185,32 @@ static int db_render_is_text(const unsigned char *s, size_t len)
     return 1;
 }
 
+/* The length of a quoted value rendered whole: 'text' with '' doubling,
+ * or X'hex'. */
+static size_t db_render_quoted_len(const char *s, size_t len, int text)
+{
+    if (!text)
+        return 3 + 2 * len;
+    size_t n = 2 + len;
+    for (const char *q = s; (q = memchr(q, '\'', len - (size_t)(q - s))) != NULL; q++)
+        n++;
+    return n;
+}
+
 void db_render_text(struct db_render *r, const char *s, size_t len, int quoted)
 {
-    if (!db_render_begin(r))
+    const unsigned char *u = (const unsigned char *)s;
+    int text = quoted && db_render_is_text(u, len);
+    if (!db_render_begin(r, quoted ? db_render_quoted_len(s, len, text) : len))
         return;
     size_t room = db_render_room(r);
-    const unsigned char *u = (const unsigned char *)s;
     if (!quoted) {
+        if (len > room)
+            r->full = 1; /* cut: the list says so */
         db_render_put(r, s, len < room ? len : room);
         return;
     }
     static const char hex[] = "0123456789ABCDEF";
-    int text = db_render_is_text(u, len);
     db_render_put(r, text ? "'" : "X'", text ? 1 : 2);
     size_t used = text ? 1 : 2;
     size_t i = 0;
@@ -149,8 +232,16 @@ void db_render_text(struct db_render *r, const char *s, size_t len, int quoted)
         used += n;
     }
     db_render_put(r, "'", 1);
-    if (i < len)
+    if (i < len) {
         db_render_put(r, "...", 3);
+        r->full = 1; /* a value cut: the list is */
+    }
+}
+
+void db_render_cut(struct db_render *r)
+{
+    db_render_text(r, "...", 3, 0);
+    r->full = 1;
 }
 
 void db_render_temporal(struct db_render *r, int type, unsigned year, unsigned month, unsigned day,
@@ -175,6 +266,7 @@ void db_render_temporal(struct db_render *r, int type, unsigned year, unsigned m
         if ((size_t)n < sizeof tmp - 1)
             tmp[n++] = '\'';
     }
-    if (db_render_begin(r))
-        db_render_put(r, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    size_t len = (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1;
+    if (db_render_begin(r, len))
+        db_render_put(r, tmp, len);
 }

@@ -5,16 +5,23 @@
  * statement looks the same in a trace whichever way it was captured.
  *
  * Rendering writes into a caller-provided buffer: it never allocates and
- * never fails (values that do not fit are cut and marked with `...`). */
+ * never fails (values that do not fit are cut and marked with `...`).
+ * Statement text and parameters are kept whole up to the recording's
+ * --db-max-statement (db_statement_cap); what is longer is cut there and
+ * the event says so (TRACE_F_CUT with the real lengths): a parameter list
+ * longer than the small per-thread buffer is rendered again into an
+ * anonymous mapping of the cap, unmapped after (raw syscalls, no malloc). */
 #ifndef PREPLAY_TRACER_DB_COMMON_H
 #define PREPLAY_TRACER_DB_COMMON_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Longest rendered parameter list and longest single value kept. */
+#include "trace_event.h"
+
+/* The per-thread buffer a parameter list is rendered into first: longer
+ * lists are rendered again into a mapping of the cap. */
 #define DB_PARAMS_TEXT_MAX 4096
-#define DB_PARAM_VALUE_MAX 256
 
 /* MySQL column / parameter types (enum enum_field_types, the same numbers
  * in MariaDB Connector/C, libmysqlclient and on the wire). */
@@ -55,7 +62,33 @@ struct db_render {
     size_t len;
     unsigned count; /* values rendered so far */
     int full;       /* the list was cut: later values are dropped */
+    size_t want;    /* the length the whole list would have */
+    unsigned seen;  /* values given so far (rendered or not) */
 };
+
+/* What of a DB event was cut at the cap: the real lengths (0: whole). */
+struct db_cut {
+    uint64_t query_len, params_len;
+};
+
+/* The recording's --db-max-statement in bytes (the default when the region
+ * does not say). */
+size_t db_statement_cap(void);
+
+/* Interns a statement's text, whole up to the cap: its string id; when it
+ * is longer, its first cap bytes and *query_len = len (else untouched). */
+uint32_t db_intern_statement(const char *s, size_t len, uint64_t *query_len);
+
+/* Renders a parameter list with fn(r, ctx) and interns it: first into a
+ * per-thread buffer of DB_PARAMS_TEXT_MAX, and again into a mapping of the
+ * cap when that was too small. fn must render the same list each time.
+ * When the list is cut (longer than the cap, or fn said db_render_cut),
+ * *params_len is the length it would have had, at least (else untouched). */
+typedef void (*db_render_fn)(struct db_render *r, const void *ctx);
+uint32_t db_intern_params(db_render_fn fn, const void *ctx, uint64_t *params_len);
+
+/* Marks ev (a DB event) with what was cut, if anything. */
+void db_cut_apply(struct trace_event *ev, const struct db_cut *cut);
 
 void db_render_init(struct db_render *r, char *buf, size_t bufsize);
 void db_render_null(struct db_render *r);
@@ -66,6 +99,9 @@ void db_render_double(struct db_render *r, double v, int is_float);
  * UTF-8 turn the value into X'hex'. `quoted` 0 renders digits as they are
  * (DECIMAL values arrive as text). */
 void db_render_text(struct db_render *r, const char *s, size_t len, int quoted);
+/* Values the caller cannot give (not kept, or beyond the bytes it has):
+ * the list ends with `...` and counts as cut. */
+void db_render_cut(struct db_render *r);
 /* DATE / DATETIME / TIMESTAMP / TIME (for TIME, days are folded into hour). */
 void db_render_temporal(struct db_render *r, int type, unsigned year, unsigned month, unsigned day,
                         unsigned hour, unsigned minute, unsigned second, unsigned long micro,

@@ -40,6 +40,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -75,7 +76,15 @@ enum {
 /* an EXECUTE opened a cursor: no rows now, STMT_FETCH brings them */
 #define SERVER_STATUS_CURSOR_EXISTS 0x0040u
 
-#define DB_WIRE_TEXT_MAX 8192
+/* A command payload up to this long that one send brings whole is parsed
+ * from a per-thread copy; a longer one, or one spread over several sends
+ * or packets, is gathered in the connection's mapping (db_wire_gather). */
+#define DB_WIRE_INLINE_MAX 8192
+#define DB_WIRE_PKT_MAX 0xffffffu /* a packet this long is continued by the next */
+/* A gathering mapping that held more than this is given back after its
+ * command (the next big one maps again), so a connection that once sent a
+ * big statement does not keep its pages. */
+#define DB_WIRE_GATHER_KEEP (64u * 1024u)
 #define DB_WIRE_FDS 1024
 #define DB_WIRE_STMTS 16
 #define DB_WIRE_QUEUE 128 /* pipelined commands followed per connection */
@@ -97,7 +106,8 @@ enum db_wire_state {
 struct db_wire_stmt {
     uint32_t server_id;
     uint32_t query_id;
-    uint32_t used; /* LRU clock */
+    uint64_t query_len; /* the text's real length when it was cut, else 0 */
+    uint32_t used;      /* LRU clock */
     uint16_t nparams;
     uint8_t have_types;
     uint8_t types[2 * DB_WIRE_TYPES_KEPT]; /* type, flags (0x80 = unsigned) */
@@ -121,6 +131,21 @@ struct db_wire_cmd {
     uint32_t tid;   /* the thread that sent it: its events are that thread's */
     uint8_t op;     /* TRACE_DB_*, or 0: a command we do not record */
     uint8_t answer; /* enum db_wire_answer */
+    struct db_cut cut;
+};
+
+/* A command gathered across sends and packets (a statement longer than
+ * one send brings, or than DB_WIRE_INLINE_MAX): its payload, up to the cap
+ * and a little more (the real length is counted on), in an anonymous
+ * mapping of the connection made at the first such command. */
+struct db_wire_gather {
+    unsigned char *buf; /* NULL, or a mapping of `mapped` bytes */
+    size_t mapped, have;
+    uint64_t total; /* payload bytes of the command so far */
+    uint64_t begin_ns;
+    uint8_t active;  /* a command is being gathered */
+    uint8_t in_pkt;  /* ... and the current packet's rest comes in later sends */
+    uint8_t pkt_max; /* ... whose length is DB_WIRE_PKT_MAX: another packet follows */
 };
 
 /* What we follow of one DB connection (indexed by descriptor). */
@@ -150,11 +175,13 @@ struct db_wire_conn {
     /* the statement last sent to be prepared, for an EXECUTE of statement
      * id 0xffffffff ("the last one prepared", sent before its answer) */
     uint32_t last_prep_query_id;
+    uint64_t last_prep_query_len;
     uint16_t last_prep_nparams;
     uint32_t last_prep_server_id;
     uint32_t prep_sent, prep_answered; /* PREPAREs sent and answered */
     struct db_wire_stmt stmts[DB_WIRE_STMTS];
     uint32_t lru;
+    struct db_wire_gather g; /* unmapped before the entry is cleared */
 };
 static struct db_wire_conn db_wire_conns[DB_WIRE_FDS];
 /* The tid of the thread parsing each connection, 0 = none: one thread may
@@ -194,7 +221,8 @@ static size_t db_wire_lenenc(const unsigned char *p, size_t have, uint64_t *v)
  * and t's next record still does. */
 static void db_wire_event(struct tracer_thread *t, uint32_t tid, uint64_t conn_id, uint8_t op,
                           int32_t error, uint32_t query_id, uint32_t params_id, uint64_t stmt_id,
-                          uint64_t rows, uint64_t bytes, uint64_t begin, uint64_t end)
+                          uint64_t rows, uint64_t bytes, uint64_t begin, uint64_t end,
+                          const struct db_cut *cut)
 {
     int other = tid && tid != t->tid;
     uint64_t pending_cpu = t->pending_cpu;
@@ -219,6 +247,7 @@ static void db_wire_event(struct tracer_thread *t, uint32_t tid, uint64_t conn_i
     ev->u.db.bytes = bytes;
     if (error)
         ev->flags |= TRACE_F_ERROR;
+    db_cut_apply(ev, cut);
     tracer_commit(t);
     if (other) {
         t->pending_cpu = pending_cpu;
@@ -257,12 +286,15 @@ static void db_wire_flush_pending(struct tracer_thread *t, struct db_wire_conn *
     if (c->cmd.op && c->state == DB_WIRE_FIRST && !c->in_result)
         db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, 0,
                       c->cmd.op == TRACE_DB_PREPARE ? c->cmd.prep_query_id : c->cmd.query_id,
-                      c->cmd.params_id, c->cmd.stmt_id, 0, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
+                      c->cmd.params_id, c->cmd.stmt_id, 0, c->cmd.cmd_bytes, c->cmd.begin_ns, end,
+                      &c->cmd.cut);
     else if (c->cmd.op && c->in_result)
         db_wire_event(t, c->cmd.tid, c->conn_id, TRACE_DB_FETCH, 0, c->cmd.query_id, 0,
-                      c->cmd.stmt_id, c->rows, c->bytes, c->fetch_begin_ns, end);
+                      c->cmd.stmt_id, c->rows, c->bytes, c->fetch_begin_ns, end, NULL);
     db_wire_next(c);
 }
+
+static void db_wire_gather_drop(struct db_wire_conn *c);
 
 /* Takes the parser's state for the connection on descriptor f (NULL beyond
  * DB_WIRE_FDS, or when this thread already holds it: a signal handler's DB
@@ -291,6 +323,7 @@ static struct db_wire_conn *db_wire_acquire(struct tracer_thread *t, struct trac
     if (c->conn_id != f->conn_id) {
         while (c->state != DB_WIRE_IDLE)
             db_wire_flush_pending(t, c, c->cmd.begin_ns);
+        db_wire_gather_drop(c);
         memset(c, 0, sizeof *c);
         c->conn_id = f->conn_id;
     }
@@ -333,41 +366,31 @@ static struct db_wire_stmt *db_wire_stmt_add(struct db_wire_conn *c, uint32_t se
     return s;
 }
 
-/* Decodes the parameters of a COM_STMT_EXECUTE payload (p[0] is the
- * command) into a params string id. */
-static uint32_t db_wire_exec_params(struct db_wire_stmt *s, const unsigned char *p, size_t have,
-                                    uint32_t pkt_len)
+/* The parameters of a COM_STMT_EXECUTE payload, for db_intern_params:
+ * the statement, the payload (p[0] is the command, `have` bytes of it),
+ * where the values start and the NULL bitmap. */
+struct db_wire_params {
+    const struct db_wire_stmt *s;
+    const unsigned char *p, *nulls;
+    size_t have, pos;
+};
+
+/* Renders the values of an EXECUTE from the binary protocol (a
+ * db_render_fn): a value beyond the bytes kept cuts the list. */
+static void db_wire_render_params(struct db_render *r, const void *ctx)
 {
-    unsigned n = s->nparams;
-    if (!n)
-        return 0;
-    static __thread char text[DB_PARAMS_TEXT_MAX + 1];
-    struct db_render r;
-    db_render_init(&r, text, sizeof text);
-    size_t pos = 10; /* command, statement id, flags, iteration count */
-    size_t nullmap = (n + 7) / 8;
-    if (have < pos + nullmap + 1)
-        return 0;
-    const unsigned char *nulls = p + pos;
-    pos += nullmap;
-    int bound = p[pos++];
-    if (bound) {
-        if (have < pos + 2 * (size_t)n)
-            return 0;
-        size_t keep = n < DB_WIRE_TYPES_KEPT ? n : DB_WIRE_TYPES_KEPT;
-        memcpy(s->types, p + pos, 2 * keep);
-        s->have_types = 1;
-        pos += 2 * (size_t)n;
-    }
-    if (!s->have_types)
-        return 0;
-    for (unsigned i = 0; i < n; i++) {
+    const struct db_wire_params *x = ctx;
+    const struct db_wire_stmt *s = x->s;
+    const unsigned char *p = x->p;
+    size_t have = x->have, pos = x->pos;
+    unsigned i = 0;
+    for (; i < s->nparams; i++) {
         if (i >= DB_WIRE_TYPES_KEPT) {
-            db_render_text(&r, "...", 3, 0);
-            break;
+            db_render_cut(r);
+            return;
         }
-        if (nulls[i / 8] & (1u << (i % 8))) {
-            db_render_null(&r);
+        if (x->nulls[i / 8] & (1u << (i % 8))) {
+            db_render_null(r);
             continue;
         }
         unsigned type = s->types[2 * i];
@@ -394,48 +417,48 @@ static uint32_t db_wire_exec_params(struct db_wire_stmt *s, const unsigned char 
             w = 0;
         }
         if (type == DB_TYPE_NULL) {
-            db_render_null(&r);
+            db_render_null(r);
             continue;
         }
         if (w) {
             if (have < pos + w)
-                goto cut;
+                break;
             uint64_t v = db_wire_le(p + pos, (int)w);
             pos += w;
             if (type == DB_TYPE_FLOAT) {
                 float f;
                 uint32_t u = (uint32_t)v;
                 memcpy(&f, &u, 4);
-                db_render_double(&r, f, 1);
+                db_render_double(r, f, 1);
             } else if (type == DB_TYPE_DOUBLE) {
                 double d;
                 memcpy(&d, &v, 8);
-                db_render_double(&r, d, 0);
+                db_render_double(r, d, 0);
             } else if (is_unsigned) {
-                db_render_uint(&r, v);
+                db_render_uint(r, v);
             } else {
                 int shift = 64 - 8 * (int)w;
-                db_render_int(&r, (int64_t)(v << shift) >> shift);
+                db_render_int(r, (int64_t)(v << shift) >> shift);
             }
             continue;
         }
         if (type == DB_TYPE_DATE || type == DB_TYPE_DATETIME || type == DB_TYPE_TIMESTAMP ||
             type == DB_TYPE_TIME) {
             if (have < pos + 1)
-                goto cut;
+                break;
             size_t len = p[pos++];
             if (have < pos + len)
-                goto cut;
+                break;
             const unsigned char *d = p + pos;
             pos += len;
             if (type == DB_TYPE_TIME) {
                 unsigned long days = len >= 8 ? (unsigned long)db_wire_le(d + 1, 4) : 0;
-                db_render_temporal(&r, type, 0, 0, 0, (unsigned)(days * 24 + (len >= 8 ? d[5] : 0)),
+                db_render_temporal(r, type, 0, 0, 0, (unsigned)(days * 24 + (len >= 8 ? d[5] : 0)),
                                    len >= 8 ? d[6] : 0, len >= 8 ? d[7] : 0,
                                    len >= 12 ? (unsigned long)db_wire_le(d + 8, 4) : 0,
                                    len >= 1 && d[0]);
             } else {
-                db_render_temporal(&r, type == DB_TYPE_DATE ? DB_TYPE_DATE : DB_TYPE_DATETIME,
+                db_render_temporal(r, type == DB_TYPE_DATE ? DB_TYPE_DATE : DB_TYPE_DATETIME,
                                    len >= 4 ? (unsigned)db_wire_le(d, 2) : 0, len >= 4 ? d[2] : 0,
                                    len >= 4 ? d[3] : 0, len >= 7 ? d[4] : 0, len >= 7 ? d[5] : 0,
                                    len >= 7 ? d[6] : 0,
@@ -447,21 +470,47 @@ static uint32_t db_wire_exec_params(struct db_wire_stmt *s, const unsigned char 
         uint64_t len;
         size_t used = db_wire_lenenc(p + pos, have - pos, &len);
         if (!used)
-            goto cut;
+            break;
         pos += used;
         size_t avail = have - pos;
         size_t take = len < avail ? (size_t)len : avail;
-        db_render_text(&r, (const char *)p + pos, take,
+        db_render_text(r, (const char *)p + pos, take,
                        type != DB_TYPE_DECIMAL && type != DB_TYPE_NEWDECIMAL);
         if (take < len)
-            goto cut;
+            break;
         pos += take;
     }
-    return tracer_intern(text, r.len);
-cut: /* the packet went on beyond what we copied */
-    (void)pkt_len;
-    db_render_text(&r, "...", 3, 0);
-    return tracer_intern(text, r.len);
+    if (i < s->nparams)
+        db_render_cut(r); /* the packet went on beyond the bytes we have */
+}
+
+/* Decodes the parameters of a COM_STMT_EXECUTE payload (p[0] is the
+ * command) into a params string id (cut: the real length in *params_len). */
+static uint32_t db_wire_exec_params(struct db_wire_stmt *s, const unsigned char *p, size_t have,
+                                    uint64_t *params_len)
+{
+    unsigned n = s->nparams;
+    if (!n)
+        return 0;
+    size_t pos = 10; /* command, statement id, flags, iteration count */
+    size_t nullmap = (n + 7) / 8;
+    if (have < pos + nullmap + 1)
+        return 0;
+    const unsigned char *nulls = p + pos;
+    pos += nullmap;
+    int bound = p[pos++];
+    if (bound) {
+        if (have < pos + 2 * (size_t)n)
+            return 0;
+        size_t keep = n < DB_WIRE_TYPES_KEPT ? n : DB_WIRE_TYPES_KEPT;
+        memcpy(s->types, p + pos, 2 * keep);
+        s->have_types = 1;
+        pos += 2 * (size_t)n;
+    }
+    if (!s->have_types)
+        return 0;
+    struct db_wire_params x = {.s = s, .p = p, .nulls = nulls, .have = have, .pos = pos};
+    return db_intern_params(db_wire_render_params, &x, params_len);
 }
 
 /* Placeholders (?) in a statement's text outside quotes and comments: the
@@ -508,6 +557,7 @@ static struct db_wire_stmt *db_wire_exec_stmt(struct db_wire_conn *c, uint32_t i
     }
     memset(scratch, 0, sizeof *scratch);
     scratch->query_id = c->last_prep_query_id;
+    scratch->query_len = c->last_prep_query_len;
     scratch->nparams = c->last_prep_nparams;
     return scratch;
 }
@@ -523,17 +573,21 @@ static struct db_wire_stmt *db_wire_cmd_stmt(struct db_wire_conn *c, struct db_w
         return NULL;
     nc->stmt_id = db_wire_le(p + 1, 4);
     struct db_wire_stmt *s = c ? db_wire_exec_stmt(c, (uint32_t)nc->stmt_id, scratch) : NULL;
-    if (s)
+    if (s) {
         nc->query_id = s->query_id;
+        nc->cut.query_len = s->query_len;
+    }
     return s;
 }
 
 /* A command packet (sequence 0) the client sent: p holds `have` bytes of its
- * `pkt_len`-byte payload. It is followed until its answer ends; a command
- * sent before the answers to earlier ones (pipelining) waits in the
- * connection's queue, as the server answers in order. */
+ * `pkt_len`-byte payload (of all its packets, when gathered). It is
+ * followed until its answer ends; a command sent before the answers to
+ * earlier ones (pipelining) waits in the connection's queue, as the server
+ * answers in order. A text or parameters longer than what p holds, or than
+ * the cap, are recorded cut, with their real length. */
 static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct db_wire_conn *c,
-                            const unsigned char *p, size_t have, uint32_t pkt_len, uint64_t begin,
+                            const unsigned char *p, size_t have, uint64_t pkt_len, uint64_t begin,
                             uint64_t end)
 {
     if (have < 1)
@@ -553,12 +607,12 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
     case MYSQL_COM_QUERY:
     case MYSQL_COM_STMT_PREPARE: {
         size_t len = have - 1;
-        if (len > DB_WIRE_TEXT_MAX)
-            len = DB_WIRE_TEXT_MAX;
         /* the payload after the command byte is the SQL text itself */
-        uint32_t text_id = tracer_intern((const char *)p + 1, len);
+        uint32_t text_id = db_intern_statement((const char *)p + 1, len, &nc.cut.query_len);
         /* the SQL text's length, as the C API path records it */
         nc.cmd_bytes = pkt_len - 1;
+        if (len < nc.cmd_bytes || nc.cut.query_len)
+            nc.cut.query_len = nc.cmd_bytes; /* cut: the real length */
         if (cmd == MYSQL_COM_QUERY) {
             nc.op = TRACE_DB_QUERY;
             nc.query_id = text_id;
@@ -569,6 +623,7 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
         nc.prep_query_id = text_id;
         if (c) {
             c->last_prep_query_id = text_id;
+            c->last_prep_query_len = nc.cut.query_len;
             c->last_prep_nparams = db_wire_placeholders(p + 1, len);
             c->prep_sent++;
         }
@@ -580,11 +635,12 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
         struct db_wire_stmt scratch;
         struct db_wire_stmt *s = db_wire_cmd_stmt(c, &nc, p, have, &scratch);
         if (s && cmd == MYSQL_COM_STMT_EXECUTE)
-            nc.params_id = db_wire_exec_params(s, p, have, pkt_len);
+            nc.params_id = db_wire_exec_params(s, p, have, &nc.cut.params_len);
         break;
     }
     case MYSQL_COM_QUIT:
-        db_wire_event(t, t->tid, f->conn_id, TRACE_DB_CLOSE, 0, 0, 0, 0, 0, pkt_len, begin, end);
+        db_wire_event(t, t->tid, f->conn_id, TRACE_DB_CLOSE, 0, 0, 0, 0, 0, pkt_len, begin, end,
+                      NULL);
         return;
     /* commands we do not record: follow their answers to stay in step */
     case MYSQL_COM_PROCESS_INFO:
@@ -618,7 +674,7 @@ static void db_wire_command(struct tracer_thread *t, struct tracer_fd *f, struct
         if (nc.op)
             db_wire_event(t, t->tid, f->conn_id, nc.op, 0,
                           nc.op == TRACE_DB_PREPARE ? nc.prep_query_id : nc.query_id, nc.params_id,
-                          nc.stmt_id, 0, nc.cmd_bytes, begin, end);
+                          nc.stmt_id, 0, nc.cmd_bytes, begin, end, &nc.cut);
         return;
     }
     if (c->state == DB_WIRE_IDLE) {
@@ -663,6 +719,145 @@ static int db_wire_view(const struct db_wire_conn *c, int tls_plaintext)
     return tls_plaintext ? c && c->tls : !(c && c->tls);
 }
 
+/* Where parsing stands in the bytes of one send. */
+struct db_wire_cursor {
+    const struct iovec *iov;
+    int iovcnt, vi;
+    size_t voff;
+};
+
+/* Moves the cursor over n bytes, copying the first `room` of them to dst
+ * (NULL: none). Returns the bytes copied. */
+static size_t db_wire_take(struct db_wire_cursor *cur, size_t n, unsigned char *dst, size_t room)
+{
+    size_t kept = 0;
+    while (n && cur->vi < cur->iovcnt) {
+        size_t in = cur->iov[cur->vi].iov_len - cur->voff;
+        size_t s = n < in ? n : in;
+        if (dst && kept < room) {
+            size_t cp = room - kept < s ? room - kept : s;
+            memcpy(dst + kept, (const unsigned char *)cur->iov[cur->vi].iov_base + cur->voff, cp);
+            kept += cp;
+        }
+        cur->voff += s;
+        n -= s;
+        if (cur->voff == cur->iov[cur->vi].iov_len) {
+            cur->vi++;
+            cur->voff = 0;
+        }
+    }
+    return kept;
+}
+
+/* The byte at the cursor (there is one: the caller knows bytes are left). */
+static unsigned db_wire_peek_byte(const struct db_wire_cursor *cur)
+{
+    int vi = cur->vi;
+    size_t voff = cur->voff;
+    while (vi < cur->iovcnt && voff == cur->iov[vi].iov_len) {
+        vi++;
+        voff = 0;
+    }
+    return vi < cur->iovcnt ? ((const unsigned char *)cur->iov[vi].iov_base)[voff] : 0;
+}
+
+/* Gives back the connection's gathering mapping. */
+static void db_wire_gather_drop(struct db_wire_conn *c)
+{
+    if (c->g.buf)
+        syscall(SYS_munmap, c->g.buf, c->g.mapped);
+    memset(&c->g, 0, sizeof c->g);
+}
+
+/* Starts gathering a command on c, mapping room for the cap (and the few
+ * bytes before an EXECUTE's values) when c has no mapping. -1: none could
+ * be made (the command is parsed from what one send brings, and cut). */
+static int db_wire_gather_start(struct db_wire_conn *c, uint64_t begin_ns)
+{
+    size_t want = db_statement_cap() + 16;
+    if (c->g.buf && c->g.mapped != want)
+        db_wire_gather_drop(c);
+    if (!c->g.buf) {
+        void *m = (void *)syscall(SYS_mmap, NULL, want, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return -1;
+        c->g.buf = m;
+        c->g.mapped = want;
+    }
+    c->g.have = 0;
+    c->g.total = 0;
+    c->g.begin_ns = begin_ns;
+    c->g.active = 1;
+    return 0;
+}
+
+/* The gathered command is whole (or another began): parsed now. */
+static void db_wire_gather_end(struct tracer_thread *t, struct tracer_fd *f, struct db_wire_conn *c,
+                               uint64_t end_ns)
+{
+    c->g.active = 0;
+    c->g.in_pkt = 0;
+    db_wire_command(t, f, c, c->g.buf, c->g.have, c->g.total, c->g.begin_ns, end_ns);
+    if (c->g.have > DB_WIRE_GATHER_KEEP)
+        db_wire_gather_drop(c);
+}
+
+/* Adds what this send brings of the current packet (`take` of its `left`
+ * bytes) to the gathered command; the packet's rest comes in later sends
+ * (f->db_pkt_remaining). The command ends with its last packet: one
+ * shorter than DB_WIRE_PKT_MAX. */
+static void db_wire_gather_add(struct tracer_thread *t, struct tracer_fd *f, struct db_wire_conn *c,
+                               struct db_wire_cursor *cur, size_t take, size_t left,
+                               uint64_t end_ns)
+{
+    c->g.have += db_wire_take(cur, take, c->g.buf + c->g.have, c->g.mapped - c->g.have);
+    c->g.total += take;
+    f->db_pkt_remaining = (uint32_t)(left - take);
+    c->g.in_pkt = f->db_pkt_remaining != 0;
+    if (!c->g.in_pkt && !c->g.pkt_max)
+        db_wire_gather_end(t, f, c, end_ns);
+}
+
+/* Should the command packet at the cursor (`len` bytes of payload, `avail`
+ * of them in this send) be gathered? A statement (QUERY, PREPARE, EXECUTE)
+ * that this send does not bring whole, or that is longer than the inline
+ * copy, is; so is a command whose first byte is not here yet. */
+static int db_wire_gather_wanted(const struct db_wire_cursor *cur, uint32_t len, size_t avail)
+{
+    if (!avail)
+        return len > 0;
+    if (avail == len && len <= DB_WIRE_INLINE_MAX)
+        return 0;
+    unsigned cmd = db_wire_peek_byte(cur);
+    return cmd == MYSQL_COM_QUERY || cmd == MYSQL_COM_STMT_PREPARE || cmd == MYSQL_COM_STMT_EXECUTE;
+}
+
+/* Skips what must not be parsed again or is the rest of a packet begun in
+ * an earlier send (gathered, when a command is). Returns the bytes gone
+ * past, 0 when nothing was to skip. */
+static size_t db_wire_skip(struct tracer_thread *t, struct tracer_fd *f, struct db_wire_conn *c,
+                           struct db_wire_cursor *cur, size_t left, uint64_t end_ns)
+{
+    if (f->db_skip) {
+        /* bytes parsed for an earlier send that did not send them */
+        size_t n = f->db_skip < left ? f->db_skip : left;
+        f->db_skip -= (uint32_t)n;
+        db_wire_take(cur, n, NULL, 0);
+        return n;
+    }
+    if (!f->db_pkt_remaining)
+        return 0;
+    size_t n = f->db_pkt_remaining < left ? f->db_pkt_remaining : left;
+    if (c && c->g.active && c->g.in_pkt) {
+        db_wire_gather_add(t, f, c, cur, n, f->db_pkt_remaining, end_ns);
+    } else {
+        f->db_pkt_remaining -= (uint32_t)n;
+        db_wire_take(cur, n, NULL, 0);
+    }
+    return n;
+}
+
 static void db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, struct db_wire_conn *c,
                          const struct iovec *iov, int iovcnt, size_t nbytes, uint64_t begin_ns,
                          uint64_t end_ns, int tls_plaintext)
@@ -670,43 +865,23 @@ static void db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, struct db
     if (!db_wire_view(c, tls_plaintext))
         return;
     /* Flatten at most what we need from the front of each packet. */
-    static __thread unsigned char buf[DB_WIRE_TEXT_MAX + 16];
+    static __thread unsigned char buf[DB_WIRE_INLINE_MAX + 16];
+    struct db_wire_cursor cur = {.iov = iov, .iovcnt = iovcnt};
     size_t pos = 0; /* position in the logical stream of this send */
-    int vi = 0;
-    size_t voff = 0;
-    while (pos < nbytes && vi < iovcnt) {
-        /* bytes parsed for an earlier send that did not send them (sent
-         * now), or the rest of a packet begun in an earlier send */
-        uint32_t *skipping = f->db_skip            ? &f->db_skip
-                             : f->db_pkt_remaining ? &f->db_pkt_remaining
-                                                   : NULL;
-        if (skipping) {
-            size_t skip = *skipping;
-            size_t left = nbytes - pos;
-            if (skip > left)
-                skip = left;
-            *skipping -= (uint32_t)skip;
-            pos += skip;
-            while (skip && vi < iovcnt) {
-                size_t in = iov[vi].iov_len - voff;
-                size_t s = skip < in ? skip : in;
-                voff += s;
-                skip -= s;
-                if (voff == iov[vi].iov_len) {
-                    vi++;
-                    voff = 0;
-                }
-            }
+    while (pos < nbytes && cur.vi < iovcnt) {
+        size_t skipped = db_wire_skip(t, f, c, &cur, nbytes - pos, end_ns);
+        if (skipped) {
+            pos += skipped;
             continue;
         }
         /* gather the 4-byte header (it may straddle sends) */
-        while (f->db_hdr_have < 4 && pos < nbytes && vi < iovcnt) {
-            if (voff == iov[vi].iov_len) {
-                vi++;
-                voff = 0;
+        while (f->db_hdr_have < 4 && pos < nbytes && cur.vi < iovcnt) {
+            if (cur.voff == iov[cur.vi].iov_len) {
+                cur.vi++;
+                cur.voff = 0;
                 continue;
             }
-            f->db_hdr[f->db_hdr_have++] = ((const unsigned char *)iov[vi].iov_base)[voff++];
+            f->db_hdr[f->db_hdr_have++] = ((const unsigned char *)iov[cur.vi].iov_base)[cur.voff++];
             pos++;
         }
         if (f->db_hdr_have < 4)
@@ -715,27 +890,29 @@ static void db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, struct db
         uint32_t len =
             (uint32_t)f->db_hdr[0] | (uint32_t)f->db_hdr[1] << 8 | (uint32_t)f->db_hdr[2] << 16;
         uint8_t seq = f->db_hdr[3];
-        /* copy the payload part present in this send */
-        size_t want = len < DB_WIRE_TEXT_MAX + 8 ? len : DB_WIRE_TEXT_MAX + 8;
-        size_t got = 0;
         size_t avail = nbytes - pos;
         size_t take_total = len < avail ? len : avail;
-        size_t remaining = take_total;
-        while (remaining && vi < iovcnt) {
-            size_t in = iov[vi].iov_len - voff;
-            size_t s = remaining < in ? remaining : in;
-            if (got < want) {
-                size_t cp = want - got < s ? want - got : s;
-                memcpy(buf + got, (const unsigned char *)iov[vi].iov_base + voff, cp);
-                got += cp;
+        if (c && c->g.active) {
+            if (c->g.pkt_max && seq != 0) { /* the next packet of a long command */
+                c->g.pkt_max = len == DB_WIRE_PKT_MAX;
+                db_wire_gather_add(t, f, c, &cur, take_total, len, end_ns);
+                pos += take_total;
+                continue;
             }
-            voff += s;
-            remaining -= s;
-            if (voff == iov[vi].iov_len) {
-                vi++;
-                voff = 0;
-            }
+            db_wire_gather_end(t, f, c, begin_ns); /* its last packet never came */
         }
+        if (seq == 0 && c && db_wire_gather_wanted(&cur, len, take_total) &&
+            db_wire_gather_start(c, begin_ns) == 0) {
+            c->g.pkt_max = len == DB_WIRE_PKT_MAX;
+            db_wire_gather_add(t, f, c, &cur, take_total, len, end_ns);
+            pos += take_total;
+            if (c->opaque)
+                return;
+            continue;
+        }
+        /* copy the payload part present in this send */
+        size_t want = len < DB_WIRE_INLINE_MAX + 8 ? len : DB_WIRE_INLINE_MAX + 8;
+        size_t got = db_wire_take(&cur, take_total, buf, want);
         pos += take_total;
         f->db_pkt_remaining = len - (uint32_t)take_total;
         if (seq == 0)
@@ -768,7 +945,7 @@ static void db_wire_result_end(struct tracer_thread *t, struct db_wire_conn *c, 
     }
     if (c->cmd.op)
         db_wire_event(t, c->cmd.tid, c->conn_id, TRACE_DB_FETCH, error, c->cmd.query_id, 0,
-                      c->cmd.stmt_id, c->rows, c->bytes, c->fetch_begin_ns, end);
+                      c->cmd.stmt_id, c->rows, c->bytes, c->fetch_begin_ns, end, NULL);
     db_wire_next(c);
 }
 
@@ -868,6 +1045,7 @@ static int db_wire_first_read(struct tracer_thread *t, struct db_wire_conn *c, u
             uint16_t nparams = (uint16_t)db_wire_le(p + 7, 2);
             struct db_wire_stmt *s = db_wire_stmt_add(c, sid);
             s->query_id = c->cmd.prep_query_id;
+            s->query_len = c->cmd.cut.query_len;
             s->nparams = nparams;
             c->cmd.stmt_id = sid;
             c->last_prep_server_id = sid;
@@ -884,7 +1062,7 @@ static int db_wire_first_read(struct tracer_thread *t, struct db_wire_conn *c, u
             /* first of several results: record the command now */
             db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, 0, c->cmd.query_id,
                           c->cmd.params_id, c->cmd.stmt_id, *rows, c->cmd.cmd_bytes,
-                          c->cmd.begin_ns, end);
+                          c->cmd.begin_ns, end, &c->cmd.cut);
             c->in_result = 1;
             c->fetch_begin_ns = end;
             return 1;
@@ -922,7 +1100,7 @@ static void db_wire_first_done(struct tracer_thread *t, struct db_wire_conn *c, 
     if (c->cmd.op) {
         uint32_t qid = c->cmd.op == TRACE_DB_PREPARE ? c->cmd.prep_query_id : c->cmd.query_id;
         db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, error, qid, c->cmd.params_id,
-                      c->cmd.stmt_id, rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
+                      c->cmd.stmt_id, rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end, &c->cmd.cut);
     }
     if (error || (!result_set && c->cmd.op != TRACE_DB_PREPARE)) {
         db_wire_next(c);

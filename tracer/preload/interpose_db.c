@@ -250,8 +250,9 @@ struct db_stmt_slot {
     MYSQL *mysql;
     uint64_t stmt_id;
     uint32_t query_id;
-    uint32_t nparams; /* parameters the statement takes */
-    uint32_t nbound;  /* of which we copied the binding */
+    uint64_t query_len; /* the text's real length when it was cut, else 0 */
+    uint32_t nparams;   /* parameters the statement takes */
+    uint32_t nbound;    /* of which we copied the binding */
     int bound;
     int fetch_pending; /* executed with a result set, neither stored nor finished */
     uint64_t fetch_begin_ns, fetch_rows;
@@ -303,6 +304,7 @@ struct db_fields {
     uint64_t conn_id;
     uint32_t query_id, params_id;
     uint64_t stmt_id, rows, bytes;
+    struct db_cut cut;
 };
 
 static void db_emit(struct tracer_thread *t, const struct db_fields *d, uint64_t begin,
@@ -323,6 +325,7 @@ static void db_emit(struct tracer_thread *t, const struct db_fields *d, uint64_t
         ev->u.db.bytes = d->bytes;
         if (d->error)
             ev->flags |= TRACE_F_ERROR;
+        db_cut_apply(ev, &d->cut);
         tracer_commit(t);
     }
     tracer_event_end(t, end);
@@ -430,12 +433,16 @@ TRACER_EXPORT void mysql_close(MYSQL *m)
 
 /* ---- text queries -------------------------------------------------------- */
 
-/* The QUERY event of a finished command on m (rc != 0: failed). */
+/* The QUERY event of a finished command on m (rc != 0: failed): bytes is
+ * the text's length, so a text longer than the cap was cut
+ * (db_intern_statement). */
 static void db_query_done(struct tracer_thread *t, MYSQL *m, int rc, uint32_t query_id,
                           uint64_t bytes, uint64_t begin, uint64_t end)
 {
     struct db_conn_slot *c = DB_CONN(m, 1);
     struct db_fields d = {.op = TRACE_DB_QUERY, .query_id = query_id, .bytes = bytes};
+    if (bytes > db_statement_cap())
+        d.cut.query_len = bytes;
     d.conn_id = db_conn_id_of(t, m, c);
     if (rc != 0)
         d.error = (int32_t)tracer_real_mysql_errno()(m);
@@ -456,7 +463,8 @@ static int db_text_query(MYSQL *m, const char *q, unsigned long len, int use_str
                   (void)0, (void)0);
     if (use_strlen)
         len = q ? strlen(q) : 0;
-    db_query_done(t, m, rc, q ? tracer_intern(q, len) : 0, len, begin, end);
+    uint64_t cut_len = 0;
+    db_query_done(t, m, rc, q ? db_intern_statement(q, len, &cut_len) : 0, len, begin, end);
     DB_CALL_END(rc);
 }
 
@@ -475,7 +483,8 @@ TRACER_EXPORT int mysql_query(MYSQL *m, const char *q)
 TRACER_EXPORT int mysql_send_query(MYSQL *m, const char *q, unsigned long len)
 {
     DB_CALL_BEGIN(int, rc, tracer_real_mysql_send_query()(m, q, len), (void)0, (void)0);
-    uint32_t qid = q ? tracer_intern(q, len) : 0;
+    uint64_t cut_len = 0;
+    uint32_t qid = q ? db_intern_statement(q, len, &cut_len) : 0;
     struct db_conn_slot *c = DB_CONN(m, 1);
     if (rc != 0 || !c) {
         db_query_done(t, m, rc, qid, len, begin, end);
@@ -656,6 +665,7 @@ static void db_stmt_prepared_untraced(MYSQL_STMT *s, int nested)
     if (st) {
         st->stmt_id = atomic_fetch_add(&db_next_stmt_id, 1) + 1;
         st->query_id = 0;
+        st->query_len = 0;
         st->bound = 0;
     }
 }
@@ -666,13 +676,14 @@ TRACER_EXPORT int mysql_stmt_prepare(MYSQL_STMT *s, const char *q, unsigned long
                   db_stmt_prepared_untraced(s, nested), (void)0);
     struct db_stmt_slot *st = DB_STMT(s, 1);
     struct db_fields d = {.op = TRACE_DB_PREPARE, .bytes = len};
-    d.query_id = q ? tracer_intern(q, len) : 0;
+    d.query_id = q ? db_intern_statement(q, len, &d.cut.query_len) : 0;
     d.stmt_id = atomic_fetch_add(&db_next_stmt_id, 1) + 1;
     if (rc != 0)
         d.error = (int32_t)tracer_real_mysql_stmt_errno()(s);
     if (st) {
         st->stmt_id = d.stmt_id;
         st->query_id = d.query_id;
+        st->query_len = d.cut.query_len;
         st->bound = 0;
         st->fetch_pending = 0;
         st->nparams = rc == 0 ? (uint32_t)tracer_real_mysql_stmt_param_count()(s) : 0;
@@ -770,18 +781,23 @@ static void db_render_bound(struct db_render *r, const struct db_param *p)
     }
 }
 
-static uint32_t db_stmt_params_id(const struct db_stmt_slot *st)
+/* The bound parameters of st, rendered (db_intern_params). */
+static void db_stmt_render(struct db_render *r, const void *ctx)
+{
+    const struct db_stmt_slot *st = ctx;
+    for (uint32_t i = 0; i < st->nbound; i++)
+        db_render_bound(r, &st->params[i]);
+    if (st->nbound < st->nparams)
+        db_render_cut(r);
+}
+
+/* The string id of st's parameters, whole up to the cap (else cut: the
+ * real length in *params_len), 0 when none are bound. */
+static uint32_t db_stmt_params_id(const struct db_stmt_slot *st, uint64_t *params_len)
 {
     if (!st->bound || !st->nparams)
         return 0;
-    static __thread char text[DB_PARAMS_TEXT_MAX + 1];
-    struct db_render r;
-    db_render_init(&r, text, sizeof text);
-    for (uint32_t i = 0; i < st->nbound; i++)
-        db_render_bound(&r, &st->params[i]);
-    if (st->nbound < st->nparams)
-        db_render_text(&r, "...", 3, 0);
-    return tracer_intern(text, r.len);
+    return db_intern_params(db_stmt_render, st, params_len);
 }
 
 /* The FETCH event of an unbuffered statement result (rows only: binary rows
@@ -827,7 +843,8 @@ TRACER_EXPORT int mysql_stmt_execute(MYSQL_STMT *s)
     if (st) {
         d.stmt_id = st->stmt_id;
         d.query_id = st->query_id;
-        d.params_id = db_stmt_params_id(st);
+        d.cut.query_len = st->query_len;
+        d.params_id = db_stmt_params_id(st, &d.cut.params_len);
         struct db_conn_slot *c = st->mysql ? DB_CONN(st->mysql, 1) : NULL;
         d.conn_id = db_conn_id_of(t, st->mysql, c);
         if (c) {

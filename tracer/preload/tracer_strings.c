@@ -23,6 +23,8 @@
  * strings are still emitted (with fresh ids) but no longer deduplicated. */
 #define TRACER_STRTAB_SLOTS (1u << 16)
 #define TRACER_STRTAB_ARENA (8u << 20)
+/* The longest string the table keeps (longer ones are written each time). */
+#define TRACER_STRTAB_LONGEST 65536u
 
 struct tracer_strtab_slot {
     _Atomic uint32_t id;
@@ -148,19 +150,44 @@ static void tracer_intern_cache_add(struct tracer_thread *t, const char *s, size
     tracer_busy_leave(t);
 }
 
+/* Writes string `id` to ring 0: one STRING record, or pieces of
+ * TRACER_STRING_PIECE_BYTES for a long one (shm_layout.h). The caller
+ * holds the process lock, so the pieces follow each other. 0, or -1 when
+ * a record was dropped (the string is then not defined). */
+static int tracer_strings_write(uint32_t id, const char *s, size_t len)
+{
+    struct trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = TRACE_EV_STRING;
+    ev.tid = tracer_gettid();
+    ev.u.string.id = id;
+    size_t off = 0;
+    do {
+        size_t n = len - off > TRACER_STRING_PIECE_BYTES ? TRACER_STRING_PIECE_BYTES : len - off;
+        ev.op = off + n < len ? TRACER_STRING_OP_MORE : 0;
+        ev.u.string.len = (uint32_t)n;
+        if (tracer_ring0_append(&ev, s + off, n) != 0)
+            return -1;
+        off += n;
+    } while (off < len);
+    return 0;
+}
+
 uint32_t tracer_intern(const char *s, size_t len)
 {
     if (!tracer_global.active || !s)
         return 0;
-    if (len > 65536)
-        len = 65536;
+    if (len > TRACER_STRING_MAX)
+        len = TRACER_STRING_MAX;
     struct tracer_thread *t = &tracer_tls;
     uint32_t cached = tracer_intern_cache_find(s, len);
     if (cached)
         return cached;
     uint64_t h = tracer_hash(s, len);
     uint32_t slot = UINT32_MAX;
-    if (tracer_strtab) {
+    /* a long string (a big statement) is not kept in the table: it would
+     * crowd out the many short ones, and a repeat of it is rare */
+    if (tracer_strtab && len <= TRACER_STRTAB_LONGEST) {
         uint32_t id = tracer_strtab_find(s, len, h, &slot);
         if (id) {
             tracer_intern_cache_add(t, s, len, id);
@@ -170,20 +197,14 @@ uint32_t tracer_intern(const char *s, size_t len)
     tracer_busy_enter(t);
     uint32_t id = 0;
     if (tracer_process_lock() == 0) {
-        if (tracer_strtab) /* re-check under the lock */
+        if (tracer_strtab && len <= TRACER_STRTAB_LONGEST) /* re-check under the lock */
             id = tracer_strtab_find(s, len, h, &slot);
         if (!id) {
-            struct trace_event ev;
-            memset(&ev, 0, sizeof ev);
-            ev.type = TRACE_EV_STRING;
-            ev.tid = tracer_gettid();
             uint32_t new_id =
                 (uint32_t)(atomic_fetch_add_explicit(&tracer_global.control->next_string_id, 1,
                                                      memory_order_relaxed) +
                            1);
-            ev.u.string.id = new_id;
-            ev.u.string.len = (uint32_t)len;
-            if (tracer_ring0_append(&ev, s, len) == 0) {
+            if (tracer_strings_write(new_id, s, len) == 0) {
                 id = new_id;
                 if (tracer_strtab && slot != UINT32_MAX &&
                     tracer_strtab_used + len <= TRACER_STRTAB_ARENA &&

@@ -10,9 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shm_layout.h"
+
+/* The longest string interned (longer ones are cut to it): the largest
+ * --db-max-statement. */
+#define TRACER_STRING_MAX TRACER_DB_STATEMENT_MAX
+
 /* Interns a string into the process string table (a STRING event in ring 0
- * the first time) and returns its id, or 0 when it cannot (never fails the
- * caller). */
+ * the first time; a long one in pieces, shm_layout.h) and returns its id,
+ * or 0 when it cannot (never fails the caller). Strings longer than 64 KiB
+ * are not deduplicated. */
 uint32_t tracer_intern(const char *s, size_t len);
 /* The tracer's in-memory hash (string table, datagram peers). Never 0. */
 uint64_t tracer_hash(const char *s, size_t len);
