@@ -21,7 +21,8 @@
 #include "trace_file.h" /* struct trace_cpu_score */
 
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 1 /* 1.1: blocks carry worker and start_ns */
+/* 1.1: blocks carry worker and start_ns; 1.2: DB ops may carry PLAN_DB_CUT */
+#define PLAN_FORMAT_MINOR 2
 
 enum plan_op_kind {
     PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
@@ -63,6 +64,11 @@ struct plan_segment {
  * it made the call, so the replayer uses a pooled connection with Nagle
  * off). Other bits are 0 in 1.x. */
 #define PLAN_CALL_NODELAY 0x0001
+/* DB ops (1.2): the recorded statement was cut at the recording's
+ * --db-max-statement (trace flag TRACE_F_CUT): `sql` / `params` hold a
+ * prefix, so the replayer never sends it as SQL; it waits recorded_ns
+ * instead and counts it (`db_cut`). */
+#define PLAN_DB_CUT 0x0001
 
 struct plan_op {
     uint8_t kind;         /* enum plan_op_kind */

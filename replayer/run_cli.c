@@ -294,13 +294,15 @@ static int run_db_client(const struct run_db *d, const char *tool, const char *i
     return run_exec(argv, in, out);
 }
 
-/* Adds the numbers of a replayer's per-label stats into acc[component][label]. */
+/* Adds the numbers of a replayer's per-label stats into acc[component][label],
+ * and its statements replayed as waits (recorded cut) into *db_cut. */
 static void run_accumulate(json_t *acc, const char *component, const char *stats_text,
-                           json_t *db_errors)
+                           json_t *db_errors, uint64_t *db_cut)
 {
     json_t *st = json_loads(stats_text, 0, NULL);
     if (!st)
         return;
+    *db_cut += (uint64_t)json_integer_value(json_object_get(st, "db_cut"));
     json_t *comp = json_object_get(acc, component);
     if (!comp) {
         comp = json_object();
@@ -502,6 +504,7 @@ int cmd_run(int argc, char **argv)
     struct stats_machine *m = NULL;
     json_t *root = json_object(), *intervals = json_array(), *samples = json_array();
     json_t *resources = json_object(), *db_errors = json_array(), *restores = json_array();
+    uint64_t db_cut = 0; /* DB statements recorded cut, replayed as waits */
     struct replay_label_set all = {0};
     struct run_db db;
     struct run_hosts hosts = {0};
@@ -826,7 +829,7 @@ int cmd_run(int argc, char **argv)
             char *st =
                 run_control(ctx.children[i].addr, token, REPLAY_BLOCK_STATS, err, sizeof err);
             if (st)
-                run_accumulate(resources, ctx.children[i].name, st, db_errors);
+                run_accumulate(resources, ctx.children[i].name, st, db_errors, &db_cut);
             free(st);
         }
         /* feed PT4Cloud: overall and per label, successful responses only */
@@ -944,6 +947,12 @@ write:
     json_object_set_new(root, "intervals", intervals);
     json_object_set_new(root, "resources", resources);
     json_object_set_new(root, "db_errors", db_errors);
+    json_object_set_new(root, "db_cut", json_integer((json_int_t)db_cut));
+    if (db_cut)
+        fprintf(stderr,
+                "run: %llu DB statements were recorded cut (longer than the recording's "
+                "--db-max-statement) and replayed as waits of their recorded time, not as SQL\n",
+                (unsigned long long)db_cut);
     json_object_set_new(root, "state_restore",
                         json_pack("{s:s, s:f, s:o}", "db_method",
                                   have_db ? "mariadb-dump, reloaded with mariadb" : "none",
