@@ -2,10 +2,12 @@
 """record_db_wire_seed.py - writes a seed for the fuzz_db_wire target
 (tests/tracer/fuzz_db_wire.c) from a real MySQL-protocol conversation: it
 relays one client connection to a server and writes every chunk either way
-in the target's script format (op 1: the client sends, parsed before the
-send; op 2: the server's bytes arrive). The seeds in
+in the target's script format, after its cap byte (op 1: the client sends,
+parsed before the send; op 2: the server's bytes arrive). The seeds in
 tests/fuzz/corpus/fuzz_db_wire/ came from it, with test-db.sh's server and
-clients (db_pipeline.py, pymysql, the Java client).
+clients (db_pipeline.py, pymysql, the Java client); gathered.bin was written
+by hand: a long COM_QUERY whose header and payload come in separate sends,
+and one continued past a 0xffffff-byte packet.
 
 usage: record_db_wire_seed.py LISTEN_PORT SERVER_PORT OUT
   then point one client at 127.0.0.1:LISTEN_PORT; the seed is written when
@@ -26,7 +28,7 @@ def main():
     lsock.listen(1)
     client, _ = lsock.accept()
     server = socket.create_connection(("127.0.0.1", server_port))
-    script = bytearray()
+    script = bytearray(b"\x01")  # the cap byte: 5000 (fuzz_db_wire.c)
     peers = {client: (server, 1), server: (client, 2)}
     while peers:
         ready, _, _ = select.select(list(peers), [], [], 30)

@@ -15,7 +15,11 @@
  * Connector/J's batches have: the reader writes the sender's events). Every event
  * the parser writes lands in a ring of our own, each checked to be a DB
  * event whose query and parameter strings were interned in bounds. The
- * tracer symbols db_wire.c needs are defined here. */
+ * first input byte picks the --db-max-statement cap (odd: 5000, above the
+ * per-thread parameter buffer, so long lists are rendered again into a
+ * mapping; even: 100), so statements longer than one send or than the cap
+ * are gathered across sends and cut. The tracer symbols db_wire.c needs
+ * are defined here. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,6 +44,8 @@ struct tracer_fd *tracer_fd_get_mapping(int fd)
 
 uint32_t tracer_intern(const char *s, size_t len)
 {
+    if (len > tracer_global.control->db_max_statement)
+        abort(); /* text or parameters kept past the cap */
     /* every byte the parser says is text must be readable (ASan) */
     unsigned sum = 1;
     for (size_t i = 0; i < len; i++)
@@ -75,6 +81,10 @@ static void check_events(const struct tracer_ring *r)
         const struct trace_event *ev = (const void *)(h + 1);
         if (h->kind == TRACER_REC_EVENT && ev->type != TRACE_EV_DB)
             abort();
+        /* a cut statement says so, with a real length past the cap */
+        int cut = h->kind == TRACER_REC_EVENT && (ev->flags & TRACE_F_CUT);
+        if (h->kind == TRACER_REC_EVENT && cut != (ev->u.db.query_len || ev->u.db.params_len))
+            abort();
         pos += h->size;
     }
 }
@@ -84,6 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct tracer_fd *fds;
     static struct tracer_ring *ring;
     static uint64_t conn_id;
+    static struct tracer_control control;
     if (!fds) {
         fds = calloc(TRACER_FD_MAX, sizeof *fds);
         ring = calloc(1, TRACER_RING_BYTES);
@@ -93,7 +104,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         atomic_store(&tracer_fds_state, 2);
         tracer_global.only_mask = TRACER_ONLY_DB | TRACER_ONLY_NET;
         tracer_global.db_wire_in_use = 1;
+        tracer_global.control = &control;
     }
+    if (!size)
+        return 0;
+    control.db_max_statement = data[0] & 1 ? 5000 : 100;
+    data++;
+    size--;
     struct tracer_thread threads[2];
     memset(threads, 0, sizeof threads);
     threads[0].tid = 4242;

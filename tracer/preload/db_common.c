@@ -42,10 +42,10 @@ uint32_t db_intern_statement(const char *s, size_t len, uint64_t *query_len)
 uint32_t db_intern_params(db_render_fn fn, const void *ctx, uint64_t *params_len)
 {
     static __thread char text[DB_PARAMS_TEXT_MAX + 1];
-    struct db_render r;
-    db_render_init(&r, text, sizeof text);
-    fn(&r, ctx);
     size_t cap = db_statement_cap();
+    struct db_render r;
+    db_render_init(&r, text, cap < DB_PARAMS_TEXT_MAX ? cap + 1 : sizeof text);
+    fn(&r, ctx);
     if (r.full && cap > DB_PARAMS_TEXT_MAX) {
         /* too long for the small buffer: again into one of the cap */
         int saved = errno;
