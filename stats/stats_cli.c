@@ -84,6 +84,22 @@ static int stats_parse_double(const char *s, double *out)
     return 0;
 }
 
+/* --bandwidth: scott, silverman or a positive number. */
+static int stats_parse_bandwidth(const char *s, struct stats_kde_options *kde)
+{
+    double d;
+    if (!strcmp(s, "scott"))
+        kde->bandwidth_rule = STATS_BW_SCOTT;
+    else if (!strcmp(s, "silverman"))
+        kde->bandwidth_rule = STATS_BW_SILVERMAN;
+    else if (!stats_parse_double(s, &d) && d > 0) {
+        kde->bandwidth_rule = STATS_BW_FIXED;
+        kde->bandwidth = d;
+    } else
+        return -1;
+    return 0;
+}
+
 enum {
     OPT_PER_INTERVAL = 256,
     OPT_INTERVAL,
@@ -143,7 +159,6 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
     int c, index = 0;
     while ((c = getopt_long(argc, argv, "h", stats_long_options, &index)) != -1) {
         long l;
-        double d;
         switch (c) {
         case OPT_PER_INTERVAL:
             if (stats_parse_long(optarg, 2, 1000000000L, &o->per_interval))
@@ -204,14 +219,7 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
             o->cfg.kde.strips = (int)l;
             break;
         case OPT_BANDWIDTH:
-            if (!strcmp(optarg, "scott"))
-                o->cfg.kde.bandwidth_rule = STATS_BW_SCOTT;
-            else if (!strcmp(optarg, "silverman"))
-                o->cfg.kde.bandwidth_rule = STATS_BW_SILVERMAN;
-            else if (!stats_parse_double(optarg, &d) && d > 0) {
-                o->cfg.kde.bandwidth_rule = STATS_BW_FIXED;
-                o->cfg.kde.bandwidth = d;
-            } else
+            if (stats_parse_bandwidth(optarg, &o->cfg.kde))
                 goto bad_value;
             break;
         case OPT_EXACT:
