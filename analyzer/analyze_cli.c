@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "analyze_cli.h"
 #include "label_rules.h"
 #include "preplay_analyze.h"
 

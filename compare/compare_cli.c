@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
+#include "compare_cli.h"
 #include "compare.h"
 
 static void compare_usage(FILE *out)

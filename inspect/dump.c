@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
+#include "inspect_cli.h"
 #include "inspect.h"
 #include "trace_file.h"
 #include "trace_u64map.h"

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "commands.h"
+#include "inspect_cli.h"
 #include "info_plan.h"
 #include "inspect.h"
 #include "plan.h"

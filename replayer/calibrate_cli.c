@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
+#include "replayer_cli.h"
 #include "cpu_kernels.h"
 #include "cpuburn.h"
 #include "trace_file.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
+#include "replayer_cli.h"
 #include "replay_cli.h"
 #include "replay_drive.h"
 #include "replay_proto.h"

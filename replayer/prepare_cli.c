@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
+#include "replayer_cli.h"
 #include "dummy_files.h"
 #include "plan.h"
 

@@ -2,7 +2,7 @@
 # replayer/CMakeLists.txt):
 #   preplay_replay_core  protocol, block execution, DB pool, peer calls,
 #                        server, driver, results (used by the CLI and tests)
-#   cmd_replay / cmd_drive / cmd_run go into preplay_replay_cli.
+#   cmd_replay / cmd_drive / cmd_run / cmd_remote_agent go into preplay_replay_cli.
 add_library(preplay_replay_core STATIC
   replay_proto.c replay_exec.c replay_db.c replay_peers.c replay_server.c replay_nodeps.c replay_drive.c
   replay_results.c)

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "replayer_cli.h"
 #include "cpu_kernels.h"
 #include "cpuburn.h"
 #include "replay_cli.h"

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "replayer_cli.h"
 #include "dummy_files.h"
 #include "stats.h"
 #include "replay_cli.h"

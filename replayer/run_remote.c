@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "replayer_cli.h"
 #include "dummy_files.h"
 #include "plan.h"
 #include "replay_proto.h"

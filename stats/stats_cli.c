@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "commands.h"
+#include "stats_cli.h"
 #include "stats.h"
 #include "stats_input.h"
 #include "stats_svg.h"

@@ -1,26 +1,16 @@
 /* preplay_main.c - the `preplay` command: a table of subcommands, like git
- * and perf. Only dispatch lives here; each subcommand is implemented by the
- * module that owns it (see commands.h). */
+ * and perf. Only dispatch lives here: each subcommand is implemented by the
+ * module that owns it and declared in that module's *_cli.h, which is all
+ * this file may include of a module (tools/check-layout enforces it). */
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-
-/* Subcommands are weak references so a build without a module (e.g. no
- * libbpf or MariaDB) still links and says what is missing. */
-#pragma weak cmd_record
-#pragma weak cmd_collect
-#pragma weak cmd_info
-#pragma weak cmd_dump
-#pragma weak cmd_stats
-#pragma weak cmd_analyze
-#pragma weak cmd_calibrate
-#pragma weak cmd_prepare
-#pragma weak cmd_replay
-#pragma weak cmd_drive
-#pragma weak cmd_run
-#pragma weak cmd_remote_agent
-#pragma weak cmd_compare
+#include "analyze_cli.h"
+#include "compare_cli.h"
+#include "inspect_cli.h"
+#include "record_cli.h"
+#include "replayer_cli.h"
+#include "stats_cli.h"
 
 struct preplay_command {
     const char *name;
@@ -72,13 +62,8 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < PREPLAY_NCOMMANDS; i++)
-        if (!strcmp(argv[1], preplay_commands[i].name)) {
-            if (!preplay_commands[i].run) {
-                fprintf(stderr, "preplay: '%s' is not part of this build\n", argv[1]);
-                return 2;
-            }
+        if (!strcmp(argv[1], preplay_commands[i].name))
             return preplay_commands[i].run(argc - 1, argv + 1);
-        }
     fprintf(stderr, "preplay: unknown command '%s' (see preplay --help)\n", argv[1]);
     return 2;
 }

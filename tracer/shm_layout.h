@@ -97,7 +97,7 @@ static inline const char *tracer_family_name(uint32_t bit)
 
 /* A window number the collector never hands out: a thread sets it as its
  * own window to send its next traced call down the slow path
- * (tracer_core.h, the deferred OPEN record). */
+ * (tracer_state.h, the deferred OPEN record). */
 #define TRACER_WINDOW_RESERVED UINT32_MAX
 
 struct tracer_control {

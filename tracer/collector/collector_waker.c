@@ -2,7 +2,7 @@
  * collector at once, so the collector can sleep long between drains.
  *
  * A producer that finds no room sets its region's `collector_wake` word and
- * FUTEX_WAKEs it (tracer_core.c: tracer_wait_room). The collector sleeps in
+ * FUTEX_WAKEs it (tracer_ring.c: tracer_wait_room). The collector sleeps in
  * ppoll (registrations, process exits), which cannot wait on a futex, so
  * one thread here waits on every watched word at once with futex_waitv
  * (Linux 5.16) and turns a wake into a readable eventfd in the collector's

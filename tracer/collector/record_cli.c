@@ -23,6 +23,7 @@
 #include "cpuclock.h"
 #include "cpuclock_loader.h"
 #include "label_rules.h"
+#include "record_cli.h"
 #include "shm_layout.h"
 
 static volatile sig_atomic_t record_forward_signal;

@@ -17,7 +17,7 @@ void tracer_cpu_time_claim_thread(uint32_t tid);
 void tracer_cpu_time_release_thread(void);
 void tracer_cpu_time_after_fork(void);
 /* The calling thread's clock, read by the tracer's slow CPU path
- * (tracer_core.c: tracer_cpu_exact) when the thread's mark does not hold. */
+ * (tracer_cpu_mark.c: tracer_cpu_exact) when the thread's mark does not hold. */
 extern __thread struct cpuclock_thread tracer_cpu_thread __attribute__((tls_model("initial-exec")));
 
 /* The collector's TSC -> CLOCK_MONOTONIC block when it maintains one (set

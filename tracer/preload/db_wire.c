@@ -2,8 +2,8 @@
  * themselves (pymysql, PHP mysqlnd, Java's Connector/J, the statically
  * linked `mariadb` client): parses the packets a process exchanges with a DB
  * endpoint (peer port in --db-port, default 3306, or an AF_UNIX path ending
- * in --db-socket, default mysqld.sock). Also home of the parameter renderer
- * both DB capture paths share (db_common.h).
+ * in --db-socket, default mysqld.sock). Parameters are rendered with the
+ * renderer both DB capture paths share (db_common.c).
  *
  * Packets are [3-byte length][sequence][payload]. A command starts an
  * exchange with sequence 0; its first byte names it. We record
@@ -34,6 +34,8 @@
  * DB_WIRE_FDS get send-time events without answer data. Never called while
  * a C API wrapper runs (tracer_in_db_capi), so a query is never recorded
  * twice. */
+#include "db_wire.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -809,132 +811,191 @@ static void db_wire_until(struct db_wire_conn *c, uint8_t last, uint8_t err)
         db_wire_next(c);
 }
 
-/* One received packet of the answer: the first min(len, DB_WIRE_PEEK)
- * payload bytes are in c->peek, `seq` is its sequence number. */
 static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *c, uint8_t seq,
-                                  uint64_t end)
+                                  uint64_t end);
+
+/* The commands whose answer is not read as an OK, ERR or result set
+ * header (c->cmd.answer): 1 when c's command is one of them (its answer
+ * is done, or followed in a state of its own from this packet on), 0 when
+ * this packet is the first of an ordinary answer. */
+static int db_wire_answer_own_state(struct tracer_thread *t, struct db_wire_conn *c, uint8_t seq,
+                                    uint64_t end)
+{
+    switch (c->cmd.answer) {
+    case DB_WIRE_ANSWER_ONE:
+        db_wire_next(c);
+        return 1;
+    case DB_WIRE_ANSWER_AUTH:
+        c->state = DB_WIRE_AUTH;
+        break;
+    case DB_WIRE_ANSWER_FIELDS:
+        c->state = DB_WIRE_FIELDS;
+        break;
+    case DB_WIRE_ANSWER_ROWS: /* STMT_FETCH: timed from its send */
+        c->in_result = 1;
+        c->rows = c->bytes = 0;
+        c->fetch_begin_ns = c->cmd.begin_ns;
+        c->state = DB_WIRE_ROWS;
+        break;
+    default:
+        return 0;
+    }
+    db_wire_server_packet(t, c, seq, end);
+    return 1;
+}
+
+/* Reads the first packet of an answer: an ERR (*error), a PREPARE's OK
+ * (the statement, and the definitions that follow), an OK (*rows
+ * affected), a LOCAL INFILE request or a result set's header
+ * (*result_set, and the definitions that follow). 1 when the packet
+ * needs nothing more (a later result's end, the first of several results,
+ * LOCAL INFILE), else 0: db_wire_first_done goes on. */
+static int db_wire_first_read(struct tracer_thread *t, struct db_wire_conn *c, uint64_t end,
+                              int32_t *error, uint64_t *rows, int *result_set)
 {
     const unsigned char *p = c->peek;
     size_t have = c->peek_have;
     uint32_t len = c->pkt_len;
     int deprecate_eof = (c->client_caps & CLIENT_DEPRECATE_EOF) != 0;
+    if (p[0] == 0xff) {
+        *error = have >= 3 ? (int32_t)db_wire_le(p + 1, 2) : -1;
+        if (c->cmd.op == TRACE_DB_PREPARE)
+            c->last_prep_server_id = 0; /* no statement to execute */
+    } else if (p[0] == 0x00 && c->cmd.op == TRACE_DB_PREPARE) {
+        if (have >= 9) {
+            uint32_t sid = (uint32_t)db_wire_le(p + 1, 4);
+            uint16_t ncols = (uint16_t)db_wire_le(p + 5, 2);
+            uint16_t nparams = (uint16_t)db_wire_le(p + 7, 2);
+            struct db_wire_stmt *s = db_wire_stmt_add(c, sid);
+            s->query_id = c->cmd.prep_query_id;
+            s->nparams = nparams;
+            c->cmd.stmt_id = sid;
+            c->last_prep_server_id = sid;
+            c->defs_left =
+                (uint64_t)ncols + nparams + (deprecate_eof ? 0 : (ncols != 0) + (nparams != 0));
+        }
+    } else if (p[0] == 0x00 || (p[0] == 0xfe && len < 0xffffff && c->in_result)) {
+        unsigned status = db_wire_ok_status(p, have, rows);
+        if (c->in_result) { /* a later result of a multi-result answer */
+            db_wire_result_end(t, c, status, 0, end);
+            return 1;
+        }
+        if (status & SERVER_MORE_RESULTS_EXIST) {
+            /* first of several results: record the command now */
+            db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, 0, c->cmd.query_id,
+                          c->cmd.params_id, c->cmd.stmt_id, *rows, c->cmd.cmd_bytes,
+                          c->cmd.begin_ns, end);
+            c->in_result = 1;
+            c->fetch_begin_ns = end;
+            return 1;
+        }
+    } else if (p[0] == 0xfb) {
+        /* LOCAL INFILE request: the client sends the file, then the
+         * final OK/ERR comes, its sequence number past 1 */
+        c->any_seq = 1;
+        return 1;
+    } else {
+        uint64_t ncols = 0;
+        size_t used = db_wire_lenenc(p, have, &ncols);
+        *result_set = 1;
+        int metadata = 1;
+        if ((c->ext_caps & MARIADB_CLIENT_CACHE_METADATA) && used && have > used)
+            metadata = p[used] != 0;
+        c->defs_left = (metadata ? ncols : 0) + (deprecate_eof ? 0 : 1);
+    }
+    return 0;
+}
+
+/* After an answer's first packet was read (db_wire_first_read): the
+ * command's event, and what the connection expects next. */
+static void db_wire_first_done(struct tracer_thread *t, struct db_wire_conn *c, int32_t error,
+                               uint64_t rows, int result_set, uint64_t end)
+{
+    if (c->in_result) { /* header of a later result: keep counting */
+        if (error) {
+            db_wire_result_end(t, c, 0, error, end);
+            return;
+        }
+        c->state = c->defs_left ? DB_WIRE_COLDEFS : DB_WIRE_ROWS;
+        return;
+    }
+    if (c->cmd.op) {
+        uint32_t qid = c->cmd.op == TRACE_DB_PREPARE ? c->cmd.prep_query_id : c->cmd.query_id;
+        db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, error, qid, c->cmd.params_id,
+                      c->cmd.stmt_id, rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
+    }
+    if (error || (!result_set && c->cmd.op != TRACE_DB_PREPARE)) {
+        db_wire_next(c);
+    } else if (c->cmd.op == TRACE_DB_PREPARE) {
+        if (c->defs_left)
+            c->state = DB_WIRE_SKIP_DEFS;
+        else
+            db_wire_next(c);
+    } else {
+        c->in_result = 1;
+        c->fetch_begin_ns = end;
+        c->rows = c->bytes = 0;
+        c->state = c->defs_left ? DB_WIRE_COLDEFS : DB_WIRE_ROWS;
+    }
+}
+
+/* The first packet of a command's answer (state FIRST). */
+static void db_wire_first_packet(struct tracer_thread *t, struct db_wire_conn *c, uint8_t seq,
+                                 uint64_t end)
+{
+    if (c->peek_have < 1)
+        return;
+    /* An answer begins with sequence 1. Before it, a client that sent
+     * its first command right behind its handshake response sees the
+     * rest of the handshake (the OK to its login, sequence 2 on). */
+    if (!c->in_result && !c->any_seq && seq != 1)
+        return;
+    if (db_wire_answer_own_state(t, c, seq, end))
+        return;
+    if (c->cmd.op == TRACE_DB_EXECUTE && c->cmd.stmt_id == DB_WIRE_LAST_PREPARED &&
+        c->prep_answered == c->prep_sent)
+        c->cmd.stmt_id = c->last_prep_server_id; /* its PREPARE was answered first */
+    int32_t error = 0;
+    uint64_t rows = 0;
+    int result_set = 0;
+    if (c->cmd.op == TRACE_DB_PREPARE)
+        c->prep_answered++;
+    if (db_wire_first_read(t, c, end, &error, &rows, &result_set))
+        return;
+    db_wire_first_done(t, c, error, rows, result_set, end);
+}
+
+/* A column definition of a result set (state COLDEFS): after the last,
+ * its rows; or, when a cursor holds them, the result's end. */
+static void db_wire_coldef_packet(struct tracer_thread *t, struct db_wire_conn *c, uint64_t end)
+{
+    const unsigned char *p = c->peek;
+    int deprecate_eof = (c->client_caps & CLIENT_DEPRECATE_EOF) != 0;
+    if (c->defs_left)
+        c->defs_left--;
+    if (c->defs_left)
+        return;
+    /* the EOF after the definitions (without CLIENT_DEPRECATE_EOF) says
+     * whether rows follow or a cursor holds them */
+    if (!deprecate_eof && c->peek_have >= 5 && p[0] == 0xfe && c->pkt_len < 9 &&
+        (db_wire_le(p + 3, 2) & SERVER_STATUS_CURSOR_EXISTS)) {
+        db_wire_result_end(t, c, (unsigned)db_wire_le(p + 3, 2), 0, end);
+        return;
+    }
+    c->state = DB_WIRE_ROWS;
+}
+
+/* One received packet of the answer: the first min(len, DB_WIRE_PEEK)
+ * payload bytes are in c->peek, `seq` is its sequence number. */
+static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *c, uint8_t seq,
+                                  uint64_t end)
+{
     switch (c->state) {
     case DB_WIRE_IDLE:
         return;
-    case DB_WIRE_FIRST: {
-        if (have < 1)
-            return;
-        /* An answer begins with sequence 1. Before it, a client that sent
-         * its first command right behind its handshake response sees the
-         * rest of the handshake (the OK to its login, sequence 2 on). */
-        if (!c->in_result && !c->any_seq && seq != 1)
-            return;
-        switch (c->cmd.answer) {
-        case DB_WIRE_ANSWER_ONE:
-            db_wire_next(c);
-            return;
-        case DB_WIRE_ANSWER_AUTH:
-            c->state = DB_WIRE_AUTH;
-            break;
-        case DB_WIRE_ANSWER_FIELDS:
-            c->state = DB_WIRE_FIELDS;
-            break;
-        case DB_WIRE_ANSWER_ROWS: /* STMT_FETCH: timed from its send */
-            c->in_result = 1;
-            c->rows = c->bytes = 0;
-            c->fetch_begin_ns = c->cmd.begin_ns;
-            c->state = DB_WIRE_ROWS;
-            break;
-        default:
-            break;
-        }
-        if (c->state != DB_WIRE_FIRST) {
-            /* an answer followed in a state of its own, from this packet on */
-            db_wire_server_packet(t, c, seq, end);
-            return;
-        }
-        if (c->cmd.op == TRACE_DB_EXECUTE && c->cmd.stmt_id == DB_WIRE_LAST_PREPARED &&
-            c->prep_answered == c->prep_sent)
-            c->cmd.stmt_id = c->last_prep_server_id; /* its PREPARE was answered first */
-        int32_t error = 0;
-        uint64_t rows = 0;
-        int result_set = 0;
-        if (c->cmd.op == TRACE_DB_PREPARE)
-            c->prep_answered++;
-        if (p[0] == 0xff) {
-            error = have >= 3 ? (int32_t)db_wire_le(p + 1, 2) : -1;
-            if (c->cmd.op == TRACE_DB_PREPARE)
-                c->last_prep_server_id = 0; /* no statement to execute */
-        } else if (p[0] == 0x00 && c->cmd.op == TRACE_DB_PREPARE) {
-            if (have >= 9) {
-                uint32_t sid = (uint32_t)db_wire_le(p + 1, 4);
-                uint16_t ncols = (uint16_t)db_wire_le(p + 5, 2);
-                uint16_t nparams = (uint16_t)db_wire_le(p + 7, 2);
-                struct db_wire_stmt *s = db_wire_stmt_add(c, sid);
-                s->query_id = c->cmd.prep_query_id;
-                s->nparams = nparams;
-                c->cmd.stmt_id = sid;
-                c->last_prep_server_id = sid;
-                c->defs_left =
-                    (uint64_t)ncols + nparams + (deprecate_eof ? 0 : (ncols != 0) + (nparams != 0));
-            }
-        } else if (p[0] == 0x00 || (p[0] == 0xfe && len < 0xffffff && c->in_result)) {
-            unsigned status = db_wire_ok_status(p, have, &rows);
-            if (c->in_result) { /* a later result of a multi-result answer */
-                db_wire_result_end(t, c, status, 0, end);
-                return;
-            }
-            if (status & SERVER_MORE_RESULTS_EXIST) {
-                /* first of several results: record the command now */
-                db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, 0, c->cmd.query_id,
-                              c->cmd.params_id, c->cmd.stmt_id, rows, c->cmd.cmd_bytes,
-                              c->cmd.begin_ns, end);
-                c->in_result = 1;
-                c->fetch_begin_ns = end;
-                return;
-            }
-        } else if (p[0] == 0xfb) {
-            /* LOCAL INFILE request: the client sends the file, then the
-             * final OK/ERR comes, its sequence number past 1 */
-            c->any_seq = 1;
-            return;
-        } else {
-            uint64_t ncols = 0;
-            size_t used = db_wire_lenenc(p, have, &ncols);
-            result_set = 1;
-            int metadata = 1;
-            if ((c->ext_caps & MARIADB_CLIENT_CACHE_METADATA) && used && have > used)
-                metadata = p[used] != 0;
-            c->defs_left = (metadata ? ncols : 0) + (deprecate_eof ? 0 : 1);
-        }
-        if (c->in_result) { /* header of a later result: keep counting */
-            if (error) {
-                db_wire_result_end(t, c, 0, error, end);
-                return;
-            }
-            c->state = c->defs_left ? DB_WIRE_COLDEFS : DB_WIRE_ROWS;
-            return;
-        }
-        if (c->cmd.op) {
-            uint32_t qid = c->cmd.op == TRACE_DB_PREPARE ? c->cmd.prep_query_id : c->cmd.query_id;
-            db_wire_event(t, c->cmd.tid, c->conn_id, c->cmd.op, error, qid, c->cmd.params_id,
-                          c->cmd.stmt_id, rows, c->cmd.cmd_bytes, c->cmd.begin_ns, end);
-        }
-        if (error || (!result_set && c->cmd.op != TRACE_DB_PREPARE)) {
-            db_wire_next(c);
-        } else if (c->cmd.op == TRACE_DB_PREPARE) {
-            if (c->defs_left)
-                c->state = DB_WIRE_SKIP_DEFS;
-            else
-                db_wire_next(c);
-        } else {
-            c->in_result = 1;
-            c->fetch_begin_ns = end;
-            c->rows = c->bytes = 0;
-            c->state = c->defs_left ? DB_WIRE_COLDEFS : DB_WIRE_ROWS;
-        }
+    case DB_WIRE_FIRST:
+        db_wire_first_packet(t, c, seq, end);
         return;
-    }
     case DB_WIRE_SKIP_DEFS:
         if (c->defs_left)
             c->defs_left--;
@@ -942,18 +1003,7 @@ static void db_wire_server_packet(struct tracer_thread *t, struct db_wire_conn *
             db_wire_next(c);
         return;
     case DB_WIRE_COLDEFS:
-        if (c->defs_left)
-            c->defs_left--;
-        if (c->defs_left)
-            return;
-        /* the EOF after the definitions (without CLIENT_DEPRECATE_EOF) says
-         * whether rows follow or a cursor holds them */
-        if (!deprecate_eof && have >= 5 && p[0] == 0xfe && len < 9 &&
-            (db_wire_le(p + 3, 2) & SERVER_STATUS_CURSOR_EXISTS)) {
-            db_wire_result_end(t, c, (unsigned)db_wire_le(p + 3, 2), 0, end);
-            return;
-        }
-        c->state = DB_WIRE_ROWS;
+        db_wire_coldef_packet(t, c, end);
         return;
     case DB_WIRE_ROWS:
         db_wire_row_packet(t, c, end);
@@ -1060,174 +1110,4 @@ void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const
     struct db_wire_conn *c = db_wire_acquire(t, f);
     db_wire_received(t, c, iov, iovcnt, nbytes, end_ns, tls_plaintext);
     db_wire_release(c);
-}
-
-/* ---- parameter rendering (shared with interpose_db.c, see db_common.h) --- */
-
-void db_render_init(struct db_render *r, char *buf, size_t bufsize)
-{
-    r->buf = buf;
-    r->cap = bufsize ? bufsize - 1 : 0;
-    r->len = 0;
-    r->count = 0;
-    r->full = 0;
-    if (bufsize)
-        buf[0] = 0;
-}
-
-static void db_render_put(struct db_render *r, const char *s, size_t n)
-{
-    if (r->len + n > r->cap) {
-        n = r->cap - r->len;
-        r->full = 1;
-    }
-    memcpy(r->buf + r->len, s, n);
-    r->len += n;
-    r->buf[r->len] = 0;
-}
-
-/* Starts a value: the separator, or "..." once the list is cut. Returns 0
- * when the value must be dropped. */
-static int db_render_begin(struct db_render *r)
-{
-    if (r->full)
-        return 0;
-    /* keep room for ", ..." so a cut list always says it was cut */
-    if (r->len + 2 + 5 > r->cap) {
-        r->full = 1;
-        if (r->len + 5 <= r->cap)
-            db_render_put(r, r->count ? ", ..." : "...", r->count ? 5 : 3);
-        return 0;
-    }
-    if (r->count++)
-        db_render_put(r, ", ", 2);
-    return 1;
-}
-
-/* Room a value may take, so one value never crowds out the rest. */
-static size_t db_render_room(const struct db_render *r)
-{
-    size_t left = r->cap - r->len;
-    left = left > 5 ? left - 5 : 0;
-    return left < DB_PARAM_VALUE_MAX ? left : DB_PARAM_VALUE_MAX;
-}
-
-void db_render_null(struct db_render *r)
-{
-    if (db_render_begin(r))
-        db_render_put(r, "NULL", 4);
-}
-
-void db_render_int(struct db_render *r, int64_t v)
-{
-    char tmp[32];
-    int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-    if (db_render_begin(r))
-        db_render_put(r, tmp, (size_t)n);
-}
-
-void db_render_uint(struct db_render *r, uint64_t v)
-{
-    char tmp[32];
-    int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
-    if (db_render_begin(r))
-        db_render_put(r, tmp, (size_t)n);
-}
-
-void db_render_double(struct db_render *r, double v, int is_float)
-{
-    char tmp[48];
-    int n = snprintf(tmp, sizeof tmp, is_float ? "%.9g" : "%.17g", v);
-    if (db_render_begin(r))
-        db_render_put(r, tmp, (size_t)n);
-}
-
-/* Printable ASCII plus well-formed UTF-8 sequences count as text. */
-static int db_render_is_text(const unsigned char *s, size_t len)
-{
-    for (size_t i = 0; i < len;) {
-        unsigned c = s[i];
-        if (c >= 0x20 && c < 0x7f) {
-            i++;
-            continue;
-        }
-        if (c == '\t' || c == '\n' || c == '\r') {
-            i++;
-            continue;
-        }
-        size_t more = c >= 0xc2 && c <= 0xdf   ? 1
-                      : c >= 0xe0 && c <= 0xef ? 2
-                      : c >= 0xf0 && c <= 0xf4 ? 3
-                                               : 0;
-        if (!more || i + more >= len)
-            return 0;
-        for (size_t k = 1; k <= more; k++)
-            if ((s[i + k] & 0xc0) != 0x80)
-                return 0;
-        i += more + 1;
-    }
-    return 1;
-}
-
-void db_render_text(struct db_render *r, const char *s, size_t len, int quoted)
-{
-    if (!db_render_begin(r))
-        return;
-    size_t room = db_render_room(r);
-    const unsigned char *u = (const unsigned char *)s;
-    if (!quoted) {
-        db_render_put(r, s, len < room ? len : room);
-        return;
-    }
-    static const char hex[] = "0123456789ABCDEF";
-    int text = db_render_is_text(u, len);
-    db_render_put(r, text ? "'" : "X'", text ? 1 : 2);
-    size_t used = text ? 1 : 2;
-    size_t i = 0;
-    for (; i < len; i++) {
-        char tmp[2];
-        size_t n;
-        if (text) {
-            tmp[0] = s[i];
-            tmp[1] = '\'';
-            n = s[i] == '\'' ? 2 : 1;
-        } else {
-            tmp[0] = hex[u[i] >> 4];
-            tmp[1] = hex[u[i] & 15];
-            n = 2;
-        }
-        if (used + n + 4 > room)
-            break; /* keep room for "'..." */
-        db_render_put(r, tmp, n);
-        used += n;
-    }
-    db_render_put(r, "'", 1);
-    if (i < len)
-        db_render_put(r, "...", 3);
-}
-
-void db_render_temporal(struct db_render *r, int type, unsigned year, unsigned month, unsigned day,
-                        unsigned hour, unsigned minute, unsigned second, unsigned long micro,
-                        int negative)
-{
-    char tmp[64];
-    int n;
-    if (type == DB_TYPE_DATE)
-        n = snprintf(tmp, sizeof tmp, "'%04u-%02u-%02u'", year, month, day);
-    else if (type == DB_TYPE_TIME)
-        n = snprintf(tmp, sizeof tmp, "'%s%02u:%02u:%02u", negative ? "-" : "", hour, minute,
-                     second);
-    else
-        n = snprintf(tmp, sizeof tmp, "'%04u-%02u-%02u %02u:%02u:%02u", year, month, day, hour,
-                     minute, second);
-    if (n < 0)
-        return;
-    if (type != DB_TYPE_DATE) {
-        if (micro && (size_t)n < sizeof tmp)
-            n += snprintf(tmp + n, sizeof tmp - (size_t)n, ".%06lu", micro % 1000000);
-        if ((size_t)n < sizeof tmp - 1)
-            tmp[n++] = '\'';
-    }
-    if (db_render_begin(r))
-        db_render_put(r, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }

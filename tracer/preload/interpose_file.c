@@ -5,6 +5,8 @@
  * fallocate, posix_fallocate, sendfile, copy_file_range, splice.
  * Each wrapper calls the real function exactly once with the caller's
  * arguments, keeps its result and errno, and describes it to io_events. */
+#include "interpose_file.h"
+
 #include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
@@ -560,9 +562,10 @@ TRACER_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
                    TRACER_ONE_IOV(buf, n), 1);
 }
 
-TRACER_EXPORT ssize_t write(int fd, const void *buf,
-                            size_t n){TRACER_IO_BODY(tracer_real_write()(fd, buf, n), TRACER_IO_OUT,
-                                                     -1, n, TRACER_ONE_IOV(buf, n), 1)}
+TRACER_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+    TRACER_IO_BODY(tracer_real_write()(fd, buf, n), TRACER_IO_OUT, -1, n, TRACER_ONE_IOV(buf, n), 1)
+}
 
 TRACER_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
@@ -596,9 +599,11 @@ TRACER_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
     TRACER_IO_BODY(tracer_real_pwrite64()(fd, buf, n, off), TRACER_IO_OUT, off, n, NULL, 0);
 }
 
-TRACER_EXPORT ssize_t readv(int fd, const struct iovec *iov,
-                            int cnt){TRACER_IO_BODY(tracer_real_readv()(fd, iov, cnt), TRACER_IO_IN,
-                                                    -1, tracer_iov_total(iov, cnt), iov, cnt)}
+TRACER_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+    TRACER_IO_BODY(tracer_real_readv()(fd, iov, cnt), TRACER_IO_IN, -1, tracer_iov_total(iov, cnt),
+                   iov, cnt)
+}
 
 TRACER_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {

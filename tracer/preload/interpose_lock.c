@@ -152,9 +152,11 @@ static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t recor
  * (the leaf for a lock taken at once) and its general path NAME_rest,
  * which gets the try's result. */
 #define TRACER_PTHREAD_ACQUIRE_WRAPPER(NAME, TYPE, real_try, real_block, KIND, MODE)               \
-    static __attribute__((noinline)) int tracer_##NAME##_rest(TYPE *lockp, int rc){                \
-        TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE, EBUSY)} TRACER_EXPORT int        \
-    NAME(TYPE *lockp)                                                                              \
+    static __attribute__((noinline)) int tracer_##NAME##_rest(TYPE *lockp, int rc)                 \
+    {                                                                                              \
+        TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE, EBUSY)                           \
+    }                                                                                              \
+    TRACER_EXPORT int NAME(TYPE *lockp)                                                            \
     {                                                                                              \
         /* the try first: only lockp lives across the call, and an untraced                        \
          * call that finds the lock busy blocks as the real one would */                           \
@@ -209,16 +211,20 @@ TRACER_PTHREAD_ACQUIRE_WRAPPER(pthread_mutex_lock, pthread_mutex_t,
                                tracer_real_pthread_mutex_lock(), TRACE_LOCK_MUTEX,
                                TRACE_LOCK_EXCLUSIVE)
 
-TRACER_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m){
+TRACER_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_trylock()(m), m, TRACE_LOCK_TRY,
-                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)
+}
 
-TRACER_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts){
+TRACER_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts)
+{
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_timedlock()(m, ts), m, TRACE_LOCK_TIMED,
-                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)}
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)
+}
 
 TRACER_EXPORT
-    int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *ts)
+int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *ts)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_clocklock()(m, clock, ts), m, TRACE_LOCK_TIMED,
                           TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)
@@ -266,31 +272,43 @@ TRACER_PTHREAD_ACQUIRE_WRAPPER(pthread_rwlock_wrlock, pthread_rwlock_t,
                                tracer_real_pthread_rwlock_wrlock(), TRACE_LOCK_RWLOCK,
                                TRACE_LOCK_EXCLUSIVE)
 
-TRACER_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l){
+TRACER_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+{
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_tryrdlock()(l), l, TRACE_LOCK_TRY,
-                          TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)}
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)
+}
 
-TRACER_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l){
+TRACER_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+{
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_trywrlock()(l), l, TRACE_LOCK_TRY,
-                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)}
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)
+}
 
-TRACER_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *ts){
+TRACER_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *ts)
+{
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_timedrdlock()(l, ts), l, TRACE_LOCK_TIMED,
-                          TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)}
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)
+}
 
-TRACER_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *ts){
+TRACER_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *ts)
+{
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_timedwrlock()(l, ts), l, TRACE_LOCK_TIMED,
-                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)}
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)
+}
 
 TRACER_EXPORT
-    int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *ts){
-        TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_clockrdlock()(l, clock, ts), l,
-                              TRACE_LOCK_TIMED, TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)}
+int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *ts)
+{
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_clockrdlock()(l, clock, ts), l,
+                          TRACE_LOCK_TIMED, TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)
+}
 
 TRACER_EXPORT
-    int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *ts){
-        TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_clockwrlock()(l, clock, ts), l,
-                              TRACE_LOCK_TIMED, TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)}
+int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *ts)
+{
+    TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_clockwrlock()(l, clock, ts), l,
+                          TRACE_LOCK_TIMED, TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)
+}
 
 TRACER_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
@@ -377,9 +395,11 @@ static inline int tracer_sem_wait_code(sem_t *s)
     return tracer_sem_code(tracer_real_sem_wait()(s));
 }
 
-static __attribute__((noinline)) int tracer_sem_wait_rest(sem_t *s, int rc){
+static __attribute__((noinline)) int tracer_sem_wait_rest(sem_t *s, int rc)
+{
     TRACER_PTHREAD_ACQUIRE(s, rc, tracer_sem_wait_code, TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE,
-                           EAGAIN)}
+                           EAGAIN)
+}
 
 TRACER_EXPORT int sem_wait(sem_t *s)
 {
@@ -393,9 +413,11 @@ TRACER_EXPORT int sem_wait(sem_t *s)
     return tracer_sem_return(tracer_sem_wait_rest(s, rc), saved);
 }
 
-static int tracer_sem_trywait(sem_t *s){TRACER_PTHREAD_SIMPLE(tracer_sem_trywait_code(s), s,
-                                                              TRACE_LOCK_TRY, TRACE_LOCK_SEMAPHORE,
-                                                              TRACE_LOCK_EXCLUSIVE)}
+static int tracer_sem_trywait(sem_t *s)
+{
+    TRACER_PTHREAD_SIMPLE(tracer_sem_trywait_code(s), s, TRACE_LOCK_TRY, TRACE_LOCK_SEMAPHORE,
+                          TRACE_LOCK_EXCLUSIVE)
+}
 
 TRACER_EXPORT int sem_trywait(sem_t *s)
 {
@@ -403,9 +425,11 @@ TRACER_EXPORT int sem_trywait(sem_t *s)
     return tracer_sem_return(tracer_sem_trywait(s), saved);
 }
 
-static int tracer_sem_timedwait(sem_t *s, const struct timespec *ts){
+static int tracer_sem_timedwait(sem_t *s, const struct timespec *ts)
+{
     TRACER_PTHREAD_SIMPLE(tracer_sem_code(tracer_real_sem_timedwait()(s, ts)), s, TRACE_LOCK_TIMED,
-                          TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)}
+                          TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)
+}
 
 TRACER_EXPORT int sem_timedwait(sem_t *s, const struct timespec *ts)
 {
@@ -413,9 +437,11 @@ TRACER_EXPORT int sem_timedwait(sem_t *s, const struct timespec *ts)
     return tracer_sem_return(tracer_sem_timedwait(s, ts), saved);
 }
 
-static int tracer_sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *ts){
+static int tracer_sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *ts)
+{
     TRACER_PTHREAD_SIMPLE(tracer_sem_code(tracer_real_sem_clockwait()(s, clock, ts)), s,
-                          TRACE_LOCK_TIMED, TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)}
+                          TRACE_LOCK_TIMED, TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)
+}
 
 TRACER_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *ts)
 {
@@ -424,9 +450,11 @@ TRACER_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec
 }
 
 /* the release is in the trace before the next holder's acquire */
-static int tracer_sem_post(sem_t *s){
+static int tracer_sem_post(sem_t *s)
+{
     TRACER_PTHREAD_SIMPLE(tracer_sem_code(tracer_real_sem_post()(s)), s, TRACE_LOCK_RELEASE,
-                          TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)}
+                          TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)
+}
 
 TRACER_EXPORT int sem_post(sem_t *s)
 {

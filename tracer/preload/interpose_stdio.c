@@ -23,6 +23,8 @@
 /* glibc's optimized headers define vprintf and getline as extern inlines;
  * we must own those names (clang refuses an attribute on them otherwise). */
 #define __NO_INLINE__ 1
+#include "interpose_stdio.h"
+
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>

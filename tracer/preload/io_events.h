@@ -11,7 +11,9 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "db_wire.h"
 #include "fd_table.h"
+#include "interpose_file.h"
 #include "tracer_core.h"
 
 enum tracer_io_dir { TRACER_IO_IN = 0, TRACER_IO_OUT = 1 };
@@ -43,12 +45,6 @@ static inline int tracer_path_filtered(const struct tracer_fd *f)
     return tracer_global.path_filter_set && f &&
            (f->kind == TRACER_FD_FILE || f->kind == TRACER_FD_OTHER) && !f->path_id;
 }
-
-/* The string id an open of `path` (relative to dirfd; AT_FDCWD: the
- * working directory) gives its descriptor: the path made absolute, so
- * --path-prefix and `preplay info` see where the file is. 0 with *filtered
- * set when --path-prefix leaves the file out; 0 for no path. */
-uint32_t tracer_open_path_id(int dirfd, const char *path, int *filtered);
 
 /* Forgets the datagram peers' connection ids (a fork child: its trace has
  * none of its parent's CONN definitions). */
@@ -208,13 +204,6 @@ static inline int tracer_tls_wants_label(const struct tracer_fd *f)
 void tracer_conn_lifecycle(struct tracer_thread *t, int fd, uint64_t conn_id, uint8_t proto,
                            uint8_t op, int64_t result, uint64_t begin_ns, uint64_t end_ns);
 
-/* The OPEN record of `fd` (or of an open that failed with `err`), with
- * the file's identity and size from `f` when known; `event_flags` adds to
- * the record's flags (TRACE_F_STDIO for fopen). interpose_file.c */
-void tracer_open_record(struct tracer_thread *t, int fd, int err, uint32_t path_id, int flags,
-                        const struct tracer_fd *f, uint16_t event_flags, uint64_t begin,
-                        uint64_t end);
-
 /* After dup/dup2/dup3/F_DUPFD returned rc (errno err) for oldfd: the new
  * descriptor shares oldfd's entry (tracer_fd_dup), and when t is tracing
  * files and oldfd is a file, a DUP record says so (fd: oldfd; fd2 and
@@ -251,21 +240,6 @@ static inline void tracer_file_identity(struct trace_file_event *fe, const struc
 /* A record with no data (fsync, close, ...) on a descriptor. */
 void tracer_file_simple(struct tracer_thread *t, int fd, struct tracer_fd *f, uint8_t op,
                         int64_t result, uint64_t begin_ns, uint64_t end_ns);
-
-/* MySQL wire-protocol parsing of bytes sent on / received from a DB
- * connection (db_wire.c): commands are recorded when their answer arrives.
- * tls_plaintext: the bytes are the plaintext of a TLS connection (from the
- * SSL_write/SSL_read wrappers), not what crossed the socket. */
-/* Parses what a send is about to put on DB connection fd, before it goes
- * out: another thread may read the answer before this one returns from the
- * send (Connector/J: a driver thread reads a batch's answers while the
- * calling thread is still sending it), and the answer must find its
- * command known. Returns the bytes parsed (size), 0 when fd is no DB
- * connection or the bytes are not the ones the parser reads
- * (tls_plaintext: SSL_write's plaintext, else the socket's bytes; nothing
- * done). Keeps errno. */
-size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct iovec *iov,
-                                  int iovcnt, size_t size, uint64_t begin_ns, int tls_plaintext);
 
 /* A one-element iovec for a wrapper's (buf, n), for struct tracer_io. */
 #define TRACER_ONE_IOV(b, n) (&(struct iovec){.iov_base = (void *)(b), .iov_len = (n)})
@@ -325,19 +299,5 @@ size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct 
     }                                                                                              \
     TRACER_TRANSFER_FINISH(realcall, RTYPE, DIR, OFFSET, SIZE, IOV, IOVCNT, FLAGS, NMSGS, PEER,    \
                            PEERLEN, 0)
-
-/* After the send tracer_db_wire_before_send parsed `parsed` bytes of:
- * `result` (bytes sent, or -1) short of them means the app will send the
- * rest again, and those bytes must not be parsed twice. */
-void tracer_db_wire_after_send(int fd, size_t parsed, int64_t result);
-
-/* A send the wrapper did not parse before it went out (the process had no
- * DB connection yet when the call began): parsed after it, as socket bytes
- * (TLS plaintext is always parsed before: tracer_db_wire_before_send). */
-void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
-                         int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns);
-void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const struct iovec *iov,
-                             int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
-                             int tls_plaintext);
 
 #endif

@@ -11,6 +11,8 @@
  * dladdr takes the dynamic loader's lock, so stacks are skipped for events
  * raised while our own code is already running on the thread (signal
  * handlers interrupting the tracer). Built only with libunwind. */
+#include "stacks.h"
+
 #include "tracer_core.h"
 
 #include <link.h>

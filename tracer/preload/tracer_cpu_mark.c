@@ -1,0 +1,134 @@
+/* tracer_cpu_mark.c - the slow sides of the CPU mark (tracer_cpu_mark.h):
+ * an exact read of the thread's CPU clock when the inline test finds the
+ * thread was switched out (or the mark was never set), and the arithmetic
+ * between the ring clock (rdtsc ticks or CLOCK_MONOTONIC ns) and CPU ns.
+ *
+ * Runs inside a wrapped call: no allocation, no lock, no syscall beyond
+ * the CPU clock's own read, never a change to errno the app can see. */
+#include "tracer_cpu_mark.h"
+
+#include <string.h>
+
+#include "cpu_time.h"
+#include "tracer_thread.h"
+
+/* The ring clock's relation to CLOCK_MONOTONIC, read once per slow read. */
+struct tracer_clock_scale {
+    int tsc;
+    struct cpuclock_tsc_segment segment; /* when tsc */
+    double ticks_per_ns;                 /* when tsc: 2^32 / rate */
+};
+
+static void tracer_clock_scale_read(struct tracer_clock_scale *s)
+{
+    s->tsc = tracer_global.ring_clock_tsc && tracer_cpu_time_tsc;
+    if (s->tsc) {
+        cpuclock_tsc_read(tracer_cpu_time_tsc, &s->segment);
+        s->ticks_per_ns = s->segment.rate ? 4294967296.0 / (double)s->segment.rate : 0;
+    }
+}
+
+static uint64_t tracer_clock_to_mono(const struct tracer_clock_scale *s, uint64_t raw)
+{
+    return s->tsc ? cpuclock_tsc_segment_to_mono(&s->segment, raw) : raw;
+}
+
+static uint64_t tracer_clock_span_ns(const struct tracer_clock_scale *s, uint64_t raw_span)
+{
+    return s->tsc ? cpuclock_tsc_segment_span_ns(&s->segment, raw_span) : raw_span;
+}
+
+/* ns -> ring clock ticks. A double multiply, not a 128-bit division (this
+ * runs after every blocking call): exact to a tick below 2^53 ns. */
+static uint64_t tracer_clock_span_raw(const struct tracer_clock_scale *s, uint64_t ns)
+{
+    if (!s->tsc)
+        return ns;
+    double raw = (double)ns * s->ticks_per_ns;
+    return raw >= 9.2e18 ? UINT64_MAX / 2 : (uint64_t)raw;
+}
+
+void tracer_cpu_mark_reset(struct tracer_thread *t)
+{
+    memset(&t->cpu, 0, sizeof t->cpu);
+    t->pending_cpu = 0;
+}
+
+/* The thread's CPU clock (ns) at ring time `now`, 0 when unknown; *flags
+ * gets CPUCLOCK_ESTIMATED when the fallback clock estimated it. Sets the
+ * mark's fast-path validity: only after a plain read of a BPF slot that no
+ * switch wrote meanwhile, and only until the slot's own trust limit
+ * (on_cpu_since + CPUCLOCK_BPF_VERIFY_NS, when the read asks the kernel). */
+static uint64_t tracer_cpu_exact(struct tracer_thread *t, const struct tracer_clock_scale *scale,
+                                 uint64_t now, unsigned *flags)
+{
+    *flags = CPUCLOCK_EXACT;
+    struct tracer_cpu_mark *m = &t->cpu;
+    m->until = 0;
+    if (!(tracer_global.only_mask & TRACER_ONLY_CPU))
+        return 0;
+    struct cpuclock_thread *th = &tracer_cpu_thread;
+    uint64_t mono = tracer_clock_to_mono(scale, now);
+    if (th->mode != CPUCLOCK_MODE_BPF) {
+        if (th->mode == CPUCLOCK_MODE_NONE)
+            tracer_cpu_time_claim_thread(tracer_gettid());
+        return th->mode == CPUCLOCK_MODE_BPF ? tracer_cpu_exact(t, scale, now, flags)
+                                             : cpuclock_thread_now(th, mono, flags);
+    }
+    struct cpuclock_slot *slot = th->slot;
+    uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+    uint64_t slow_reads = th->repairs + th->resyncs;
+    uint64_t cpu = cpuclock_thread_now(th, mono, NULL);
+    uint64_t on_since = atomic_load_explicit(&slot->on_cpu_since_ns, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (cpu != 0 && th->repairs + th->resyncs == slow_reads &&
+        seq == atomic_load_explicit(&slot->seq, memory_order_relaxed) &&
+        on_since + CPUCLOCK_BPF_VERIFY_NS > mono) {
+        m->seq_word = &slot->seq;
+        m->seq = seq;
+        m->until = now + tracer_clock_span_raw(scale, on_since + CPUCLOCK_BPF_VERIFY_NS - mono);
+    }
+    return cpu;
+}
+
+uint64_t tracer_cpu_begin_slow(struct tracer_thread *t, uint64_t now)
+{
+    struct tracer_cpu_mark *m = &t->cpu;
+    struct tracer_clock_scale scale;
+    tracer_clock_scale_read(&scale);
+    unsigned flags;
+    uint64_t cpu = tracer_cpu_exact(t, &scale, now, &flags);
+    if (cpu == 0) {
+        m->anchor_cpu_ns = 0;
+        m->raw = now;
+        return 0;
+    }
+    uint64_t carried_ns = 0;
+    if (m->anchor_cpu_ns) {
+        /* the CPU clock at the mark: the last exact read moved by the
+         * running time between it and the mark (no switch in between) */
+        uint64_t at_mark =
+            m->raw >= m->anchor_raw
+                ? m->anchor_cpu_ns + tracer_clock_span_ns(&scale, m->raw - m->anchor_raw)
+                : m->anchor_cpu_ns - tracer_clock_span_ns(&scale, m->anchor_raw - m->raw);
+        carried_ns = cpu > at_mark ? cpu - at_mark : 0;
+    }
+    uint64_t carried = tracer_clock_span_raw(&scale, carried_ns);
+    m->anchor_raw = now;
+    m->anchor_cpu_ns = cpu;
+    m->raw = now > carried ? now - carried : 0;
+    /* the fallback's estimate is corrected by its next precise read, so
+     * only a slice ending in an estimate is one */
+    return (now - m->raw) | (flags & CPUCLOCK_ESTIMATED ? TRACER_CPU_ESTIMATED_BIT : 0);
+}
+
+void tracer_cpu_end_slow(struct tracer_thread *t, uint64_t now)
+{
+    struct tracer_cpu_mark *m = &t->cpu;
+    struct tracer_clock_scale scale;
+    tracer_clock_scale_read(&scale);
+    unsigned flags;
+    m->anchor_cpu_ns = tracer_cpu_exact(t, &scale, now, &flags);
+    m->anchor_raw = now;
+    m->raw = now;
+}
