@@ -164,13 +164,27 @@ int label_rules_is_label(const char *s, size_t len)
 size_t label_rules_apply(const struct label_rules *r, const char *label, size_t len, int drop_query,
                          const char **out)
 {
-    for (size_t i = 0; i < label_rules_count(r); i++) {
-        /* REG_STARTEND: the label is matched as len bytes, no copy to
-         * terminate it (a string from a trace has no NUL of its own) */
-        regmatch_t m = {.rm_so = 0, .rm_eo = (regoff_t)len};
-        if (regexec(&r->rule[i].re, label, 1, &m, REG_STARTEND) == 0) {
-            *out = r->rule[i].name;
-            return r->rule[i].name_len;
+    if (label_rules_count(r) > 0) {
+        /* A string from a trace has no NUL of its own. regexec gets a
+         * terminated copy rather than REG_STARTEND: sanitizer runtimes
+         * intercept regexec and read the subject up to its NUL whatever
+         * the flags say (fuzz_label_rules found it). Labels are short; a
+         * long one gets a heap copy, and one that cannot be copied keeps
+         * its default label. */
+        char local[1024], *copy = len < sizeof local ? local : malloc(len + 1);
+        if (copy) {
+            memcpy(copy, label, len);
+            copy[len] = '\0';
+            size_t hit = label_rules_count(r);
+            for (size_t i = 0; i < label_rules_count(r) && hit == label_rules_count(r); i++)
+                if (regexec(&r->rule[i].re, copy, 0, NULL, 0) == 0)
+                    hit = i;
+            if (copy != local)
+                free(copy);
+            if (hit < label_rules_count(r)) {
+                *out = r->rule[hit].name;
+                return r->rule[hit].name_len;
+            }
         }
     }
     *out = label;
