@@ -1,6 +1,7 @@
 /* drive_cli.c - `preplay drive PLAN --target ADDR --token T --mode M -o OUT`:
  * sends the plan's front-end requests to a replayer (replay_drive.h) and
- * writes every response time with its label (formats/RESULTS.md). */
+ * writes every response time with its label (formats/RESULTS.md, through
+ * the results writer of formats/results.h). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -135,32 +136,32 @@ int cmd_drive(int argc, char **argv)
         fprintf(stderr, "drive: %s\n", err);
         goto out;
     }
-    root = json_object();
     json_t *samples = json_array();
-    json_object_set_new(root, "format", json_string("preplay-results"));
-    json_object_set_new(root, "version", json_integer(REPLAY_RESULTS_VERSION));
-    json_object_set_new(root, "kind", json_string("drive"));
-    json_object_set_new(root, "plan", json_string(argv[optind]));
-    json_object_set_new(root, "recording_id", json_string(p->recording_id));
-    json_object_set_new(root, "target", json_string(target));
-    json_object_set_new(root, "mode",
-                        json_string(mode == REPLAY_DRIVE_SESSION ? "session" : "independent"));
-    json_object_set_new(root, "speed", json_real(speed));
-    json_object_set_new(root, "duration_s", json_real(duration));
-    json_object_set_new(root, "elapsed_s", json_real(r.elapsed_s));
-    json_object_set_new(root, "requests", json_integer((json_int_t)r.nsamples));
-    json_object_set_new(root, "failed", json_integer((json_int_t)r.failed));
-    json_object_set_new(root, "connections", json_integer(r.connections_opened));
-    json_object_set_new(root, "lateness", replay_results_lateness(r.samples, r.nsamples));
     if (replay_label_set_add(&ls, r.samples, r.nsamples) ||
         replay_results_samples(samples, p, r.samples, r.nsamples, 0)) {
         fprintf(stderr, "drive: out of memory building results\n");
         json_decref(samples);
         goto out;
     }
-    json_object_set_new(root, "labels", replay_results_labels(p, &ls, 0));
-    json_object_set_new(root, "samples", samples);
-    if (replay_results_save(root, out, err, sizeof err)) {
+    struct results_drive doc = {.plan = argv[optind],
+                                .recording_id = p->recording_id,
+                                .target = target,
+                                .mode = mode == REPLAY_DRIVE_SESSION ? "session" : "independent",
+                                .speed = speed,
+                                .duration_s = duration,
+                                .elapsed_s = r.elapsed_s,
+                                .requests = r.nsamples,
+                                .failed = r.failed,
+                                .connections = r.connections_opened,
+                                .lateness = replay_results_lateness(r.samples, r.nsamples),
+                                .labels = replay_results_labels(p, &ls, 0),
+                                .samples = samples};
+    root = results_drive_json(&doc);
+    if (!root) {
+        fprintf(stderr, "drive: out of memory building results\n");
+        goto out;
+    }
+    if (results_save(root, out, err, sizeof err)) {
         fprintf(stderr, "drive: %s\n", err);
         goto out;
     }

@@ -294,47 +294,6 @@ static int run_db_client(const struct run_db *d, const char *tool, const char *i
     return run_exec(argv, in, out);
 }
 
-/* Adds the numbers of a replayer's per-label stats into acc[component][label]. */
-static void run_accumulate(json_t *acc, const char *component, const char *stats_text,
-                           json_t *db_errors)
-{
-    json_t *st = json_loads(stats_text, 0, NULL);
-    if (!st)
-        return;
-    json_t *comp = json_object_get(acc, component);
-    if (!comp) {
-        comp = json_object();
-        json_object_set_new(acc, component, comp);
-    }
-    const char *label;
-    json_t *v;
-    json_object_foreach(json_object_get(st, "labels"), label, v)
-    {
-        json_t *dst = json_object_get(comp, label);
-        if (!dst) {
-            dst = json_object();
-            json_object_set_new(comp, label, dst);
-        }
-        const char *k;
-        json_t *num;
-        json_object_foreach(v, k, num)
-        {
-            json_t *old = json_object_get(dst, k);
-            double sum = json_number_value(num) + (old ? json_number_value(old) : 0);
-            json_object_set_new(
-                dst, k, json_is_integer(num) ? json_integer((json_int_t)sum) : json_real(sum));
-        }
-    }
-    size_t i;
-    json_array_foreach(json_object_get(st, "db_errors"), i, v)
-    {
-        json_t *e = json_deep_copy(v);
-        json_object_set_new(e, "component", json_string(component));
-        json_array_append_new(db_errors, e);
-    }
-    json_decref(st);
-}
-
 static void run_usage(FILE *out)
 {
     fprintf(out,
@@ -500,7 +459,7 @@ int cmd_run(int argc, char **argv)
     struct run_ctx ctx = {0};
     struct dummy_files *files = NULL;
     struct stats_machine *m = NULL;
-    json_t *root = json_object(), *intervals = json_array(), *samples = json_array();
+    json_t *root = NULL, *intervals = json_array(), *samples = json_array();
     json_t *resources = json_object(), *db_errors = json_array(), *restores = json_array();
     struct replay_label_set all = {0};
     struct run_db db;
@@ -799,8 +758,7 @@ int cmd_run(int argc, char **argv)
                 goto write;
             }
         }
-        json_array_append_new(restores, json_pack("{s:I, s:f, s:f}", "interval", (json_int_t)iv,
-                                                  "files_s", files_s, "db_s", db_s));
+        results_restore_append(restores, iv, files_s, db_s);
         for (uint32_t i = 0; i < ctx.nchildren; i++) {
             char *r = run_control(ctx.children[i].addr, token, REPLAY_BLOCK_RESET, err, sizeof err);
             free(r);
@@ -826,7 +784,7 @@ int cmd_run(int argc, char **argv)
             char *st =
                 run_control(ctx.children[i].addr, token, REPLAY_BLOCK_STATS, err, sizeof err);
             if (st)
-                run_accumulate(resources, ctx.children[i].name, st, db_errors);
+                results_resources_add(resources, db_errors, ctx.children[i].name, st);
             free(st);
         }
         /* feed PT4Cloud: overall and per label, successful responses only */
@@ -845,18 +803,20 @@ int cmd_run(int argc, char **argv)
                                                   ls.counts[l]};
         struct stats_step step;
         int fed = lab && !stats_machine_feed(m, ls.all, ls.nall, lab, ls.nlabels, &step, err);
-        json_t *ij =
-            json_pack("{s:I, s:I, s:I, s:f, s:o}", "interval", (json_int_t)iv, "requests",
-                      (json_int_t)r.nsamples, "failed", (json_int_t)r.failed, "length_s",
-                      o.duration_s, "lateness", replay_results_lateness(r.samples, r.nsamples));
+        struct results_interval ri = {.interval = iv,
+                                      .requests = r.nsamples,
+                                      .failed = r.failed,
+                                      .length_s = o.duration_s,
+                                      .lateness = replay_results_lateness(r.samples, r.nsamples),
+                                      .fed = fed};
         if (fed) {
-            json_object_set_new(ij, "p", step.compared ? json_real(step.p) : json_null());
-            json_object_set_new(ij, "action", json_string(stats_action_name(step.action)));
-            json_object_set_new(ij, "held_open_by", json_string(step.held_open_by));
+            ri.compared = step.compared;
+            ri.p = step.p;
+            ri.action = stats_action_name(step.action);
+            ri.held_open_by = step.held_open_by;
             stopped = step.action == STATS_STOP;
-        } else {
-            json_object_set_new(ij, "p", json_null());
         }
+        json_t *ij = results_interval_json(&ri);
         json_array_append_new(intervals, ij);
         char pbuf[32] = "n/a";
         if (fed && step.compared)
@@ -909,48 +869,45 @@ write:
             }
         rc = 1;
     }
-    json_object_set_new(root, "format", json_string("preplay-results"));
-    json_object_set_new(root, "version", json_integer(REPLAY_RESULTS_VERSION));
-    json_object_set_new(root, "kind", json_string("run"));
-    json_object_set_new(root, "plan", json_string(plan_path));
-    json_object_set_new(root, "recording_id", json_string(p->recording_id));
-    json_object_set_new(root, "instance", json_string(instance));
-    json_object_set_new(root, "price", isnan(price) ? json_null() : json_real(price));
-    json_object_set_new(root, "mode",
-                        json_string(mode == REPLAY_DRIVE_SESSION ? "session" : "independent"));
-    json_object_set_new(root, "speed", json_real(speed));
-    json_object_set_new(root, "cpu_ratio", json_real(ratio));
-    json_object_set_new(root, "no_deps", json_boolean(no_deps));
-    json_object_set_new(root, "p0", json_real(p0));
-    json_object_set_new(root, "scale", json_string(log_scale ? "log" : "linear"));
-    json_object_set_new(root, "stopped", json_boolean(m && stats_machine_stopped(m)));
-    json_object_set_new(root, "error",
-                        run_interrupted ? json_string("interrupted")
-                        : ctx.dead      ? json_sprintf("replayer '%s' died", ctx.dead)
-                                        : json_null());
-    if (nremote) {
-        json_t *hj = json_object();
-        for (uint32_t i = 0; i < ctx.nchildren; i++)
-            if (ctx.children[i].remote)
-                json_object_set_new(hj, ctx.children[i].name,
-                                    json_pack("{s:s, s:s, s:s, s:s}", "host",
-                                              ctx.children[i].host_text, "address",
-                                              ctx.children[i].addr, "controller_address",
-                                              run_remote_client_ip(ctx.children[i].remote), "dir",
-                                              run_remote_dir(ctx.children[i].remote)));
-        json_object_set_new(root, "hosts", hj);
-    }
-    json_object_set_new(root, "labels", replay_results_labels(p, &all, 1));
-    json_object_set_new(root, "intervals", intervals);
-    json_object_set_new(root, "resources", resources);
-    json_object_set_new(root, "db_errors", db_errors);
-    json_object_set_new(root, "state_restore",
-                        json_pack("{s:s, s:f, s:o}", "db_method",
-                                  have_db ? "mariadb-dump, reloaded with mariadb" : "none",
-                                  "db_dump_s", dump_s, "per_interval", restores));
-    json_object_set_new(root, "samples", samples);
+    size_t error_len = ctx.dead ? strlen(ctx.dead) + 32 : 1;
+    char *error = malloc(error_len);
+    if (error)
+        snprintf(error, error_len, "replayer '%s' died", ctx.dead ? ctx.dead : "");
+    json_t *hj = nremote ? json_object() : NULL;
+    for (uint32_t i = 0; hj && i < ctx.nchildren; i++)
+        if (ctx.children[i].remote)
+            results_host_set(hj, ctx.children[i].name, ctx.children[i].host_text,
+                             ctx.children[i].addr, run_remote_client_ip(ctx.children[i].remote),
+                             run_remote_dir(ctx.children[i].remote));
+    struct results_run doc = {.plan = plan_path,
+                              .recording_id = p->recording_id,
+                              .instance = instance,
+                              .mode = mode == REPLAY_DRIVE_SESSION ? "session" : "independent",
+                              .scale = log_scale ? "log" : "linear",
+                              .error = run_interrupted ? "interrupted"
+                                       : ctx.dead      ? error
+                                                       : NULL,
+                              .price = price,
+                              .speed = speed,
+                              .cpu_ratio = ratio,
+                              .p0 = p0,
+                              .no_deps = no_deps,
+                              .stopped = m && stats_machine_stopped(m),
+                              .hosts = hj,
+                              .labels = replay_results_labels(p, &all, 1),
+                              .intervals = intervals,
+                              .resources = resources,
+                              .db_errors = db_errors,
+                              .samples = samples,
+                              .db_method = have_db ? "mariadb-dump, reloaded with mariadb" : "none",
+                              .db_dump_s = dump_s,
+                              .restores = restores};
     intervals = resources = db_errors = restores = samples = NULL;
-    if (replay_results_save(root, out, err, sizeof err)) {
+    root = error ? results_run_json(&doc) : NULL;
+    free(error);
+    if (!root)
+        snprintf(err, sizeof err, "out of memory building results");
+    if (!root || results_save(root, out, err, sizeof err)) {
         fprintf(stderr, "run: %s\n", err);
         rc = 1;
     }
