@@ -14,5 +14,6 @@ if(MARIADB_FOUND)
   target_link_libraries(preplay_replay_core PUBLIC PkgConfig::MARIADB)
 endif()
 
-target_sources(preplay_replay_cli PRIVATE replay_cli.c drive_cli.c run_cli.c run_remote.c)
+target_sources(preplay_replay_cli PRIVATE replay_cli.c drive_cli.c run_cli.c run_config.c run_session.c
+  run_remote.c)
 target_link_libraries(preplay_replay_cli PUBLIC preplay_replay_core)
