@@ -10,7 +10,7 @@
 
 #include "compare.h"
 #include "plan.h"
-#include "results.h"
+#include "results_reader.h"
 
 const char *const compare_resource_names[COMPARE_NRES] = {"CPU", "file", "network", "lock", "DB"};
 const char *const compare_metric_names[COMPARE_NMETRICS] = {"median", "p95", "p99"};

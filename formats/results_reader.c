@@ -4,10 +4,12 @@
  * required key is an error naming the file and the key; keys it does not
  * know are ignored (newer writers may add some), and the keys it knows are
  * listed once, in results_known_keys. Never computes statistics. */
-#include "results.h"
+#include "results_reader.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * and `preplay run` write the same shapes and the reader's list of known
  * keys has one writer to agree with. Numbers come from the callers; never
  * computes statistics, never writes a partial file (temp file + rename). */
-#include "results.h"
+#include "results_writer.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -13,6 +13,7 @@
 #include "replay_drive.h"
 #include "replay_proto.h"
 #include "replay_results.h"
+#include "results_writer.h"
 
 static void drive_usage(FILE *out)
 {

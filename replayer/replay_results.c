@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "results_writer.h"
 #include "stats.h"
 
 static int replay_double_cmp(const void *a, const void *b)

@@ -11,7 +11,6 @@
 
 #include "plan.h"
 #include "replay_drive.h"
-#include "results.h"
 
 /* Percentile q (0..100) of sorted[0..n), linear interpolation (numpy's default). */
 double replay_percentile(const double *sorted, size_t n, double q);

@@ -15,7 +15,7 @@
 #include "replay_drive.h"
 #include "replay_proto.h"
 #include "replay_results.h"
-#include "results.h"
+#include "results_writer.h"
 #include "run_config.h"
 #include "run_session.h"
 #include "stats.h"

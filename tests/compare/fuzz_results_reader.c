@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "compare.h"
-#include "results.h"
+#include "results_reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

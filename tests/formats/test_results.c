@@ -15,7 +15,8 @@
 
 #include <cmocka.h>
 
-#include "results.h"
+#include "results_reader.h"
+#include "results_writer.h"
 #include "test_tmpdir.h"
 
 /* The replayer's STATS answer, as replay_engine_stats_json writes it. */
