@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include "analyze_cli.h"
+#include "label_rules.h"
 #include "preplay_analyze.h"
 
 static void analyze_usage(FILE *out)
 {
     fprintf(out,
             "usage: preplay analyze DIR... -o PLAN [--salvage] [--window-ms N] [--grace-ms N]\n"
+            "                       [--label NAME=REGEX]... [--label-file FILE] [--drop-query]\n"
             "                       [--blocks FILE] [--quiet]\n"
             "Rebuilds which events served which request from the trace directories of one\n"
             "recording (one directory per tier or host) and writes the replay plan.\n"
@@ -23,13 +25,43 @@ static void analyze_usage(FILE *out)
             "  --window-ms N       per-file reordering window, at most (default 200; it adapts\n"
             "                      to the disorder seen, from 20 ms)\n"
             "  --grace-ms N        wait for a connection's peer end this long (default 2000)\n"
+            "  --label NAME=REGEX  label requests whose label as recorded (\"METHOD /path\", with\n"
+            "                      \"?query\" if recorded with --keep-query) matches the POSIX\n"
+            "                      extended REGEX as NAME (repeatable, first match wins)\n"
+            "  --label-file FILE   read --label rules from FILE, one NAME=REGEX a line\n"
+            "  --drop-query        cut the query string off labels no rule matched\n"
             "  --blocks FILE       also write every block and request as TSV (debugging)\n"
             "  -q, --quiet         no summary line\n");
 }
 
-int cmd_analyze(int argc, char **argv)
+/* The --label rules of this command: freed when it returns (cmd_analyze). */
+static struct label_rules *analyze_label_rules;
+
+/* Adds the rule (--label, c 'L') or the file's rules (--label-file); 0, or
+ * 2 after saying which rule is wrong. */
+static int analyze_add_labels(struct analyze_options *opt, int c, const char *arg)
+{
+    char err[640];
+    if (!analyze_label_rules && !(analyze_label_rules = label_rules_new())) {
+        fprintf(stderr, "preplay analyze: out of memory\n");
+        return 2;
+    }
+    int bad = c == 'L' ? label_rules_add(analyze_label_rules, arg, err, sizeof err)
+                       : label_rules_add_file(analyze_label_rules, arg, err, sizeof err);
+    if (bad) {
+        fprintf(stderr, "preplay analyze: %s %s\n", c == 'L' ? "--label" : "--label-file", err);
+        return 2;
+    }
+    opt->label_rules = analyze_label_rules;
+    return 0;
+}
+
+static int analyze_command(int argc, char **argv)
 {
     static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
+                                             {"label", required_argument, NULL, 'L'},
+                                             {"label-file", required_argument, NULL, 'F'},
+                                             {"drop-query", no_argument, NULL, 'D'},
                                              {"salvage", no_argument, NULL, 's'},
                                              {"window-ms", required_argument, NULL, 'w'},
                                              {"grace-ms", required_argument, NULL, 'g'},
@@ -68,6 +100,14 @@ int cmd_analyze(int argc, char **argv)
         case 'b':
             opt.blocks_path = optarg;
             break;
+        case 'L':
+        case 'F':
+            if (analyze_add_labels(&opt, c, optarg))
+                return 2;
+            break;
+        case 'D':
+            opt.drop_query = 1;
+            break;
         case 'q':
             quiet = 1;
             break;
@@ -103,4 +143,12 @@ int cmd_analyze(int argc, char **argv)
                r.covered_events, r.window_events, r.coverage_all * 100.0, r.resource_events,
                r.unmatched_bytes, r.violations, r.events);
     return 0;
+}
+
+int cmd_analyze(int argc, char **argv)
+{
+    int rc = analyze_command(argc, argv);
+    label_rules_free(analyze_label_rules);
+    analyze_label_rules = NULL;
+    return rc;
 }

@@ -15,6 +15,19 @@
 #include "deps_block.h"
 #include "deps_end.h"
 #include "deps_on.h"
+#include "label_rules.h"
+
+/* The plan's id of the string str (len bytes), 0 when the plan cannot take
+ * it (the state has failed). */
+static uint32_t deps_on_plan_string(struct deps_state *s, const char *str, size_t len)
+{
+    uint32_t pid = plan_writer_string(s->w, str, len);
+    if (pid == UINT32_MAX) {
+        deps_state_fail(s, "writing the plan: %s", plan_writer_error(s->w));
+        return 0;
+    }
+    return pid;
+}
 
 static uint32_t deps_on_string(struct deps_state *s, uint32_t file, uint32_t id)
 {
@@ -28,11 +41,7 @@ static uint32_t deps_on_string(struct deps_state *s, uint32_t file, uint32_t id)
     const char *str = trace_reader_string(s->in.files[file].reader, id, &len);
     if (!str)
         return 0;
-    uint32_t pid = plan_writer_string(s->w, str, len);
-    if (pid == UINT32_MAX) {
-        deps_state_fail(s, "writing the plan: %s", plan_writer_error(s->w));
-        return 0;
-    }
+    uint32_t pid = deps_on_plan_string(s, str, len);
     if (pid && deps_map_put(&s->strings, key, (void *)(uintptr_t)pid) != 0)
         deps_state_fail(s, "out of memory");
     return pid;
@@ -595,21 +604,59 @@ static void deps_on_net(struct deps_state *s, uint32_t file, struct deps_thread 
         deps_on_server_send(s, t, e, ev, common);
 }
 
-/* A request's label (an HTTP method and path): its text is kept for the
- * --blocks TSV; the end's open block takes it until its first send, else
- * its next block. */
+/* Keeps the text of label plan string id for the --blocks TSV. */
+static void deps_on_label_text(struct deps_state *s, uint32_t id, const char *str, size_t len)
+{
+    if (!id || deps_map_get(&s->label_text, id))
+        return;
+    char *copy = str ? strndup(str, len) : NULL;
+    if (copy && deps_map_put(&s->label_text, id, copy) != 0)
+        free(copy);
+}
+
+/* The plan string of trace string `trace_id` as a label under --label rules
+ * or --drop-query (label_rules_apply): worked out once per (trace, string)
+ * and kept in label_ids, not per LABEL event. */
+static uint32_t deps_on_label_relabelled(struct deps_state *s, uint32_t file, uint32_t trace_id)
+{
+    if (!trace_id)
+        return 0;
+    uint64_t key = (uint64_t)file << 32 | trace_id;
+    void *v = deps_map_get(&s->label_ids, key);
+    if (v)
+        return (uint32_t)(uintptr_t)v;
+    uint32_t len = 0;
+    const char *str = trace_reader_string(s->in.files[file].reader, trace_id, &len);
+    if (!str)
+        return 0;
+    const char *label = NULL;
+    size_t n = label_rules_apply(s->opt->label_rules, str, len, s->opt->drop_query, &label);
+    uint32_t pid = deps_on_plan_string(s, label, n);
+    deps_on_label_text(s, pid, label, n);
+    if (pid && deps_map_put(&s->label_ids, key, (void *)(uintptr_t)pid) != 0)
+        deps_state_fail(s, "out of memory");
+    return pid;
+}
+
+/* A request's label (an HTTP method and path, or what --label rules and
+ * --drop-query make of it): its text is kept for the --blocks TSV; the
+ * end's open block takes it until its first send, else its next block. */
 static void deps_on_label(struct deps_state *s, uint32_t file, const struct trace_event *ev)
 {
     struct deps_end *e = deps_end_get(s, file, ev->u.label.conn_id);
     if (!e)
         return;
-    uint32_t id = deps_on_string(s, file, ev->u.label.label_id);
-    if (id && !deps_map_get(&s->label_text, id)) {
-        uint32_t len = 0;
-        const char *str = trace_reader_string(s->in.files[file].reader, ev->u.label.label_id, &len);
-        char *copy = str ? strndup(str, len) : NULL;
-        if (copy && deps_map_put(&s->label_text, id, copy) != 0)
-            free(copy);
+    uint32_t id;
+    if (label_rules_count(s->opt->label_rules) || s->opt->drop_query) {
+        id = deps_on_label_relabelled(s, file, ev->u.label.label_id);
+    } else {
+        id = deps_on_string(s, file, ev->u.label.label_id);
+        if (id && !deps_map_get(&s->label_text, id)) {
+            uint32_t len = 0;
+            const char *str =
+                trace_reader_string(s->in.files[file].reader, ev->u.label.label_id, &len);
+            deps_on_label_text(s, id, str, len);
+        }
     }
     if (e->cur && !e->cur->sends)
         e->cur->label = id;

@@ -132,6 +132,7 @@ void deps_state_free(struct deps_state *s)
     deps_map_free(&s->waiting);
     deps_map_free(&s->locks);
     deps_map_free(&s->strings);
+    deps_map_free(&s->label_ids);
     deps_map_free(&s->db_endpoints);
     free(s->procs);
     free(s->comps);

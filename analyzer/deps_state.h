@@ -201,8 +201,9 @@ struct deps_state {
     struct deps_map strings;      /* (file, string id) -> plan id (as pointer) */
     struct deps_map db_endpoints; /* address hash -> plan id + 1 */
     struct deps_map label_text;   /* plan string id -> text (labels only) */
-    struct deps_end live;         /* list head */
-    struct deps_block **held;     /* finished blocks with unresolved calls, min-heap by start */
+    struct deps_map label_ids; /* (file, string id) -> plan id, labels under --label/--drop-query */
+    struct deps_end live;      /* list head */
+    struct deps_block **held;  /* finished blocks with unresolved calls, min-heap by start */
     uint32_t nheld, capheld;
     struct deps_block *pool[DEPS_BLOCK_POOL];
     uint32_t npool;

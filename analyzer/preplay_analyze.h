@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct label_rules;
+
 struct analyze_options {
     int salvage;             /* analyze what is valid in damaged traces */
     uint64_t window_ns;      /* per-file reordering window, the most (0 = 200 ms) */
@@ -16,6 +18,10 @@ struct analyze_options {
     const char *blocks_path; /* optional TSV of blocks and requests (tests, debugging) */
     FILE *progress;          /* progress line target (a terminal) or NULL */
     FILE *warnings;          /* one-line warnings (violations, skew, untraced peers) or NULL */
+    /* --label rules (labels/label_rules.h) applied to the labels as recorded,
+     * NULL for none; --drop-query: cut unmatched labels at their '?' */
+    const struct label_rules *label_rules;
+    int drop_query;
 };
 
 struct analyze_result {

@@ -70,27 +70,27 @@ static void report_band_path(struct report_chart *c, const struct stats_grid *g,
     fprintf(c->f, "Z\"/>\n");
 }
 
-/* Figure: response-time densities of one label on every type, with bands,
- * and the recording's density when the plan was given. */
-static int report_distribution(struct report_ctx *x, const char *label)
-{
-    size_t n = x->nruns + 1;
-    struct stats_band *bands = calloc(n, sizeof *bands);
-    int *have = calloc(n, sizeof *have);
-    double *rec_density = NULL;
-    int rc = -1;
-    if (!bands || !have)
-        goto out;
+/* One label's response-time distributions on one grid: a band per run
+ * and, last (index nruns), the recording's density. */
+struct report_dist {
     struct stats_kde_options ko;
-    stats_kde_options_default(&ko);
     struct stats_band_options bo;
-    stats_band_options_default(&bo);
+    struct stats_band *bands; /* [nruns] */
+    int *have;                /* [nruns + 1]: drawn */
+    double *rec_density;
+    const double *recs; /* the recording's response times of the label */
+    size_t nrecs;
+    double lo, hi, h; /* the union's range and widest bandwidth */
+    double view;      /* the x range worth showing (s) */
+    double ymax;
+    struct stats_grid g;
+};
+
+/* Which distributions can be drawn (two samples or more, a bandwidth) and
+ * what they span; 1 when at least one run has samples. */
+static int report_dist_range(struct report_ctx *x, const char *label, struct report_dist *dd)
+{
     char err[STATS_ERR_LEN];
-    /* one grid for all: the union's range, widest bandwidth */
-    double lo = INFINITY, hi = -INFINITY, h = 0, view = 0;
-    size_t rl = x->rec ? compare_recording_label(x->rec, label) : (size_t)-1;
-    const double *recs = rl != (size_t)-1 ? x->rec->recorded_s[rl] : NULL;
-    size_t nrecs = rl != (size_t)-1 ? x->rec->nrecorded[rl] : 0;
     for (size_t i = 0; i <= x->nruns; i++) {
         const double *s;
         size_t ns;
@@ -100,95 +100,107 @@ static int report_distribution(struct report_ctx *x, const char *label)
                 continue;
             s = l->samples;
             ns = l->nsamples;
-            view = fmax(view, l->stat[COMPARE_P99].hi);
+            dd->view = fmax(dd->view, l->stat[COMPARE_P99].hi);
         } else {
-            if (nrecs < 2)
+            if (dd->nrecs < 2)
                 continue;
-            s = recs;
-            ns = nrecs;
+            s = dd->recs;
+            ns = dd->nrecs;
         }
         double hh;
-        if (stats_bandwidth(s, ns, &ko, &hh, err))
+        if (stats_bandwidth(s, ns, &dd->ko, &hh, err))
             continue;
-        h = fmax(h, hh);
+        dd->h = fmax(dd->h, hh);
         for (size_t k = 0; k < ns; k++) {
-            lo = fmin(lo, s[k]);
-            hi = fmax(hi, s[k]);
+            dd->lo = fmin(dd->lo, s[k]);
+            dd->hi = fmax(dd->hi, s[k]);
         }
-        have[i] = 1;
+        dd->have[i] = 1;
     }
     int any = 0;
     for (size_t i = 0; i < x->nruns; i++)
-        any |= have[i];
-    if (!any) {
-        report_note(x->f, "No samples in the results files for this label: the results carry "
-                          "summaries only, so no distribution can be drawn.");
-        rc = 0;
-        goto out;
-    }
-    if (!(h > 0))
-        h = fmax(hi * 1e-3, 1e-6);
-    struct stats_grid g = {.lo = fmax(0, lo - 3 * h), .strips = ko.strips};
-    g.width = (hi + 3 * h - g.lo) / g.strips;
-    double ymax = 0;
+        any |= dd->have[i];
+    return any;
+}
+
+/* Each run's density and band on the common grid (a run whose band fails
+ * is left out). */
+static void report_dist_bands(struct report_ctx *x, const char *label, struct report_dist *dd)
+{
+    char err[STATS_ERR_LEN];
     for (size_t i = 0; i < x->nruns; i++) {
-        if (!have[i])
+        if (!dd->have[i])
             continue;
         const struct compare_label *l = compare_run_label(&x->runs[i], label);
-        if (stats_band_compute(l->samples, l->nsamples, &g, &ko, &bo, &bands[i], err)) {
-            have[i] = 0;
+        if (stats_band_compute(l->samples, l->nsamples, &dd->g, &dd->ko, &dd->bo, &dd->bands[i],
+                               err)) {
+            dd->have[i] = 0;
             continue;
         }
-        for (int k = 0; k < g.strips; k++)
-            ymax = fmax(ymax, bands[i].high[k]);
+        for (int k = 0; k < dd->g.strips; k++)
+            dd->ymax = fmax(dd->ymax, dd->bands[i].high[k]);
     }
-    if (have[x->nruns]) {
-        double rh;
-        rec_density = malloc((size_t)g.strips * sizeof *rec_density);
-        if (!rec_density)
-            goto out;
-        /* a recording with one response time everywhere borrows the common bandwidth */
-        if (stats_bandwidth(recs, nrecs, &ko, &rh, err) ||
-            stats_density(recs, nrecs, rh > 0 ? rh : h, &g, ko.method, rec_density, err))
-            have[x->nruns] = 0;
-        else {
-            for (int k = 0; k < g.strips; k++)
-                ymax = fmax(ymax, rec_density[k]);
-            double p99 = recs[0];
-            for (size_t k = 0; k < nrecs; k++)
-                p99 = fmax(p99, recs[k]); /* the recording has no band: show up to its max */
-            view = fmax(view, fmin(p99, view * 2));
-        }
+}
+
+/* The recording's density on the common grid (it has no band); -1 when out
+ * of memory. */
+static int report_dist_recording(struct report_ctx *x, struct report_dist *dd)
+{
+    char err[STATS_ERR_LEN];
+    double rh;
+    dd->rec_density = malloc((size_t)dd->g.strips * sizeof *dd->rec_density);
+    if (!dd->rec_density)
+        return -1;
+    /* a recording with one response time everywhere borrows the common bandwidth */
+    if (stats_bandwidth(dd->recs, dd->nrecs, &dd->ko, &rh, err) ||
+        stats_density(dd->recs, dd->nrecs, rh > 0 ? rh : dd->h, &dd->g, dd->ko.method,
+                      dd->rec_density, err)) {
+        dd->have[x->nruns] = 0;
+        return 0;
     }
-    double x1 = fmin(view * 1.25, hi + 3 * h) * 1e3;
+    for (int k = 0; k < dd->g.strips; k++)
+        dd->ymax = fmax(dd->ymax, dd->rec_density[k]);
+    double p99 = dd->recs[0];
+    for (size_t k = 0; k < dd->nrecs; k++)
+        p99 = fmax(p99, dd->recs[k]); /* the recording has no band: show up to its max */
+    dd->view = fmax(dd->view, fmin(p99, dd->view * 2));
+    return 0;
+}
+
+/* The chart: per run its band and density, the recording dashed in black,
+ * a legend. */
+static void report_dist_draw(struct report_ctx *x, const char *label, const struct report_dist *dd)
+{
+    const struct stats_grid *g = &dd->g;
+    double x1 = fmin(dd->view * 1.25, dd->hi + 3 * dd->h) * 1e3;
     struct report_chart c;
     char title[300];
     snprintf(title, sizeof title, "Response time of %s: density per instance type (band: 99%%)",
              label);
     report_chart_begin(&c, x->f, x->next_id++, title, "response time (ms)", "density (1/ms)",
-                       g.lo * 1e3, x1, 0, ymax / 1e3 * 1.08, 0);
+                       g->lo * 1e3, x1, 0, dd->ymax / 1e3 * 1.08, 0);
     const char *names[REPORT_NSTYLES + 1];
     const struct report_style *styles[REPORT_NSTYLES + 1];
     char kinds[REPORT_NSTYLES + 2] = "";
     size_t nl = 0;
     for (size_t i = 0; i < x->nruns; i++) {
-        if (!have[i])
+        if (!dd->have[i])
             continue;
         const struct report_style *st = report_style(i);
         char attrs[160];
-        report_band_path(&c, &g, bands[i].low, bands[i].high, x1, st->color);
+        report_band_path(&c, g, dd->bands[i].low, dd->bands[i].high, x1, st->color);
         snprintf(attrs, sizeof attrs, "stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"%s\"",
                  st->color, st->dash);
-        report_density_path(&c, &g, bands[i].density, x1, attrs);
+        report_density_path(&c, g, dd->bands[i].density, x1, attrs);
         if (nl < REPORT_NSTYLES) {
             names[nl] = x->runs[i].instance;
             styles[nl] = st;
             kinds[nl++] = 'l';
         }
     }
-    if (have[x->nruns]) {
+    if (dd->have[x->nruns]) {
         static const struct report_style rec_style = {"#000000", "3 2 8 2", 0};
-        report_density_path(&c, &g, rec_density, x1,
+        report_density_path(&c, g, dd->rec_density, x1,
                             "stroke=\"#000\" stroke-width=\"1.5\" stroke-dasharray=\"3 2 8 2\"");
         names[nl] = "on-premise (recorded)";
         styles[nl] = &rec_style;
@@ -196,14 +208,47 @@ static int report_distribution(struct report_ctx *x, const char *label)
     }
     report_chart_legend(&c, names, styles, kinds, nl);
     report_chart_end(&c);
+}
+
+/* Figure: response-time densities of one label on every type, with bands,
+ * and the recording's density when the plan was given. */
+static int report_distribution(struct report_ctx *x, const char *label)
+{
+    size_t n = x->nruns + 1;
+    struct report_dist dd = {.lo = INFINITY, .hi = -INFINITY};
+    dd.bands = calloc(n, sizeof *dd.bands);
+    dd.have = calloc(n, sizeof *dd.have);
+    int rc = -1;
+    if (!dd.bands || !dd.have)
+        goto out;
+    stats_kde_options_default(&dd.ko);
+    stats_band_options_default(&dd.bo);
+    size_t rl = x->rec ? compare_recording_label(x->rec, label) : (size_t)-1;
+    dd.recs = rl != (size_t)-1 ? x->rec->recorded_s[rl] : NULL;
+    dd.nrecs = rl != (size_t)-1 ? x->rec->nrecorded[rl] : 0;
+    if (!report_dist_range(x, label, &dd)) {
+        report_note(x->f, "No samples in the results files for this label: the results carry "
+                          "summaries only, so no distribution can be drawn.");
+        rc = 0;
+        goto out;
+    }
+    /* one grid for all: the union's range, widest bandwidth */
+    if (!(dd.h > 0))
+        dd.h = fmax(dd.hi * 1e-3, 1e-6);
+    dd.g = (struct stats_grid){.lo = fmax(0, dd.lo - 3 * dd.h), .strips = dd.ko.strips};
+    dd.g.width = (dd.hi + 3 * dd.h - dd.g.lo) / dd.g.strips;
+    report_dist_bands(x, label, &dd);
+    if (dd.have[x->nruns] && report_dist_recording(x, &dd))
+        goto out;
+    report_dist_draw(x, label, &dd);
     rc = 0;
 out:
-    for (size_t i = 0; bands && i < n; i++)
-        if (have && have[i] && i < x->nruns)
-            stats_band_free(&bands[i]);
-    free(bands);
-    free(have);
-    free(rec_density);
+    for (size_t i = 0; dd.bands && i < n; i++)
+        if (dd.have && dd.have[i] && i < x->nruns)
+            stats_band_free(&dd.bands[i]);
+    free(dd.bands);
+    free(dd.have);
+    free(dd.rec_density);
     return rc;
 }
 

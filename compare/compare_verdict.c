@@ -60,6 +60,21 @@ static int compare_overlap(const struct compare_stat *a, const struct compare_st
     return a->lo <= b->hi && b->lo <= a->hi;
 }
 
+/* PT4Cloud p of two sample sets with the default KDE options; -1 when it
+ * cannot be computed. */
+static int compare_similarity_p(const double *a, size_t na, const double *b, size_t nb, double *p)
+{
+    struct stats_kde_options ko;
+    stats_kde_options_default(&ko);
+    struct stats_similarity sim;
+    char err[STATS_ERR_LEN];
+    if (stats_similarity_compute(a, na, b, nb, &ko, &sim, err))
+        return -1;
+    *p = sim.p;
+    stats_similarity_free(&sim);
+    return 0;
+}
+
 /* 1 when labels a and b differ only by noise. */
 static int compare_label_equivalent(const struct compare_label *a, const struct compare_label *b,
                                     double equivalent_p)
@@ -71,15 +86,10 @@ static int compare_label_equivalent(const struct compare_label *a, const struct 
         return 1;
     if (a->nsamples < 2 || b->nsamples < 2)
         return 0;
-    struct stats_kde_options ko;
-    stats_kde_options_default(&ko);
-    struct stats_similarity sim;
-    char err[STATS_ERR_LEN];
-    if (stats_similarity_compute(a->samples, a->nsamples, b->samples, b->nsamples, &ko, &sim, err))
+    double p;
+    if (compare_similarity_p(a->samples, a->nsamples, b->samples, b->nsamples, &p))
         return 0;
-    int same = sim.p >= equivalent_p;
-    stats_similarity_free(&sim);
-    return same;
+    return p >= equivalent_p;
 }
 
 static int compare_fill_bands(struct compare_label *l)
@@ -174,18 +184,21 @@ static int compare_score_cmp(const void *a, const void *b, void *ctx)
     return x < y ? -1 : x > y;
 }
 
-int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare_recording *rec,
-                    const struct compare_options *opt, struct compare_verdict *v, char *err,
-                    size_t errlen)
+/* The union of the runs' labels, in order of first appearance. */
+static int compare_collect_labels(const struct compare_run *runs, size_t nruns,
+                                  struct compare_verdict *v)
 {
-    memset(v, 0, sizeof *v);
-    v->recommended = (size_t)-1;
-    v->nruns = nruns;
-    size_t *order = NULL;
     for (size_t i = 0; i < nruns; i++)
         for (size_t l = 0; l < runs[i].nlabels; l++)
             if (compare_add_label(v, runs[i].labels[l].name))
-                goto oom;
+                return -1;
+    return 0;
+}
+
+/* Every --slo-label must name a label of the results. */
+static int compare_check_slo_labels(const struct compare_options *opt,
+                                    const struct compare_verdict *v, char *err, size_t errlen)
+{
     for (size_t s = 0; s < opt->nslo_labels; s++) {
         size_t l = 0;
         while (l < v->nlabels && strcmp(v->labels[l], opt->slo_labels[s]))
@@ -193,53 +206,57 @@ int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare
         if (l == v->nlabels) {
             snprintf(err, errlen, "--slo-label '%s': no results have this label",
                      opt->slo_labels[s]);
-            goto fail;
+            return -1;
         }
     }
-    v->meets = calloc(nruns ? nruns : 1, sizeof *v->meets);
-    v->equivalent = calloc(nruns * nruns + 1, sizeof *v->equivalent);
-    order = malloc((nruns ? nruns : 1) * sizeof *order);
-    if (!v->meets || !v->equivalent || !order)
-        goto oom;
-    enum compare_metric rank_metric = opt->nslos ? opt->slos[0].metric : COMPARE_P95;
-    for (size_t i = 0; i < nruns; i++) {
-        struct compare_run *r = &runs[i];
-        double logsum = 0;
-        size_t nlog = 0;
-        for (size_t l = 0; l < r->nlabels; l++) {
-            struct compare_label *lab = &r->labels[l];
-            if (compare_fill_bands(lab)) {
-                snprintf(err, errlen, "%s: label \"%s\": bootstrap of the percentiles failed",
-                         r->path, lab->name);
-                goto fail;
-            }
-            size_t rl = rec ? compare_recording_label(rec, lab->name) : (size_t)-1;
-            if (rl != (size_t)-1 && lab->nsamples >= 2 && rec->nrecorded[rl] >= 2) {
-                struct stats_kde_options ko;
-                stats_kde_options_default(&ko);
-                struct stats_similarity sim;
-                char serr[STATS_ERR_LEN];
-                if (!stats_similarity_compute(rec->recorded_s[rl], rec->nrecorded[rl], lab->samples,
-                                              lab->nsamples, &ko, &sim, serr)) {
-                    lab->p_recording = sim.p;
-                    stats_similarity_free(&sim);
-                }
-            }
-            if (lab->count && lab->stat[rank_metric].value > 0) {
-                logsum += log(lab->stat[rank_metric].value);
-                nlog++;
-            }
+    return 0;
+}
+
+/* lab->p_recording: how alike the replayed and the recorded response times
+ * are (PT4Cloud p), when both have two samples or more. */
+static void compare_recording_p(struct compare_label *lab, const struct compare_recording *rec)
+{
+    size_t rl = rec ? compare_recording_label(rec, lab->name) : (size_t)-1;
+    if (rl == (size_t)-1 || lab->nsamples < 2 || rec->nrecorded[rl] < 2)
+        return;
+    compare_similarity_p(rec->recorded_s[rl], rec->nrecorded[rl], lab->samples, lab->nsamples,
+                         &lab->p_recording);
+}
+
+/* One run's numbers: every label's bands and p against the recording, the
+ * score (geometric mean of the rank metric over its labels), requests per
+ * hour and cost per million requests. -1 with err when a bootstrap failed. */
+static int compare_score_run(struct compare_run *r, const struct compare_recording *rec,
+                             enum compare_metric rank_metric, char *err, size_t errlen)
+{
+    double logsum = 0;
+    size_t nlog = 0;
+    for (size_t l = 0; l < r->nlabels; l++) {
+        struct compare_label *lab = &r->labels[l];
+        if (compare_fill_bands(lab)) {
+            snprintf(err, errlen, "%s: label \"%s\": bootstrap of the percentiles failed", r->path,
+                     lab->name);
+            return -1;
         }
-        r->score = nlog ? exp(logsum / (double)nlog) : NAN;
-        r->requests_per_hour =
-            r->elapsed_s > 0 ? (double)r->requests_ok / r->elapsed_s * 3600.0 : NAN;
-        r->cost_per_million = r->requests_per_hour > 0 && !isnan(r->price_per_hour)
-                                  ? r->price_per_hour / r->requests_per_hour * 1e6
-                                  : NAN;
-        if (compare_check_slos(r, v, opt))
-            goto oom;
-        v->meets[i] = r->meets_slo;
+        compare_recording_p(lab, rec);
+        if (lab->count && lab->stat[rank_metric].value > 0) {
+            logsum += log(lab->stat[rank_metric].value);
+            nlog++;
+        }
     }
+    r->score = nlog ? exp(logsum / (double)nlog) : NAN;
+    r->requests_per_hour = r->elapsed_s > 0 ? (double)r->requests_ok / r->elapsed_s * 3600.0 : NAN;
+    r->cost_per_million = r->requests_per_hour > 0 && !isnan(r->price_per_hour)
+                              ? r->price_per_hour / r->requests_per_hour * 1e6
+                              : NAN;
+    return 0;
+}
+
+/* v->equivalent[i * nruns + j]: runs i and j are alike on every label (a
+ * label without successful requests on both sides counts as alike). */
+static void compare_equivalence(const struct compare_run *runs, size_t nruns,
+                                const struct compare_options *opt, struct compare_verdict *v)
+{
     for (size_t i = 0; i < nruns; i++) {
         v->equivalent[i * nruns + i] = 1;
         for (size_t j = i + 1; j < nruns; j++) {
@@ -255,8 +272,13 @@ int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare
             v->equivalent[i * nruns + j] = v->equivalent[j * nruns + i] = same;
         }
     }
-    /* tiers: by score, a type joins the current tier when it is equivalent
-     * to the tier's fastest member */
+}
+
+/* Tiers: by score, a type joins the current tier when it is equivalent to
+ * the tier's fastest member. order has room for nruns indices. */
+static void compare_tiers(struct compare_run *runs, size_t nruns, const struct compare_verdict *v,
+                          size_t *order)
+{
     for (size_t i = 0; i < nruns; i++)
         order[i] = i;
     qsort_r(order, nruns, sizeof *order, compare_score_cmp, runs);
@@ -270,7 +292,39 @@ int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare
         }
         runs[i].tier = tier;
     }
-    /* the recommendation */
+}
+
+/* Nothing priced: the fastest tier among those that meet the SLOs is the
+ * recommendation if it has one member. */
+static void compare_recommend_fastest(const struct compare_run *runs, size_t nruns,
+                                      struct compare_verdict *v)
+{
+    int best = 0;
+    size_t pick = (size_t)-1, in_best = 0;
+    for (size_t i = 0; i < nruns; i++)
+        if (runs[i].meets_slo && (!best || runs[i].tier < best))
+            best = runs[i].tier;
+    for (size_t i = 0; i < nruns; i++)
+        if (runs[i].meets_slo && runs[i].tier == best) {
+            pick = i;
+            in_best++;
+        }
+    if (in_best == 1) {
+        v->recommended = pick;
+        snprintf(v->reason, sizeof v->reason,
+                 "no prices (run with --price): %s meets the SLOs and is the fastest",
+                 runs[pick].instance);
+    } else
+        snprintf(v->reason, sizeof v->reason,
+                 "no prices (run with --price): %zu types meet the SLOs and are equivalent "
+                 "within noise (tier %d)",
+                 in_best, best);
+}
+
+/* v->recommended and v->reason: the cheapest type that meets the SLOs. */
+static void compare_recommend(const struct compare_run *runs, size_t nruns,
+                              const struct compare_options *opt, struct compare_verdict *v)
+{
     size_t nmeet = 0, npriced = 0;
     for (size_t i = 0; i < nruns; i++) {
         if (!runs[i].meets_slo)
@@ -300,28 +354,38 @@ int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare
             snprintf(v->reason + n, sizeof v->reason - (size_t)n,
                      " (%zu type(s) meeting the SLOs have no price)", nmeet - npriced);
     } else {
-        /* nothing priced: the fastest tier among those that meet, if it is alone */
-        int best = 0;
-        size_t pick = (size_t)-1, in_best = 0;
-        for (size_t i = 0; i < nruns; i++)
-            if (runs[i].meets_slo && (!best || runs[i].tier < best))
-                best = runs[i].tier;
-        for (size_t i = 0; i < nruns; i++)
-            if (runs[i].meets_slo && runs[i].tier == best) {
-                pick = i;
-                in_best++;
-            }
-        if (in_best == 1) {
-            v->recommended = pick;
-            snprintf(v->reason, sizeof v->reason,
-                     "no prices (run with --price): %s meets the SLOs and is the fastest",
-                     runs[pick].instance);
-        } else
-            snprintf(v->reason, sizeof v->reason,
-                     "no prices (run with --price): %zu types meet the SLOs and are equivalent "
-                     "within noise (tier %d)",
-                     in_best, best);
+        compare_recommend_fastest(runs, nruns, v);
     }
+}
+
+int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare_recording *rec,
+                    const struct compare_options *opt, struct compare_verdict *v, char *err,
+                    size_t errlen)
+{
+    memset(v, 0, sizeof *v);
+    v->recommended = (size_t)-1;
+    v->nruns = nruns;
+    size_t *order = NULL;
+    if (compare_collect_labels(runs, nruns, v))
+        goto oom;
+    if (compare_check_slo_labels(opt, v, err, errlen))
+        goto fail;
+    v->meets = calloc(nruns ? nruns : 1, sizeof *v->meets);
+    v->equivalent = calloc(nruns * nruns + 1, sizeof *v->equivalent);
+    order = malloc((nruns ? nruns : 1) * sizeof *order);
+    if (!v->meets || !v->equivalent || !order)
+        goto oom;
+    enum compare_metric rank_metric = opt->nslos ? opt->slos[0].metric : COMPARE_P95;
+    for (size_t i = 0; i < nruns; i++) {
+        if (compare_score_run(&runs[i], rec, rank_metric, err, errlen))
+            goto fail;
+        if (compare_check_slos(&runs[i], v, opt))
+            goto oom;
+        v->meets[i] = runs[i].meets_slo;
+    }
+    compare_equivalence(runs, nruns, opt, v);
+    compare_tiers(runs, nruns, v, order);
+    compare_recommend(runs, nruns, opt, v);
     free(order);
     return 0;
 oom:

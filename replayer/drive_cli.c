@@ -1,6 +1,7 @@
 /* drive_cli.c - `preplay drive PLAN --target ADDR --token T --mode M -o OUT`:
  * sends the plan's front-end requests to a replayer (replay_drive.h) and
- * writes every response time with its label (formats/RESULTS.md). */
+ * writes every response time with its label (formats/RESULTS.md, through
+ * the results writer of formats/results.h). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "replay_drive.h"
 #include "replay_proto.h"
 #include "replay_results.h"
+#include "results_writer.h"
 
 static void drive_usage(FILE *out)
 {
@@ -57,127 +59,159 @@ int replay_parse_mode(const char *text, enum replay_drive_mode *mode)
     return 0;
 }
 
-int cmd_drive(int argc, char **argv)
+struct drive_config {
+    const char *plan_path, *target, *out;
+    uint64_t token;
+    enum replay_drive_mode mode;
+    double speed, duration;
+};
+
+/* The options into c. 0: go on; -1: exit with *exit_code (2 for a bad
+ * option, 0 after --help), the message printed. */
+static int drive_parse(int argc, char **argv, struct drive_config *c, int *exit_code)
 {
     static const struct option opts[] = {
         {"target", required_argument, 0, 'T'},   {"token", required_argument, 0, 't'},
         {"mode", required_argument, 0, 'm'},     {"speed", required_argument, 0, 's'},
         {"duration", required_argument, 0, 'd'}, {"output", required_argument, 0, 'o'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
-    const char *target = NULL, *token_text = NULL, *out = NULL;
-    enum replay_drive_mode mode = REPLAY_DRIVE_INDEPENDENT;
-    double speed = 1, duration = 0;
-    int c;
+    const char *token_text = NULL;
+    *c = (struct drive_config){.mode = REPLAY_DRIVE_INDEPENDENT, .speed = 1};
+    *exit_code = 2;
+    int opt;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "T:t:m:s:d:o:h", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "T:t:m:s:d:o:h", opts, NULL)) != -1) {
         char *end;
-        switch (c) {
+        switch (opt) {
         case 'T':
-            target = optarg;
+            c->target = optarg;
             break;
         case 't':
             token_text = optarg;
             break;
         case 'm':
-            if (replay_parse_mode(optarg, &mode)) {
+            if (replay_parse_mode(optarg, &c->mode)) {
                 fprintf(stderr, "drive: --mode '%s': expected independent or session\n", optarg);
-                return 2;
+                return -1;
             }
             break;
         case 's':
-            speed = strtod(optarg, &end);
-            if (*end || !(speed > 0) || !isfinite(speed)) {
+            c->speed = strtod(optarg, &end);
+            if (*end || !(c->speed > 0) || !isfinite(c->speed)) {
                 fprintf(stderr, "drive: --speed '%s': expected a positive number\n", optarg);
-                return 2;
+                return -1;
             }
             break;
         case 'd':
-            if (replay_parse_duration(optarg, &duration) || !(duration > 0)) {
+            if (replay_parse_duration(optarg, &c->duration) || !(c->duration > 0)) {
                 fprintf(stderr, "drive: --duration '%s': expected e.g. 30s, 500ms, 2m\n", optarg);
-                return 2;
+                return -1;
             }
             break;
         case 'o':
-            out = optarg;
+            c->out = optarg;
             break;
         case 'h':
             drive_usage(stdout);
-            return 0;
+            *exit_code = 0;
+            return -1;
         default:
             drive_usage(stderr);
-            return 2;
+            return -1;
         }
     }
-    if (optind + 1 != argc || !target || !out) {
+    if (optind + 1 != argc || !c->target || !c->out) {
         fprintf(stderr, "drive: needs PLAN, --target and -o (see --help)\n");
-        return 2;
+        return -1;
     }
-    uint64_t token;
-    if (!token_text || replay_token_parse(token_text, &token)) {
+    if (!token_text || replay_token_parse(token_text, &c->token)) {
         fprintf(stderr, "drive: --token: expected 16 hex digits (the replayer's --token)\n");
-        return 2;
+        return -1;
     }
-    struct plan *p = replay_cli_load_plan(argv[optind], "drive");
-    if (!p)
-        return 1;
-    struct replay_drive_options o = {.plan = p,
-                                     .target = target,
-                                     .token = token,
-                                     .mode = mode,
-                                     .speed = speed,
-                                     .duration_s = duration};
-    struct replay_drive_result r;
+    c->plan_path = argv[optind];
+    return 0;
+}
+
+/* The results document of one drive, written to -o. 0 or -1 with the
+ * reason printed. */
+static int drive_write_results(const struct drive_config *c, const struct plan *p,
+                               const struct replay_drive_result *r)
+{
     char err[512] = "";
-    int rc = 1;
-    json_t *root = NULL;
+    int rc = -1;
+    json_t *root = NULL, *samples = json_array();
     struct replay_label_set ls = {0};
-    if (replay_drive_run(&o, &r, err, sizeof err)) {
-        fprintf(stderr, "drive: %s\n", err);
-        goto out;
-    }
-    root = json_object();
-    json_t *samples = json_array();
-    json_object_set_new(root, "format", json_string("preplay-results"));
-    json_object_set_new(root, "version", json_integer(REPLAY_RESULTS_VERSION));
-    json_object_set_new(root, "kind", json_string("drive"));
-    json_object_set_new(root, "plan", json_string(argv[optind]));
-    json_object_set_new(root, "recording_id", json_string(p->recording_id));
-    json_object_set_new(root, "target", json_string(target));
-    json_object_set_new(root, "mode",
-                        json_string(mode == REPLAY_DRIVE_SESSION ? "session" : "independent"));
-    json_object_set_new(root, "speed", json_real(speed));
-    json_object_set_new(root, "duration_s", json_real(duration));
-    json_object_set_new(root, "elapsed_s", json_real(r.elapsed_s));
-    json_object_set_new(root, "requests", json_integer((json_int_t)r.nsamples));
-    json_object_set_new(root, "failed", json_integer((json_int_t)r.failed));
-    json_object_set_new(root, "connections", json_integer(r.connections_opened));
-    json_object_set_new(root, "lateness", replay_results_lateness(r.samples, r.nsamples));
-    if (replay_label_set_add(&ls, r.samples, r.nsamples) ||
-        replay_results_samples(samples, p, r.samples, r.nsamples, 0)) {
+    if (replay_label_set_add(&ls, r->samples, r->nsamples) ||
+        replay_results_samples(samples, p, r->samples, r->nsamples, 0)) {
         fprintf(stderr, "drive: out of memory building results\n");
         json_decref(samples);
         goto out;
     }
-    json_object_set_new(root, "labels", replay_results_labels(p, &ls, 0));
-    json_object_set_new(root, "samples", samples);
-    if (replay_results_save(root, out, err, sizeof err)) {
-        fprintf(stderr, "drive: %s\n", err);
+    struct results_drive doc = {.plan = c->plan_path,
+                                .recording_id = p->recording_id,
+                                .target = c->target,
+                                .mode = c->mode == REPLAY_DRIVE_SESSION ? "session" : "independent",
+                                .speed = c->speed,
+                                .duration_s = c->duration,
+                                .elapsed_s = r->elapsed_s,
+                                .requests = r->nsamples,
+                                .failed = r->failed,
+                                .connections = r->connections_opened,
+                                .lateness = replay_results_lateness(r->samples, r->nsamples),
+                                .labels = replay_results_labels(p, &ls, 0),
+                                .samples = samples};
+    root = results_drive_json(&doc);
+    if (!root) {
+        fprintf(stderr, "drive: out of memory building results\n");
         goto out;
     }
-    fprintf(stderr, "drive: %zu requests, %llu failed, %.3f s -> %s\n", r.nsamples,
-            (unsigned long long)r.failed, r.elapsed_s, out);
-    if (r.failed && r.failed == r.nsamples) {
-        fprintf(stderr,
-                r.refused ? "drive: %s refused every connection (is the replayer running?)\n"
-                          : "drive: every request failed: the replayer closed the connections "
-                            "(wrong --token or plan? see its log)\n",
-                target);
+    if (results_save(root, c->out, err, sizeof err)) {
+        fprintf(stderr, "drive: %s\n", err);
         goto out;
     }
     rc = 0;
 out:
     replay_label_set_free(&ls);
     json_decref(root);
+    return rc;
+}
+
+int cmd_drive(int argc, char **argv)
+{
+    struct drive_config c;
+    int rc;
+    if (drive_parse(argc, argv, &c, &rc))
+        return rc;
+    struct plan *p = replay_cli_load_plan(c.plan_path, "drive");
+    if (!p)
+        return 1;
+    struct replay_drive_options o = {.plan = p,
+                                     .target = c.target,
+                                     .token = c.token,
+                                     .mode = c.mode,
+                                     .speed = c.speed,
+                                     .duration_s = c.duration};
+    struct replay_drive_result r;
+    char err[512] = "";
+    rc = 1;
+    if (replay_drive_run(&o, &r, err, sizeof err)) {
+        fprintf(stderr, "drive: %s\n", err);
+        goto out;
+    }
+    if (drive_write_results(&c, p, &r))
+        goto out;
+    fprintf(stderr, "drive: %zu requests, %llu failed, %.3f s -> %s\n", r.nsamples,
+            (unsigned long long)r.failed, r.elapsed_s, c.out);
+    if (r.failed && r.failed == r.nsamples) {
+        fprintf(stderr,
+                r.refused ? "drive: %s refused every connection (is the replayer running?)\n"
+                          : "drive: every request failed: the replayer closed the connections "
+                            "(wrong --token or plan? see its log)\n",
+                c.target);
+        goto out;
+    }
+    rc = 0;
+out:
     replay_drive_result_free(&r);
     plan_free(p);
     return rc;

@@ -7,12 +7,13 @@ add_library(preplay_replay_core STATIC
   replay_proto.c replay_exec.c replay_db.c replay_peers.c replay_server.c replay_nodeps.c replay_drive.c
   replay_results.c)
 target_include_directories(preplay_replay_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(preplay_replay_core PUBLIC preplay_replayer_base preplay_formats preplay_stats
+target_link_libraries(preplay_replay_core PUBLIC preplay_replayer_base preplay_formats preplay_results preplay_stats
   PkgConfig::JANSSON Threads::Threads m)
 if(MARIADB_FOUND)
   target_compile_definitions(preplay_replay_core PRIVATE PREPLAY_HAVE_MARIADB=1)
   target_link_libraries(preplay_replay_core PUBLIC PkgConfig::MARIADB)
 endif()
 
-target_sources(preplay_replay_cli PRIVATE replay_cli.c drive_cli.c run_cli.c run_remote.c)
+target_sources(preplay_replay_cli PRIVATE replay_cli.c drive_cli.c run_cli.c run_config.c run_session.c
+  run_remote.c)
 target_link_libraries(preplay_replay_cli PUBLIC preplay_replay_core)

@@ -103,7 +103,16 @@ static void replay_usage(FILE *out)
             "Prints 'listening HOST:PORT' on stdout once ready; stops on SIGINT/SIGTERM.\n");
 }
 
-int cmd_replay(int argc, char **argv)
+struct replay_cli_opts {
+    const char *plan_path, *component, *listen_addr, *db, *dir, *peers, *stats_path;
+    uint64_t token;
+    int workers, pool;  /* workers 0: the plan's count for the component */
+    double ratio, hold; /* ratio 0: measured */
+    int no_deps;
+};
+
+/* Returns 0 to go on, 1 when --help was printed, 2 on a usage error. */
+static int replay_parse_options(int argc, char **argv, struct replay_cli_opts *o)
 {
     static const struct option opts[] = {{"component", required_argument, 0, 'c'},
                                          {"listen", required_argument, 0, 'l'},
@@ -119,126 +128,95 @@ int cmd_replay(int argc, char **argv)
                                          {"hold", required_argument, 0, 'H'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *component = NULL, *listen_addr = NULL, *db = NULL, *dir = ".", *peers = NULL;
-    const char *token_text = NULL, *stats_path = NULL;
-    int workers = 0, pool = 64;
-    double ratio = 0, hold = 5;
-    int c, no_deps = 0;
+    memset(o, 0, sizeof *o);
+    o->dir = ".";
+    o->pool = 64;
+    o->hold = 5;
+    const char *token_text = NULL;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:l:w:d:D:p:t:P:r:s:NH:h", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'c':
-            component = optarg;
+            o->component = optarg;
             break;
         case 'l':
-            listen_addr = optarg;
+            o->listen_addr = optarg;
             break;
         case 'w':
-            workers = (int)strtol(optarg, &end, 10);
-            if (*end || workers <= 0 || workers > 4096) {
+            o->workers = (int)strtol(optarg, &end, 10);
+            if (*end || o->workers <= 0 || o->workers > 4096) {
                 fprintf(stderr, "replay: --workers '%s': expected 1..4096\n", optarg);
                 return 2;
             }
             break;
         case 'd':
-            db = optarg;
+            o->db = optarg;
             break;
         case 'D':
-            dir = optarg;
+            o->dir = optarg;
             break;
         case 'p':
-            peers = optarg;
+            o->peers = optarg;
             break;
         case 't':
             token_text = optarg;
             break;
         case 'P':
-            pool = (int)strtol(optarg, &end, 10);
-            if (*end || pool < 0 || pool > 65536) {
+            o->pool = (int)strtol(optarg, &end, 10);
+            if (*end || o->pool < 0 || o->pool > 65536) {
                 fprintf(stderr, "replay: --pool '%s': expected 0..65536\n", optarg);
                 return 2;
             }
             break;
         case 'r':
-            ratio = strtod(optarg, &end);
-            if (*end || !(ratio > 0) || !isfinite(ratio)) {
+            o->ratio = strtod(optarg, &end);
+            if (*end || !(o->ratio > 0) || !isfinite(o->ratio)) {
                 fprintf(stderr, "replay: --cpu-ratio '%s': expected a positive number\n", optarg);
                 return 2;
             }
             break;
         case 's':
-            stats_path = optarg;
+            o->stats_path = optarg;
             break;
         case 'N':
-            no_deps = 1;
+            o->no_deps = 1;
             break;
         case 'H':
-            hold = strtod(optarg, &end);
-            if (*end || !(hold > 0) || hold > 3600) {
+            o->hold = strtod(optarg, &end);
+            if (*end || !(o->hold > 0) || o->hold > 3600) {
                 fprintf(stderr, "replay: --hold '%s': expected seconds in (0, 3600]\n", optarg);
                 return 2;
             }
             break;
         case 'h':
             replay_usage(stdout);
-            return 0;
+            return 1;
         default:
             replay_usage(stderr);
             return 2;
         }
     }
-    if (optind + 1 != argc || !component || !listen_addr) {
+    if (optind + 1 != argc || !o->component || !o->listen_addr) {
         fprintf(stderr, "replay: needs PLAN, --component and --listen (see --help)\n");
         return 2;
     }
-    uint64_t token;
-    if (!token_text || replay_token_parse(token_text, &token)) {
+    o->plan_path = argv[optind];
+    if (!token_text || replay_token_parse(token_text, &o->token)) {
         fprintf(stderr,
                 "replay: --token: expected 16 hex digits (preplay run makes one per run)\n");
         return 2;
     }
-    struct plan *p = replay_cli_load_plan(argv[optind], "replay");
-    if (!p)
-        return 1;
-    int rc = 1;
-    struct replay_engine *e = NULL;
-    struct replay_server *srv = NULL;
-    int comp = replay_cli_component(p, component);
-    if (comp < 0) {
-        fprintf(stderr, "replay: %s: no component '%s' in the plan\n", argv[optind], component);
-        goto out;
-    }
-    char err[512];
-    int lfd = replay_listen(listen_addr, err, sizeof err);
-    if (lfd < 0) {
-        fprintf(stderr, "replay: %s\n", err);
-        goto out;
-    }
-    if (!(ratio > 0))
-        ratio = replay_cli_cpu_ratio(p, "replay");
-    if (replay_cli_calibrate("replay")) {
-        close(lfd);
-        goto out;
-    }
-    struct replay_config cfg = {.plan = p,
-                                .component = (uint32_t)comp,
-                                .dir = dir,
-                                .db_url = db,
-                                .peers_path = peers,
-                                .token = token,
-                                .pool = pool,
-                                .cpu_ratio = ratio,
-                                .no_deps = no_deps,
-                                .no_deps_hold_s = hold};
-    e = replay_engine_new(&cfg, err, sizeof err);
-    if (!e) {
-        fprintf(stderr, "replay: %s\n", err);
-        close(lfd);
-        goto out;
-    }
-    if (!workers)
-        workers = p->components[comp].workers ? (int)p->components[comp].workers : 1;
+    return 0;
+}
+
+/* Serves e's blocks on lfd (which the server takes) until SIGINT/SIGTERM,
+ * after printing "listening ADDR" on stdout. 0 after the signal, 1 when
+ * the server did not start. */
+static int replay_serve(struct replay_engine *e, int lfd, const struct replay_cli_opts *o,
+                        int workers)
+{
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -249,31 +227,89 @@ int cmd_replay(int argc, char **argv)
     char bound[128] = "?";
     if (!getsockname(lfd, (struct sockaddr *)&ss, &sl))
         replay_addr_format((struct sockaddr *)&ss, bound, sizeof bound);
-    srv = replay_server_start(e, lfd, workers, stderr, err, sizeof err);
+    char err[512];
+    struct replay_server *srv = replay_server_start(e, lfd, workers, stderr, err, sizeof err);
     if (!srv) {
         fprintf(stderr, "replay: %s\n", err);
-        goto out;
+        return 1;
     }
     printf("listening %s\n", bound);
     fflush(stdout);
-    fprintf(stderr, "replay: component %s on %s, %d workers, CPU ratio %.3f%s\n", component, bound,
-            workers, ratio, no_deps ? ", --no-deps (recorded order per worker)" : "");
+    fprintf(stderr, "replay: component %s on %s, %d workers, CPU ratio %.3f%s\n", o->component,
+            bound, workers, o->ratio, o->no_deps ? ", --no-deps (recorded order per worker)" : "");
     int sig;
     sigwait(&set, &sig);
-    rc = 0;
-out:
     replay_server_stop(srv);
-    if (e && stats_path) {
-        char *json = replay_engine_stats_json(e);
-        FILE *f = fopen(stats_path, "w");
-        if (!f || !json || fputs(json, f) < 0) {
-            fprintf(stderr, "replay: %s: cannot write stats\n", stats_path);
-            rc = 1;
-        }
-        if (f)
-            fclose(f);
-        free(json);
+    return 0;
+}
+
+/* --stats: the engine's counters as JSON; -1 after printing the failure. */
+static int replay_write_stats(struct replay_engine *e, const char *path)
+{
+    int rc = 0;
+    char *json = replay_engine_stats_json(e);
+    FILE *f = fopen(path, "w");
+    if (!f || !json || fputs(json, f) < 0) {
+        fprintf(stderr, "replay: %s: cannot write stats\n", path);
+        rc = -1;
     }
+    if (f)
+        fclose(f);
+    free(json);
+    return rc;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    struct replay_cli_opts o;
+    int r = replay_parse_options(argc, argv, &o);
+    if (r)
+        return r == 1 ? 0 : 2;
+    struct plan *p = replay_cli_load_plan(o.plan_path, "replay");
+    if (!p)
+        return 1;
+    int rc = 1;
+    struct replay_engine *e = NULL;
+    int comp = replay_cli_component(p, o.component);
+    if (comp < 0) {
+        fprintf(stderr, "replay: %s: no component '%s' in the plan\n", o.plan_path, o.component);
+        goto out;
+    }
+    char err[512];
+    int lfd = replay_listen(o.listen_addr, err, sizeof err);
+    if (lfd < 0) {
+        fprintf(stderr, "replay: %s\n", err);
+        goto out;
+    }
+    if (!(o.ratio > 0))
+        o.ratio = replay_cli_cpu_ratio(p, "replay");
+    if (replay_cli_calibrate("replay")) {
+        close(lfd);
+        goto out;
+    }
+    struct replay_config cfg = {.plan = p,
+                                .component = (uint32_t)comp,
+                                .dir = o.dir,
+                                .db_url = o.db,
+                                .peers_path = o.peers,
+                                .token = o.token,
+                                .pool = o.pool,
+                                .cpu_ratio = o.ratio,
+                                .no_deps = o.no_deps,
+                                .no_deps_hold_s = o.hold};
+    e = replay_engine_new(&cfg, err, sizeof err);
+    if (!e) {
+        fprintf(stderr, "replay: %s\n", err);
+        close(lfd);
+        goto out;
+    }
+    int workers = o.workers;
+    if (!workers)
+        workers = p->components[comp].workers ? (int)p->components[comp].workers : 1;
+    rc = replay_serve(e, lfd, &o, workers);
+out:
+    if (e && o.stats_path && replay_write_stats(e, o.stats_path))
+        rc = 1;
     replay_engine_free(e);
     plan_free(p);
     return rc;

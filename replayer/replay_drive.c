@@ -63,6 +63,17 @@ struct drive {
     uint64_t start_ns;
     char *err;
     size_t errlen;
+    /* The schedule: request indices sorted by arrival (by session first in
+     * session mode), each request's position in it, and each session's
+     * range order[sess_start[s]..sess_end[s]). */
+    uint32_t *order, *pos_of_req, *sess_start, *sess_end;
+    size_t nsess;
+    size_t ind_lo, ind_hi;        /* independent requests: order[ind_lo..ind_hi) */
+    size_t cursor;                /* the next independent request to generate */
+    uint64_t iteration;           /* passes over the independent requests so far */
+    uint64_t first_arrival, span; /* the schedule repeats with period span */
+    double speed;
+    uint64_t duration_ns; /* 0: one pass */
 };
 
 static uint64_t drive_now(void)
@@ -147,13 +158,24 @@ static int drive_arm(struct drive *d, struct drive_conn *c, uint32_t events)
     return epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
-/* Next session job after c's request finished (or failed). */
-static int drive_session_next(struct drive *d, uint32_t session, uint32_t req, uint64_t now,
-                              const uint32_t *order, const uint32_t *sess_start,
-                              const uint32_t *sess_end, uint32_t *pos_of_req);
-
-/* Context the continuation needs; kept in the drive to avoid long signatures. */
-static const uint32_t *drive_order, *drive_sess_start, *drive_sess_end, *drive_pos;
+/* Next session job after a request of the session finished (or failed). */
+static int drive_session_next(struct drive *d, uint32_t session, uint32_t req, uint64_t now)
+{
+    uint32_t pos = d->pos_of_req[req] + 1;
+    double speed = d->opt->speed;
+    if (pos >= d->sess_end[session]) {
+        /* the session is over: start it again while the duration lasts */
+        if (!(d->opt->duration_s > 0) || (double)(now - d->start_ns) / 1e9 >= d->opt->duration_s)
+            return 0;
+        pos = d->sess_start[session];
+    }
+    uint32_t next = d->order[pos];
+    uint64_t think = (uint64_t)((double)d->p->requests[next].think_ns / speed);
+    struct drive_job j = {now + think, next, session};
+    if (d->opt->duration_s > 0 && (double)(j.due_ns - d->start_ns) / 1e9 >= d->opt->duration_s)
+        return 0;
+    return drive_heap_push(d, j);
+}
 
 static int drive_finish(struct drive *d, struct drive_conn *c, int ok, uint64_t now)
 {
@@ -171,29 +193,8 @@ static int drive_finish(struct drive *d, struct drive_conn *c, int ok, uint64_t 
         drive_close(d, c);
     }
     if (session != UINT32_MAX)
-        return drive_session_next(d, session, req, now, drive_order, drive_sess_start,
-                                  drive_sess_end, (uint32_t *)drive_pos);
+        return drive_session_next(d, session, req, now);
     return 0;
-}
-
-static int drive_session_next(struct drive *d, uint32_t session, uint32_t req, uint64_t now,
-                              const uint32_t *order, const uint32_t *sess_start,
-                              const uint32_t *sess_end, uint32_t *pos_of_req)
-{
-    uint32_t pos = pos_of_req[req] + 1;
-    double speed = d->opt->speed;
-    if (pos >= sess_end[session]) {
-        /* the session is over: start it again while the duration lasts */
-        if (!(d->opt->duration_s > 0) || (double)(now - d->start_ns) / 1e9 >= d->opt->duration_s)
-            return 0;
-        pos = sess_start[session];
-    }
-    uint32_t next = order[pos];
-    uint64_t think = (uint64_t)((double)d->p->requests[next].think_ns / speed);
-    struct drive_job j = {now + think, next, session};
-    if (d->opt->duration_s > 0 && (double)(j.due_ns - d->start_ns) / 1e9 >= d->opt->duration_s)
-        return 0;
-    return drive_heap_push(d, j);
 }
 
 /* Sends what it can; 1 when the request is fully out, 0 on EAGAIN, -1 error. */
@@ -341,14 +342,10 @@ static int drive_cmp_arrival(const void *a, const void *b, void *arg)
     return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive_result *res,
-                     char *err, size_t errlen)
+/* Every request must name a block of the plan, and request indices must
+ * fit the uint32 schedule (UINT32_MAX marks "no session"). */
+static int drive_check_plan(const struct plan *p, char *err, size_t errlen)
 {
-    const struct plan *p = opt->plan;
-    memset(res, 0, sizeof *res);
-    struct drive d = {.opt = opt, .p = p, .res = res, .err = err, .errlen = errlen, .epfd = -1};
-    uint32_t *order = NULL, *sess_start = NULL, *sess_end = NULL, *pos = NULL;
-    int rc = -1;
     if (!p->nrequests) {
         snprintf(err, errlen, "the plan has no requests to send");
         return -1;
@@ -363,58 +360,91 @@ int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive
                      p->requests[i].block);
             return -1;
         }
-    if (replay_addr_parse(opt->target, &d.addr, &d.addrlen, err, errlen))
-        return -1;
+    return 0;
+}
+
+/* Connections at once: the descriptor limit (raised to its hard limit) less
+ * 64 for everything else, capped by --max-connections. */
+static size_t drive_max_connections(const struct replay_drive_options *opt)
+{
     struct rlimit rl;
     if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
         getrlimit(RLIMIT_NOFILE, &rl);
     }
-    d.max_conns = rl.rlim_cur > 128 ? (size_t)rl.rlim_cur - 64 : 64;
-    if (opt->max_connections > 0 && (size_t)opt->max_connections < d.max_conns)
-        d.max_conns = (size_t)opt->max_connections;
-    size_t n = (size_t)p->nrequests;
-    order = malloc(n * sizeof *order);
-    pos = malloc(n * sizeof *pos);
-    sess_start = malloc(n * sizeof *sess_start);
-    sess_end = malloc(n * sizeof *sess_end);
-    d.idle = malloc(d.max_conns * sizeof *d.idle);
-    d.busy = malloc(d.max_conns * sizeof *d.busy);
-    d.epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (!order || !pos || !sess_start || !sess_end || !d.idle || !d.busy || d.epfd < 0) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
+    size_t max_conns = rl.rlim_cur > 128 ? (size_t)rl.rlim_cur - 64 : 64;
+    if (opt->max_connections > 0 && (size_t)opt->max_connections < max_conns)
+        max_conns = (size_t)opt->max_connections;
+    return max_conns;
+}
+
+/* The schedule arrays, the connection lists and the epoll instance; -1
+ * when any of them could not be had (drive_free releases the rest). */
+static int drive_alloc(struct drive *d, size_t n)
+{
+    d->order = malloc(n * sizeof *d->order);
+    d->pos_of_req = malloc(n * sizeof *d->pos_of_req);
+    d->sess_start = malloc(n * sizeof *d->sess_start);
+    d->sess_end = malloc(n * sizeof *d->sess_end);
+    d->idle = malloc(d->max_conns * sizeof *d->idle);
+    d->busy = malloc(d->max_conns * sizeof *d->busy);
+    d->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (!d->order || !d->pos_of_req || !d->sess_start || !d->sess_end || !d->idle || !d->busy ||
+        d->epfd < 0)
+        return -1;
+    return 0;
+}
+
+static void drive_free(struct drive *d)
+{
+    while (d->nidle)
+        drive_close(d, d->idle[--d->nidle]);
+    if (d->epfd >= 0)
+        close(d->epfd);
+    free(d->heap);
+    while (d->nbusy) {
+        struct drive_conn *c = d->busy[--d->nbusy];
+        drive_close(d, c);
     }
+    free(d->idle);
+    free(d->busy);
+    free(d->order);
+    free(d->pos_of_req);
+    free(d->sess_start);
+    free(d->sess_end);
+}
+
+/* Sorts the requests into d->order and finds the independent range, each
+ * session's range, and the span after which the schedule repeats. */
+static void drive_schedule_build(struct drive *d, size_t n, int session_mode)
+{
+    const struct plan *p = d->p;
     for (size_t i = 0; i < n; i++)
-        order[i] = (uint32_t)i;
-    int session_mode = opt->mode == REPLAY_DRIVE_SESSION;
+        d->order[i] = (uint32_t)i;
     drive_sort.p = p;
     drive_sort.by_session = session_mode;
-    qsort(order, n, sizeof *order, drive_cmp);
+    qsort(d->order, n, sizeof *d->order, drive_cmp);
     for (size_t i = 0; i < n; i++)
-        pos[order[i]] = (uint32_t)i;
-    double speed = opt->speed > 0 ? opt->speed : 1.0;
+        d->pos_of_req[d->order[i]] = (uint32_t)i;
     /* independent requests: order[ind_lo..ind_hi) (all of them outside session mode) */
-    size_t ind_lo = 0, ind_hi = n, nsess = 0;
+    d->ind_lo = 0;
+    d->ind_hi = n;
+    d->nsess = 0;
     if (session_mode) {
-        ind_hi = 0;
-        while (ind_hi < n && p->requests[order[ind_hi]].session == 0)
-            ind_hi++;
-        for (size_t i = ind_hi; i < n;) {
+        d->ind_hi = 0;
+        while (d->ind_hi < n && p->requests[d->order[d->ind_hi]].session == 0)
+            d->ind_hi++;
+        for (size_t i = d->ind_hi; i < n;) {
             size_t j = i;
-            while (j < n && p->requests[order[j]].session == p->requests[order[i]].session)
+            while (j < n && p->requests[d->order[j]].session == p->requests[d->order[i]].session)
                 j++;
-            sess_start[nsess] = (uint32_t)i;
-            sess_end[nsess] = (uint32_t)j;
-            nsess++;
+            d->sess_start[d->nsess] = (uint32_t)i;
+            d->sess_end[d->nsess] = (uint32_t)j;
+            d->nsess++;
             i = j;
         }
     }
-    drive_order = order;
-    drive_sess_start = sess_start;
-    drive_sess_end = sess_end;
-    drive_pos = pos;
     uint64_t first = UINT64_MAX, last = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t a = p->requests[i].arrival_ns;
@@ -423,121 +453,194 @@ int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive
     }
     /* the schedule repeats with a period of its span plus one mean gap */
     uint64_t span = last - first + (n > 1 ? (last - first) / (n - 1) : 0);
-    if (!span)
-        span = 1000000;
-    d.start_ns = drive_now() + 1000000; /* 1 ms to set up */
-    for (size_t s = 0; s < nsess; s++) {
-        uint32_t r = order[sess_start[s]];
-        struct drive_job j = {d.start_ns +
-                                  (uint64_t)((double)(p->requests[r].arrival_ns - first) / speed),
-                              r, (uint32_t)s};
-        if (drive_heap_push(&d, j))
-            goto oom;
+    d->first_arrival = first;
+    d->span = span ? span : 1000000;
+}
+
+/* Request r's send time from the start of the drive in pass `iteration`
+ * of the schedule. */
+static uint64_t drive_offset(const struct drive *d, uint32_t r, uint64_t iteration)
+{
+    return (
+        uint64_t)((double)(d->p->requests[r].arrival_ns - d->first_arrival + iteration * d->span) /
+                  d->speed);
+}
+
+/* Every session's first request, at its recorded arrival. */
+static int drive_sessions_begin(struct drive *d)
+{
+    for (size_t s = 0; s < d->nsess; s++) {
+        uint32_t r = d->order[d->sess_start[s]];
+        struct drive_job j = {d->start_ns + drive_offset(d, r, 0), r, (uint32_t)s};
+        if (drive_heap_push(d, j))
+            return -1;
     }
-    size_t cursor = ind_lo;
-    uint64_t iteration = 0;
-    uint64_t duration_ns = opt->duration_s > 0 ? (uint64_t)(opt->duration_s * 1e9) : 0;
+    return 0;
+}
+
+/* Moves the independent requests due within the next 2 ms into the heap;
+ * with a duration the schedule starts over until the duration is reached. */
+static int drive_generate(struct drive *d, uint64_t now)
+{
+    while (d->cursor < d->ind_hi) {
+        uint32_t r = d->order[d->cursor];
+        uint64_t off = drive_offset(d, r, d->iteration);
+        if (d->duration_ns && off >= d->duration_ns) {
+            d->cursor = d->ind_hi;
+            break;
+        }
+        if (d->start_ns + off > now + 2000000)
+            break;
+        if (drive_heap_push(d, (struct drive_job){d->start_ns + off, r, UINT32_MAX}))
+            return -1;
+        if (++d->cursor == d->ind_hi && d->duration_ns) {
+            d->cursor = d->ind_lo;
+            d->iteration++;
+        }
+    }
+    return 0;
+}
+
+/* Starts the due jobs while a connection may be opened for them. */
+static int drive_start_due(struct drive *d, uint64_t now)
+{
+    while (d->nheap && d->heap[0].due_ns <= now && d->in_flight < d->max_conns) {
+        struct drive_job j = drive_heap_pop(d);
+        if (drive_start(d, j, drive_now()))
+            return -1;
+    }
+    return 0;
+}
+
+/* How long to sleep: until the next due request, at most until the next
+ * abort check; the next independent request wakes 2 ms early to be
+ * generated in time. */
+static struct timespec drive_sleep_time(const struct drive *d, uint64_t now,
+                                        uint64_t next_abort_check)
+{
+    uint64_t wake = next_abort_check;
+    if (d->nheap && d->heap[0].due_ns < wake && d->in_flight < d->max_conns)
+        wake = d->heap[0].due_ns;
+    if (d->cursor < d->ind_hi) {
+        uint64_t nx = d->start_ns + drive_offset(d, d->order[d->cursor], d->iteration);
+        if (nx < wake)
+            wake = nx > 2000000 ? nx - 2000000 : 0;
+    }
+    struct timespec ts = {0, 0};
+    if (wake > now) {
+        uint64_t dt = wake - now;
+        ts.tv_sec = (time_t)(dt / 1000000000u);
+        ts.tv_nsec = (long)(dt % 1000000000u);
+    }
+    return ts;
+}
+
+/* One epoll event on c: the replayer closed an idle connection, a connect
+ * completed (or failed), or the socket can take or give more bytes. */
+static int drive_on_event(struct drive *d, struct drive_conn *c, uint32_t events, uint64_t now)
+{
+    if (c->state == DRIVE_IDLE) { /* the replayer closed an idle connection */
+        for (size_t k = 0; k < d->nidle; k++)
+            if (d->idle[k] == c) {
+                d->idle[k] = d->idle[--d->nidle];
+                break;
+            }
+        drive_close(d, c);
+        return 0;
+    }
+    if (c->state == DRIVE_CONNECTING) {
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        if (soerr || (events & (EPOLLERR | EPOLLHUP))) {
+            d->refused++;
+            return drive_finish(d, c, 0, now);
+        }
+        c->sent_ns = now; /* connecting is not part of the response time */
+        c->state = DRIVE_SENDING;
+    }
+    return drive_progress(d, c, now);
+}
+
+/* The event loop: generate, start what is due, sleep in epoll, progress the
+ * connections; ends when nothing is left, the drain time ran out or the
+ * caller aborted. -1 with d->err set or empty (out of memory). */
+static int drive_loop(struct drive *d)
+{
+    const struct replay_drive_options *opt = d->opt;
     uint64_t next_abort_check = 0, drain_deadline = 0;
     double drain = opt->drain_s > 0 ? opt->drain_s : 30;
     struct epoll_event evs[256];
     for (;;) {
         uint64_t now = drive_now();
-        /* generate due independent requests into the heap */
-        while (cursor < ind_hi) {
-            uint32_t r = order[cursor];
-            uint64_t off =
-                (uint64_t)((double)(p->requests[r].arrival_ns - first + iteration * span) / speed);
-            if (duration_ns && off >= duration_ns) {
-                cursor = ind_hi;
-                break;
-            }
-            if (d.start_ns + off > now + 2000000)
-                break;
-            if (drive_heap_push(&d, (struct drive_job){d.start_ns + off, r, UINT32_MAX}))
-                goto oom;
-            if (++cursor == ind_hi && duration_ns) {
-                cursor = ind_lo;
-                iteration++;
-            }
-        }
-        while (d.nheap && d.heap[0].due_ns <= now && d.in_flight < d.max_conns) {
-            struct drive_job j = drive_heap_pop(&d);
-            if (drive_start(&d, j, drive_now()))
-                goto oom;
-        }
-        int generating = cursor < ind_hi || d.nheap;
-        if (!generating && !d.in_flight)
-            break;
+        if (drive_generate(d, now) || drive_start_due(d, now))
+            return -1;
+        int generating = d->cursor < d->ind_hi || d->nheap;
+        if (!generating && !d->in_flight)
+            return 0;
         if (!generating && !drain_deadline)
             drain_deadline = now + (uint64_t)(drain * 1e9);
         if (drain_deadline && now >= drain_deadline)
-            break;
+            return 0;
         if (now >= next_abort_check) {
             next_abort_check = now + 50000000;
             if (opt->should_abort && opt->should_abort(opt->abort_arg)) {
-                res->aborted = 1;
-                break;
+                d->res->aborted = 1;
+                return 0;
             }
         }
-        /* sleep until the next due request, at most until the next abort check */
-        uint64_t wake = next_abort_check;
-        if (d.nheap && d.heap[0].due_ns < wake && d.in_flight < d.max_conns)
-            wake = d.heap[0].due_ns;
-        if (cursor < ind_hi) {
-            uint64_t nx = d.start_ns + (uint64_t)((double)(p->requests[order[cursor]].arrival_ns -
-                                                           first + iteration * span) /
-                                                  speed);
-            if (nx < wake)
-                wake = nx > 2000000 ? nx - 2000000 : 0;
-        }
-        struct timespec ts = {0, 0};
-        if (wake > now) {
-            uint64_t dt = wake - now;
-            ts.tv_sec = (time_t)(dt / 1000000000u);
-            ts.tv_nsec = (long)(dt % 1000000000u);
-        }
-        int ne = epoll_pwait2(d.epfd, evs, 256, &ts, NULL);
+        struct timespec ts = drive_sleep_time(d, now, next_abort_check);
+        int ne = epoll_pwait2(d->epfd, evs, 256, &ts, NULL);
         if (ne < 0 && errno != EINTR) {
-            snprintf(err, errlen, "epoll: %s", strerror(errno));
-            goto out;
+            snprintf(d->err, d->errlen, "epoll: %s", strerror(errno));
+            return -1;
         }
         now = drive_now();
-        for (int i = 0; i < ne; i++) {
-            struct drive_conn *c = evs[i].data.ptr;
-            if (c->state == DRIVE_IDLE) { /* the replayer closed an idle connection */
-                for (size_t k = 0; k < d.nidle; k++)
-                    if (d.idle[k] == c) {
-                        d.idle[k] = d.idle[--d.nidle];
-                        break;
-                    }
-                drive_close(&d, c);
-                continue;
-            }
-            if (c->state == DRIVE_CONNECTING) {
-                int soerr = 0;
-                socklen_t sl = sizeof soerr;
-                getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-                if (soerr || (evs[i].events & (EPOLLERR | EPOLLHUP))) {
-                    d.refused++;
-                    if (drive_finish(&d, c, 0, now))
-                        goto oom;
-                    continue;
-                }
-                c->sent_ns = now; /* connecting is not part of the response time */
-                c->state = DRIVE_SENDING;
-            }
-            if (drive_progress(&d, c, now))
-                goto oom;
-        }
+        for (int i = 0; i < ne; i++)
+            if (drive_on_event(d, evs[i].data.ptr, evs[i].events, now))
+                return -1;
     }
-    /* whatever is still in flight did not get its answer */
-    while (d.nbusy) {
-        struct drive_conn *c = d.busy[d.nbusy - 1];
+}
+
+/* Whatever is still in flight did not get its answer. */
+static int drive_fail_in_flight(struct drive *d)
+{
+    while (d->nbusy) {
+        struct drive_conn *c = d->busy[d->nbusy - 1];
         c->state = DRIVE_CONNECTING; /* finish closes it instead of keeping it */
         c->session = UINT32_MAX;
-        if (drive_finish(&d, c, 0, drive_now()))
-            goto oom;
+        if (drive_finish(d, c, 0, drive_now()))
+            return -1;
     }
+    return 0;
+}
+
+int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive_result *res,
+                     char *err, size_t errlen)
+{
+    const struct plan *p = opt->plan;
+    memset(res, 0, sizeof *res);
+    struct drive d = {.opt = opt, .p = p, .res = res, .err = err, .errlen = errlen, .epfd = -1};
+    int rc = -1;
+    if (drive_check_plan(p, err, errlen))
+        return -1;
+    if (replay_addr_parse(opt->target, &d.addr, &d.addrlen, err, errlen))
+        return -1;
+    d.max_conns = drive_max_connections(opt);
+    size_t n = (size_t)p->nrequests;
+    if (drive_alloc(&d, n)) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    drive_schedule_build(&d, n, opt->mode == REPLAY_DRIVE_SESSION);
+    d.speed = opt->speed > 0 ? opt->speed : 1.0;
+    d.duration_ns = opt->duration_s > 0 ? (uint64_t)(opt->duration_s * 1e9) : 0;
+    d.start_ns = drive_now() + 1000000; /* 1 ms to set up */
+    if (drive_sessions_begin(&d))
+        goto oom;
+    d.cursor = d.ind_lo;
+    if (drive_loop(&d) || drive_fail_in_flight(&d))
+        goto oom;
     res->elapsed_s = (double)(drive_now() - d.start_ns) / 1e9;
     res->refused = d.refused;
     rc = 0;
@@ -546,21 +649,7 @@ oom:
     if (!err[0])
         snprintf(err, errlen, "out of memory driving requests");
 out:
-    while (d.nidle)
-        drive_close(&d, d.idle[--d.nidle]);
-    if (d.epfd >= 0)
-        close(d.epfd);
-    free(d.heap);
-    while (d.nbusy) {
-        struct drive_conn *c = d.busy[--d.nbusy];
-        drive_close(&d, c);
-    }
-    free(d.idle);
-    free(d.busy);
-    free(order);
-    free(pos);
-    free(sess_start);
-    free(sess_end);
+    drive_free(&d);
     return rc;
 }
 

@@ -1,15 +1,16 @@
-/* replay_results.c - the JSON the driver and the run controller write
- * (formats/RESULTS.md). Summaries are computed from the same samples that
- * are written, so a reader can recompute every number. Never writes a
- * partial file: temp file + rename. */
+/* replay_results.c - the numbers of the results the driver and the run
+ * controller write: per-label sample sets, percentiles, bootstrap bands,
+ * lateness. Summaries are computed from the same samples that are
+ * written, so a reader can recompute every number. The JSON shape is the
+ * results writer's (formats/results.h); never builds an object itself. */
 #include "replay_results.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "results_writer.h"
 #include "stats.h"
 
 static int replay_double_cmp(const void *a, const void *b)
@@ -92,6 +93,9 @@ void replay_label_set_free(struct replay_label_set *ls)
     memset(ls, 0, sizeof *ls);
 }
 
+/* The summary of one label's values (any order): count, mean, median,
+ * p95, p99, min, max, and with bands the 99% bootstrap intervals of the
+ * three percentiles when the statistics library gives them. */
 static json_t *replay_summary(const double *values, size_t n, int bands)
 {
     double *v = malloc((n ? n : 1) * sizeof *v);
@@ -99,35 +103,32 @@ static json_t *replay_summary(const double *values, size_t n, int bands)
         return NULL;
     memcpy(v, values, n * sizeof *v);
     qsort(v, n, sizeof *v, replay_double_cmp);
-    json_t *o = json_object();
-    json_object_set_new(o, "count", json_integer((json_int_t)n));
-    json_object_set_new(o, "mean_s", json_real(0));
+    static const double q[3] = {50, 95, 99};
+    struct results_summary s = {.count = n};
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += v[i];
-    json_object_set_new(o, "mean_s", json_real(n ? sum / (double)n : 0));
-    static const double q[3] = {50, 95, 99};
-    static const char *const names[3] = {"median_s", "p95_s", "p99_s"};
-    static const char *const ci_names[3] = {"median_ci_s", "p95_ci_s", "p99_ci_s"};
-    for (int i = 0; i < 3; i++)
-        json_object_set_new(o, names[i], json_real(replay_percentile(v, n, q[i])));
-    json_object_set_new(o, "min_s", json_real(n ? v[0] : 0));
-    json_object_set_new(o, "max_s", json_real(n ? v[n - 1] : 0));
+    s.mean_s = n ? sum / (double)n : 0;
+    s.median_s = replay_percentile(v, n, q[0]);
+    s.p95_s = replay_percentile(v, n, q[1]);
+    s.p99_s = replay_percentile(v, n, q[2]);
+    s.min_s = n ? v[0] : 0;
+    s.max_s = n ? v[n - 1] : 0;
     if (bands && n >= 2) {
         struct stats_band_options bo;
         stats_band_options_default(&bo);
         double value[3], lo[3], hi[3];
         char err[STATS_ERR_LEN];
-        if (!stats_percentile_ci(v, n, q, 3, &bo, value, lo, hi, err))
+        if (!stats_percentile_ci(v, n, q, 3, &bo, value, lo, hi, err)) {
+            s.has_band = 1;
             for (int i = 0; i < 3; i++) {
-                json_t *a = json_array();
-                json_array_append_new(a, json_real(lo[i]));
-                json_array_append_new(a, json_real(hi[i]));
-                json_object_set_new(o, ci_names[i], a);
+                s.band[i][0] = lo[i];
+                s.band[i][1] = hi[i];
             }
+        }
     }
     free(v);
-    return o;
+    return results_summary_json(&s);
 }
 
 json_t *replay_results_labels(const struct plan *p, const struct replay_label_set *ls, int bands)
@@ -150,16 +151,10 @@ json_t *replay_results_labels(const struct plan *p, const struct replay_label_se
 int replay_results_samples(json_t *arr, const struct plan *p, const struct replay_sample *s,
                            size_t n, int interval)
 {
-    for (size_t i = 0; i < n; i++) {
-        json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:b}", "label", plan_string(p, s[i].label),
-                              "sent_s", s[i].sent_s, "response_s", s[i].response_s, "late_s",
-                              s[i].late_s, "ok", s[i].ok);
-        if (!o)
+    for (size_t i = 0; i < n; i++)
+        if (results_sample_append(arr, plan_string(p, s[i].label), s[i].sent_s, s[i].response_s,
+                                  s[i].late_s, s[i].ok, interval))
             return -1;
-        if (interval > 0)
-            json_object_set_new(o, "interval", json_integer(interval));
-        json_array_append_new(arr, o);
-    }
     return 0;
 }
 
@@ -171,26 +166,8 @@ json_t *replay_results_lateness(const struct replay_sample *s, size_t n)
     for (size_t i = 0; i < n; i++)
         v[i] = s[i].late_s;
     qsort(v, n, sizeof *v, replay_double_cmp);
-    json_t *o =
-        json_pack("{s:f, s:f, s:f}", "median_s", n ? replay_percentile(v, n, 50) : 0.0, "p99_s",
-                  n ? replay_percentile(v, n, 99) : 0.0, "max_s", n ? v[n - 1] : 0.0);
+    json_t *o = results_lateness_json(n ? replay_percentile(v, n, 50) : 0.0,
+                                      n ? replay_percentile(v, n, 99) : 0.0, n ? v[n - 1] : 0.0);
     free(v);
     return o;
-}
-
-int replay_results_save(json_t *root, const char *path, char *err, size_t errlen)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(9))) {
-        snprintf(err, errlen, "%s: cannot write", tmp);
-        unlink(tmp);
-        return -1;
-    }
-    if (rename(tmp, path)) {
-        snprintf(err, errlen, "%s: cannot rename into place", path);
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
 }

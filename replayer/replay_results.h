@@ -1,7 +1,8 @@
-/* replay_results.h - building the results JSON of `preplay drive` and
+/* replay_results.h - the numbers in the results of `preplay drive` and
  * `preplay run` (formats/RESULTS.md): per-request samples, per-label
  * summaries (count, median, p95, p99, with bootstrap bands from the stats
- * library), lateness. Shared by both commands so the two files agree. */
+ * library), lateness, handed to the results writer (formats/results.h)
+ * as its objects. Shared by both commands so the two files agree. */
 #ifndef PREPLAY_REPLAY_RESULTS_H
 #define PREPLAY_REPLAY_RESULTS_H
 
@@ -10,8 +11,6 @@
 
 #include "plan.h"
 #include "replay_drive.h"
-
-#define REPLAY_RESULTS_VERSION 1
 
 /* Percentile q (0..100) of sorted[0..n), linear interpolation (numpy's default). */
 double replay_percentile(const double *sorted, size_t n, double q);
@@ -38,7 +37,5 @@ int replay_results_samples(json_t *arr, const struct plan *p, const struct repla
                            size_t n, int interval);
 /* {"median_s", "p99_s", "max_s"} of the lateness of the sends. */
 json_t *replay_results_lateness(const struct replay_sample *s, size_t n);
-/* Writes root to path (temp file + rename). 0 or -1 with err. */
-int replay_results_save(json_t *root, const char *path, char *err, size_t errlen);
 
 #endif

@@ -1,1008 +1,241 @@
-/* run_cli.c - `preplay run PLAN -o RESULTS`: the controller. Starts one
- * replayer per component as a child process on a loopback port with a fresh
- * random token, prepares the dummy files, snapshots the DB, then runs
- * interval after interval (restore files and DB, drive the schedule, collect
- * each replayer's counters) feeding the response times to the PT4Cloud
- * machine until it says stop or --max-intervals. A replayer that dies stops
- * the run with its name; results so far are written. With --hosts, the
- * components it lists run on other hosts over ssh (run_remote.c): local
- * replayers then listen on every address, and each host's peers file names
- * them by the address that host reaches us at. Ctrl-C (SIGINT/SIGTERM) ends
- * the run like a dead replayer does: results so far, everything stopped.
- * Must never leave a replayer running: children get SIGTERM at the end and
- * die with us (PR_SET_PDEATHSIG); remote ones are stopped over their ssh
- * session, whose end alone also stops them and removes their temp dir. */
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <math.h>
-#include <poll.h>
-#include <signal.h>
+/* run_cli.c - `preplay run PLAN -o RESULTS`: the controller's interval
+ * loop. After the session started every replayer (run_session.c; options
+ * in run_config.c), it runs interval after interval (restore files and DB,
+ * drive the schedule, collect each replayer's counters) feeding the
+ * response times to the PT4Cloud machine until it says stop or
+ * --max-intervals. A replayer that dies, or Ctrl-C (SIGINT/SIGTERM), stops
+ * the run: results so far are written (formats/results.h), with the
+ * replayer's name or the signal. Never starts or stops anything itself:
+ * the session owns every child, file and handler, and closes them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "replayer_cli.h"
-#include "dummy_files.h"
-#include "stats.h"
-#include "replay_cli.h"
 #include "replay_drive.h"
 #include "replay_proto.h"
 #include "replay_results.h"
-#include "run_remote.h"
+#include "results_writer.h"
+#include "run_config.h"
+#include "run_session.h"
+#include "stats.h"
 
-struct run_child {
-    const char *name;
-    pid_t pid;
-    int status, exited;
-    char addr[128]; /* where the controller reaches it */
-    char log[4200];
-    const struct run_host *host; /* NULL: local */
-    struct run_remote *remote;
-    char host_text[340]; /* "user@host:port" for messages */
-};
+enum run_step { RUN_STEP_OK, RUN_STEP_FAILED, RUN_STEP_REMOTE_FAILED };
 
-struct run_ctx {
-    struct run_child *children;
-    uint32_t nchildren;
-    const char *dead; /* name of a replayer that died */
-};
-
-static volatile sig_atomic_t run_interrupted;
-
-static void run_on_signal(int sig)
+/* One interval's successful response times, overall and per label, to
+ * PT4Cloud; its samples and its entry in the results; the progress line.
+ * 0, or -1 with the reason printed. */
+static int run_interval_feed(struct run_session *s, long iv, const struct replay_drive_result *r,
+                             double length_s, int *stopped)
 {
-    run_interrupted = sig;
-}
-
-static double run_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Non-zero once a child has exited; remembers which. */
-static int run_check_children(void *arg)
-{
-    struct run_ctx *ctx = arg;
-    for (uint32_t i = 0; i < ctx->nchildren; i++) {
-        struct run_child *c = &ctx->children[i];
-        if (c->remote && !c->exited && run_remote_exited(c->remote, &c->status)) {
-            c->exited = 1;
-            if (!ctx->dead)
-                ctx->dead = c->name;
-        }
-        if (!c->remote && c->pid > 0 && !c->exited &&
-            waitpid(c->pid, &c->status, WNOHANG) == c->pid) {
-            c->exited = 1;
-            if (!ctx->dead)
-                ctx->dead = c->name;
-        }
-        if (c->exited)
-            return 1;
-    }
-    return run_interrupted != 0;
-}
-
-static void run_describe_exit(const struct run_child *c, char *out, size_t outlen)
-{
-    if (WIFSIGNALED(c->status))
-        snprintf(out, outlen, "killed by signal %d", WTERMSIG(c->status));
-    else
-        snprintf(out, outlen, "exited with status %d", WEXITSTATUS(c->status));
-}
-
-static int run_spawn(struct run_child *c, char **argv, double timeout_s, char *err, size_t errlen)
-{
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC)) {
-        snprintf(err, errlen, "pipe: %s", strerror(errno));
+    const struct plan *p = s->p;
+    char err[1024] = "";
+    struct replay_label_set ls = {0};
+    if (replay_label_set_add(&ls, r->samples, r->nsamples) ||
+        replay_label_set_add(&s->all, r->samples, r->nsamples) ||
+        replay_results_samples(s->samples, p, r->samples, r->nsamples, (int)iv)) {
+        replay_label_set_free(&ls);
+        fprintf(stderr, "run: out of memory\n");
         return -1;
     }
-    pid_t parent = getpid();
-    c->pid = fork();
-    if (c->pid < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
-        close(pfd[0]);
-        close(pfd[1]);
-        return -1;
+    struct stats_label_samples *lab = calloc(ls.nlabels ? ls.nlabels : 1, sizeof *lab);
+    for (size_t l = 0; lab && l < ls.nlabels; l++)
+        lab[l] = (struct stats_label_samples){plan_string(p, ls.label_ids[l]), ls.values[l],
+                                              ls.counts[l]};
+    struct stats_step step;
+    int fed = lab && !stats_machine_feed(s->m, ls.all, ls.nall, lab, ls.nlabels, &step, err);
+    struct results_interval ri = {.interval = iv,
+                                  .requests = r->nsamples,
+                                  .failed = r->failed,
+                                  .length_s = length_s,
+                                  .lateness = replay_results_lateness(r->samples, r->nsamples),
+                                  .fed = fed};
+    if (fed) {
+        ri.compared = step.compared;
+        ri.p = step.p;
+        ri.action = stats_action_name(step.action);
+        ri.held_open_by = step.held_open_by;
+        *stopped = step.action == STATS_STOP;
     }
-    if (c->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent)
-            _exit(1);
-        int logfd = open(c->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (logfd >= 0)
-            dup2(logfd, 2);
-        dup2(pfd[1], 1);
-        execv("/proc/self/exe", argv);
-        fprintf(stderr, "run: exec /proc/self/exe: %s\n", strerror(errno));
-        _exit(127);
-    }
-    close(pfd[1]);
-    /* wait for "listening ADDR" */
-    char buf[256];
-    size_t got = 0;
-    double deadline = run_now() + timeout_s;
-    int rc = -1;
-    while (run_now() < deadline && got < sizeof buf - 1) {
-        struct pollfd p = {pfd[0], POLLIN, 0};
-        if (poll(&p, 1, 100) <= 0)
-            continue;
-        ssize_t n = read(pfd[0], buf + got, sizeof buf - 1 - got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-        buf[got] = 0;
-        char *nl = strchr(buf, '\n');
-        if (nl) {
-            *nl = 0;
-            if (!strncmp(buf, "listening ", 10)) {
-                snprintf(c->addr, sizeof c->addr, "%s", buf + 10);
-                rc = 0;
-            }
-            break;
-        }
-    }
-    close(pfd[0]);
-    if (rc) {
-        char last[512];
-        run_log_last_line(c->log, last, sizeof last);
-        snprintf(err, errlen, "replayer for component '%s' did not start: %s", c->name,
-                 last[0] ? last : "no 'listening' line in time");
-    }
-    return rc;
-}
-
-/* A control request (stats or reset) to one replayer; stats JSON (malloc'ed) or NULL. */
-static char *run_control(const char *addr, uint64_t token, uint32_t block, char *err, size_t errlen)
-{
-    int fd = replay_connect(addr, 1, err, errlen);
-    if (fd < 0)
-        return NULL;
-    struct replay_header h = {.block = block, .token = token};
-    unsigned char hb[REPLAY_HEADER_SIZE], lb[4];
-    replay_header_encode(&h, hb);
-    char *text = NULL;
-    if (replay_send_exact(fd, hb, sizeof hb, 0) || replay_recv_exact(fd, lb, 4)) {
-        snprintf(err, errlen, "control request to %s failed", addr);
-        goto out;
-    }
-    uint32_t len =
-        (uint32_t)lb[0] | (uint32_t)lb[1] << 8 | (uint32_t)lb[2] << 16 | (uint32_t)lb[3] << 24;
-    text = malloc((size_t)len + 1);
-    if (!text || replay_recv_exact(fd, text, len)) {
-        snprintf(err, errlen, "control answer from %s truncated", addr);
-        free(text);
-        text = NULL;
-        goto out;
-    }
-    text[len] = 0;
-out:
-    close(fd);
-    return text;
-}
-
-/* Runs argv with stdin/stdout redirected (NULL = inherit); exit status or -1. */
-static int run_exec(char *const argv[], const char *in, const char *out)
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        if (in) {
-            int fd = open(in, O_RDONLY);
-            if (fd < 0 || dup2(fd, 0) < 0)
-                _exit(126);
-        }
-        if (out) {
-            int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            if (fd < 0 || dup2(fd, 1) < 0)
-                _exit(126);
-        }
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* DB snapshot by dump and reload with the mariadb clients. */
-struct run_db {
-    char host[256], user[128], password[128], db[128], socket[256], port[16];
-    char dump_path[4200];
-};
-
-static int run_db_parse(const char *url, struct run_db *d, char *err, size_t errlen)
-{
-    memset(d, 0, sizeof *d);
-    const char *s = strstr(url, "://");
-    if (!s) {
-        snprintf(err, errlen, "--db '%s': expected mysql://user:password@host:port/db", url);
-        return -1;
-    }
-    s += 3;
-    const char *at = strchr(s, '@');
-    if (at) {
-        const char *colon = memchr(s, ':', (size_t)(at - s));
-        snprintf(d->user, sizeof d->user, "%.*s", (int)((colon ? colon : at) - s), s);
-        if (colon)
-            snprintf(d->password, sizeof d->password, "%.*s", (int)(at - colon - 1), colon + 1);
-        s = at + 1;
-    }
-    const char *slash = strchr(s, '/');
-    const char *he = slash ? slash : s + strlen(s);
-    const char *pc = memchr(s, ':', (size_t)(he - s));
-    snprintf(d->host, sizeof d->host, "%.*s", (int)((pc ? pc : he) - s), s);
-    if (pc)
-        snprintf(d->port, sizeof d->port, "%.*s", (int)(he - pc - 1), pc + 1);
-    if (slash) {
-        const char *q = strchr(slash + 1, '?');
-        snprintf(d->db, sizeof d->db, "%.*s", (int)(q ? q - slash - 1 : (long)strlen(slash + 1)),
-                 slash + 1);
-        if (q && !strncmp(q + 1, "socket=", 7))
-            snprintf(d->socket, sizeof d->socket, "%s", q + 8);
-    }
-    if (!d->db[0]) {
-        snprintf(err, errlen, "--db '%s': no database name (…/DBNAME)", url);
+    json_array_append_new(s->intervals, results_interval_json(&ri));
+    char pbuf[32] = "n/a";
+    if (fed && step.compared)
+        snprintf(pbuf, sizeof pbuf, "%.3f", step.p);
+    fprintf(stderr, "%sinterval %ld: %zu requests (%llu failed), p %s%s%s%s", s->tty ? "\r" : "",
+            iv, r->nsamples, (unsigned long long)r->failed, pbuf,
+            fed && step.held_open_by[0] ? ", held open by " : "", fed ? step.held_open_by : "",
+            s->tty ? "\033[K" : "\n");
+    free(lab);
+    replay_label_set_free(&ls);
+    if (!fed) {
+        fprintf(stderr, "%srun: interval %ld: %s\n", s->tty ? "\n" : "", iv, err);
         return -1;
     }
     return 0;
 }
 
-static int run_db_client(const struct run_db *d, const char *tool, const char *in, const char *out)
+/* One interval: the same starting state everywhere, the schedule driven
+ * for the machine's interval length, every replayer's counters. */
+static enum run_step run_interval(struct run_session *s, long iv, int *stopped, char *err,
+                                  size_t errlen)
 {
-    char user[160], pass[160], host[300], port[40], sock[300];
-    char *argv[16];
-    int n = 0;
-    argv[n++] = (char *)tool;
-    argv[n++] = "--no-defaults";
-    if (d->socket[0]) {
-        snprintf(sock, sizeof sock, "--socket=%s", d->socket);
-        argv[n++] = sock;
-    } else {
-        snprintf(host, sizeof host, "--host=%s", d->host);
-        argv[n++] = host;
-        if (d->port[0]) {
-            snprintf(port, sizeof port, "--port=%s", d->port);
-            argv[n++] = port;
-        }
+    double files_s, db_s;
+    int st = run_session_restore(s, iv, &files_s, &db_s, err, errlen);
+    if (st)
+        return st == RUN_REMOTE_FAILED ? RUN_STEP_REMOTE_FAILED : RUN_STEP_FAILED;
+    results_restore_append(s->restores, iv, files_s, db_s);
+    for (uint32_t i = 0; i < s->nchildren; i++)
+        free(run_session_control(s, i, REPLAY_BLOCK_RESET, err, errlen));
+    struct replay_drive_options o = {.plan = s->p,
+                                     .target = s->children[s->frontend].addr,
+                                     .token = s->token,
+                                     .mode = s->cfg->mode,
+                                     .speed = s->cfg->speed,
+                                     .duration_s = stats_machine_interval_length(s->m),
+                                     .should_abort = run_session_check_children,
+                                     .abort_arg = s};
+    struct replay_drive_result r;
+    if (replay_drive_run(&o, &r, err, errlen)) {
+        fprintf(stderr, "run: interval %ld: %s\n", iv, err);
+        return RUN_STEP_FAILED;
     }
-    if (d->user[0]) {
-        snprintf(user, sizeof user, "--user=%s", d->user);
-        argv[n++] = user;
+    enum run_step rc = RUN_STEP_FAILED;
+    if (r.aborted || run_session_check_children(s))
+        goto out;
+    for (uint32_t i = 0; i < s->nchildren; i++) {
+        char *stats = run_session_control(s, i, REPLAY_BLOCK_STATS, err, errlen);
+        if (stats)
+            results_resources_add(s->resources, s->db_errors, &s->db_cut, s->children[i].name,
+                                  stats);
+        free(stats);
     }
-    if (d->password[0]) {
-        snprintf(pass, sizeof pass, "--password=%s", d->password);
-        argv[n++] = pass;
-    }
-    if (!strcmp(tool, "mariadb-dump")) {
-        argv[n++] = "--single-transaction";
-        argv[n++] = "--skip-lock-tables";
-    }
-    argv[n++] = (char *)d->db;
-    argv[n] = NULL;
-    return run_exec(argv, in, out);
+    if (!run_interval_feed(s, iv, &r, o.duration_s, stopped))
+        rc = RUN_STEP_OK;
+out:
+    replay_drive_result_free(&r);
+    return rc;
 }
 
-/* Adds the numbers of a replayer's per-label stats into acc[component][label],
- * and its statements replayed as waits (recorded cut) into *db_cut. */
-static void run_accumulate(json_t *acc, const char *component, const char *stats_text,
-                           json_t *db_errors, uint64_t *db_cut)
+/* The PT4Cloud loop: 0 when it ran to its end (stable or
+ * --max-intervals), 1 when something stopped it (said, or a death or
+ * signal the caller reports). */
+static int run_loop(struct run_session *s)
 {
-    json_t *st = json_loads(stats_text, 0, NULL);
-    if (!st)
-        return;
-    *db_cut += (uint64_t)json_integer_value(json_object_get(st, "db_cut"));
-    json_t *comp = json_object_get(acc, component);
-    if (!comp) {
-        comp = json_object();
-        json_object_set_new(acc, component, comp);
-    }
-    const char *label;
-    json_t *v;
-    json_object_foreach(json_object_get(st, "labels"), label, v)
-    {
-        json_t *dst = json_object_get(comp, label);
-        if (!dst) {
-            dst = json_object();
-            json_object_set_new(comp, label, dst);
+    char err[1024] = "";
+    int stopped = 0;
+    for (long iv = 1; iv <= s->cfg->max_intervals && !stopped; iv++) {
+        if (run_session_interrupted())
+            return 1;
+        enum run_step st = run_interval(s, iv, &stopped, err, sizeof err);
+        if (st == RUN_STEP_REMOTE_FAILED) {
+            /* a host that stopped answering: a death if its session ended */
+            if (!run_session_check_children(s))
+                fprintf(stderr, "run: %s\n", err);
+            return 1;
         }
-        const char *k;
-        json_t *num;
-        json_object_foreach(v, k, num)
-        {
-            json_t *old = json_object_get(dst, k);
-            double sum = json_number_value(num) + (old ? json_number_value(old) : 0);
-            json_object_set_new(
-                dst, k, json_is_integer(num) ? json_integer((json_int_t)sum) : json_real(sum));
-        }
+        if (st == RUN_STEP_FAILED)
+            return 1;
     }
-    size_t i;
-    json_array_foreach(json_object_get(st, "db_errors"), i, v)
-    {
-        json_t *e = json_deep_copy(v);
-        json_object_set_new(e, "component", json_string(component));
-        json_array_append_new(db_errors, e);
-    }
-    json_decref(st);
+    if (s->tty)
+        fprintf(stderr, "\n");
+    return 0;
 }
 
-static void run_usage(FILE *out)
+/* The results document of the session so far, written to -o. 0 or -1
+ * with the reason printed. */
+static int run_results_write(struct run_session *s, int sig)
 {
-    fprintf(out,
-            "usage: preplay run PLAN -o RESULTS [--db URL] [--p0 P] [--interval T]\n"
-            "                   [--max-intervals N] [--mode independent|session] [--speed X]\n"
-            "                   [--instance NAME] [--price USD_PER_HOUR] [--dir D]\n"
-            "                   [--pool N] [--cpu-ratio R] [--no-deps]\n"
-            "                   [--hosts FILE [--ssh-opts OPTS] [--ssh-timeout S]]\n\n"
-            "Start a replayer per component (on loopback, or over ssh on the hosts FILE\n"
-            "maps components to), then replay the plan's schedule interval after interval\n"
-            "until PT4Cloud says the response times are stable.\n"
-            "  --db URL          mysql://user:password@host:port/db (or ?socket=PATH); it is\n"
-            "                    dumped before the first interval and reloaded before each\n"
-            "  --p0 P            PT4Cloud objective probability (0.9)\n"
-            "  --interval T      length of one interval (30s)\n"
-            "  --max-intervals N stop after N intervals even if not stable (20)\n"
-            "  --dir D           dummy files directory (default: a temporary one)\n"
-            "  --no-deps         CloudProphet's strawman: each recorded worker replays its\n"
-            "                    blocks in recorded order, ignoring dependencies\n"
-            "  --instance NAME, --price USD  recorded in the results\n"
-            "  --hosts FILE      'COMPONENT [user@]host[:sshport] [listen-address]' lines:\n"
-            "                    those replayers run there (preplay is copied over ssh)\n"
-            "  --ssh-opts OPTS   extra ssh options, e.g. '-i KEY -o StrictHostKeyChecking=no'\n"
-            "                    (default: $PREPLAY_SSH_OPTS); ssh runs with BatchMode=yes\n"
-            "  --ssh-timeout S   ssh ConnectTimeout in seconds (10)\n"
-            "  --log             stop rule on ln(response time): robust to rare huge\n"
-            "                    outliers (docs/stats-accuracy.md); default: the paper's\n"
-            "                    linear scale\n");
+    const struct run_config *cfg = s->cfg;
+    size_t error_len = s->dead ? strlen(s->dead) + 32 : 1;
+    char *error = malloc(error_len), err[1024];
+    if (!error) {
+        fprintf(stderr, "run: out of memory building results\n");
+        return -1;
+    }
+    snprintf(error, error_len, "replayer '%s' died", s->dead ? s->dead : "");
+    json_t *hosts = s->nremote ? json_object() : NULL;
+    for (uint32_t i = 0; hosts && i < s->nchildren; i++)
+        if (s->children[i].remote)
+            results_host_set(hosts, s->children[i].name, s->children[i].host_text,
+                             s->children[i].addr, run_remote_client_ip(s->children[i].remote),
+                             run_remote_dir(s->children[i].remote));
+    struct results_run doc = {.plan = cfg->plan_path,
+                              .recording_id = s->p->recording_id,
+                              .instance = cfg->instance,
+                              .mode = cfg->mode == REPLAY_DRIVE_SESSION ? "session" : "independent",
+                              .scale = cfg->log_scale ? "log" : "linear",
+                              .error = sig       ? "interrupted"
+                                       : s->dead ? error
+                                                 : NULL,
+                              .price = cfg->price,
+                              .speed = cfg->speed,
+                              .cpu_ratio = s->ratio,
+                              .p0 = cfg->p0,
+                              .no_deps = cfg->no_deps,
+                              .stopped = s->m && stats_machine_stopped(s->m),
+                              .hosts = hosts,
+                              .labels = replay_results_labels(s->p, &s->all, 1),
+                              .intervals = s->intervals,
+                              .resources = s->resources,
+                              .db_errors = s->db_errors,
+                              .db_cut = s->db_cut,
+                              .samples = s->samples,
+                              .db_method =
+                                  s->have_db ? "mariadb-dump, reloaded with mariadb" : "none",
+                              .db_dump_s = s->dump_s,
+                              .restores = s->restores};
+    s->intervals = s->resources = s->db_errors = s->restores = s->samples = NULL;
+    json_t *root = results_run_json(&doc);
+    free(error);
+    int rc = 0;
+    if (!root)
+        snprintf(err, sizeof err, "out of memory building results");
+    if (!root || results_save(root, cfg->out, err, sizeof err)) {
+        fprintf(stderr, "run: %s\n", err);
+        rc = -1;
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* How the run ended (a signal, a dead replayer), then the results: the
+ * exit status (128 + signal, 1 for a death or a failure, else rc). */
+static int run_finish(struct run_session *s, int rc)
+{
+    int sig = run_session_interrupted();
+    size_t interval = json_array_size(s->intervals) + 1;
+    if (sig) {
+        fprintf(stderr,
+                "%srun: interrupted by signal %d during interval %zu: results so far kept\n",
+                s->tty ? "\n" : "", sig, interval);
+        s->dead = NULL;
+        rc = 128 + sig;
+    } else if (s->dead) {
+        run_session_print_death(s, s->tty ? "\n" : "", interval);
+        rc = 1;
+    }
+    if (s->db_cut)
+        fprintf(stderr,
+                "run: %llu DB statements were recorded cut (longer than the recording's "
+                "--db-max-statement) and replayed as waits of their recorded time, not as SQL\n",
+                (unsigned long long)s->db_cut);
+    if (run_results_write(s, sig))
+        rc = 1;
+    return rc;
 }
 
 int cmd_run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
-                                         {"p0", required_argument, 0, 'p'},
-                                         {"interval", required_argument, 0, 'i'},
-                                         {"max-intervals", required_argument, 0, 'n'},
-                                         {"mode", required_argument, 0, 'm'},
-                                         {"speed", required_argument, 0, 's'},
-                                         {"instance", required_argument, 0, 'I'},
-                                         {"price", required_argument, 0, 'P'},
-                                         {"dir", required_argument, 0, 'D'},
-                                         {"pool", required_argument, 0, 'L'},
-                                         {"cpu-ratio", required_argument, 0, 'r'},
-                                         {"no-deps", no_argument, 0, 'N'},
-                                         {"hosts", required_argument, 0, 'H'},
-                                         {"ssh-opts", required_argument, 0, 'S'},
-                                         {"ssh-timeout", required_argument, 0, 'T'},
-                                         {"log", no_argument, 0, 'G'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *db_url = NULL, *instance = "", *dir = NULL, *out = NULL, *pool = "64";
-    double p0 = 0.9, interval = 30, speed = 1, price = NAN, ratio = 0;
-    long max_intervals = 20, ssh_timeout = 10;
-    int no_deps = 0, ratio_given = 0, log_scale = 0;
-    const char *hosts_path = NULL, *ssh_opts = getenv("PREPLAY_SSH_OPTS");
-    enum replay_drive_mode mode = REPLAY_DRIVE_INDEPENDENT;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "d:p:i:n:m:s:I:P:D:L:r:NH:S:T:Go:h", opts, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'd':
-            db_url = optarg;
-            break;
-        case 'p':
-            p0 = strtod(optarg, &end);
-            if (*end || !(p0 > 0 && p0 < 1)) {
-                fprintf(stderr, "run: --p0 '%s': expected a probability in (0, 1)\n", optarg);
-                return 2;
-            }
-            break;
-        case 'i':
-            if (replay_parse_duration(optarg, &interval) || !(interval > 0)) {
-                fprintf(stderr, "run: --interval '%s': expected e.g. 30s, 2m\n", optarg);
-                return 2;
-            }
-            break;
-        case 'n':
-            max_intervals = strtol(optarg, &end, 10);
-            if (*end || max_intervals < 1 || max_intervals > 100000) {
-                fprintf(stderr, "run: --max-intervals '%s': expected 1..100000\n", optarg);
-                return 2;
-            }
-            break;
-        case 'm':
-            if (replay_parse_mode(optarg, &mode)) {
-                fprintf(stderr, "run: --mode '%s': expected independent or session\n", optarg);
-                return 2;
-            }
-            break;
-        case 's':
-            speed = strtod(optarg, &end);
-            if (*end || !(speed > 0) || !isfinite(speed)) {
-                fprintf(stderr, "run: --speed '%s': expected a positive number\n", optarg);
-                return 2;
-            }
-            break;
-        case 'I':
-            instance = optarg;
-            break;
-        case 'P':
-            price = strtod(optarg, &end);
-            if (*end || !(price >= 0)) {
-                fprintf(stderr, "run: --price '%s': expected USD per hour\n", optarg);
-                return 2;
-            }
-            break;
-        case 'D':
-            dir = optarg;
-            break;
-        case 'L':
-            pool = optarg;
-            break;
-        case 'r':
-            ratio = strtod(optarg, &end);
-            if (*end || !(ratio > 0) || !isfinite(ratio)) {
-                fprintf(stderr, "run: --cpu-ratio '%s': expected a positive number\n", optarg);
-                return 2;
-            }
-            ratio_given = 1;
-            break;
-        case 'H':
-            hosts_path = optarg;
-            break;
-        case 'S':
-            ssh_opts = optarg;
-            break;
-        case 'T':
-            ssh_timeout = strtol(optarg, &end, 10);
-            if (*end || ssh_timeout < 1 || ssh_timeout > 600) {
-                fprintf(stderr, "run: --ssh-timeout '%s': expected 1..600 seconds\n", optarg);
-                return 2;
-            }
-            break;
-        case 'N':
-            no_deps = 1;
-            break;
-        case 'G':
-            log_scale = 1;
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 'h':
-            run_usage(stdout);
-            return 0;
-        default:
-            run_usage(stderr);
-            return 2;
-        }
-    }
-    if (optind + 1 != argc || !out) {
-        fprintf(stderr, "run: needs PLAN and -o RESULTS (see --help)\n");
-        return 2;
-    }
-    const char *plan_path = argv[optind];
-    struct plan *p = replay_cli_load_plan(plan_path, "run");
-    if (!p)
+    struct run_config cfg;
+    struct run_session s;
+    int rc;
+    if (run_config_parse(argc, argv, &cfg, &rc))
+        return rc;
+    if (run_session_open(&s, &cfg))
         return 1;
-    int rc = 1;
-    char err[1024] = "", work[] = "/tmp/preplay-run-XXXXXX", peers[4200], tokbuf[17], ratiobuf[32];
-    struct run_ctx ctx = {0};
-    struct dummy_files *files = NULL;
-    struct stats_machine *m = NULL;
-    json_t *root = json_object(), *intervals = json_array(), *samples = json_array();
-    json_t *resources = json_object(), *db_errors = json_array(), *restores = json_array();
-    uint64_t db_cut = 0; /* DB statements recorded cut, replayed as waits */
-    struct replay_label_set all = {0};
-    struct run_db db;
-    struct run_hosts hosts = {0};
-    struct sigaction old_int, old_term;
-    int have_work = 0, have_db = 0, frontend = -1, nremote = 0, have_handlers = 0;
-    double dump_s = 0;
-    uint64_t token = replay_token_random();
-    replay_token_format(token, tokbuf);
-    for (uint32_t i = 0; i < p->ncomponents && frontend < 0; i++)
-        if (p->components[i].is_frontend)
-            frontend = (int)i;
-    if (frontend < 0 && p->nrequests && p->requests[0].block < p->nblocks)
-        frontend = (int)p->blocks[p->requests[0].block].component;
-    if (frontend < 0 || !p->nrequests) {
-        fprintf(stderr, "run: %s: no front-end requests to replay\n", plan_path);
-        goto out;
-    }
-    if (hosts_path) {
-        if (run_hosts_read(hosts_path, &hosts, err, sizeof err)) {
-            fprintf(stderr, "run: --hosts %s\n", err);
-            goto out;
-        }
-        for (uint32_t i = 0; i < hosts.n; i++)
-            if (replay_cli_component(p, hosts.hosts[i].component) < 0) {
-                fprintf(stderr, "run: --hosts %s:%u: no component '%s' in %s\n", hosts_path,
-                        hosts.hosts[i].line, hosts.hosts[i].component, plan_path);
-                goto out;
-            }
-    }
-    {
-        /* Ctrl-C: stop at the next check, write what we have, stop everything */
-        struct sigaction sa = {.sa_handler = run_on_signal};
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
-        have_handlers = 1;
-    }
-    if (db_url && run_db_parse(db_url, &db, err, sizeof err)) {
-        fprintf(stderr, "run: %s\n", err);
-        goto out;
-    }
-    if (!mkdtemp(work)) {
-        fprintf(stderr, "run: %s: %s\n", work, strerror(errno));
-        goto out;
-    }
-    have_work = 1;
-    char dirbuf[4200];
-    if (!dir) {
-        snprintf(dirbuf, sizeof dirbuf, "%s/files", work);
-        dir = dirbuf;
-    }
-    /* dummy files */
-    if (p->nfiles) {
-        struct dummy_files_stats fst;
-        files = dummy_files_open_plan(dir, p, err, sizeof err);
-        if (!files || dummy_files_check_space(files, err, sizeof err) ||
-            dummy_files_create(files, &fst, err, sizeof err)) {
-            fprintf(stderr, "run: dummy files: %s\n", err);
-            goto out;
-        }
-    }
-    /* CPU ratio once for every replayer */
-    if (!(ratio > 0))
-        ratio = replay_cli_cpu_ratio(p, "run");
-    snprintf(ratiobuf, sizeof ratiobuf, "%.6f", ratio);
-    /* DB snapshot: dump now, reload before each interval */
-    if (db_url) {
-        snprintf(db.dump_path, sizeof db.dump_path, "%s/db-snapshot.sql", work);
-        double t0 = run_now();
-        int st = run_db_client(&db, "mariadb-dump", NULL, db.dump_path);
-        dump_s = run_now() - t0;
-        if (st) {
-            fprintf(stderr,
-                    "run: mariadb-dump of '%s' failed (status %d): cannot snapshot the DB\n", db.db,
-                    st);
-            goto out;
-        }
-        have_db = 1;
-    }
-    /* replayers: remote ones first, since local ones must know whether to
-     * listen beyond loopback and the hosts say where they reach us */
-    snprintf(peers, sizeof peers, "%s/peers", work);
-    ctx.children = calloc(p->ncomponents, sizeof *ctx.children);
-    if (!ctx.children)
-        goto out;
-    ctx.nchildren = p->ncomponents;
-    for (uint32_t i = 0; i < p->ncomponents; i++) {
-        struct run_child *ch = &ctx.children[i];
-        ch->name = plan_string(p, p->components[i].name);
-        snprintf(ch->log, sizeof ch->log, "%s/replay-%u.log", work, i);
-        ch->host = hosts.n ? run_hosts_find(&hosts, ch->name) : NULL;
-        if (ch->host) {
-            run_host_describe(ch->host, ch->host_text, sizeof ch->host_text);
-            nremote++;
-        }
-    }
-    if (nremote) {
-        /* each host measures its own CPU ratio unless --cpu-ratio was given */
-        const char *rargs[12];
-        int na = 0;
-        rargs[na++] = "--pool";
-        rargs[na++] = pool;
-        if (db_url) {
-            rargs[na++] = "--db";
-            rargs[na++] = db_url;
-        }
-        if (no_deps)
-            rargs[na++] = "--no-deps";
-        if (ratio_given) {
-            rargs[na++] = "--cpu-ratio";
-            rargs[na++] = ratiobuf;
-        }
-        rargs[na] = NULL;
-        /* every host copies at once, then each starts its agent and replayer
-         * (which calibrate in parallel) */
-        struct run_remote_config *rcfg = calloc(ctx.nchildren, sizeof *rcfg);
-        if (!rcfg)
-            goto out;
-        for (uint32_t i = 0; i < ctx.nchildren && !run_interrupted; i++) {
-            struct run_child *ch = &ctx.children[i];
-            if (!ch->host)
-                continue;
-            rcfg[i] = (struct run_remote_config){.host = ch->host,
-                                                 .ssh_opts = ssh_opts,
-                                                 .connect_timeout_s = (int)ssh_timeout,
-                                                 .plan_path = plan_path,
-                                                 .log_path = ch->log,
-                                                 .token = token,
-                                                 .replay_args = rargs};
-            ch->remote = run_remote_begin(&rcfg[i], err, sizeof err);
-            if (!ch->remote) {
-                fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
-                free(rcfg);
-                goto out;
-            }
-        }
-        for (uint32_t i = 0; i < ctx.nchildren && !run_interrupted; i++) {
-            struct run_child *ch = &ctx.children[i];
-            if (!ch->remote)
-                continue;
-            if (run_remote_start(ch->remote, &rcfg[i], err, sizeof err)) {
-                fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
-                free(rcfg);
-                goto out;
-            }
-            ch->pid = run_remote_ssh_pid(ch->remote);
-        }
-        free(rcfg);
-        for (uint32_t i = 0; i < ctx.nchildren && !run_interrupted; i++) {
-            struct run_child *ch = &ctx.children[i];
-            if (ch->remote && run_remote_wait_listening(ch->remote, 300, ch->addr, sizeof ch->addr,
-                                                        err, sizeof err)) {
-                fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
-                goto out;
-            }
-        }
-    }
-    const char *local_listen = "127.0.0.1:0";
-    for (uint32_t i = 0; i < ctx.nchildren; i++)
-        if (ctx.children[i].remote)
-            local_listen =
-                strchr(run_remote_client_ip(ctx.children[i].remote), ':') ? "[::]:0" : "0.0.0.0:0";
-    for (uint32_t i = 0; i < p->ncomponents && !run_interrupted; i++) {
-        struct run_child *ch = &ctx.children[i];
-        if (ch->host)
-            continue;
-        char *cargv[24];
-        int n = 0;
-        cargv[n++] = "preplay";
-        cargv[n++] = "replay";
-        cargv[n++] = (char *)plan_path;
-        cargv[n++] = "--component";
-        cargv[n++] = (char *)ch->name;
-        cargv[n++] = "--listen";
-        cargv[n++] = (char *)local_listen;
-        cargv[n++] = "--token";
-        cargv[n++] = tokbuf;
-        cargv[n++] = "--peers";
-        cargv[n++] = peers;
-        cargv[n++] = "--dir";
-        cargv[n++] = (char *)dir;
-        cargv[n++] = "--cpu-ratio";
-        cargv[n++] = ratiobuf;
-        cargv[n++] = "--pool";
-        cargv[n++] = (char *)pool;
-        if (db_url) {
-            cargv[n++] = "--db";
-            cargv[n++] = (char *)db_url;
-        }
-        if (no_deps)
-            cargv[n++] = "--no-deps";
-        cargv[n] = NULL;
-        if (run_spawn(ch, cargv, 60, err, sizeof err)) {
-            fprintf(stderr, "run: %s\n", err);
-            goto out;
-        }
-        /* bound to every address: reach it on loopback from here */
-        const char *port = strrchr(ch->addr, ':');
-        if (port && strcmp(local_listen, "127.0.0.1:0")) {
-            char here[128];
-            snprintf(here, sizeof here, "%s%s", local_listen[0] == '[' ? "[::1]" : "127.0.0.1",
-                     port);
-            snprintf(ch->addr, sizeof ch->addr, "%s", here);
-        }
-    }
-    if (run_interrupted) {
-        fprintf(stderr, "run: interrupted while starting the replayers\n");
-        goto out;
-    }
-    {
-        char tmp[4300];
-        snprintf(tmp, sizeof tmp, "%s.tmp", peers);
-        FILE *f = fopen(tmp, "w");
-        if (!f)
-            goto out;
-        for (uint32_t i = 0; i < ctx.nchildren; i++)
-            fprintf(f, "%s %s\n", ctx.children[i].name, ctx.children[i].addr);
-        if (fclose(f) || rename(tmp, peers)) {
-            fprintf(stderr, "run: %s: cannot write the peers file\n", peers);
-            goto out;
-        }
-    }
-    /* each host's peers file: local replayers by the address it reaches us at */
-    for (uint32_t i = 0; i < ctx.nchildren; i++) {
-        struct run_child *ch = &ctx.children[i];
-        if (!ch->remote)
-            continue;
-        const char *me = run_remote_client_ip(ch->remote);
-        size_t cap = 256 * (size_t)ctx.nchildren + 1, used = 0;
-        char *text = malloc(cap);
-        if (!text)
-            goto out;
-        text[0] = 0;
-        for (uint32_t j = 0; j < ctx.nchildren; j++) {
-            const struct run_child *o = &ctx.children[j];
-            const char *port = strrchr(o->addr, ':');
-            if (o->remote || !port)
-                used += (size_t)snprintf(text + used, cap - used, "%s %s\n", o->name, o->addr);
-            else
-                used += (size_t)snprintf(text + used, cap - used,
-                                         strchr(me, ':') ? "%s [%s]%s\n" : "%s %s%s\n", o->name, me,
-                                         port);
-            if (used >= cap)
-                used = cap - 1;
-        }
-        int bad = run_remote_send_peers(ch->remote, text, err, sizeof err);
-        free(text);
-        if (bad) {
-            fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
-            goto out;
-        }
-    }
-    struct stats_config cfg;
-    stats_config_default(&cfg);
-    cfg.p0 = p0;
-    cfg.interval = interval;
-    cfg.max_interval = interval;
-    cfg.kde.log_scale = log_scale;
-    m = stats_machine_new(&cfg, err);
-    if (!m) {
-        fprintf(stderr, "run: %s\n", err);
-        goto out;
-    }
-    int tty = isatty(2);
-    int stopped = 0;
-    for (long iv = 1; iv <= max_intervals && !stopped; iv++) {
-        if (run_interrupted)
-            goto write;
-        /* the same starting state every interval, on every host at once */
-        double tr = run_now(), files_s = 0, db_s = 0;
-        for (uint32_t i = 0; i < ctx.nchildren; i++)
-            if (ctx.children[i].remote &&
-                run_remote_restore_begin(ctx.children[i].remote, err, sizeof err))
-                goto remote_failed;
-        if (files) {
-            /* sizes here; each replayer rewrites the ranges it wrote at RESET */
-            struct dummy_files_stats fst;
-            if (dummy_files_restore(files, 0, &fst, err, sizeof err)) {
-                fprintf(stderr, "run: interval %ld: restoring dummy files: %s\n", iv, err);
-                goto write;
-            }
-        }
-        for (uint32_t i = 0; i < ctx.nchildren; i++)
-            if (ctx.children[i].remote &&
-                run_remote_restore_end(ctx.children[i].remote, 600, err, sizeof err))
-                goto remote_failed;
-        files_s = run_now() - tr;
-        if (have_db) {
-            double t0 = run_now();
-            int st = run_db_client(&db, "mariadb", db.dump_path, NULL);
-            db_s = run_now() - t0;
-            if (st) {
-                fprintf(stderr, "run: interval %ld: reloading the DB snapshot failed (status %d)\n",
-                        iv, st);
-                goto write;
-            }
-        }
-        json_array_append_new(restores, json_pack("{s:I, s:f, s:f}", "interval", (json_int_t)iv,
-                                                  "files_s", files_s, "db_s", db_s));
-        for (uint32_t i = 0; i < ctx.nchildren; i++) {
-            char *r = run_control(ctx.children[i].addr, token, REPLAY_BLOCK_RESET, err, sizeof err);
-            free(r);
-        }
-        struct replay_drive_options o = {.plan = p,
-                                         .target = ctx.children[frontend].addr,
-                                         .token = token,
-                                         .mode = mode,
-                                         .speed = speed,
-                                         .duration_s = stats_machine_interval_length(m),
-                                         .should_abort = run_check_children,
-                                         .abort_arg = &ctx};
-        struct replay_drive_result r;
-        if (replay_drive_run(&o, &r, err, sizeof err)) {
-            fprintf(stderr, "run: interval %ld: %s\n", iv, err);
-            goto write;
-        }
-        if (r.aborted || run_check_children(&ctx)) {
-            replay_drive_result_free(&r);
-            goto write;
-        }
-        for (uint32_t i = 0; i < ctx.nchildren; i++) {
-            char *st =
-                run_control(ctx.children[i].addr, token, REPLAY_BLOCK_STATS, err, sizeof err);
-            if (st)
-                run_accumulate(resources, ctx.children[i].name, st, db_errors, &db_cut);
-            free(st);
-        }
-        /* feed PT4Cloud: overall and per label, successful responses only */
-        struct replay_label_set ls = {0};
-        if (replay_label_set_add(&ls, r.samples, r.nsamples) ||
-            replay_label_set_add(&all, r.samples, r.nsamples) ||
-            replay_results_samples(samples, p, r.samples, r.nsamples, (int)iv)) {
-            replay_label_set_free(&ls);
-            replay_drive_result_free(&r);
-            fprintf(stderr, "run: out of memory\n");
-            goto write;
-        }
-        struct stats_label_samples *lab = calloc(ls.nlabels ? ls.nlabels : 1, sizeof *lab);
-        for (size_t l = 0; lab && l < ls.nlabels; l++)
-            lab[l] = (struct stats_label_samples){plan_string(p, ls.label_ids[l]), ls.values[l],
-                                                  ls.counts[l]};
-        struct stats_step step;
-        int fed = lab && !stats_machine_feed(m, ls.all, ls.nall, lab, ls.nlabels, &step, err);
-        json_t *ij =
-            json_pack("{s:I, s:I, s:I, s:f, s:o}", "interval", (json_int_t)iv, "requests",
-                      (json_int_t)r.nsamples, "failed", (json_int_t)r.failed, "length_s",
-                      o.duration_s, "lateness", replay_results_lateness(r.samples, r.nsamples));
-        if (fed) {
-            json_object_set_new(ij, "p", step.compared ? json_real(step.p) : json_null());
-            json_object_set_new(ij, "action", json_string(stats_action_name(step.action)));
-            json_object_set_new(ij, "held_open_by", json_string(step.held_open_by));
-            stopped = step.action == STATS_STOP;
-        } else {
-            json_object_set_new(ij, "p", json_null());
-        }
-        json_array_append_new(intervals, ij);
-        char pbuf[32] = "n/a";
-        if (fed && step.compared)
-            snprintf(pbuf, sizeof pbuf, "%.3f", step.p);
-        fprintf(stderr, "%sinterval %ld: %zu requests (%llu failed), p %s%s%s%s", tty ? "\r" : "",
-                iv, r.nsamples, (unsigned long long)r.failed, pbuf,
-                fed && step.held_open_by[0] ? ", held open by " : "", fed ? step.held_open_by : "",
-                tty ? "\033[K" : "\n");
-        free(lab);
-        replay_label_set_free(&ls);
-        replay_drive_result_free(&r);
-        if (!fed) {
-            fprintf(stderr, "%srun: interval %ld: %s\n", tty ? "\n" : "", iv, err);
-            goto write;
-        }
-    }
-    if (tty)
-        fprintf(stderr, "\n");
-    rc = 0;
-    if (0) {
-    remote_failed:
-        /* a host that stopped answering: a death if its session ended */
-        if (!run_check_children(&ctx))
-            fprintf(stderr, "run: %s\n", err);
-    }
-write:
-    if (run_interrupted) {
-        fprintf(stderr,
-                "%srun: interrupted by signal %d during interval %zu: results so far kept\n",
-                tty ? "\n" : "", (int)run_interrupted, json_array_size(intervals) + 1);
-        ctx.dead = NULL;
-        rc = 128 + run_interrupted;
-    } else if (ctx.dead) {
-        for (uint32_t i = 0; i < ctx.nchildren; i++)
-            if (ctx.children[i].exited) {
-                struct run_child *ch = &ctx.children[i];
-                char how[400], last[512];
-                if (ch->remote)
-                    run_remote_describe_end(ch->remote, how, sizeof how);
-                else
-                    run_describe_exit(ch, how, sizeof how);
-                run_log_last_line(ch->log, last, sizeof last);
-                fprintf(stderr,
-                        "%srun: the replayer for component '%s'%s%s %s during interval %zu%s%s\n",
-                        tty ? "\n" : "", ch->name, ch->remote ? " on " : "",
-                        ch->remote ? ch->host_text : "", how, json_array_size(intervals) + 1,
-                        last[0] ? ": " : "", last);
-                ctx.dead = ch->name;
-                break;
-            }
-        rc = 1;
-    }
-    json_object_set_new(root, "format", json_string("preplay-results"));
-    json_object_set_new(root, "version", json_integer(REPLAY_RESULTS_VERSION));
-    json_object_set_new(root, "kind", json_string("run"));
-    json_object_set_new(root, "plan", json_string(plan_path));
-    json_object_set_new(root, "recording_id", json_string(p->recording_id));
-    json_object_set_new(root, "instance", json_string(instance));
-    json_object_set_new(root, "price", isnan(price) ? json_null() : json_real(price));
-    json_object_set_new(root, "mode",
-                        json_string(mode == REPLAY_DRIVE_SESSION ? "session" : "independent"));
-    json_object_set_new(root, "speed", json_real(speed));
-    json_object_set_new(root, "cpu_ratio", json_real(ratio));
-    json_object_set_new(root, "no_deps", json_boolean(no_deps));
-    json_object_set_new(root, "p0", json_real(p0));
-    json_object_set_new(root, "scale", json_string(log_scale ? "log" : "linear"));
-    json_object_set_new(root, "stopped", json_boolean(m && stats_machine_stopped(m)));
-    json_object_set_new(root, "error",
-                        run_interrupted ? json_string("interrupted")
-                        : ctx.dead      ? json_sprintf("replayer '%s' died", ctx.dead)
-                                        : json_null());
-    if (nremote) {
-        json_t *hj = json_object();
-        for (uint32_t i = 0; i < ctx.nchildren; i++)
-            if (ctx.children[i].remote)
-                json_object_set_new(hj, ctx.children[i].name,
-                                    json_pack("{s:s, s:s, s:s, s:s}", "host",
-                                              ctx.children[i].host_text, "address",
-                                              ctx.children[i].addr, "controller_address",
-                                              run_remote_client_ip(ctx.children[i].remote), "dir",
-                                              run_remote_dir(ctx.children[i].remote)));
-        json_object_set_new(root, "hosts", hj);
-    }
-    json_object_set_new(root, "labels", replay_results_labels(p, &all, 1));
-    json_object_set_new(root, "intervals", intervals);
-    json_object_set_new(root, "resources", resources);
-    json_object_set_new(root, "db_errors", db_errors);
-    json_object_set_new(root, "db_cut", json_integer((json_int_t)db_cut));
-    if (db_cut)
-        fprintf(stderr,
-                "run: %llu DB statements were recorded cut (longer than the recording's "
-                "--db-max-statement) and replayed as waits of their recorded time, not as SQL\n",
-                (unsigned long long)db_cut);
-    json_object_set_new(root, "state_restore",
-                        json_pack("{s:s, s:f, s:o}", "db_method",
-                                  have_db ? "mariadb-dump, reloaded with mariadb" : "none",
-                                  "db_dump_s", dump_s, "per_interval", restores));
-    json_object_set_new(root, "samples", samples);
-    intervals = resources = db_errors = restores = samples = NULL;
-    if (replay_results_save(root, out, err, sizeof err)) {
-        fprintf(stderr, "run: %s\n", err);
-        rc = 1;
-    }
-out:
-    for (uint32_t i = 0; i < ctx.nchildren; i++)
-        if (ctx.children[i].pid > 0 && !ctx.children[i].exited && !ctx.children[i].remote)
-            kill(ctx.children[i].pid, SIGTERM);
-    for (uint32_t i = 0; i < ctx.nchildren; i++) {
-        run_remote_stop(ctx.children[i].remote);
-        ctx.children[i].remote = NULL;
-    }
-    for (uint32_t i = 0; i < ctx.nchildren; i++) {
-        struct run_child *ch = &ctx.children[i];
-        if (ch->pid <= 0 || ch->exited || ch->host)
-            continue;
-        for (int k = 0; k < 50 && waitpid(ch->pid, &ch->status, WNOHANG) == 0; k++)
-            usleep(20000);
-        if (kill(ch->pid, 0) == 0) {
-            kill(ch->pid, SIGKILL);
-            waitpid(ch->pid, &ch->status, 0);
-        }
-    }
-    free(ctx.children);
-    run_hosts_free(&hosts);
-    if (have_handlers) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-    }
-    if (have_work && rc == 0) {
-        char *rm[] = {"rm", "-rf", work, NULL};
-        run_exec(rm, NULL, NULL);
-    } else if (have_work) {
-        fprintf(stderr, "run: replayer logs kept in %s\n", work);
-    }
-    json_decref(root);
-    json_decref(intervals);
-    json_decref(samples);
-    json_decref(resources);
-    json_decref(db_errors);
-    json_decref(restores);
-    replay_label_set_free(&all);
-    stats_machine_free(m);
-    dummy_files_close(files);
-    plan_free(p);
+    rc = 1;
+    if (!run_session_start(&s))
+        rc = run_finish(&s, run_loop(&s));
+    run_session_close(&s, rc);
     return rc;
 }

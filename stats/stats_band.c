@@ -53,132 +53,190 @@ static double stats_node_percentile(const struct stats_binned *b, const double *
     return b->grid.lo + (double)b->nodes * b->delta;
 }
 
-/* R bootstrap resamples of x: densities into dens[strip * R + r] (when dens)
- * and percentiles into pcts[k * R + r]. */
-static int stats_bootstrap_run(const double *x, size_t n, const struct stats_grid *grid, double h,
-                               const struct stats_band_options *bopt, double *dens,
-                               const double *pct, int npct, double *pcts, char *err)
-{
-    int R = bopt->resamples, m = grid->strips, status = -1;
+/* One bootstrap: the sample and its grid, where the R resamples' densities
+ * and percentiles go, the generator, and the buffers the draws use. */
+struct stats_boot {
+    const double *x;
+    size_t n;
+    const struct stats_grid *grid;
+    double h;
+    int R, m;     /* resamples, strips */
+    double *dens; /* dens[strip * R + r], or NULL */
+    const double *pct;
+    int npct;
+    double *pcts; /* pcts[k * R + r] */
     struct stats_rng rng;
-    stats_rng_seed(&rng, bopt->seed);
-    double *res = NULL, *d1 = NULL, *d2 = NULL, *counts = NULL, *base = NULL, *counts2 = NULL,
-           *outside = NULL, *smooth = NULL;
-    size_t *nz = NULL;
-    struct stats_binned b;
-    int have_binned = 0;
-    d1 = malloc(sizeof(double) * (size_t)m);
-    d2 = malloc(sizeof(double) * (size_t)m);
-    if (!d1 || !d2)
-        goto oom;
-    if (bopt->exact) {
-        res = malloc(sizeof(double) * n);
-        if (!res)
-            goto oom;
-        for (int r = 0; r < R; r++) {
-            for (size_t i = 0; i < n; i++)
-                res[i] = x[stats_rng_index(&rng, n)];
-            if (dens) {
-                memset(d1, 0, sizeof(double) * (size_t)m);
-                stats_exact_add(res, n, h, grid, d1);
-                stats_floor_normalize(d1, grid);
-                for (int i = 0; i < m; i++)
-                    dens[(size_t)i * (size_t)R + (size_t)r] = d1[i];
-            }
-            if (npct) {
-                qsort(res, n, sizeof(double), stats_cmp_double);
-                for (int k = 0; k < npct; k++)
-                    pcts[(size_t)k * (size_t)R + (size_t)r] =
-                        stats_quantile_sorted(res, n, pct[k] / 100.0);
-            }
-        }
-        status = 0;
-        goto done;
+    double *d1, *d2; /* one resample's density each (a pair in the binned draws) */
+    /* binned draws only */
+    double *res;     /* the drawn values (index draws) */
+    double *base;    /* the full sample's node masses */
+    double *outside; /* samples off the grid's nodes, evaluated exactly */
+    size_t n_out;
+    size_t *nz; /* nodes holding mass: the Poisson draws skip empty ones */
+    size_t nnz;
+};
+
+/* Exact (tests): draw n indices, evaluate the exact KDE, sort for the
+ * percentiles. */
+static int stats_bootstrap_exact(struct stats_boot *bs, char *err)
+{
+    const double *x = bs->x;
+    size_t n = bs->n;
+    int R = bs->R, m = bs->m;
+    double *res = malloc(sizeof(double) * n);
+    if (!res) {
+        snprintf(err, STATS_ERR_LEN, "out of memory for the bootstrap of %zu samples", n);
+        return -1;
     }
-    if (stats_binned_init(&b, grid, h, err))
-        goto done;
-    have_binned = 1;
+    for (int r = 0; r < R; r++) {
+        for (size_t i = 0; i < n; i++)
+            res[i] = x[stats_rng_index(&bs->rng, n)];
+        if (bs->dens) {
+            memset(bs->d1, 0, sizeof(double) * (size_t)m);
+            stats_exact_add(res, n, bs->h, bs->grid, bs->d1);
+            stats_floor_normalize(bs->d1, bs->grid);
+            for (int i = 0; i < m; i++)
+                bs->dens[(size_t)i * (size_t)R + (size_t)r] = bs->d1[i];
+        }
+        if (bs->npct) {
+            qsort(res, n, sizeof(double), stats_cmp_double);
+            for (int k = 0; k < bs->npct; k++)
+                bs->pcts[(size_t)k * (size_t)R + (size_t)r] =
+                    stats_quantile_sorted(res, n, bs->pct[k] / 100.0);
+        }
+    }
+    free(res);
+    return 0;
+}
+
+/* One binned resample: node masses into c, and into ds (zeroed first) the
+ * exactly evaluated samples off the nodes. Index draws for n up to
+ * STATS_INDEX_BOOTSTRAP_MAX, Poisson multiplicities per node above.
+ * Returns the resample's mass on the nodes. */
+static double stats_binned_resample(struct stats_boot *bs, const struct stats_binned *b, double *c,
+                                    double *ds)
+{
+    const double *x = bs->x;
+    size_t n = bs->n;
+    int m = bs->m;
+    if (n <= STATS_INDEX_BOOTSTRAP_MAX) {
+        for (size_t i = 0; i < n; i++)
+            bs->res[i] = x[stats_rng_index(&bs->rng, n)];
+        size_t dummy;
+        /* Outside samples cannot occur with the default grid; a
+         * caller's grid may leave some out, which are then evaluated
+         * exactly below. */
+        stats_binned_bin(b, STATS_BIN_LINEAR, bs->res, n, c, bs->outside, &dummy);
+        memset(ds, 0, sizeof(double) * (size_t)m);
+        if (dummy)
+            stats_exact_add(bs->outside, dummy, bs->h, bs->grid, ds);
+    } else {
+        memset(c, 0, sizeof(double) * b->nodes);
+        for (size_t k = 0; k < bs->nnz; k++)
+            c[bs->nz[k]] = stats_rng_poisson(&bs->rng, bs->base[bs->nz[k]]);
+        memset(ds, 0, sizeof(double) * (size_t)m);
+        for (size_t k = 0; k < bs->n_out; k++) {
+            double times = stats_rng_poisson(&bs->rng, 1.0);
+            for (double u = 0; u < times; u++)
+                stats_exact_add(&bs->outside[k], 1, bs->h, bs->grid, ds);
+        }
+    }
+    double total = 0;
+    for (size_t k = 0; k < bs->nnz; k++)
+        total += c[bs->nz[k]];
+    return total;
+}
+
+/* Binned: resamples drawn in pairs, each pair smoothed in one complex FFT. */
+static int stats_bootstrap_binned(struct stats_boot *bs, char *err)
+{
+    const double *x = bs->x;
+    size_t n = bs->n;
+    int R = bs->R, m = bs->m, status = -1;
+    double *counts = NULL, *counts2 = NULL, *smooth = NULL;
+    struct stats_binned b;
+    if (stats_binned_init(&b, bs->grid, bs->h, err))
+        return -1;
     counts = malloc(sizeof(double) * b.nodes);
     counts2 = malloc(sizeof(double) * b.nodes);
-    base = malloc(sizeof(double) * b.nodes);
-    outside = malloc(sizeof(double) * n);
-    res = malloc(sizeof(double) * (n < STATS_INDEX_BOOTSTRAP_MAX ? n : 1));
+    bs->base = malloc(sizeof(double) * b.nodes);
+    bs->outside = malloc(sizeof(double) * n);
+    bs->res = malloc(sizeof(double) * (n < STATS_INDEX_BOOTSTRAP_MAX ? n : 1));
     smooth = malloc(sizeof(double) * (size_t)m * 2);
-    nz = malloc(sizeof(size_t) * b.nodes);
-    if (!counts || !counts2 || !base || !outside || !res || !smooth || !nz)
-        goto oom;
-    size_t n_out = 0;
-    stats_binned_bin(&b, STATS_BIN_LINEAR, x, n, base, outside, &n_out);
-    /* Indices of nodes holding mass: the Poisson draws skip empty ones. */
-    size_t nnz = 0;
+    bs->nz = malloc(sizeof(size_t) * b.nodes);
+    if (!counts || !counts2 || !bs->base || !bs->outside || !bs->res || !smooth || !bs->nz) {
+        snprintf(err, STATS_ERR_LEN, "out of memory for the bootstrap of %zu samples", n);
+        goto done;
+    }
+    stats_binned_bin(&b, STATS_BIN_LINEAR, x, n, bs->base, bs->outside, &bs->n_out);
     for (size_t j = 0; j < b.nodes; j++)
-        if (base[j] > 0)
-            nz[nnz++] = j;
+        if (bs->base[j] > 0)
+            bs->nz[bs->nnz++] = j;
     for (int r = 0; r < R; r += 2) {
         int pair = r + 1 < R;
         double *cs[2] = {counts, counts2};
-        double *ds[2] = {d1, d2};
+        double *ds[2] = {bs->d1, bs->d2};
         double totals[2] = {0, 0};
-        for (int t = 0; t <= pair; t++) {
-            double *c = cs[t];
-            if (n <= STATS_INDEX_BOOTSTRAP_MAX) {
-                for (size_t i = 0; i < n; i++)
-                    res[i] = x[stats_rng_index(&rng, n)];
-                size_t dummy;
-                /* Outside samples cannot occur with the default grid; a
-                 * caller's grid may leave some out, which are then evaluated
-                 * exactly below. */
-                stats_binned_bin(&b, STATS_BIN_LINEAR, res, n, c, outside, &dummy);
-                memset(ds[t], 0, sizeof(double) * (size_t)m);
-                if (dummy)
-                    stats_exact_add(outside, dummy, h, grid, ds[t]);
-            } else {
-                memset(c, 0, sizeof(double) * b.nodes);
-                for (size_t k = 0; k < nnz; k++)
-                    c[nz[k]] = stats_rng_poisson(&rng, base[nz[k]]);
-                memset(ds[t], 0, sizeof(double) * (size_t)m);
-                for (size_t k = 0; k < n_out; k++) {
-                    double times = stats_rng_poisson(&rng, 1.0);
-                    for (double u = 0; u < times; u++)
-                        stats_exact_add(&outside[k], 1, h, grid, ds[t]);
-                }
-            }
-            for (size_t k = 0; k < nnz; k++)
-                totals[t] += c[nz[k]];
-        }
-        if (dens) {
+        for (int t = 0; t <= pair; t++)
+            totals[t] = stats_binned_resample(bs, &b, cs[t], ds[t]);
+        if (bs->dens) {
             /* Smooth both resamples of the pair in one complex FFT, then add
              * them to the exactly evaluated outside parts. */
             stats_binned_smooth(&b, counts, smooth, pair ? counts2 : NULL, smooth + m);
             for (int t = 0; t <= pair; t++) {
                 for (int i = 0; i < m; i++)
                     ds[t][i] += smooth[(size_t)t * (size_t)m + (size_t)i];
-                stats_floor_normalize(ds[t], grid);
+                stats_floor_normalize(ds[t], bs->grid);
                 for (int i = 0; i < m; i++)
-                    dens[(size_t)i * (size_t)R + (size_t)(r + t)] = ds[t][i];
+                    bs->dens[(size_t)i * (size_t)R + (size_t)(r + t)] = ds[t][i];
             }
         }
         for (int t = 0; t <= pair; t++)
-            for (int k = 0; k < npct; k++)
-                pcts[(size_t)k * (size_t)R + (size_t)(r + t)] =
-                    stats_node_percentile(&b, cs[t], totals[t], pct[k]);
+            for (int k = 0; k < bs->npct; k++)
+                bs->pcts[(size_t)k * (size_t)R + (size_t)(r + t)] =
+                    stats_node_percentile(&b, cs[t], totals[t], bs->pct[k]);
     }
     status = 0;
-    goto done;
-oom:
-    snprintf(err, STATS_ERR_LEN, "out of memory for the bootstrap of %zu samples", n);
 done:
-    if (have_binned)
-        stats_binned_free(&b);
-    free(res);
-    free(d1);
-    free(d2);
+    stats_binned_free(&b);
     free(counts);
     free(counts2);
-    free(base);
-    free(outside);
     free(smooth);
-    free(nz);
+    free(bs->base);
+    free(bs->outside);
+    free(bs->res);
+    free(bs->nz);
+    return status;
+}
+
+/* R bootstrap resamples of x: densities into dens[strip * R + r] (when dens)
+ * and percentiles into pcts[k * R + r]. */
+static int stats_bootstrap_run(const double *x, size_t n, const struct stats_grid *grid, double h,
+                               const struct stats_band_options *bopt, double *dens,
+                               const double *pct, int npct, double *pcts, char *err)
+{
+    struct stats_boot bs = {.x = x,
+                            .n = n,
+                            .grid = grid,
+                            .h = h,
+                            .R = bopt->resamples,
+                            .m = grid->strips,
+                            .dens = dens,
+                            .pct = pct,
+                            .npct = npct,
+                            .pcts = pcts};
+    stats_rng_seed(&bs.rng, bopt->seed);
+    int status = -1;
+    bs.d1 = malloc(sizeof(double) * (size_t)bs.m);
+    bs.d2 = malloc(sizeof(double) * (size_t)bs.m);
+    if (!bs.d1 || !bs.d2)
+        snprintf(err, STATS_ERR_LEN, "out of memory for the bootstrap of %zu samples", n);
+    else if (bopt->exact)
+        status = stats_bootstrap_exact(&bs, err);
+    else
+        status = stats_bootstrap_binned(&bs, err);
+    free(bs.d1);
+    free(bs.d2);
     return status;
 }
 

@@ -84,6 +84,22 @@ static int stats_parse_double(const char *s, double *out)
     return 0;
 }
 
+/* --bandwidth: scott, silverman or a positive number. */
+static int stats_parse_bandwidth(const char *s, struct stats_kde_options *kde)
+{
+    double d;
+    if (!strcmp(s, "scott"))
+        kde->bandwidth_rule = STATS_BW_SCOTT;
+    else if (!strcmp(s, "silverman"))
+        kde->bandwidth_rule = STATS_BW_SILVERMAN;
+    else if (!stats_parse_double(s, &d) && d > 0) {
+        kde->bandwidth_rule = STATS_BW_FIXED;
+        kde->bandwidth = d;
+    } else
+        return -1;
+    return 0;
+}
+
 enum {
     OPT_PER_INTERVAL = 256,
     OPT_INTERVAL,
@@ -143,7 +159,6 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
     int c, index = 0;
     while ((c = getopt_long(argc, argv, "h", stats_long_options, &index)) != -1) {
         long l;
-        double d;
         switch (c) {
         case OPT_PER_INTERVAL:
             if (stats_parse_long(optarg, 2, 1000000000L, &o->per_interval))
@@ -204,14 +219,7 @@ static int stats_parse_options(int argc, char **argv, struct stats_cli_opts *o)
             o->cfg.kde.strips = (int)l;
             break;
         case OPT_BANDWIDTH:
-            if (!strcmp(optarg, "scott"))
-                o->cfg.kde.bandwidth_rule = STATS_BW_SCOTT;
-            else if (!strcmp(optarg, "silverman"))
-                o->cfg.kde.bandwidth_rule = STATS_BW_SILVERMAN;
-            else if (!stats_parse_double(optarg, &d) && d > 0) {
-                o->cfg.kde.bandwidth_rule = STATS_BW_FIXED;
-                o->cfg.kde.bandwidth = d;
-            } else
+            if (stats_parse_bandwidth(optarg, &o->cfg.kde))
                 goto bad_value;
             break;
         case OPT_EXACT:
@@ -568,18 +576,274 @@ static int stats_drive(const struct stats_cli_opts *o, struct stats_machine *m,
     return 0;
 }
 
+static const char *const stats_pct_names[STATS_NPCT] = {"median", "p5", "p95", "p99"};
+
 static json_t *stats_json_summary(const struct stats_band *b)
 {
-    static const char *names[STATS_NPCT] = {"median", "p5", "p95", "p99"};
     json_t *s = json_object();
     for (int k = 0; k < STATS_NPCT; k++) {
         json_t *e = json_object();
         json_object_set_new(e, "value", json_real(b->pct[k]));
         json_object_set_new(e, "low", json_real(b->pct_low[k]));
         json_object_set_new(e, "high", json_real(b->pct_high[k]));
-        json_object_set_new(s, names[k], e);
+        json_object_set_new(s, stats_pct_names[k], e);
     }
     return s;
+}
+
+/* Which slicing applies to the input (one number per line, timestamps or
+ * interval indices) and the interval lengths it implies, into o->cfg.
+ * 0, or 2 after printing the usage error. */
+static int stats_pt4cloud_configure(struct stats_cli_opts *o, const struct stats_input *in,
+                                    const char *path)
+{
+    if (in->time_kind == STATS_TIME_NONE) {
+        if (!o->per_interval) {
+            fprintf(stderr,
+                    "preplay stats pt4cloud: %s has one number per line: give "
+                    "--per-interval N\n",
+                    path);
+            return 2;
+        }
+        o->cfg.interval = (double)o->per_interval;
+        o->cfg.max_interval = o->cfg.interval * 64;
+    } else if (in->time_kind == STATS_TIME_TIMESTAMP) {
+        if (!o->interval_text) {
+            fprintf(stderr, "preplay stats pt4cloud: %s has timestamps: give --interval DUR\n",
+                    path);
+            return 2;
+        }
+        o->cfg.interval = stats_parse_duration(o->interval_text);
+        o->cfg.max_interval = 7 * 86400.0;
+    } else if (o->cfg.short_intervals || o->per_interval || o->interval_text || o->hourly < 1) {
+        fprintf(stderr,
+                "preplay stats pt4cloud: %s has interval indices: --short, --interval "
+                "and --per-interval need timestamps or one number per line\n",
+                path);
+        return 2;
+    } else {
+        o->cfg.interval = o->cfg.max_interval = 1; /* one interval index */
+    }
+    if (o->max_interval_text) {
+        double v = in->time_kind == STATS_TIME_TIMESTAMP
+                       ? stats_parse_duration(o->max_interval_text)
+                       : strtod(o->max_interval_text, NULL);
+        if (!(v > 0)) {
+            fprintf(stderr, "preplay stats: bad value '%s' for --max-interval\n",
+                    o->max_interval_text);
+            return 2;
+        }
+        o->cfg.max_interval = v;
+    }
+    if (o->cfg.short_intervals && o->cfg.max_interval < o->cfg.interval)
+        o->cfg.max_interval = o->cfg.interval;
+    if (o->hourly < 1 && in->time_kind != STATS_TIME_TIMESTAMP) {
+        fprintf(stderr, "preplay stats pt4cloud: --hourly needs timestamps\n");
+        return 2;
+    }
+    o->cfg.hourly_portion = o->hourly;
+    return 0;
+}
+
+/* The buffers stats_feed fills: the sample order, one interval's values and,
+ * per label, an array that can hold all of that label's samples. -1 when out
+ * of memory (stats_run_free releases what was allocated). */
+static int stats_run_alloc(struct stats_run *run)
+{
+    const struct stats_input *in = &run->in;
+    run->order = malloc(sizeof(size_t) * in->n);
+    run->vals = malloc(sizeof(double) * in->n);
+    run->label_vals = calloc(in->nlabels + 1, sizeof(double *));
+    run->label_n = calloc(in->nlabels + 1, sizeof(size_t));
+    run->labels = calloc(in->nlabels + 1, sizeof *run->labels);
+    if (!run->order || !run->vals || !run->label_vals || !run->label_n || !run->labels)
+        return -1;
+    size_t *per_label = calloc(in->nlabels + 1, sizeof(size_t));
+    if (!per_label)
+        return -1;
+    for (size_t i = 0; i < in->n; i++)
+        if (in->label_id[i] != STATS_NO_LABEL)
+            per_label[in->label_id[i]]++;
+    int rc = 0;
+    for (size_t l = 0; l < in->nlabels && !rc; l++) {
+        run->label_vals[l] = malloc(sizeof(double) * (per_label[l] ? per_label[l] : 1));
+        if (!run->label_vals[l])
+            rc = -1;
+    }
+    free(per_label);
+    return rc;
+}
+
+static void stats_run_free(struct stats_run *run)
+{
+    if (run->steps)
+        json_decref(run->steps);
+    if (run->label_vals)
+        for (size_t l = 0; l < run->in.nlabels; l++)
+            free(run->label_vals[l]);
+    free(run->label_vals);
+    free(run->label_n);
+    free(run->labels);
+    free(run->order);
+    free(run->vals);
+    stats_input_free(&run->in);
+}
+
+/* run->order: the samples to feed, sorted by time. Hourly sampling keeps
+ * the first portion of every hour since the start. */
+static void stats_run_order(struct stats_run *run, const struct stats_machine *m, double hourly,
+                            const char *path)
+{
+    const struct stats_input *in = &run->in;
+    double t0 = in->n ? in->time[0] : 0;
+    for (size_t i = 0; i < in->n; i++)
+        t0 = in->time[i] < t0 ? in->time[i] : t0;
+    int unsorted = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        if (i && in->time[i] < in->time[i - 1])
+            unsorted = 1;
+        if (hourly < 1 && !stats_machine_should_run(m, in->time[i] - t0))
+            continue;
+        run->order[run->norder++] = i;
+    }
+    if (unsorted && in->time_kind == STATS_TIME_TIMESTAMP)
+        fprintf(stderr, "%s: timestamps are not in order: samples were sorted by time\n", path);
+    stats_sort_input = in;
+    qsort(run->order, run->norder, sizeof(size_t), stats_cmp_time);
+}
+
+/* What the stop rule ended with: the final distribution (d2) with its band
+ * and, for the chart, the reference distribution (d1) on the band's grid. */
+struct stats_outcome {
+    int stopped;
+    size_t final_n;
+    int have_band;
+    struct stats_band band;
+    double *d1; /* NULL when d1 could not be estimated */
+};
+
+/* The density of the reference samples on the band's grid, or NULL when
+ * there are too few of them or the estimate fails (d1 is only drawn). */
+static double *stats_reference_density(const struct stats_cli_opts *o,
+                                       const struct stats_machine *m, const struct stats_grid *grid)
+{
+    const double *ref_v;
+    size_t ref_n;
+    stats_machine_reference_samples(m, NULL, &ref_v, &ref_n);
+    char err[STATS_ERR_LEN];
+    double *d1 = NULL, *ref_log = NULL;
+    if (ref_n >= 2 && o->cfg.kde.log_scale) {
+        if (stats_log_copy(ref_v, ref_n, "d1", &ref_log, err))
+            ref_n = 0;
+        ref_v = ref_log;
+    }
+    if (ref_n >= 2) {
+        double h1;
+        d1 = malloc(sizeof(double) * (size_t)grid->strips);
+        if (!d1 || stats_bandwidth(ref_v, ref_n, &o->cfg.kde, &h1, err) || h1 == 0 ||
+            stats_density(ref_v, ref_n, h1, grid, o->cfg.kde.method, d1, err)) {
+            free(d1);
+            d1 = NULL;
+        }
+    }
+    free(ref_log);
+    return d1;
+}
+
+/* Fills out from the machine; 0, or 1 after printing why the final
+ * distribution's band failed. */
+static int stats_pt4cloud_outcome(const struct stats_cli_opts *o, const struct stats_machine *m,
+                                  struct stats_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    out->stopped = stats_machine_stopped(m);
+    const double *final_v;
+    stats_machine_final_samples(m, NULL, &final_v, &out->final_n);
+    if (out->final_n < 2)
+        return 0;
+    char err[STATS_ERR_LEN];
+    if (stats_band_compute(final_v, out->final_n, NULL, &o->cfg.kde, &o->band, &out->band, err)) {
+        fprintf(stderr, "preplay stats pt4cloud: final distribution: %s\n", err);
+        return 1;
+    }
+    out->have_band = 1;
+    out->d1 = stats_reference_density(o, m, &out->band.grid);
+    return 0;
+}
+
+static void stats_outcome_free(struct stats_outcome *out)
+{
+    free(out->d1);
+    if (out->have_band)
+        stats_band_free(&out->band);
+}
+
+/* --svg: d1, d2 and the band. 0, or 1 after printing why it was not written. */
+static int stats_pt4cloud_svg(const struct stats_cli_opts *o, const struct stats_outcome *out)
+{
+    if (!o->svg || !out->have_band)
+        return 0;
+    const struct stats_band *b = &out->band;
+    const char *title = b->log_scale ? (out->stopped ? "PT4Cloud: stable (ln of values)"
+                                                     : "PT4Cloud: not stable (ln of values)")
+                                     : (out->stopped ? "PT4Cloud: stable" : "PT4Cloud: not stable");
+    if (!stats_svg_write(o->svg, &b->grid, out->d1, b->density, b->low, b->high, title))
+        return 0;
+    fprintf(stderr, "preplay stats pt4cloud: %s: %s\n", o->svg, strerror(errno));
+    return 1;
+}
+
+/* --json: the verdict, the steps (moved out of run) and the band. */
+static void stats_pt4cloud_print_json(const struct stats_cli_opts *o, struct stats_run *run,
+                                      const struct stats_outcome *out)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "stable", json_boolean(out->stopped));
+    json_object_set_new(root, "stopped_at_interval",
+                        out->stopped ? json_integer(run->intervals_fed) : json_null());
+    json_object_set_new(root, "p0", json_real(o->cfg.p0));
+    json_object_set_new(root, "final_samples", json_integer((json_int_t)out->final_n));
+    json_object_set_new(root, "skipped_empty_intervals", json_integer(run->skipped_empty));
+    json_object_set_new(root, "rejected_records", json_integer((json_int_t)run->in.bad));
+    json_object_set_new(root, "steps", run->steps);
+    run->steps = NULL;
+    if (out->have_band) {
+        const struct stats_band *b = &out->band;
+        int strips = b->grid.strips;
+        json_object_set_new(root, "scale", json_string(b->log_scale ? "log" : "linear"));
+        json_object_set_new(root, "bandwidth", json_real(b->h));
+        json_object_set_new(root, "cl", json_real(o->band.cl));
+        json_object_set_new(root, "grid", stats_json_grid_x(&b->grid));
+        json_object_set_new(root, "density", stats_json_array(b->density, strips));
+        json_object_set_new(root, "band_low", stats_json_array(b->low, strips));
+        json_object_set_new(root, "band_high", stats_json_array(b->high, strips));
+        json_object_set_new(root, "density_d1",
+                            out->d1 ? stats_json_array(out->d1, strips) : json_null());
+        json_object_set_new(root, "summary", stats_json_summary(b));
+    }
+    stats_json_print(root);
+}
+
+/* Text: the verdict, then the final distribution's percentiles with their
+ * bootstrap intervals. */
+static void stats_pt4cloud_print_text(const struct stats_cli_opts *o, const struct stats_run *run,
+                                      const struct stats_outcome *out)
+{
+    int fed = run->intervals_fed;
+    if (out->stopped)
+        printf("stopped at interval %d: stable (p >= p0 = %g)\n", fed, o->cfg.p0);
+    else
+        printf("not stable after %d intervals (p0 = %g): the data ended%s\n", fed, o->cfg.p0,
+               run->data_ended_incomplete ? " before the next interval was complete" : "");
+    if (!out->have_band)
+        return;
+    const struct stats_band *b = &out->band;
+    printf("final distribution: %zu samples, bandwidth %.6g%s, band at CL %g from %d "
+           "resamples\n",
+           out->final_n, b->h, b->log_scale ? " (ln units)" : "", o->band.cl, o->band.resamples);
+    for (int k = 0; k < STATS_NPCT; k++)
+        printf("  %-6s %.6g  [%.6g, %.6g]\n", stats_pct_names[k], b->pct[k], b->pct_low[k],
+               b->pct_high[k]);
 }
 
 static int stats_pt4cloud_main(int argc, char **argv)
@@ -595,66 +859,18 @@ static int stats_pt4cloud_main(int argc, char **argv)
     const char *path = argv[optind];
     struct stats_run run;
     memset(&run, 0, sizeof run);
-    int status = 0;
     struct stats_machine *m = NULL;
     if (stats_load(path,
                    (o.interval_text ? STATS_INPUT_TIMESTAMPS : 0) |
                        (o.cfg.kde.log_scale ? STATS_INPUT_POSITIVE : 0),
                    &run.in))
         return 1;
-    struct stats_input *in = &run.in;
-    if (in->bad)
-        status = 1;
-    /* Which slicing applies. */
-    if (in->time_kind == STATS_TIME_NONE) {
-        if (!o.per_interval) {
-            fprintf(stderr,
-                    "preplay stats pt4cloud: %s has one number per line: give "
-                    "--per-interval N\n",
-                    path);
-            status = 2;
-            goto done;
-        }
-        o.cfg.interval = (double)o.per_interval;
-        o.cfg.max_interval = o.cfg.interval * 64;
-    } else if (in->time_kind == STATS_TIME_TIMESTAMP) {
-        if (!o.interval_text) {
-            fprintf(stderr, "preplay stats pt4cloud: %s has timestamps: give --interval DUR\n",
-                    path);
-            status = 2;
-            goto done;
-        }
-        o.cfg.interval = stats_parse_duration(o.interval_text);
-        o.cfg.max_interval = 7 * 86400.0;
-    } else if (o.cfg.short_intervals || o.per_interval || o.interval_text || o.hourly < 1) {
-        fprintf(stderr,
-                "preplay stats pt4cloud: %s has interval indices: --short, --interval "
-                "and --per-interval need timestamps or one number per line\n",
-                path);
-        status = 2;
-        goto done;
-    } else {
-        o.cfg.interval = o.cfg.max_interval = 1; /* one interval index */
-    }
-    if (o.max_interval_text) {
-        double v = in->time_kind == STATS_TIME_TIMESTAMP ? stats_parse_duration(o.max_interval_text)
-                                                         : strtod(o.max_interval_text, NULL);
-        if (!(v > 0)) {
-            fprintf(stderr, "preplay stats: bad value '%s' for --max-interval\n",
-                    o.max_interval_text);
-            status = 2;
-            goto done;
-        }
-        o.cfg.max_interval = v;
-    }
-    if (o.cfg.short_intervals && o.cfg.max_interval < o.cfg.interval)
-        o.cfg.max_interval = o.cfg.interval;
-    if (o.hourly < 1 && in->time_kind != STATS_TIME_TIMESTAMP) {
-        fprintf(stderr, "preplay stats pt4cloud: --hourly needs timestamps\n");
+    const struct stats_input *in = &run.in;
+    int status = in->bad ? 1 : 0;
+    if (stats_pt4cloud_configure(&o, in, path)) {
         status = 2;
         goto done;
     }
-    o.cfg.hourly_portion = o.hourly;
     char err[STATS_ERR_LEN];
     m = stats_machine_new(&o.cfg, err);
     if (!m) {
@@ -667,147 +883,27 @@ static int stats_pt4cloud_main(int argc, char **argv)
         status = 1;
         goto done;
     }
-    run.order = malloc(sizeof(size_t) * in->n);
-    run.vals = malloc(sizeof(double) * in->n);
-    run.label_vals = calloc(in->nlabels + 1, sizeof(double *));
-    run.label_n = calloc(in->nlabels + 1, sizeof(size_t));
-    run.labels = calloc(in->nlabels + 1, sizeof *run.labels);
-    if (!run.order || !run.vals || !run.label_vals || !run.label_n || !run.labels)
-        goto oom;
-    {
-        size_t *per_label = calloc(in->nlabels + 1, sizeof(size_t));
-        if (!per_label)
-            goto oom;
-        for (size_t i = 0; i < in->n; i++)
-            if (in->label_id[i] != STATS_NO_LABEL)
-                per_label[in->label_id[i]]++;
-        for (size_t l = 0; l < in->nlabels; l++) {
-            run.label_vals[l] = malloc(sizeof(double) * (per_label[l] ? per_label[l] : 1));
-            if (!run.label_vals[l]) {
-                free(per_label);
-                goto oom;
-            }
-        }
-        free(per_label);
+    if (stats_run_alloc(&run)) {
+        fprintf(stderr, "preplay stats pt4cloud: out of memory for %zu samples\n", in->n);
+        status = 1;
+        goto done;
     }
-    /* Hourly sampling keeps the first portion of every hour since the start. */
-    double t0 = in->n ? in->time[0] : 0;
-    for (size_t i = 0; i < in->n; i++)
-        t0 = in->time[i] < t0 ? in->time[i] : t0;
-    int unsorted = 0;
-    for (size_t i = 0; i < in->n; i++) {
-        if (i && in->time[i] < in->time[i - 1])
-            unsorted = 1;
-        if (o.hourly < 1 && !stats_machine_should_run(m, in->time[i] - t0))
-            continue;
-        run.order[run.norder++] = i;
-    }
-    if (unsorted && in->time_kind == STATS_TIME_TIMESTAMP)
-        fprintf(stderr, "%s: timestamps are not in order: samples were sorted by time\n", path);
-    stats_sort_input = in;
-    qsort(run.order, run.norder, sizeof(size_t), stats_cmp_time);
+    stats_run_order(&run, m, o.hourly, path);
     run.steps = json_array();
     if (run.norder == 0 || stats_drive(&o, m, &run, path))
         status = 1;
-    int stopped = stats_machine_stopped(m);
-    const double *final_v, *ref_v;
-    size_t final_n, ref_n;
-    stats_machine_final_samples(m, NULL, &final_v, &final_n);
-    stats_machine_reference_samples(m, NULL, &ref_v, &ref_n);
-    struct stats_band band;
-    int have_band = 0;
-    if (final_n >= 2) {
-        if (stats_band_compute(final_v, final_n, NULL, &o.cfg.kde, &o.band, &band, err)) {
-            fprintf(stderr, "preplay stats pt4cloud: final distribution: %s\n", err);
-            status = 1;
-        } else {
-            have_band = 1;
-        }
-    }
-    double *d1 = NULL, *ref_log = NULL;
-    if (have_band && ref_n >= 2 && o.cfg.kde.log_scale) {
-        if (stats_log_copy(ref_v, ref_n, "d1", &ref_log, err))
-            ref_n = 0;
-        ref_v = ref_log;
-    }
-    if (have_band && ref_n >= 2) {
-        double h1;
-        d1 = malloc(sizeof(double) * (size_t)band.grid.strips);
-        if (!d1 || stats_bandwidth(ref_v, ref_n, &o.cfg.kde, &h1, err) || h1 == 0 ||
-            stats_density(ref_v, ref_n, h1, &band.grid, o.cfg.kde.method, d1, err)) {
-            free(d1);
-            d1 = NULL;
-        }
-    }
-    free(ref_log);
-    if (o.svg && have_band &&
-        stats_svg_write(o.svg, &band.grid, d1, band.density, band.low, band.high,
-                        band.log_scale ? (stopped ? "PT4Cloud: stable (ln of values)"
-                                                  : "PT4Cloud: not stable (ln of values)")
-                                       : (stopped ? "PT4Cloud: stable" : "PT4Cloud: not stable"))) {
-        fprintf(stderr, "preplay stats pt4cloud: %s: %s\n", o.svg, strerror(errno));
+    struct stats_outcome out;
+    if (stats_pt4cloud_outcome(&o, m, &out))
         status = 1;
-    }
-    int fed = run.intervals_fed;
-    if (o.json) {
-        json_t *root = json_object();
-        json_object_set_new(root, "stable", json_boolean(stopped));
-        json_object_set_new(root, "stopped_at_interval", stopped ? json_integer(fed) : json_null());
-        json_object_set_new(root, "p0", json_real(o.cfg.p0));
-        json_object_set_new(root, "final_samples", json_integer((json_int_t)final_n));
-        json_object_set_new(root, "skipped_empty_intervals", json_integer(run.skipped_empty));
-        json_object_set_new(root, "rejected_records", json_integer((json_int_t)in->bad));
-        json_object_set_new(root, "steps", run.steps);
-        run.steps = NULL;
-        if (have_band) {
-            json_object_set_new(root, "scale", json_string(band.log_scale ? "log" : "linear"));
-            json_object_set_new(root, "bandwidth", json_real(band.h));
-            json_object_set_new(root, "cl", json_real(o.band.cl));
-            json_object_set_new(root, "grid", stats_json_grid_x(&band.grid));
-            json_object_set_new(root, "density", stats_json_array(band.density, band.grid.strips));
-            json_object_set_new(root, "band_low", stats_json_array(band.low, band.grid.strips));
-            json_object_set_new(root, "band_high", stats_json_array(band.high, band.grid.strips));
-            json_object_set_new(root, "density_d1",
-                                d1 ? stats_json_array(d1, band.grid.strips) : json_null());
-            json_object_set_new(root, "summary", stats_json_summary(&band));
-        }
-        stats_json_print(root);
-    } else {
-        if (stopped)
-            printf("stopped at interval %d: stable (p >= p0 = %g)\n", fed, o.cfg.p0);
-        else
-            printf("not stable after %d intervals (p0 = %g): the data ended%s\n", fed, o.cfg.p0,
-                   run.data_ended_incomplete ? " before the next interval was complete" : "");
-        if (have_band) {
-            printf("final distribution: %zu samples, bandwidth %.6g%s, band at CL %g from %d "
-                   "resamples\n",
-                   final_n, band.h, band.log_scale ? " (ln units)" : "", o.band.cl,
-                   o.band.resamples);
-            static const char *names[STATS_NPCT] = {"median", "p5", "p95", "p99"};
-            for (int k = 0; k < STATS_NPCT; k++)
-                printf("  %-6s %.6g  [%.6g, %.6g]\n", names[k], band.pct[k], band.pct_low[k],
-                       band.pct_high[k]);
-        }
-    }
-    free(d1);
-    if (have_band)
-        stats_band_free(&band);
-    goto done;
-oom:
-    fprintf(stderr, "preplay stats pt4cloud: out of memory for %zu samples\n", in->n);
-    status = 1;
+    if (stats_pt4cloud_svg(&o, &out))
+        status = 1;
+    if (o.json)
+        stats_pt4cloud_print_json(&o, &run, &out);
+    else
+        stats_pt4cloud_print_text(&o, &run, &out);
+    stats_outcome_free(&out);
 done:
-    if (run.steps)
-        json_decref(run.steps);
-    if (run.label_vals)
-        for (size_t l = 0; l < in->nlabels; l++)
-            free(run.label_vals[l]);
-    free(run.label_vals);
-    free(run.label_n);
-    free(run.labels);
-    free(run.order);
-    free(run.vals);
-    stats_input_free(&run.in);
+    stats_run_free(&run);
     stats_machine_free(m);
     return status;
 }

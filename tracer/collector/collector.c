@@ -29,6 +29,7 @@
 #include "collector_pieces.h"
 #include "collector_waker.h"
 #include "cpuclock_loader.h"
+#include "label_rules.h"
 #include "shm_layout.h"
 #include "trace_file.h"
 
@@ -114,6 +115,7 @@ struct collector {
     struct collector_waker *waker;
     int waker_watches_all;
     int write_failed_pending; /* a trace write failed since the last collector_poll */
+    int relabel;              /* --label rules given: STRINGs of a label's form are mapped */
     uint64_t tsc_recalibrated_ns;
     uint64_t tsc_recal_interval_ns; /* to the next recalibration (COLLECTOR_TSC_RECAL_*) */
     /* Every TSC conversion published (at load, then at each recalibration):
@@ -235,6 +237,9 @@ static void collector_describe_options(const struct collector_options *o, char *
 #undef COLLECTOR_ADD
     if (n >= cap)
         n = cap - 1; /* truncated: what fits */
+    /* the --label rules last, whole (label_rules_describe) */
+    if (label_rules_count(o->label_rules) && n + 1 < cap)
+        n += label_rules_describe(o->label_rules, out + n, cap - n);
     while (n > 0 && out[n - 1] == ' ')
         out[--n] = '\0';
 }
@@ -247,6 +252,7 @@ struct collector *collector_create(const struct collector_options *opt, char *er
         return NULL;
     }
     c->opt = *opt;
+    c->relabel = label_rules_count(opt->label_rules) > 0;
     snprintf(c->out_dir, sizeof c->out_dir, "%s", opt->out_dir);
     if (opt->db_socket_suffix)
         snprintf(c->db_suffix, sizeof c->db_suffix, "%s", opt->db_socket_suffix);
@@ -318,7 +324,8 @@ static void collector_init_control(struct collector *c, struct tracer_control *c
     ctl->ring_bytes = TRACER_RING_BYTES;
     ctl->only_mask = c->opt.only_mask ? c->opt.only_mask : TRACER_ONLY_ALL;
     ctl->drop_when_full = (uint32_t)c->opt.drop_when_full;
-    ctl->keep_query = (uint32_t)c->opt.keep_query;
+    /* with --label rules the collector sees the query and drops it itself */
+    ctl->keep_query = c->opt.keep_query || label_rules_count(c->opt.label_rules);
     ctl->stack_depth = c->opt.stack_depth;
     ctl->ndb_ports = c->opt.ndb_ports > 8 ? 8 : c->opt.ndb_ports;
     memcpy(ctl->db_ports, c->opt.db_ports, sizeof ctl->db_ports);
@@ -576,10 +583,32 @@ static int collector_appended(struct collector *c, struct collector_process *p, 
     return 0;
 }
 
+/* A STRING the process defines, with --label rules: one of a request
+ * label's form (label_rules_is_label) is written as the label the rules
+ * give it, its query dropped unless --keep-query; others as they are. Each
+ * distinct string comes once (the process interns them), so the rules run
+ * once per distinct label, and LABEL events, which name it by id, are left
+ * alone. */
+static int collector_append_string(struct collector *c, struct collector_process *p,
+                                   const struct trace_event *ev)
+{
+    const char *s = ev->data;
+    if (!s || !label_rules_is_label(s, ev->u.string.len))
+        return collector_appended(c, p, trace_writer_append(p->writer, ev), 1);
+    struct trace_event relabelled = *ev;
+    const char *out = NULL;
+    relabelled.u.string.len = (uint32_t)label_rules_apply(c->opt.label_rules, s, ev->u.string.len,
+                                                          !c->opt.keep_query, &out);
+    relabelled.data = out;
+    return collector_appended(c, p, trace_writer_append(p->writer, &relabelled), 1);
+}
+
 /* Appends one event to the process's trace. */
 static int collector_append(struct collector *c, struct collector_process *p,
                             const struct trace_event *ev)
 {
+    if (ev->type == TRACE_EV_STRING && c->relabel)
+        return collector_append_string(c, p, ev);
     return collector_appended(c, p, trace_writer_append(p->writer, ev), 1);
 }
 

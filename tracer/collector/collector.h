@@ -9,17 +9,23 @@
 #include <stdint.h>
 
 struct trace_cpu_score;
+struct label_rules;
 
 /* `record`'s defaults for the DB endpoints whose wire protocol is parsed. */
 #define COLLECTOR_DEFAULT_DB_PORT 3306
 #define COLLECTOR_DEFAULT_DB_SOCKET "mysqld.sock"
 
 struct collector_options {
-    const char *out_dir;  /* created if missing (mode 0700) */
-    const char *name;     /* abstract socket name; processes get PREPLAY_COLLECTOR=name */
-    uint32_t only_mask;   /* TRACER_ONLY_* */
-    int drop_when_full;   /* --drop */
-    int keep_query;       /* --keep-query */
+    const char *out_dir; /* created if missing (mode 0700) */
+    const char *name;    /* abstract socket name; processes get PREPLAY_COLLECTOR=name */
+    uint32_t only_mask;  /* TRACER_ONLY_* */
+    int drop_when_full;  /* --drop */
+    int keep_query;      /* --keep-query */
+    /* --label rules (labels/label_rules.h), NULL or empty for none; must
+     * outlive the collector. With rules the processes keep the query string
+     * and the collector gives each label string its rule's NAME, or drops
+     * the query itself unless keep_query. */
+    const struct label_rules *label_rules;
     int start_disabled;   /* tracing starts switched off */
     uint32_t stack_depth; /* --stacks N */
     uint64_t max_bytes;   /* --max-size, per trace file; 0 = unbounded */

@@ -22,6 +22,7 @@
 #include "cpu_kernels.h"
 #include "cpuclock.h"
 #include "cpuclock_loader.h"
+#include "label_rules.h"
 #include "record_cli.h"
 #include "shm_layout.h"
 
@@ -153,6 +154,10 @@ static const char record_common_help[] =
     "                        keep DB statements and their parameters whole up to\n"
     "                        SIZE (default 1M, 64 to 32M); longer ones are marked cut\n"
     "      --keep-query      keep the query string in HTTP request labels\n"
+    "      --label NAME=REGEX  label requests whose \"METHOD /path?query\" matches\n"
+    "                        the POSIX extended REGEX as NAME (repeatable, first\n"
+    "                        match wins; others keep \"METHOD /path\")\n"
+    "      --label-file FILE read --label rules from FILE, one NAME=REGEX a line\n"
     "      --drop            when buffers fill, count and mark lost events instead of\n"
     "                        making the app wait (default: lossless back-pressure)\n"
     "      --max-size SIZE   keep each trace within SIZE (e.g. 500M), dropping the\n"
@@ -179,6 +184,8 @@ enum {
     OPT_NOCPU,
     OPT_RINGCLOCK,
     OPT_PORT,
+    OPT_LABEL,
+    OPT_LABELFILE,
     OPT_DBMAX
 };
 
@@ -192,6 +199,8 @@ static const struct option record_long_options[] = {
     {"db-socket", required_argument, 0, OPT_DBSOCK},
     {"db-max-statement", required_argument, 0, OPT_DBMAX},
     {"keep-query", no_argument, 0, OPT_KEEPQ},
+    {"label", required_argument, 0, OPT_LABEL},
+    {"label-file", required_argument, 0, OPT_LABELFILE},
     {"drop", no_argument, 0, OPT_DROP},
     {"max-size", required_argument, 0, OPT_MAXSIZE},
     {"stacks", required_argument, 0, OPT_STACKS},
@@ -202,6 +211,30 @@ static const struct option record_long_options[] = {
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
+
+/* The --label rules of this command (the collector's options point to
+ * them): freed when the command returns. */
+static struct label_rules *record_label_rules;
+
+/* Adds the rule (--label) or the file's rules (--label-file) `arg`; 0, or
+ * 2 after saying which rule is wrong. */
+static int record_add_labels(struct record_common *rc, int opt, const char *arg, const char *cmd)
+{
+    char err[640];
+    if (!record_label_rules && !(record_label_rules = label_rules_new())) {
+        fprintf(stderr, "preplay %s: out of memory\n", cmd);
+        return 2;
+    }
+    int bad = opt == OPT_LABEL ? label_rules_add(record_label_rules, arg, err, sizeof err)
+                               : label_rules_add_file(record_label_rules, arg, err, sizeof err);
+    if (bad) {
+        fprintf(stderr, "preplay %s: %s %s\n", cmd, opt == OPT_LABEL ? "--label" : "--label-file",
+                err);
+        return 2;
+    }
+    rc->copt.label_rules = record_label_rules;
+    return 0;
+}
 
 /* Parses the options both commands share; returns 0, 1 (help shown) or 2. */
 static int record_parse(int argc, char **argv, struct record_common *rc, const char **component,
@@ -275,6 +308,11 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
         }
         case OPT_KEEPQ:
             rc->copt.keep_query = 1;
+            break;
+        case OPT_LABEL:
+        case OPT_LABELFILE:
+            if (record_add_labels(rc, opt, optarg, cmd))
+                return 2;
             break;
         case OPT_DROP:
             rc->copt.drop_when_full = 1;
@@ -456,7 +494,7 @@ static void record_summary(const char *dir, struct collector *c, int quiet)
             s.lost ? " - some events were lost, see preplay info" : "");
 }
 
-int cmd_record(int argc, char **argv)
+static int record_command(int argc, char **argv)
 {
     static const char usage[] =
         "usage: preplay record [-o DIR] [-c COMPONENT] [options] -- CMD [ARGS...]\n"
@@ -577,7 +615,7 @@ int cmd_record(int argc, char **argv)
     return WEXITSTATUS(status);
 }
 
-int cmd_collect(int argc, char **argv)
+static int collect_command(int argc, char **argv)
 {
     static const char usage[] =
         "usage: preplay collect [-o DIR] [--name NAME] [options]\n"
@@ -640,4 +678,20 @@ int cmd_collect(int argc, char **argv)
         return 1;
     }
     return failed ? 1 : 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    int rc = record_command(argc, argv);
+    label_rules_free(record_label_rules);
+    record_label_rules = NULL;
+    return rc;
+}
+
+int cmd_collect(int argc, char **argv)
+{
+    int rc = collect_command(argc, argv);
+    label_rules_free(record_label_rules);
+    record_label_rules = NULL;
+    return rc;
 }

@@ -1,0 +1,16 @@
+/* results.h - the results JSON of `preplay drive` and `preplay run`
+ * (formats/RESULTS.md) is owned by this module and nowhere else: its
+ * writer (results_writer.h) builds every object with its keys in their
+ * order, its reader (results_reader.h) bounds and validates a file from
+ * anywhere and lists the keys it knows, and both share the format's name
+ * and version here. Statistics are computed by the callers (the
+ * replayer); nothing in the module prints or exits: errors come back as
+ * one line naming the file and key. Linked as preplay_results (jansson);
+ * the trace and plan codecs of preplay_formats stay free of it. */
+#ifndef PREPLAY_RESULTS_H
+#define PREPLAY_RESULTS_H
+
+#define RESULTS_FORMAT "preplay-results"
+#define RESULTS_VERSION 1
+
+#endif

@@ -1,0 +1,456 @@
+/* results_reader.c - reads one results file of `preplay run` or `preplay
+ * drive` (formats/RESULTS.md) into struct results_file, for files from
+ * other machines: a wrong type, an out-of-range number or a missing
+ * required key is an error naming the file and the key; keys it does not
+ * know are ignored (newer writers may add some), and the keys it knows are
+ * listed once, in results_known_keys. Never computes statistics. */
+#include "results_reader.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const results_kind_keys[RESULTS_NKINDS] = {"cpu_s",  "file_s", "net_s", "external_s",
+                                                       "call_s", "lock_s", "db_s"};
+
+static const char *const results_keys_drive[] = {
+    "format", "version",    "kind",      "plan",     "recording_id", "target",      "mode",
+    "speed",  "duration_s", "elapsed_s", "requests", "failed",       "connections", "lateness",
+    "labels", "samples",    NULL};
+static const char *const results_keys_run[] = {
+    "format",    "version",   "kind",   "plan",          "recording_id", "instance",
+    "price",     "mode",      "speed",  "cpu_ratio",     "no_deps",      "p0",
+    "scale",     "stopped",   "error",  "hosts",         "labels",       "intervals",
+    "resources", "db_errors", "db_cut", "state_restore", "samples",      NULL};
+static const char *const results_keys_label[] = {"count",    "mean_s",   "median_s", "p95_s",
+                                                 "p99_s",    "min_s",    "max_s",    "median_ci_s",
+                                                 "p95_ci_s", "p99_ci_s", NULL};
+static const char *const results_keys_sample[] = {"label", "sent_s",   "response_s", "late_s",
+                                                  "ok",    "interval", NULL};
+static const char *const results_keys_lateness[] = {"median_s", "p99_s", "max_s", NULL};
+static const char *const results_keys_interval[] = {
+    "interval", "requests", "failed", "length_s", "lateness", "p", "action", "held_open_by", NULL};
+static const char *const results_keys_host[] = {"host", "address", "controller_address", "dir",
+                                                NULL};
+static const char *const results_keys_resource[] = {
+    "blocks", "cpu_s", "file_s", "net_s", "external_s", "call_s", "lock_s", "db_s", NULL};
+static const char *const results_keys_db_error[] = {"query",   "count",     "code",
+                                                    "message", "component", NULL};
+static const char *const results_keys_state_restore[] = {"db_method", "db_dump_s", "per_interval",
+                                                         NULL};
+static const char *const results_keys_restore[] = {"interval", "files_s", "db_s", NULL};
+
+const char *const *results_known_keys(enum results_object o)
+{
+    static const char *const *const keys[RESULTS_NOBJECTS] = {
+        [RESULTS_OBJ_DRIVE] = results_keys_drive,
+        [RESULTS_OBJ_RUN] = results_keys_run,
+        [RESULTS_OBJ_LABEL] = results_keys_label,
+        [RESULTS_OBJ_SAMPLE] = results_keys_sample,
+        [RESULTS_OBJ_LATENESS] = results_keys_lateness,
+        [RESULTS_OBJ_INTERVAL] = results_keys_interval,
+        [RESULTS_OBJ_HOST] = results_keys_host,
+        [RESULTS_OBJ_RESOURCE] = results_keys_resource,
+        [RESULTS_OBJ_DB_ERROR] = results_keys_db_error,
+        [RESULTS_OBJ_STATE_RESTORE] = results_keys_state_restore,
+        [RESULTS_OBJ_RESTORE] = results_keys_restore,
+    };
+    return (unsigned)o < RESULTS_NOBJECTS ? keys[o] : NULL;
+}
+
+static char *results_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* A number (integer or real) at key, or NAN when absent; -1 when present
+ * but not a finite number. */
+static int results_number(json_t *obj, const char *key, double *out)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NAN;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_number(v))
+        return -1;
+    *out = json_number_value(v);
+    return isfinite(*out) ? 0 : -1;
+}
+
+static int results_read_stat(json_t *lo, const char *file, struct results_label *l,
+                             enum results_metric m, char *err, size_t errlen)
+{
+    static const char *const keys[RESULTS_NMETRICS] = {"median_s", "p95_s", "p99_s"};
+    static const char *const ci_keys[RESULTS_NMETRICS] = {"median_ci_s", "p95_ci_s", "p99_ci_s"};
+    if (results_number(lo, keys[m], &l->value[m]) || isnan(l->value[m]) || l->value[m] < 0) {
+        snprintf(err, errlen, "%s: labels.\"%s\".%s: expected a non-negative number", file, l->name,
+                 keys[m]);
+        return -1;
+    }
+    l->lo[m] = l->hi[m] = l->value[m];
+    l->has_band[m] = 0;
+    json_t *ci = json_object_get(lo, ci_keys[m]);
+    if (!ci)
+        return 0;
+    if (!json_is_array(ci) || json_array_size(ci) != 2 || !json_is_number(json_array_get(ci, 0)) ||
+        !json_is_number(json_array_get(ci, 1)) ||
+        json_number_value(json_array_get(ci, 0)) > json_number_value(json_array_get(ci, 1))) {
+        snprintf(err, errlen, "%s: labels.\"%s\".%s: expected [low, high] with low <= high", file,
+                 l->name, ci_keys[m]);
+        return -1;
+    }
+    l->lo[m] = json_number_value(json_array_get(ci, 0));
+    l->hi[m] = json_number_value(json_array_get(ci, 1));
+    l->has_band[m] = 1;
+    return 0;
+}
+
+struct results_label *results_file_label(const struct results_file *rf, const char *name)
+{
+    for (size_t i = 0; i < rf->nlabels; i++)
+        if (!strcmp(rf->labels[i].name, name))
+            return &rf->labels[i];
+    return NULL;
+}
+
+static int results_read_labels(json_t *labels, struct results_file *rf, const char *path, char *err,
+                               size_t errlen)
+{
+    size_t n = json_object_size(labels);
+    rf->labels = calloc(n ? n : 1, sizeof *rf->labels);
+    if (!rf->labels)
+        goto oom;
+    const char *name;
+    json_t *lo;
+    json_object_foreach(labels, name, lo)
+    {
+        struct results_label *l = &rf->labels[rf->nlabels];
+        if (!(l->name = results_strdup(name)))
+            goto oom;
+        rf->nlabels++;
+        if (!json_is_object(lo)) {
+            snprintf(err, errlen, "%s: labels.\"%s\": expected an object", path, name);
+            return -1;
+        }
+        json_t *c = json_object_get(lo, "count");
+        if (!json_is_integer(c) || json_integer_value(c) < 0) {
+            snprintf(err, errlen, "%s: labels.\"%s\".count: expected a non-negative integer", path,
+                     name);
+            return -1;
+        }
+        l->count = (size_t)json_integer_value(c);
+        for (int m = 0; m < RESULTS_NMETRICS; m++)
+            if (results_read_stat(lo, path, l, (enum results_metric)m, err, errlen))
+                return -1;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+}
+
+static int results_push(double **v, size_t *n, double x)
+{
+    /* grows at powers of two: *n is the only state needed */
+    if ((*n & (*n - 1)) == 0) {
+        double *nv = realloc(*v, (*n ? *n * 2 : 1) * sizeof *nv);
+        if (!nv)
+            return -1;
+        *v = nv;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+static int results_read_samples(json_t *samples, struct results_file *rf, const char *path,
+                                char *err, size_t errlen)
+{
+    if (!json_is_array(samples)) {
+        snprintf(err, errlen, "%s: samples: expected an array", path);
+        return -1;
+    }
+    size_t i;
+    json_t *s;
+    json_array_foreach(samples, i, s)
+    {
+        json_t *label = json_object_get(s, "label"), *ok = json_object_get(s, "ok");
+        double rt;
+        if (!json_is_string(label) || results_number(s, "response_s", &rt) || isnan(rt) || rt < 0 ||
+            (ok && !json_is_boolean(ok))) {
+            snprintf(err, errlen,
+                     "%s: samples[%zu]: expected {\"label\": string, \"response_s\": number >= 0, "
+                     "\"ok\": bool}",
+                     path, i);
+            return -1;
+        }
+        const char *name = json_string_value(label);
+        struct results_label *l = results_file_label(rf, name[0] ? name : "(unlabelled)");
+        if (ok && !json_is_true(ok))
+            continue; /* a label whose every request failed has no summary */
+        if (!l) {
+            snprintf(err, errlen, "%s: samples[%zu]: label \"%s\" is not in labels", path, i, name);
+            return -1;
+        }
+        if (results_push(&l->samples, &l->nsamples, rt)) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int results_read_intervals(json_t *iv, struct results_file *rf, const char *path, char *err,
+                                  size_t errlen)
+{
+    if (!json_is_array(iv)) {
+        snprintf(err, errlen, "%s: intervals: expected an array", path);
+        return -1;
+    }
+    rf->intervals = calloc(json_array_size(iv) + 1, sizeof *rf->intervals);
+    if (!rf->intervals) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    size_t i;
+    json_t *o;
+    json_array_foreach(iv, i, o)
+    {
+        struct results_interval_read *x = &rf->intervals[i];
+        json_t *req = json_object_get(o, "requests");
+        if (!json_is_object(o) || !json_is_integer(req) || json_integer_value(req) < 0 ||
+            results_number(o, "p", &x->p) || results_number(o, "length_s", &x->length_s)) {
+            snprintf(err, errlen,
+                     "%s: intervals[%zu]: expected {\"requests\": integer, \"p\": number or null}",
+                     path, i);
+            return -1;
+        }
+        x->requests = (size_t)json_integer_value(req);
+        rf->nintervals++;
+    }
+    return 0;
+}
+
+/* One resources.COMPONENT.LABEL entry: integer "blocks" and the seconds
+ * per kind (absent: NAN). */
+static int results_read_resource(json_t *o, const char *comp, const char *name,
+                                 struct results_file *rf, const char *path, char *err,
+                                 size_t errlen)
+{
+    json_t *blocks = json_object_get(o, "blocks");
+    if (!json_is_object(o) || !json_is_integer(blocks) || json_integer_value(blocks) < 0) {
+        snprintf(err, errlen,
+                 "%s: resources.\"%s\".\"%s\": expected an object with integer \"blocks\"", path,
+                 comp, name);
+        return -1;
+    }
+    struct results_resource *r = &rf->resources[rf->nresources];
+    if (!(r->component = results_strdup(comp)) || !(r->label = results_strdup(name))) {
+        free(r->component);
+        r->component = NULL;
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    rf->nresources++;
+    r->blocks = (uint64_t)json_integer_value(blocks);
+    for (int k = 0; k < RESULTS_NKINDS; k++)
+        if (results_number(o, results_kind_keys[k], &r->s[k]) || (!isnan(r->s[k]) && r->s[k] < 0)) {
+            snprintf(err, errlen, "%s: resources.\"%s\".\"%s\".%s: expected a number >= 0", path,
+                     comp, name, results_kind_keys[k]);
+            return -1;
+        }
+    return 0;
+}
+
+/* "resources": {COMPONENT: {LABEL: {"blocks", "cpu_s", ...}}}. */
+static int results_read_resources(json_t *res, struct results_file *rf, const char *path, char *err,
+                                  size_t errlen)
+{
+    if (!json_is_object(res)) {
+        snprintf(err, errlen, "%s: resources: expected an object (component -> label -> times)",
+                 path);
+        return -1;
+    }
+    size_t total = 0;
+    const char *comp, *name;
+    json_t *co, *o;
+    json_object_foreach(res, comp, co)
+    {
+        if (!json_is_object(co)) {
+            snprintf(err, errlen, "%s: resources.\"%s\": expected an object (label -> times)", path,
+                     comp);
+            return -1;
+        }
+        total += json_object_size(co);
+    }
+    rf->resources = calloc(total + 1, sizeof *rf->resources);
+    if (!rf->resources) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    json_object_foreach(res, comp, co)
+    {
+        json_object_foreach(co, name, o)
+        {
+            if (results_read_resource(o, comp, name, rf, path, err, errlen))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* "format" and "version": this reader's format and version, or an error. */
+static int results_read_format(json_t *root, const char *path, char *err, size_t errlen)
+{
+    json_t *format = json_object_get(root, "format"), *version = json_object_get(root, "version");
+    if (!json_is_object(root) || !json_is_string(format) ||
+        strcmp(json_string_value(format), RESULTS_FORMAT)) {
+        snprintf(err, errlen, "%s: not a preplay results file (no \"format\": \"preplay-results\")",
+                 path);
+        return -1;
+    }
+    if (!json_is_integer(version) || json_integer_value(version) != RESULTS_VERSION) {
+        if (json_is_integer(version))
+            snprintf(err, errlen,
+                     "%s: results version %lld is not supported (this preplay reads %d)", path,
+                     (long long)json_integer_value(version), RESULTS_VERSION);
+        else
+            snprintf(err, errlen, "%s: version: expected an integer (this preplay reads %d)", path,
+                     RESULTS_VERSION);
+        return -1;
+    }
+    return 0;
+}
+
+/* The scalar keys of the root: kind, instance, price, recording_id, plan,
+ * stopped, error, p0, elapsed_s, failed. */
+static int results_read_head(json_t *root, struct results_file *rf, const char *path, char *err,
+                             size_t errlen)
+{
+    json_t *kind = json_object_get(root, "kind");
+    const char *k = json_is_string(kind) ? json_string_value(kind) : "";
+    if (strcmp(k, "run") && strcmp(k, "drive")) {
+        snprintf(err, errlen, "%s: kind: expected \"run\" or \"drive\"", path);
+        return -1;
+    }
+    rf->is_run = !strcmp(k, "run");
+    json_t *inst = json_object_get(root, "instance");
+    if (inst && !json_is_string(inst)) {
+        snprintf(err, errlen, "%s: instance: expected a string", path);
+        return -1;
+    }
+    if (inst && !(rf->instance = results_strdup(json_string_value(inst))))
+        goto oom;
+    if (results_number(root, "price", &rf->price) || (!isnan(rf->price) && rf->price < 0)) {
+        snprintf(err, errlen, "%s: price: expected a number >= 0 (USD per hour) or null", path);
+        return -1;
+    }
+    json_t *rid = json_object_get(root, "recording_id"), *plan = json_object_get(root, "plan");
+    rf->recording_id = results_strdup(json_is_string(rid) ? json_string_value(rid) : "");
+    rf->plan = results_strdup(json_is_string(plan) ? json_string_value(plan) : "");
+    json_t *stopped = json_object_get(root, "stopped"), *note = json_object_get(root, "error");
+    if (rf->is_run && !json_is_boolean(stopped)) {
+        snprintf(err, errlen, "%s: stopped: expected true or false", path);
+        return -1;
+    }
+    rf->stopped = json_is_true(stopped);
+    rf->error = results_strdup(json_is_string(note) ? json_string_value(note) : "");
+    if (results_number(root, "p0", &rf->p0) || !(rf->p0 > 0 && rf->p0 <= 1))
+        rf->p0 = NAN;
+    if (!rf->recording_id || !rf->plan || !rf->error)
+        goto oom;
+    if (results_number(root, "elapsed_s", &rf->elapsed_s) ||
+        results_number(root, "failed", &rf->failed)) {
+        snprintf(err, errlen, "%s: elapsed_s and failed must be numbers", path);
+        return -1;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+}
+
+/* Everything after "format" and "version", in the order errors are found. */
+static int results_read_root(json_t *root, struct results_file *rf, const char *path, char *err,
+                             size_t errlen)
+{
+    if (results_read_head(root, rf, path, err, errlen))
+        return -1;
+    json_t *labels = json_object_get(root, "labels");
+    if (!json_is_object(labels)) {
+        snprintf(err, errlen, "%s: labels: expected an object (label -> summary)", path);
+        return -1;
+    }
+    if (results_read_labels(labels, rf, path, err, errlen))
+        return -1;
+    json_t *samples = json_object_get(root, "samples");
+    if (samples && results_read_samples(samples, rf, path, err, errlen))
+        return -1;
+    json_t *iv = json_object_get(root, "intervals");
+    if (iv && results_read_intervals(iv, rf, path, err, errlen))
+        return -1;
+    rf->has_intervals = iv != NULL;
+    if (rf->is_run && !iv) {
+        snprintf(err, errlen, "%s: intervals: missing (a run file lists its intervals)", path);
+        return -1;
+    }
+    json_t *res = json_object_get(root, "resources");
+    if (res && results_read_resources(res, rf, path, err, errlen))
+        return -1;
+    return 0;
+}
+
+int results_read(const char *path, struct results_file *rf, char *err, size_t errlen)
+{
+    memset(rf, 0, sizeof *rf);
+    rf->price = rf->p0 = rf->elapsed_s = rf->failed = NAN;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
+        return -1;
+    }
+    json_error_t je;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
+    if (!root) {
+        snprintf(err, errlen, "%s: line %d column %d: not valid JSON (%s)", path, je.line,
+                 je.column, je.text);
+        return -1;
+    }
+    int rc = -1;
+    if (results_read_format(root, path, err, errlen) ||
+        results_read_root(root, rf, path, err, errlen))
+        goto out;
+    rc = 0;
+out:
+    json_decref(root);
+    if (rc)
+        results_file_free(rf); /* a refused file leaves nothing to free */
+    return rc;
+}
+
+void results_file_free(struct results_file *rf)
+{
+    for (size_t i = 0; i < rf->nlabels; i++) {
+        free(rf->labels[i].name);
+        free(rf->labels[i].samples);
+    }
+    free(rf->labels);
+    free(rf->intervals);
+    for (size_t i = 0; i < rf->nresources; i++) {
+        free(rf->resources[i].component);
+        free(rf->resources[i].label);
+    }
+    free(rf->resources);
+    free(rf->instance);
+    free(rf->recording_id);
+    free(rf->plan);
+    free(rf->error);
+    memset(rf, 0, sizeof *rf);
+}

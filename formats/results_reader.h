@@ -1,0 +1,96 @@
+/* results_reader.h - reads a results file (results.h, formats/RESULTS.md)
+ * from anywhere into struct results_file: bounded and validated, errors
+ * naming file and key, unknown keys ignored; and the list of keys the
+ * reader knows per object, which the writer must match
+ * (tests/formats/test_results.c). */
+#ifndef PREPLAY_RESULTS_READER_H
+#define PREPLAY_RESULTS_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "results.h"
+
+#define RESULTS_ERR_LEN 512
+
+enum results_metric { RESULTS_MEDIAN, RESULTS_P95, RESULTS_P99, RESULTS_NMETRICS };
+
+struct results_label {
+    char *name;
+    size_t count;
+    double value[RESULTS_NMETRICS], lo[RESULTS_NMETRICS], hi[RESULTS_NMETRICS];
+    int has_band[RESULTS_NMETRICS]; /* lo == hi == value without one */
+    double *samples;                /* successful response times, from "samples" */
+    size_t nsamples;
+};
+
+struct results_interval_read {
+    size_t requests;
+    double p;        /* NAN: not compared */
+    double length_s; /* NAN: absent */
+};
+
+/* The replayer's kinds of time ("cpu_s", ...), as in "resources". */
+enum results_kind {
+    RESULTS_CPU,
+    RESULTS_FILE,
+    RESULTS_NET,
+    RESULTS_EXTERNAL,
+    RESULTS_CALL,
+    RESULTS_LOCK,
+    RESULTS_DB,
+    RESULTS_NKINDS
+};
+extern const char *const results_kind_keys[RESULTS_NKINDS];
+
+struct results_resource {
+    char *component, *label;
+    uint64_t blocks;
+    double s[RESULTS_NKINDS]; /* NAN: absent */
+};
+
+struct results_file {
+    int is_run;         /* "kind": "run" (has a stop rule) or "drive" */
+    char *instance;     /* NULL: absent */
+    double price;       /* NAN: absent or null */
+    char *recording_id; /* "" when absent */
+    char *plan;         /* "" when absent */
+    int stopped;
+    char *error;              /* "" when absent or null */
+    double p0;                /* NAN: absent or outside (0, 1] */
+    double elapsed_s, failed; /* NAN: absent */
+    struct results_label *labels;
+    size_t nlabels;
+    struct results_interval_read *intervals;
+    size_t nintervals;
+    int has_intervals;
+    struct results_resource *resources;
+    size_t nresources;
+};
+
+/* Reads and validates one results file: what it reads must have the right
+ * type and bounds (an error names path and key); keys it does not know
+ * are ignored. 0, or -1 with err and nothing left allocated. */
+int results_read(const char *path, struct results_file *rf, char *err, size_t errlen);
+void results_file_free(struct results_file *rf);
+struct results_label *results_file_label(const struct results_file *rf, const char *name);
+
+/* Every key the reader knows, per object of the format: NULL-terminated.
+ * The writer emits exactly these (tests/formats/test_results.c checks). */
+enum results_object {
+    RESULTS_OBJ_DRIVE, /* the root of a drive document */
+    RESULTS_OBJ_RUN,   /* the root of a run document */
+    RESULTS_OBJ_LABEL,
+    RESULTS_OBJ_SAMPLE,
+    RESULTS_OBJ_LATENESS,
+    RESULTS_OBJ_INTERVAL,
+    RESULTS_OBJ_HOST,
+    RESULTS_OBJ_RESOURCE,
+    RESULTS_OBJ_DB_ERROR,
+    RESULTS_OBJ_STATE_RESTORE,
+    RESULTS_OBJ_RESTORE,
+    RESULTS_NOBJECTS
+};
+const char *const *results_known_keys(enum results_object o);
+
+#endif

@@ -1,0 +1,91 @@
+/* results_writer.h - builds the results JSON (results.h, formats/RESULTS.md)
+ * for `preplay drive` and `preplay run`: every object of the format, keys
+ * in their order, and the atomic save. Never computes a statistic. */
+#ifndef PREPLAY_RESULTS_WRITER_H
+#define PREPLAY_RESULTS_WRITER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "results.h"
+
+/* Functions returning json_t * return NULL on allocation failure; json_t *
+ * members of the structs below are stolen by the function they go to. */
+
+/* A label summary: "count", "mean_s", "median_s", "p95_s", "p99_s",
+ * "min_s", "max_s", and with has_band "median_ci_s", "p95_ci_s",
+ * "p99_ci_s" as [low, high] (band[0..2] = median, p95, p99). */
+struct results_summary {
+    size_t count;
+    double mean_s, median_s, p95_s, p99_s, min_s, max_s;
+    int has_band;
+    double band[3][2];
+};
+json_t *results_summary_json(const struct results_summary *s);
+
+/* Appends {"label", "sent_s", "response_s", "late_s", "ok"[, "interval"]}
+ * to samples; interval 0 leaves "interval" out. 0 or -1. */
+int results_sample_append(json_t *samples, const char *label, double sent_s, double response_s,
+                          double late_s, int ok, long interval);
+
+/* {"median_s", "p99_s", "max_s"} of the sends' lateness. */
+json_t *results_lateness_json(double median_s, double p99_s, double max_s);
+
+/* One entry of a run's "intervals". Not fed: only "p": null after
+ * "lateness"; fed: "p" (null unless compared), "action", "held_open_by". */
+struct results_interval {
+    long interval;
+    size_t requests;
+    uint64_t failed;
+    double length_s;
+    json_t *lateness;
+    int fed, compared;
+    double p;
+    const char *action, *held_open_by;
+};
+json_t *results_interval_json(struct results_interval *iv);
+
+/* Adds a replayer's STATS answer (its "labels" per-kind times, summed into
+ * resources[component][label], its "db_errors", appended to db_errors
+ * with "component", and its "db_cut", added to *db_cut). Text that is not
+ * JSON is ignored. */
+void results_resources_add(json_t *resources, json_t *db_errors, uint64_t *db_cut,
+                           const char *component, const char *stats_text);
+
+/* hosts[component] = {"host", "address", "controller_address", "dir"}. */
+void results_host_set(json_t *hosts, const char *component, const char *host, const char *address,
+                      const char *controller_address, const char *dir);
+
+/* Appends {"interval", "files_s", "db_s"} to a run's per-interval restores. */
+void results_restore_append(json_t *restores, long interval, double files_s, double db_s);
+
+/* The whole document of `preplay drive`. */
+struct results_drive {
+    const char *plan, *recording_id, *target, *mode;
+    double speed, duration_s, elapsed_s;
+    uint64_t requests, failed;
+    int connections;
+    json_t *lateness, *labels, *samples;
+};
+json_t *results_drive_json(struct results_drive *d);
+
+/* The whole document of `preplay run`. price NAN and error NULL are
+ * written as null; hosts NULL leaves "hosts" out. */
+struct results_run {
+    const char *plan, *recording_id, *instance, *mode, *scale, *error;
+    double price, speed, cpu_ratio, p0;
+    int no_deps, stopped;
+    json_t *hosts, *labels, *intervals, *resources, *db_errors, *samples;
+    uint64_t db_cut; /* statements recorded cut, replayed as waits */
+    const char *db_method;
+    double db_dump_s;
+    json_t *restores;
+};
+json_t *results_run_json(struct results_run *r);
+
+/* Writes root to path (temp file + rename, never a partial file). 0 or -1
+ * with err. */
+int results_save(json_t *root, const char *path, char *err, size_t errlen);
+
+#endif

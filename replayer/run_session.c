@@ -1,0 +1,729 @@
+/* run_session.c - the resources of one `preplay run` and their teardown:
+ * starts one replayer per component as a child process on a loopback port
+ * with the run's random token (or, with --hosts, on other hosts over ssh,
+ * run_remote.c: local replayers then listen on every address, and each
+ * host's peers file names them by the address that host reaches us at),
+ * prepares the dummy files, snapshots the DB, restores both before each
+ * interval, and watches for a replayer's death or Ctrl-C (SIGINT/SIGTERM).
+ * Everything it starts or makes is in struct run_session and
+ * run_session_close alone undoes it. Must never leave a replayer running:
+ * children get SIGTERM at the end and die with us (PR_SET_PDEATHSIG);
+ * remote ones are stopped over their ssh session, whose end alone also
+ * stops them and removes their temp dir. */
+#include "run_session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dummy_files.h"
+#include "replay_cli.h"
+#include "replay_proto.h"
+#include "stats.h"
+
+static volatile sig_atomic_t run_interrupted;
+
+static void run_on_signal(int sig)
+{
+    run_interrupted = sig;
+}
+
+static double run_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int run_session_interrupted(void)
+{
+    return run_interrupted;
+}
+
+int run_session_check_children(void *arg)
+{
+    struct run_session *s = arg;
+    for (uint32_t i = 0; i < s->nchildren; i++) {
+        struct run_child *c = &s->children[i];
+        if (c->remote && !c->exited && run_remote_exited(c->remote, &c->status)) {
+            c->exited = 1;
+            if (!s->dead)
+                s->dead = c->name;
+        }
+        if (!c->remote && c->pid > 0 && !c->exited &&
+            waitpid(c->pid, &c->status, WNOHANG) == c->pid) {
+            c->exited = 1;
+            if (!s->dead)
+                s->dead = c->name;
+        }
+        if (c->exited)
+            return 1;
+    }
+    return run_interrupted != 0;
+}
+
+static void run_describe_exit(const struct run_child *c, char *out, size_t outlen)
+{
+    if (WIFSIGNALED(c->status))
+        snprintf(out, outlen, "killed by signal %d", WTERMSIG(c->status));
+    else
+        snprintf(out, outlen, "exited with status %d", WEXITSTATUS(c->status));
+}
+
+static int run_spawn(struct run_child *c, char **argv, double timeout_s, char *err, size_t errlen)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC)) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t parent = getpid();
+    c->pid = fork();
+    if (c->pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (c->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(1);
+        int logfd = open(c->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (logfd >= 0)
+            dup2(logfd, 2);
+        dup2(pfd[1], 1);
+        execv("/proc/self/exe", argv);
+        fprintf(stderr, "run: exec /proc/self/exe: %s\n", strerror(errno));
+        _exit(127);
+    }
+    close(pfd[1]);
+    /* wait for "listening ADDR" */
+    char buf[256];
+    size_t got = 0;
+    double deadline = run_now() + timeout_s;
+    int rc = -1;
+    while (run_now() < deadline && got < sizeof buf - 1) {
+        struct pollfd p = {pfd[0], POLLIN, 0};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        ssize_t n = read(pfd[0], buf + got, sizeof buf - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        buf[got] = 0;
+        char *nl = strchr(buf, '\n');
+        if (nl) {
+            *nl = 0;
+            if (!strncmp(buf, "listening ", 10)) {
+                snprintf(c->addr, sizeof c->addr, "%s", buf + 10);
+                rc = 0;
+            }
+            break;
+        }
+    }
+    close(pfd[0]);
+    if (rc) {
+        char last[512];
+        run_log_last_line(c->log, last, sizeof last);
+        snprintf(err, errlen, "replayer for component '%s' did not start: %s", c->name,
+                 last[0] ? last : "no 'listening' line in time");
+    }
+    return rc;
+}
+
+/* A control request (stats or reset) to one replayer; stats JSON (malloc'ed) or NULL. */
+static char *run_control(const char *addr, uint64_t token, uint32_t block, char *err, size_t errlen)
+{
+    int fd = replay_connect(addr, 1, err, errlen);
+    if (fd < 0)
+        return NULL;
+    struct replay_header h = {.block = block, .token = token};
+    unsigned char hb[REPLAY_HEADER_SIZE], lb[4];
+    replay_header_encode(&h, hb);
+    char *text = NULL;
+    if (replay_send_exact(fd, hb, sizeof hb, 0) || replay_recv_exact(fd, lb, 4)) {
+        snprintf(err, errlen, "control request to %s failed", addr);
+        goto out;
+    }
+    uint32_t len =
+        (uint32_t)lb[0] | (uint32_t)lb[1] << 8 | (uint32_t)lb[2] << 16 | (uint32_t)lb[3] << 24;
+    text = malloc((size_t)len + 1);
+    if (!text || replay_recv_exact(fd, text, len)) {
+        snprintf(err, errlen, "control answer from %s truncated", addr);
+        free(text);
+        text = NULL;
+        goto out;
+    }
+    text[len] = 0;
+out:
+    close(fd);
+    return text;
+}
+
+/* Runs argv with stdin/stdout redirected (NULL = inherit); exit status or -1. */
+static int run_exec(char *const argv[], const char *in, const char *out)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (in) {
+            int fd = open(in, O_RDONLY);
+            if (fd < 0 || dup2(fd, 0) < 0)
+                _exit(126);
+        }
+        if (out) {
+            int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || dup2(fd, 1) < 0)
+                _exit(126);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run_db_parse(const char *url, struct run_db *d, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    const char *s = strstr(url, "://");
+    if (!s) {
+        snprintf(err, errlen, "--db '%s': expected mysql://user:password@host:port/db", url);
+        return -1;
+    }
+    s += 3;
+    const char *at = strchr(s, '@');
+    if (at) {
+        const char *colon = memchr(s, ':', (size_t)(at - s));
+        snprintf(d->user, sizeof d->user, "%.*s", (int)((colon ? colon : at) - s), s);
+        if (colon)
+            snprintf(d->password, sizeof d->password, "%.*s", (int)(at - colon - 1), colon + 1);
+        s = at + 1;
+    }
+    const char *slash = strchr(s, '/');
+    const char *he = slash ? slash : s + strlen(s);
+    const char *pc = memchr(s, ':', (size_t)(he - s));
+    snprintf(d->host, sizeof d->host, "%.*s", (int)((pc ? pc : he) - s), s);
+    if (pc)
+        snprintf(d->port, sizeof d->port, "%.*s", (int)(he - pc - 1), pc + 1);
+    if (slash) {
+        const char *q = strchr(slash + 1, '?');
+        snprintf(d->db, sizeof d->db, "%.*s", (int)(q ? q - slash - 1 : (long)strlen(slash + 1)),
+                 slash + 1);
+        if (q && !strncmp(q + 1, "socket=", 7))
+            snprintf(d->socket, sizeof d->socket, "%s", q + 8);
+    }
+    if (!d->db[0]) {
+        snprintf(err, errlen, "--db '%s': no database name (…/DBNAME)", url);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_db_client(const struct run_db *d, const char *tool, const char *in, const char *out)
+{
+    char user[160], pass[160], host[300], port[40], sock[300];
+    char *argv[16];
+    int n = 0;
+    argv[n++] = (char *)tool;
+    argv[n++] = "--no-defaults";
+    if (d->socket[0]) {
+        snprintf(sock, sizeof sock, "--socket=%s", d->socket);
+        argv[n++] = sock;
+    } else {
+        snprintf(host, sizeof host, "--host=%s", d->host);
+        argv[n++] = host;
+        if (d->port[0]) {
+            snprintf(port, sizeof port, "--port=%s", d->port);
+            argv[n++] = port;
+        }
+    }
+    if (d->user[0]) {
+        snprintf(user, sizeof user, "--user=%s", d->user);
+        argv[n++] = user;
+    }
+    if (d->password[0]) {
+        snprintf(pass, sizeof pass, "--password=%s", d->password);
+        argv[n++] = pass;
+    }
+    if (!strcmp(tool, "mariadb-dump")) {
+        argv[n++] = "--single-transaction";
+        argv[n++] = "--skip-lock-tables";
+    }
+    argv[n++] = (char *)d->db;
+    argv[n] = NULL;
+    return run_exec(argv, in, out);
+}
+
+char *run_session_control(const struct run_session *s, uint32_t i, uint32_t block, char *err,
+                          size_t errlen)
+{
+    return run_control(s->children[i].addr, s->token, block, err, errlen);
+}
+
+int run_session_open(struct run_session *s, const struct run_config *cfg)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    s->p = replay_cli_load_plan(cfg->plan_path, "run");
+    if (!s->p)
+        return -1;
+    s->frontend = -1;
+    s->tty = isatty(2);
+    s->ratio = cfg->ratio;
+    s->dir = cfg->dir;
+    snprintf(s->work, sizeof s->work, "/tmp/preplay-run-XXXXXX");
+    s->intervals = json_array();
+    s->samples = json_array();
+    s->resources = json_object();
+    s->db_errors = json_array();
+    s->restores = json_array();
+    s->token = replay_token_random();
+    replay_token_format(s->token, s->tokbuf);
+    return 0;
+}
+
+/* The component the driver sends to, and the hosts file's components. */
+static int run_session_check_plan(struct run_session *s)
+{
+    const struct plan *p = s->p;
+    const char *plan_path = s->cfg->plan_path, *hosts_path = s->cfg->hosts_path;
+    char err[1024];
+    for (uint32_t i = 0; i < p->ncomponents && s->frontend < 0; i++)
+        if (p->components[i].is_frontend)
+            s->frontend = (int)i;
+    if (s->frontend < 0 && p->nrequests && p->requests[0].block < p->nblocks)
+        s->frontend = (int)p->blocks[p->requests[0].block].component;
+    if (s->frontend < 0 || !p->nrequests) {
+        fprintf(stderr, "run: %s: no front-end requests to replay\n", plan_path);
+        return -1;
+    }
+    if (!hosts_path)
+        return 0;
+    if (run_hosts_read(hosts_path, &s->hosts, err, sizeof err)) {
+        fprintf(stderr, "run: --hosts %s\n", err);
+        return -1;
+    }
+    for (uint32_t i = 0; i < s->hosts.n; i++)
+        if (replay_cli_component(p, s->hosts.hosts[i].component) < 0) {
+            fprintf(stderr, "run: --hosts %s:%u: no component '%s' in %s\n", hosts_path,
+                    s->hosts.hosts[i].line, s->hosts.hosts[i].component, plan_path);
+            return -1;
+        }
+    return 0;
+}
+
+/* Ctrl-C: stop at the next check, write what we have, stop everything. */
+static void run_session_handlers(struct run_session *s)
+{
+    struct sigaction sa = {.sa_handler = run_on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &s->old_int);
+    sigaction(SIGTERM, &sa, &s->old_term);
+    s->have_handlers = 1;
+}
+
+/* The temp dir, the dummy files, the CPU ratio once for every replayer,
+ * and the DB snapshot: dumped now, reloaded before each interval. */
+static int run_session_prepare_state(struct run_session *s)
+{
+    const struct run_config *cfg = s->cfg;
+    char err[1024];
+    if (cfg->db_url && run_db_parse(cfg->db_url, &s->db, err, sizeof err)) {
+        fprintf(stderr, "run: %s\n", err);
+        return -1;
+    }
+    if (!mkdtemp(s->work)) {
+        fprintf(stderr, "run: %s: %s\n", s->work, strerror(errno));
+        return -1;
+    }
+    s->have_work = 1;
+    if (!s->dir) {
+        snprintf(s->dirbuf, sizeof s->dirbuf, "%s/files", s->work);
+        s->dir = s->dirbuf;
+    }
+    if (s->p->nfiles) {
+        struct dummy_files_stats fst;
+        s->files = dummy_files_open_plan(s->dir, s->p, err, sizeof err);
+        if (!s->files || dummy_files_check_space(s->files, err, sizeof err) ||
+            dummy_files_create(s->files, &fst, err, sizeof err)) {
+            fprintf(stderr, "run: dummy files: %s\n", err);
+            return -1;
+        }
+    }
+    if (!(s->ratio > 0))
+        s->ratio = replay_cli_cpu_ratio(s->p, "run");
+    snprintf(s->ratiobuf, sizeof s->ratiobuf, "%.6f", s->ratio);
+    if (cfg->db_url) {
+        snprintf(s->db.dump_path, sizeof s->db.dump_path, "%s/db-snapshot.sql", s->work);
+        double t0 = run_now();
+        int st = run_db_client(&s->db, "mariadb-dump", NULL, s->db.dump_path);
+        s->dump_s = run_now() - t0;
+        if (st) {
+            fprintf(stderr,
+                    "run: mariadb-dump of '%s' failed (status %d): cannot snapshot the DB\n",
+                    s->db.db, st);
+            return -1;
+        }
+        s->have_db = 1;
+    }
+    return 0;
+}
+
+/* One child per component: its name, log, and host when it runs elsewhere. */
+static int run_session_children_init(struct run_session *s)
+{
+    const struct plan *p = s->p;
+    snprintf(s->peers, sizeof s->peers, "%s/peers", s->work);
+    s->children = calloc(p->ncomponents, sizeof *s->children);
+    if (!s->children)
+        return -1;
+    s->nchildren = p->ncomponents;
+    for (uint32_t i = 0; i < p->ncomponents; i++) {
+        struct run_child *ch = &s->children[i];
+        ch->name = plan_string(p, p->components[i].name);
+        snprintf(ch->log, sizeof ch->log, "%s/replay-%u.log", s->work, i);
+        ch->host = s->hosts.n ? run_hosts_find(&s->hosts, ch->name) : NULL;
+        if (ch->host) {
+            run_host_describe(ch->host, ch->host_text, sizeof ch->host_text);
+            s->nremote++;
+        }
+    }
+    return 0;
+}
+
+/* Every host copies at once, then each starts its agent and replayer
+ * (which calibrate in parallel), then we wait for each to listen. */
+static int run_session_start_remote_all(struct run_session *s, struct run_remote_config *rcfg,
+                                        const char *const *rargs)
+{
+    const struct run_config *cfg = s->cfg;
+    char err[1024];
+    for (uint32_t i = 0; i < s->nchildren && !run_interrupted; i++) {
+        struct run_child *ch = &s->children[i];
+        if (!ch->host)
+            continue;
+        rcfg[i] = (struct run_remote_config){.host = ch->host,
+                                             .ssh_opts = cfg->ssh_opts,
+                                             .connect_timeout_s = (int)cfg->ssh_timeout,
+                                             .plan_path = cfg->plan_path,
+                                             .log_path = ch->log,
+                                             .token = s->token,
+                                             .replay_args = rargs};
+        ch->remote = run_remote_begin(&rcfg[i], err, sizeof err);
+        if (!ch->remote) {
+            fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < s->nchildren && !run_interrupted; i++) {
+        struct run_child *ch = &s->children[i];
+        if (!ch->remote)
+            continue;
+        if (run_remote_start(ch->remote, &rcfg[i], err, sizeof err)) {
+            fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
+            return -1;
+        }
+        ch->pid = run_remote_ssh_pid(ch->remote);
+    }
+    for (uint32_t i = 0; i < s->nchildren && !run_interrupted; i++) {
+        struct run_child *ch = &s->children[i];
+        if (ch->remote && run_remote_wait_listening(ch->remote, 300, ch->addr, sizeof ch->addr, err,
+                                                    sizeof err)) {
+            fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The remote replayers: each host measures its own CPU ratio unless
+ * --cpu-ratio was given. */
+static int run_session_start_remote(struct run_session *s)
+{
+    const struct run_config *cfg = s->cfg;
+    const char *rargs[12];
+    int na = 0;
+    rargs[na++] = "--pool";
+    rargs[na++] = cfg->pool;
+    if (cfg->db_url) {
+        rargs[na++] = "--db";
+        rargs[na++] = cfg->db_url;
+    }
+    if (cfg->no_deps)
+        rargs[na++] = "--no-deps";
+    if (cfg->ratio_given) {
+        rargs[na++] = "--cpu-ratio";
+        rargs[na++] = s->ratiobuf;
+    }
+    rargs[na] = NULL;
+    struct run_remote_config *rcfg = calloc(s->nchildren, sizeof *rcfg);
+    if (!rcfg)
+        return -1;
+    int rc = run_session_start_remote_all(s, rcfg, rargs);
+    free(rcfg);
+    return rc;
+}
+
+/* One local replayer, listening on listen; then reachable on loopback. */
+static int run_session_spawn_local(struct run_session *s, struct run_child *ch, const char *listen)
+{
+    const struct run_config *cfg = s->cfg;
+    char err[1024];
+    char *cargv[24];
+    int n = 0;
+    cargv[n++] = "preplay";
+    cargv[n++] = "replay";
+    cargv[n++] = (char *)cfg->plan_path;
+    cargv[n++] = "--component";
+    cargv[n++] = (char *)ch->name;
+    cargv[n++] = "--listen";
+    cargv[n++] = (char *)listen;
+    cargv[n++] = "--token";
+    cargv[n++] = s->tokbuf;
+    cargv[n++] = "--peers";
+    cargv[n++] = s->peers;
+    cargv[n++] = "--dir";
+    cargv[n++] = (char *)s->dir;
+    cargv[n++] = "--cpu-ratio";
+    cargv[n++] = s->ratiobuf;
+    cargv[n++] = "--pool";
+    cargv[n++] = (char *)cfg->pool;
+    if (cfg->db_url) {
+        cargv[n++] = "--db";
+        cargv[n++] = (char *)cfg->db_url;
+    }
+    if (cfg->no_deps)
+        cargv[n++] = "--no-deps";
+    cargv[n] = NULL;
+    if (run_spawn(ch, cargv, 60, err, sizeof err)) {
+        fprintf(stderr, "run: %s\n", err);
+        return -1;
+    }
+    /* bound to every address: reach it on loopback from here */
+    const char *port = strrchr(ch->addr, ':');
+    if (port && strcmp(listen, "127.0.0.1:0")) {
+        char here[128];
+        snprintf(here, sizeof here, "%s%s", listen[0] == '[' ? "[::1]" : "127.0.0.1", port);
+        snprintf(ch->addr, sizeof ch->addr, "%s", here);
+    }
+    return 0;
+}
+
+/* The local replayers: on loopback, or on every address when hosts
+ * elsewhere must reach them (remote ones start first to tell). */
+static int run_session_start_local(struct run_session *s)
+{
+    const char *local_listen = "127.0.0.1:0";
+    for (uint32_t i = 0; i < s->nchildren; i++)
+        if (s->children[i].remote)
+            local_listen =
+                strchr(run_remote_client_ip(s->children[i].remote), ':') ? "[::]:0" : "0.0.0.0:0";
+    for (uint32_t i = 0; i < s->nchildren && !run_interrupted; i++)
+        if (!s->children[i].host && run_session_spawn_local(s, &s->children[i], local_listen))
+            return -1;
+    if (run_interrupted) {
+        fprintf(stderr, "run: interrupted while starting the replayers\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The local peers file: every replayer by the address we reach it at. */
+static int run_session_write_peers(struct run_session *s)
+{
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", s->peers);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    for (uint32_t i = 0; i < s->nchildren; i++)
+        fprintf(f, "%s %s\n", s->children[i].name, s->children[i].addr);
+    if (fclose(f) || rename(tmp, s->peers)) {
+        fprintf(stderr, "run: %s: cannot write the peers file\n", s->peers);
+        return -1;
+    }
+    return 0;
+}
+
+/* Each host's peers file: local replayers by the address it reaches us at. */
+static int run_session_send_peers(struct run_session *s)
+{
+    char err[1024];
+    for (uint32_t i = 0; i < s->nchildren; i++) {
+        struct run_child *ch = &s->children[i];
+        if (!ch->remote)
+            continue;
+        const char *me = run_remote_client_ip(ch->remote);
+        size_t cap = 256 * (size_t)s->nchildren + 1, used = 0;
+        char *text = malloc(cap);
+        if (!text)
+            return -1;
+        text[0] = 0;
+        for (uint32_t j = 0; j < s->nchildren; j++) {
+            const struct run_child *o = &s->children[j];
+            const char *port = strrchr(o->addr, ':');
+            if (o->remote || !port)
+                used += (size_t)snprintf(text + used, cap - used, "%s %s\n", o->name, o->addr);
+            else
+                used += (size_t)snprintf(text + used, cap - used,
+                                         strchr(me, ':') ? "%s [%s]%s\n" : "%s %s%s\n", o->name, me,
+                                         port);
+            if (used >= cap)
+                used = cap - 1;
+        }
+        int bad = run_remote_send_peers(ch->remote, text, err, sizeof err);
+        free(text);
+        if (bad) {
+            fprintf(stderr, "run: component '%s': %s\n", ch->name, err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int run_session_start(struct run_session *s)
+{
+    if (run_session_check_plan(s))
+        return -1;
+    run_session_handlers(s);
+    if (run_session_prepare_state(s) || run_session_children_init(s))
+        return -1;
+    /* replayers: remote ones first, since local ones must know whether to
+     * listen beyond loopback and the hosts say where they reach us */
+    if ((s->nremote && run_session_start_remote(s)) || run_session_start_local(s) ||
+        run_session_write_peers(s) || run_session_send_peers(s))
+        return -1;
+    struct stats_config cfg;
+    char err[1024];
+    stats_config_default(&cfg);
+    cfg.p0 = s->cfg->p0;
+    cfg.interval = s->cfg->interval;
+    cfg.max_interval = s->cfg->interval;
+    cfg.kde.log_scale = s->cfg->log_scale;
+    s->m = stats_machine_new(&cfg, err);
+    if (!s->m) {
+        fprintf(stderr, "run: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+int run_session_restore(struct run_session *s, long iv, double *files_s, double *db_s, char *err,
+                        size_t errlen)
+{
+    double tr = run_now();
+    *files_s = *db_s = 0;
+    for (uint32_t i = 0; i < s->nchildren; i++)
+        if (s->children[i].remote && run_remote_restore_begin(s->children[i].remote, err, errlen))
+            return RUN_REMOTE_FAILED;
+    if (s->files) {
+        /* sizes here; each replayer rewrites the ranges it wrote at RESET */
+        struct dummy_files_stats fst;
+        if (dummy_files_restore(s->files, 0, &fst, err, errlen)) {
+            fprintf(stderr, "run: interval %ld: restoring dummy files: %s\n", iv, err);
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < s->nchildren; i++)
+        if (s->children[i].remote &&
+            run_remote_restore_end(s->children[i].remote, 600, err, errlen))
+            return RUN_REMOTE_FAILED;
+    *files_s = run_now() - tr;
+    if (s->have_db) {
+        double t0 = run_now();
+        int st = run_db_client(&s->db, "mariadb", s->db.dump_path, NULL);
+        *db_s = run_now() - t0;
+        if (st) {
+            fprintf(stderr, "run: interval %ld: reloading the DB snapshot failed (status %d)\n", iv,
+                    st);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void run_session_print_death(struct run_session *s, const char *prefix, size_t interval)
+{
+    for (uint32_t i = 0; i < s->nchildren; i++)
+        if (s->children[i].exited) {
+            struct run_child *ch = &s->children[i];
+            char how[400], last[512];
+            if (ch->remote)
+                run_remote_describe_end(ch->remote, how, sizeof how);
+            else
+                run_describe_exit(ch, how, sizeof how);
+            run_log_last_line(ch->log, last, sizeof last);
+            fprintf(stderr,
+                    "%srun: the replayer for component '%s'%s%s %s during interval %zu%s%s\n",
+                    prefix, ch->name, ch->remote ? " on " : "", ch->remote ? ch->host_text : "",
+                    how, interval, last[0] ? ": " : "", last);
+            s->dead = ch->name;
+            return;
+        }
+}
+
+/* Every replayer stopped: local ones get SIGTERM (SIGKILL after 1 s),
+ * remote ones are stopped over their ssh session. */
+static void run_session_stop_children(struct run_session *s)
+{
+    for (uint32_t i = 0; i < s->nchildren; i++)
+        if (s->children[i].pid > 0 && !s->children[i].exited && !s->children[i].remote)
+            kill(s->children[i].pid, SIGTERM);
+    for (uint32_t i = 0; i < s->nchildren; i++) {
+        run_remote_stop(s->children[i].remote);
+        s->children[i].remote = NULL;
+    }
+    for (uint32_t i = 0; i < s->nchildren; i++) {
+        struct run_child *ch = &s->children[i];
+        if (ch->pid <= 0 || ch->exited || ch->host)
+            continue;
+        for (int k = 0; k < 50 && waitpid(ch->pid, &ch->status, WNOHANG) == 0; k++)
+            usleep(20000);
+        if (kill(ch->pid, 0) == 0) {
+            kill(ch->pid, SIGKILL);
+            waitpid(ch->pid, &ch->status, 0);
+        }
+    }
+}
+
+void run_session_close(struct run_session *s, int rc)
+{
+    run_session_stop_children(s);
+    free(s->children);
+    run_hosts_free(&s->hosts);
+    if (s->have_handlers) {
+        sigaction(SIGINT, &s->old_int, NULL);
+        sigaction(SIGTERM, &s->old_term, NULL);
+    }
+    if (s->have_work && rc == 0) {
+        char *rm[] = {"rm", "-rf", s->work, NULL};
+        run_exec(rm, NULL, NULL);
+    } else if (s->have_work) {
+        fprintf(stderr, "run: replayer logs kept in %s\n", s->work);
+    }
+    json_decref(s->intervals);
+    json_decref(s->samples);
+    json_decref(s->resources);
+    json_decref(s->db_errors);
+    json_decref(s->restores);
+    replay_label_set_free(&s->all);
+    stats_machine_free(s->m);
+    dummy_files_close(s->files);
+    plan_free(s->p);
+    memset(s, 0, sizeof *s);
+}

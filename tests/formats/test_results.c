@@ -1,0 +1,319 @@
+/* test_results.c - the results format's writer and reader agree
+ * (formats/results.h): a drive and a run document with every key the
+ * writer can emit (bands, intervals, hosts, a price, an error, resources,
+ * DB errors) must use exactly the keys the reader lists as known, object
+ * by object, so a key added to the writer without the reader knowing it
+ * (or a known key nothing writes any more) fails here; and what the
+ * reader takes from such a file must come back as written. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "results_reader.h"
+#include "results_writer.h"
+#include "test_tmpdir.h"
+
+/* The replayer's STATS answer, as replay_engine_stats_json writes it. */
+static const char test_stats[] =
+    "{\"component\":\"web\",\"blocks\":3,\"labels\":{\"GET /\":{\"blocks\":3,\"cpu_s\":0.3,"
+    "\"file_s\":0.1,\"lock_s\":0,\"db_s\":0.2,\"call_s\":0,\"external_s\":0.05,\"net_s\":0.01}},"
+    "\"db_cut\":2,"
+    "\"db_errors\":[{\"query\":\"SELECT 1\",\"count\":2,\"code\":1146,\"message\":\"no table\"}]}";
+
+static json_t *test_labels(void)
+{
+    struct results_summary s = {.count = 3,
+                                .mean_s = 0.02,
+                                .median_s = 0.02,
+                                .p95_s = 0.03,
+                                .p99_s = 0.04,
+                                .min_s = 0.01,
+                                .max_s = 0.04,
+                                .has_band = 1,
+                                .band = {{0.015, 0.025}, {0.025, 0.035}, {0.035, 0.045}}};
+    json_t *labels = json_object();
+    json_object_set_new(labels, "GET /", results_summary_json(&s));
+    return labels;
+}
+
+static json_t *test_samples(long interval)
+{
+    json_t *samples = json_array();
+    static const double rt[3] = {0.01, 0.02, 0.04};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(
+            results_sample_append(samples, "GET /", 0.1 * i, rt[i], 0.001, 1, interval), 0);
+    assert_int_equal(results_sample_append(samples, "GET /", 0.5, 0, 0.002, 0, interval), 0);
+    return samples;
+}
+
+static json_t *test_run_doc(void)
+{
+    json_t *intervals = json_array(), *resources = json_object(), *db_errors = json_array();
+    json_t *restores = json_array(), *hosts = json_object();
+    struct results_interval iv = {.interval = 1,
+                                  .requests = 4,
+                                  .failed = 1,
+                                  .length_s = 2,
+                                  .lateness = results_lateness_json(0.001, 0.002, 0.002),
+                                  .fed = 1,
+                                  .compared = 1,
+                                  .p = 0.5,
+                                  .action = "continue",
+                                  .held_open_by = "(overall)"};
+    json_array_append_new(intervals, results_interval_json(&iv));
+    uint64_t db_cut = 0;
+    results_resources_add(resources, db_errors, &db_cut, "web", test_stats);
+    assert_int_equal(db_cut, 2);
+    results_restore_append(restores, 1, 0.01, 0.2);
+    results_host_set(hosts, "app", "user@h:22", "10.0.0.2:4000", "10.0.0.1", "/tmp/x");
+    struct results_run r = {.plan = "p.plan",
+                            .recording_id = "rec-1",
+                            .instance = "m5.large",
+                            .mode = "independent",
+                            .scale = "linear",
+                            .error = "replayer 'app' died",
+                            .price = 0.096,
+                            .speed = 1,
+                            .cpu_ratio = 1.5,
+                            .p0 = 0.9,
+                            .no_deps = 0,
+                            .stopped = 1,
+                            .hosts = hosts,
+                            .labels = test_labels(),
+                            .intervals = intervals,
+                            .resources = resources,
+                            .db_errors = db_errors,
+                            .db_cut = db_cut,
+                            .samples = test_samples(1),
+                            .db_method = "none",
+                            .db_dump_s = 0.5,
+                            .restores = restores};
+    json_t *root = results_run_json(&r);
+    assert_non_null(root);
+    return root;
+}
+
+static json_t *test_drive_doc(void)
+{
+    struct results_drive d = {.plan = "p.plan",
+                              .recording_id = "rec-1",
+                              .target = "127.0.0.1:4000",
+                              .mode = "session",
+                              .speed = 2,
+                              .duration_s = 0,
+                              .elapsed_s = 1.25,
+                              .requests = 4,
+                              .failed = 1,
+                              .connections = 2,
+                              .lateness = results_lateness_json(0.001, 0.002, 0.002),
+                              .labels = test_labels(),
+                              .samples = test_samples(0)};
+    json_t *root = results_drive_json(&d);
+    assert_non_null(root);
+    return root;
+}
+
+/* Keys seen per object kind over a whole document. */
+struct test_seen {
+    json_t *keys[RESULTS_NOBJECTS]; /* objects used as sets */
+};
+
+static void test_see(struct test_seen *seen, enum results_object kind, json_t *obj)
+{
+    assert_true(json_is_object(obj));
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        json_object_set_new(seen->keys[kind], k, json_true());
+    }
+}
+
+static void test_see_each(struct test_seen *seen, enum results_object kind, json_t *container)
+{
+    size_t i;
+    json_t *v;
+    const char *k;
+    if (json_is_array(container)) {
+        json_array_foreach(container, i, v)
+        {
+            test_see(seen, kind, v);
+        }
+    } else {
+        json_object_foreach(container, k, v)
+        {
+            test_see(seen, kind, v);
+        }
+    }
+}
+
+static void test_walk(struct test_seen *seen, json_t *root)
+{
+    int run = !strcmp(json_string_value(json_object_get(root, "kind")), "run");
+    test_see(seen, run ? RESULTS_OBJ_RUN : RESULTS_OBJ_DRIVE, root);
+    test_see_each(seen, RESULTS_OBJ_LABEL, json_object_get(root, "labels"));
+    test_see_each(seen, RESULTS_OBJ_SAMPLE, json_object_get(root, "samples"));
+    if (!run) {
+        test_see(seen, RESULTS_OBJ_LATENESS, json_object_get(root, "lateness"));
+        return;
+    }
+    json_t *intervals = json_object_get(root, "intervals");
+    test_see_each(seen, RESULTS_OBJ_INTERVAL, intervals);
+    size_t i;
+    json_t *v;
+    json_array_foreach(intervals, i, v)
+    {
+        test_see(seen, RESULTS_OBJ_LATENESS, json_object_get(v, "lateness"));
+    }
+    test_see_each(seen, RESULTS_OBJ_HOST, json_object_get(root, "hosts"));
+    const char *comp;
+    json_object_foreach(json_object_get(root, "resources"), comp, v)
+    {
+        test_see_each(seen, RESULTS_OBJ_RESOURCE, v);
+    }
+    test_see_each(seen, RESULTS_OBJ_DB_ERROR, json_object_get(root, "db_errors"));
+    json_t *sr = json_object_get(root, "state_restore");
+    test_see(seen, RESULTS_OBJ_STATE_RESTORE, sr);
+    test_see_each(seen, RESULTS_OBJ_RESTORE, json_object_get(sr, "per_interval"));
+}
+
+/* Every key written is known to the reader, and every known key is written. */
+static void test_writer_keys_are_known(void **state)
+{
+    (void)state;
+    struct test_seen seen;
+    for (int o = 0; o < RESULTS_NOBJECTS; o++)
+        seen.keys[o] = json_object();
+    json_t *run = test_run_doc(), *drive = test_drive_doc();
+    test_walk(&seen, run);
+    test_walk(&seen, drive);
+    for (int o = 0; o < RESULTS_NOBJECTS; o++) {
+        const char *const *known = results_known_keys((enum results_object)o);
+        assert_non_null(known);
+        size_t nknown = 0;
+        for (; known[nknown]; nknown++)
+            if (!json_object_get(seen.keys[o], known[nknown]))
+                fail_msg("object %d: the reader knows \"%s\" but the writer never writes it", o,
+                         known[nknown]);
+        const char *k;
+        json_t *v;
+        json_object_foreach(seen.keys[o], k, v)
+        {
+            size_t i = 0;
+            while (known[i] && strcmp(known[i], k))
+                i++;
+            if (!known[i])
+                fail_msg("object %d: the writer writes \"%s\" but the reader does not know it", o,
+                         k);
+        }
+        assert_int_equal(json_object_size(seen.keys[o]), nknown);
+        json_decref(seen.keys[o]);
+    }
+    json_decref(run);
+    json_decref(drive);
+}
+
+static void test_check_label(const struct results_file *rf)
+{
+    assert_int_equal(rf->nlabels, 1);
+    const struct results_label *l = results_file_label(rf, "GET /");
+    assert_non_null(l);
+    assert_int_equal(l->count, 3);
+    static const double value[3] = {0.02, 0.03, 0.04}, lo[3] = {0.015, 0.025, 0.035};
+    for (int m = 0; m < RESULTS_NMETRICS; m++) {
+        assert_true(l->has_band[m]);
+        assert_true(fabs(l->value[m] - value[m]) < 1e-12);
+        assert_true(fabs(l->lo[m] - lo[m]) < 1e-12);
+        assert_true(fabs(l->hi[m] - (lo[m] + 0.01)) < 1e-12);
+    }
+    assert_int_equal(l->nsamples, 3); /* the failed sample is not one */
+    assert_true(fabs(l->samples[2] - 0.04) < 1e-12);
+}
+
+/* A run document: saved, read back, every value the reader keeps as written. */
+static void test_run_round_trip(void **state)
+{
+    (void)state;
+    const char *path = test_tmpdir_path("run.json");
+    char err[RESULTS_ERR_LEN] = "";
+    json_t *root = test_run_doc();
+    assert_int_equal(results_save(root, path, err, sizeof err), 0);
+    json_decref(root);
+    struct results_file rf;
+    if (results_read(path, &rf, err, sizeof err))
+        fail_msg("%s", err);
+    assert_true(rf.is_run);
+    assert_string_equal(rf.instance, "m5.large");
+    assert_string_equal(rf.recording_id, "rec-1");
+    assert_string_equal(rf.plan, "p.plan");
+    assert_string_equal(rf.error, "replayer 'app' died");
+    assert_true(rf.stopped);
+    assert_true(fabs(rf.price - 0.096) < 1e-12 && fabs(rf.p0 - 0.9) < 1e-12);
+    assert_true(isnan(rf.elapsed_s));
+    test_check_label(&rf);
+    assert_int_equal(rf.nintervals, 1);
+    assert_int_equal(rf.intervals[0].requests, 4);
+    assert_true(rf.intervals[0].p == 0.5 && rf.intervals[0].length_s == 2);
+    assert_int_equal(rf.nresources, 1);
+    assert_string_equal(rf.resources[0].component, "web");
+    assert_string_equal(rf.resources[0].label, "GET /");
+    assert_int_equal(rf.resources[0].blocks, 3);
+    assert_true(fabs(rf.resources[0].s[RESULTS_CPU] - 0.3) < 1e-12);
+    assert_true(fabs(rf.resources[0].s[RESULTS_EXTERNAL] - 0.05) < 1e-12);
+    results_file_free(&rf);
+}
+
+static void test_drive_round_trip(void **state)
+{
+    (void)state;
+    const char *path = test_tmpdir_path("drive.json");
+    char err[RESULTS_ERR_LEN] = "";
+    json_t *root = test_drive_doc();
+    assert_int_equal(results_save(root, path, err, sizeof err), 0);
+    json_decref(root);
+    struct results_file rf;
+    if (results_read(path, &rf, err, sizeof err))
+        fail_msg("%s", err);
+    assert_false(rf.is_run);
+    assert_null(rf.instance);
+    assert_true(isnan(rf.price) && isnan(rf.p0));
+    assert_true(rf.elapsed_s == 1.25 && rf.failed == 1);
+    assert_false(rf.has_intervals);
+    test_check_label(&rf);
+    results_file_free(&rf);
+}
+
+/* A version the reader does not read is refused with the version named. */
+static void test_version_refused(void **state)
+{
+    (void)state;
+    const char *path = test_tmpdir_path("v2.json");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"format\": \"preplay-results\", \"version\": %d}", RESULTS_VERSION + 1);
+    fclose(f);
+    char err[RESULTS_ERR_LEN], want[RESULTS_ERR_LEN + 64];
+    struct results_file rf;
+    assert_int_equal(results_read(path, &rf, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: results version %d is not supported (this preplay reads %d)",
+             path, RESULTS_VERSION + 1, RESULTS_VERSION);
+    assert_string_equal(err, want);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_writer_keys_are_known),
+        cmocka_unit_test(test_run_round_trip),
+        cmocka_unit_test(test_drive_round_trip),
+        cmocka_unit_test(test_version_refused),
+    };
+    return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
+}
