@@ -32,11 +32,15 @@ size_t db_statement_cap(void)
 uint32_t db_intern_statement(const char *s, size_t len, uint64_t *query_len)
 {
     size_t cap = db_statement_cap();
+    size_t real = len;
     if (len > cap) {
         *query_len = len;
         len = cap;
     }
-    return tracer_intern(s, len);
+    uint32_t id = tracer_intern(s, len);
+    if (!id && len && tracer_global.active)
+        *query_len = real; /* the text could not be written: lost, not whole */
+    return id;
 }
 
 uint32_t db_intern_params(db_render_fn fn, const void *ctx, uint64_t *params_len)
@@ -56,7 +60,7 @@ uint32_t db_intern_params(db_render_fn fn, const void *ctx, uint64_t *params_len
             db_render_init(&rb, big, cap + 1);
             fn(&rb, ctx);
             uint32_t id = tracer_intern(big, rb.len);
-            if (rb.full)
+            if (rb.full || (!id && rb.len && tracer_global.active))
                 *params_len = rb.want ? rb.want : 1;
             syscall(SYS_munmap, big, cap + 1);
             errno = saved;
@@ -64,9 +68,10 @@ uint32_t db_intern_params(db_render_fn fn, const void *ctx, uint64_t *params_len
         }
         errno = saved;
     }
-    if (r.full)
+    uint32_t id = tracer_intern(text, r.len);
+    if (r.full || (!id && r.len && tracer_global.active))
         *params_len = r.want ? r.want : 1;
-    return tracer_intern(text, r.len);
+    return id;
 }
 
 void db_cut_apply(struct trace_event *ev, const struct db_cut *cut)

@@ -76,7 +76,9 @@ struct db_cut {
 size_t db_statement_cap(void);
 
 /* Interns a statement's text, whole up to the cap: its string id; when it
- * is longer, its first cap bytes and *query_len = len (else untouched). */
+ * is longer, its first cap bytes and *query_len = len (else untouched).
+ * A text that could not be written (the collector stopped draining, --drop
+ * and ring 0 full) gets id 0 and counts as cut too. */
 uint32_t db_intern_statement(const char *s, size_t len, uint64_t *query_len);
 
 /* Renders a parameter list with fn(r, ctx) and interns it: first into a

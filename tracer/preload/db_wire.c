@@ -84,7 +84,7 @@ enum {
 /* A gathering mapping that held more than this is given back after its
  * command (the next big one maps again), so a connection that once sent a
  * big statement does not keep its pages. */
-#define DB_WIRE_GATHER_KEEP (64u * 1024u)
+#define DB_WIRE_GATHER_KEEP (32u * 1024u)
 #define DB_WIRE_FDS 1024
 #define DB_WIRE_STMTS 16
 #define DB_WIRE_QUEUE 128 /* pipelined commands followed per connection */

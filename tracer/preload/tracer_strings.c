@@ -183,7 +183,8 @@ uint32_t tracer_intern(const char *s, size_t len)
     uint32_t cached = tracer_intern_cache_find(s, len);
     if (cached)
         return cached;
-    uint64_t h = tracer_hash(s, len);
+    /* a long string is not looked up: its hash would only serve the table */
+    uint64_t h = len <= TRACER_STRTAB_LONGEST ? tracer_hash(s, len) : 0;
     uint32_t slot = UINT32_MAX;
     /* a long string (a big statement) is not kept in the table: it would
      * crowd out the many short ones, and a repeat of it is rare */

@@ -1,11 +1,12 @@
 /* bench_db_loop.c - the tracer's cost per small DB statement (issue 21
  * item 5: keeping statements whole must not make small ones dearer): T
  * threads, each on its own connection, run N small statements (`DO 1`, or
- * an INSERT of 11000 bytes with `big`) through the MySQL C API; prints the
+ * an INSERT of 11000 bytes with `big`, of 2000000 with `huge`) through the
+ * MySQL C API; prints the
  * wall ns per statement, the process's CPU ns (user + sys) per statement
  * and its peak RSS in KiB. Linked with libmariadb.so it exercises the C
  * API wrappers, with libmariadb.a the wire parser (run.sh builds both).
- * usage: bench_db_loop SOCKET N THREADS small|big */
+ * usage: bench_db_loop SOCKET N THREADS small|big|huge */
 #define _POSIX_C_SOURCE 200809L
 #include <mysql.h>
 #include <pthread.h>
@@ -17,7 +18,7 @@
 
 static const char *bench_socket;
 static long bench_n;
-static int bench_big;
+static size_t bench_big; /* bytes of the INSERT, 0: small statements */
 
 static double bench_now(clockid_t id)
 {
@@ -38,7 +39,7 @@ static void *bench_thread(void *arg)
     char *big = NULL;
     size_t big_len = 0;
     if (bench_big) {
-        big_len = 11000;
+        big_len = bench_big;
         big = malloc(big_len + 1);
         int n = snprintf(big, big_len + 1, "INSERT INTO t (v) VALUES ('");
         memset(big + n, 'x', big_len - (size_t)n - 2);
@@ -60,13 +61,13 @@ static void *bench_thread(void *arg)
 int main(int argc, char **argv)
 {
     if (argc != 5) {
-        fprintf(stderr, "usage: bench_db_loop SOCKET N THREADS small|big\n");
+        fprintf(stderr, "usage: bench_db_loop SOCKET N THREADS small|big|huge\n");
         return 2;
     }
     bench_socket = argv[1];
     bench_n = atol(argv[2]);
     int nthreads = atoi(argv[3]);
-    bench_big = !strcmp(argv[4], "big");
+    bench_big = !strcmp(argv[4], "big") ? 11000 : !strcmp(argv[4], "huge") ? 2000000 : 0;
     if (bench_n <= 0 || nthreads <= 0 || nthreads > 64)
         return 2;
     mysql_library_init(0, NULL, NULL);
