@@ -19,17 +19,7 @@
 #include "tracer_state.h"
 #include "tracer_strings.h"
 
-size_t db_statement_cap(void)
-{
-    uint32_t cap = tracer_global.control ? tracer_global.control->db_max_statement : 0;
-    if (!cap)
-        return TRACER_DB_STATEMENT_DEFAULT;
-    if (cap < TRACER_DB_STATEMENT_MIN)
-        return TRACER_DB_STATEMENT_MIN;
-    return cap < TRACER_DB_STATEMENT_MAX ? cap : TRACER_DB_STATEMENT_MAX;
-}
-
-uint32_t db_intern_statement(const char *s, size_t len, uint64_t *query_len)
+uint32_t db_intern_statement_cut(const char *s, size_t len, uint64_t *query_len)
 {
     size_t cap = db_statement_cap();
     size_t real = len;
@@ -72,15 +62,6 @@ uint32_t db_intern_params(db_render_fn fn, const void *ctx, uint64_t *params_len
     if (r.full || (!id && r.len && tracer_global.active))
         *params_len = r.want ? r.want : 1;
     return id;
-}
-
-void db_cut_apply(struct trace_event *ev, const struct db_cut *cut)
-{
-    if (!cut || (!cut->query_len && !cut->params_len))
-        return;
-    ev->flags |= TRACE_F_CUT;
-    ev->u.db.query_len = cut->query_len;
-    ev->u.db.params_len = cut->params_len;
 }
 
 void db_render_init(struct db_render *r, char *buf, size_t bufsize)

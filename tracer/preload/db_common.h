@@ -18,6 +18,8 @@
 #include <stdint.h>
 
 #include "trace_event.h"
+#include "tracer_state.h"
+#include "tracer_strings.h"
 
 /* The per-thread buffer a parameter list is rendered into first: longer
  * lists are rendered again into a mapping of the cap. */
@@ -72,14 +74,34 @@ struct db_cut {
 };
 
 /* The recording's --db-max-statement in bytes (the default when the region
- * does not say). */
-size_t db_statement_cap(void);
+ * does not say). Inline: every statement asks. */
+static inline size_t db_statement_cap(void)
+{
+    uint32_t cap = tracer_global.control ? tracer_global.control->db_max_statement : 0;
+    if (!cap)
+        return TRACER_DB_STATEMENT_DEFAULT;
+    if (cap < TRACER_DB_STATEMENT_MIN)
+        return TRACER_DB_STATEMENT_MIN;
+    return cap < TRACER_DB_STATEMENT_MAX ? cap : TRACER_DB_STATEMENT_MAX;
+}
+
+/* db_intern_statement for a text that is cut or could not be written. */
+uint32_t db_intern_statement_cut(const char *s, size_t len, uint64_t *query_len);
 
 /* Interns a statement's text, whole up to the cap: its string id; when it
  * is longer, its first cap bytes and *query_len = len (else untouched).
  * A text that could not be written (the collector stopped draining, --drop
- * and ring 0 full) gets id 0 and counts as cut too. */
-uint32_t db_intern_statement(const char *s, size_t len, uint64_t *query_len);
+ * and ring 0 full) gets id 0 and counts as cut too. Inline: a short text
+ * that interns costs one test more than tracer_intern. */
+static inline uint32_t db_intern_statement(const char *s, size_t len, uint64_t *query_len)
+{
+    if (len <= db_statement_cap()) {
+        uint32_t id = tracer_intern(s, len);
+        if (id || !len)
+            return id;
+    }
+    return db_intern_statement_cut(s, len, query_len);
+}
 
 /* Renders a parameter list with fn(r, ctx) and interns it: first into a
  * per-thread buffer of DB_PARAMS_TEXT_MAX, and again into a mapping of the
@@ -90,7 +112,14 @@ typedef void (*db_render_fn)(struct db_render *r, const void *ctx);
 uint32_t db_intern_params(db_render_fn fn, const void *ctx, uint64_t *params_len);
 
 /* Marks ev (a DB event) with what was cut, if anything. */
-void db_cut_apply(struct trace_event *ev, const struct db_cut *cut);
+static inline void db_cut_apply(struct trace_event *ev, const struct db_cut *cut)
+{
+    if (!cut || (!cut->query_len && !cut->params_len))
+        return;
+    ev->flags |= TRACE_F_CUT;
+    ev->u.db.query_len = cut->query_len;
+    ev->u.db.params_len = cut->params_len;
+}
 
 void db_render_init(struct db_render *r, char *buf, size_t bufsize);
 void db_render_null(struct db_render *r);

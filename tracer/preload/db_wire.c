@@ -728,7 +728,8 @@ struct db_wire_cursor {
 
 /* Moves the cursor over n bytes, copying the first `room` of them to dst
  * (NULL: none). Returns the bytes copied. */
-static size_t db_wire_take(struct db_wire_cursor *cur, size_t n, unsigned char *dst, size_t room)
+static inline __attribute__((always_inline)) size_t
+db_wire_take(struct db_wire_cursor *cur, size_t n, unsigned char *dst, size_t room)
 {
     size_t kept = 0;
     while (n && cur->vi < cur->iovcnt) {
