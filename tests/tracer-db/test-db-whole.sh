@@ -36,7 +36,8 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-"$apps/db-start.sh" "$work/db" 2>/dev/null
+"$apps/db-start.sh" "$work/db" >"$work/db-start.out" 2>&1 ||
+  fail "db-start: $(cat "$work/db-start.out")"
 sock="$work/db/mariadb.sock"
 sql() { mariadb --no-defaults -S "$sock" -uroot -N -e "$1"; }
 schema() {
