@@ -142,6 +142,12 @@ static int analyze_command(int argc, char **argv)
                out, r.requests, r.blocks, r.calls, r.externals, r.db_ops, r.coverage * 100.0,
                r.covered_events, r.window_events, r.coverage_all * 100.0, r.resource_events,
                r.unmatched_bytes, r.violations, r.events);
+    if (r.db_cut)
+        fprintf(stderr,
+                "preplay analyze: warning: %" PRIu64 " DB ops were recorded cut (longer than the "
+                "recording's --db-max-statement): they replay as waits of their recorded time, "
+                "not as SQL; record with a larger --db-max-statement to replay them\n",
+                r.db_cut);
     return 0;
 }
 

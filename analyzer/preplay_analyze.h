@@ -33,6 +33,7 @@ struct analyze_result {
     double coverage;          /* covered / window (docs/preplay-analyze.md) */
     double coverage_all;      /* covered / all resource events */
     uint64_t blocks, requests, calls, externals, db_ops;
+    uint64_t db_cut; /* DB ops recorded cut (PLAN_DB_CUT): replayed as waits */
     uint64_t unmatched_bytes;
     uint32_t violations;     /* threads that interleaved connections */
     uint64_t late_events;    /* arrived after the reordering window */

@@ -114,6 +114,8 @@ server_pid=
 "$PREPLAY_BIN" analyze "$work/srv" -o "$work/plan" >"$work/analyze.out" 2>&1 ||
   fail "analyze: $(cat "$work/analyze.out")"
 grep -q ": $saves requests," "$work/analyze.out" || fail "analyze: $(cat "$work/analyze.out")"
+grep -q "warning: $saves DB ops were recorded cut" "$work/analyze.out" ||
+  fail "analyze did not warn of the cut statements: $(cat "$work/analyze.out")"
 schema # a fresh database: what the recording started from
 "$PREPLAY_BIN" run "$work/plan" --db "mysql://root@localhost/bw?socket=$sock" --max-intervals 1 \
   --interval 2s --cpu-ratio 1 -o "$work/out.json" 2>"$work/run.err" ||
