@@ -22,6 +22,8 @@
 
 #define COMPARE_ERR_LEN 512
 
+struct report_plan_facts;
+
 /* Resource kinds of the report's time-per-resource chart (CloudProphet
  * Fig. 12). The replayer's kinds map onto them: cpu, file, lock, db as is;
  * net (request/response bytes), external (untraced peers) and call
@@ -59,6 +61,9 @@ struct compare_label {
 struct compare_resources {
     char *group; /* "component: label" */
     double s[COMPARE_NRES];
+    char *component, *label; /* as the results file names them (label may be "") */
+    size_t blocks;
+    double call_s; /* mean per block waiting for nested components (inside s[COMPARE_RES_NET]) */
 };
 
 struct compare_interval {
@@ -79,6 +84,8 @@ struct compare_run {
     char *stop_note;       /* why it ended, when the file says */
     double elapsed_s;      /* time spent driving requests */
     size_t requests_ok, failed;
+    double cpu_ratio;                  /* recorded CPU time was multiplied by this; NAN: unknown */
+    double cpu_ratio_lo, cpu_ratio_hi; /* its 95 % interval; NAN: none */
     struct compare_label *labels;
     size_t nlabels;
     struct compare_interval *intervals;
@@ -110,9 +117,10 @@ struct compare_recording {
     double **recorded_s; /* per label, response times as recorded (s) */
     size_t *nrecorded;
     size_t nrequests;
-    double *arrival_s;     /* per request, from the first request */
-    size_t *request_label; /* per request, index into label_names */
-    double span_s;         /* last arrival */
+    double *arrival_s;               /* per request, from the first request */
+    size_t *request_label;           /* per request, index into label_names */
+    double span_s;                   /* last arrival */
+    struct report_plan_facts *facts; /* coverage, external calls, tiers (report_plan.h) */
 };
 int compare_recording_load(const char *path, struct compare_recording *rec, char *err,
                            size_t errlen);

@@ -10,6 +10,7 @@
 
 #include "compare.h"
 #include "plan.h"
+#include "report_plan.h"
 #include "results_reader.h"
 
 const char *const compare_resource_names[COMPARE_NRES] = {"CPU", "file", "network", "lock", "DB"};
@@ -78,7 +79,7 @@ static int compare_take_labels(struct results_file *rf, struct compare_run *run)
  * onto the report's, kept per component and label as mean seconds per
  * block: a nested component's blocks carry their own labels, so each tier
  * shows where its own time goes. */
-static int compare_take_resources(const struct results_file *rf, struct compare_run *run)
+static int compare_take_resources(struct results_file *rf, struct compare_run *run)
 {
     static const enum compare_resource map[RESULTS_NKINDS] = {
         [RESULTS_CPU] = COMPARE_RES_CPU,  [RESULTS_FILE] = COMPARE_RES_FILE,
@@ -89,14 +90,20 @@ static int compare_take_resources(const struct results_file *rf, struct compare_
     if (!run->resources)
         return -1;
     for (size_t i = 0; i < rf->nresources; i++) {
-        const struct results_resource *src = &rf->resources[i];
+        struct results_resource *src = &rf->resources[i];
         struct compare_resources *r = &run->resources[run->nresources];
         size_t len = strlen(src->component) + strlen(src->label) + 3;
         if (!(r->group = malloc(len)))
             return -1;
         snprintf(r->group, len, "%s: %s", src->component, src->label);
         run->nresources++;
+        r->component = src->component;
+        r->label = src->label;
+        src->component = src->label = NULL;
+        r->blocks = (size_t)src->blocks;
         double nb = (double)src->blocks;
+        if (!isnan(src->s[RESULTS_CALL]) && nb > 0)
+            r->call_s = src->s[RESULTS_CALL] / nb;
         for (int k = 0; k < RESULTS_NKINDS; k++)
             if (!isnan(src->s[k]) && nb > 0)
                 r->s[map[k]] += src->s[k] / nb;
@@ -121,6 +128,9 @@ static int compare_take(struct results_file *rf, struct compare_run *run)
     if (!isnan(rf->p0))
         run->p0 = rf->p0;
     run->elapsed_s = rf->elapsed_s;
+    run->cpu_ratio = rf->cpu_ratio;
+    run->cpu_ratio_lo = rf->cpu_ratio_lo;
+    run->cpu_ratio_hi = rf->cpu_ratio_hi;
     run->failed = isnan(rf->failed) ? 0 : (size_t)rf->failed;
     if (!run->instance || compare_take_labels(rf, run))
         return -1;
@@ -172,8 +182,11 @@ void compare_run_free(struct compare_run *run)
     }
     free(run->labels);
     free(run->intervals);
-    for (size_t i = 0; i < run->nresources; i++)
+    for (size_t i = 0; i < run->nresources; i++) {
         free(run->resources[i].group);
+        free(run->resources[i].component);
+        free(run->resources[i].label);
+    }
     free(run->resources);
     free(run->path);
     free(run->instance);
@@ -242,6 +255,9 @@ int compare_recording_load(const char *path, struct compare_recording *rec, char
             rec->span_s = rec->arrival_s[r];
         rec->nrequests++;
     }
+    if (!(rec->facts = calloc(1, sizeof *rec->facts)) ||
+        report_plan_facts_build(p, index, rec->nlabels, rec->facts))
+        goto oom;
     rc = 0;
     goto out;
 oom:
@@ -263,6 +279,9 @@ void compare_recording_free(struct compare_recording *rec)
     free(rec->nrecorded);
     free(rec->arrival_s);
     free(rec->request_label);
+    if (rec->facts)
+        report_plan_facts_free(rec->facts);
+    free(rec->facts);
     free(rec->path);
     memset(rec, 0, sizeof *rec);
 }

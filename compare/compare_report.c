@@ -15,6 +15,7 @@
 #include "compare.h"
 #include "stats.h"
 #include "report_svg.h"
+#include "report_time.h"
 
 #define REPORT_PLOT_POINTS 300 /* polyline vertices per density (of the grid's strips) */
 
@@ -331,105 +332,6 @@ static void report_normalized(struct report_ctx *x, enum compare_metric m)
     report_chart_end(&c);
 }
 
-static const struct compare_resources *report_find_group(const struct compare_run *r,
-                                                         const char *group)
-{
-    for (size_t k = 0; k < r->nresources; k++)
-        if (!strcmp(r->resources[k].group, group))
-            return &r->resources[k];
-    return NULL;
-}
-
-/* Figure 12: per component and label, one stacked bar per type of the mean
- * time per block spent on each resource kind. */
-static int report_resources(struct report_ctx *x)
-{
-    size_t nr = x->nruns, ng = 0;
-    const char **groups = NULL;
-    double ymax = 0;
-    for (size_t i = 0; i < nr; i++)
-        ng += x->runs[i].nresources;
-    if (!ng) {
-        report_note(x->f, "The results files carry no per-resource time, so this chart is left "
-                          "out (results of `preplay run` include it).");
-        return 0;
-    }
-    if (!(groups = calloc(ng, sizeof *groups)))
-        return -1;
-    ng = 0;
-    for (size_t i = 0; i < nr; i++)
-        for (size_t k = 0; k < x->runs[i].nresources; k++) {
-            const struct compare_resources *g = &x->runs[i].resources[k];
-            size_t j = 0;
-            while (j < ng && strcmp(groups[j], g->group))
-                j++;
-            if (j == ng)
-                groups[ng++] = g->group;
-            double sum = 0;
-            for (int q = 0; q < COMPARE_NRES; q++)
-                sum += g->s[q];
-            ymax = fmax(ymax, sum * 1e3);
-        }
-    struct report_chart c;
-    report_chart_begin(&c, x->f, x->next_id++,
-                       "Time per resource per block, per component, label and instance type",
-                       "component: request label (bars numbered by instance type, see below)",
-                       "time per block (ms)", 0, (double)ng, 0, ymax * 1.3, REPORT_X_CATEGORIES);
-    double gw = (c.right - c.left) / (double)ng;
-    double bw = gw * 0.8 / (double)nr;
-    for (size_t l = 0; l < ng; l++) {
-        double gx = c.left + gw * (double)l + gw * 0.1;
-        for (size_t i = 0; i < nr; i++) {
-            const struct compare_resources *g = report_find_group(&x->runs[i], groups[l]);
-            if (!g)
-                continue;
-            double bx = gx + bw * (double)i, acc = 0;
-            for (int k = 0; k < COMPARE_NRES; k++) {
-                double ms = g->s[k] * 1e3;
-                if (!(ms > 0))
-                    continue;
-                char fill[64];
-                report_fill(&c, report_style((size_t)k), fill, sizeof fill);
-                double y0 = report_chart_y(&c, acc), y1 = report_chart_y(&c, acc + ms);
-                fprintf(x->f,
-                        "<path d=\"M%.1f,%.1f V%.1f H%.1f V%.1f Z\" fill=\"%s\" stroke=\"#000\" "
-                        "stroke-width=\"0.5\"><title>",
-                        bx, y0, y1, bx + bw * 0.9, y0, fill);
-                report_escape(x->f, x->runs[i].instance);
-                fprintf(x->f, " %s: %.4g ms</title></path>\n", compare_resource_names[k], ms);
-                acc += ms;
-            }
-            fprintf(
-                x->f,
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%zu</text>\n",
-                bx + bw * 0.45, c.bottom + 10, i + 1);
-        }
-        fprintf(x->f,
-                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" transform=\"rotate(-25 %.1f "
-                "%.1f)\">",
-                gx + gw * 0.4, c.bottom + 26, gx + gw * 0.4, c.bottom + 26);
-        report_escape(x->f, groups[l]);
-        fprintf(x->f, "</text>\n");
-    }
-    const struct report_style *styles[COMPARE_NRES];
-    char kinds[COMPARE_NRES + 1] = "";
-    for (int k = 0; k < COMPARE_NRES; k++) {
-        styles[k] = report_style((size_t)k);
-        kinds[k] = 'b';
-    }
-    report_chart_legend(&c, (const char *const *)compare_resource_names, styles, kinds,
-                        COMPARE_NRES);
-    report_chart_end(&c);
-    fprintf(x->f, "<p class=\"note\">Bars in each group, left to right: ");
-    for (size_t i = 0; i < nr; i++) {
-        fprintf(x->f, "%s%zu = ", i ? ", " : "", i + 1);
-        report_escape(x->f, x->runs[i].instance);
-    }
-    fprintf(x->f, ".</p>\n");
-    free(groups);
-    return 0;
-}
-
 /* The stop rule's p per interval, one line per run, and each run's p0. */
 static void report_convergence(struct report_ctx *x)
 {
@@ -675,11 +577,11 @@ static int report_body(struct report_ctx *x)
                "99%% bands.</p>\n");
     report_normalized(x, COMPARE_MEDIAN);
     report_normalized(x, COMPARE_P95);
-    fprintf(f, "<h2>Where the time goes</h2>\n<p>Mean time per block (one request's work on one "
-               "component) spent on CPU, files, network (request/response transfer, untraced "
-               "peers and waiting for nested components), locks and the database (CloudProphet "
-               "Fig. 12): a bottleneck that shifts between types shows here.</p>\n");
-    if (report_resources(x))
+    fprintf(f, "<h2>Where the time goes</h2>\n<p>Mean time per front-end request spent by the "
+               "front end on CPU, files, network (request/response transfer and untraced peers), "
+               "locks and the database, and waiting for each inner tier, shown as that tier "
+               "(CloudProphet Fig. 12): a bottleneck that shifts between types shows here.</p>\n");
+    if (report_time_write(f, &x->next_id, x->runs, x->nruns, x->rec, x->v))
         return -1;
     fprintf(f, "<h2>Did the runs converge?</h2>\n<p>PT4Cloud compares each interval's "
                "distribution with the previous one; a run stops when p reaches p0. A run "

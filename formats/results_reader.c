@@ -21,9 +21,10 @@ static const char *const results_keys_drive[] = {
     "speed",  "duration_s", "elapsed_s", "requests", "failed",       "connections", "lateness",
     "labels", "samples",    NULL};
 static const char *const results_keys_run[] = {
-    "format", "version",   "kind",      "plan",      "recording_id",  "instance", "price", "mode",
-    "speed",  "cpu_ratio", "no_deps",   "p0",        "scale",         "stopped",  "error", "hosts",
-    "labels", "intervals", "resources", "db_errors", "state_restore", "samples",  NULL};
+    "format",    "version",   "kind",      "plan",          "recording_id", "instance",
+    "price",     "mode",      "speed",     "cpu_ratio",     "cpu_ratio_ci", "no_deps",
+    "p0",        "scale",     "stopped",   "error",         "hosts",        "labels",
+    "intervals", "resources", "db_errors", "state_restore", "samples",      NULL};
 static const char *const results_keys_label[] = {"count",    "mean_s",   "median_s", "p95_s",
                                                  "p99_s",    "min_s",    "max_s",    "median_ci_s",
                                                  "p95_ci_s", "p99_ci_s", NULL};
@@ -327,6 +328,35 @@ static int results_read_format(json_t *root, const char *path, char *err, size_t
     return 0;
 }
 
+/* "cpu_ratio" (> 0, or null) and its optional 95 % interval "cpu_ratio_ci"
+ * ([low, high] around it). */
+static int results_read_cpu_ratio(json_t *root, struct results_file *rf, const char *path,
+                                  char *err, size_t errlen)
+{
+    rf->cpu_ratio_lo = rf->cpu_ratio_hi = NAN;
+    if (results_number(root, "cpu_ratio", &rf->cpu_ratio) ||
+        (!isnan(rf->cpu_ratio) && !(rf->cpu_ratio > 0))) {
+        snprintf(err, errlen, "%s: cpu_ratio: expected a number > 0 or null", path);
+        return -1;
+    }
+    json_t *ci = json_object_get(root, "cpu_ratio_ci");
+    if (!ci || json_is_null(ci))
+        return 0;
+    double lo =
+        json_is_number(json_array_get(ci, 0)) ? json_number_value(json_array_get(ci, 0)) : NAN;
+    double hi =
+        json_is_number(json_array_get(ci, 1)) ? json_number_value(json_array_get(ci, 1)) : NAN;
+    if (!json_is_array(ci) || json_array_size(ci) != 2 || !(lo > 0 && lo <= hi) || !isfinite(hi) ||
+        !(lo <= rf->cpu_ratio && rf->cpu_ratio <= hi)) {
+        snprintf(err, errlen,
+                 "%s: cpu_ratio_ci: expected [low, high] with 0 < low <= cpu_ratio <= high", path);
+        return -1;
+    }
+    rf->cpu_ratio_lo = lo;
+    rf->cpu_ratio_hi = hi;
+    return 0;
+}
+
 /* The scalar keys of the root: kind, instance, price, recording_id, plan,
  * stopped, error, p0, elapsed_s, failed. */
 static int results_read_head(json_t *root, struct results_file *rf, const char *path, char *err,
@@ -369,7 +399,7 @@ static int results_read_head(json_t *root, struct results_file *rf, const char *
         snprintf(err, errlen, "%s: elapsed_s and failed must be numbers", path);
         return -1;
     }
-    return 0;
+    return results_read_cpu_ratio(root, rf, path, err, errlen);
 oom:
     snprintf(err, errlen, "%s: out of memory", path);
     return -1;

@@ -56,9 +56,11 @@ struct results_file {
     char *recording_id; /* "" when absent */
     char *plan;         /* "" when absent */
     int stopped;
-    char *error;              /* "" when absent or null */
-    double p0;                /* NAN: absent or outside (0, 1] */
-    double elapsed_s, failed; /* NAN: absent */
+    char *error;                       /* "" when absent or null */
+    double p0;                         /* NAN: absent or outside (0, 1] */
+    double elapsed_s, failed;          /* NAN: absent */
+    double cpu_ratio;                  /* NAN: absent or null */
+    double cpu_ratio_lo, cpu_ratio_hi; /* "cpu_ratio_ci"; NAN: absent */
     struct results_label *labels;
     size_t nlabels;
     struct results_interval_read *intervals;

@@ -173,6 +173,10 @@ static void results_run_fill(json_t *root, struct results_run *r)
     json_object_set_new(root, "mode", json_string(r->mode));
     json_object_set_new(root, "speed", json_real(r->speed));
     json_object_set_new(root, "cpu_ratio", json_real(r->cpu_ratio));
+    if (r->cpu_ratio_lo > 0 && r->cpu_ratio_lo <= r->cpu_ratio && r->cpu_ratio <= r->cpu_ratio_hi &&
+        isfinite(r->cpu_ratio_hi))
+        json_object_set_new(root, "cpu_ratio_ci",
+                            json_pack("[f, f]", r->cpu_ratio_lo, r->cpu_ratio_hi));
     json_object_set_new(root, "no_deps", json_boolean(r->no_deps));
     json_object_set_new(root, "p0", json_real(r->p0));
     json_object_set_new(root, "scale", json_string(r->scale));

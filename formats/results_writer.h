@@ -70,10 +70,13 @@ struct results_drive {
 json_t *results_drive_json(struct results_drive *d);
 
 /* The whole document of `preplay run`. price NAN and error NULL are
- * written as null; hosts NULL leaves "hosts" out. */
+ * written as null; hosts NULL leaves "hosts" out; "cpu_ratio_ci" is
+ * written only when 0 < cpu_ratio_lo <= cpu_ratio <= cpu_ratio_hi (left
+ * zero: no interval). */
 struct results_run {
     const char *plan, *recording_id, *instance, *mode, *scale, *error;
     double price, speed, cpu_ratio, p0;
+    double cpu_ratio_lo, cpu_ratio_hi; /* 95 % interval of cpu_ratio */
     int no_deps, stopped;
     json_t *hosts, *labels, *intervals, *resources, *db_errors, *samples;
     const char *db_method;

@@ -79,6 +79,8 @@ static json_t *test_run_doc(void)
                             .price = 0.096,
                             .speed = 1,
                             .cpu_ratio = 1.5,
+                            .cpu_ratio_lo = 1.4,
+                            .cpu_ratio_hi = 1.6,
                             .p0 = 0.9,
                             .no_deps = 0,
                             .stopped = 1,
@@ -253,6 +255,7 @@ static void test_run_round_trip(void **state)
     assert_true(rf.stopped);
     assert_true(fabs(rf.price - 0.096) < 1e-12 && fabs(rf.p0 - 0.9) < 1e-12);
     assert_true(isnan(rf.elapsed_s));
+    assert_true(rf.cpu_ratio == 1.5 && rf.cpu_ratio_lo == 1.4 && rf.cpu_ratio_hi == 1.6);
     test_check_label(&rf);
     assert_int_equal(rf.nintervals, 1);
     assert_int_equal(rf.intervals[0].requests, 4);
