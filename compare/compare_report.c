@@ -14,6 +14,7 @@
 
 #include "compare.h"
 #include "stats.h"
+#include "report_plan.h"
 #include "report_svg.h"
 #include "report_time.h"
 
@@ -456,6 +457,110 @@ static void report_fmt_ms(FILE *f, const struct compare_stat *s)
             s->lo * 1e3, s->hi * 1e3);
 }
 
+/* How each run was made: its CPU ratio (and interval), where the DB and
+ * the clients ran when the results say. */
+static void report_runs(struct report_ctx *x)
+{
+    FILE *f = x->f;
+    fprintf(f, "<h3>How the runs were made</h3>\n<table class=\"runs\"><tr><th>instance "
+               "type</th><th>cpu_ratio (95%% interval)</th><th>database</th><th>clients</th>"
+               "</tr>\n");
+    for (size_t i = 0; i < x->nruns; i++) {
+        const struct compare_run *r = &x->runs[i];
+        fprintf(f, "<tr><td>");
+        report_escape(f, r->instance);
+        if (isnan(r->cpu_ratio))
+            fprintf(f, "</td><td>not in the results");
+        else
+            fprintf(f, "</td><td>%.3f", r->cpu_ratio);
+        if (!isnan(r->cpu_ratio_lo))
+            fprintf(f, " [%.3f, %.3f]", r->cpu_ratio_lo, r->cpu_ratio_hi);
+        else if (!isnan(r->cpu_ratio))
+            fprintf(f, " (no interval in the results)");
+        fprintf(f, "</td><td>not recorded in the results</td><td>not recorded in the results"
+                   "</td></tr>\n");
+    }
+    fprintf(f, "</table>\n<p class=\"note\">cpu_ratio: the recorded CPU time was multiplied by "
+               "it (this machine's CPU score against the recording host's); a ratio measured on "
+               "the recording host itself should be 1, so its distance from 1 there is its "
+               "error.</p>\n");
+}
+
+/* What the plan could and could not explain: coverage, flagged blocks,
+ * interleaving threads, emulated external calls, DB endpoints, hosts. */
+static void report_plan_quality(struct report_ctx *x)
+{
+    const struct report_plan_facts *fa = x->rec ? x->rec->facts : NULL;
+    FILE *f = x->f;
+    if (!fa)
+        return;
+    fprintf(f,
+            "<div class=\"plan-quality\"><h3>The plan behind these numbers</h3>\n<ul>"
+            "<li>coverage: <strong>%.1f%%</strong> of the serving threads' events belong to a "
+            "block</li>\n<li>flagged blocks: <strong>%llu</strong> of %llu built by the "
+            "fallback for threads that interleaved connections (%u threads)</li>\n"
+            "<li>network bytes not matched to a peer: %llu</li>\n",
+            fa->coverage * 100, (unsigned long long)fa->nflagged, (unsigned long long)fa->nblocks,
+            fa->nviolations, (unsigned long long)fa->unmatched_bytes);
+    fprintf(f, "<li>external calls (untraced peers, replayed as their recorded duration): %s",
+            fa->nexternal ? "" : "none");
+    for (size_t e = 0; e < fa->nexternal; e++) {
+        fprintf(f, "%s<span class=\"external\">", e ? ", " : "");
+        report_escape(f, fa->external[e].address[0] ? fa->external[e].address
+                                                    : "(address not recorded)");
+        fprintf(f, " &times; %llu (%.4g s recorded)</span>",
+                (unsigned long long)fa->external[e].calls, fa->external[e].recorded_s);
+    }
+    fprintf(f, "</li>\n<li>database when recorded: %s", fa->ndb_endpoints ? "" : "none");
+    for (size_t e = 0; e < fa->ndb_endpoints; e++) {
+        fprintf(f, "%s", e ? ", " : "");
+        report_escape(f, fa->db_endpoints[e]);
+    }
+    fprintf(f, "</li>\n<li>components when recorded: ");
+    for (size_t c = 0; c < fa->ncomponents; c++) {
+        fprintf(f, "%s", c ? ", " : "");
+        report_escape(f, fa->components[c].name);
+        fprintf(f, " on ");
+        report_escape(f, fa->components[c].host[0] ? fa->components[c].host : "(host unknown)");
+        fprintf(f, " (%u workers%s)", fa->components[c].workers,
+                fa->components[c].frontend ? ", front end" : "");
+    }
+    fprintf(f, "</li></ul></div>\n");
+}
+
+/* The recording's row of a label: median, p95, p99 of the front-end
+ * blocks' recorded response times, with bootstrap bands. */
+static void report_recorded_row(struct report_ctx *x, const char *label)
+{
+    size_t rl = x->rec ? compare_recording_label(x->rec, label) : (size_t)-1;
+    if (rl == (size_t)-1)
+        return;
+    const double *s = x->rec->recorded_s[rl];
+    size_t n = x->rec->nrecorded[rl];
+    static const double pct[COMPARE_NMETRICS] = {50, 95, 99};
+    double value[COMPARE_NMETRICS], lo[COMPARE_NMETRICS], hi[COMPARE_NMETRICS];
+    struct stats_band_options bo;
+    stats_band_options_default(&bo);
+    char err[STATS_ERR_LEN];
+    fprintf(x->f, "<tr class=\"recorded\"><td>");
+    report_escape(x->f, label);
+    fprintf(x->f, "</td><td>recorded (server side)</td><td>%zu</td>", n);
+    double top = 0;
+    for (size_t k = 0; k < n; k++)
+        top = fmax(top, s[k]);
+    if (!(top > 0)) {
+        fprintf(x->f, "<td colspan=\"3\">the plan holds no recorded times</td><td>-</td></tr>\n");
+        return;
+    }
+    if (n < 2 || stats_percentile_ci(s, n, pct, COMPARE_NMETRICS, &bo, value, lo, hi, err)) {
+        fprintf(x->f, "<td colspan=\"3\">too few recorded requests</td><td>-</td></tr>\n");
+        return;
+    }
+    for (int m = 0; m < COMPARE_NMETRICS; m++)
+        report_fmt_ms(x->f, &(struct compare_stat){value[m], lo[m], hi[m], 1});
+    fprintf(x->f, "<td>-</td></tr>\n");
+}
+
 static void report_tables(struct report_ctx *x)
 {
     FILE *f = x->f;
@@ -507,16 +612,24 @@ static void report_tables(struct report_ctx *x)
     fprintf(f, "</table>\n<p>Requests per hour are the successful requests of the run divided "
                "by its driving time; under the default open-loop replay this is the recorded "
                "arrival rate (times --speed) when the type keeps up.</p>\n");
+    report_runs(x);
+    report_plan_quality(x);
     fprintf(f,
             "<h2>Response times per label</h2>\n<p>Milliseconds, value [99%% bootstrap "
             "band].%s</p>\n<table><tr><th>label</th><th>instance type</th><th>requests</th>"
             "<th>median</th><th>p95</th><th>p99</th>%s</tr>\n",
             x->rec ? " p: PT4Cloud similarity of the type's distribution to the on-premise "
-                     "recording (1 = the same)."
+                     "recording (1 = the same). The <em>recorded (server side)</em> row is the "
+                     "on-premise baseline: the front end's recorded time from receiving a request "
+                     "to sending its response. The replays are measured at the client (first byte "
+                     "sent to last byte received), so they also hold network and connection time "
+                     "the recorded row does not."
                    : "",
             x->rec ? "<th>p vs recording</th>" : "");
     for (size_t l = 0; l < x->v->nlabels; l++)
         for (size_t i = 0; i < x->nruns; i++) {
+            if (!i)
+                report_recorded_row(x, x->v->labels[l]);
             const struct compare_label *lab = compare_run_label(&x->runs[i], x->v->labels[l]);
             fprintf(f, "<tr><td>");
             report_escape(f, x->v->labels[l]);
@@ -546,7 +659,9 @@ static int report_body(struct report_ctx *x)
                "body{font-family:sans-serif;max-width:900px;margin:2em auto;color:#111}\n"
                "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;"
                "padding:3px 8px;text-align:left}tr.pick{background:#e8f0e0;font-weight:bold}\n"
-               ".band{color:#555;font-size:90%%}.note{color:#444;font-style:italic}\n"
+               "tr.recorded{background:#f1f1f1;font-style:italic}.band{color:#555;font-size:90%%}."
+               "note{color:#444;font-style:italic}\n"
+               ".plan-quality{border:1px solid #999;padding:0 1em;background:#fafafa}\n"
                "svg.chart{display:block;margin:1em 0;border:1px solid #eee}\n"
                "</style></head><body>\n<h1>Which instance type? preplay compare</h1>\n<p>");
     for (size_t i = 0; i < x->nruns; i++) {

@@ -247,6 +247,10 @@ static void report_time_row(FILE *f, const char *label, const char *tier, const 
     fprintf(f, "</td><td>");
     report_escape(f, who);
     fprintf(f, "</td>");
+    if (!ms) {
+        fprintf(f, "<td colspan=\"6\">no time of these blocks in the results</td></tr>\n");
+        return;
+    }
     for (int k = 0; k < COMPARE_NRES; k++) {
         fprintf(f, "<td>%.3g</td>", ms[k]);
         sum += ms[k];
@@ -278,17 +282,19 @@ static void report_time_tiers_attributed(const struct report_time *t)
             report_time_row(t->f, t->v->labels[l], fa->components[c].name, "recorded", ms, 1);
             for (size_t i = 0; i < t->nruns; i++) {
                 memset(ms, 0, sizeof ms);
+                int found = 0;
                 for (size_t e = 0; e < fa->ntiers; e++) {
                     const struct compare_resources *g =
                         fa->tiers[e].label == rl && fa->tiers[e].component == c
                             ? report_time_find(&t->runs[i], fa->components[c].name,
                                                fa->tiers[e].inner_label)
                             : NULL;
+                    found |= g != NULL;
                     for (int k = 0; g && k < COMPARE_NRES; k++)
                         ms[k] += (double)fa->tiers[e].blocks / n * g->s[k] * 1e3;
                 }
                 report_time_row(t->f, t->v->labels[l], fa->components[c].name, t->runs[i].instance,
-                                ms, 0);
+                                found ? ms : NULL, 0);
             }
         }
     }

@@ -169,6 +169,16 @@ def main():
         if EVIL in text or "&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;q&quot;" not in text:
             fail("the label with markup is not escaped")
 
+        # the recorded baseline row in the per-label table, the plan box, no empty label
+        if text.count('<tr class="recorded"><td>') < 3 or "recorded (server side)" not in text:
+            fail("the per-label table lacks its recorded baseline rows")
+        if "The plan behind these numbers" not in text or "coverage: <strong>" not in text:
+            fail("the plan-quality box is missing")
+        if "How the runs were made" not in text or "cpu_ratio" not in text:
+            fail("the runs' cpu_ratio table is missing")
+        if ": </text>" in text or "<td></td>" in text:
+            fail("an empty label is shown")
+
         # the detector sees console errors (canary), then the report has none
         canary = os.path.join(work, "canary.html")
         with open(canary, "w") as f:
@@ -189,7 +199,7 @@ def main():
         titles = [c["title"] for c in charts]
         want = ["Response time of GET /fast", "Response time of POST /slow",
                 "Response time of " + EVIL, "Median response time per label",
-                "95th percentile response time per label", "Time per resource per block",
+                "95th percentile response time per label", "Time per front-end request",
                 "PT4Cloud stop rule: p per interval", "The recording: requests per label"]
         for w in want:
             if not any(t.startswith(w) for t in titles):
