@@ -229,6 +229,13 @@ static void deps_on_server_recv(struct deps_state *s, struct deps_thread *t, str
             deps_block_finish(s, e, 0); /* EOF: the client is done */
         return;
     }
+    if (e->shut_wr && e->cur && e->cur->th == t && e->cur->sends) {
+        /* bytes read after answering and shutting down the sending side
+         * (php-fpm drains FastCGI's last record): the tail, no request */
+        deps_block_cover(t, e->cur);
+        e->in_off += (uint64_t)n;
+        return;
+    }
     if (e->cur && e->cur->sends)
         deps_block_finish(s, e, 0); /* keep-alive: the next request */
     int starts_block = !e->cur;
@@ -447,7 +454,12 @@ static void deps_on_conn(struct deps_state *s, uint32_t file, const struct trace
         }
         break;
     case TRACE_CONN_SHUTDOWN:
-        deps_block_finish(s, e, 0);
+        /* an answered request whose server only stops sending (SHUT_WR)
+         * keeps its block until EOF or close: it reads the rest first */
+        if (c->result == SHUT_WR && e->accepted && e->cur && e->cur->sends)
+            e->shut_wr = 1;
+        else
+            deps_block_finish(s, e, 0);
         break;
     case TRACE_CONN_CLOSE:
         deps_block_finish(s, e, 0);

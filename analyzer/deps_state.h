@@ -53,6 +53,9 @@ struct deps_end {
     uint32_t file;
     uint64_t conn_id;
     uint8_t proto, family, accepted, is_db, closed, has_ident;
+    /* the server shut down its sending side after answering (SHUT_WR):
+     * what it reads from then on drains the request, none can follow */
+    uint8_t shut_wr;
     uint8_t local_addr[16], remote_addr[16];
     uint16_t local_port, remote_port;
     uint64_t unix_inode, unix_peer_inode;
