@@ -324,6 +324,14 @@ static struct deps_block *deps_on_loop_call_block(struct deps_state *s, struct d
         deps_on_loop_handle(s, t, cb->end);
         return cb;
     }
+    if (send && e->opener_conn) { /* the first call: whoever connected */
+        struct deps_end *o = deps_map_get(&s->procs[t->file].ends, e->opener_conn);
+        e->opener_conn = 0;
+        if (o && o->cur && o->cur->th == t) {
+            deps_on_loop_handle(s, t, o);
+            return o->cur;
+        }
+    }
     if (send)
         return deps_block_of(t);
     t->loop_unattributed++;
@@ -439,6 +447,11 @@ static void deps_on_conn(struct deps_state *s, uint32_t file, const struct trace
     case TRACE_CONN_IDENT:
         if (ev->op == TRACE_CONN_ACCEPT)
             e->accepted = 1;
+        if (ev->op == TRACE_CONN_CONNECT) {
+            struct deps_thread *t = deps_map_get(&s->procs[file].threads, (uint64_t)ev->tid + 1);
+            struct deps_block *b = t ? deps_block_of(t) : NULL;
+            e->opener_conn = b ? b->end->conn_id : 0;
+        }
         deps_on_pending_opts(s, file, e, ev);
         if (c->family) {
             e->family = c->family;

@@ -78,6 +78,10 @@ struct deps_end {
     uint32_t db_index;           /* +1; 0 = none */
     uint32_t external_host;      /* plan string id of the address (untraced peer), 0 = not yet */
     int refs;
+    /* a client end: the served connection whose request its thread was
+     * serving when it connected (0 = none); an event loop's first call on
+     * it is that request's, even when the connect completes later */
+    uint64_t opener_conn;
     /* the call currently open on this (client) end */
     struct deps_block *call_block;
     uint32_t call_index;
