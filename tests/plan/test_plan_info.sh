@@ -53,6 +53,7 @@ comps = j["components"]
 eq("components", [(c["name"], c["host"], c["workers"], c["db_conns"], c["listen_port"], c["frontend"])
                   for c in comps],
    [("app", "h1", 2, 1, 9000, False), ("frontend", "h1", 4, 0, 8080, True)])
+eq("event loops", [c["event_loop"] for c in comps], [True, False])
 eq("skipped_records", j["skipped_records"], 0)
 PY
 
@@ -63,6 +64,7 @@ expect_line() {
 expect_line "plan $dir/app.plan: format 1.2, recording rec-info-test"
 expect_line "5 requests, 3 blocks (1 flagged as violations), 15 ops, 2 components"
 expect_line "  frontend         on h1: 4 worker threads, 0 DB connections, port 8080, front end"
+expect_line "  app              on h1: 2 event loops, 1 DB connections, port 9000"
 expect_line "coverage 99.50%, unmatched bytes 1234, violations 1"
 expect_line "  GET /cart                       3 req  cpu 0.009000 (3.000)  file 0.001200 (0.400)  net 0.003095 (1.032)  lock 0.000150 (0.050)  db 0.009000 (3.000)"
 expect_line "  POST /buy                       2 req  cpu 0.014000 (7.000)  file 0.002000 (1.000)  net 0.005003 (2.502)  lock 0.000000 (0.000)  db 0.006000 (3.000)"
