@@ -59,6 +59,7 @@ static int deps_analyze_components(struct deps_state *s)
         deps_map_init(&s->procs[i].threads);
         deps_map_init(&s->procs[i].ends);
         deps_map_init(&s->procs[i].pending_opts);
+        deps_map_init(&s->procs[i].file_owner);
     }
     return 0;
 }
@@ -297,6 +298,7 @@ static int deps_analyze_workers(struct deps_state *s, char *err, size_t errlen)
         struct deps_component *x = &s->comps[c];
         x->pc.prefork = x->serving_procs > 1 && x->max_threads_per_proc == 1;
         x->pc.workers = x->pc.prefork ? x->serving_procs : x->serving_threads;
+        x->pc.event_loop = x->loop_threads > 0;
         if (plan_writer_update_component(s->w, x->plan_id, &x->pc) != 0) {
             snprintf(err, errlen, "writing the plan: %s", plan_writer_error(s->w));
             return -1;
@@ -324,8 +326,30 @@ static void deps_analyze_coverage(struct deps_state *s)
         res->coverage = 1.0;
 }
 
+/* One line per event-loop thread (deps_on.c): not a violation, but how its
+ * events were attributed, and those no request could be named for. */
+static void deps_analyze_warn_loops(struct deps_state *s, FILE *warnings)
+{
+    for (uint32_t f = 0; f < s->in.nfiles; f++) {
+        struct deps_proc *p = &s->procs[f];
+        for (uint32_t i = 0; i < p->nall; i++) {
+            const struct deps_thread *t = p->all[i];
+            if (!t->event_loop)
+                continue;
+            fprintf(warnings,
+                    "preplay analyze: component %s (pid %u) thread %u is an event loop (took up "
+                    "another open request %" PRIu64 " times): its events went to the request "
+                    "whose connection or file they touched, the rest to the request it handled "
+                    "last; %" PRIu64 " events named no request\n",
+                    s->comps[p->component].name, s->in.files[f].hdr->pid, t->tid, t->loop_switches,
+                    t->loop_unattributed);
+        }
+    }
+}
+
 /* What the run found about the recording: its clock going backwards, late
- * events, losses, untraced peers, then the report (violations, skew). */
+ * events, losses, untraced peers, event loops, then the report
+ * (violations, skew). */
 static void deps_analyze_warn_run(struct deps_state *s, const char *report, FILE *warnings)
 {
     if (!warnings)
@@ -358,6 +382,7 @@ static void deps_analyze_warn_run(struct deps_state *s, const char *report, FILE
                 "preplay analyze: %" PRIu64 " calls went to untraced peers and became external "
                 "calls (if a peer is a tier you meant to trace, its trace is missing)\n",
                 s->untraced_calls);
+    deps_analyze_warn_loops(s, warnings);
     if (report && *report)
         fprintf(warnings, "%s", report);
 }

@@ -97,6 +97,7 @@ static void deps_state_free_procs(struct deps_state *s)
         for (size_t j = 0; j < s->procs[f].pending_opts.cap; j++)
             free(s->procs[f].pending_opts.slots[j].value);
         deps_map_free(&s->procs[f].pending_opts);
+        deps_map_free(&s->procs[f].file_owner);
     }
 }
 

@@ -53,6 +53,9 @@ struct deps_end {
     uint32_t file;
     uint64_t conn_id;
     uint8_t proto, family, accepted, is_db, closed, has_ident;
+    /* the server shut down its sending side after answering (SHUT_WR):
+     * what it reads from then on drains the request, none can follow */
+    uint8_t shut_wr;
     uint8_t local_addr[16], remote_addr[16];
     uint16_t local_port, remote_port;
     uint64_t unix_inode, unix_peer_inode;
@@ -75,6 +78,10 @@ struct deps_end {
     uint32_t db_index;           /* +1; 0 = none */
     uint32_t external_host;      /* plan string id of the address (untraced peer), 0 = not yet */
     int refs;
+    /* a client end: the served connection whose request its thread was
+     * serving when it connected (0 = none); an event loop's first call on
+     * it is that request's, even when the connect completes later */
+    uint64_t opener_conn;
     /* the call currently open on this (client) end */
     struct deps_block *call_block;
     uint32_t call_index;
@@ -134,6 +141,13 @@ struct deps_thread {
     int violating;
     uint64_t viol_events, viol_blocks;
     uint32_t viol_conns;
+    /* event loop (deps_on.c): the thread multiplexes connections, so its
+     * events go to the request whose descriptor they touch and the rest to
+     * the request it handled last (last_read then names that end, whatever
+     * its last event on it was); switches: times it took up another open
+     * request; unattributed: its events no request could be named for */
+    int event_loop;
+    uint64_t loop_switches, loop_unattributed;
     uint64_t blocks;
     uint32_t worker; /* dense index among its component's serving threads */
     /* coverage window: resource events of this thread, counted; the window
@@ -148,6 +162,7 @@ struct deps_component {
     struct plan_component pc;
     uint32_t serving_threads, serving_procs;
     uint32_t max_threads_per_proc;
+    uint32_t loop_threads; /* serving threads that were event loops */
 };
 
 struct deps_pending_opt { /* options set on a socket before its CONN event */
@@ -161,6 +176,10 @@ struct deps_proc {
     struct deps_map threads;      /* tid -> thread */
     struct deps_map ends;         /* conn_id -> end */
     struct deps_map pending_opts; /* fd + 1 -> struct deps_pending_opt */
+    /* fd + 1 -> conn_id (as pointer) of the request whose thread was
+     * serving it when the file was opened: an event loop's reads of that
+     * file belong to that request (deps_on.c) */
+    struct deps_map file_owner;
     struct deps_thread **all;
     uint32_t nall, capall;
     uint32_t serving_threads;

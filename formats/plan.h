@@ -21,7 +21,7 @@
 #include "trace_file.h" /* struct trace_cpu_score */
 
 #define PLAN_FORMAT_MAJOR 1
-#define PLAN_FORMAT_MINOR 1 /* 1.1: blocks carry worker and start_ns */
+#define PLAN_FORMAT_MINOR 2 /* 1.1: blocks carry worker and start_ns; 1.2: event loops */
 
 enum plan_op_kind {
     PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
@@ -130,6 +130,7 @@ struct plan_component {
     uint16_t listen_port; /* port it served on when recorded (informative) */
     uint8_t prefork;      /* workers are processes */
     uint8_t is_frontend;
+    uint8_t event_loop; /* (1.2) each worker is an event loop serving many connections */
 };
 
 struct plan_file {

@@ -90,7 +90,8 @@ static void replay_usage(FILE *out)
             "Serve component C's event blocks: a dispatcher and a pool of workers replay\n"
             "each request's block (CPU, files, locks, DB, nested calls) when it arrives.\n\n"
             "  --token T       16 hex digits every request must carry (per run)\n"
-            "  --workers N     worker threads (default: the plan's count for C)\n"
+            "  --workers N     worker threads (default: the plan's count for C); for an\n"
+            "                  event-loop component, event loops\n"
             "  --db URL        mysql://user:password@host:port/db for DB ops\n"
             "  --dir D         dummy files made by `preplay prepare` (default .)\n"
             "  --peers FILE    'component HOST:PORT' lines for nested calls\n"
@@ -217,6 +218,12 @@ static int replay_parse_options(int argc, char **argv, struct replay_cli_opts *o
 static int replay_serve(struct replay_engine *e, int lfd, const struct replay_cli_opts *o,
                         int workers)
 {
+    /* an event-loop component: `workers` loops, each with threads enough
+     * for the requests it has in flight (replay_exec.h) */
+    uint32_t loops = replay_engine_config(e)->event_loops;
+    int threads =
+        loops ? (int)(loops * REPLAY_LOOP_THREADS < 4096 ? loops * REPLAY_LOOP_THREADS : 4096)
+              : workers;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -228,15 +235,20 @@ static int replay_serve(struct replay_engine *e, int lfd, const struct replay_cl
     if (!getsockname(lfd, (struct sockaddr *)&ss, &sl))
         replay_addr_format((struct sockaddr *)&ss, bound, sizeof bound);
     char err[512];
-    struct replay_server *srv = replay_server_start(e, lfd, workers, stderr, err, sizeof err);
+    struct replay_server *srv = replay_server_start(e, lfd, threads, stderr, err, sizeof err);
     if (!srv) {
         fprintf(stderr, "replay: %s\n", err);
         return 1;
     }
     printf("listening %s\n", bound);
     fflush(stdout);
-    fprintf(stderr, "replay: component %s on %s, %d workers, CPU ratio %.3f%s\n", o->component,
-            bound, workers, o->ratio, o->no_deps ? ", --no-deps (recorded order per worker)" : "");
+    if (loops)
+        fprintf(stderr, "replay: component %s on %s, %u event loops (%d threads), CPU ratio %.3f\n",
+                o->component, bound, loops, threads, o->ratio);
+    else
+        fprintf(stderr, "replay: component %s on %s, %d workers, CPU ratio %.3f%s\n", o->component,
+                bound, workers, o->ratio,
+                o->no_deps ? ", --no-deps (recorded order per worker)" : "");
     int sig;
     sigwait(&set, &sig);
     replay_server_stop(srv);
@@ -297,15 +309,18 @@ int cmd_replay(int argc, char **argv)
                                 .cpu_ratio = o.ratio,
                                 .no_deps = o.no_deps,
                                 .no_deps_hold_s = o.hold};
+    int workers = o.workers;
+    if (!workers)
+        workers = p->components[comp].workers ? (int)p->components[comp].workers : 1;
+    /* --no-deps replays each recorded worker's blocks in order: no loops */
+    if (p->components[comp].event_loop && !o.no_deps)
+        cfg.event_loops = (uint32_t)workers;
     e = replay_engine_new(&cfg, err, sizeof err);
     if (!e) {
         fprintf(stderr, "replay: %s\n", err);
         close(lfd);
         goto out;
     }
-    int workers = o.workers;
-    if (!workers)
-        workers = p->components[comp].workers ? (int)p->components[comp].workers : 1;
     rc = replay_serve(e, lfd, &o, workers);
 out:
     if (e && o.stats_path && replay_write_stats(e, o.stats_path))

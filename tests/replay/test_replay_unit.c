@@ -3,8 +3,9 @@
  * segment, nested-call segments as a callee sees them, pooled versus
  * per-call connections, lock semantics (exclusive, shared, failed try,
  * locks left held), file offsets and sizes on the dummy files, EXECUTE
- * parameter rendering, and a driver run against an in-process server
- * (good token and bad token). */
+ * parameter rendering, a driver run against an in-process server
+ * (good token and bad token), and an event-loop engine (one request's CPU
+ * at a time per loop, waits overlapping). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -558,6 +560,87 @@ static void test_session_mode(void **state)
     fixture_plan_free(p);
 }
 
+/* ---- event loops: CPU ops of blocks running on several threads never
+ * overlap on one loop, while their external waits do ---- */
+
+static _Atomic int loop_inside, loop_most;
+
+static void loop_burn(uint64_t ns)
+{
+    int n = atomic_fetch_add(&loop_inside, 1) + 1;
+    int m = atomic_load(&loop_most);
+    while (n > m && !atomic_compare_exchange_weak(&loop_most, &m, n))
+        ;
+    struct timespec ts = {0, (long)ns};
+    nanosleep(&ts, NULL);
+    atomic_fetch_sub(&loop_inside, 1);
+}
+
+struct loop_arg {
+    struct replay_engine *e;
+    uint32_t block;
+};
+
+static void *loop_thread(void *arg)
+{
+    struct loop_arg *a = arg;
+    struct replay_thread *t = replay_thread_new(a->e);
+    char err[256];
+    int rc = replay_exec_block(t, a->block, -1, 0, 0, err, sizeof err);
+    replay_thread_free(t);
+    return (void *)(intptr_t)rc;
+}
+
+/* 4 blocks of CPU 5 ms, external 60 ms, CPU 5 ms on 4 threads: wall time
+ * and the most CPU ops running at once */
+static double loop_run(uint32_t event_loops, int *most)
+{
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 1, 1);
+    p->components[c].event_loop = event_loops > 0;
+    uint32_t b = fixture_block(p, c, "GET /a");
+    fixture_op(p, fixture_cpu(5000000));
+    fixture_op(p, fixture_external(60000000));
+    fixture_op(p, fixture_cpu(5000000));
+    char err[256];
+    struct replay_config cfg = {
+        .plan = p, .component = c, .cpu_ratio = 1, .event_loops = event_loops};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    assert_non_null(e);
+    replay_cpu_burn_fn saved = replay_cpu_burn;
+    replay_cpu_burn = loop_burn;
+    atomic_store(&loop_most, 0);
+    pthread_t th[4];
+    struct loop_arg a = {e, b};
+    double t0 = now_s();
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, loop_thread, &a), 0);
+    for (int i = 0; i < 4; i++) {
+        void *rc;
+        pthread_join(th[i], &rc);
+        assert_int_equal((intptr_t)rc, 0);
+    }
+    double wall = now_s() - t0;
+    replay_cpu_burn = saved;
+    *most = atomic_load(&loop_most);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+    return wall;
+}
+
+static void test_event_loop(void **state)
+{
+    (void)state;
+    int most;
+    double wall = loop_run(1, &most);
+    assert_int_equal(most, 1); /* one loop: one request's work at a time */
+    /* the waits overlap: at least one block's 70 ms, far less than 4 x 70
+     * ms in a row */
+    assert_true(wall >= 0.068 && wall < 0.250);
+    loop_run(0, &most);
+    assert_true(most > 1); /* a worker pool: CPU ops of several requests at once */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_db_render),
         cmocka_unit_test(test_server_and_driver),
         cmocka_unit_test(test_session_mode),
+        cmocka_unit_test(test_event_loop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
