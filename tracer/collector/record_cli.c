@@ -606,8 +606,9 @@ static int record_command(int argc, char **argv)
     }
     if (tty)
         fprintf(stderr, "\r\033[K");
+    int closed = collector_close_all(c, err, sizeof err); /* the summary's sizes are final */
     record_summary(rc.out_dir, c, rc.quiet);
-    if (collector_finish(c, err, sizeof err) != 0) {
+    if (collector_finish(c, closed ? NULL : err, sizeof err) != 0 || closed != 0) {
         fprintf(stderr, "preplay record: %s\n", err);
         failed = 1;
     }
@@ -675,8 +676,9 @@ static int collect_command(int argc, char **argv)
     }
     if (tty)
         fprintf(stderr, "\r\033[K");
+    int closed = collector_close_all(c, err, sizeof err); /* the summary's sizes are final */
     record_summary(rc.out_dir, c, rc.quiet);
-    if (collector_finish(c, err, sizeof err) != 0) {
+    if (collector_finish(c, closed ? NULL : err, sizeof err) != 0 || closed != 0) {
         fprintf(stderr, "preplay collect: %s\n", err);
         return 1;
     }
