@@ -196,6 +196,30 @@ disk = sum(os.path.getsize(os.path.join(sys.argv[2], f)) for f in os.listdir(sys
 print("collect said %s %s, the traces take %d bytes" % (m.group(1), m.group(2), disk))
 sys.exit(0 if abs(said - disk) <= 0.1 * disk else 1)
 PY
+# info DIR: the summary per component and label comes before the detail
+awk '/^by component:$/ { s = NR } /\.trace: pid / && !d { d = NR } END { exit !(s && s < d) }' "$work/out-info" ||
+    fail "info $TRACE: no 'by component:' before the first process"
+preplay info --json "$TRACE" >"$work/trace.json"
+python3 - "$work/trace.json" "$requests" <<'PY' || fail "info --json $TRACE: by_component / by_label"
+import json, sys
+j = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+comps = {c["component"]: c for c in j["by_component"]}
+errors = []
+if sorted(comps) != ["frontend", "php"]:
+    errors.append("by_component %s" % sorted(comps))
+if sum(c["processes"] for c in comps.values()) != j["processes"] or \
+        sum(c["bytes_on_disk"] for c in comps.values()) != j["bytes_on_disk"]:
+    errors.append("by_component does not add up to the totals")
+if comps.get("frontend", {}).get("labelled_requests") != n:
+    errors.append("frontend labelled requests %s, %d sent" % (comps.get("frontend"), n))
+got = {(l["component"], l["label"]): l["count"] for l in j["by_label"]}
+if got != {("frontend", "GET /item.php"): 3 * n // 4, ("frontend", "GET /visit.php"): n // 4}:
+    errors.append("by_label %s" % got)
+for e in errors:
+    print("info --json: " + e)
+sys.exit(1 if errors else 0)
+PY
 preplay info --json "$PLAN" >"$work/plan.json"
 python3 - "$work/plan.json" "$requests" <<'PY' || fail "the guide's plan"
 import json, sys
