@@ -221,6 +221,11 @@ static int deps_analyze_open(struct deps_state *s, const char *const *inputs, in
         snprintf(err, errlen, "%s: cannot write", opt->blocks_path);
         return -1;
     }
+    if (s->blocks_out) /* the two line kinds' columns (docs/preplay-analyze.md) */
+        fputs("# B\tid\tcomponent\tpid\ttid\tstart_ns\tend_ns\tflags\tcallees\tlabel\tworker\t"
+              "plan_start_ns\tsockopts\tnodelay_calls\trecv_bytes\tsend_bytes\n"
+              "# R\tblock\tarrival_ns\tsession\tthink_ns\n",
+              s->blocks_out);
     if (deps_analyze_components(s) != 0) {
         snprintf(err, errlen, "%s", s->failed ? s->err : "out of memory");
         return -1;
@@ -347,6 +352,40 @@ static void deps_analyze_warn_loops(struct deps_state *s, FILE *warnings)
     }
 }
 
+static int deps_analyze_cmp_peer(const void *a, const void *b)
+{
+    const struct deps_external_peer *x = *(const struct deps_external_peer *const *)a;
+    const struct deps_external_peer *y = *(const struct deps_external_peer *const *)b;
+    if (x->calls != y->calls)
+        return x->calls < y->calls ? 1 : -1;
+    return strcmp(x->host, y->host);
+}
+
+/* The peers of the plan's external calls (the summary line's "N external
+ * calls"), most called first, at most DEPS_ANALYZE_PEERS of them. */
+#define DEPS_ANALYZE_PEERS 8
+static void deps_analyze_warn_externals(struct deps_state *s, FILE *warnings)
+{
+    const struct deps_map *m = &s->external_peers;
+    if (!m->count)
+        return;
+    const struct deps_external_peer **v = calloc(m->count, sizeof *v);
+    if (!v)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].value)
+            v[n++] = m->slots[i].value;
+    qsort(v, n, sizeof *v, deps_analyze_cmp_peer);
+    fprintf(warnings, "preplay analyze: the %" PRIu64 " external calls went to", s->res->externals);
+    for (size_t i = 0; i < n && i < DEPS_ANALYZE_PEERS; i++)
+        fprintf(warnings, "%s %s (%" PRIu64 ")", i ? "," : "", v[i]->host, v[i]->calls);
+    if (n > DEPS_ANALYZE_PEERS)
+        fprintf(warnings, " and %zu more peers", n - DEPS_ANALYZE_PEERS);
+    fprintf(warnings, "\n");
+    free(v);
+}
+
 /* What the run found about the recording: its clock going backwards, late
  * events, losses, untraced peers, event loops, then the report
  * (violations, skew). */
@@ -358,7 +397,8 @@ static void deps_analyze_warn_run(struct deps_state *s, const char *report, FILE
         fprintf(warnings,
                 "preplay analyze: %" PRIu64 " events ended more than %u ms before an earlier "
                 "event of their own thread (worst %.3f ms, thread %u in %s): the recording's "
-                "clock went backwards there (see what preplay record said at its end); they "
+                "clock went backwards there (see what preplay record or preplay collect printed "
+                "when it stopped); they "
                 "were taken as ending with that earlier event\n",
                 s->in.backwards, DEPS_BACKWARDS_NS / 1000000u,
                 (double)s->in.backwards_worst_ns / 1e6, s->in.backwards_tid,
@@ -383,6 +423,7 @@ static void deps_analyze_warn_run(struct deps_state *s, const char *report, FILE
                 "calls (if a peer is a tier you meant to trace, its trace is missing)\n",
                 s->untraced_calls);
     deps_analyze_warn_loops(s, warnings);
+    deps_analyze_warn_externals(s, warnings);
     if (report && *report)
         fprintf(warnings, "%s", report);
 }

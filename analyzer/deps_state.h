@@ -204,6 +204,13 @@ struct deps_skew {
     int64_t applied;
 };
 
+/* The calls that became EXTERNAL ops to one peer address, for the warning
+ * that names them. */
+struct deps_external_peer {
+    uint64_t calls;
+    char host[96];
+};
+
 struct deps_state {
     struct deps_input in;
     struct plan_writer *w;
@@ -237,6 +244,7 @@ struct deps_state {
     uint32_t nskews;
     FILE *blocks_out;
     uint64_t untraced_calls;
+    struct deps_map external_peers; /* address text hash -> struct deps_external_peer */
     /* LOSS events of the recording: how many events, in how many files, and
      * the file and reason of the largest */
     uint64_t lost, lost_worst;

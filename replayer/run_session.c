@@ -704,13 +704,18 @@ static void run_session_stop_children(struct run_session *s)
 void run_session_close(struct run_session *s, int rc)
 {
     run_session_stop_children(s);
+    /* a failed run keeps its directory only for the replayer logs in it:
+     * when no replayer had started there are none to point to */
+    int logs = 0;
+    for (uint32_t i = 0; i < s->nchildren && !logs; i++)
+        logs = s->children[i].log[0] && access(s->children[i].log, F_OK) == 0;
     free(s->children);
     run_hosts_free(&s->hosts);
     if (s->have_handlers) {
         sigaction(SIGINT, &s->old_int, NULL);
         sigaction(SIGTERM, &s->old_term, NULL);
     }
-    if (s->have_work && rc == 0) {
+    if (s->have_work && (rc == 0 || !logs)) {
         char *rm[] = {"rm", "-rf", s->work, NULL};
         run_exec(rm, NULL, NULL);
     } else if (s->have_work) {

@@ -470,6 +470,9 @@ static void test_clock_backwards(void **state)
     assert_non_null(strstr(f->warnings, "2 events ended more than 1 ms before an earlier event "
                                         "of their own thread (worst "));
     assert_non_null(strstr(f->warnings, "thread 101 in "));
+    /* it points to the command that recorded, whichever of the two it was */
+    assert_non_null(strstr(f->warnings, "(see what preplay record or preplay collect printed "
+                                        "when it stopped)"));
     /* the second request is served after the first, with its own ops */
     fx_expect_kinds(f, f->plan->requests[1].block, "RCS");
     assert_int_equal(fx_ops(f, f->plan->requests[1].block)[2].a.net.bytes, 2000);
