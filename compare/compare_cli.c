@@ -1,8 +1,9 @@
 /* compare_cli.c - `preplay compare RESULTS... [--plan PLAN] [--slo SLO]...
- * [--slo-label LABEL]... [--equivalent-p P] [-o report.html] [--json]`:
- * loads every results file, checks they belong together, decides, and
- * prints the verdict table (or JSON) and writes the HTML report. Never
- * writes a report from inputs it refused. */
+ * [--slo-label LABEL]... [--equivalent-p P] [--allow-failed] [-o
+ * report.html] [--json]`: loads every results file, checks they belong
+ * together, decides, and prints the verdict table (or JSON) and writes the
+ * HTML report. Never writes a report from inputs it refused; exits 3 (after
+ * printing and writing everything) when no type could be ranked. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,22 +13,26 @@
 
 static void compare_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: preplay compare RESULTS... [--plan PLAN] [--slo SLO]... [--slo-label "
-            "LABEL]...\n"
-            "                       [--equivalent-p P] [-o report.html] [--json]\n\n"
-            "Compares the results of `preplay run` on candidate instance types (one file per\n"
-            "type, named with --instance and priced with --price at run time) and says which\n"
-            "meet the SLOs and which of those is cheapest per million requests.\n\n"
-            "  --plan PLAN        the plan the runs replayed: adds the on-premise recording\n"
-            "                     (p against it per label, requests per label over time)\n"
-            "  --slo SLO          METRIC<LIMIT or METRIC<=LIMIT; METRIC median|p50|p95|p99,\n"
-            "                     LIMIT a number with us, ms or s: 'p95<200ms' (repeatable)\n"
-            "  --slo-label LABEL  apply the SLOs to this label only (repeatable; default all)\n"
-            "  --equivalent-p P   PT4Cloud p at or above which two types are equivalent (0.9)\n"
-            "  -o FILE            write the self-contained HTML report\n"
-            "  --json             print the comparison as JSON instead of the table\n"
-            "See docs/preplay-compare.md.\n");
+    fprintf(
+        out,
+        "usage: preplay compare RESULTS... [--plan PLAN] [--slo SLO]... [--slo-label "
+        "LABEL]...\n"
+        "                       [--equivalent-p P] [--allow-failed] [-o report.html] [--json]\n\n"
+        "Compares the results of `preplay run` on candidate instance types (one file per\n"
+        "type, named with --instance and priced with --price at run time) and says which\n"
+        "meet the SLOs and which of those is cheapest per million requests.\n\n"
+        "  --plan PLAN        the plan the runs replayed: adds the on-premise recording\n"
+        "                     (p against it per label, requests per label over time)\n"
+        "  --slo SLO          METRIC<LIMIT or METRIC<=LIMIT; METRIC median|p50|p95|p99,\n"
+        "                     LIMIT a number with us, ms or s: 'p95<200ms' (repeatable)\n"
+        "  --slo-label LABEL  apply the SLOs to this label only (repeatable; default all)\n"
+        "  --equivalent-p P   PT4Cloud p at or above which two types are equivalent (0.9)\n"
+        "  --allow-failed     rank types whose replay failed (failed requests, DB errors,\n"
+        "                     labels never replayed); without it they are not ranked\n"
+        "  -o FILE            write the self-contained HTML report\n"
+        "  --json             print the comparison as JSON instead of the table\n"
+        "Exit status: 0, 1 bad input, 2 usage, 3 no type could be ranked (every replay\n"
+        "failed). See docs/preplay-compare.md.\n");
 }
 
 int cmd_compare(int argc, char **argv)
@@ -36,6 +41,7 @@ int cmd_compare(int argc, char **argv)
                                              {"slo", required_argument, NULL, 's'},
                                              {"slo-label", required_argument, NULL, 'l'},
                                              {"equivalent-p", required_argument, NULL, 'e'},
+                                             {"allow-failed", no_argument, NULL, 'a'},
                                              {"output", required_argument, NULL, 'o'},
                                              {"json", no_argument, NULL, 'j'},
                                              {"help", no_argument, NULL, 'h'},
@@ -85,6 +91,9 @@ int cmd_compare(int argc, char **argv)
             }
             break;
         }
+        case 'a':
+            opt.allow_failed = 1;
+            break;
         case 'o':
             out_path = optarg;
             break;
@@ -161,7 +170,7 @@ int cmd_compare(int argc, char **argv)
         }
         fprintf(stderr, "compare: report written to %s\n", out_path);
     }
-    rc = 0;
+    rc = v.nranked ? 0 : 3;
 out:
     if (have_verdict)
         compare_verdict_free(&v);
