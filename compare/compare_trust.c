@@ -85,7 +85,10 @@ static void compare_text_quote(struct compare_text *t, const char *msg)
             bytes++;
         chars++;
     }
-    compare_text_add(t, "'%.*s%s'", (int)bytes, msg, msg[bytes] ? "…" : "");
+    size_t shown = bytes;
+    while (msg[bytes] && shown && msg[shown - 1] == ' ')
+        shown--; /* no space before the "…" */
+    compare_text_add(t, "'%.*s%s'", (int)shown, msg, msg[bytes] ? "…" : "");
 }
 
 /* "20 DB queries failed (component php: 20 × 'You have an error…')": the
@@ -203,14 +206,15 @@ static void compare_trust_labels(struct compare_run *r, const struct compare_rec
     size_t min = compare_trust_min_samples();
     for (size_t l = 0; l < r->nlabels; l++) {
         struct compare_label *lab = &r->labels[l];
-        /* the standard method's last comparison: d1 = every interval but the last */
+        /* the standard method's last comparison: d1 = every interval but the
+         * last; unknown when no sample says its interval */
         size_t n = 0, known = 0;
         for (size_t k = 0; k < lab->nsamples; k++) {
             known += lab->sample_interval[k] != 0;
             n += lab->sample_interval[k] && lab->sample_interval[k] < r->nintervals;
         }
         lab->stop_rule_n = n;
-        lab->judged = !r->has_stop_rule || (lab->nsamples && !known) ? -1 : n >= min;
+        lab->judged = !r->has_stop_rule || !known ? -1 : n >= min;
         size_t rl = rec ? compare_recording_label(rec, lab->name) : (size_t)-1;
         lab->unlike_recording = !isnan(lab->p_recording) && lab->p_recording < COMPARE_RESEMBLE_P &&
                                 lab->nsamples >= min && rl != (size_t)-1 &&
