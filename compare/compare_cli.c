@@ -35,6 +35,34 @@ static void compare_usage(FILE *out)
         "failed). See docs/preplay-compare.md.\n");
 }
 
+/* The verdict on stdout (table or JSON) and the report; -1 (said on
+ * stderr) when one cannot be written. */
+static int compare_cli_emit(const struct compare_run *runs, size_t nruns,
+                            const struct compare_recording *rec, const struct compare_options *opt,
+                            const struct compare_verdict *v, int json_out, const char *out_path)
+{
+    if (json_out) {
+        json_t *j = compare_json(runs, nruns, rec, opt, v);
+        if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
+            json_decref(j);
+            fprintf(stderr, "compare: cannot write JSON\n");
+            return -1;
+        }
+        json_decref(j);
+        printf("\n");
+    } else
+        compare_print_table(stdout, runs, nruns, rec, opt, v);
+    if (out_path) {
+        char err[COMPARE_ERR_LEN];
+        if (compare_report_write(out_path, runs, nruns, rec, opt, v, err, sizeof err)) {
+            fprintf(stderr, "compare: %s\n", err);
+            return -1;
+        }
+        fprintf(stderr, "compare: report written to %s\n", out_path);
+    }
+    return 0;
+}
+
 int cmd_compare(int argc, char **argv)
 {
     static const struct option longopts[] = {{"plan", required_argument, NULL, 'p'},
@@ -151,25 +179,8 @@ int cmd_compare(int argc, char **argv)
         goto out;
     }
     have_verdict = 1;
-    if (json_out) {
-        json_t *j = compare_json(runs, nruns, have_rec ? &rec : NULL, &opt, &v);
-        if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
-            json_decref(j);
-            fprintf(stderr, "compare: cannot write JSON\n");
-            goto out;
-        }
-        json_decref(j);
-        printf("\n");
-    } else
-        compare_print_table(stdout, runs, nruns, have_rec ? &rec : NULL, &opt, &v);
-    if (out_path) {
-        if (compare_report_write(out_path, runs, nruns, have_rec ? &rec : NULL, &opt, &v, err,
-                                 sizeof err)) {
-            fprintf(stderr, "compare: %s\n", err);
-            goto out;
-        }
-        fprintf(stderr, "compare: report written to %s\n", out_path);
-    }
+    if (compare_cli_emit(runs, nruns, have_rec ? &rec : NULL, &opt, &v, json_out, out_path))
+        goto out;
     rc = v.nranked ? 0 : 3;
 out:
     if (have_verdict)
