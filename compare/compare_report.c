@@ -598,7 +598,11 @@ static void report_tables(struct report_ctx *x)
         else
             fprintf(f, "</td><td>%s after %zu intervals", r->stopped ? "met" : "cut short",
                     r->nintervals);
-        fprintf(f, "</td><td>%d</td><td>%s", r->tier, r->meets_slo ? "meets" : "fails: ");
+        if (r->ranked)
+            fprintf(f, "</td><td>%d", r->tier);
+        else
+            fprintf(f, "</td><td>- (not ranked)");
+        fprintf(f, "</td><td>%s", r->meets_slo ? "meets" : "fails: ");
         report_escape(f, r->meets_slo ? "" : r->slo_failure);
         fprintf(f, "</td></tr>\n");
     }

@@ -86,6 +86,8 @@ grep -q '^broken .* -  fails: POST /slow: no successful requests  NOT RANKED (re
 grep -qx '=> medium meets every SLO and is the cheapest at \$1.042 per million requests. Not ranked, the replay failed: broken (--allow-failed ranks them).' \
   "$work/table" || fail "verdict line with a failed replay"
 grep -q 'id="trust"' "$work/failed.html" || fail "report lacks the first-screen box"
+grep -q '<td>broken</td><td>0.01</td><td>48000</td><td>0.2083</td><td>met after 3 intervals</td><td>- (not ranked)</td>' \
+  "$work/failed.html" || fail "report table: tier of a type not ranked"
 grep -qF "<li>$want_problem</li>" <(sed "s/&#39;/'/g" "$work/failed.html") || fail "report box lacks the problem line"
 
 "$PREPLAY_BIN" compare "$work/broken.json" "$work/small.json" --allow-failed >"$work/table"
