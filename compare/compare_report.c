@@ -605,7 +605,11 @@ static void report_tables(struct report_ctx *x)
         else
             fprintf(f, "</td><td>%s after %zu intervals", r->stopped ? "met" : "cut short",
                     r->nintervals);
-        fprintf(f, "</td><td>%d</td><td>%s", r->tier, r->meets_slo ? "meets" : "fails: ");
+        if (r->ranked)
+            fprintf(f, "</td><td>%d", r->tier);
+        else
+            fprintf(f, "</td><td>- (not ranked)");
+        fprintf(f, "</td><td>%s", r->meets_slo ? "meets" : "fails: ");
         report_escape(f, r->meets_slo ? "" : r->slo_failure);
         fprintf(f, "</td></tr>\n");
     }
@@ -651,6 +655,42 @@ static void report_tables(struct report_ctx *x)
     fprintf(f, "</table>\n");
 }
 
+/* The first screen, above every table and chart: the replays that failed
+ * (one line each, and whether they are ranked) and what the verdict did
+ * not judge (v->caveats); a one-line all-clear otherwise. */
+static void report_trust_box(struct report_ctx *x)
+{
+    FILE *f = x->f;
+    int any = x->v->caveats && x->v->caveats[0];
+    fprintf(f, "<div class=\"trust%s\" id=\"trust\">\n", any ? " warn" : "");
+    if (!any) {
+        fprintf(f, "<p>Every replay completed without failed requests, DB errors or missing "
+                   "labels, and the stop rule judged every label.</p>\n</div>\n");
+        return;
+    }
+    fprintf(f, "<h2>Before the numbers: what this verdict does not vouch for</h2>\n");
+    int nfailed = 0;
+    for (size_t i = 0; i < x->nruns; i++) {
+        char *line = compare_trust_problem_line(&x->runs[i]);
+        if (!line)
+            continue;
+        fprintf(f, "%s<li>", nfailed++ ? "" : "<ul class=\"problems\">\n");
+        report_escape(f, line);
+        fprintf(f, "</li>\n");
+        free(line);
+    }
+    if (nfailed)
+        fprintf(f, "</ul>\n");
+    fprintf(f, "<p class=\"caveats\">");
+    report_escape(f, x->v->caveats);
+    fprintf(f,
+            "</p>\n<p class=\"note\">A label is judged by the stop rule when its last "
+            "comparison had %zu samples or more; it does not resemble the recording when "
+            "PT4Cloud's p against it is below %.2g with %zu samples or more on both "
+            "sides.</p>\n</div>\n",
+            compare_trust_min_samples(), COMPARE_RESEMBLE_P, compare_trust_min_samples());
+}
+
 static int report_body(struct report_ctx *x)
 {
     FILE *f = x->f;
@@ -663,6 +703,8 @@ static int report_body(struct report_ctx *x)
                "note{color:#444;font-style:italic}\n"
                ".plan-quality{border:1px solid #999;padding:0 1em;background:#fafafa}\n"
                "svg.chart{display:block;margin:1em 0;border:1px solid #eee}\n"
+               ".trust{border:2px solid #8a8;padding:0 1em;margin:1em 0}"
+               ".trust.warn{border-color:#b00;background:#fff4f0}\n"
                "</style></head><body>\n<h1>Which instance type? preplay compare</h1>\n<p>");
     for (size_t i = 0; i < x->nruns; i++) {
         fprintf(f, "%s", i ? ", " : "Results compared: ");
@@ -680,6 +722,7 @@ static int report_body(struct report_ctx *x)
         fprintf(f, ").");
     }
     fprintf(f, "</p>\n");
+    report_trust_box(x);
     report_tables(x);
     fprintf(f, "<h2>Response-time distributions</h2>\n<p>Kernel density estimates of each "
                "type's response times, with the 99%% bootstrap band shaded; the x axis is cut "

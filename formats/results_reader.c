@@ -169,6 +169,19 @@ static int results_push(double **v, size_t *n, double x)
     return 0;
 }
 
+static int results_push_u32(uint32_t **v, size_t n, uint32_t x)
+{
+    /* the same growth as results_push, called before it bumps n */
+    if ((n & (n - 1)) == 0) {
+        uint32_t *nv = realloc(*v, (n ? n * 2 : 1) * sizeof *nv);
+        if (!nv)
+            return -1;
+        *v = nv;
+    }
+    (*v)[n] = x;
+    return 0;
+}
+
 static int results_read_samples(json_t *samples, struct results_file *rf, const char *path,
                                 char *err, size_t errlen)
 {
@@ -198,7 +211,11 @@ static int results_read_samples(json_t *samples, struct results_file *rf, const 
             snprintf(err, errlen, "%s: samples[%zu]: label \"%s\" is not in labels", path, i, name);
             return -1;
         }
-        if (results_push(&l->samples, &l->nsamples, rt)) {
+        double iv;
+        if (results_number(s, "interval", &iv) || iv < 0 || iv > UINT32_MAX)
+            iv = 0; /* informative: a sample without its interval is still a sample */
+        if (results_push_u32(&l->sample_interval, l->nsamples, isnan(iv) ? 0 : (uint32_t)iv) ||
+            results_push(&l->samples, &l->nsamples, rt)) {
             snprintf(err, errlen, "%s: out of memory", path);
             return -1;
         }
@@ -232,6 +249,13 @@ static int results_read_intervals(json_t *iv, struct results_file *rf, const cha
             return -1;
         }
         x->requests = (size_t)json_integer_value(req);
+        json_t *failed = json_object_get(o, "failed");
+        if (failed && (!json_is_integer(failed) || json_integer_value(failed) < 0)) {
+            snprintf(err, errlen, "%s: intervals[%zu].failed: expected a non-negative integer",
+                     path, i);
+            return -1;
+        }
+        x->failed = failed ? (size_t)json_integer_value(failed) : 0;
         rf->nintervals++;
     }
     return 0;
@@ -303,6 +327,60 @@ static int results_read_resources(json_t *res, struct results_file *rf, const ch
         }
     }
     return 0;
+}
+
+/* A string at key of a db_errors entry, "" when absent; NULL when out of
+ * memory, *bad when present but not a string. */
+static char *results_db_string(json_t *o, const char *key, int *bad)
+{
+    json_t *v = json_object_get(o, key);
+    if (v && !json_is_string(v))
+        *bad = 1;
+    return results_strdup(json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* "db_errors": [{component, query, count, code, message}]. */
+static int results_read_db_errors(json_t *de, struct results_file *rf, const char *path, char *err,
+                                  size_t errlen)
+{
+    if (!json_is_array(de)) {
+        snprintf(err, errlen, "%s: db_errors: expected an array", path);
+        return -1;
+    }
+    rf->db_errors = calloc(json_array_size(de) + 1, sizeof *rf->db_errors);
+    if (!rf->db_errors)
+        goto oom;
+    size_t i;
+    json_t *o;
+    json_array_foreach(de, i, o)
+    {
+        json_t *count = json_object_get(o, "count"), *code = json_object_get(o, "code");
+        if (!json_is_object(o) || !json_is_integer(count) || json_integer_value(count) < 0 ||
+            (code && !json_is_integer(code))) {
+            snprintf(err, errlen,
+                     "%s: db_errors[%zu]: expected {\"count\": integer >= 0, \"code\": integer}",
+                     path, i);
+            return -1;
+        }
+        struct results_db_error *e = &rf->db_errors[rf->ndb_errors++];
+        int bad = 0;
+        e->component = results_db_string(o, "component", &bad);
+        e->query = results_db_string(o, "query", &bad);
+        e->message = results_db_string(o, "message", &bad);
+        if (!e->component || !e->query || !e->message)
+            goto oom;
+        if (bad) {
+            snprintf(err, errlen,
+                     "%s: db_errors[%zu]: component, query and message must be strings", path, i);
+            return -1;
+        }
+        e->count = (uint64_t)json_integer_value(count);
+        e->code = code ? (long long)json_integer_value(code) : 0;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
 }
 
 /* "format" and "version": this reader's format and version, or an error. */
@@ -432,6 +510,9 @@ static int results_read_root(json_t *root, struct results_file *rf, const char *
     json_t *res = json_object_get(root, "resources");
     if (res && results_read_resources(res, rf, path, err, errlen))
         return -1;
+    json_t *de = json_object_get(root, "db_errors");
+    if (de && results_read_db_errors(de, rf, path, err, errlen))
+        return -1;
     return 0;
 }
 
@@ -469,9 +550,16 @@ void results_file_free(struct results_file *rf)
     for (size_t i = 0; i < rf->nlabels; i++) {
         free(rf->labels[i].name);
         free(rf->labels[i].samples);
+        free(rf->labels[i].sample_interval);
     }
     free(rf->labels);
     free(rf->intervals);
+    for (size_t i = 0; i < rf->ndb_errors; i++) {
+        free(rf->db_errors[i].component);
+        free(rf->db_errors[i].query);
+        free(rf->db_errors[i].message);
+    }
+    free(rf->db_errors);
     for (size_t i = 0; i < rf->nresources; i++) {
         free(rf->resources[i].component);
         free(rf->resources[i].label);
