@@ -304,7 +304,8 @@ static int results_read_resources(json_t *res, struct results_file *rf, const ch
     return 0;
 }
 
-/* "format" and "version": this reader's format and version, or an error. */
+/* "format" and "version": this reader's format and version, or an error;
+ * version 1 is refused with what its response_s meant. */
 static int results_read_format(json_t *root, const char *path, char *err, size_t errlen)
 {
     json_t *format = json_object_get(root, "format"), *version = json_object_get(root, "version");
@@ -312,6 +313,14 @@ static int results_read_format(json_t *root, const char *path, char *err, size_t
         strcmp(json_string_value(format), RESULTS_FORMAT)) {
         snprintf(err, errlen, "%s: not a preplay results file (no \"format\": \"preplay-results\")",
                  path);
+        return -1;
+    }
+    if (json_is_integer(version) && json_integer_value(version) == 1) {
+        snprintf(err, errlen,
+                 "%s: results version 1 is not supported (this preplay reads %d): its response_s "
+                 "counts from the first byte sent, not from the scheduled arrival; replay again "
+                 "(or add late_s to every response_s)",
+                 path, RESULTS_VERSION);
         return -1;
     }
     if (!json_is_integer(version) || json_integer_value(version) != RESULTS_VERSION) {

@@ -3,8 +3,9 @@
  * non-blocking connections to the front-end replayer, and one sample per
  * request. Sends each request as the header then one send(2) per recorded
  * RECV segment of the front-end block; reads exactly the response bytes.
- * Must never block: a slow replayer shows as response time, a slow client
- * as lateness. */
+ * Response times count from each request's scheduled arrival, so a late
+ * send is never hidden (no coordinated omission); how late it was is kept
+ * as its own figure. Must never block. */
 #include "replay_drive.h"
 
 #include <errno.h>
@@ -137,7 +138,10 @@ static int drive_record(struct drive *d, struct drive_conn *c, int ok, uint64_t 
     s->request = c->req;
     s->label = d->p->requests[c->req].label;
     s->sent_s = (double)(c->sent_ns - d->start_ns) / 1e9;
-    s->response_s = ok ? (double)(now - c->sent_ns) / 1e9 : 0;
+    /* from the scheduled arrival, as a user's client would wait: a late
+     * send is part of the response time (no coordinated omission) and is
+     * also kept apart as late_s */
+    s->response_s = ok && now > c->due_ns ? (double)(now - c->due_ns) / 1e9 : 0;
     s->late_s = c->sent_ns > c->due_ns ? (double)(c->sent_ns - c->due_ns) / 1e9 : 0;
     s->ok = ok;
     if (!ok)
@@ -556,7 +560,7 @@ static int drive_on_event(struct drive *d, struct drive_conn *c, uint32_t events
             d->refused++;
             return drive_finish(d, c, 0, now);
         }
-        c->sent_ns = now; /* connecting is not part of the response time */
+        c->sent_ns = now; /* lateness includes connecting, as does the response */
         c->state = DRIVE_SENDING;
     }
     return drive_progress(d, c, now);

@@ -3,7 +3,8 @@
  * their recorded arrival offsets (open loop), `session` mode keeps each
  * session's think times (closed loop). One thread, an epoll loop and as
  * many non-blocking connections as requests in flight, so the client is
- * never the bottleneck; how late each send was is measured and reported.
+ * never the bottleneck. Response times count from the scheduled arrival;
+ * how late each send was is measured and reported besides.
  * Never retries a request: a failed one is a sample marked failed. */
 #ifndef PREPLAY_REPLAY_DRIVE_H
 #define PREPLAY_REPLAY_DRIVE_H
@@ -30,12 +31,12 @@ struct replay_drive_options {
 };
 
 struct replay_sample {
-    uint32_t request; /* index into plan->requests */
-    uint32_t label;   /* string id */
-    double sent_s;    /* when its first byte went out, from the start of the drive */
-    double response_s;
-    double late_s; /* how much later than scheduled it was sent */
-    int ok;        /* 0: connection failed or answer incomplete */
+    uint32_t request;  /* index into plan->requests */
+    uint32_t label;    /* string id */
+    double sent_s;     /* when its first byte went out, from the start of the drive */
+    double response_s; /* scheduled arrival -> last response byte (0: failed) */
+    double late_s;     /* how much later than scheduled it was sent (part of response_s) */
+    int ok;            /* 0: connection failed or answer incomplete */
 };
 
 struct replay_drive_result {

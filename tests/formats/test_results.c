@@ -303,13 +303,33 @@ static void test_version_refused(void **state)
     assert_string_equal(err, want);
 }
 
+/* Version 1 (response_s from the first byte sent) is refused saying what
+ * its response_s meant and what to do. */
+static void test_version_1_refused(void **state)
+{
+    (void)state;
+    const char *path = test_tmpdir_path("v1.json");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"format\": \"preplay-results\", \"version\": 1}");
+    fclose(f);
+    char err[RESULTS_ERR_LEN], want[RESULTS_ERR_LEN + 64];
+    struct results_file rf;
+    assert_int_equal(results_read(path, &rf, err, sizeof err), -1);
+    snprintf(want, sizeof want,
+             "%s: results version 1 is not supported (this preplay reads 2): its response_s "
+             "counts from the first byte sent, not from the scheduled arrival; replay again "
+             "(or add late_s to every response_s)",
+             path);
+    assert_string_equal(err, want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_writer_keys_are_known),
-        cmocka_unit_test(test_run_round_trip),
-        cmocka_unit_test(test_drive_round_trip),
-        cmocka_unit_test(test_version_refused),
+        cmocka_unit_test(test_writer_keys_are_known), cmocka_unit_test(test_run_round_trip),
+        cmocka_unit_test(test_drive_round_trip),      cmocka_unit_test(test_version_refused),
+        cmocka_unit_test(test_version_1_refused),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }
