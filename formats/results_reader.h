@@ -28,6 +28,9 @@ struct results_interval_read {
     size_t requests;
     double p;        /* NAN: not compared */
     double length_s; /* NAN: absent */
+    /* the part of the repeating schedule sent (recorded seconds); NAN:
+     * absent */
+    double schedule_from_s, schedule_to_s;
 };
 
 /* The replayer's kinds of time ("cpu_s", ...), as in "resources". */
@@ -59,6 +62,8 @@ struct results_file {
     char *error;              /* "" when absent or null */
     double p0;                /* NAN: absent or outside (0, 1] */
     double elapsed_s, failed; /* NAN: absent */
+    double schedule_s;        /* one pass of the schedule (run); NAN: absent */
+    double schedule_requests; /* the plan's requests in one pass; NAN: absent */
     struct results_label *labels;
     size_t nlabels;
     struct results_interval_read *intervals;

@@ -5,6 +5,7 @@
  * locks left held), file offsets and sizes on the dummy files, EXECUTE
  * parameter rendering, and a driver run against an in-process server
  * (good token and bad token). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -496,6 +497,22 @@ static void test_server_and_driver(void **state)
         usleep(10000); /* the worker counts after its last send */
     assert_int_equal(replay_server_served(s), 40);
     replay_drive_result_free(&r);
+
+    /* a window of the repeating schedule (period 200 ms): from 100 ms for
+     * 150 ms sends requests 20..39, then 0..9 of the next pass */
+    o.schedule_from_s = 0.1;
+    o.duration_s = 0.15;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.nsamples, 30);
+    assert_true(fabs(r.schedule_from_s - 0.1) < 1e-9 && fabs(r.schedule_to_s - 0.25) < 1e-9);
+    assert_true(fabs(r.schedule_s - 0.2) < 1e-9);
+    int nb = 0;
+    for (size_t i = 0; i < r.nsamples; i++)
+        nb += r.samples[i].label == p->blocks[bb].label;
+    assert_int_equal(nb, 8); /* i % 4 == 0: 20..36 and 0, 4, 8 */
+    replay_drive_result_free(&r);
+    o.schedule_from_s = 0;
+    o.duration_s = 0;
 
     /* double speed: half the time; sessions: closed loop with think times */
     o.speed = 2;
