@@ -570,6 +570,14 @@ static void test_session_mode(void **state)
     assert_true(took >= 0.108);
     assert_true(took < 0.200);
     replay_drive_result_free(&r);
+
+    /* two passes of the schedule (period 1 ms): each pass starts every
+     * session once, and each runs to its end */
+    o.duration_s = 0.0015;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.nsamples, 16);
+    assert_int_equal(r.failed, 0);
+    replay_drive_result_free(&r);
     replay_server_stop(s);
     replay_engine_free(e);
     fixture_plan_free(p);
