@@ -21,10 +21,11 @@ static const char *const results_keys_drive[] = {
     "speed",  "duration_s", "elapsed_s", "requests", "failed",       "connections", "lateness",
     "labels", "samples",    NULL};
 static const char *const results_keys_run[] = {
-    "format",    "version",   "kind",      "plan",          "recording_id", "instance",
-    "price",     "mode",      "speed",     "cpu_ratio",     "cpu_ratio_ci", "no_deps",
-    "p0",        "scale",     "stopped",   "error",         "hosts",        "labels",
-    "intervals", "resources", "db_errors", "state_restore", "samples",      NULL};
+    "format",  "version", "kind",      "plan",      "recording_id", "instance",
+    "price",   "mode",    "speed",     "cpu_ratio", "cpu_ratio_ci", "no_deps",
+    "p0",      "scale",   "stopped",   "error",     "schedule_s",   "schedule_requests",
+    "hosts",   "labels",  "intervals", "resources", "db_errors",    "state_restore",
+    "samples", NULL};
 static const char *const results_keys_label[] = {"count",    "mean_s",   "median_s", "p95_s",
                                                  "p99_s",    "min_s",    "max_s",    "median_ci_s",
                                                  "p95_ci_s", "p99_ci_s", NULL};
@@ -32,7 +33,9 @@ static const char *const results_keys_sample[] = {"label", "sent_s",   "response
                                                   "ok",    "interval", NULL};
 static const char *const results_keys_lateness[] = {"median_s", "p99_s", "max_s", NULL};
 static const char *const results_keys_interval[] = {
-    "interval", "requests", "failed", "length_s", "lateness", "p", "action", "held_open_by", NULL};
+    "interval",        "requests",      "failed",   "length_s",
+    "schedule_from_s", "schedule_to_s", "lateness", "p",
+    "action",          "held_open_by",  NULL};
 static const char *const results_keys_host[] = {"host", "address", "controller_address", "dir",
                                                 NULL};
 static const char *const results_keys_resource[] = {
@@ -256,6 +259,15 @@ static int results_read_intervals(json_t *iv, struct results_file *rf, const cha
             return -1;
         }
         x->failed = failed ? (size_t)json_integer_value(failed) : 0;
+        if (results_number(o, "schedule_from_s", &x->schedule_from_s) ||
+            results_number(o, "schedule_to_s", &x->schedule_to_s) || x->schedule_from_s < 0 ||
+            x->schedule_to_s < x->schedule_from_s) {
+            snprintf(err, errlen,
+                     "%s: intervals[%zu]: schedule_from_s and schedule_to_s: expected numbers, "
+                     "0 <= from <= to",
+                     path, i);
+            return -1;
+        }
         rf->nintervals++;
     }
     return 0;
@@ -384,6 +396,8 @@ oom:
 }
 
 /* "format" and "version": this reader's format and version, or an error. */
+/* "format" and "version": this reader's format and version, or an error;
+ * version 1 is refused with what its response_s meant. */
 static int results_read_format(json_t *root, const char *path, char *err, size_t errlen)
 {
     json_t *format = json_object_get(root, "format"), *version = json_object_get(root, "version");
@@ -391,6 +405,14 @@ static int results_read_format(json_t *root, const char *path, char *err, size_t
         strcmp(json_string_value(format), RESULTS_FORMAT)) {
         snprintf(err, errlen, "%s: not a preplay results file (no \"format\": \"preplay-results\")",
                  path);
+        return -1;
+    }
+    if (json_is_integer(version) && json_integer_value(version) == 1) {
+        snprintf(err, errlen,
+                 "%s: results version 1 is not supported (this preplay reads %d): its response_s "
+                 "counts from the first byte sent, not from the scheduled arrival; replay again "
+                 "(or add late_s to every response_s)",
+                 path, RESULTS_VERSION);
         return -1;
     }
     if (!json_is_integer(version) || json_integer_value(version) != RESULTS_VERSION) {
@@ -436,7 +458,7 @@ static int results_read_cpu_ratio(json_t *root, struct results_file *rf, const c
 }
 
 /* The scalar keys of the root: kind, instance, price, recording_id, plan,
- * stopped, error, p0, elapsed_s, failed. */
+ * stopped, error, p0, elapsed_s, failed, schedule_s, schedule_requests. */
 static int results_read_head(json_t *root, struct results_file *rf, const char *path, char *err,
                              size_t errlen)
 {
@@ -475,6 +497,12 @@ static int results_read_head(json_t *root, struct results_file *rf, const char *
     if (results_number(root, "elapsed_s", &rf->elapsed_s) ||
         results_number(root, "failed", &rf->failed)) {
         snprintf(err, errlen, "%s: elapsed_s and failed must be numbers", path);
+        return -1;
+    }
+    if (results_number(root, "schedule_s", &rf->schedule_s) || rf->schedule_s < 0 ||
+        results_number(root, "schedule_requests", &rf->schedule_requests) ||
+        rf->schedule_requests < 0) {
+        snprintf(err, errlen, "%s: schedule_s and schedule_requests must be numbers >= 0", path);
         return -1;
     }
     return results_read_cpu_ratio(root, rf, path, err, errlen);
@@ -519,7 +547,7 @@ static int results_read_root(json_t *root, struct results_file *rf, const char *
 int results_read(const char *path, struct results_file *rf, char *err, size_t errlen)
 {
     memset(rf, 0, sizeof *rf);
-    rf->price = rf->p0 = rf->elapsed_s = rf->failed = NAN;
+    rf->price = rf->p0 = rf->elapsed_s = rf->failed = rf->schedule_s = rf->schedule_requests = NAN;
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));

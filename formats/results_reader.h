@@ -30,6 +30,9 @@ struct results_interval_read {
     double p;        /* NAN: not compared */
     double length_s; /* NAN: absent */
     size_t failed;   /* 0 when absent */
+    /* the part of the repeating schedule sent (recorded seconds); NAN:
+     * absent */
+    double schedule_from_s, schedule_to_s;
 };
 
 /* The replayer's kinds of time ("cpu_s", ...), as in "resources". */
@@ -70,6 +73,8 @@ struct results_file {
     double elapsed_s, failed;          /* NAN: absent */
     double cpu_ratio;                  /* NAN: absent or null */
     double cpu_ratio_lo, cpu_ratio_hi; /* "cpu_ratio_ci"; NAN: absent */
+    double schedule_s;                 /* one pass of the schedule (run); NAN: absent */
+    double schedule_requests;          /* the plan's requests in one pass; NAN: absent */
     struct results_label *labels;
     size_t nlabels;
     struct results_interval_read *intervals;

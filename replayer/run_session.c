@@ -596,6 +596,26 @@ static int run_session_send_peers(struct run_session *s)
     return 0;
 }
 
+/* The interval length: --interval, or by default one pass of the
+ * recording's schedule at --speed, so that every interval replays the
+ * whole recording (a comparable sample of the workload for PT4Cloud). A
+ * shorter --interval is said once: each interval then continues the
+ * schedule where the last stopped. */
+static double run_session_interval(struct run_session *s)
+{
+    const struct run_config *cfg = s->cfg;
+    s->schedule_ns = replay_drive_period_ns(s->p);
+    double pass_s = (double)s->schedule_ns / 1e9 / cfg->speed;
+    if (!(cfg->interval > 0))
+        return pass_s;
+    if (cfg->interval < pass_s)
+        fprintf(stderr,
+                "run: --interval %gs is shorter than one pass of the recording (%.1f s at speed "
+                "%g): each interval continues the schedule where the last stopped\n",
+                cfg->interval, pass_s, cfg->speed);
+    return cfg->interval;
+}
+
 int run_session_start(struct run_session *s)
 {
     if (run_session_check_plan(s))
@@ -612,8 +632,8 @@ int run_session_start(struct run_session *s)
     char err[1024];
     stats_config_default(&cfg);
     cfg.p0 = s->cfg->p0;
-    cfg.interval = s->cfg->interval;
-    cfg.max_interval = s->cfg->interval;
+    cfg.interval = run_session_interval(s);
+    cfg.max_interval = cfg.interval;
     cfg.kde.log_scale = s->cfg->log_scale;
     s->m = stats_machine_new(&cfg, err);
     if (!s->m) {

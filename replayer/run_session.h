@@ -17,6 +17,7 @@
 #include "replay_results.h"
 #include "run_config.h"
 #include "run_remote.h"
+#include "stats.h"
 
 struct dummy_files;
 struct stats_machine;
@@ -58,6 +59,10 @@ struct run_session {
     struct run_db db;
     double dump_s;
     struct stats_machine *m;
+    struct stats_step last; /* the machine's last decision (last.interval 0: none) */
+    /* the plan's repeating schedule: one pass (recorded ns), its requests,
+     * and where the next interval starts in it */
+    uint64_t schedule_ns, schedule_at_ns;
     /* results so far (formats/RESULTS.md) */
     json_t *intervals, *samples, *resources, *db_errors, *restores;
     struct replay_label_set all;

@@ -35,7 +35,7 @@ def main():
     ap.add_argument("scale", type=float)
     ap.add_argument("recording_id")
     ap.add_argument("--stopped", type=int, default=1)
-    ap.add_argument("--version", type=int, default=1)
+    ap.add_argument("--version", type=int, default=2)
     ap.add_argument("--labels", default="GET /fast,POST /slow")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--counts", default="")

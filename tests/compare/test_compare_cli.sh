@@ -134,13 +134,16 @@ grep -qx "=> small has no SLO to meet and is the cheapest at \\\$0.5208 per mill
   "$work/table" || fail "verdict line with an unjudged label: $(tail -1 "$work/table")"
 
 # bad input: exact messages, nothing written
-/usr/bin/python3 "$mk" "$work/v2.json" v2 0.1 1.0 hand-built --version 2
+/usr/bin/python3 "$mk" "$work/v3.json" v3 0.1 1.0 hand-built --version 3
+/usr/bin/python3 "$mk" "$work/v1.json" v1 0.1 1.0 hand-built --version 1
 /usr/bin/python3 "$mk" "$work/other.json" other 0.1 1.0 other-recording
-printf '{"format": "preplay-results", "version": 1,' >"$work/trunc.json"
+printf '{"format": "preplay-results", "version": 2,' >"$work/trunc.json"
 expect_error 1 "compare: $work/missing.json: cannot open (No such file or directory)" \
   "$work/small.json" "$work/missing.json" -o "$work/r.html"
-expect_error 1 "compare: $work/v2.json: results version 2 is not supported (this preplay reads 1)" \
-  "$work/v2.json" -o "$work/r.html"
+expect_error 1 "compare: $work/v3.json: results version 3 is not supported (this preplay reads 2)" \
+  "$work/v3.json" -o "$work/r.html"
+expect_error 1 "compare: $work/v1.json: results version 1 is not supported (this preplay reads 2): its response_s counts from the first byte sent, not from the scheduled arrival; replay again (or add late_s to every response_s)" \
+  "$work/v1.json" -o "$work/r.html"
 expect_error 1 "compare: $work/small.json and $work/other.json come from different recordings (hand-built vs other-recording): compare runs of one plan" \
   "$work/small.json" "$work/other.json" -o "$work/r.html"
 expect_error 1 "compare: $work/small.json and $work/small.json both name instance 'small' (give each run its own --instance)" \

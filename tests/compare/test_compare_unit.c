@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "compare.h"
+#include "results.h"
 #include "test_tmpdir.h"
 
 /* One label's p95 and its band; median/p99 are derived so they order. */
@@ -32,8 +33,8 @@ static const char *test_write_run(const char *file, const char *instance, double
 {
     const char *path = test_tmpdir_path(file);
     json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:s, s:b, s:f}", "format", "preplay-results",
-                             "version", 1, "kind", "run", "instance", instance, "recording_id",
-                             recording, "stopped", 1, "p0", 0.9);
+                             "version", RESULTS_VERSION, "kind", "run", "instance", instance,
+                             "recording_id", recording, "stopped", 1, "p0", 0.9);
     json_object_set_new(root, "price", price >= 0 ? json_real(price) : json_null());
     json_t *lo = json_object();
     for (size_t i = 0; i < n; i++) {

@@ -4,8 +4,10 @@
  * per-call connections, lock semantics (exclusive, shared, failed try,
  * locks left held), file offsets and sizes on the dummy files, EXECUTE
  * parameter rendering, a driver run against an in-process server
- * (good token and bad token), and an event-loop engine (one request's CPU
- * at a time per loop, waits overlapping). */
+ * (good token and bad token), a send made late counted in its response
+ * time, and an event-loop engine (one request's CPU at a time per loop,
+ * waits overlapping). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -499,6 +501,22 @@ static void test_server_and_driver(void **state)
     assert_int_equal(replay_server_served(s), 40);
     replay_drive_result_free(&r);
 
+    /* a window of the repeating schedule (period 200 ms): from 100 ms for
+     * 150 ms sends requests 20..39, then 0..9 of the next pass */
+    o.schedule_from_s = 0.1;
+    o.duration_s = 0.15;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.nsamples, 30);
+    assert_true(fabs(r.schedule_from_s - 0.1) < 1e-9 && fabs(r.schedule_to_s - 0.25) < 1e-9);
+    assert_true(fabs(r.schedule_s - 0.2) < 1e-9);
+    int nb = 0;
+    for (size_t i = 0; i < r.nsamples; i++)
+        nb += r.samples[i].label == p->blocks[bb].label;
+    assert_int_equal(nb, 8); /* i % 4 == 0: 20..36 and 0, 4, 8 */
+    replay_drive_result_free(&r);
+    o.schedule_from_s = 0;
+    o.duration_s = 0;
+
     /* double speed: half the time; sessions: closed loop with think times */
     o.speed = 2;
     t0 = now_s();
@@ -554,6 +572,61 @@ static void test_session_mode(void **state)
     /* per session: 4 x 20 ms service + 3 x 10 ms think = 110 ms, sessions in parallel */
     assert_true(took >= 0.108);
     assert_true(took < 0.200);
+    replay_drive_result_free(&r);
+
+    /* two passes of the schedule (period 1 ms): each pass starts every
+     * session once, and each runs to its end */
+    o.duration_s = 0.0015;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.nsamples, 16);
+    assert_int_equal(r.failed, 0);
+    replay_drive_result_free(&r);
+    replay_server_stop(s);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+}
+
+/* A request the driver sends late counts from its scheduled arrival: one
+ * connection, three requests due at 0 with 20 ms of service each, so the
+ * second goes out ~20 ms late and the third ~40 ms; each response_s is at
+ * least its late_s plus the service. */
+static void test_late_send_counts(void **state)
+{
+    (void)state;
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 4, 1);
+    uint32_t b = fixture_block(p, c, "slow");
+    fixture_op(p, fixture_net(0, 10, 0));
+    fixture_op(p, fixture_external(20000000));
+    fixture_op(p, fixture_net(1, 10, 0));
+    for (int i = 0; i < 3; i++)
+        fixture_request(p, b, 0, 0, 0);
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .token = 9, .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    int l = replay_listen("127.0.0.1:0", err, sizeof err);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(l, (struct sockaddr *)&ss, &sl);
+    char addr[64];
+    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
+    struct replay_server *s = replay_server_start(e, l, 4, NULL, err, sizeof err);
+    struct replay_drive_options o = {.plan = p,
+                                     .target = addr,
+                                     .token = 9,
+                                     .mode = REPLAY_DRIVE_INDEPENDENT,
+                                     .speed = 1,
+                                     .max_connections = 1};
+    struct replay_drive_result r;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.nsamples, 3);
+    double max_late = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        assert_true(r.samples[i].ok);
+        assert_true(r.samples[i].response_s >= r.samples[i].late_s + 0.019);
+        max_late = r.samples[i].late_s > max_late ? r.samples[i].late_s : max_late;
+    }
+    assert_true(max_late >= 0.039); /* the third waited for two services */
     replay_drive_result_free(&r);
     replay_server_stop(s);
     replay_engine_free(e);
@@ -654,6 +727,7 @@ int main(void)
         cmocka_unit_test(test_server_and_driver),
         cmocka_unit_test(test_session_mode),
         cmocka_unit_test(test_event_loop),
+        cmocka_unit_test(test_late_send_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
