@@ -69,7 +69,8 @@ static json_t *info_summary_sorted(json_t *o, int (*cmp)(const void *, const voi
     if (n && !v)
         return a;
     json_object_foreach(o, key, x) v[i++] = x;
-    qsort(v, n, sizeof *v, cmp);
+    if (n) /* qsort's pointer must not be NULL, even for no elements */
+        qsort(v, n, sizeof *v, cmp);
     for (i = 0; i < n; i++)
         json_array_append(a, v[i]);
     free(v);
