@@ -352,6 +352,8 @@ static void deps_analyze_warn_loops(struct deps_state *s, FILE *warnings)
     }
 }
 
+#define DEPS_ANALYZE_PEERS 8
+
 static int deps_analyze_cmp_peer(const void *a, const void *b)
 {
     const struct deps_external_peer *x = *(const struct deps_external_peer *const *)a;
@@ -361,9 +363,34 @@ static int deps_analyze_cmp_peer(const void *a, const void *b)
     return strcmp(x->host, y->host);
 }
 
+/* The untraced peers whose connections began before their trace did, so
+ * that the tracer could not tell a DB server by its greeting (a peer the
+ * trace saw connected to is no DB server: tracer/preload/db_greeting.c):
+ * only they get the --db-port/--db-socket hint. v: n peers, sorted. */
+static void deps_analyze_warn_unsure(const struct deps_external_peer **v, size_t n, FILE *warnings)
+{
+    size_t named = 0, more = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i]->unsure)
+            continue;
+        if (named == DEPS_ANALYZE_PEERS) {
+            more++;
+            continue;
+        }
+        fprintf(warnings, "%s %s", named ? "," : "preplay analyze: the connections to", v[i]->host);
+        named++;
+    }
+    if (!named)
+        return;
+    if (more)
+        fprintf(warnings, " and %zu more peers", more);
+    fprintf(warnings, " began before their trace did, so the tracer could not tell a DB server by "
+                      "its greeting there: if one is a MySQL/MariaDB server, record with --db-port "
+                      "PORT or --db-socket NAME\n");
+}
+
 /* The peers of the plan's external calls (the summary line's "N external
  * calls"), most called first, at most DEPS_ANALYZE_PEERS of them. */
-#define DEPS_ANALYZE_PEERS 8
 static void deps_analyze_warn_externals(struct deps_state *s, FILE *warnings)
 {
     const struct deps_map *m = &s->external_peers;
@@ -383,6 +410,7 @@ static void deps_analyze_warn_externals(struct deps_state *s, FILE *warnings)
     if (n > DEPS_ANALYZE_PEERS)
         fprintf(warnings, " and %zu more peers", n - DEPS_ANALYZE_PEERS);
     fprintf(warnings, "\n");
+    deps_analyze_warn_unsure(v, n, warnings);
     free(v);
 }
 

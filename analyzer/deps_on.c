@@ -457,6 +457,7 @@ static void deps_on_conn(struct deps_state *s, uint32_t file, const struct trace
         if (ev->op == TRACE_CONN_ACCEPT)
             e->accepted = 1;
         if (ev->op == TRACE_CONN_CONNECT) {
+            e->connected = 1;
             struct deps_thread *t = deps_map_get(&s->procs[file].threads, (uint64_t)ev->tid + 1);
             struct deps_block *b = t ? deps_block_of(t) : NULL;
             e->opener_conn = b ? b->end->conn_id : 0;

@@ -53,6 +53,10 @@ struct deps_end {
     uint32_t file;
     uint64_t conn_id;
     uint8_t proto, family, accepted, is_db, closed, has_ident;
+    /* the trace holds its connect(): the tracer saw the first bytes its
+     * server sent, and would have made it a DB connection had they been a
+     * MySQL/MariaDB greeting (tracer/preload/db_greeting.c) */
+    uint8_t connected;
     /* the server shut down its sending side after answering (SHUT_WR):
      * what it reads from then on drains the request, none can follow */
     uint8_t shut_wr;
@@ -209,6 +213,10 @@ struct deps_skew {
 struct deps_external_peer {
     uint64_t calls;
     char host[96];
+    /* calls to it as an untraced peer went over a stream connection the
+     * trace does not hold from its connect() on (made before the trace
+     * began): the tracer could not tell a DB server by its greeting there */
+    uint8_t unsure;
 };
 
 struct deps_state {

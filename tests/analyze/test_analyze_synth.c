@@ -673,6 +673,48 @@ static void test_nested_and_external(void **state)
     assert_int_equal(op[4].recorded_ns, ext_t1 - ext_t0);
     assert_int_equal(op[5].a.net.bytes, 900);
     assert_non_null(strstr(f->warnings, "1 calls went to untraced peers and became external"));
+    /* its connect() is in the trace: the tracer saw no DB greeting there */
+    assert_null(strstr(f->warnings, "--db-port"));
+}
+
+/* ---- untraced peers named in the warning, most calls first; a
+ * connection the trace does not hold from its connect() on (made before
+ * the trace began) is one whose DB greeting the tracer could not see:
+ * only its peer gets the --db-port/--db-socket hint ---- */
+
+static void test_external_peers_named(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50006, T0);
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 101, T0 + 10 * US);
+    struct synth_addr out1 = {{10, 0, 0, 1}, 40011}, out2 = {{10, 0, 0, 1}, 40012};
+    struct synth_addr cache = {{10, 9, 9, 9}, 6379}, db = {{10, 9, 9, 8}, 3307};
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 2, 11, &out1, &cache);
+    synth_conn_tcp(&w, TRACE_CONN_IDENT, 3, 12, &out2, &db); /* connected before tracing */
+    w.now = T0 + 1 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 150, 5 * US);
+    for (int i = 0; i < 2; i++) { /* two calls to the cache */
+        synth_net(&w, TRACE_NET_SEND, 2, 40, 3 * US);
+        synth_net(&w, TRACE_NET_RECV, 2, 100, 50 * US);
+    }
+    synth_net(&w, TRACE_NET_SEND, 3, 30, 3 * US); /* one to the DB on 3307 */
+    synth_net(&w, TRACE_NET_RECV, 3, 70, 80 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 900, 6 * US);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.externals, 3);
+    assert_non_null(f->warnings);
+    assert_non_null(strstr(f->warnings, "preplay analyze: the 3 external calls went to "
+                                        "10.9.9.9:6379 (2), 10.9.9.8:3307 (1)\n"
+                                        "preplay analyze: the connections to 10.9.9.8:3307 "
+                                        "began before their trace did, so the tracer could not "
+                                        "tell a DB server by its greeting there: if one is a "
+                                        "MySQL/MariaDB server, record with --db-port PORT or "
+                                        "--db-socket NAME\n"));
 }
 
 /* ---- clock skew between two hosts, corrected ----
@@ -879,6 +921,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_request_in_two_receives, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_lost_events, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nested_and_external, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_external_peers_named, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_behind, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_event_loop, fx_setup, fx_teardown),
