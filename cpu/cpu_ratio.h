@@ -2,19 +2,20 @@
  * machine, with its uncertainty. Both sides run the benchmark kernels of
  * cpu_kernels.h in CPU_RATIO_ROUNDS interleaved rounds; a side's score per
  * kernel is a low quantile (CPU_RATIO_QUANTILE: the second fastest of 11)
- * of its rounds and comes with the standard error of its logarithm. The ratio is the
- * precision-weighted geometric mean over kernels of target score / recorded score, and its 95%
- * interval widens when the kernels disagree more than their own errors explain.
+ * of its rounds and comes with the standard error of its logarithm. The
+ * ratio is the precision-weighted geometric mean over kernels of target
+ * score / recorded score, and its 95% interval widens when the kernels
+ * disagree more than their own errors explain.
  *
- * Why (measured on a shared 2-core VM, docs/preplay-calibrate.md): the
- * memory-bound zstd kernel moves by up to ±25% with what the neighbours do
- * to the shared L3 and memory bus, while the compute kernels stay within
- * ~1%; an equal-weight mean of medians carried zstd's swings into every
- * ratio. The compute kernels slow down too, by 10-50% for seconds at a
- * time, when the neighbours load the core's shared caches (a register-only
- * loop does not). Contention only adds time, so a low quantile is the
- * steadier score of a kernel: the minimum is steadier still, but one round
- * timed short by a clock or steal glitch would own it.
+ * Why (measured on a shared 2-core VM, docs/preplay-calibrate.md): between
+ * two measurements of one machine the memory-bound zstd kernel moved by
+ * 0.60-1.68x with what the neighbours did to the shared caches and memory,
+ * the compute kernels by 0.94-1.08x; an equal-weight mean of medians
+ * carried zstd's swings into every ratio. In heavy phases every kernel runs
+ * 20-100% slower for minutes (a register-only loop does not). Contention
+ * only adds time, so a low quantile is the steadier score of a kernel: the
+ * minimum is steadier still, but one round timed short by a clock or steal
+ * glitch would own it.
  *
  * The trace header keeps its format: a recording stores the kernel scores
  * and, in the same list, one "<kernel>~se" entry per kernel whose seconds
