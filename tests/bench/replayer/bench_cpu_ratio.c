@@ -19,6 +19,9 @@
  *       print "before R now R lo LO hi HI  kernels NAME T/R+-SE..." (the
  *       per-kernel ratios of the current scores; run-cpu-ratio-bench runs
  *       this inside tools/emulate)
+ *   bench_cpu_ratio target FILE POOL ROUNDS   the current method only, with
+ *       ROUNDS more rounds pooled with those kept in the file POOL (a
+ *       target re-measured between intervals; before prints nan)
  *
  * Must never: be a timed unit test (ctest runs --quick only). */
 #include <math.h>
@@ -192,18 +195,57 @@ static int bench_load(const char *path, struct bench_side *s)
     return 0;
 }
 
+static void bench_print_target(const struct bench_side *rec, const struct bench_side *tgt)
+{
+    struct bench_result r;
+    bench_compare(rec, tgt, &r);
+    printf("before %.4f now %.4f lo %.4f hi %.4f  kernels", r.before, r.now, r.lo, r.hi);
+    for (int k = 0; k < tgt->scores.n && k < rec->nnow; k++) /* target / recorded, +- error */
+        printf(" %s %.3f+-%.3f", tgt->scores.name[k], tgt->scores.seconds[k] / rec->now[k].seconds,
+               tgt->scores.log_se[k]);
+    printf("\n");
+}
+
 static int bench_target(const char *path)
 {
     struct bench_side rec, tgt;
-    struct bench_result r;
     if (bench_load(path, &rec) || bench_measure(&tgt, CPU_RATIO_ROUNDS, 1))
         return 1;
-    bench_compare(&rec, &tgt, &r);
-    printf("before %.4f now %.4f lo %.4f hi %.4f  kernels", r.before, r.now, r.lo, r.hi);
-    for (int k = 0; k < tgt.scores.n && k < rec.nnow; k++) /* target / recorded, +- error */
-        printf(" %s %.3f+-%.3f", tgt.scores.name[k], tgt.scores.seconds[k] / rec.now[k].seconds,
-               tgt.scores.log_se[k]);
-    printf("\n");
+    bench_print_target(&rec, &tgt);
+    return 0;
+}
+
+/* The current method only, `rounds` more rounds pooled with those kept in
+ * pool_path (created on first use): a target re-measured over time. */
+static int bench_target_pooled(const char *path, const char *pool_path, int rounds)
+{
+    struct bench_side rec, tgt;
+    struct cpu_kernels_sample pool;
+    char err[256];
+    memset(&pool, 0, sizeof pool);
+    memset(&tgt, 0, sizeof tgt);
+    if (bench_load(path, &rec))
+        return 1;
+    FILE *f = fopen(pool_path, "rb");
+    if (f) {
+        if (fread(&pool, sizeof pool, 1, f) != 1)
+            memset(&pool, 0, sizeof pool);
+        fclose(f);
+    }
+    if (cpu_ratio_measure(-1, rounds, &pool, err, sizeof err)) {
+        fprintf(stderr, "bench_cpu_ratio: kernels failed: %s\n", err);
+        return 1;
+    }
+    if (!(f = fopen(pool_path, "wb")) || fwrite(&pool, sizeof pool, 1, f) != 1) {
+        perror(pool_path);
+        if (f)
+            fclose(f);
+        return 1;
+    }
+    fclose(f);
+    cpu_ratio_scores_of(&pool, &tgt.scores);
+    rec.nbefore = 0; /* no before: it has no pooled form */
+    bench_print_target(&rec, &tgt);
     return 0;
 }
 
@@ -214,6 +256,8 @@ int main(int argc, char **argv)
         return bench_record(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "target"))
         return bench_target(argv[2]);
+    if (argc == 5 && !strcmp(argv[1], "target"))
+        return bench_target_pooled(argv[2], argv[3], atoi(argv[4]));
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--pairs") && i + 1 < argc)
             pairs = atoi(argv[++i]);
@@ -221,7 +265,7 @@ int main(int argc, char **argv)
             quick = 1;
         else {
             fprintf(stderr, "usage: bench_cpu_ratio [--pairs N] [--quick] | record FILE | "
-                            "target FILE\n");
+                            "target FILE [POOL ROUNDS]\n");
             return 2;
         }
     }
