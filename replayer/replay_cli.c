@@ -15,6 +15,7 @@
 
 #include "replayer_cli.h"
 #include "cpu_kernels.h"
+#include "cpu_ratio.h"
 #include "cpuburn.h"
 #include "replay_cli.h"
 #include "replay_exec.h"
@@ -39,26 +40,38 @@ int replay_cli_calibrate(const char *who)
     return 0;
 }
 
-double replay_cli_cpu_ratio(const struct plan *p, const char *who)
+double replay_cli_cpu_ratio(const struct plan *p, const char *who, double *lo, double *hi)
 {
+    if (lo)
+        *lo = 0; /* no interval unless measured */
+    if (hi)
+        *hi = 0;
     if (!p->ncpu_scores) {
         fprintf(stderr, "%s: the plan has no recorded CPU scores: CPU ratio 1 (use --cpu-ratio)\n",
                 who);
         return 1.0;
     }
-    struct trace_cpu_score here[CPU_KERNELS_COUNT];
+    struct cpu_kernels_sample pool = {0};
     char err[256];
-    int n = cpu_kernels_run_on(-1, here, CPU_KERNELS_COUNT, err, sizeof err);
-    if (n <= 0) {
+    if (cpu_ratio_measure(-1, 0, &pool, err, sizeof err)) {
         fprintf(stderr, "%s: CPU kernels failed (%s): CPU ratio 1 (use --cpu-ratio)\n", who, err);
         return 1.0;
     }
-    double r = cpu_kernels_ratio(p->cpu_scores, p->ncpu_scores, here, (uint32_t)n);
-    if (!isfinite(r) || r <= 0) {
+    struct cpu_ratio_scores here;
+    cpu_ratio_scores_of(&pool, &here);
+    struct cpu_ratio_estimate est;
+    if (!cpu_ratio_estimate(p->cpu_scores, p->ncpu_scores, &here, &est) || !isfinite(est.ratio) ||
+        est.ratio <= 0) {
         fprintf(stderr, "%s: no CPU kernel in common with the plan's scores: CPU ratio 1\n", who);
         return 1.0;
     }
-    return r;
+    fprintf(stderr, "%s: CPU ratio %.3f [%.3f, %.3f] (95%%; this machine / the recording host)\n",
+            who, est.ratio, est.lo, est.hi);
+    if (lo)
+        *lo = est.lo;
+    if (hi)
+        *hi = est.hi;
+    return est.ratio;
 }
 
 struct plan *replay_cli_load_plan(const char *path, const char *who)
@@ -294,7 +307,7 @@ int cmd_replay(int argc, char **argv)
         goto out;
     }
     if (!(o.ratio > 0))
-        o.ratio = replay_cli_cpu_ratio(p, "replay");
+        o.ratio = replay_cli_cpu_ratio(p, "replay", NULL, NULL);
     if (replay_cli_calibrate("replay")) {
         close(lfd);
         goto out;

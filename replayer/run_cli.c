@@ -204,6 +204,8 @@ static int run_results_write(struct run_session *s, int sig)
                               .price = cfg->price,
                               .speed = cfg->speed,
                               .cpu_ratio = s->ratio,
+                              .cpu_ratio_lo = s->ratio_lo,
+                              .cpu_ratio_hi = s->ratio_hi,
                               .p0 = cfg->p0,
                               .schedule_s = (double)s->schedule_ns / 1e9,
                               .schedule_requests = s->p->nrequests,

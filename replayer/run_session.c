@@ -366,7 +366,7 @@ static int run_session_prepare_state(struct run_session *s)
         }
     }
     if (!(s->ratio > 0))
-        s->ratio = replay_cli_cpu_ratio(s->p, "run");
+        s->ratio = replay_cli_cpu_ratio(s->p, "run", &s->ratio_lo, &s->ratio_hi);
     snprintf(s->ratiobuf, sizeof s->ratiobuf, "%.6f", s->ratio);
     if (cfg->db_url) {
         snprintf(s->db.dump_path, sizeof s->db.dump_path, "%s/db-snapshot.sql", s->work);

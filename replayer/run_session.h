@@ -50,6 +50,7 @@ struct run_session {
     uint64_t token;
     char tokbuf[17], ratiobuf[32];
     double ratio;
+    double ratio_lo, ratio_hi; /* its 95% interval when measured here; 0: none */
     char work[32], peers[4200], dirbuf[4200];
     const char *dir;
     int have_work, have_handlers, have_db;

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "collector.h"
-#include "cpu_kernels.h"
+#include "cpu_ratio.h"
 #include "cpuclock.h"
 #include "cpuclock_loader.h"
 #include "label_rules.h"
@@ -430,9 +430,10 @@ static void record_cpu_scores(struct record_common *rc, const char *cmd)
 {
     if (rc->no_cpu_scores)
         return;
-    int n = cpu_kernels_run(rc->cpu_scores, TRACE_MAX_CPU_SCORES);
+    char err[256];
+    int n = cpu_ratio_record(rc->cpu_scores, TRACE_MAX_CPU_SCORES, err, sizeof err);
     if (n < 0) {
-        fprintf(stderr, "preplay %s: CPU scores not recorded: %s\n", cmd, cpu_kernels_error());
+        fprintf(stderr, "preplay %s: CPU scores not recorded: %s\n", cmd, err);
         return;
     }
     rc->copt.cpu_scores = rc->cpu_scores;
