@@ -59,6 +59,7 @@ static int deps_analyze_components(struct deps_state *s)
         deps_map_init(&s->procs[i].threads);
         deps_map_init(&s->procs[i].ends);
         deps_map_init(&s->procs[i].pending_opts);
+        deps_map_init(&s->procs[i].file_owner);
     }
     return 0;
 }
@@ -220,6 +221,11 @@ static int deps_analyze_open(struct deps_state *s, const char *const *inputs, in
         snprintf(err, errlen, "%s: cannot write", opt->blocks_path);
         return -1;
     }
+    if (s->blocks_out) /* the two line kinds' columns (docs/preplay-analyze.md) */
+        fputs("# B\tid\tcomponent\tpid\ttid\tstart_ns\tend_ns\tflags\tcallees\tlabel\tworker\t"
+              "plan_start_ns\tsockopts\tnodelay_calls\trecv_bytes\tsend_bytes\n"
+              "# R\tblock\tarrival_ns\tsession\tthink_ns\n",
+              s->blocks_out);
     if (deps_analyze_components(s) != 0) {
         snprintf(err, errlen, "%s", s->failed ? s->err : "out of memory");
         return -1;
@@ -297,6 +303,7 @@ static int deps_analyze_workers(struct deps_state *s, char *err, size_t errlen)
         struct deps_component *x = &s->comps[c];
         x->pc.prefork = x->serving_procs > 1 && x->max_threads_per_proc == 1;
         x->pc.workers = x->pc.prefork ? x->serving_procs : x->serving_threads;
+        x->pc.event_loop = x->loop_threads > 0;
         if (plan_writer_update_component(s->w, x->plan_id, &x->pc) != 0) {
             snprintf(err, errlen, "writing the plan: %s", plan_writer_error(s->w));
             return -1;
@@ -324,8 +331,92 @@ static void deps_analyze_coverage(struct deps_state *s)
         res->coverage = 1.0;
 }
 
+/* One line per event-loop thread (deps_on.c): not a violation, but how its
+ * events were attributed, and those no request could be named for. */
+static void deps_analyze_warn_loops(struct deps_state *s, FILE *warnings)
+{
+    for (uint32_t f = 0; f < s->in.nfiles; f++) {
+        struct deps_proc *p = &s->procs[f];
+        for (uint32_t i = 0; i < p->nall; i++) {
+            const struct deps_thread *t = p->all[i];
+            if (!t->event_loop)
+                continue;
+            fprintf(warnings,
+                    "preplay analyze: component %s (pid %u) thread %u is an event loop (took up "
+                    "another open request %" PRIu64 " times): its events went to the request "
+                    "whose connection or file they touched, the rest to the request it handled "
+                    "last; %" PRIu64 " events named no request\n",
+                    s->comps[p->component].name, s->in.files[f].hdr->pid, t->tid, t->loop_switches,
+                    t->loop_unattributed);
+        }
+    }
+}
+
+#define DEPS_ANALYZE_PEERS 8
+
+static int deps_analyze_cmp_peer(const void *a, const void *b)
+{
+    const struct deps_external_peer *x = *(const struct deps_external_peer *const *)a;
+    const struct deps_external_peer *y = *(const struct deps_external_peer *const *)b;
+    if (x->calls != y->calls)
+        return x->calls < y->calls ? 1 : -1;
+    return strcmp(x->host, y->host);
+}
+
+/* The untraced peers whose connections began before their trace did, so
+ * that the tracer could not tell a DB server by its greeting (a peer the
+ * trace saw connected to is no DB server: tracer/preload/db_greeting.c):
+ * only they get the --db-port/--db-socket hint. v: n peers, sorted. */
+static void deps_analyze_warn_unsure(const struct deps_external_peer **v, size_t n, FILE *warnings)
+{
+    size_t named = 0, more = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i]->unsure)
+            continue;
+        if (named == DEPS_ANALYZE_PEERS) {
+            more++;
+            continue;
+        }
+        fprintf(warnings, "%s %s", named ? "," : "preplay analyze: the connections to", v[i]->host);
+        named++;
+    }
+    if (!named)
+        return;
+    if (more)
+        fprintf(warnings, " and %zu more peers", more);
+    fprintf(warnings, " began before their trace did, so the tracer could not tell a DB server by "
+                      "its greeting there: if one is a MySQL/MariaDB server, record with --db-port "
+                      "PORT or --db-socket NAME\n");
+}
+
+/* The peers of the plan's external calls (the summary line's "N external
+ * calls"), most called first, at most DEPS_ANALYZE_PEERS of them. */
+static void deps_analyze_warn_externals(struct deps_state *s, FILE *warnings)
+{
+    const struct deps_map *m = &s->external_peers;
+    if (!m->count)
+        return;
+    const struct deps_external_peer **v = calloc(m->count, sizeof *v);
+    if (!v)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].value)
+            v[n++] = m->slots[i].value;
+    qsort(v, n, sizeof *v, deps_analyze_cmp_peer);
+    fprintf(warnings, "preplay analyze: the %" PRIu64 " external calls went to", s->res->externals);
+    for (size_t i = 0; i < n && i < DEPS_ANALYZE_PEERS; i++)
+        fprintf(warnings, "%s %s (%" PRIu64 ")", i ? "," : "", v[i]->host, v[i]->calls);
+    if (n > DEPS_ANALYZE_PEERS)
+        fprintf(warnings, " and %zu more peers", n - DEPS_ANALYZE_PEERS);
+    fprintf(warnings, "\n");
+    deps_analyze_warn_unsure(v, n, warnings);
+    free(v);
+}
+
 /* What the run found about the recording: its clock going backwards, late
- * events, losses, untraced peers, then the report (violations, skew). */
+ * events, losses, untraced peers, event loops, then the report
+ * (violations, skew). */
 static void deps_analyze_warn_run(struct deps_state *s, const char *report, FILE *warnings)
 {
     if (!warnings)
@@ -334,7 +425,8 @@ static void deps_analyze_warn_run(struct deps_state *s, const char *report, FILE
         fprintf(warnings,
                 "preplay analyze: %" PRIu64 " events ended more than %u ms before an earlier "
                 "event of their own thread (worst %.3f ms, thread %u in %s): the recording's "
-                "clock went backwards there (see what preplay record said at its end); they "
+                "clock went backwards there (see what preplay record or preplay collect printed "
+                "when it stopped); they "
                 "were taken as ending with that earlier event\n",
                 s->in.backwards, DEPS_BACKWARDS_NS / 1000000u,
                 (double)s->in.backwards_worst_ns / 1e6, s->in.backwards_tid,
@@ -358,6 +450,8 @@ static void deps_analyze_warn_run(struct deps_state *s, const char *report, FILE
                 "preplay analyze: %" PRIu64 " calls went to untraced peers and became external "
                 "calls (if a peer is a tier you meant to trace, its trace is missing)\n",
                 s->untraced_calls);
+    deps_analyze_warn_loops(s, warnings);
+    deps_analyze_warn_externals(s, warnings);
     if (report && *report)
         fprintf(warnings, "%s", report);
 }

@@ -262,7 +262,8 @@ static int deps_block_compact(struct deps_state *s, struct deps_block *b,
 
 /* The block's line of the --blocks TSV: B, plan id, component, pid, tid,
  * start, end, flags, callees, label, worker, start offset, socket options,
- * NODELAY calls (tests/analyze/check-blocks.py reads it). */
+ * NODELAY calls, request and response bytes (its RECV and SEND ops)
+ * (tests/analyze/check-blocks.py reads it). */
 static void deps_block_write_tsv(struct deps_state *s, const struct deps_block *b, uint32_t id,
                                  const struct plan_block *pb)
 {
@@ -280,9 +281,14 @@ static void deps_block_write_tsv(struct deps_state *s, const struct deps_block *
     fprintf(s->blocks_out, "%s\t%s\t%u\t%" PRIu64 "\t", any ? "" : "-", label ? label : "-",
             pb->worker, pb->start_ns);
     uint32_t nodelay_calls = 0;
+    uint64_t recv_bytes = 0, send_bytes = 0;
     any = 0;
     for (uint32_t i = 0; i < pb->nops; i++) {
         const struct plan_op *o = &b->ops[i];
+        if (o->kind == PLAN_OP_RECV)
+            recv_bytes += o->a.net.bytes;
+        else if (o->kind == PLAN_OP_SEND)
+            send_bytes += o->a.net.bytes;
         if (o->kind == PLAN_OP_CALL && (o->flags & PLAN_CALL_NODELAY))
             nodelay_calls++;
         if (o->kind == PLAN_OP_SOCKOPT) {
@@ -291,7 +297,8 @@ static void deps_block_write_tsv(struct deps_state *s, const struct deps_block *
             any = 1;
         }
     }
-    fprintf(s->blocks_out, "%s\t%u\n", any ? "" : "-", nodelay_calls);
+    fprintf(s->blocks_out, "%s\t%u\t%" PRIu64 "\t%" PRIu64 "\n", any ? "" : "-", nodelay_calls,
+            recv_bytes, send_bytes);
 }
 
 /* Written block b (plan id `id`) is served on its end: it is freed, and what

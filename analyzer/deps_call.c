@@ -11,6 +11,7 @@
  * bounds from every pair give a correction. A call is never matched to two
  * blocks, nor left unresolved at the end. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,14 +142,40 @@ void deps_call_decide_served(struct deps_state *s, struct deps_end *e)
     }
 }
 
-static void deps_call_to_external(struct deps_state *s, struct deps_block *b, struct deps_call *c)
+/* One more external call to host, counted for the warning that names the
+ * peers (docs/preplay-analyze.md); its peer's entry, or NULL (the state
+ * has failed). */
+static struct deps_external_peer *deps_call_count_external(struct deps_state *s, const char *host)
+{
+    uint64_t key = 1469598103934665603ull; /* FNV-1a of the text, probed on collision */
+    for (const char *p = host; *p; p++)
+        key = (key ^ (uint8_t)*p) * 1099511628211ull;
+    struct deps_external_peer *e;
+    while ((e = deps_map_get(&s->external_peers, key)) && strcmp(e->host, host) != 0)
+        key = deps_map_mix(key, 1);
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e || deps_map_put(&s->external_peers, key, e) != 0) {
+            free(e);
+            deps_state_fail(s, "out of memory");
+            return NULL;
+        }
+        snprintf(e->host, sizeof e->host, "%s", host);
+    }
+    e->calls++;
+    return e;
+}
+
+/* Call c becomes an EXTERNAL op; returns its peer's entry (or NULL). */
+static struct deps_external_peer *deps_call_to_external(struct deps_state *s, struct deps_block *b,
+                                                        struct deps_call *c)
 {
     struct plan_op *op = &b->ops[c->op];
-    if (!c->end->external_host) { /* the address text, once per end */
-        char host[96];
-        deps_end_addr_text(c->end, host, sizeof host);
+    char host[96];
+    deps_end_addr_text(c->end, host, sizeof host);
+    if (!c->end->external_host) /* the address in the plan, once per end */
         c->end->external_host = deps_state_literal(s, host);
-    }
+    struct deps_external_peer *peer = deps_call_count_external(s, host);
     op->kind = PLAN_OP_EXTERNAL;
     op->a.external.host = c->end->external_host;
     op->a.external.sent = c->sent;
@@ -156,6 +183,7 @@ static void deps_call_to_external(struct deps_state *s, struct deps_block *b, st
     op->recorded_ns = c->t1_raw > c->t0_raw ? c->t1_raw - c->t0_raw : 0;
     c->state = DEPS_CALL_DONE;
     s->res->externals++;
+    return peer;
 }
 
 int deps_call_resolve(struct deps_state *s, struct deps_block *b, uint32_t ci, int final)
@@ -182,7 +210,12 @@ int deps_call_resolve(struct deps_state *s, struct deps_block *b, uint32_t ci, i
     }
     if (e->peer != DEPS_PEER_TRACED) {
         s->untraced_calls++;
-        deps_call_to_external(s, b, c);
+        struct deps_external_peer *peer = deps_call_to_external(s, b, c);
+        /* a DB server is told by its greeting (tracer/preload/db_greeting.c)
+         * on the connections the trace holds from their connect() on */
+        int stream = e->proto == TRACE_PROTO_TCP || e->proto == TRACE_PROTO_UNIX_STREAM;
+        if (peer && stream && !e->connected)
+            peer->unsure = 1;
         return 1;
     }
     uint64_t key = deps_call_rv_key(e->peer_gid, c->out_off);

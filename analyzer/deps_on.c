@@ -3,11 +3,23 @@
  * receives and sends on server ends start and answer requests, traffic on
  * client ends becomes calls, FILE, LOCK, DB, CPU and SOCKOPT events become
  * ops of the block their thread is serving; strings, files and locks get
- * their plan ids here. Model violations: a thread that starts a request on
- * one end while a request on another end is still unanswered, or answers an
- * end it left, is reported; its events go to the end it last read and its
- * blocks are flagged PLAN_BLOCK_VIOLATION. Never writes a block that
- * silently mixes requests. */
+ * their plan ids here.
+ *
+ * Event loops: a thread that starts a request on one end while a request
+ * on another end of it is unanswered, or answers an end after reading
+ * another, multiplexes connections (nginx, node, haproxy). From then on its
+ * events go to the request whose descriptor they touch: receives and sends
+ * on a server end to that end's request, traffic on a client end to the
+ * request whose call is open on it (a new call to the request handled
+ * last), and everything else (CPU, files, locks, DB) to the request it
+ * handled last. Until the first interleave a loop's events are exactly
+ * what the worker model gives them, so nothing is attributed twice.
+ * Model violations remain what no descriptor settles: two threads serving
+ * one request, a send on an end whose request is over; they are reported,
+ * their events go to the end last handled and the blocks are flagged
+ * PLAN_BLOCK_VIOLATION. A loop's event no request can be named for (bytes
+ * on an upstream connection with no call open) is counted, never guessed.
+ * Never writes a block that silently mixes requests. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -136,6 +148,29 @@ oom:
     return NULL;
 }
 
+/* Thread t multiplexes connections: it becomes an event loop (counted
+ * once per thread, for its component) and this was one switch. */
+static void deps_on_loop_switch(struct deps_state *s, struct deps_thread *t)
+{
+    if (!t->event_loop) {
+        t->event_loop = 1;
+        s->comps[s->procs[t->file].component].loop_threads++;
+    }
+    t->loop_switches++;
+}
+
+/* Event loop t now handles the request on end e: its events that name no
+ * descriptor go there (deps_block_of). */
+static void deps_on_loop_handle(struct deps_state *s, struct deps_thread *t, struct deps_end *e)
+{
+    if (t->last_read == e)
+        return;
+    if (t->last_read)
+        deps_end_unref(s, t->last_read);
+    t->last_read = e;
+    e->refs++;
+}
+
 static void deps_on_violation(struct deps_state *s, struct deps_thread *t, struct deps_end *other)
 {
     if (!t->violating) {
@@ -170,7 +205,9 @@ static int deps_on_request_start(struct deps_state *s, struct deps_thread *t, st
     struct deps_end *prev = t->last_read;
     if (prev && prev != e && prev->cur && prev->cur->th == t) {
         if (!prev->cur->sends) {
-            deps_on_violation(s, t, prev);
+            deps_on_loop_switch(s, t); /* prev stays open, served by descriptor */
+        } else if (t->event_loop) {
+            /* answered; in a loop its later sends are its own (by descriptor) */
         } else {
             /* answered, but maybe not completely: an event-driven
              * server writes what fits and comes back later. The
@@ -194,10 +231,18 @@ static void deps_on_server_recv(struct deps_state *s, struct deps_thread *t, str
 {
     int64_t n = ev->u.net.result;
     if (n <= 0) {
-        if (e->cur && e->cur->th == t && e->cur->sends)
-            deps_block_cover(t, e->cur); /* a read for the next request: the tail */
+        if (e->cur && e->cur->th == t && (e->cur->sends || t->event_loop))
+            deps_block_cover(t, e->cur); /* a read for the next request: the tail;
+                                          * a loop's read that found nothing yet */
         if (n == 0)
             deps_block_finish(s, e, 0); /* EOF: the client is done */
+        return;
+    }
+    if (e->shut_wr && e->cur && e->cur->th == t && e->cur->sends) {
+        /* bytes read after answering and shutting down the sending side
+         * (php-fpm drains FastCGI's last record): the tail, no request */
+        deps_block_cover(t, e->cur);
+        e->in_off += (uint64_t)n;
         return;
     }
     if (e->cur && e->cur->sends)
@@ -236,8 +281,11 @@ static void deps_on_server_send(struct deps_state *s, struct deps_thread *t, str
                                 const struct trace_event *ev, uint64_t common)
 {
     int64_t n = ev->u.net.result;
-    if (n <= 0)
+    if (n <= 0) {
+        if (t->event_loop && e->cur && e->cur->th == t)
+            deps_block_cover(t, e->cur); /* a loop's write that found the buffer full */
         return;
+    }
     e->out_off += (uint64_t)n;
     struct deps_block *b = e->cur;
     if (!b) {
@@ -251,9 +299,10 @@ static void deps_on_server_send(struct deps_state *s, struct deps_thread *t, str
         deps_on_violation(s, b->th, e);
     } else if (t->last_read != e && t->last_read && t->last_read->cur &&
                t->last_read->cur->th == t) {
-        deps_on_violation(s, t, t->last_read); /* answering X after reading Y */
-        b->flags |= PLAN_BLOCK_VIOLATION;
+        deps_on_loop_switch(s, t); /* answering X after reading Y */
     }
+    if (t->event_loop && b->th == t)
+        deps_on_loop_handle(s, t, e);
     struct plan_op *op = deps_on_message_op(s, t, b, PLAN_OP_SEND, ev);
     if (!op)
         return;
@@ -271,19 +320,52 @@ static void deps_on_server_send(struct deps_state *s, struct deps_thread *t, str
     b->last_send_end_c = common;
 }
 
+/* The block event loop t's traffic on client end e belongs to: the block
+ * whose call is open on e (t then handles that request), else, for a send
+ * that starts a new call, the request t handled last. NULL, counted as
+ * unattributed, for bytes received with no call open. */
+static struct deps_block *deps_on_loop_call_block(struct deps_state *s, struct deps_thread *t,
+                                                  struct deps_end *e, int send)
+{
+    struct deps_block *cb = e->call_block;
+    if (cb && cb->th == t && !cb->finished && e->call_index < cb->ncalls &&
+        !(send && cb->calls[e->call_index].received)) {
+        deps_on_loop_handle(s, t, cb->end);
+        return cb;
+    }
+    if (send && e->opener_conn) { /* the first call: whoever connected */
+        struct deps_end *o = deps_map_get(&s->procs[t->file].ends, e->opener_conn);
+        e->opener_conn = 0;
+        if (o && o->cur && o->cur->th == t) {
+            deps_on_loop_handle(s, t, o);
+            return o->cur;
+        }
+    }
+    if (send)
+        return deps_block_of(t);
+    t->loop_unattributed++;
+    return NULL;
+}
+
 static void deps_on_client_net(struct deps_state *s, struct deps_thread *t, struct deps_end *e,
                                const struct trace_event *ev, uint64_t common)
 {
     int64_t n = ev->u.net.result;
-    if (n <= 0)
-        return;
     int send = ev->op == TRACE_NET_SEND;
+    if (n <= 0) {
+        /* a loop's read or write on its upstream that found nothing to do */
+        struct deps_block *cb = e->call_block;
+        if (t->event_loop && cb && cb->th == t && !cb->finished)
+            deps_block_cover(t, cb);
+        return;
+    }
     uint64_t off = send ? e->out_off : e->in_off;
     if (send)
         e->out_off += (uint64_t)n;
     else
         e->in_off += (uint64_t)n;
-    struct deps_block *b = deps_block_of(t);
+    struct deps_block *b =
+        t->event_loop ? deps_on_loop_call_block(s, t, e, send) : deps_block_of(t);
     if (!b)
         return;
     deps_block_cover(t, b);
@@ -374,6 +456,12 @@ static void deps_on_conn(struct deps_state *s, uint32_t file, const struct trace
     case TRACE_CONN_IDENT:
         if (ev->op == TRACE_CONN_ACCEPT)
             e->accepted = 1;
+        if (ev->op == TRACE_CONN_CONNECT) {
+            e->connected = 1;
+            struct deps_thread *t = deps_map_get(&s->procs[file].threads, (uint64_t)ev->tid + 1);
+            struct deps_block *b = t ? deps_block_of(t) : NULL;
+            e->opener_conn = b ? b->end->conn_id : 0;
+        }
         deps_on_pending_opts(s, file, e, ev);
         if (c->family) {
             e->family = c->family;
@@ -389,7 +477,12 @@ static void deps_on_conn(struct deps_state *s, uint32_t file, const struct trace
         }
         break;
     case TRACE_CONN_SHUTDOWN:
-        deps_block_finish(s, e, 0);
+        /* an answered request whose server only stops sending (SHUT_WR)
+         * keeps its block until EOF or close: it reads the rest first */
+        if (c->result == SHUT_WR && e->accepted && e->cur && e->cur->sends)
+            e->shut_wr = 1;
+        else
+            deps_block_finish(s, e, 0);
         break;
     case TRACE_CONN_CLOSE:
         deps_block_finish(s, e, 0);
@@ -463,11 +556,44 @@ static void deps_on_db(struct deps_state *s, uint32_t file, struct deps_thread *
     s->res->db_ops++;
 }
 
+/* Which request a file descriptor serves: the one whose thread was serving
+ * when it was opened. An event loop that reads a file in pieces (a large
+ * static file, written as the client's socket drains) handles that request
+ * again when it touches the file. */
+static void deps_on_file_owner(struct deps_state *s, struct deps_thread *t,
+                               const struct trace_event *ev)
+{
+    const struct trace_file_event *fe = &ev->u.file;
+    struct deps_proc *p = &s->procs[t->file];
+    if (ev->op == TRACE_FILE_OPEN) {
+        if (fe->result < 0)
+            return;
+        struct deps_block *b = deps_block_of(t);
+        if (!b)
+            deps_map_del(&p->file_owner, (uint64_t)fe->result + 1);
+        else if (deps_map_put(&p->file_owner, (uint64_t)fe->result + 1,
+                              (void *)(uintptr_t)b->end->conn_id) != 0)
+            deps_state_fail(s, "out of memory");
+        return;
+    }
+    if (fe->fd < 0 || !p->file_owner.count)
+        return;
+    uint64_t conn = (uint64_t)(uintptr_t)deps_map_get(&p->file_owner, (uint64_t)fe->fd + 1);
+    if (ev->op == TRACE_FILE_CLOSE)
+        deps_map_del(&p->file_owner, (uint64_t)fe->fd + 1);
+    if (!conn || !t->event_loop)
+        return;
+    struct deps_end *e = deps_map_get(&p->ends, conn);
+    if (e && e->cur && e->cur->th == t)
+        deps_on_loop_handle(s, t, e);
+}
+
 static void deps_on_file(struct deps_state *s, uint32_t file, struct deps_thread *t,
                          const struct trace_event *ev)
 {
     const struct trace_file_event *fe = &ev->u.file;
     deps_on_file_seen(s, file, fe);
+    deps_on_file_owner(s, t, ev);
     struct deps_block *b = deps_block_of(t);
     if (!b)
         return;

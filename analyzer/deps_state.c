@@ -97,6 +97,7 @@ static void deps_state_free_procs(struct deps_state *s)
         for (size_t j = 0; j < s->procs[f].pending_opts.cap; j++)
             free(s->procs[f].pending_opts.slots[j].value);
         deps_map_free(&s->procs[f].pending_opts);
+        deps_map_free(&s->procs[f].file_owner);
     }
 }
 
@@ -122,7 +123,7 @@ void deps_state_free(struct deps_state *s)
     }
     deps_state_free_ends(s);
     deps_state_free_procs(s);
-    struct deps_map *ptr_maps[] = {&s->files, &s->rendezvous, &s->label_text};
+    struct deps_map *ptr_maps[] = {&s->files, &s->rendezvous, &s->label_text, &s->external_peers};
     for (size_t i = 0; i < sizeof ptr_maps / sizeof ptr_maps[0]; i++) {
         for (size_t j = 0; j < ptr_maps[i]->cap; j++)
             free(ptr_maps[i]->slots[j].value);

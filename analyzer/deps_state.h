@@ -53,6 +53,13 @@ struct deps_end {
     uint32_t file;
     uint64_t conn_id;
     uint8_t proto, family, accepted, is_db, closed, has_ident;
+    /* the trace holds its connect(): the tracer saw the first bytes its
+     * server sent, and would have made it a DB connection had they been a
+     * MySQL/MariaDB greeting (tracer/preload/db_greeting.c) */
+    uint8_t connected;
+    /* the server shut down its sending side after answering (SHUT_WR):
+     * what it reads from then on drains the request, none can follow */
+    uint8_t shut_wr;
     uint8_t local_addr[16], remote_addr[16];
     uint16_t local_port, remote_port;
     uint64_t unix_inode, unix_peer_inode;
@@ -75,6 +82,10 @@ struct deps_end {
     uint32_t db_index;           /* +1; 0 = none */
     uint32_t external_host;      /* plan string id of the address (untraced peer), 0 = not yet */
     int refs;
+    /* a client end: the served connection whose request its thread was
+     * serving when it connected (0 = none); an event loop's first call on
+     * it is that request's, even when the connect completes later */
+    uint64_t opener_conn;
     /* the call currently open on this (client) end */
     struct deps_block *call_block;
     uint32_t call_index;
@@ -134,6 +145,13 @@ struct deps_thread {
     int violating;
     uint64_t viol_events, viol_blocks;
     uint32_t viol_conns;
+    /* event loop (deps_on.c): the thread multiplexes connections, so its
+     * events go to the request whose descriptor they touch and the rest to
+     * the request it handled last (last_read then names that end, whatever
+     * its last event on it was); switches: times it took up another open
+     * request; unattributed: its events no request could be named for */
+    int event_loop;
+    uint64_t loop_switches, loop_unattributed;
     uint64_t blocks;
     uint32_t worker; /* dense index among its component's serving threads */
     /* coverage window: resource events of this thread, counted; the window
@@ -148,6 +166,7 @@ struct deps_component {
     struct plan_component pc;
     uint32_t serving_threads, serving_procs;
     uint32_t max_threads_per_proc;
+    uint32_t loop_threads; /* serving threads that were event loops */
 };
 
 struct deps_pending_opt { /* options set on a socket before its CONN event */
@@ -161,6 +180,10 @@ struct deps_proc {
     struct deps_map threads;      /* tid -> thread */
     struct deps_map ends;         /* conn_id -> end */
     struct deps_map pending_opts; /* fd + 1 -> struct deps_pending_opt */
+    /* fd + 1 -> conn_id (as pointer) of the request whose thread was
+     * serving it when the file was opened: an event loop's reads of that
+     * file belong to that request (deps_on.c) */
+    struct deps_map file_owner;
     struct deps_thread **all;
     uint32_t nall, capall;
     uint32_t serving_threads;
@@ -183,6 +206,17 @@ struct deps_skew {
     int64_t max_lo, min_hi;
     uint64_t pairs;
     int64_t applied;
+};
+
+/* The calls that became EXTERNAL ops to one peer address, for the warning
+ * that names them. */
+struct deps_external_peer {
+    uint64_t calls;
+    char host[96];
+    /* calls to it as an untraced peer went over a stream connection the
+     * trace does not hold from its connect() on (made before the trace
+     * began): the tracer could not tell a DB server by its greeting there */
+    uint8_t unsure;
 };
 
 struct deps_state {
@@ -218,6 +252,7 @@ struct deps_state {
     uint32_t nskews;
     FILE *blocks_out;
     uint64_t untraced_calls;
+    struct deps_map external_peers; /* address text hash -> struct deps_external_peer */
     /* LOSS events of the recording: how many events, in how many files, and
      * the file and reason of the largest */
     uint64_t lost, lost_worst;

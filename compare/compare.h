@@ -9,6 +9,8 @@
  *   compare_slo_parse     'p95<200ms' -> struct compare_slo
  *   compare_analyze       statistics (through stats/, never
  *                         reimplemented here) and the verdict
+ *   compare_trust_*       what the verdict cannot vouch for: failed
+ *                         replays (not ranked) and labels it did not judge
  *   compare_json / compare_print_table / compare_report_write  outputs
  *
  * Never exits or prints from the library: errors come back as one line in
@@ -18,9 +20,17 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define COMPARE_ERR_LEN 512
+
+struct report_plan_facts;
+
+/* A label "does not resemble the recording" when PT4Cloud's p between its
+ * replayed and recorded response times is below this, with at least the
+ * stop rule's sample minimum (stats_config min_samples, 30) on both sides. */
+#define COMPARE_RESEMBLE_P 0.05
 
 /* Resource kinds of the report's time-per-resource chart (CloudProphet
  * Fig. 12). The replayer's kinds map onto them: cpu, file, lock, db as is;
@@ -50,21 +60,35 @@ struct compare_label {
     char *name;
     size_t count; /* successful requests */
     struct compare_stat stat[COMPARE_NMETRICS];
-    double *samples; /* successful response times (s), from "samples" */
+    double *samples;           /* successful response times (s), from "samples" */
+    uint32_t *sample_interval; /* per sample, its interval (0: the file does not say) */
     size_t nsamples;
     double p_recording; /* PT4Cloud p against the recording; NAN = not computed */
+    /* filled by compare_analyze (compare_trust_labels) */
+    size_t stop_rule_n;   /* samples the stop rule's last comparison had (its d1) */
+    int judged;           /* 1 the stop rule judged it, 0 too few samples, -1 unknown/no rule */
+    int unlike_recording; /* p_recording < COMPARE_RESEMBLE_P with enough samples */
 };
 
 /* Time per resource of one component's blocks of one label, mean per block. */
 struct compare_resources {
     char *group; /* "component: label" */
     double s[COMPARE_NRES];
+    char *component, *label; /* as the results file names them (label may be "") */
+    size_t blocks;
+    double call_s; /* mean per block waiting for nested components (inside s[COMPARE_RES_NET]) */
 };
 
 struct compare_interval {
-    size_t requests;
+    size_t requests, failed;
     double p; /* NAN when the interval was not compared */
     double length_s;
+};
+
+/* Queries that failed on the database in one interval (results' db_errors). */
+struct compare_db_error {
+    char *component, *message;
+    uint64_t count;
 };
 
 struct compare_run {
@@ -79,13 +103,20 @@ struct compare_run {
     char *stop_note;       /* why it ended, when the file says */
     double elapsed_s;      /* time spent driving requests */
     size_t requests_ok, failed;
+    double cpu_ratio;                  /* recorded CPU time was multiplied by this; NAN: unknown */
+    double cpu_ratio_lo, cpu_ratio_hi; /* its 95 % interval; NAN: none */
     struct compare_label *labels;
     size_t nlabels;
     struct compare_interval *intervals;
     size_t nintervals;
     struct compare_resources *resources;
     size_t nresources;
+    struct compare_db_error *db_errors;
+    size_t ndb_errors;
     /* filled by compare_analyze */
+    char **problems; /* why the replay cannot be trusted ("3 requests failed"), one per kind */
+    size_t nproblems;
+    int ranked;               /* takes part in tiers and the recommendation */
     double requests_per_hour; /* successful requests / elapsed_s * 3600 */
     double cost_per_million;  /* price_per_hour / requests_per_hour * 1e6; NAN if unpriced */
     int meets_slo;
@@ -110,9 +141,14 @@ struct compare_recording {
     double **recorded_s; /* per label, response times as recorded (s) */
     size_t *nrecorded;
     size_t nrequests;
-    double *arrival_s;     /* per request, from the first request */
-    size_t *request_label; /* per request, index into label_names */
-    double span_s;         /* last arrival */
+    double *arrival_s;               /* per request, from the first request */
+    size_t *request_label;           /* per request, index into label_names */
+    double span_s;                   /* last arrival */
+    struct report_plan_facts *facts; /* coverage, external calls, tiers (report_plan.h) */
+    /* blocks the analyzer built by its fallback (PLAN_BLOCK_VIOLATION), per block label */
+    size_t nflagged_labels;
+    char **flagged_labels;
+    size_t *nflagged;
 };
 int compare_recording_load(const char *path, struct compare_recording *rec, char *err,
                            size_t errlen);
@@ -137,6 +173,7 @@ struct compare_options {
     const char *const *slo_labels; /* NULL/0: every label */
     size_t nslo_labels;
     double equivalent_p; /* p at or above which two types' label distributions are the same */
+    int allow_failed;    /* rank types whose replay failed (--allow-failed) */
 };
 void compare_options_default(struct compare_options *o);
 
@@ -149,6 +186,8 @@ struct compare_verdict {
     size_t recommended; /* run index, or (size_t)-1 */
     char reason[256];   /* one sentence for people */
     size_t nruns;
+    size_t nranked; /* runs that took part in the ranking */
+    char *caveats;  /* what the verdict did not rank or judge, "" when nothing */
 };
 
 /* Statistics (missing bands, p against the recording), costs, SLO checks,
@@ -161,6 +200,23 @@ void compare_verdict_free(struct compare_verdict *v);
  * that instance names are distinct. 0 or -1 with err. */
 int compare_check_consistent(const struct compare_run *runs, size_t nruns,
                              const struct compare_recording *rec, char *err, size_t errlen);
+
+/* What the verdict cannot vouch for (compare_trust.c), called by
+ * compare_analyze: per run its problems (failed requests, DB errors,
+ * labels never replayed; expected labels are the plan's, else every run's)
+ * and whether it is ranked; per label whether the stop rule judged it and
+ * whether it resembles the recording; and v->caveats, the sentence the
+ * verdict line ends with. 0 or -1 (out of memory). */
+int compare_trust_runs(struct compare_run *runs, size_t nruns, const struct compare_recording *rec,
+                       const struct compare_options *opt, const struct compare_verdict *v);
+int compare_trust_caveats(const struct compare_run *runs, size_t nruns,
+                          const struct compare_recording *rec, const struct compare_options *opt,
+                          struct compare_verdict *v);
+/* The stop rule's sample minimum per label (stats_config_default). */
+size_t compare_trust_min_samples(void);
+/* The problem line of a run, "small.json: 3 requests failed, ..."; NULL
+ * when it has none or out of memory (the caller frees it). */
+char *compare_trust_problem_line(const struct compare_run *r);
 
 json_t *compare_json(const struct compare_run *runs, size_t nruns,
                      const struct compare_recording *rec, const struct compare_options *opt,

@@ -1,8 +1,9 @@
 /* compare_cli.c - `preplay compare RESULTS... [--plan PLAN] [--slo SLO]...
- * [--slo-label LABEL]... [--equivalent-p P] [-o report.html] [--json]`:
- * loads every results file, checks they belong together, decides, and
- * prints the verdict table (or JSON) and writes the HTML report. Never
- * writes a report from inputs it refused. */
+ * [--slo-label LABEL]... [--equivalent-p P] [--allow-failed] [-o
+ * report.html] [--json]`: loads every results file, checks they belong
+ * together, decides, and prints the verdict table (or JSON) and writes the
+ * HTML report. Never writes a report from inputs it refused; exits 3 (after
+ * printing and writing everything) when no type could be ranked. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,22 +13,54 @@
 
 static void compare_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: preplay compare RESULTS... [--plan PLAN] [--slo SLO]... [--slo-label "
-            "LABEL]...\n"
-            "                       [--equivalent-p P] [-o report.html] [--json]\n\n"
-            "Compares the results of `preplay run` on candidate instance types (one file per\n"
-            "type, named with --instance and priced with --price at run time) and says which\n"
-            "meet the SLOs and which of those is cheapest per million requests.\n\n"
-            "  --plan PLAN        the plan the runs replayed: adds the on-premise recording\n"
-            "                     (p against it per label, requests per label over time)\n"
-            "  --slo SLO          METRIC<LIMIT or METRIC<=LIMIT; METRIC median|p50|p95|p99,\n"
-            "                     LIMIT a number with us, ms or s: 'p95<200ms' (repeatable)\n"
-            "  --slo-label LABEL  apply the SLOs to this label only (repeatable; default all)\n"
-            "  --equivalent-p P   PT4Cloud p at or above which two types are equivalent (0.9)\n"
-            "  -o FILE            write the self-contained HTML report\n"
-            "  --json             print the comparison as JSON instead of the table\n"
-            "See docs/preplay-compare.md.\n");
+    fprintf(
+        out,
+        "usage: preplay compare RESULTS... [--plan PLAN] [--slo SLO]... [--slo-label "
+        "LABEL]...\n"
+        "                       [--equivalent-p P] [--allow-failed] [-o report.html] [--json]\n\n"
+        "Compares the results of `preplay run` on candidate instance types (one file per\n"
+        "type, named with --instance and priced with --price at run time) and says which\n"
+        "meet the SLOs and which of those is cheapest per million requests.\n\n"
+        "  --plan PLAN        the plan the runs replayed: adds the on-premise recording\n"
+        "                     (p against it per label, requests per label over time)\n"
+        "  --slo SLO          METRIC<LIMIT or METRIC<=LIMIT; METRIC median|p50|p95|p99,\n"
+        "                     LIMIT a number with us, ms or s: 'p95<200ms' (repeatable)\n"
+        "  --slo-label LABEL  apply the SLOs to this label only (repeatable; default all)\n"
+        "  --equivalent-p P   PT4Cloud p at or above which two types are equivalent (0.9)\n"
+        "  --allow-failed     rank types whose replay failed (failed requests, DB errors,\n"
+        "                     labels never replayed); without it they are not ranked\n"
+        "  -o FILE            write the self-contained HTML report\n"
+        "  --json             print the comparison as JSON instead of the table\n"
+        "Exit status: 0, 1 bad input, 2 usage, 3 no type could be ranked (every replay\n"
+        "failed). See docs/preplay-compare.md.\n");
+}
+
+/* The verdict on stdout (table or JSON) and the report; -1 (said on
+ * stderr) when one cannot be written. */
+static int compare_cli_emit(const struct compare_run *runs, size_t nruns,
+                            const struct compare_recording *rec, const struct compare_options *opt,
+                            const struct compare_verdict *v, int json_out, const char *out_path)
+{
+    if (json_out) {
+        json_t *j = compare_json(runs, nruns, rec, opt, v);
+        if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
+            json_decref(j);
+            fprintf(stderr, "compare: cannot write JSON\n");
+            return -1;
+        }
+        json_decref(j);
+        printf("\n");
+    } else
+        compare_print_table(stdout, runs, nruns, rec, opt, v);
+    if (out_path) {
+        char err[COMPARE_ERR_LEN];
+        if (compare_report_write(out_path, runs, nruns, rec, opt, v, err, sizeof err)) {
+            fprintf(stderr, "compare: %s\n", err);
+            return -1;
+        }
+        fprintf(stderr, "compare: report written to %s\n", out_path);
+    }
+    return 0;
 }
 
 int cmd_compare(int argc, char **argv)
@@ -36,6 +69,7 @@ int cmd_compare(int argc, char **argv)
                                              {"slo", required_argument, NULL, 's'},
                                              {"slo-label", required_argument, NULL, 'l'},
                                              {"equivalent-p", required_argument, NULL, 'e'},
+                                             {"allow-failed", no_argument, NULL, 'a'},
                                              {"output", required_argument, NULL, 'o'},
                                              {"json", no_argument, NULL, 'j'},
                                              {"help", no_argument, NULL, 'h'},
@@ -85,6 +119,9 @@ int cmd_compare(int argc, char **argv)
             }
             break;
         }
+        case 'a':
+            opt.allow_failed = 1;
+            break;
         case 'o':
             out_path = optarg;
             break;
@@ -142,26 +179,9 @@ int cmd_compare(int argc, char **argv)
         goto out;
     }
     have_verdict = 1;
-    if (json_out) {
-        json_t *j = compare_json(runs, nruns, have_rec ? &rec : NULL, &opt, &v);
-        if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
-            json_decref(j);
-            fprintf(stderr, "compare: cannot write JSON\n");
-            goto out;
-        }
-        json_decref(j);
-        printf("\n");
-    } else
-        compare_print_table(stdout, runs, nruns, have_rec ? &rec : NULL, &opt, &v);
-    if (out_path) {
-        if (compare_report_write(out_path, runs, nruns, have_rec ? &rec : NULL, &opt, &v, err,
-                                 sizeof err)) {
-            fprintf(stderr, "compare: %s\n", err);
-            goto out;
-        }
-        fprintf(stderr, "compare: report written to %s\n", out_path);
-    }
-    rc = 0;
+    if (compare_cli_emit(runs, nruns, have_rec ? &rec : NULL, &opt, &v, json_out, out_path))
+        goto out;
+    rc = v.nranked ? 0 : 3;
 out:
     if (have_verdict)
         compare_verdict_free(&v);

@@ -10,6 +10,7 @@
 
 #include "compare.h"
 #include "plan.h"
+#include "report_plan.h"
 #include "results_reader.h"
 
 const char *const compare_resource_names[COMPARE_NRES] = {"CPU", "file", "network", "lock", "DB"};
@@ -61,9 +62,11 @@ static int compare_take_labels(struct results_file *rf, struct compare_run *run)
         struct compare_label *l = &run->labels[run->nlabels++];
         l->name = src->name;
         l->samples = src->samples;
+        l->sample_interval = src->sample_interval;
         l->nsamples = src->nsamples;
         src->name = NULL;
         src->samples = NULL;
+        src->sample_interval = NULL;
         l->count = src->count;
         l->p_recording = NAN;
         for (int m = 0; m < COMPARE_NMETRICS; m++)
@@ -78,7 +81,7 @@ static int compare_take_labels(struct results_file *rf, struct compare_run *run)
  * onto the report's, kept per component and label as mean seconds per
  * block: a nested component's blocks carry their own labels, so each tier
  * shows where its own time goes. */
-static int compare_take_resources(const struct results_file *rf, struct compare_run *run)
+static int compare_take_resources(struct results_file *rf, struct compare_run *run)
 {
     static const enum compare_resource map[RESULTS_NKINDS] = {
         [RESULTS_CPU] = COMPARE_RES_CPU,  [RESULTS_FILE] = COMPARE_RES_FILE,
@@ -89,17 +92,38 @@ static int compare_take_resources(const struct results_file *rf, struct compare_
     if (!run->resources)
         return -1;
     for (size_t i = 0; i < rf->nresources; i++) {
-        const struct results_resource *src = &rf->resources[i];
+        struct results_resource *src = &rf->resources[i];
         struct compare_resources *r = &run->resources[run->nresources];
         size_t len = strlen(src->component) + strlen(src->label) + 3;
         if (!(r->group = malloc(len)))
             return -1;
         snprintf(r->group, len, "%s: %s", src->component, src->label);
         run->nresources++;
+        r->component = src->component;
+        r->label = src->label;
+        src->component = src->label = NULL;
+        r->blocks = (size_t)src->blocks;
         double nb = (double)src->blocks;
+        if (!isnan(src->s[RESULTS_CALL]) && nb > 0)
+            r->call_s = src->s[RESULTS_CALL] / nb;
         for (int k = 0; k < RESULTS_NKINDS; k++)
             if (!isnan(src->s[k]) && nb > 0)
                 r->s[map[k]] += src->s[k] / nb;
+    }
+    return 0;
+}
+
+/* The queries that failed on the database, taken over from rf. */
+static int compare_take_db_errors(struct results_file *rf, struct compare_run *run)
+{
+    run->db_errors = calloc(rf->ndb_errors + 1, sizeof *run->db_errors);
+    if (!run->db_errors)
+        return -1;
+    for (size_t i = 0; i < rf->ndb_errors; i++) {
+        struct results_db_error *src = &rf->db_errors[i];
+        run->db_errors[i] = (struct compare_db_error){src->component, src->message, src->count};
+        src->component = src->message = NULL;
+        run->ndb_errors++;
     }
     return 0;
 }
@@ -121,23 +145,30 @@ static int compare_take(struct results_file *rf, struct compare_run *run)
     if (!isnan(rf->p0))
         run->p0 = rf->p0;
     run->elapsed_s = rf->elapsed_s;
-    run->failed = isnan(rf->failed) ? 0 : (size_t)rf->failed;
+    run->cpu_ratio = rf->cpu_ratio;
+    run->cpu_ratio_lo = rf->cpu_ratio_lo;
+    run->cpu_ratio_hi = rf->cpu_ratio_hi;
     if (!run->instance || compare_take_labels(rf, run))
         return -1;
     run->intervals = calloc(rf->nintervals + 1, sizeof *run->intervals);
     if (!run->intervals)
         return -1;
-    for (size_t i = 0; i < rf->nintervals; i++)
-        run->intervals[i] = (struct compare_interval){rf->intervals[i].requests, rf->intervals[i].p,
-                                                      rf->intervals[i].length_s};
+    size_t failed = 0; /* a run file counts failures per interval */
+    for (size_t i = 0; i < rf->nintervals; i++) {
+        const struct results_interval_read *src = &rf->intervals[i];
+        run->intervals[i] =
+            (struct compare_interval){src->requests, src->failed, src->p, src->length_s};
+        failed += src->failed;
+    }
     run->nintervals = rf->nintervals;
+    run->failed = isnan(rf->failed) ? failed : (size_t)rf->failed;
     if (isnan(run->elapsed_s)) {
         double sum = 0;
         for (size_t i = 0; i < run->nintervals; i++)
             sum += isnan(run->intervals[i].length_s) ? 0 : run->intervals[i].length_s;
         run->elapsed_s = sum;
     }
-    return compare_take_resources(rf, run);
+    return compare_take_resources(rf, run) || compare_take_db_errors(rf, run) ? -1 : 0;
 }
 
 int compare_run_load(const char *path, struct compare_run *run, char *err, size_t errlen)
@@ -169,11 +200,23 @@ void compare_run_free(struct compare_run *run)
     for (size_t i = 0; i < run->nlabels; i++) {
         free(run->labels[i].name);
         free(run->labels[i].samples);
+        free(run->labels[i].sample_interval);
     }
     free(run->labels);
+    for (size_t i = 0; i < run->ndb_errors; i++) {
+        free(run->db_errors[i].component);
+        free(run->db_errors[i].message);
+    }
+    free(run->db_errors);
+    for (size_t i = 0; i < run->nproblems; i++)
+        free(run->problems[i]);
+    free(run->problems);
     free(run->intervals);
-    for (size_t i = 0; i < run->nresources; i++)
+    for (size_t i = 0; i < run->nresources; i++) {
         free(run->resources[i].group);
+        free(run->resources[i].component);
+        free(run->resources[i].label);
+    }
     free(run->resources);
     free(run->path);
     free(run->instance);
@@ -190,6 +233,36 @@ size_t compare_recording_label(const struct compare_recording *rec, const char *
         if (!strcmp(rec->label_names[i], name))
             return i;
     return (size_t)-1;
+}
+
+/* Blocks the analyzer built by its fallback (PLAN_BLOCK_VIOLATION), counted
+ * per block label into rec. -1 when out of memory. */
+static int compare_recording_flagged(const struct plan *p, struct compare_recording *rec)
+{
+    for (uint64_t b = 0; b < p->nblocks; b++) {
+        if (!(p->blocks[b].flags & PLAN_BLOCK_VIOLATION))
+            continue;
+        const char *name =
+            p->blocks[b].label < p->nstrings ? plan_string(p, p->blocks[b].label) : "";
+        name = name[0] ? name : "(unlabelled)";
+        size_t i = 0;
+        while (i < rec->nflagged_labels && strcmp(rec->flagged_labels[i], name))
+            i++;
+        if (i == rec->nflagged_labels) {
+            char **nl = realloc(rec->flagged_labels, (i + 1) * sizeof *nl);
+            if (nl)
+                rec->flagged_labels = nl;
+            size_t *nc = nl ? realloc(rec->nflagged, (i + 1) * sizeof *nc) : NULL;
+            if (nc)
+                rec->nflagged = nc;
+            if (!nc || !(rec->flagged_labels[i] = compare_strdup(name)))
+                return -1;
+            rec->nflagged[i] = 0;
+            rec->nflagged_labels++;
+        }
+        rec->nflagged[i]++;
+    }
+    return 0;
 }
 
 int compare_recording_load(const char *path, struct compare_recording *rec, char *err,
@@ -242,6 +315,10 @@ int compare_recording_load(const char *path, struct compare_recording *rec, char
             rec->span_s = rec->arrival_s[r];
         rec->nrequests++;
     }
+    if (!(rec->facts = calloc(1, sizeof *rec->facts)) ||
+        report_plan_facts_build(p, index, rec->nlabels, rec->facts) ||
+        compare_recording_flagged(p, rec))
+        goto oom;
     rc = 0;
     goto out;
 oom:
@@ -258,11 +335,18 @@ void compare_recording_free(struct compare_recording *rec)
         free(rec->label_names[i]);
         free(rec->recorded_s[i]);
     }
+    for (size_t i = 0; i < rec->nflagged_labels; i++)
+        free(rec->flagged_labels[i]);
+    free(rec->flagged_labels);
+    free(rec->nflagged);
     free(rec->label_names);
     free(rec->recorded_s);
     free(rec->nrecorded);
     free(rec->arrival_s);
     free(rec->request_label);
+    if (rec->facts)
+        report_plan_facts_free(rec->facts);
+    free(rec->facts);
     free(rec->path);
     memset(rec, 0, sizeof *rec);
 }

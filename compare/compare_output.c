@@ -2,6 +2,7 @@
  * (stdout) and as JSON for tools (--json). Only formatting: every number
  * was decided by compare_analyze. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compare.h"
@@ -16,12 +17,81 @@ static json_t *compare_json_stat(const struct compare_stat *s)
     return json_pack("[f, f]", s->lo, s->hi);
 }
 
+static json_t *compare_json_tristate(int x)
+{
+    return x < 0 ? json_null() : json_boolean(x);
+}
+
+/* The run's problems, whether it was ranked and why not. */
+static void compare_json_trust(json_t *o, const struct compare_run *r,
+                               const struct compare_options *opt)
+{
+    json_t *problems = json_array();
+    for (size_t k = 0; k < r->nproblems; k++)
+        json_array_append_new(problems, json_string(r->problems[k]));
+    json_object_set_new(o, "problems", problems);
+    json_object_set_new(o, "ranked", json_boolean(r->ranked));
+    json_object_set_new(o, "ranked_reason",
+                        !r->nproblems ? json_null()
+                        : opt->allow_failed
+                            ? json_string("the replay failed; ranked anyway (--allow-failed)")
+                            : json_string("the replay failed; --allow-failed ranks it"));
+}
+
+/* One label of one run: numbers, p against the recording and whether the
+ * verdict can vouch for it. */
+static json_t *compare_json_label(const struct compare_label *lab)
+{
+    static const char *const keys[COMPARE_NMETRICS] = {"median_s", "p95_s", "p99_s"};
+    static const char *const ci_keys[COMPARE_NMETRICS] = {"median_ci_s", "p95_ci_s", "p99_ci_s"};
+    json_t *x = json_object();
+    json_object_set_new(x, "count", json_integer((json_int_t)lab->count));
+    for (int m = 0; m < COMPARE_NMETRICS; m++) {
+        json_object_set_new(x, keys[m], json_real(lab->stat[m].value));
+        json_object_set_new(x, ci_keys[m], compare_json_stat(&lab->stat[m]));
+    }
+    json_object_set_new(x, "p_recording", compare_json_num(lab->p_recording));
+    json_object_set_new(x, "stop_rule_samples",
+                        lab->judged < 0 ? json_null() : json_integer((json_int_t)lab->stop_rule_n));
+    json_object_set_new(x, "judged_by_stop_rule", compare_json_tristate(lab->judged));
+    json_object_set_new(x, "resembles_recording",
+                        isnan(lab->p_recording) ? json_null()
+                                                : json_boolean(!lab->unlike_recording));
+    return x;
+}
+
+/* verdict.not_judged, verdict.flagged_blocks and the thresholds behind them. */
+static void compare_json_not_judged(json_t *verdict, const struct compare_run *runs, size_t nruns,
+                                    const struct compare_recording *rec)
+{
+    json_t *nj = json_array(), *flagged = json_array();
+    for (size_t i = 0; i < nruns; i++)
+        for (size_t l = 0; l < runs[i].nlabels; l++) {
+            const struct compare_label *lab = &runs[i].labels[l];
+            if (!lab->judged)
+                json_array_append_new(nj, json_pack("{s:s, s:s, s:s}", "instance", runs[i].instance,
+                                                    "label", lab->name, "why",
+                                                    "below the stop rule's sample minimum"));
+            if (lab->unlike_recording)
+                json_array_append_new(nj, json_pack("{s:s, s:s, s:s}", "instance", runs[i].instance,
+                                                    "label", lab->name, "why",
+                                                    "does not resemble the recording"));
+        }
+    for (size_t i = 0; rec && i < rec->nflagged_labels; i++)
+        json_array_append_new(flagged, json_pack("{s:s, s:I}", "label", rec->flagged_labels[i],
+                                                 "blocks", (json_int_t)rec->nflagged[i]));
+    json_object_set_new(verdict, "not_judged", nj);
+    json_object_set_new(verdict, "flagged_blocks", flagged);
+    json_object_set_new(verdict, "thresholds",
+                        json_pack("{s:I, s:f}", "min_samples",
+                                  (json_int_t)compare_trust_min_samples(), "resemble_p",
+                                  COMPARE_RESEMBLE_P));
+}
+
 json_t *compare_json(const struct compare_run *runs, size_t nruns,
                      const struct compare_recording *rec, const struct compare_options *opt,
                      const struct compare_verdict *v)
 {
-    static const char *const keys[COMPARE_NMETRICS] = {"median_s", "p95_s", "p99_s"};
-    static const char *const ci_keys[COMPARE_NMETRICS] = {"median_ci_s", "p95_ci_s", "p99_ci_s"};
     json_t *root = json_object(), *instances = json_array(), *labels = json_array();
     for (size_t l = 0; l < v->nlabels; l++)
         json_array_append_new(labels, json_string(v->labels[l]));
@@ -45,23 +115,15 @@ json_t *compare_json(const struct compare_run *runs, size_t nruns,
         json_object_set_new(o, "stop_rule", stop);
         json_object_set_new(o, "meets_slo", json_boolean(r->meets_slo));
         json_object_set_new(o, "slo_failure", json_string(r->slo_failure ? r->slo_failure : ""));
-        json_object_set_new(o, "tier", json_integer(r->tier));
+        json_object_set_new(o, "tier", r->ranked ? json_integer(r->tier) : json_null());
+        compare_json_trust(o, r, opt);
         json_object_set_new(o, "score_s", compare_json_num(r->score));
         for (size_t j = 0; j < nruns; j++)
             if (j != i && v->equivalent[i * nruns + j])
                 json_array_append_new(eq, json_string(runs[j].instance));
         json_object_set_new(o, "equivalent_to", eq);
-        for (size_t l = 0; l < r->nlabels; l++) {
-            const struct compare_label *lab = &r->labels[l];
-            json_t *x = json_object();
-            json_object_set_new(x, "count", json_integer((json_int_t)lab->count));
-            for (int m = 0; m < COMPARE_NMETRICS; m++) {
-                json_object_set_new(x, keys[m], json_real(lab->stat[m].value));
-                json_object_set_new(x, ci_keys[m], compare_json_stat(&lab->stat[m]));
-            }
-            json_object_set_new(x, "p_recording", compare_json_num(lab->p_recording));
-            json_object_set_new(lo, lab->name, x);
-        }
+        for (size_t l = 0; l < r->nlabels; l++)
+            json_object_set_new(lo, r->labels[l].name, compare_json_label(&r->labels[l]));
         json_object_set_new(o, "labels", lo);
         json_t *res = json_object();
         for (size_t k = 0; k < r->nresources; k++) {
@@ -108,6 +170,14 @@ json_t *compare_json(const struct compare_run *runs, size_t nruns,
                         v->recommended == (size_t)-1 ? json_null()
                                                      : json_string(runs[v->recommended].instance));
     json_object_set_new(verdict, "reason", json_string(v->reason));
+    json_object_set_new(verdict, "caveats", json_string(v->caveats ? v->caveats : ""));
+    json_object_set_new(verdict, "allow_failed", json_boolean(opt->allow_failed));
+    json_t *not_ranked = json_array();
+    for (size_t i = 0; i < nruns; i++)
+        if (!runs[i].ranked)
+            json_array_append_new(not_ranked, json_string(runs[i].instance));
+    json_object_set_new(verdict, "not_ranked", not_ranked);
+    compare_json_not_judged(verdict, runs, nruns, rec);
     json_object_set_new(root, "verdict", verdict);
     if (rec)
         json_object_set_new(root, "recording",
@@ -115,6 +185,26 @@ json_t *compare_json(const struct compare_run *runs, size_t nruns,
                                       rec->recording_id, "requests", (json_int_t)rec->nrequests,
                                       "span_s", rec->span_s));
     return root;
+}
+
+/* Before any number: one line per run whose replay failed. */
+static void compare_print_problems(FILE *out, const struct compare_run *runs, size_t nruns,
+                                   const struct compare_options *opt)
+{
+    int any = 0;
+    for (size_t i = 0; i < nruns; i++) {
+        char *line = compare_trust_problem_line(&runs[i]);
+        if (!line)
+            continue;
+        if (!any++)
+            fprintf(out, "Replays that failed (%s):\n",
+                    opt->allow_failed ? "ranked anyway, --allow-failed"
+                                      : "not ranked; --allow-failed ranks them");
+        fprintf(out, "%s\n", line);
+        free(line);
+    }
+    if (any)
+        fprintf(out, "\n");
 }
 
 static void compare_print_stat(FILE *out, const struct compare_stat *s)
@@ -128,6 +218,7 @@ void compare_print_table(FILE *out, const struct compare_run *runs, size_t nruns
                          const struct compare_recording *rec, const struct compare_options *opt,
                          const struct compare_verdict *v)
 {
+    compare_print_problems(out, runs, nruns, opt);
     fprintf(out, "Response times per label (ms, value [99%% band])%s\n",
             rec ? ", p = PT4Cloud similarity to the recording" : "");
     fprintf(out, "%-16s %-20s %7s  %-24s  %-24s  %-24s%s\n", "instance", "label", "count", "median",
@@ -165,8 +256,11 @@ void compare_print_table(FILE *out, const struct compare_run *runs, size_t nruns
         else
             snprintf(stop, sizeof stop, "%s (%zu int.)", r->stopped ? "met" : "CUT SHORT",
                      r->nintervals);
-        fprintf(out, "%-16.16s %8s %10s %9s  %-18s %4d  %s", r->instance, price, rph, cost, stop,
-                r->tier, r->meets_slo ? "meets" : "fails: ");
+        char tier[16] = "-";
+        if (r->ranked)
+            snprintf(tier, sizeof tier, "%d", r->tier);
+        fprintf(out, "%-16.16s %8s %10s %9s  %-18s %4s  %s", r->instance, price, rph, cost, stop,
+                tier, r->meets_slo ? "meets" : "fails: ");
         if (!r->meets_slo)
             fprintf(out, "%s", r->slo_failure);
         int first = 1;
@@ -175,7 +269,9 @@ void compare_print_table(FILE *out, const struct compare_run *runs, size_t nruns
                 fprintf(out, "%s%s", first ? "  (equivalent to " : ", ", runs[j].instance);
                 first = 0;
             }
-        fprintf(out, "%s%s\n", first ? "" : ")", i == v->recommended ? "  <= recommended" : "");
+        fprintf(out, "%s%s%s\n", first ? "" : ")", i == v->recommended ? "  <= recommended" : "",
+                r->ranked ? "" : "  NOT RANKED (replay failed)");
     }
-    fprintf(out, "=> %s\n", v->reason);
+    fprintf(out, "=> %s%s%s\n", v->reason, v->caveats && v->caveats[0] ? ". " : "",
+            v->caveats ? v->caveats : "");
 }

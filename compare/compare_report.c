@@ -14,7 +14,9 @@
 
 #include "compare.h"
 #include "stats.h"
+#include "report_plan.h"
 #include "report_svg.h"
+#include "report_time.h"
 
 #define REPORT_PLOT_POINTS 300 /* polyline vertices per density (of the grid's strips) */
 
@@ -331,105 +333,6 @@ static void report_normalized(struct report_ctx *x, enum compare_metric m)
     report_chart_end(&c);
 }
 
-static const struct compare_resources *report_find_group(const struct compare_run *r,
-                                                         const char *group)
-{
-    for (size_t k = 0; k < r->nresources; k++)
-        if (!strcmp(r->resources[k].group, group))
-            return &r->resources[k];
-    return NULL;
-}
-
-/* Figure 12: per component and label, one stacked bar per type of the mean
- * time per block spent on each resource kind. */
-static int report_resources(struct report_ctx *x)
-{
-    size_t nr = x->nruns, ng = 0;
-    const char **groups = NULL;
-    double ymax = 0;
-    for (size_t i = 0; i < nr; i++)
-        ng += x->runs[i].nresources;
-    if (!ng) {
-        report_note(x->f, "The results files carry no per-resource time, so this chart is left "
-                          "out (results of `preplay run` include it).");
-        return 0;
-    }
-    if (!(groups = calloc(ng, sizeof *groups)))
-        return -1;
-    ng = 0;
-    for (size_t i = 0; i < nr; i++)
-        for (size_t k = 0; k < x->runs[i].nresources; k++) {
-            const struct compare_resources *g = &x->runs[i].resources[k];
-            size_t j = 0;
-            while (j < ng && strcmp(groups[j], g->group))
-                j++;
-            if (j == ng)
-                groups[ng++] = g->group;
-            double sum = 0;
-            for (int q = 0; q < COMPARE_NRES; q++)
-                sum += g->s[q];
-            ymax = fmax(ymax, sum * 1e3);
-        }
-    struct report_chart c;
-    report_chart_begin(&c, x->f, x->next_id++,
-                       "Time per resource per block, per component, label and instance type",
-                       "component: request label (bars numbered by instance type, see below)",
-                       "time per block (ms)", 0, (double)ng, 0, ymax * 1.3, REPORT_X_CATEGORIES);
-    double gw = (c.right - c.left) / (double)ng;
-    double bw = gw * 0.8 / (double)nr;
-    for (size_t l = 0; l < ng; l++) {
-        double gx = c.left + gw * (double)l + gw * 0.1;
-        for (size_t i = 0; i < nr; i++) {
-            const struct compare_resources *g = report_find_group(&x->runs[i], groups[l]);
-            if (!g)
-                continue;
-            double bx = gx + bw * (double)i, acc = 0;
-            for (int k = 0; k < COMPARE_NRES; k++) {
-                double ms = g->s[k] * 1e3;
-                if (!(ms > 0))
-                    continue;
-                char fill[64];
-                report_fill(&c, report_style((size_t)k), fill, sizeof fill);
-                double y0 = report_chart_y(&c, acc), y1 = report_chart_y(&c, acc + ms);
-                fprintf(x->f,
-                        "<path d=\"M%.1f,%.1f V%.1f H%.1f V%.1f Z\" fill=\"%s\" stroke=\"#000\" "
-                        "stroke-width=\"0.5\"><title>",
-                        bx, y0, y1, bx + bw * 0.9, y0, fill);
-                report_escape(x->f, x->runs[i].instance);
-                fprintf(x->f, " %s: %.4g ms</title></path>\n", compare_resource_names[k], ms);
-                acc += ms;
-            }
-            fprintf(
-                x->f,
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%zu</text>\n",
-                bx + bw * 0.45, c.bottom + 10, i + 1);
-        }
-        fprintf(x->f,
-                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" transform=\"rotate(-25 %.1f "
-                "%.1f)\">",
-                gx + gw * 0.4, c.bottom + 26, gx + gw * 0.4, c.bottom + 26);
-        report_escape(x->f, groups[l]);
-        fprintf(x->f, "</text>\n");
-    }
-    const struct report_style *styles[COMPARE_NRES];
-    char kinds[COMPARE_NRES + 1] = "";
-    for (int k = 0; k < COMPARE_NRES; k++) {
-        styles[k] = report_style((size_t)k);
-        kinds[k] = 'b';
-    }
-    report_chart_legend(&c, (const char *const *)compare_resource_names, styles, kinds,
-                        COMPARE_NRES);
-    report_chart_end(&c);
-    fprintf(x->f, "<p class=\"note\">Bars in each group, left to right: ");
-    for (size_t i = 0; i < nr; i++) {
-        fprintf(x->f, "%s%zu = ", i ? ", " : "", i + 1);
-        report_escape(x->f, x->runs[i].instance);
-    }
-    fprintf(x->f, ".</p>\n");
-    free(groups);
-    return 0;
-}
-
 /* The stop rule's p per interval, one line per run, and each run's p0. */
 static void report_convergence(struct report_ctx *x)
 {
@@ -554,6 +457,110 @@ static void report_fmt_ms(FILE *f, const struct compare_stat *s)
             s->lo * 1e3, s->hi * 1e3);
 }
 
+/* How each run was made: its CPU ratio (and interval), where the DB and
+ * the clients ran when the results say. */
+static void report_runs(struct report_ctx *x)
+{
+    FILE *f = x->f;
+    fprintf(f, "<h3>How the runs were made</h3>\n<table class=\"runs\"><tr><th>instance "
+               "type</th><th>cpu_ratio (95%% interval)</th><th>database</th><th>clients</th>"
+               "</tr>\n");
+    for (size_t i = 0; i < x->nruns; i++) {
+        const struct compare_run *r = &x->runs[i];
+        fprintf(f, "<tr><td>");
+        report_escape(f, r->instance);
+        if (isnan(r->cpu_ratio))
+            fprintf(f, "</td><td>not in the results");
+        else
+            fprintf(f, "</td><td>%.3f", r->cpu_ratio);
+        if (!isnan(r->cpu_ratio_lo))
+            fprintf(f, " [%.3f, %.3f]", r->cpu_ratio_lo, r->cpu_ratio_hi);
+        else if (!isnan(r->cpu_ratio))
+            fprintf(f, " (no interval in the results)");
+        fprintf(f, "</td><td>not recorded in the results</td><td>not recorded in the results"
+                   "</td></tr>\n");
+    }
+    fprintf(f, "</table>\n<p class=\"note\">cpu_ratio: the recorded CPU time was multiplied by "
+               "it (this machine's CPU score against the recording host's); a ratio measured on "
+               "the recording host itself should be 1, so its distance from 1 there is its "
+               "error.</p>\n");
+}
+
+/* What the plan could and could not explain: coverage, flagged blocks,
+ * interleaving threads, emulated external calls, DB endpoints, hosts. */
+static void report_plan_quality(struct report_ctx *x)
+{
+    const struct report_plan_facts *fa = x->rec ? x->rec->facts : NULL;
+    FILE *f = x->f;
+    if (!fa)
+        return;
+    fprintf(f,
+            "<div class=\"plan-quality\"><h3>The plan behind these numbers</h3>\n<ul>"
+            "<li>coverage: <strong>%.1f%%</strong> of the serving threads' events belong to a "
+            "block</li>\n<li>flagged blocks: <strong>%llu</strong> of %llu built by the "
+            "fallback for threads that interleaved connections (%u threads)</li>\n"
+            "<li>network bytes not matched to a peer: %llu</li>\n",
+            fa->coverage * 100, (unsigned long long)fa->nflagged, (unsigned long long)fa->nblocks,
+            fa->nviolations, (unsigned long long)fa->unmatched_bytes);
+    fprintf(f, "<li>external calls (untraced peers, replayed as their recorded duration): %s",
+            fa->nexternal ? "" : "none");
+    for (size_t e = 0; e < fa->nexternal; e++) {
+        fprintf(f, "%s<span class=\"external\">", e ? ", " : "");
+        report_escape(f, fa->external[e].address[0] ? fa->external[e].address
+                                                    : "(address not recorded)");
+        fprintf(f, " &times; %llu (%.4g s recorded)</span>",
+                (unsigned long long)fa->external[e].calls, fa->external[e].recorded_s);
+    }
+    fprintf(f, "</li>\n<li>database when recorded: %s", fa->ndb_endpoints ? "" : "none");
+    for (size_t e = 0; e < fa->ndb_endpoints; e++) {
+        fprintf(f, "%s", e ? ", " : "");
+        report_escape(f, fa->db_endpoints[e]);
+    }
+    fprintf(f, "</li>\n<li>components when recorded: ");
+    for (size_t c = 0; c < fa->ncomponents; c++) {
+        fprintf(f, "%s", c ? ", " : "");
+        report_escape(f, fa->components[c].name);
+        fprintf(f, " on ");
+        report_escape(f, fa->components[c].host[0] ? fa->components[c].host : "(host unknown)");
+        fprintf(f, " (%u workers%s)", fa->components[c].workers,
+                fa->components[c].frontend ? ", front end" : "");
+    }
+    fprintf(f, "</li></ul></div>\n");
+}
+
+/* The recording's row of a label: median, p95, p99 of the front-end
+ * blocks' recorded response times, with bootstrap bands. */
+static void report_recorded_row(struct report_ctx *x, const char *label)
+{
+    size_t rl = x->rec ? compare_recording_label(x->rec, label) : (size_t)-1;
+    if (rl == (size_t)-1)
+        return;
+    const double *s = x->rec->recorded_s[rl];
+    size_t n = x->rec->nrecorded[rl];
+    static const double pct[COMPARE_NMETRICS] = {50, 95, 99};
+    double value[COMPARE_NMETRICS], lo[COMPARE_NMETRICS], hi[COMPARE_NMETRICS];
+    struct stats_band_options bo;
+    stats_band_options_default(&bo);
+    char err[STATS_ERR_LEN];
+    fprintf(x->f, "<tr class=\"recorded\"><td>");
+    report_escape(x->f, label);
+    fprintf(x->f, "</td><td>recorded (server side)</td><td>%zu</td>", n);
+    double top = 0;
+    for (size_t k = 0; k < n; k++)
+        top = fmax(top, s[k]);
+    if (!(top > 0)) {
+        fprintf(x->f, "<td colspan=\"3\">the plan holds no recorded times</td><td>-</td></tr>\n");
+        return;
+    }
+    if (n < 2 || stats_percentile_ci(s, n, pct, COMPARE_NMETRICS, &bo, value, lo, hi, err)) {
+        fprintf(x->f, "<td colspan=\"3\">too few recorded requests</td><td>-</td></tr>\n");
+        return;
+    }
+    for (int m = 0; m < COMPARE_NMETRICS; m++)
+        report_fmt_ms(x->f, &(struct compare_stat){value[m], lo[m], hi[m], 1});
+    fprintf(x->f, "<td>-</td></tr>\n");
+}
+
 static void report_tables(struct report_ctx *x)
 {
     FILE *f = x->f;
@@ -598,23 +605,35 @@ static void report_tables(struct report_ctx *x)
         else
             fprintf(f, "</td><td>%s after %zu intervals", r->stopped ? "met" : "cut short",
                     r->nintervals);
-        fprintf(f, "</td><td>%d</td><td>%s", r->tier, r->meets_slo ? "meets" : "fails: ");
+        if (r->ranked)
+            fprintf(f, "</td><td>%d", r->tier);
+        else
+            fprintf(f, "</td><td>- (not ranked)");
+        fprintf(f, "</td><td>%s", r->meets_slo ? "meets" : "fails: ");
         report_escape(f, r->meets_slo ? "" : r->slo_failure);
         fprintf(f, "</td></tr>\n");
     }
     fprintf(f, "</table>\n<p>Requests per hour are the successful requests of the run divided "
                "by its driving time; under the default open-loop replay this is the recorded "
                "arrival rate (times --speed) when the type keeps up.</p>\n");
+    report_runs(x);
+    report_plan_quality(x);
     fprintf(f,
             "<h2>Response times per label</h2>\n<p>Milliseconds, value [99%% bootstrap "
             "band].%s</p>\n<table><tr><th>label</th><th>instance type</th><th>requests</th>"
             "<th>median</th><th>p95</th><th>p99</th>%s</tr>\n",
             x->rec ? " p: PT4Cloud similarity of the type's distribution to the on-premise "
-                     "recording (1 = the same)."
+                     "recording (1 = the same). The <em>recorded (server side)</em> row is the "
+                     "on-premise baseline: the front end's recorded time from receiving a request "
+                     "to sending its response. The replays are measured at the client (first byte "
+                     "sent to last byte received), so they also hold network and connection time "
+                     "the recorded row does not."
                    : "",
             x->rec ? "<th>p vs recording</th>" : "");
     for (size_t l = 0; l < x->v->nlabels; l++)
         for (size_t i = 0; i < x->nruns; i++) {
+            if (!i)
+                report_recorded_row(x, x->v->labels[l]);
             const struct compare_label *lab = compare_run_label(&x->runs[i], x->v->labels[l]);
             fprintf(f, "<tr><td>");
             report_escape(f, x->v->labels[l]);
@@ -636,6 +655,42 @@ static void report_tables(struct report_ctx *x)
     fprintf(f, "</table>\n");
 }
 
+/* The first screen, above every table and chart: the replays that failed
+ * (one line each, and whether they are ranked) and what the verdict did
+ * not judge (v->caveats); a one-line all-clear otherwise. */
+static void report_trust_box(struct report_ctx *x)
+{
+    FILE *f = x->f;
+    int any = x->v->caveats && x->v->caveats[0];
+    fprintf(f, "<div class=\"trust%s\" id=\"trust\">\n", any ? " warn" : "");
+    if (!any) {
+        fprintf(f, "<p>Every replay completed without failed requests, DB errors or missing "
+                   "labels, and the stop rule judged every label.</p>\n</div>\n");
+        return;
+    }
+    fprintf(f, "<h2>Before the numbers: what this verdict does not vouch for</h2>\n");
+    int nfailed = 0;
+    for (size_t i = 0; i < x->nruns; i++) {
+        char *line = compare_trust_problem_line(&x->runs[i]);
+        if (!line)
+            continue;
+        fprintf(f, "%s<li>", nfailed++ ? "" : "<ul class=\"problems\">\n");
+        report_escape(f, line);
+        fprintf(f, "</li>\n");
+        free(line);
+    }
+    if (nfailed)
+        fprintf(f, "</ul>\n");
+    fprintf(f, "<p class=\"caveats\">");
+    report_escape(f, x->v->caveats);
+    fprintf(f,
+            "</p>\n<p class=\"note\">A label is judged by the stop rule when its last "
+            "comparison had %zu samples or more; it does not resemble the recording when "
+            "PT4Cloud's p against it is below %.2g with %zu samples or more on both "
+            "sides.</p>\n</div>\n",
+            compare_trust_min_samples(), COMPARE_RESEMBLE_P, compare_trust_min_samples());
+}
+
 static int report_body(struct report_ctx *x)
 {
     FILE *f = x->f;
@@ -644,8 +699,12 @@ static int report_body(struct report_ctx *x)
                "body{font-family:sans-serif;max-width:900px;margin:2em auto;color:#111}\n"
                "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;"
                "padding:3px 8px;text-align:left}tr.pick{background:#e8f0e0;font-weight:bold}\n"
-               ".band{color:#555;font-size:90%%}.note{color:#444;font-style:italic}\n"
+               "tr.recorded{background:#f1f1f1;font-style:italic}.band{color:#555;font-size:90%%}."
+               "note{color:#444;font-style:italic}\n"
+               ".plan-quality{border:1px solid #999;padding:0 1em;background:#fafafa}\n"
                "svg.chart{display:block;margin:1em 0;border:1px solid #eee}\n"
+               ".trust{border:2px solid #8a8;padding:0 1em;margin:1em 0}"
+               ".trust.warn{border-color:#b00;background:#fff4f0}\n"
                "</style></head><body>\n<h1>Which instance type? preplay compare</h1>\n<p>");
     for (size_t i = 0; i < x->nruns; i++) {
         fprintf(f, "%s", i ? ", " : "Results compared: ");
@@ -663,6 +722,7 @@ static int report_body(struct report_ctx *x)
         fprintf(f, ").");
     }
     fprintf(f, "</p>\n");
+    report_trust_box(x);
     report_tables(x);
     fprintf(f, "<h2>Response-time distributions</h2>\n<p>Kernel density estimates of each "
                "type's response times, with the 99%% bootstrap band shaded; the x axis is cut "
@@ -675,11 +735,11 @@ static int report_body(struct report_ctx *x)
                "99%% bands.</p>\n");
     report_normalized(x, COMPARE_MEDIAN);
     report_normalized(x, COMPARE_P95);
-    fprintf(f, "<h2>Where the time goes</h2>\n<p>Mean time per block (one request's work on one "
-               "component) spent on CPU, files, network (request/response transfer, untraced "
-               "peers and waiting for nested components), locks and the database (CloudProphet "
-               "Fig. 12): a bottleneck that shifts between types shows here.</p>\n");
-    if (report_resources(x))
+    fprintf(f, "<h2>Where the time goes</h2>\n<p>Mean time per front-end request spent by the "
+               "front end on CPU, files, network (request/response transfer and untraced peers), "
+               "locks and the database, and waiting for each inner tier, shown as that tier "
+               "(CloudProphet Fig. 12): a bottleneck that shifts between types shows here.</p>\n");
+    if (report_time_write(f, &x->next_id, x->runs, x->nruns, x->rec, x->v))
         return -1;
     fprintf(f, "<h2>Did the runs converge?</h2>\n<p>PT4Cloud compares each interval's "
                "distribution with the previous one; a run stops when p reaches p0. A run "

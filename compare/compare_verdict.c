@@ -11,7 +11,9 @@
  *  - two types are equivalent when, on every label, either their samples
  *    are alike (PT4Cloud p >= equivalent_p) or the bands of median, p95
  *    and p99 all overlap; equivalent types share a performance tier;
- *  - the recommendation is the cheapest type that meets the SLOs. */
+ *  - the recommendation is the cheapest type that meets the SLOs;
+ *  - a type whose replay failed takes part in neither unless
+ *    --allow-failed (compare_trust.c decides which). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,17 +276,23 @@ static void compare_equivalence(const struct compare_run *runs, size_t nruns,
     }
 }
 
-/* Tiers: by score, a type joins the current tier when it is equivalent to
- * the tier's fastest member. order has room for nruns indices. */
-static void compare_tiers(struct compare_run *runs, size_t nruns, const struct compare_verdict *v,
+/* Tiers of the ranked runs (the others get tier 0): by score, a type joins
+ * the current tier when it is equivalent to the tier's fastest member.
+ * order has room for nruns indices. */
+static void compare_tiers(struct compare_run *runs, size_t nruns, struct compare_verdict *v,
                           size_t *order)
 {
-    for (size_t i = 0; i < nruns; i++)
-        order[i] = i;
-    qsort_r(order, nruns, sizeof *order, compare_score_cmp, runs);
+    size_t n = 0;
+    for (size_t i = 0; i < nruns; i++) {
+        runs[i].tier = 0;
+        if (runs[i].ranked)
+            order[n++] = i;
+    }
+    v->nranked = n;
+    qsort_r(order, n, sizeof *order, compare_score_cmp, runs);
     int tier = 0;
     size_t leader = 0;
-    for (size_t k = 0; k < nruns; k++) {
+    for (size_t k = 0; k < n; k++) {
         size_t i = order[k];
         if (!k || !v->equivalent[leader * nruns + i]) {
             tier++;
@@ -302,10 +310,10 @@ static void compare_recommend_fastest(const struct compare_run *runs, size_t nru
     int best = 0;
     size_t pick = (size_t)-1, in_best = 0;
     for (size_t i = 0; i < nruns; i++)
-        if (runs[i].meets_slo && (!best || runs[i].tier < best))
+        if (runs[i].ranked && runs[i].meets_slo && (!best || runs[i].tier < best))
             best = runs[i].tier;
     for (size_t i = 0; i < nruns; i++)
-        if (runs[i].meets_slo && runs[i].tier == best) {
+        if (runs[i].ranked && runs[i].meets_slo && runs[i].tier == best) {
             pick = i;
             in_best++;
         }
@@ -326,8 +334,13 @@ static void compare_recommend(const struct compare_run *runs, size_t nruns,
                               const struct compare_options *opt, struct compare_verdict *v)
 {
     size_t nmeet = 0, npriced = 0;
+    if (!v->nranked) {
+        snprintf(v->reason, sizeof v->reason,
+                 "no instance type could be ranked: every replay failed");
+        return;
+    }
     for (size_t i = 0; i < nruns; i++) {
-        if (!runs[i].meets_slo)
+        if (!runs[i].ranked || !runs[i].meets_slo)
             continue;
         nmeet++;
         if (isnan(runs[i].cost_per_million))
@@ -342,7 +355,8 @@ static void compare_recommend(const struct compare_run *runs, size_t nruns,
         snprintf(slos + strlen(slos), sizeof slos - strlen(slos), "%s%s", s ? ", " : "",
                  opt->slos[s].text);
     if (!nmeet)
-        snprintf(v->reason, sizeof v->reason, "no instance type meets %s for every label", slos);
+        snprintf(v->reason, sizeof v->reason, "no %sinstance type meets %s for every label",
+                 v->nranked < nruns ? "ranked " : "", slos);
     else if (v->recommended != (size_t)-1) {
         const struct compare_run *r = &runs[v->recommended];
         int n = snprintf(v->reason, sizeof v->reason,
@@ -383,9 +397,13 @@ int compare_analyze(struct compare_run *runs, size_t nruns, const struct compare
             goto oom;
         v->meets[i] = runs[i].meets_slo;
     }
+    if (compare_trust_runs(runs, nruns, rec, opt, v))
+        goto oom;
     compare_equivalence(runs, nruns, opt, v);
     compare_tiers(runs, nruns, v, order);
     compare_recommend(runs, nruns, opt, v);
+    if (compare_trust_caveats(runs, nruns, rec, opt, v))
+        goto oom;
     free(order);
     return 0;
 oom:
@@ -403,5 +421,6 @@ void compare_verdict_free(struct compare_verdict *v)
     free(v->labels);
     free(v->meets);
     free(v->equivalent);
+    free(v->caveats);
     memset(v, 0, sizeof *v);
 }

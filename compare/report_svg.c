@@ -123,6 +123,9 @@ static void report_tick_label(FILE *f, double v)
     fprintf(f, "%g", v);
 }
 
+static void report_chart_open(struct report_chart *c, const char *title, const char *xlabel,
+                              const char *ylabel, int xcats);
+
 void report_chart_begin(struct report_chart *c, FILE *f, int id, const char *title,
                         const char *xlabel, const char *ylabel, double xmin, double xmax,
                         double ymin, double ymax, int xcats)
@@ -140,6 +143,94 @@ void report_chart_begin(struct report_chart *c, FILE *f, int id, const char *tit
     c->xmax = xmax > xmin ? xmax : xmin + 1;
     c->ymin = ymin;
     c->ymax = ymax > ymin ? ymax : ymin + 1;
+    report_chart_open(c, title, xlabel, ylabel, xcats);
+}
+
+double report_text_width(const char *s, double font_px)
+{
+    double em = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p & 0xC0) == 0x80)
+            continue; /* UTF-8 continuation byte */
+        if (strchr("iljtf.,:;|!' ()[]/", *p))
+            em += 0.4;
+        else if ((*p >= 'A' && *p <= 'Z') || strchr("mwMW@%&", *p) || *p >= 0x80)
+            em += 0.85;
+        else
+            em += 0.62;
+    }
+    return em * font_px;
+}
+
+void report_chart_begin_categories(struct report_chart *c, FILE *f, int id, const char *title,
+                                   const char *xlabel, const char *ylabel, const char *const *cats,
+                                   size_t ncats, double label_gap, double ymin, double ymax)
+{
+    memset(c, 0, sizeof *c);
+    c->f = f;
+    c->id = id;
+    c->width = 760;
+    c->left = 70;
+    c->right = c->width - 20;
+    c->top = 40;
+    c->ncats = ncats ? ncats : 1;
+    double slot = (c->right - c->left) / (double)c->ncats, widest = 0;
+    for (size_t i = 0; i < ncats; i++)
+        widest = fmax(widest, report_text_width(cats[i], 12));
+    c->cats_vertical = widest > slot - 6;
+    c->cats_max_px = c->cats_vertical ? 320 : slot - 6;
+    double room = c->cats_vertical ? fmin(widest, c->cats_max_px) + 8 : 16;
+    c->bottom = c->top + 260;
+    c->cats_top = c->bottom + label_gap + (c->cats_vertical ? 6 : 16);
+    c->height = c->cats_top + room + 30;
+    c->xmin = 0;
+    c->xmax = (double)c->ncats;
+    c->ymin = ymin;
+    c->ymax = ymax > ymin ? ymax : ymin + 1;
+    report_chart_open(c, title, xlabel, ylabel, REPORT_X_CATEGORIES);
+}
+
+void report_chart_category(struct report_chart *c, size_t i, const char *text)
+{
+    double x = c->left + (c->right - c->left) * ((double)i + 0.5) / (double)c->ncats;
+    /* shorten to cats_max_px, whole UTF-8 characters, with "..." */
+    size_t keep = strlen(text);
+    char buf[1024];
+    int cut = report_text_width(text, 12) > c->cats_max_px;
+    if (cut) {
+        snprintf(buf, sizeof buf, "%s", text);
+        keep = strlen(buf);
+        while (keep > 0 && report_text_width(buf, 12) + 3 * 0.4 * 12 > c->cats_max_px) {
+            do
+                keep--;
+            while (keep > 0 && ((unsigned char)buf[keep] & 0xC0) == 0x80);
+            buf[keep] = 0;
+        }
+    }
+    if (c->cats_vertical)
+        fprintf(c->f,
+                "<text class=\"cat\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+                "dominant-baseline=\"middle\" transform=\"rotate(-90 %.1f %.1f)\">",
+                x, c->cats_top, x, c->cats_top);
+    else
+        fprintf(c->f, "<text class=\"cat\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x,
+                c->cats_top);
+    if (cut) {
+        fprintf(c->f, "<title>");
+        report_escape(c->f, text);
+        fprintf(c->f, "</title>");
+        report_escape(c->f, buf);
+        fprintf(c->f, "...");
+    } else
+        report_escape(c->f, text);
+    fprintf(c->f, "</text>\n");
+}
+
+/* The frame: <svg>, title, grid, ticks, axes and axis labels. */
+static void report_chart_open(struct report_chart *c, const char *title, const char *xlabel,
+                              const char *ylabel, int xcats)
+{
+    FILE *f = c->f;
     fprintf(f,
             "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
             "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" font-family=\"sans-serif\" "
@@ -195,7 +286,7 @@ void report_chart_legend(struct report_chart *c, const char *const *names,
 {
     double w = 0;
     for (size_t i = 0; i < n; i++) {
-        double tw = 7.0 * (double)strlen(names[i]);
+        double tw = report_text_width(names[i], 12);
         w = tw > w ? tw : w;
     }
     w = (w > 260 ? 260 : w) + 44;

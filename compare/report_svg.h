@@ -14,6 +14,11 @@ struct report_chart {
     double width, height;
     double left, right, top, bottom; /* plot area in pixels */
     double xmin, xmax, ymin, ymax;   /* data range */
+    /* category charts (report_chart_begin_categories) */
+    size_t ncats;
+    int cats_vertical;  /* labels run top to bottom: too wide for their slot */
+    double cats_top;    /* baseline (horizontal) or top (vertical) of the labels */
+    double cats_max_px; /* longer labels are shortened to this width, with "..." */
 };
 
 #define REPORT_NSTYLES 8
@@ -42,6 +47,18 @@ enum report_x_axis {
 void report_chart_begin(struct report_chart *c, FILE *f, int id, const char *title,
                         const char *xlabel, const char *ylabel, double xmin, double xmax,
                         double ymin, double ymax, int xcats);
+/* The same for a category axis: the chart grows downwards to fit its
+ * category labels, which are horizontal when each fits its slot and
+ * vertical otherwise (never clipped at the sides); label_gap is room
+ * between the axis and the labels for per-bar marks. */
+void report_chart_begin_categories(struct report_chart *c, FILE *f, int id, const char *title,
+                                   const char *xlabel, const char *ylabel, const char *const *cats,
+                                   size_t ncats, double label_gap, double ymin, double ymax);
+/* Category i's label under its slot (the full text as a tooltip when shortened). */
+void report_chart_category(struct report_chart *c, size_t i, const char *text);
+/* Width in pixels of text at font_px, estimated on the generous side (no
+ * fonts are measured: the report loads none). */
+double report_text_width(const char *s, double font_px);
 double report_chart_x(const struct report_chart *c, double x);
 double report_chart_y(const struct report_chart *c, double y);
 /* A legend box at the top right of the plot: n entries; kinds[i] 'l' for a

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <zstd.h>
 
 #include "cpuburn.h"
@@ -395,12 +396,22 @@ static int cpu_kernels_cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Context switches of the calling thread so far (voluntary and not). */
+static uint64_t cpu_kernels_switches(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru))
+        return 0;
+    return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+}
+
 /* One timed run of a prepared kernel: its effective CPU ns (steal removed). */
 static int cpu_kernels_time_one(const struct cpu_kernel *kern, struct cpu_kernel_ctx *k, int core,
-                                uint64_t *ns)
+                                uint64_t *ns, uint32_t *switches)
 {
     if (kern->reset)
         kern->reset(k);
+    uint64_t sw0 = cpu_kernels_switches();
     int64_t s0 = cpuburn_core_steal_ns(core);
     uint64_t w0 = cpuburn_wall_ns(), c0 = cpuburn_thread_cpu_ns();
     int failed = kern->run(k);
@@ -408,20 +419,46 @@ static int cpu_kernels_time_one(const struct cpu_kernel *kern, struct cpu_kernel
     int64_t s1 = cpuburn_core_steal_ns(core);
     uint64_t steal = s0 >= 0 && s1 > s0 ? (uint64_t)(s1 - s0) : 0;
     *ns = cpuburn_effective_cpu_ns(w1 - w0, c1 - c0, steal, NULL);
+    *switches = (uint32_t)(cpu_kernels_switches() - sw0);
     return failed;
 }
 
-int cpu_kernels_run_opts(const struct cpu_kernels_options *opt, struct trace_cpu_score *out,
-                         uint32_t max, char *err, size_t errlen)
+/* Runs the prepared kernels' rounds (interleaved or back to back) into
+ * out->ns; the caller has pinned the thread to `core`. */
+static int cpu_kernels_time_rounds(const struct cpu_kernels_options *opt, int core,
+                                   struct cpu_kernel_ctx *ctx, struct cpu_kernels_sample *out,
+                                   char *err, size_t errlen)
+{
+    int back_to_back = opt && opt->back_to_back;
+    int nk = out->kernels, rounds = out->rounds;
+    /* interleaved: round-major; back to back (the old way, kept for the
+     * benchmark's baseline): kernel-major */
+    for (int outer = 0; outer < (back_to_back ? nk : rounds); outer++)
+        for (int inner = 0; inner < (back_to_back ? rounds : nk); inner++) {
+            int i = back_to_back ? outer : inner;
+            int r = back_to_back ? inner : outer;
+            if (cpu_kernels_time_one(&cpu_kernels[i], &ctx[i], core, &out->ns[i][r],
+                                     &out->switches[i][r])) {
+                snprintf(err, errlen, "%s kernel: failed to run", cpu_kernels[i].name);
+                return -1;
+            }
+        }
+    for (int i = 0; i < nk; i++)
+        if (cpu_kernels[i].check(&ctx[i], err, errlen))
+            return -1;
+    return 0;
+}
+
+int cpu_kernels_sample(const struct cpu_kernels_options *opt, uint32_t max,
+                       struct cpu_kernels_sample *out, char *err, size_t errlen)
 {
     int rounds = opt && opt->rounds > 0 ? opt->rounds : CPU_KERNELS_ROUNDS;
     if (rounds > CPU_KERNELS_MAX_ROUNDS)
         rounds = CPU_KERNELS_MAX_ROUNDS;
-    int use_min = opt && opt->statistic == CPU_KERNELS_MIN;
-    int back_to_back = opt && opt->back_to_back;
-    uint32_t nk = max < CPU_KERNELS_COUNT ? max : CPU_KERNELS_COUNT;
+    memset(out, 0, sizeof *out);
+    out->kernels = (int)(max < CPU_KERNELS_COUNT ? max : CPU_KERNELS_COUNT);
+    out->rounds = rounds;
     struct cpu_kernel_ctx ctx[CPU_KERNELS_COUNT];
-    uint64_t times[CPU_KERNELS_COUNT][CPU_KERNELS_MAX_ROUNDS];
     memset(ctx, 0, sizeof ctx);
     struct cpuburn_affinity saved;
     int core = cpuburn_pin(opt ? opt->cpu : -1, &saved);
@@ -429,44 +466,44 @@ int cpu_kernels_run_opts(const struct cpu_kernels_options *opt, struct trace_cpu
         snprintf(err, errlen, "cannot pin to CPU %d: %s", opt ? opt->cpu : -1, strerror(errno));
         return -1;
     }
-    int n = -1;
-    for (uint32_t i = 0; i < nk; i++)
+    int rc = -1;
+    for (int i = 0; i < out->kernels; i++) {
+        snprintf(out->names[i], sizeof out->names[i], "%s", cpu_kernels[i].name);
         if (cpu_kernels[i].prepare(&ctx[i])) {
             snprintf(err, errlen, "%s kernel: out of memory preparing its input",
                      cpu_kernels[i].name);
             goto out;
         }
-    /* interleaved: round-major; back to back (the old way, kept for the
-     * benchmark's baseline): kernel-major */
-    for (int outer = 0; outer < (back_to_back ? (int)nk : rounds); outer++)
-        for (int inner = 0; inner < (back_to_back ? rounds : (int)nk); inner++) {
-            uint32_t i = (uint32_t)(back_to_back ? outer : inner);
-            int r = back_to_back ? inner : outer;
-            if (cpu_kernels_time_one(&cpu_kernels[i], &ctx[i], core, &times[i][r])) {
-                snprintf(err, errlen, "%s kernel: failed to run", cpu_kernels[i].name);
-                goto out;
-            }
-        }
-    for (uint32_t i = 0; i < nk; i++) {
-        if (cpu_kernels[i].check(&ctx[i], err, errlen))
-            goto out;
-        qsort(times[i], (size_t)rounds, sizeof times[i][0], cpu_kernels_cmp_u64);
-        double ns = use_min ? (double)times[i][0]
-                    : rounds % 2
-                        ? (double)times[i][rounds / 2]
-                        : ((double)times[i][rounds / 2 - 1] + (double)times[i][rounds / 2]) / 2;
-        memset(&out[i], 0, sizeof out[i]);
-        snprintf(out[i].name, sizeof out[i].name, "%s", cpu_kernels[i].name);
-        out[i].seconds = ns / 1e9;
     }
-    n = (int)nk;
+    rc = cpu_kernels_time_rounds(opt, core, ctx, out, err, errlen);
 out:
-    for (uint32_t i = 0; i < nk; i++) {
+    for (int i = 0; i < out->kernels; i++) {
         free(ctx[i].a);
         free(ctx[i].b);
     }
     cpuburn_unpin(&saved);
-    return n;
+    return rc;
+}
+
+int cpu_kernels_run_opts(const struct cpu_kernels_options *opt, struct trace_cpu_score *out,
+                         uint32_t max, char *err, size_t errlen)
+{
+    struct cpu_kernels_sample s;
+    if (cpu_kernels_sample(opt, max, &s, err, errlen))
+        return -1;
+    int use_min = opt && opt->statistic == CPU_KERNELS_MIN;
+    for (int i = 0; i < s.kernels; i++) {
+        uint64_t *t = s.ns[i];
+        int rounds = s.rounds;
+        qsort(t, (size_t)rounds, sizeof t[0], cpu_kernels_cmp_u64);
+        double ns = use_min      ? (double)t[0]
+                    : rounds % 2 ? (double)t[rounds / 2]
+                                 : ((double)t[rounds / 2 - 1] + (double)t[rounds / 2]) / 2;
+        memset(&out[i], 0, sizeof out[i]);
+        snprintf(out[i].name, sizeof out[i].name, "%s", s.names[i]);
+        out[i].seconds = ns / 1e9;
+    }
+    return s.kernels;
 }
 
 int cpu_kernels_run_on(int cpu, struct trace_cpu_score *out, uint32_t max, char *err, size_t errlen)

@@ -6,12 +6,15 @@
  * ratios (CloudProphet §3.1.1, "single-thread performance ratio").
  *
  * Every kernel does a fixed amount of work on a fixed, generated input, so
- * scores from different machines are comparable. A score is the median of
- * CPU_KERNELS_ROUNDS rounds (a round runs every kernel once, ~60-80 ms each
- * on the development VM, so ~1.4 s for the set) in the thread's CPU time on
- * one pinned core, with that core's steal handled as in cpuburn
- * (cpuburn_effective_cpu_ns). Both ends of a ratio are measured this way;
- * tests/replayer/bench_cpu_ratio.c measures its spread on one machine.
+ * scores from different machines are comparable. A round runs every kernel
+ * once (~60-80 ms each on an idle development VM) in the thread's CPU time
+ * on one pinned core, with that core's steal handled as in cpuburn
+ * (cpuburn_effective_cpu_ns); cpu_kernels_sample keeps every round. A score
+ * of cpu_kernels_run is the median of CPU_KERNELS_ROUNDS rounds (~1.4 s for
+ * the set) and cpu_kernels_ratio their equal-weight ratio; cpu_ratio.h
+ * builds the ratio with its uncertainty from the rounds instead.
+ * tests/bench/replayer/bench_cpu_ratio.c measures the spread of both on one
+ * machine.
  *
  * Must never: change the kernels' work or inputs without renaming them
  * (old traces would be compared against different work). */
@@ -25,7 +28,7 @@
 
 #define CPU_KERNELS_COUNT 4
 #define CPU_KERNELS_ROUNDS 5      /* default rounds per score set */
-#define CPU_KERNELS_MAX_ROUNDS 31 /* cap on cpu_kernels_options.rounds */
+#define CPU_KERNELS_MAX_ROUNDS 63 /* cap on rounds per sample (and pool) */
 
 enum cpu_kernels_statistic { CPU_KERNELS_MEDIAN = 0, CPU_KERNELS_MIN = 1 };
 
@@ -37,6 +40,23 @@ struct cpu_kernels_options {
                        * method, kept as the benchmark's baseline) instead of
                        * interleaving rounds across kernels */
 };
+
+/* Every timed round of every kernel: ns[k][r] is kernel k's effective CPU
+ * time (steal removed) in round r, switches[k][r] how often the thread was
+ * switched out meanwhile. */
+struct cpu_kernels_sample {
+    int kernels, rounds;
+    char names[CPU_KERNELS_COUNT][24];
+    uint64_t ns[CPU_KERNELS_COUNT][CPU_KERNELS_MAX_ROUNDS];
+    uint32_t switches[CPU_KERNELS_COUNT][CPU_KERNELS_MAX_ROUNDS]; /* context switches */
+};
+
+/* Runs the kernels as `opt` says (NULL: defaults), the first min(max,
+ * CPU_KERNELS_COUNT) of them, pinned to one core (affinity restored
+ * afterwards), and keeps every round's time. Returns 0, or -1 with the
+ * reason in err. */
+int cpu_kernels_sample(const struct cpu_kernels_options *opt, uint32_t max,
+                       struct cpu_kernels_sample *out, char *err, size_t errlen);
 
 /* Scores every kernel as `opt` says (NULL: defaults), pinned to one core
  * (affinity restored afterwards). Returns the number of scores written, or

@@ -21,8 +21,9 @@
 #include "trace_file.h" /* struct trace_cpu_score */
 
 #define PLAN_FORMAT_MAJOR 1
-/* 1.1: blocks carry worker and start_ns; 1.2: DB ops may carry PLAN_DB_CUT */
-#define PLAN_FORMAT_MINOR 2
+/* 1.1: blocks carry worker and start_ns; 1.2: event loops; 1.3: DB ops may
+ * carry PLAN_DB_CUT */
+#define PLAN_FORMAT_MINOR 3
 
 enum plan_op_kind {
     PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
@@ -64,7 +65,7 @@ struct plan_segment {
  * it made the call, so the replayer uses a pooled connection with Nagle
  * off). Other bits are 0 in 1.x. */
 #define PLAN_CALL_NODELAY 0x0001
-/* DB ops (1.2): the recorded statement was cut at the recording's
+/* DB ops (1.3): the recorded statement was cut at the recording's
  * --db-max-statement (trace flag TRACE_F_CUT): `sql` / `params` hold a
  * prefix, so the replayer never sends it as SQL; it waits recorded_ns
  * instead and counts it (`db_cut`). */
@@ -136,6 +137,7 @@ struct plan_component {
     uint16_t listen_port; /* port it served on when recorded (informative) */
     uint8_t prefork;      /* workers are processes */
     uint8_t is_frontend;
+    uint8_t event_loop; /* (1.2) each worker is an event loop serving many connections */
 };
 
 struct plan_file {

@@ -62,9 +62,9 @@ int plan_check_component(const struct plan_defined *d, const struct plan_compone
     if (plan_check_string(d, "name", c->name, why, len) != 0 ||
         plan_check_string(d, "host", c->host, why, len) != 0)
         return -1;
-    if (c->prefork > 1 || c->is_frontend > 1) {
-        snprintf(why, len, "prefork/is_frontend must be 0 or 1 (%u, %u)", c->prefork,
-                 c->is_frontend);
+    if (c->prefork > 1 || c->is_frontend > 1 || c->event_loop > 1) {
+        snprintf(why, len, "prefork/is_frontend/event_loop must be 0 or 1 (%u, %u, %u)", c->prefork,
+                 c->is_frontend, c->event_loop);
         return -1;
     }
     return 0;
@@ -190,7 +190,7 @@ size_t plan_encode_component(uint8_t *out, const struct plan_component *c)
     n += trace_put_varint(out + n, c->workers);
     n += trace_put_varint(out + n, c->db_conns);
     n += trace_put_varint(out + n, c->listen_port);
-    out[n++] = (uint8_t)((c->prefork ? 1 : 0) | (c->is_frontend ? 2 : 0));
+    out[n++] = (uint8_t)((c->prefork ? 1 : 0) | (c->is_frontend ? 2 : 0) | (c->event_loop ? 4 : 0));
     return n;
 }
 
@@ -340,6 +340,7 @@ int plan_decode_component(struct plan_cursor *c, struct plan_component *out)
     out->listen_port = (uint16_t)port;
     out->prefork = flags & 1;
     out->is_frontend = (flags >> 1) & 1;
+    out->event_loop = (flags >> 2) & 1;
     return c->bad ? -1 : 0;
 }
 

@@ -20,11 +20,33 @@ static const char *const results_keys_drive[] = {
     "format", "version",    "kind",      "plan",     "recording_id", "target",      "mode",
     "speed",  "duration_s", "elapsed_s", "requests", "failed",       "connections", "lateness",
     "labels", "samples",    NULL};
-static const char *const results_keys_run[] = {
-    "format",    "version",   "kind",   "plan",          "recording_id", "instance",
-    "price",     "mode",      "speed",  "cpu_ratio",     "no_deps",      "p0",
-    "scale",     "stopped",   "error",  "hosts",         "labels",       "intervals",
-    "resources", "db_errors", "db_cut", "state_restore", "samples",      NULL};
+static const char *const results_keys_run[] = {"format",
+                                               "version",
+                                               "kind",
+                                               "plan",
+                                               "recording_id",
+                                               "instance",
+                                               "price",
+                                               "mode",
+                                               "speed",
+                                               "cpu_ratio",
+                                               "cpu_ratio_ci",
+                                               "no_deps",
+                                               "p0",
+                                               "scale",
+                                               "stopped",
+                                               "error",
+                                               "schedule_s",
+                                               "schedule_requests",
+                                               "hosts",
+                                               "labels",
+                                               "intervals",
+                                               "resources",
+                                               "db_errors",
+                                               "db_cut",
+                                               "state_restore",
+                                               "samples",
+                                               NULL};
 static const char *const results_keys_label[] = {"count",    "mean_s",   "median_s", "p95_s",
                                                  "p99_s",    "min_s",    "max_s",    "median_ci_s",
                                                  "p95_ci_s", "p99_ci_s", NULL};
@@ -32,7 +54,9 @@ static const char *const results_keys_sample[] = {"label", "sent_s",   "response
                                                   "ok",    "interval", NULL};
 static const char *const results_keys_lateness[] = {"median_s", "p99_s", "max_s", NULL};
 static const char *const results_keys_interval[] = {
-    "interval", "requests", "failed", "length_s", "lateness", "p", "action", "held_open_by", NULL};
+    "interval",        "requests",      "failed",   "length_s",
+    "schedule_from_s", "schedule_to_s", "lateness", "p",
+    "action",          "held_open_by",  NULL};
 static const char *const results_keys_host[] = {"host", "address", "controller_address", "dir",
                                                 NULL};
 static const char *const results_keys_resource[] = {
@@ -169,6 +193,19 @@ static int results_push(double **v, size_t *n, double x)
     return 0;
 }
 
+static int results_push_u32(uint32_t **v, size_t n, uint32_t x)
+{
+    /* the same growth as results_push, called before it bumps n */
+    if ((n & (n - 1)) == 0) {
+        uint32_t *nv = realloc(*v, (n ? n * 2 : 1) * sizeof *nv);
+        if (!nv)
+            return -1;
+        *v = nv;
+    }
+    (*v)[n] = x;
+    return 0;
+}
+
 static int results_read_samples(json_t *samples, struct results_file *rf, const char *path,
                                 char *err, size_t errlen)
 {
@@ -198,7 +235,11 @@ static int results_read_samples(json_t *samples, struct results_file *rf, const 
             snprintf(err, errlen, "%s: samples[%zu]: label \"%s\" is not in labels", path, i, name);
             return -1;
         }
-        if (results_push(&l->samples, &l->nsamples, rt)) {
+        double iv;
+        if (results_number(s, "interval", &iv) || iv < 0 || iv > UINT32_MAX)
+            iv = 0; /* informative: a sample without its interval is still a sample */
+        if (results_push_u32(&l->sample_interval, l->nsamples, isnan(iv) ? 0 : (uint32_t)iv) ||
+            results_push(&l->samples, &l->nsamples, rt)) {
             snprintf(err, errlen, "%s: out of memory", path);
             return -1;
         }
@@ -232,6 +273,22 @@ static int results_read_intervals(json_t *iv, struct results_file *rf, const cha
             return -1;
         }
         x->requests = (size_t)json_integer_value(req);
+        json_t *failed = json_object_get(o, "failed");
+        if (failed && (!json_is_integer(failed) || json_integer_value(failed) < 0)) {
+            snprintf(err, errlen, "%s: intervals[%zu].failed: expected a non-negative integer",
+                     path, i);
+            return -1;
+        }
+        x->failed = failed ? (size_t)json_integer_value(failed) : 0;
+        if (results_number(o, "schedule_from_s", &x->schedule_from_s) ||
+            results_number(o, "schedule_to_s", &x->schedule_to_s) || x->schedule_from_s < 0 ||
+            x->schedule_to_s < x->schedule_from_s) {
+            snprintf(err, errlen,
+                     "%s: intervals[%zu]: schedule_from_s and schedule_to_s: expected numbers, "
+                     "0 <= from <= to",
+                     path, i);
+            return -1;
+        }
         rf->nintervals++;
     }
     return 0;
@@ -305,7 +362,63 @@ static int results_read_resources(json_t *res, struct results_file *rf, const ch
     return 0;
 }
 
+/* A string at key of a db_errors entry, "" when absent; NULL when out of
+ * memory, *bad when present but not a string. */
+static char *results_db_string(json_t *o, const char *key, int *bad)
+{
+    json_t *v = json_object_get(o, key);
+    if (v && !json_is_string(v))
+        *bad = 1;
+    return results_strdup(json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* "db_errors": [{component, query, count, code, message}]. */
+static int results_read_db_errors(json_t *de, struct results_file *rf, const char *path, char *err,
+                                  size_t errlen)
+{
+    if (!json_is_array(de)) {
+        snprintf(err, errlen, "%s: db_errors: expected an array", path);
+        return -1;
+    }
+    rf->db_errors = calloc(json_array_size(de) + 1, sizeof *rf->db_errors);
+    if (!rf->db_errors)
+        goto oom;
+    size_t i;
+    json_t *o;
+    json_array_foreach(de, i, o)
+    {
+        json_t *count = json_object_get(o, "count"), *code = json_object_get(o, "code");
+        if (!json_is_object(o) || !json_is_integer(count) || json_integer_value(count) < 0 ||
+            (code && !json_is_integer(code))) {
+            snprintf(err, errlen,
+                     "%s: db_errors[%zu]: expected {\"count\": integer >= 0, \"code\": integer}",
+                     path, i);
+            return -1;
+        }
+        struct results_db_error *e = &rf->db_errors[rf->ndb_errors++];
+        int bad = 0;
+        e->component = results_db_string(o, "component", &bad);
+        e->query = results_db_string(o, "query", &bad);
+        e->message = results_db_string(o, "message", &bad);
+        if (!e->component || !e->query || !e->message)
+            goto oom;
+        if (bad) {
+            snprintf(err, errlen,
+                     "%s: db_errors[%zu]: component, query and message must be strings", path, i);
+            return -1;
+        }
+        e->count = (uint64_t)json_integer_value(count);
+        e->code = code ? (long long)json_integer_value(code) : 0;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+}
+
 /* "format" and "version": this reader's format and version, or an error. */
+/* "format" and "version": this reader's format and version, or an error;
+ * version 1 is refused with what its response_s meant. */
 static int results_read_format(json_t *root, const char *path, char *err, size_t errlen)
 {
     json_t *format = json_object_get(root, "format"), *version = json_object_get(root, "version");
@@ -313,6 +426,14 @@ static int results_read_format(json_t *root, const char *path, char *err, size_t
         strcmp(json_string_value(format), RESULTS_FORMAT)) {
         snprintf(err, errlen, "%s: not a preplay results file (no \"format\": \"preplay-results\")",
                  path);
+        return -1;
+    }
+    if (json_is_integer(version) && json_integer_value(version) == 1) {
+        snprintf(err, errlen,
+                 "%s: results version 1 is not supported (this preplay reads %d): its response_s "
+                 "counts from the first byte sent, not from the scheduled arrival; replay again "
+                 "(or add late_s to every response_s)",
+                 path, RESULTS_VERSION);
         return -1;
     }
     if (!json_is_integer(version) || json_integer_value(version) != RESULTS_VERSION) {
@@ -328,8 +449,37 @@ static int results_read_format(json_t *root, const char *path, char *err, size_t
     return 0;
 }
 
+/* "cpu_ratio" (> 0, or null) and its optional 95 % interval "cpu_ratio_ci"
+ * ([low, high] around it). */
+static int results_read_cpu_ratio(json_t *root, struct results_file *rf, const char *path,
+                                  char *err, size_t errlen)
+{
+    rf->cpu_ratio_lo = rf->cpu_ratio_hi = NAN;
+    if (results_number(root, "cpu_ratio", &rf->cpu_ratio) ||
+        (!isnan(rf->cpu_ratio) && !(rf->cpu_ratio > 0))) {
+        snprintf(err, errlen, "%s: cpu_ratio: expected a number > 0 or null", path);
+        return -1;
+    }
+    json_t *ci = json_object_get(root, "cpu_ratio_ci");
+    if (!ci || json_is_null(ci))
+        return 0;
+    double lo =
+        json_is_number(json_array_get(ci, 0)) ? json_number_value(json_array_get(ci, 0)) : NAN;
+    double hi =
+        json_is_number(json_array_get(ci, 1)) ? json_number_value(json_array_get(ci, 1)) : NAN;
+    if (!json_is_array(ci) || json_array_size(ci) != 2 || !(lo > 0 && lo <= hi) || !isfinite(hi) ||
+        !(lo <= rf->cpu_ratio && rf->cpu_ratio <= hi)) {
+        snprintf(err, errlen,
+                 "%s: cpu_ratio_ci: expected [low, high] with 0 < low <= cpu_ratio <= high", path);
+        return -1;
+    }
+    rf->cpu_ratio_lo = lo;
+    rf->cpu_ratio_hi = hi;
+    return 0;
+}
+
 /* The scalar keys of the root: kind, instance, price, recording_id, plan,
- * stopped, error, p0, elapsed_s, failed. */
+ * stopped, error, p0, elapsed_s, failed, schedule_s, schedule_requests. */
 static int results_read_head(json_t *root, struct results_file *rf, const char *path, char *err,
                              size_t errlen)
 {
@@ -370,7 +520,13 @@ static int results_read_head(json_t *root, struct results_file *rf, const char *
         snprintf(err, errlen, "%s: elapsed_s and failed must be numbers", path);
         return -1;
     }
-    return 0;
+    if (results_number(root, "schedule_s", &rf->schedule_s) || rf->schedule_s < 0 ||
+        results_number(root, "schedule_requests", &rf->schedule_requests) ||
+        rf->schedule_requests < 0) {
+        snprintf(err, errlen, "%s: schedule_s and schedule_requests must be numbers >= 0", path);
+        return -1;
+    }
+    return results_read_cpu_ratio(root, rf, path, err, errlen);
 oom:
     snprintf(err, errlen, "%s: out of memory", path);
     return -1;
@@ -403,13 +559,16 @@ static int results_read_root(json_t *root, struct results_file *rf, const char *
     json_t *res = json_object_get(root, "resources");
     if (res && results_read_resources(res, rf, path, err, errlen))
         return -1;
+    json_t *de = json_object_get(root, "db_errors");
+    if (de && results_read_db_errors(de, rf, path, err, errlen))
+        return -1;
     return 0;
 }
 
 int results_read(const char *path, struct results_file *rf, char *err, size_t errlen)
 {
     memset(rf, 0, sizeof *rf);
-    rf->price = rf->p0 = rf->elapsed_s = rf->failed = NAN;
+    rf->price = rf->p0 = rf->elapsed_s = rf->failed = rf->schedule_s = rf->schedule_requests = NAN;
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
@@ -440,9 +599,16 @@ void results_file_free(struct results_file *rf)
     for (size_t i = 0; i < rf->nlabels; i++) {
         free(rf->labels[i].name);
         free(rf->labels[i].samples);
+        free(rf->labels[i].sample_interval);
     }
     free(rf->labels);
     free(rf->intervals);
+    for (size_t i = 0; i < rf->ndb_errors; i++) {
+        free(rf->db_errors[i].component);
+        free(rf->db_errors[i].query);
+        free(rf->db_errors[i].message);
+    }
+    free(rf->db_errors);
     for (size_t i = 0; i < rf->nresources; i++) {
         free(rf->resources[i].component);
         free(rf->resources[i].label);

@@ -21,6 +21,7 @@ struct results_label {
     double value[RESULTS_NMETRICS], lo[RESULTS_NMETRICS], hi[RESULTS_NMETRICS];
     int has_band[RESULTS_NMETRICS]; /* lo == hi == value without one */
     double *samples;                /* successful response times, from "samples" */
+    uint32_t *sample_interval;      /* per sample, its "interval" (0: not given) */
     size_t nsamples;
 };
 
@@ -28,6 +29,10 @@ struct results_interval_read {
     size_t requests;
     double p;        /* NAN: not compared */
     double length_s; /* NAN: absent */
+    size_t failed;   /* 0 when absent */
+    /* the part of the repeating schedule sent (recorded seconds); NAN:
+     * absent */
+    double schedule_from_s, schedule_to_s;
 };
 
 /* The replayer's kinds of time ("cpu_s", ...), as in "resources". */
@@ -49,6 +54,13 @@ struct results_resource {
     double s[RESULTS_NKINDS]; /* NAN: absent */
 };
 
+/* One "db_errors" entry: a query text that failed in one interval. */
+struct results_db_error {
+    char *component, *query, *message; /* "" when absent */
+    uint64_t count;
+    long long code;
+};
+
 struct results_file {
     int is_run;         /* "kind": "run" (has a stop rule) or "drive" */
     char *instance;     /* NULL: absent */
@@ -56,9 +68,13 @@ struct results_file {
     char *recording_id; /* "" when absent */
     char *plan;         /* "" when absent */
     int stopped;
-    char *error;              /* "" when absent or null */
-    double p0;                /* NAN: absent or outside (0, 1] */
-    double elapsed_s, failed; /* NAN: absent */
+    char *error;                       /* "" when absent or null */
+    double p0;                         /* NAN: absent or outside (0, 1] */
+    double elapsed_s, failed;          /* NAN: absent */
+    double cpu_ratio;                  /* NAN: absent or null */
+    double cpu_ratio_lo, cpu_ratio_hi; /* "cpu_ratio_ci"; NAN: absent */
+    double schedule_s;                 /* one pass of the schedule (run); NAN: absent */
+    double schedule_requests;          /* the plan's requests in one pass; NAN: absent */
     struct results_label *labels;
     size_t nlabels;
     struct results_interval_read *intervals;
@@ -66,6 +82,8 @@ struct results_file {
     int has_intervals;
     struct results_resource *resources;
     size_t nresources;
+    struct results_db_error *db_errors;
+    size_t ndb_errors;
 };
 
 /* Reads and validates one results file: what it reads must have the right

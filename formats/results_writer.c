@@ -51,9 +51,11 @@ json_t *results_lateness_json(double median_s, double p99_s, double max_s)
 
 json_t *results_interval_json(struct results_interval *iv)
 {
-    json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:o}", "interval", (json_int_t)iv->interval,
-                          "requests", (json_int_t)iv->requests, "failed", (json_int_t)iv->failed,
-                          "length_s", iv->length_s, "lateness", iv->lateness);
+    json_t *o =
+        json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:o}", "interval", (json_int_t)iv->interval,
+                  "requests", (json_int_t)iv->requests, "failed", (json_int_t)iv->failed,
+                  "length_s", iv->length_s, "schedule_from_s", iv->schedule_from_s, "schedule_to_s",
+                  iv->schedule_to_s, "lateness", iv->lateness);
     iv->lateness = NULL;
     if (!o)
         return NULL;
@@ -174,9 +176,15 @@ static void results_run_fill(json_t *root, struct results_run *r)
     json_object_set_new(root, "mode", json_string(r->mode));
     json_object_set_new(root, "speed", json_real(r->speed));
     json_object_set_new(root, "cpu_ratio", json_real(r->cpu_ratio));
+    if (r->cpu_ratio_lo > 0 && r->cpu_ratio_lo <= r->cpu_ratio && r->cpu_ratio <= r->cpu_ratio_hi &&
+        isfinite(r->cpu_ratio_hi))
+        json_object_set_new(root, "cpu_ratio_ci",
+                            json_pack("[f, f]", r->cpu_ratio_lo, r->cpu_ratio_hi));
     json_object_set_new(root, "no_deps", json_boolean(r->no_deps));
     json_object_set_new(root, "p0", json_real(r->p0));
     json_object_set_new(root, "scale", json_string(r->scale));
+    json_object_set_new(root, "schedule_s", json_real(r->schedule_s));
+    json_object_set_new(root, "schedule_requests", json_integer((json_int_t)r->schedule_requests));
     json_object_set_new(root, "stopped", json_boolean(r->stopped));
     json_object_set_new(root, "error", r->error ? json_string(r->error) : json_null());
     if (r->hosts)

@@ -33,12 +33,14 @@ int results_sample_append(json_t *samples, const char *label, double sent_s, dou
 json_t *results_lateness_json(double median_s, double p99_s, double max_s);
 
 /* One entry of a run's "intervals". Not fed: only "p": null after
- * "lateness"; fed: "p" (null unless compared), "action", "held_open_by". */
+ * "lateness"; fed: "p" (null unless compared), "action", "held_open_by".
+ * schedule_from_s/to_s: the part of the repeating schedule it sent, in
+ * recorded seconds (from in [0, one pass), to beyond a pass: it wrapped). */
 struct results_interval {
     long interval;
     size_t requests;
     uint64_t failed;
-    double length_s;
+    double length_s, schedule_from_s, schedule_to_s;
     json_t *lateness;
     int fed, compared;
     double p;
@@ -71,10 +73,15 @@ struct results_drive {
 json_t *results_drive_json(struct results_drive *d);
 
 /* The whole document of `preplay run`. price NAN and error NULL are
- * written as null; hosts NULL leaves "hosts" out. */
+ * written as null; hosts NULL leaves "hosts" out; "cpu_ratio_ci" is
+ * written only when 0 < cpu_ratio_lo <= cpu_ratio <= cpu_ratio_hi (left
+ * zero: no interval). */
 struct results_run {
     const char *plan, *recording_id, *instance, *mode, *scale, *error;
     double price, speed, cpu_ratio, p0;
+    double cpu_ratio_lo, cpu_ratio_hi; /* 95 % interval of cpu_ratio */
+    double schedule_s;                 /* one pass of the plan's schedule, recorded seconds */
+    uint64_t schedule_requests;        /* the plan's requests in one pass */
     int no_deps, stopped;
     json_t *hosts, *labels, *intervals, *resources, *db_errors, *samples;
     uint64_t db_cut; /* statements recorded cut, replayed as waits */

@@ -20,6 +20,7 @@
 
 #include "inspect_cli.h"
 #include "info_plan.h"
+#include "info_summary.h"
 #include "inspect.h"
 #include "plan.h"
 #include "trace_file.h"
@@ -63,6 +64,12 @@ struct info_lock {
     uint64_t acquires, contended, wait_ns, max_wait_ns;
 };
 
+struct info_label {
+    uint32_t label_id;
+    uint64_t count; /* LABEL events: requests seen with this label */
+    char *text;
+};
+
 struct info_query {
     uint32_t query_id;
     uint64_t count;    /* executions: QUERY and EXECUTE events */
@@ -91,6 +98,7 @@ struct info_process {
     INFO_TABLE(struct info_conn) conns;
     INFO_TABLE(struct info_lock) locks;
     INFO_TABLE(struct info_query) queries;
+    INFO_TABLE(struct info_label) labels;
     /* images the process exec'd (CONTROL EXEC's path string ids), in order;
      * past INFO_MAX_EXECS the last slot keeps the newest */
     uint32_t exec_ids[INFO_MAX_EXECS];
@@ -287,6 +295,13 @@ static void info_aggregate(struct info_process *p, const struct trace_event *ev)
             l->max_wait_ns = ev->dur_ns;
         break;
     }
+    case TRACE_EV_LABEL: {
+        struct info_label *l;
+        INFO_TABLE_GET(&p->labels, ev->u.label.label_id, l);
+        l->label_id = ev->u.label.label_id;
+        l->count++;
+        break;
+    }
     case TRACE_EV_DB: {
         if (!ev->u.db.query_id ||
             (ev->op != TRACE_DB_QUERY && ev->op != TRACE_DB_EXECUTE && ev->op != TRACE_DB_PREPARE))
@@ -323,6 +338,7 @@ static int info_read_process(const char *path, int salvage, struct info_process 
     trace_u64map_init(&p->conns.index);
     trace_u64map_init(&p->locks.index);
     trace_u64map_init(&p->queries.index);
+    trace_u64map_init(&p->labels.index);
     char err[1024];
     struct trace_reader_options o = {.salvage = salvage};
     struct trace_reader *r = trace_reader_open(path, &o, err, sizeof err);
@@ -350,6 +366,9 @@ static int info_read_process(const char *path, int salvage, struct info_process 
             info_strdup_or_null(trace_reader_string(r, p->queries.v[i].query_id, NULL));
     for (size_t i = 0; i < p->nexecs; i++)
         p->execs[i] = info_strdup_or_null(trace_reader_string(r, p->exec_ids[i], NULL));
+    for (size_t i = 0; i < p->labels.n; i++)
+        p->labels.v[i].text =
+            info_strdup_or_null(trace_reader_string(r, p->labels.v[i].label_id, NULL));
     int status = 0;
     if (rc < 0) {
         fprintf(stderr, "preplay: %s\n", trace_reader_error(r));
@@ -390,6 +409,10 @@ static void info_free_process(struct info_process *p)
         free(p->files.v[i].path);
     for (size_t i = 0; i < p->queries.n; i++)
         free(p->queries.v[i].text);
+    for (size_t i = 0; i < p->labels.n; i++)
+        free(p->labels.v[i].text);
+    free(p->labels.v);
+    trace_u64map_free(&p->labels.index);
     free(p->threads.v);
     free(p->files.v);
     free(p->conns.v);
@@ -608,6 +631,19 @@ static json_t *info_json_top_queries(struct info_process *p, int (*cmp)(const vo
     return qs;
 }
 
+/* label text -> LABEL events (requests seen); one label string id per text
+ * in a trace, but two ids of one text would add up */
+static json_t *info_json_labels(const struct info_process *p)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < p->labels.n; i++) {
+        const char *text = p->labels.v[i].text ? p->labels.v[i].text : "(label not in trace)";
+        json_int_t had = json_integer_value(json_object_get(o, text));
+        json_object_set_new(o, text, json_integer(had + (json_int_t)p->labels.v[i].count));
+    }
+    return o;
+}
+
 static json_t *info_json_process(struct info_process *p)
 {
     json_t *o = json_object();
@@ -619,6 +655,7 @@ static json_t *info_json_process(struct info_process *p)
     json_object_set_new(o, "locks", info_json_top_locks(p));
     json_object_set_new(o, "queries_by_time", info_json_top_queries(p, info_cmp_query_time));
     json_object_set_new(o, "queries_by_count", info_json_top_queries(p, info_cmp_query_count));
+    json_object_set_new(o, "labels", info_json_labels(p));
     return o;
 }
 
@@ -803,6 +840,8 @@ static void info_report(struct info_process *procs, size_t n, int as_json)
         json_object_set_new(o, "bytes_on_disk", json_integer((json_int_t)on_disk));
         json_object_set_new(o, "skipped_records", json_integer((json_int_t)skipped));
         info_json_counts(o, &total);
+        json_object_set_new(o, "by_component", info_summary_components(list));
+        json_object_set_new(o, "by_label", info_summary_labels(list));
         json_object_set_new(o, "process_list", list);
         json_dumpf(o, stdout, JSON_INDENT(2));
         printf("\n");
@@ -812,6 +851,7 @@ static void info_report(struct info_process *procs, size_t n, int as_json)
                n == 1 ? "" : "es", nthreads, on_disk);
         if (n > 1)
             info_print_counts("", &total);
+        info_summary_print(list);
         for (size_t i = 0; i < n; i++) {
             json_t *pj = json_array_get(list, i);
             info_print_process(pj);

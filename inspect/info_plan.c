@@ -156,6 +156,7 @@ static json_t *info_plan_json_components(const struct plan *p)
         json_object_set_new(x, "listen_port", json_integer(c->listen_port));
         json_object_set_new(x, "prefork", json_boolean(c->prefork));
         json_object_set_new(x, "frontend", json_boolean(c->is_frontend));
+        json_object_set_new(x, "event_loop", json_boolean(c->event_loop));
         json_array_append_new(cj, x);
     }
     return cj;
@@ -207,8 +208,10 @@ static void info_plan_print_text(const struct info_plan_summary *s)
         const struct plan_component *c = &p->components[i];
         printf("  %-16s on %s: %u %s, %u DB connections, port %u%s\n", plan_string(p, c->name),
                plan_string(p, c->host), c->workers,
-               c->prefork ? "worker processes" : "worker threads", c->db_conns, c->listen_port,
-               c->is_frontend ? ", front end" : "");
+               c->event_loop ? "event loops"
+               : c->prefork  ? "worker processes"
+                             : "worker threads",
+               c->db_conns, c->listen_port, c->is_frontend ? ", front end" : "");
     }
     printf("coverage %.2f%%, unmatched bytes %" PRIu64 ", violations %u\n", p->coverage * 100,
            p->unmatched_bytes, p->nviolations);

@@ -15,6 +15,7 @@
 
 #include "replayer_cli.h"
 #include "cpu_kernels.h"
+#include "cpu_ratio.h"
 #include "cpuburn.h"
 #include "replay_cli.h"
 #include "replay_exec.h"
@@ -39,26 +40,38 @@ int replay_cli_calibrate(const char *who)
     return 0;
 }
 
-double replay_cli_cpu_ratio(const struct plan *p, const char *who)
+double replay_cli_cpu_ratio(const struct plan *p, const char *who, double *lo, double *hi)
 {
+    if (lo)
+        *lo = 0; /* no interval unless measured */
+    if (hi)
+        *hi = 0;
     if (!p->ncpu_scores) {
         fprintf(stderr, "%s: the plan has no recorded CPU scores: CPU ratio 1 (use --cpu-ratio)\n",
                 who);
         return 1.0;
     }
-    struct trace_cpu_score here[CPU_KERNELS_COUNT];
+    struct cpu_kernels_sample pool = {0};
     char err[256];
-    int n = cpu_kernels_run_on(-1, here, CPU_KERNELS_COUNT, err, sizeof err);
-    if (n <= 0) {
+    if (cpu_ratio_measure(-1, 0, &pool, err, sizeof err)) {
         fprintf(stderr, "%s: CPU kernels failed (%s): CPU ratio 1 (use --cpu-ratio)\n", who, err);
         return 1.0;
     }
-    double r = cpu_kernels_ratio(p->cpu_scores, p->ncpu_scores, here, (uint32_t)n);
-    if (!isfinite(r) || r <= 0) {
+    struct cpu_ratio_scores here;
+    cpu_ratio_scores_of(&pool, &here);
+    struct cpu_ratio_estimate est;
+    if (!cpu_ratio_estimate(p->cpu_scores, p->ncpu_scores, &here, &est) || !isfinite(est.ratio) ||
+        est.ratio <= 0) {
         fprintf(stderr, "%s: no CPU kernel in common with the plan's scores: CPU ratio 1\n", who);
         return 1.0;
     }
-    return r;
+    fprintf(stderr, "%s: CPU ratio %.3f [%.3f, %.3f] (95%%; this machine / the recording host)\n",
+            who, est.ratio, est.lo, est.hi);
+    if (lo)
+        *lo = est.lo;
+    if (hi)
+        *hi = est.hi;
+    return est.ratio;
 }
 
 struct plan *replay_cli_load_plan(const char *path, const char *who)
@@ -90,7 +103,8 @@ static void replay_usage(FILE *out)
             "Serve component C's event blocks: a dispatcher and a pool of workers replay\n"
             "each request's block (CPU, files, locks, DB, nested calls) when it arrives.\n\n"
             "  --token T       16 hex digits every request must carry (per run)\n"
-            "  --workers N     worker threads (default: the plan's count for C)\n"
+            "  --workers N     worker threads (default: the plan's count for C); for an\n"
+            "                  event-loop component, event loops\n"
             "  --db URL        mysql://user:password@host:port/db for DB ops\n"
             "  --dir D         dummy files made by `preplay prepare` (default .)\n"
             "  --peers FILE    'component HOST:PORT' lines for nested calls\n"
@@ -217,6 +231,12 @@ static int replay_parse_options(int argc, char **argv, struct replay_cli_opts *o
 static int replay_serve(struct replay_engine *e, int lfd, const struct replay_cli_opts *o,
                         int workers)
 {
+    /* an event-loop component: `workers` loops, each with threads enough
+     * for the requests it has in flight (replay_exec.h) */
+    uint32_t loops = replay_engine_config(e)->event_loops;
+    int threads =
+        loops ? (int)(loops * REPLAY_LOOP_THREADS < 4096 ? loops * REPLAY_LOOP_THREADS : 4096)
+              : workers;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -228,15 +248,20 @@ static int replay_serve(struct replay_engine *e, int lfd, const struct replay_cl
     if (!getsockname(lfd, (struct sockaddr *)&ss, &sl))
         replay_addr_format((struct sockaddr *)&ss, bound, sizeof bound);
     char err[512];
-    struct replay_server *srv = replay_server_start(e, lfd, workers, stderr, err, sizeof err);
+    struct replay_server *srv = replay_server_start(e, lfd, threads, stderr, err, sizeof err);
     if (!srv) {
         fprintf(stderr, "replay: %s\n", err);
         return 1;
     }
     printf("listening %s\n", bound);
     fflush(stdout);
-    fprintf(stderr, "replay: component %s on %s, %d workers, CPU ratio %.3f%s\n", o->component,
-            bound, workers, o->ratio, o->no_deps ? ", --no-deps (recorded order per worker)" : "");
+    if (loops)
+        fprintf(stderr, "replay: component %s on %s, %u event loops (%d threads), CPU ratio %.3f\n",
+                o->component, bound, loops, threads, o->ratio);
+    else
+        fprintf(stderr, "replay: component %s on %s, %d workers, CPU ratio %.3f%s\n", o->component,
+                bound, workers, o->ratio,
+                o->no_deps ? ", --no-deps (recorded order per worker)" : "");
     int sig;
     sigwait(&set, &sig);
     replay_server_stop(srv);
@@ -282,7 +307,7 @@ int cmd_replay(int argc, char **argv)
         goto out;
     }
     if (!(o.ratio > 0))
-        o.ratio = replay_cli_cpu_ratio(p, "replay");
+        o.ratio = replay_cli_cpu_ratio(p, "replay", NULL, NULL);
     if (replay_cli_calibrate("replay")) {
         close(lfd);
         goto out;
@@ -297,15 +322,18 @@ int cmd_replay(int argc, char **argv)
                                 .cpu_ratio = o.ratio,
                                 .no_deps = o.no_deps,
                                 .no_deps_hold_s = o.hold};
+    int workers = o.workers;
+    if (!workers)
+        workers = p->components[comp].workers ? (int)p->components[comp].workers : 1;
+    /* --no-deps replays each recorded worker's blocks in order: no loops */
+    if (p->components[comp].event_loop && !o.no_deps)
+        cfg.event_loops = (uint32_t)workers;
     e = replay_engine_new(&cfg, err, sizeof err);
     if (!e) {
         fprintf(stderr, "replay: %s\n", err);
         close(lfd);
         goto out;
     }
-    int workers = o.workers;
-    if (!workers)
-        workers = p->components[comp].workers ? (int)p->components[comp].workers : 1;
     rc = replay_serve(e, lfd, &o, workers);
 out:
     if (e && o.stats_path && replay_write_stats(e, o.stats_path))

@@ -10,7 +10,7 @@ struct plan *replay_cli_load_plan(const char *path, const char *who);
 int replay_cli_component(const struct plan *p, const char *name); /* -1 = none */
 /* Geometric-mean CPU kernel ratio against the plan's scores (1 with a note
  * when the plan has none). */
-double replay_cli_cpu_ratio(const struct plan *p, const char *who);
+double replay_cli_cpu_ratio(const struct plan *p, const char *who, double *lo, double *hi);
 /* Calibrates the burn and switches replay_cpu_burn to it. */
 int replay_cli_calibrate(const char *who);
 

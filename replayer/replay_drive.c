@@ -3,11 +3,13 @@
  * non-blocking connections to the front-end replayer, and one sample per
  * request. Sends each request as the header then one send(2) per recorded
  * RECV segment of the front-end block; reads exactly the response bytes.
- * Must never block: a slow replayer shows as response time, a slow client
- * as lateness. */
+ * Response times count from each request's scheduled arrival, so a late
+ * send is never hidden (no coordinated omission); how late it was is kept
+ * as its own figure. Must never block. */
 #include "replay_drive.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,10 +72,12 @@ struct drive {
     size_t nsess;
     size_t ind_lo, ind_hi;        /* independent requests: order[ind_lo..ind_hi) */
     size_t cursor;                /* the next independent request to generate */
-    uint64_t iteration;           /* passes over the independent requests so far */
+    uint64_t iteration;           /* the pass of the schedule the cursor is in */
     uint64_t first_arrival, span; /* the schedule repeats with period span */
     double speed;
-    uint64_t duration_ns; /* 0: one pass */
+    /* The window of the (endlessly repeating) schedule this drive sends, in
+     * recorded ns from the first arrival of pass 0: [from, from + window). */
+    uint64_t from_ns, window_ns;
 };
 
 static uint64_t drive_now(void)
@@ -137,7 +141,10 @@ static int drive_record(struct drive *d, struct drive_conn *c, int ok, uint64_t 
     s->request = c->req;
     s->label = d->p->requests[c->req].label;
     s->sent_s = (double)(c->sent_ns - d->start_ns) / 1e9;
-    s->response_s = ok ? (double)(now - c->sent_ns) / 1e9 : 0;
+    /* from the scheduled arrival, as a user's client would wait: a late
+     * send is part of the response time (no coordinated omission) and is
+     * also kept apart as late_s */
+    s->response_s = ok && now > c->due_ns ? (double)(now - c->due_ns) / 1e9 : 0;
     s->late_s = c->sent_ns > c->due_ns ? (double)(c->sent_ns - c->due_ns) / 1e9 : 0;
     s->ok = ok;
     if (!ok)
@@ -158,23 +165,17 @@ static int drive_arm(struct drive *d, struct drive_conn *c, uint32_t events)
     return epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
-/* Next session job after a request of the session finished (or failed). */
+/* Next session job after a request of the session finished (or failed):
+ * a session that began in the window runs to its end, so every request of
+ * it is sent (drive_sessions_begin starts each pass's sessions). */
 static int drive_session_next(struct drive *d, uint32_t session, uint32_t req, uint64_t now)
 {
     uint32_t pos = d->pos_of_req[req] + 1;
-    double speed = d->opt->speed;
-    if (pos >= d->sess_end[session]) {
-        /* the session is over: start it again while the duration lasts */
-        if (!(d->opt->duration_s > 0) || (double)(now - d->start_ns) / 1e9 >= d->opt->duration_s)
-            return 0;
-        pos = d->sess_start[session];
-    }
-    uint32_t next = d->order[pos];
-    uint64_t think = (uint64_t)((double)d->p->requests[next].think_ns / speed);
-    struct drive_job j = {now + think, next, session};
-    if (d->opt->duration_s > 0 && (double)(j.due_ns - d->start_ns) / 1e9 >= d->opt->duration_s)
+    if (pos >= d->sess_end[session])
         return 0;
-    return drive_heap_push(d, j);
+    uint32_t next = d->order[pos];
+    uint64_t think = (uint64_t)((double)d->p->requests[next].think_ns / d->speed);
+    return drive_heap_push(d, (struct drive_job){now + think, next, session});
 }
 
 static int drive_finish(struct drive *d, struct drive_conn *c, int ok, uint64_t now)
@@ -445,55 +446,91 @@ static void drive_schedule_build(struct drive *d, size_t n, int session_mode)
             i = j;
         }
     }
-    uint64_t first = UINT64_MAX, last = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t a = p->requests[i].arrival_ns;
-        first = a < first ? a : first;
-        last = a > last ? a : last;
-    }
+    d->first_arrival = replay_drive_first_arrival(p);
+    d->span = replay_drive_period_ns(p);
+}
+
+uint64_t replay_drive_first_arrival(const struct plan *p)
+{
+    uint64_t first = UINT64_MAX;
+    for (uint64_t i = 0; i < p->nrequests; i++)
+        first = p->requests[i].arrival_ns < first ? p->requests[i].arrival_ns : first;
+    return p->nrequests ? first : 0;
+}
+
+uint64_t replay_drive_period_ns(const struct plan *p)
+{
+    uint64_t first = replay_drive_first_arrival(p), last = 0, n = p->nrequests;
+    for (uint64_t i = 0; i < n; i++)
+        last = p->requests[i].arrival_ns > last ? p->requests[i].arrival_ns : last;
+    if (!n)
+        return 1000000;
     /* the schedule repeats with a period of its span plus one mean gap */
     uint64_t span = last - first + (n > 1 ? (last - first) / (n - 1) : 0);
-    d->first_arrival = first;
-    d->span = span ? span : 1000000;
+    return span ? span : 1000000;
+}
+
+/* Request r's place in pass `iteration` of the repeating schedule, in
+ * recorded ns from the first arrival of pass 0. */
+static uint64_t drive_sched(const struct drive *d, uint32_t r, uint64_t iteration)
+{
+    return d->p->requests[r].arrival_ns - d->first_arrival + iteration * d->span;
 }
 
 /* Request r's send time from the start of the drive in pass `iteration`
- * of the schedule. */
+ * (at or after the window's start). */
 static uint64_t drive_offset(const struct drive *d, uint32_t r, uint64_t iteration)
 {
-    return (
-        uint64_t)((double)(d->p->requests[r].arrival_ns - d->first_arrival + iteration * d->span) /
-                  d->speed);
+    return (uint64_t)((double)(drive_sched(d, r, iteration) - d->from_ns) / d->speed);
 }
 
-/* Every session's first request, at its recorded arrival. */
+/* Every session whose first request falls in the window, once per pass:
+ * at its recorded arrival. */
 static int drive_sessions_begin(struct drive *d)
 {
+    uint64_t end = d->from_ns + d->window_ns;
     for (size_t s = 0; s < d->nsess; s++) {
         uint32_t r = d->order[d->sess_start[s]];
-        struct drive_job j = {d->start_ns + drive_offset(d, r, 0), r, (uint32_t)s};
-        if (drive_heap_push(d, j))
-            return -1;
+        for (uint64_t k = d->from_ns / d->span; drive_sched(d, r, k) < end; k++) {
+            if (drive_sched(d, r, k) < d->from_ns)
+                continue;
+            struct drive_job j = {d->start_ns + drive_offset(d, r, k), r, (uint32_t)s};
+            if (drive_heap_push(d, j))
+                return -1;
+        }
     }
     return 0;
 }
 
+/* The first independent request at or after the window's start. */
+static void drive_cursor_begin(struct drive *d)
+{
+    d->iteration = d->from_ns / d->span;
+    d->cursor = d->ind_lo;
+    while (d->cursor < d->ind_hi && drive_sched(d, d->order[d->cursor], d->iteration) < d->from_ns)
+        d->cursor++;
+    if (d->cursor == d->ind_hi && d->ind_lo < d->ind_hi) {
+        d->cursor = d->ind_lo;
+        d->iteration++;
+    }
+}
+
 /* Moves the independent requests due within the next 2 ms into the heap;
- * with a duration the schedule starts over until the duration is reached. */
+ * the schedule starts over after each pass until the window ends. */
 static int drive_generate(struct drive *d, uint64_t now)
 {
     while (d->cursor < d->ind_hi) {
         uint32_t r = d->order[d->cursor];
-        uint64_t off = drive_offset(d, r, d->iteration);
-        if (d->duration_ns && off >= d->duration_ns) {
+        if (drive_sched(d, r, d->iteration) >= d->from_ns + d->window_ns) {
             d->cursor = d->ind_hi;
             break;
         }
+        uint64_t off = drive_offset(d, r, d->iteration);
         if (d->start_ns + off > now + 2000000)
             break;
         if (drive_heap_push(d, (struct drive_job){d->start_ns + off, r, UINT32_MAX}))
             return -1;
-        if (++d->cursor == d->ind_hi && d->duration_ns) {
+        if (++d->cursor == d->ind_hi) {
             d->cursor = d->ind_lo;
             d->iteration++;
         }
@@ -556,7 +593,7 @@ static int drive_on_event(struct drive *d, struct drive_conn *c, uint32_t events
             d->refused++;
             return drive_finish(d, c, 0, now);
         }
-        c->sent_ns = now; /* connecting is not part of the response time */
+        c->sent_ns = now; /* lateness includes connecting, as does the response */
         c->state = DRIVE_SENDING;
     }
     return drive_progress(d, c, now);
@@ -615,6 +652,19 @@ static int drive_fail_in_flight(struct drive *d)
     return 0;
 }
 
+/* The part of the schedule the drive covered: the whole window, or up to
+ * the time it was aborted at. */
+static void drive_coverage(struct drive *d)
+{
+    struct replay_drive_result *r = d->res;
+    double covered = (double)d->window_ns / 1e9;
+    if (r->aborted && r->elapsed_s * d->speed < covered)
+        covered = r->elapsed_s > 0 ? r->elapsed_s * d->speed : 0;
+    r->schedule_from_s = (double)d->from_ns / 1e9;
+    r->schedule_to_s = r->schedule_from_s + covered;
+    r->schedule_s = (double)d->span / 1e9;
+}
+
 int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive_result *res,
                      char *err, size_t errlen)
 {
@@ -634,14 +684,16 @@ int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive
     }
     drive_schedule_build(&d, n, opt->mode == REPLAY_DRIVE_SESSION);
     d.speed = opt->speed > 0 ? opt->speed : 1.0;
-    d.duration_ns = opt->duration_s > 0 ? (uint64_t)(opt->duration_s * 1e9) : 0;
+    d.from_ns = opt->schedule_from_s > 0 ? (uint64_t)llround(opt->schedule_from_s * 1e9) : 0;
+    d.window_ns = opt->duration_s > 0 ? (uint64_t)llround(opt->duration_s * d.speed * 1e9) : d.span;
     d.start_ns = drive_now() + 1000000; /* 1 ms to set up */
     if (drive_sessions_begin(&d))
         goto oom;
-    d.cursor = d.ind_lo;
+    drive_cursor_begin(&d);
     if (drive_loop(&d) || drive_fail_in_flight(&d))
         goto oom;
     res->elapsed_s = (double)(drive_now() - d.start_ns) / 1e9;
+    drive_coverage(&d);
     res->refused = d.refused;
     rc = 0;
     goto out;

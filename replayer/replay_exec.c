@@ -5,13 +5,16 @@
  * rwlocks in the recorded modes; DB queries on the thread's connection;
  * nested calls over pooled peer connections; external calls as a sleep of
  * their recorded duration; the request and response bytes as recorded.
- * Never prints and never stops on a failed op: it counts it. */
+ * An event-loop component's blocks run one at a time per loop (a counting
+ * semaphore of loops), except while they wait. Never prints and never
+ * stops on a failed op: it counts it. */
 #include "replay_exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -82,6 +85,9 @@ struct replay_engine {
     /* bumped by replay_engine_restore_files: threads reopen their cached
      * descriptors, so position-relative ops start from offset 0 again */
     _Atomic uint32_t files_generation;
+    /* event loops free to run a request's work (cfg.event_loops > 0) */
+    sem_t loops;
+    int loops_init;
 };
 
 struct replay_thread {
@@ -123,6 +129,14 @@ struct replay_engine *replay_engine_new(const struct replay_config *cfg, char *e
     if (!(e->cfg.no_deps_hold_s > 0))
         e->cfg.no_deps_hold_s = 5;
     pthread_mutex_init(&e->db_errors_mu, NULL);
+    if (e->cfg.event_loops) {
+        if (sem_init(&e->loops, 0, e->cfg.event_loops) != 0) {
+            snprintf(err, errlen, "event loops: %s", strerror(errno));
+            replay_engine_free(e);
+            return NULL;
+        }
+        e->loops_init = 1;
+    }
     e->locks = calloc(replay_alloc_count(p->nlocks), sizeof *e->locks);
     e->label_of_string = malloc(replay_alloc_count(p->nstrings) * sizeof *e->label_of_string);
     e->db_errors = calloc(replay_alloc_count(p->nstrings), sizeof *e->db_errors);
@@ -184,6 +198,8 @@ void replay_engine_free(struct replay_engine *e)
     free(e->label_blocks);
     free(e->db_errors);
     pthread_mutex_destroy(&e->db_errors_mu);
+    if (e->loops_init)
+        sem_destroy(&e->loops);
     replay_db_pool_free(e->db);
     dummy_files_close(e->files);
     replay_peers_free(e->peers);
@@ -445,6 +461,24 @@ static void replay_db_op(struct replay_thread *t, const struct plan_op *op)
 
 /* ---- the block ---------------------------------------------------------- */
 
+/* An event-loop engine: op kind k runs on a loop (held) or is a wait the
+ * loop does not sit through (released); *held tracks this thread's loop. */
+static void replay_loop_for(struct replay_engine *e, uint8_t k, int *held)
+{
+    if (!e->loops_init)
+        return;
+    int wait = k == PLAN_OP_CALL || k == PLAN_OP_EXTERNAL || k == PLAN_OP_DB || k == PLAN_OP_RECV ||
+               k == PLAN_OP_SEND;
+    if (wait && *held) {
+        sem_post(&e->loops);
+        *held = 0;
+    } else if (!wait && !*held) {
+        while (sem_wait(&e->loops) != 0 && errno == EINTR)
+            ;
+        *held = 1;
+    }
+}
+
 static void replay_sleep_ns(uint64_t ns)
 {
     struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
@@ -472,7 +506,7 @@ int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t 
             last_send = i;
         nrecv += k == PLAN_OP_RECV;
     }
-    int rc = 0;
+    int rc = 0, held = 0;
     uint64_t t0 = replay_now_ns(CLOCK_MONOTONIC), t1;
     if (fd >= 0 && nrecv == 0 && req_left) { /* no RECV op: take the request first */
         if (replay_recv_discard(fd, req_left))
@@ -482,6 +516,7 @@ int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t 
     for (uint32_t i = 0; i < b->nops; i++) {
         const struct plan_op *op = &p->ops[b->first_op + i];
         int kind;
+        replay_loop_for(e, op->kind, &held);
         switch (op->kind) {
         case PLAN_OP_CPU:
             kind = REPLAY_KIND_CPU;
@@ -558,6 +593,7 @@ net_fail:
              errno ? strerror(errno) : "closed by peer");
     rc = -1;
 done:
+    replay_loop_for(e, PLAN_OP_SEND, &held); /* the block is over: the loop is free */
     replay_lock_release_all(t);
     atomic_fetch_add(&e->blocks, 1);
     uint32_t label = e->label_of_string[b->label < p->nstrings ? b->label : 0];

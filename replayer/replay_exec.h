@@ -40,7 +40,11 @@ struct replay_config {
     double cpu_ratio;       /* recorded CPU time is multiplied by this */
     int io_timeout_s;       /* receive/send timeout on every socket (deadlock guard) */
     int no_deps;            /* CloudProphet's strawman: workers replay in recorded order */
-    double no_deps_hold_s;  /* --no-deps: skip a block not arrived after this long (5) */
+    /* an event-loop component (plan 1.2): this many loops, each running one
+     * request's work at a time while any number of requests wait on peers
+     * (replay_exec_block); 0 = a worker pool, each worker one request */
+    uint32_t event_loops;
+    double no_deps_hold_s; /* --no-deps: skip a block not arrived after this long (5) */
 };
 
 /* The CPU burn used for CPU ops: ns of thread CPU time. Switchable so the
@@ -60,9 +64,17 @@ struct replay_thread *replay_thread_new(struct replay_engine *e);
 /* Closes cached descriptors, returns the DB connection to the pool. */
 void replay_thread_free(struct replay_thread *t);
 
+/* Threads a replay server runs per event loop: requests one loop can have
+ * in flight at once (each waits on its peers on a thread of its own). */
+#define REPLAY_LOOP_THREADS 64
+
 /* Replays `block` for a request whose header said request_bytes follow on
  * fd and response_bytes are expected back (fd < 0: no request connection,
- * net ops are skipped). Consumes every request byte and sends exactly
+ * net ops are skipped). In an event-loop engine the calling thread holds
+ * one of the loops while it runs CPU, file, lock and socket-option ops and
+ * lets go of it while it waits: on a call, an external call, the DB, the
+ * request's bytes or the client taking the response, as a loop serves other
+ * connections then. Consumes every request byte and sends exactly
  * response_bytes, shaped by the block's RECV/SEND ops. Returns 0, or -1
  * when the request connection failed (err says why); other failures (DB
  * errors, failed nested calls) are counted and replay goes on. */

@@ -7,6 +7,7 @@
  * the run: results so far are written (formats/results.h), with the
  * replayer's name or the signal. Never starts or stops anything itself:
  * the session owns every child, file and handler, and closes them. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,28 @@
 #include "stats.h"
 
 enum run_step { RUN_STEP_OK, RUN_STEP_FAILED, RUN_STEP_REMOTE_FAILED };
+
+/* The progress line of interval iv: its requests, the part of the
+ * schedule it covered, the overall p and the p of the label holding the
+ * run open (overwritten in place on a terminal). */
+static void run_interval_print(const struct run_session *s, long iv,
+                               const struct replay_drive_result *r, const struct stats_step *step)
+{
+    char pbuf[32] = "n/a", held[STATS_LABEL_LEN + 48] = "";
+    int fed = step != NULL;
+    if (fed && step->compared)
+        snprintf(pbuf, sizeof pbuf, "%.3f", step->p);
+    if (fed && !strcmp(step->held_open_by, "(overall)"))
+        snprintf(held, sizeof held, ", held open by (overall)");
+    else if (fed && step->held_open_by[0])
+        snprintf(held, sizeof held, ", held open by %s (p %.3f)", step->held_open_by, step->min_p);
+    fprintf(stderr,
+            "%sinterval %ld of %ld: %zu requests (%llu failed), schedule %.1f-%.1f s of %.1f s, "
+            "p %s%s%s",
+            s->tty ? "\r" : "", iv, s->cfg->max_intervals, r->nsamples,
+            (unsigned long long)r->failed, r->schedule_from_s, r->schedule_to_s, r->schedule_s,
+            pbuf, held, s->tty ? "\033[K" : "\n");
+}
 
 /* One interval's successful response times, overall and per label, to
  * PT4Cloud; its samples and its entry in the results; the progress line.
@@ -48,6 +71,8 @@ static int run_interval_feed(struct run_session *s, long iv, const struct replay
                                   .requests = r->nsamples,
                                   .failed = r->failed,
                                   .length_s = length_s,
+                                  .schedule_from_s = r->schedule_from_s,
+                                  .schedule_to_s = r->schedule_to_s,
                                   .lateness = replay_results_lateness(r->samples, r->nsamples),
                                   .fed = fed};
     if (fed) {
@@ -56,15 +81,10 @@ static int run_interval_feed(struct run_session *s, long iv, const struct replay
         ri.action = stats_action_name(step.action);
         ri.held_open_by = step.held_open_by;
         *stopped = step.action == STATS_STOP;
+        s->last = step;
     }
     json_array_append_new(s->intervals, results_interval_json(&ri));
-    char pbuf[32] = "n/a";
-    if (fed && step.compared)
-        snprintf(pbuf, sizeof pbuf, "%.3f", step.p);
-    fprintf(stderr, "%sinterval %ld: %zu requests (%llu failed), p %s%s%s%s", s->tty ? "\r" : "",
-            iv, r->nsamples, (unsigned long long)r->failed, pbuf,
-            fed && step.held_open_by[0] ? ", held open by " : "", fed ? step.held_open_by : "",
-            s->tty ? "\033[K" : "\n");
+    run_interval_print(s, iv, r, fed ? &step : NULL);
     free(lab);
     replay_label_set_free(&ls);
     if (!fed) {
@@ -72,6 +92,19 @@ static int run_interval_feed(struct run_session *s, long iv, const struct replay
         return -1;
     }
     return 0;
+}
+
+/* Where the next interval starts: an interval shorter than one pass
+ * continues the schedule where this one stopped, so the run covers the
+ * whole recording; one at least a pass long starts at its beginning, so
+ * every interval replays the same workload. */
+static void run_schedule_advance(struct run_session *s, const struct replay_drive_result *r)
+{
+    uint64_t covered = (uint64_t)llround((r->schedule_to_s - r->schedule_from_s) * 1e9);
+    if (covered >= s->schedule_ns)
+        s->schedule_at_ns = 0;
+    else
+        s->schedule_at_ns = (s->schedule_at_ns + covered) % s->schedule_ns;
 }
 
 /* One interval: the same starting state everywhere, the schedule driven
@@ -92,6 +125,7 @@ static enum run_step run_interval(struct run_session *s, long iv, int *stopped, 
                                      .mode = s->cfg->mode,
                                      .speed = s->cfg->speed,
                                      .duration_s = stats_machine_interval_length(s->m),
+                                     .schedule_from_s = (double)s->schedule_at_ns / 1e9,
                                      .should_abort = run_session_check_children,
                                      .abort_arg = s};
     struct replay_drive_result r;
@@ -99,6 +133,7 @@ static enum run_step run_interval(struct run_session *s, long iv, int *stopped, 
         fprintf(stderr, "run: interval %ld: %s\n", iv, err);
         return RUN_STEP_FAILED;
     }
+    run_schedule_advance(s, &r);
     enum run_step rc = RUN_STEP_FAILED;
     if (r.aborted || run_session_check_children(s))
         goto out;
@@ -170,7 +205,11 @@ static int run_results_write(struct run_session *s, int sig)
                               .price = cfg->price,
                               .speed = cfg->speed,
                               .cpu_ratio = s->ratio,
+                              .cpu_ratio_lo = s->ratio_lo,
+                              .cpu_ratio_hi = s->ratio_hi,
                               .p0 = cfg->p0,
+                              .schedule_s = (double)s->schedule_ns / 1e9,
+                              .schedule_requests = s->p->nrequests,
                               .no_deps = cfg->no_deps,
                               .stopped = s->m && stats_machine_stopped(s->m),
                               .hosts = hosts,
@@ -198,6 +237,28 @@ static int run_results_write(struct run_session *s, int sig)
     return rc;
 }
 
+/* The last line of a run that ran to its end: stable after how many
+ * intervals and how many labels were judged, or what held it open. */
+static void run_summary_print(const struct run_session *s)
+{
+    const struct stats_step *st = &s->last;
+    const char *ivs = st->interval == 1 ? "interval" : "intervals";
+    if (st->action == STATS_STOP)
+        fprintf(stderr, "stable after %d %s, %d of %zu labels judged, wrote %s\n", st->interval,
+                ivs, st->labels_judged, s->all.nlabels, s->cfg->out);
+    else if (!st->compared)
+        fprintf(stderr,
+                "not stable after %d %s: nothing to compare yet (the stop rule compares from "
+                "interval 2), wrote %s\n",
+                st->interval, ivs, s->cfg->out);
+    else if (!strcmp(st->held_open_by, "(overall)"))
+        fprintf(stderr, "not stable after %d %s: overall p=%.3f, wrote %s\n", st->interval, ivs,
+                st->p, s->cfg->out);
+    else
+        fprintf(stderr, "not stable after %d %s: label %s p=%.3f, wrote %s\n", st->interval, ivs,
+                st->held_open_by, st->min_p, s->cfg->out);
+}
+
 /* How the run ended (a signal, a dead replayer), then the results: the
  * exit status (128 + signal, 1 for a death or a failure, else rc). */
 static int run_finish(struct run_session *s, int rc)
@@ -221,6 +282,8 @@ static int run_finish(struct run_session *s, int rc)
                 (unsigned long long)s->db_cut);
     if (run_results_write(s, sig))
         rc = 1;
+    else if (!rc && s->last.interval)
+        run_summary_print(s);
     return rc;
 }
 

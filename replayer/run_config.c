@@ -1,7 +1,7 @@
 /* run_config.c - the options of `preplay run`: usage text, getopt, the
  * checks and messages of each value (exit status 2), the defaults
- * (--p0 0.9, --interval 30s, --max-intervals 20, --pool 64, ssh options
- * from $PREPLAY_SSH_OPTS). Never starts or opens anything. */
+ * (--p0 0.9, --interval: the whole recording, --max-intervals 20, --pool
+ * 64, ssh options from $PREPLAY_SSH_OPTS). Never starts or opens anything. */
 #include "run_config.h"
 
 #include <getopt.h>
@@ -25,7 +25,9 @@ static void run_usage(FILE *out)
             "  --db URL          mysql://user:password@host:port/db (or ?socket=PATH); it is\n"
             "                    dumped before the first interval and reloaded before each\n"
             "  --p0 P            PT4Cloud objective probability (0.9)\n"
-            "  --interval T      length of one interval (30s)\n"
+            "  --interval T      length of one interval (default: the whole recording,\n"
+            "                    once, at --speed); shorter ones continue the schedule\n"
+            "                    where the last stopped\n"
             "  --max-intervals N stop after N intervals even if not stable (20)\n"
             "  --dir D           dummy files directory (default: a temporary one)\n"
             "  --no-deps         CloudProphet's strawman: each recorded worker replays its\n"
@@ -180,7 +182,7 @@ int run_config_parse(int argc, char **argv, struct run_config *c, int *exit_code
                              .pool = "64",
                              .ssh_opts = getenv("PREPLAY_SSH_OPTS"),
                              .p0 = 0.9,
-                             .interval = 30,
+                             .interval = 0,
                              .speed = 1,
                              .price = NAN,
                              .max_intervals = 20,

@@ -13,9 +13,10 @@ struct run_config {
     const char *dir;      /* dummy files; NULL: in the run's temp dir */
     const char *pool;     /* the replayers' --pool, as text */
     const char *hosts_path, *ssh_opts;
-    double p0, interval, speed;
-    double price; /* NAN when not given */
-    double ratio; /* 0 when not given (measured) */
+    double p0, speed;
+    double interval; /* seconds; 0 when not given: one pass of the recording */
+    double price;    /* NAN when not given */
+    double ratio;    /* 0 when not given (measured) */
     long max_intervals, ssh_timeout;
     int no_deps, ratio_given, log_scale;
     enum replay_drive_mode mode;

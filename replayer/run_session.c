@@ -366,7 +366,7 @@ static int run_session_prepare_state(struct run_session *s)
         }
     }
     if (!(s->ratio > 0))
-        s->ratio = replay_cli_cpu_ratio(s->p, "run");
+        s->ratio = replay_cli_cpu_ratio(s->p, "run", &s->ratio_lo, &s->ratio_hi);
     snprintf(s->ratiobuf, sizeof s->ratiobuf, "%.6f", s->ratio);
     if (cfg->db_url) {
         snprintf(s->db.dump_path, sizeof s->db.dump_path, "%s/db-snapshot.sql", s->work);
@@ -596,6 +596,26 @@ static int run_session_send_peers(struct run_session *s)
     return 0;
 }
 
+/* The interval length: --interval, or by default one pass of the
+ * recording's schedule at --speed, so that every interval replays the
+ * whole recording (a comparable sample of the workload for PT4Cloud). A
+ * shorter --interval is said once: each interval then continues the
+ * schedule where the last stopped. */
+static double run_session_interval(struct run_session *s)
+{
+    const struct run_config *cfg = s->cfg;
+    s->schedule_ns = replay_drive_period_ns(s->p);
+    double pass_s = (double)s->schedule_ns / 1e9 / cfg->speed;
+    if (!(cfg->interval > 0))
+        return pass_s;
+    if (cfg->interval < pass_s)
+        fprintf(stderr,
+                "run: --interval %gs is shorter than one pass of the recording (%.1f s at speed "
+                "%g): each interval continues the schedule where the last stopped\n",
+                cfg->interval, pass_s, cfg->speed);
+    return cfg->interval;
+}
+
 int run_session_start(struct run_session *s)
 {
     if (run_session_check_plan(s))
@@ -612,8 +632,8 @@ int run_session_start(struct run_session *s)
     char err[1024];
     stats_config_default(&cfg);
     cfg.p0 = s->cfg->p0;
-    cfg.interval = s->cfg->interval;
-    cfg.max_interval = s->cfg->interval;
+    cfg.interval = run_session_interval(s);
+    cfg.max_interval = cfg.interval;
     cfg.kde.log_scale = s->cfg->log_scale;
     s->m = stats_machine_new(&cfg, err);
     if (!s->m) {
@@ -704,13 +724,18 @@ static void run_session_stop_children(struct run_session *s)
 void run_session_close(struct run_session *s, int rc)
 {
     run_session_stop_children(s);
+    /* a failed run keeps its directory only for the replayer logs in it:
+     * when no replayer had started there are none to point to */
+    int logs = 0;
+    for (uint32_t i = 0; i < s->nchildren && !logs; i++)
+        logs = s->children[i].log[0] && access(s->children[i].log, F_OK) == 0;
     free(s->children);
     run_hosts_free(&s->hosts);
     if (s->have_handlers) {
         sigaction(SIGINT, &s->old_int, NULL);
         sigaction(SIGTERM, &s->old_term, NULL);
     }
-    if (s->have_work && rc == 0) {
+    if (s->have_work && (rc == 0 || !logs)) {
         char *rm[] = {"rm", "-rf", s->work, NULL};
         run_exec(rm, NULL, NULL);
     } else if (s->have_work) {

@@ -17,6 +17,7 @@
 #include "replay_results.h"
 #include "run_config.h"
 #include "run_remote.h"
+#include "stats.h"
 
 struct dummy_files;
 struct stats_machine;
@@ -49,6 +50,7 @@ struct run_session {
     uint64_t token;
     char tokbuf[17], ratiobuf[32];
     double ratio;
+    double ratio_lo, ratio_hi; /* its 95% interval when measured here; 0: none */
     char work[32], peers[4200], dirbuf[4200];
     const char *dir;
     int have_work, have_handlers, have_db;
@@ -58,6 +60,10 @@ struct run_session {
     struct run_db db;
     double dump_s;
     struct stats_machine *m;
+    struct stats_step last; /* the machine's last decision (last.interval 0: none) */
+    /* the plan's repeating schedule: one pass (recorded ns), its requests,
+     * and where the next interval starts in it */
+    uint64_t schedule_ns, schedule_at_ns;
     /* results so far (formats/RESULTS.md) */
     json_t *intervals, *samples, *resources, *db_errors, *restores;
     uint64_t db_cut; /* DB statements recorded cut, replayed as waits (results) */

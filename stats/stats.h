@@ -156,8 +156,10 @@ int stats_band_compute(const double *x, size_t n, const struct stats_grid *grid,
 void stats_band_free(struct stats_band *b);
 
 /* Bootstrap interval of arbitrary percentiles (0..100) of x, npct of them,
- * into low/high: used by the CI-width stop rule the accuracy harness compares
- * against. */
+ * into low/high, with the sample's own percentiles in value: used by the
+ * results' bands and the CI-width stop rule the accuracy harness compares
+ * against. The interval always contains value (it is widened to it when
+ * the smoothed resamples' percentiles all fall to one side). */
 int stats_percentile_ci(const double *x, size_t n, const double *pct, int npct,
                         const struct stats_band_options *bopt, double *value, double *low,
                         double *high, char *err);

@@ -414,6 +414,15 @@ int stats_percentile_ci(const double *x, size_t n, const double *pct, int npct,
     for (int k = 0; k < npct; k++) {
         low[k] = stats_quantile_unsorted(res + (size_t)k * (size_t)R, (size_t)R, qlo);
         high[k] = stats_quantile_unsorted(res + (size_t)k * (size_t)R, (size_t)R, qhi);
+        /* The resamples are drawn from the KDE (smoothed bootstrap, §4), so
+         * their percentiles centre on the KDE's, which can sit a hair off
+         * the sample's own: a 99% interval then missed its estimate by
+         * 29 ns of 728 us (replay_run_e2e). An interval a reader is given
+         * with a value always holds that value. */
+        if (value[k] < low[k])
+            low[k] = value[k];
+        if (value[k] > high[k])
+            high[k] = value[k];
     }
     status = 0;
 done:

@@ -6,8 +6,9 @@ connection, serving a few paths with bodies known to the test:
 /small (64 bytes), /medium (20000 bytes), /large (200000 bytes), /echo
 (POST: the request body back). Bodies are deterministic: body(path, n).
 With --fork, a process per connection instead (socketserver.ForkingMixIn:
-the parent accepts, the child it forks answers).
-Usage: backend.py PORT [--fork]. Writes 'listening PORT' on stdout when ready; stops
+the parent accepts, the child it forks answers); with --nodelay, answers
+go out with TCP_NODELAY (no Nagle wait between headers and body).
+Usage: backend.py PORT [--fork | --nodelay]. Writes 'listening PORT' on stdout when ready; stops
 on SIGTERM. Never logs per request (the test counts events, not log lines)."""
 import http.server
 import signal
@@ -54,6 +55,8 @@ class ForkingHTTPServer(socketserver.ForkingMixIn, http.server.HTTPServer):
 
 def main():
     port = int(sys.argv[1])
+    if sys.argv[2:] == ["--nodelay"]:
+        Handler.disable_nagle_algorithm = True
     if sys.argv[2:] == ["--fork"]:
         srv = ForkingHTTPServer(("127.0.0.1", port), Handler)
     else:

@@ -33,6 +33,9 @@ grep -qF "$work/plan: $req requests, $blocks blocks, $calls calls, $ext external
 grep -qF " 0 unmatched bytes, 0 violations ($events events)" "$work/out" || fail "unmatched bytes, violations or event count"
 grep -qxF "preplay analyze: $ext calls went to untraced peers and became external calls (if a peer is a tier you meant to trace, its trace is missing)" \
     "$work/err" || fail "external-call warning: $(cat "$work/err")"
+# the header names the columns of both line kinds (docs/preplay-analyze.md)
+[ "$(head -2 "$work/blocks.tsv")" = "$(printf '# B\tid\tcomponent\tpid\ttid\tstart_ns\tend_ns\tflags\tcallees\tlabel\tworker\tplan_start_ns\tsockopts\tnodelay_calls\trecv_bytes\tsend_bytes\n# R\tblock\tarrival_ns\tsession\tthink_ns')" ] ||
+    fail "--blocks header: $(head -2 "$work/blocks.tsv")"
 # nesting: B id component pid tid start end flags callees ...
 awk -F'\t' '
     $1 == "B" && $3 == "frontend" { fe++; if ($9 == "-" || $9 ~ /,/) bad++; called[$9]++ }
@@ -64,6 +67,9 @@ expect_error() { # exact-message command...
 "$bin" analyze "$d/frontend" -o "$work/fe.plan" >"$work/fe.out" 2>"$work/fe.err" || fail "front end alone: $(cat "$work/fe.err")"
 grep -qxF "preplay analyze: $((calls + ext)) calls went to untraced peers and became external calls (if a peer is a tier you meant to trace, its trace is missing)" \
     "$work/fe.err" || fail "missing tier: $(cat "$work/fe.err")"
+# ... and names them: the generator's app tier 10.0.0.2:9000 and cache 10.0.0.9:11211
+grep -qxF "preplay analyze: the $((calls + ext)) external calls went to 10.0.0.2:9000 ($calls), 10.0.0.9:11211 ($ext)" \
+    "$work/fe.err" || fail "missing tier: external calls by peer: $(cat "$work/fe.err")"
 grep -qF ": $req requests, $req blocks, 0 calls, $((calls + ext)) external calls, 0 DB ops;" "$work/fe.out" ||
     fail "missing tier: $(cat "$work/fe.out")"
 echo "ok: missing tier -> $((calls + ext)) external calls, warned"

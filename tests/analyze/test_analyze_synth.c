@@ -4,7 +4,9 @@
  * AF_UNIX pairing by inode, keep-alive connections serving requests in
  * turn, nested calls and external calls, clock skew of +-3 s between hosts,
  * a recording whose clock went backwards (the warning),
- * and the violation report of an event-driven thread. Timestamps are
+ * an event loop interleaving three requests and an upstream call (each
+ * request's events in its own block, nothing flagged), and the violation
+ * report of a request two threads served. Timestamps are
  * chosen by hand so every expected number is known exactly; nothing here
  * depends on the machine's speed. */
 #include <setjmp.h>
@@ -468,6 +470,9 @@ static void test_clock_backwards(void **state)
     assert_non_null(strstr(f->warnings, "2 events ended more than 1 ms before an earlier event "
                                         "of their own thread (worst "));
     assert_non_null(strstr(f->warnings, "thread 101 in "));
+    /* it points to the command that recorded, whichever of the two it was */
+    assert_non_null(strstr(f->warnings, "(see what preplay record or preplay collect printed "
+                                        "when it stopped)"));
     /* the second request is served after the first, with its own ops */
     fx_expect_kinds(f, f->plan->requests[1].block, "RCS");
     assert_int_equal(fx_ops(f, f->plan->requests[1].block)[2].a.net.bytes, 2000);
@@ -668,6 +673,48 @@ static void test_nested_and_external(void **state)
     assert_int_equal(op[4].recorded_ns, ext_t1 - ext_t0);
     assert_int_equal(op[5].a.net.bytes, 900);
     assert_non_null(strstr(f->warnings, "1 calls went to untraced peers and became external"));
+    /* its connect() is in the trace: the tracer saw no DB greeting there */
+    assert_null(strstr(f->warnings, "--db-port"));
+}
+
+/* ---- untraced peers named in the warning, most calls first; a
+ * connection the trace does not hold from its connect() on (made before
+ * the trace began) is one whose DB greeting the tracer could not see:
+ * only its peer gets the --db-port/--db-socket hint ---- */
+
+static void test_external_peers_named(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50006, T0);
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 101, T0 + 10 * US);
+    struct synth_addr out1 = {{10, 0, 0, 1}, 40011}, out2 = {{10, 0, 0, 1}, 40012};
+    struct synth_addr cache = {{10, 9, 9, 9}, 6379}, db = {{10, 9, 9, 8}, 3307};
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 2, 11, &out1, &cache);
+    synth_conn_tcp(&w, TRACE_CONN_IDENT, 3, 12, &out2, &db); /* connected before tracing */
+    w.now = T0 + 1 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 150, 5 * US);
+    for (int i = 0; i < 2; i++) { /* two calls to the cache */
+        synth_net(&w, TRACE_NET_SEND, 2, 40, 3 * US);
+        synth_net(&w, TRACE_NET_RECV, 2, 100, 50 * US);
+    }
+    synth_net(&w, TRACE_NET_SEND, 3, 30, 3 * US); /* one to the DB on 3307 */
+    synth_net(&w, TRACE_NET_RECV, 3, 70, 80 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 900, 6 * US);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.externals, 3);
+    assert_non_null(f->warnings);
+    assert_non_null(strstr(f->warnings, "preplay analyze: the 3 external calls went to "
+                                        "10.9.9.9:6379 (2), 10.9.9.8:3307 (1)\n"
+                                        "preplay analyze: the connections to 10.9.9.8:3307 "
+                                        "began before their trace did, so the tracer could not "
+                                        "tell a DB server by its greeting there: if one is a "
+                                        "MySQL/MariaDB server, record with --db-port PORT or "
+                                        "--db-socket NAME\n"));
 }
 
 /* ---- clock skew between two hosts, corrected ----
@@ -752,9 +799,11 @@ static void test_clock_skew_behind(void **state)
     fx_skew_run(state, -3000000000ll);
 }
 
-/* ---- an event-driven thread interleaving connections is flagged ---- */
+/* ---- an event loop: one thread interleaving connections is attributed
+ * by descriptor (issue 27): each request's receive, CPU, upstream call and
+ * send in its own block, nothing flagged ---- */
 
-static void test_event_driven_violation(void **state)
+static void test_event_loop(void **state)
 {
     struct fx *f = *state;
     struct synth_proc fe;
@@ -764,14 +813,21 @@ static void test_event_driven_violation(void **state)
     fx_accept_client(&fe, 3, 50012, T0 + 9 * US);
     struct synth_thread w;
     synth_thread_init(&w, &fe, 101, T0 + 100 * US);
-    /* one thread reads three requests before answering any */
+    struct synth_addr out = {{10, 0, 0, 1}, 40010}, cache = {{10, 9, 9, 9}, 6379};
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 5, 11, &out, &cache);
+    /* one thread reads three requests before answering any; request 1's
+     * upstream answer comes back after requests 2 and 3 arrived */
     w.now = T0 + 1 * MS;
     synth_net(&w, TRACE_NET_RECV, 1, 100, 3 * US);
     synth_cpu(&w, 5 * US);
+    synth_net(&w, TRACE_NET_SEND, 5, 40, 2 * US);
     synth_net(&w, TRACE_NET_RECV, 2, 110, 3 * US);
     synth_cpu(&w, 6 * US);
     synth_net(&w, TRACE_NET_RECV, 3, 120, 3 * US);
     synth_cpu(&w, 7 * US);
+    synth_net(&w, TRACE_NET_RECV, 5, -11, 1 * US); /* EAGAIN: request 1's call, not yet */
+    synth_net(&w, TRACE_NET_RECV, 5, 300, 2 * US);
+    synth_cpu(&w, 8 * US); /* handling request 1's upstream answer */
     synth_net(&w, TRACE_NET_SEND, 1, 1000, 3 * US);
     synth_net(&w, TRACE_NET_SEND, 2, 1100, 3 * US);
     synth_net(&w, TRACE_NET_SEND, 3, 1200, 3 * US);
@@ -785,26 +841,69 @@ static void test_event_driven_violation(void **state)
     synth_close(&fe);
 
     assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
-    assert_int_equal(f->r.violations, 1);
-    assert_int_equal(f->plan->nviolations, 1);
+    assert_int_equal(f->r.violations, 0);
+    assert_int_equal(f->plan->nviolations, 0);
     assert_int_equal(f->plan->nrequests, 4);
-    uint32_t flagged = 0, clean = 0;
+    assert_int_equal(f->r.externals, 1);
+    assert_true(f->r.coverage == 1.0);
+    assert_int_equal(f->plan->ncomponents, 1);
+    assert_int_equal(f->plan->components[0].event_loop, 1);
+    /* each block by its request bytes: what it received, CPU, sent */
+    static const uint64_t req[4] = {100, 110, 120, 90}, resp[4] = {1000, 1100, 1200, 900};
+    static const uint64_t cpu[4] = {5 * US, 6 * US, 7 * US, 50 * US};
+    uint32_t seen = 0;
     for (uint32_t i = 0; i < f->plan->nblocks; i++) {
         const struct plan_block *b = &f->plan->blocks[i];
-        if (b->flags & PLAN_BLOCK_VIOLATION)
-            flagged++;
-        else {
-            clean++;
+        const struct plan_op *op = fx_ops(f, i);
+        assert_int_equal(b->flags, 0);
+        uint32_t k = 0;
+        while (k < 4 && req[k] != op[0].a.net.bytes)
+            k++;
+        assert_true(k < 4);
+        seen |= 1u << k;
+        if (k == 0) {
+            fx_expect_kinds(f, i, "RCXCS");
+            assert_int_equal(op[2].a.external.sent, 40);
+            assert_int_equal(op[2].a.external.received, 300);
+            assert_int_equal(op[3].a.cpu_ns, 8 * US);
+        } else {
             fx_expect_kinds(f, i, "RCS");
-            assert_int_equal(fx_ops(f, i)[1].a.cpu_ns, 50 * US);
         }
+        assert_int_equal(op[1].a.cpu_ns, cpu[k]);
+        assert_int_equal(op[b->nops - 1].a.net.bytes, resp[k]);
     }
-    assert_int_equal(flagged, 3);
-    assert_int_equal(clean, 1);
+    assert_int_equal(seen, 15);
+    assert_non_null(strstr(f->warnings, "component evloop (pid 100) thread 101 is an event loop"));
+}
+
+/* ---- what no descriptor settles stays a violation: a request read by one
+ * thread and answered by another is flagged ---- */
+
+static void test_shared_request_violation(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "evloop", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50010, T0);
+    struct synth_thread a, b;
+    synth_thread_init(&a, &fe, 101, T0 + 100 * US);
+    synth_thread_init(&b, &fe, 102, T0 + 100 * US);
+    a.now = T0 + 1 * MS;
+    synth_net(&a, TRACE_NET_RECV, 1, 100, 3 * US);
+    synth_cpu(&a, 5 * US);
+    b.now = a.now + 10 * US;
+    synth_net(&b, TRACE_NET_SEND, 1, 1000, 3 * US);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.violations, 2);
+    assert_int_equal(f->plan->nrequests, 1);
+    assert_true(f->plan->blocks[0].flags & PLAN_BLOCK_VIOLATION);
+    assert_int_equal(f->plan->components[0].event_loop, 0);
     assert_non_null(strstr(f->warnings, "model violation: component evloop (pid 100) thread 101 "
                                         "switched between open requests"));
     assert_non_null(strstr(plan_string(f->plan, f->plan->violations_text),
-                           "model violation: component evloop (pid 100) thread 101"));
+                           "model violation: component evloop (pid 100) thread 10"));
 }
 
 int main(void)
@@ -822,9 +921,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_request_in_two_receives, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_lost_events, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nested_and_external, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_external_peers_named, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_behind, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_event_driven_violation, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_event_loop, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_shared_request_violation, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/apps/db-start.sh DIR [PORT] [-- MARIADBD_OPTION...] - starts a
 # private MariaDB server for the sample application with its datadir, socket
-# (DIR/mariadb.sock), pid file and error log all inside DIR; initializes the
+# (DIR/mariadb.sock, or DIR/$PREPLAY_DB_SOCKET_NAME), pid file and error log all inside DIR; initializes the
 # datadir on first use. Without PORT the server has no networking (socket
 # only); with PORT it listens on 127.0.0.1:PORT. Options after -- go to
 # mariadbd as they are (e.g. --ssl-cert/--ssl-key). Runs as root with
@@ -23,7 +23,7 @@ for tool in mariadbd mariadb-install-db mariadb-admin; do
     { echo "db-start: $tool not found (apt-get install mariadb-server mariadb-client)" >&2; exit 1; }
 done
 mariadbd=$(command -v mariadbd || echo /usr/sbin/mariadbd)
-sock="$dir/mariadb.sock"
+sock="$dir/${PREPLAY_DB_SOCKET_NAME:-mariadb.sock}" # the name: a test may pick another
 if [ ${#sock} -gt 100 ]; then
   echo "db-start: socket path $sock is too long for a unix socket; use a shorter DIR" >&2
   exit 1

@@ -6,6 +6,10 @@ stop-rule history and per-component resource time.
 
 usage: make_results.py OUT INSTANCE PRICE SCALE RECORDING_ID [--stopped 0|1]
                        [--version N] [--labels L1,L2,...] [--seed N]
+                       [--counts N1,N2,...] [--failed N] [--db-error COMP:COUNT:MESSAGE]...
+--counts: successful samples per label (400 each by default); --failed: N
+failed requests of the first label in interval 2; --db-error: a db_errors
+entry (repeatable).
 Never writes bands: compare computes them from the samples (the statistics
 library), which is what the tests exercise.
 """
@@ -31,16 +35,21 @@ def main():
     ap.add_argument("scale", type=float)
     ap.add_argument("recording_id")
     ap.add_argument("--stopped", type=int, default=1)
-    ap.add_argument("--version", type=int, default=1)
+    ap.add_argument("--version", type=int, default=2)
     ap.add_argument("--labels", default="GET /fast,POST /slow")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--counts", default="")
+    ap.add_argument("--failed", type=int, default=0)
+    ap.add_argument("--db-error", action="append", default=[])
     a = ap.parse_args()
     rng = random.Random(a.seed)
     labels, samples = {}, []
     resources = {"web": {}, "app": {}}
-    for i, name in enumerate(a.labels.split(",")):
+    names = a.labels.split(",")
+    counts = [int(c) for c in a.counts.split(",")] if a.counts else [400] * len(names)
+    for i, name in enumerate(names):
         base = 0.004 * (i + 1)
-        values = [rng.lognormvariate(0, 0.25) * base * a.scale for _ in range(400)]
+        values = [rng.lognormvariate(0, 0.25) * base * a.scale for _ in range(counts[i])]
         for k, v in enumerate(values):
             samples.append({"label": name, "sent_s": k * 0.01, "response_s": v, "late_s": 0.0,
                             "ok": True, "interval": 1 + k * 3 // len(values)})
@@ -57,16 +66,24 @@ def main():
                                            "file_s": 0.0, "lock_s": 0.0, "db_s": n * base * 0.3,
                                            "call_s": 0.0, "external_s": 0.0, "net_s": 0.0}
     total = len(samples)
+    for k in range(a.failed):
+        samples.append({"label": names[0], "sent_s": 10.0 + k * 0.01, "response_s": 0.0,
+                        "late_s": 0.0, "ok": False, "interval": 2})
+    db_errors = []
+    for e in a.db_error:
+        comp, count, message = e.split(":", 2)
+        db_errors.append({"query": "SELECT broken", "count": int(count), "code": 1064,
+                          "message": message, "component": comp})
     doc = {"format": "preplay-results", "version": a.version, "kind": "run", "plan": "plan",
            "recording_id": a.recording_id, "instance": a.instance,
            "price": a.price if a.price >= 0 else None, "mode": "independent", "speed": 1.0,
            "cpu_ratio": 1.0, "p0": 0.9, "stopped": bool(a.stopped),
            "error": None if a.stopped else "stopped after --max-intervals 3",
            "labels": labels,
-           "intervals": [{"interval": k + 1, "requests": total // 3, "failed": 0, "length_s": 10.0,
+           "intervals": [{"interval": k + 1, "requests": total // 3, "failed": a.failed if k == 1 else 0, "length_s": 10.0,
                           "p": None if k == 0 else round(0.5 + 0.2 * k, 3),
                           "action": "continue", "held_open_by": "(overall)"} for k in range(3)],
-           "resources": resources, "db_errors": [], "samples": samples}
+           "resources": resources, "db_errors": db_errors, "samples": samples}
     with open(a.out, "w") as f:
         json.dump(doc, f)
 

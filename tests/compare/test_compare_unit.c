@@ -2,7 +2,9 @@
  * SLO parsing (accepted forms and the exact refusals), and the verdict on
  * hand-written results files (pessimistic band edge, cheapest per million
  * requests, equivalence within noise, --slo-label, no type meeting, runs
- * of different recordings). Never touches the network. */
+ * of different recordings), and what the verdict cannot vouch for (a
+ * failed replay is not ranked unless allowed, flagged plan blocks, labels
+ * the stop rule did not judge). Never touches the network. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 #include <cmocka.h>
 
 #include "compare.h"
+#include "results.h"
 #include "test_tmpdir.h"
 
 /* One label's p95 and its band; median/p99 are derived so they order. */
@@ -30,8 +33,8 @@ static const char *test_write_run(const char *file, const char *instance, double
 {
     const char *path = test_tmpdir_path(file);
     json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:s, s:b, s:f}", "format", "preplay-results",
-                             "version", 1, "kind", "run", "instance", instance, "recording_id",
-                             recording, "stopped", 1, "p0", 0.9);
+                             "version", RESULTS_VERSION, "kind", "run", "instance", instance,
+                             "recording_id", recording, "stopped", 1, "p0", 0.9);
     json_object_set_new(root, "price", price >= 0 ? json_real(price) : json_null());
     json_t *lo = json_object();
     for (size_t i = 0; i < n; i++) {
@@ -269,6 +272,107 @@ static void test_consistency(void **state)
     test_fixture_free(&fx);
 }
 
+/* Adds failed requests and DB errors to a results file written by
+ * test_write_run: 2 failed requests in interval 2, two kinds of DB error. */
+static void test_add_failures(const char *path)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    assert_non_null(root);
+    json_object_set_new(json_array_get(json_object_get(root, "intervals"), 1), "failed",
+                        json_integer(2));
+    json_object_set_new(
+        root, "db_errors",
+        json_pack("[{s:s, s:s, s:i, s:i, s:s}, {s:s, s:s, s:i, s:i, s:s}, {s:s, s:s, s:i, s:i, "
+                  "s:s}]",
+                  "component", "php", "query", "SELEC 1", "count", 5, "code", 1064, "message",
+                  "You have an error in your SQL syntax; check the manual", "component", "php",
+                  "query", "SELEC 2", "count", 15, "code", 1064, "message",
+                  "You have an error in your SQL syntax; check the manual", "component", "php",
+                  "query", "SELECT * FROM gone", "count", 1, "code", 1146, "message",
+                  "Table 'shop.gone' doesn't exist"));
+    assert_int_equal(json_dump_file(root, path, 0), 0);
+    json_decref(root);
+}
+
+static void test_failed_replay_not_ranked(void **state)
+{
+    (void)state;
+    struct test_fixture fx = {0};
+    struct test_label a[] = {{"GET /a", 0.100, 0.090, 0.110}, {"POST /b", 0.1, 0.09, 0.11}};
+    struct test_label b[] = {{"GET /a", 0.050, 0.045, 0.055}};
+    test_load(&fx, test_write_run("fa.json", "a", 0.3, "rec1", a, 2));
+    const char *pb = test_write_run("fb.json", "b", 0.1, "rec1", b, 1);
+    test_add_failures(pb);
+    test_load(&fx, pb);
+    struct compare_options opt;
+    compare_options_default(&opt);
+    char err[COMPARE_ERR_LEN];
+    assert_int_equal(compare_analyze(fx.runs, fx.n, NULL, &opt, &fx.v, err, sizeof err), 0);
+    const struct compare_run *r = &fx.runs[1];
+    assert_int_equal(r->failed, 2);
+    assert_int_equal(r->nproblems, 3);
+    assert_string_equal(r->problems[0], "21 DB queries failed (component php: 20 × 'You have an "
+                                        "error in your SQL syntax; ch…'; component php: 1 × "
+                                        "'Table 'shop.gone' doesn't exist')");
+    assert_string_equal(r->problems[1], "2 requests failed");
+    assert_string_equal(r->problems[2], "label 'POST /b' never replayed successfully");
+    assert_false(r->ranked);
+    assert_int_equal(r->tier, 0);
+    assert_true(fx.runs[0].ranked);
+    assert_int_equal(fx.v.nranked, 1);
+    assert_int_equal(fx.v.recommended, 0); /* b is cheaper and faster, but failed */
+    assert_string_equal(fx.v.caveats,
+                        "Not ranked, the replay failed: b (--allow-failed ranks them).");
+    compare_verdict_free(&fx.v);
+    opt.allow_failed = 1;
+    assert_int_equal(compare_analyze(fx.runs, fx.n, NULL, &opt, &fx.v, err, sizeof err), 0);
+    assert_true(fx.runs[1].ranked);
+    assert_int_equal(fx.v.nranked, 2);
+    assert_int_equal(fx.v.recommended, 1);
+    assert_string_equal(fx.v.caveats, "Ranked although the replay failed (--allow-failed): b.");
+    compare_verdict_free(&fx.v);
+    /* nothing left to rank */
+    opt.allow_failed = 0;
+    assert_int_equal(compare_analyze(&fx.runs[1], 1, NULL, &opt, &fx.v, err, sizeof err), 0);
+    assert_int_equal(fx.v.nranked, 0);
+    assert_int_equal(fx.v.recommended, (size_t)-1);
+    assert_string_equal(fx.v.reason, "no instance type could be ranked: every replay failed");
+    test_fixture_free(&fx);
+}
+
+static void test_flagged_blocks_named(void **state)
+{
+    (void)state;
+    struct test_fixture fx = {0};
+    struct test_label a[] = {{"GET /a", 0.100, 0.090, 0.110}};
+    test_load(&fx, test_write_run("fl.json", "a", 0.2, "rec1", a, 1));
+    char *names[] = {"GET /a", "(unlabelled)"};
+    size_t counts[] = {3, 1};
+    double rec_a[] = {0.1, 0.2};
+    double *recorded[] = {rec_a};
+    size_t nrecorded[] = {2};
+    char *label_names[] = {"GET /a"};
+    struct compare_recording rec = {.recording_id = "rec1",
+                                    .nlabels = 1,
+                                    .label_names = label_names,
+                                    .recorded_s = recorded,
+                                    .nrecorded = nrecorded,
+                                    .nflagged_labels = 2,
+                                    .flagged_labels = names,
+                                    .nflagged = counts};
+    struct compare_options opt;
+    compare_options_default(&opt);
+    char err[COMPARE_ERR_LEN];
+    assert_int_equal(compare_analyze(fx.runs, fx.n, &rec, &opt, &fx.v, err, sizeof err), 0);
+    assert_string_equal(fx.v.caveats, "Not judged: plan: 4 blocks built by the analyzer's fallback "
+                                      "for interleaving threads ('GET /a' 3, '(unlabelled)' 1).");
+    assert_true(fx.runs[0].ranked);
+    /* no samples in the file: whether the stop rule judged a label is unknown */
+    assert_int_equal(fx.runs[0].labels[0].judged, -1);
+    test_fixture_free(&fx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +383,8 @@ int main(void)
         cmocka_unit_test(test_verdict_slo_label_and_none),
         cmocka_unit_test(test_verdict_unpriced),
         cmocka_unit_test(test_consistency),
+        cmocka_unit_test(test_failed_replay_not_ranked),
+        cmocka_unit_test(test_flagged_blocks_named),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -13,13 +13,18 @@ that a person would see it:
 - the console shows nothing: Chromium logs console messages to stderr
   (INFO:CONSOLE); a canary page with a deliberate console.error proves the
   check can see one before the report is judged;
-- the screenshot is a real picture (decoded here: enough non-white pixels).
+- the screenshot is a real picture (decoded here: enough non-white pixels);
+- the first screen holds the box of what the verdict does not vouch for,
+  above every chart: the failed replay's problem line (one run here has
+  failed requests and DB errors) and the verdict's caveats, exactly.
 
 Chromium runs as root with --no-sandbox, no network features, and a fresh
 profile that is removed afterwards. Bounded: each browser run has a timeout.
 """
+import html
 import html.parser
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -136,15 +141,40 @@ def png_ink(path):
     return ink / max(total, 1)
 
 
+def check_trust_box(dom, large):
+    """The first screen's box: before any chart, the exact problem line and caveats."""
+    m = re.search(r'<div class="trust warn" id="trust">(.*?)</div>', dom, re.S)
+    if not m:
+        fail("no first-screen box (div#trust.warn) in the report")
+    if m.start() > dom.find("<svg"):
+        fail("the first-screen box comes after a chart")
+    items = [html.unescape(re.sub(r"<[^>]+>", "", t))
+             for t in re.findall(r"<li>(.*?)</li>", m.group(1), re.S)]
+    want = [large + ": 4 DB queries failed (component app: 4 × 'Deadlock found when trying to "
+            "get lock;…'), 2 requests failed"]
+    if items != want:
+        fail("box problem lines %s, want %s" % (items, want))
+    caveats = re.search(r'<p class="caveats">(.*?)</p>', m.group(1), re.S)
+    unlike = ("'GET /fast' (does not resemble the recording: p < 0.001 with 400 replayed and "
+              "33 recorded samples)")
+    want = ("Not ranked, the replay failed: large (--allow-failed ranks them). Not judged: "
+            "small %s; medium %s; large %s." % (unlike, unlike, unlike))
+    if not caveats or html.unescape(caveats.group(1)) != want:
+        fail("box caveats %r, want %r" % (caveats and html.unescape(caveats.group(1)), want))
+
+
 def main():
     work = tempfile.mkdtemp(prefix="compare-browser-")
     try:
         labels = "GET /fast,POST /slow," + EVIL
+        failures = ["--failed", "2", "--db-error",
+                    "app:4:Deadlock found when trying to get lock; try restarting transaction"]
         for name, price, scale, seed in (("small", 0.05, 2.0, 1), ("medium", 0.1, 1.0, 2),
                                          ("large", 0.2, 0.97, 3)):
             subprocess.run(["/usr/bin/python3", MK, os.path.join(work, name + ".json"), name,
                             str(price), str(scale), "hand-built", "--seed", str(seed),
-                            "--labels", labels], check=True)
+                            "--labels", labels] + (failures if name == "large" else []),
+                           check=True)
         make_plan = os.path.join(BUILD, "tests/replay/replay_make_plan")
         if not os.access(make_plan, os.X_OK):
             fail("replay_make_plan not built (tests/replay): the report needs a plan")
@@ -169,6 +199,16 @@ def main():
         if EVIL in text or "&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;q&quot;" not in text:
             fail("the label with markup is not escaped")
 
+        # the recorded baseline row in the per-label table, the plan box, no empty label
+        if text.count('<tr class="recorded"><td>') < 3 or "recorded (server side)" not in text:
+            fail("the per-label table lacks its recorded baseline rows")
+        if "The plan behind these numbers" not in text or "coverage: <strong>" not in text:
+            fail("the plan-quality box is missing")
+        if "How the runs were made" not in text or "cpu_ratio" not in text:
+            fail("the runs' cpu_ratio table is missing")
+        if ": </text>" in text or "<td></td>" in text:
+            fail("an empty label is shown")
+
         # the detector sees console errors (canary), then the report has none
         canary = os.path.join(work, "canary.html")
         with open(canary, "w") as f:
@@ -181,6 +221,7 @@ def main():
         if console_lines(err):
             fail("console messages while showing the report:\n" + "\n".join(console_lines(err)))
 
+        check_trust_box(dom, os.path.join(work, "large.json"))
         parser = Charts()
         parser.feed(dom)
         if parser.scripts:
@@ -189,7 +230,7 @@ def main():
         titles = [c["title"] for c in charts]
         want = ["Response time of GET /fast", "Response time of POST /slow",
                 "Response time of " + EVIL, "Median response time per label",
-                "95th percentile response time per label", "Time per resource per block",
+                "95th percentile response time per label", "Time per front-end request",
                 "PT4Cloud stop rule: p per interval", "The recording: requests per label"]
         for w in want:
             if not any(t.startswith(w) for t in titles):

@@ -61,6 +61,8 @@ static json_t *test_run_doc(void)
                                   .requests = 4,
                                   .failed = 1,
                                   .length_s = 2,
+                                  .schedule_from_s = 12.5,
+                                  .schedule_to_s = 14.5,
                                   .lateness = results_lateness_json(0.001, 0.002, 0.002),
                                   .fed = 1,
                                   .compared = 1,
@@ -82,7 +84,11 @@ static json_t *test_run_doc(void)
                             .price = 0.096,
                             .speed = 1,
                             .cpu_ratio = 1.5,
+                            .cpu_ratio_lo = 1.4,
+                            .cpu_ratio_hi = 1.6,
                             .p0 = 0.9,
+                            .schedule_s = 35.25,
+                            .schedule_requests = 151,
                             .no_deps = 0,
                             .stopped = 1,
                             .hosts = hosts,
@@ -257,10 +263,13 @@ static void test_run_round_trip(void **state)
     assert_true(rf.stopped);
     assert_true(fabs(rf.price - 0.096) < 1e-12 && fabs(rf.p0 - 0.9) < 1e-12);
     assert_true(isnan(rf.elapsed_s));
+    assert_true(rf.cpu_ratio == 1.5 && rf.cpu_ratio_lo == 1.4 && rf.cpu_ratio_hi == 1.6);
     test_check_label(&rf);
     assert_int_equal(rf.nintervals, 1);
     assert_int_equal(rf.intervals[0].requests, 4);
     assert_true(rf.intervals[0].p == 0.5 && rf.intervals[0].length_s == 2);
+    assert_true(rf.intervals[0].schedule_from_s == 12.5 && rf.intervals[0].schedule_to_s == 14.5);
+    assert_true(rf.schedule_s == 35.25 && rf.schedule_requests == 151);
     assert_int_equal(rf.nresources, 1);
     assert_string_equal(rf.resources[0].component, "web");
     assert_string_equal(rf.resources[0].label, "GET /");
@@ -286,6 +295,7 @@ static void test_drive_round_trip(void **state)
     assert_true(isnan(rf.price) && isnan(rf.p0));
     assert_true(rf.elapsed_s == 1.25 && rf.failed == 1);
     assert_false(rf.has_intervals);
+    assert_true(isnan(rf.schedule_s) && isnan(rf.schedule_requests));
     test_check_label(&rf);
     results_file_free(&rf);
 }
@@ -307,13 +317,56 @@ static void test_version_refused(void **state)
     assert_string_equal(err, want);
 }
 
+/* Version 1 (response_s from the first byte sent) is refused saying what
+ * its response_s meant and what to do. */
+static void test_version_1_refused(void **state)
+{
+    (void)state;
+    const char *path = test_tmpdir_path("v1.json");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"format\": \"preplay-results\", \"version\": 1}");
+    fclose(f);
+    char err[RESULTS_ERR_LEN], want[RESULTS_ERR_LEN + 64];
+    struct results_file rf;
+    assert_int_equal(results_read(path, &rf, err, sizeof err), -1);
+    snprintf(want, sizeof want,
+             "%s: results version 1 is not supported (this preplay reads 2): its response_s "
+             "counts from the first byte sent, not from the scheduled arrival; replay again "
+             "(or add late_s to every response_s)",
+             path);
+    assert_string_equal(err, want);
+}
+
+/* An interval whose schedule coverage ends before it starts is refused. */
+static void test_schedule_refused(void **state)
+{
+    (void)state;
+    const char *path = test_tmpdir_path("backwards.json");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"format\": \"preplay-results\", \"version\": %d, \"kind\": \"run\", "
+            "\"stopped\": false, \"labels\": {}, \"intervals\": [{\"requests\": 1, "
+            "\"schedule_from_s\": 5, \"schedule_to_s\": 2}]}",
+            RESULTS_VERSION);
+    fclose(f);
+    char err[RESULTS_ERR_LEN], want[RESULTS_ERR_LEN + 64];
+    struct results_file rf;
+    assert_int_equal(results_read(path, &rf, err, sizeof err), -1);
+    snprintf(want, sizeof want,
+             "%s: intervals[0]: schedule_from_s and schedule_to_s: expected numbers, 0 <= from "
+             "<= to",
+             path);
+    assert_string_equal(err, want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_writer_keys_are_known),
-        cmocka_unit_test(test_run_round_trip),
-        cmocka_unit_test(test_drive_round_trip),
-        cmocka_unit_test(test_version_refused),
+        cmocka_unit_test(test_writer_keys_are_known), cmocka_unit_test(test_run_round_trip),
+        cmocka_unit_test(test_drive_round_trip),      cmocka_unit_test(test_version_refused),
+        cmocka_unit_test(test_version_1_refused),     cmocka_unit_test(test_schedule_refused),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -30,8 +30,8 @@ int main(int argc, char **argv)
         return 1;
     }
     uint32_t host = S(w, "h1");
-    struct plan_component app = {S(w, "app"), host, 2, 1, 9000, 0, 0};
-    struct plan_component fe = {S(w, "frontend"), host, 4, 0, 8080, 0, 1};
+    struct plan_component app = {S(w, "app"), host, 2, 1, 9000, 0, 0, 1}; /* 2 event loops */
+    struct plan_component fe = {S(w, "frontend"), host, 4, 0, 8080, 0, 1, 0};
     plan_writer_component(w, &app); /* 0 */
     plan_writer_component(w, &fe);  /* 1 */
     struct plan_file f = {S(w, "/srv/data"), 4096};

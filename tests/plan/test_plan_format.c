@@ -117,6 +117,7 @@ static void assert_plan_equal(const struct plan *a, const struct plan *b)
         assert_int_equal(x->listen_port, y->listen_port);
         assert_int_equal(x->prefork, y->prefork);
         assert_int_equal(x->is_frontend, y->is_frontend);
+        assert_int_equal(x->event_loop, y->event_loop);
     }
     assert_int_equal(a->nfiles, b->nfiles);
     for (uint32_t i = 0; i < a->nfiles; i++) {
@@ -190,7 +191,7 @@ static const char *write_sample(const char *name, size_t frame_bytes)
     assert_int_equal(s_host, 2);
     assert_int_equal(plan_writer_string(w, "app", 3), 1); /* deduplicated */
     assert_int_equal(plan_writer_string(w, "", 0), 0);
-    struct plan_component app = {s_app, s_host, 0, 0, 0, 0, 0};
+    struct plan_component app = {s_app, s_host, 0, 0, 0, 0, 0, 1};
     assert_int_equal(plan_writer_component(w, &app), 0);
     struct plan_op a_ops[4];
     memset(a_ops, 0, sizeof a_ops);
@@ -211,7 +212,7 @@ static const char *write_sample(const char *name, size_t frame_bytes)
     uint32_t s_db = plan_writer_string(w, "127.0.0.1:3306", 14);
     uint32_t s_ext = plan_writer_string(w, "[::1]:443", 9);
     uint32_t s_path = plan_writer_string(w, "/srv/data.bin", 13);
-    struct plan_component fe = {s_fe, s_host, 1, 3, UINT16_MAX, 1, 1};
+    struct plan_component fe = {s_fe, s_host, 1, 3, UINT16_MAX, 1, 1, 0};
     assert_int_equal(plan_writer_component(w, &fe), 1);
     struct plan_file f = {s_path, UINT64_MAX};
     assert_int_equal(plan_writer_file(w, &f), 0);
@@ -265,7 +266,7 @@ static void check_sample(const struct plan *p)
 {
     assert_int_equal(p->version_major, 1);
     assert_int_equal(p->version_minor, PLAN_FORMAT_MINOR);
-    assert_int_equal(p->version_minor, 2);
+    assert_int_equal(p->version_minor, 3);
     assert_string_equal(p->recording_id, "rec-0123456789abcdef0123456789abcdef012");
     assert_int_equal(p->ncpu_scores, 2);
     assert_string_equal(p->cpu_scores[0].name, "zstd-compress");
@@ -282,11 +283,13 @@ static void check_sample(const struct plan *p)
     assert_int_equal(p->ncomponents, 2);
     assert_int_equal(p->components[0].name, 1);
     assert_int_equal(p->components[0].workers, 0);
+    assert_int_equal(p->components[0].event_loop, 1);
     assert_int_equal(p->components[1].workers, UINT32_MAX);
     assert_int_equal(p->components[1].db_conns, 3);
     assert_int_equal(p->components[1].listen_port, UINT16_MAX);
     assert_int_equal(p->components[1].prefork, 1);
     assert_int_equal(p->components[1].is_frontend, 1);
+    assert_int_equal(p->components[1].event_loop, 0);
     assert_int_equal(p->nfiles, 2);
     assert_true(p->files[0].initial_size == UINT64_MAX);
     assert_int_equal(p->files[0].path, 9);
@@ -405,7 +408,7 @@ static void test_many_blocks_many_frames(void **state)
     assert_non_null(w);
     assert_int_equal(plan_writer_set_frame_bytes(w, 8192), 0);
     uint32_t name = plan_writer_string(w, "tier", 4);
-    struct plan_component c = {name, 0, 4, 0, 80, 0, 1};
+    struct plan_component c = {name, 0, 4, 0, 80, 0, 1, 0};
     assert_int_equal(plan_writer_component(w, &c), 0);
     for (uint32_t b = 0; b < NBLOCKS; b++) {
         char label[32];
@@ -834,7 +837,7 @@ static void test_writer_refuses_dangling(void **state)
     char err[512] = "";
     struct plan_writer *w = plan_writer_open(path, "r", NULL, 0, err, sizeof err);
     assert_non_null(w);
-    struct plan_component c = {0, 0, 1, 0, 0, 0, 1};
+    struct plan_component c = {0, 0, 1, 0, 0, 0, 1, 0};
     assert_int_equal(plan_writer_component(w, &c), 0);
     struct plan_op op = {.kind = PLAN_OP_CALL, .a.call = {5, 0, 0}};
     struct plan_block b = {0, 0, 0, 1, 0, 0, 0, 0};

@@ -34,7 +34,7 @@ eq("violation_blocks", j["violation_blocks"], 1)
 eq("violations_text", j["violations_text"],
    "frontend: thread 12 interleaved connections 3 and 4 (17 events)")
 eq("recording_id", j["recording_id"], "rec-info-test")
-eq("format_version", j["format_version"], 1002)  # 1.2: DB ops may carry PLAN_DB_CUT
+eq("format_version", j["format_version"], 1003)  # 1.3: DB ops may carry PLAN_DB_CUT
 want_total = {
     "GET /cart": {"cpu_s": 0.009, "file_s": 0.0012, "net_s": 0.0030945, "lock_s": 0.00015, "db_s": 0.009},
     "POST /buy": {"cpu_s": 0.014, "file_s": 0.002, "net_s": 0.005003, "lock_s": 0.0, "db_s": 0.006},
@@ -53,6 +53,7 @@ comps = j["components"]
 eq("components", [(c["name"], c["host"], c["workers"], c["db_conns"], c["listen_port"], c["frontend"])
                   for c in comps],
    [("app", "h1", 2, 1, 9000, False), ("frontend", "h1", 4, 0, 8080, True)])
+eq("event loops", [c["event_loop"] for c in comps], [True, False])
 eq("skipped_records", j["skipped_records"], 0)
 PY
 
@@ -60,9 +61,10 @@ PY
 expect_line() {
   grep -qxF -- "$1" "$dir/info.txt" || { echo "info PLAN: missing line '$1' in:"; cat "$dir/info.txt"; exit 1; }
 }
-expect_line "plan $dir/app.plan: format 1.2, recording rec-info-test"
+expect_line "plan $dir/app.plan: format 1.3, recording rec-info-test"
 expect_line "5 requests, 3 blocks (1 flagged as violations), 15 ops, 2 components"
 expect_line "  frontend         on h1: 4 worker threads, 0 DB connections, port 8080, front end"
+expect_line "  app              on h1: 2 event loops, 1 DB connections, port 9000"
 expect_line "coverage 99.50%, unmatched bytes 1234, violations 1"
 expect_line "  GET /cart                       3 req  cpu 0.009000 (3.000)  file 0.001200 (0.400)  net 0.003095 (1.032)  lock 0.000150 (0.050)  db 0.009000 (3.000)"
 expect_line "  POST /buy                       2 req  cpu 0.014000 (7.000)  file 0.002000 (1.000)  net 0.005003 (2.502)  lock 0.000000 (0.000)  db 0.006000 (3.000)"

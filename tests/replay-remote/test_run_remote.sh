@@ -181,11 +181,11 @@ printf 'app root@127.0.0.1:%s\n' "$port_lo" >"$work/hosts2"
   --interval 2s -o "$work/r2.json" 2>"$work/r2.err" &
 run=$!
 for _ in $(seq 1 200); do
-  grep -q '^interval 1:' "$work/r2.err" 2>/dev/null && break
+  grep -q '^interval 1 of 5:' "$work/r2.err" 2>/dev/null && break
   kill -0 "$run" 2>/dev/null || break
   sleep 0.1
 done
-grep -q '^interval 1:' "$work/r2.err" || { kill "$run"; wait "$run"; fail "interval 1 did not end: $(cat "$work/r2.err")"; }
+grep -q '^interval 1 of 5:' "$work/r2.err" || { kill "$run"; wait "$run"; fail "interval 1 did not end: $(cat "$work/r2.err")"; }
 victim=$(fixture_replayer_among $(fixture_descendants "$sshd_lo"))
 [ -n "$victim" ] || { kill "$run"; wait "$run"; fail "no remote replayer under the loopback sshd"; }
 sleep 0.3
@@ -216,7 +216,7 @@ echo "[$SECONDS s] Ctrl-C during interval 2"
   --interval 2s -o "$work/r3.json" 2>"$work/r3.err" &
 run=$!
 for _ in $(seq 1 200); do
-  grep -q '^interval 1:' "$work/r3.err" 2>/dev/null && break
+  grep -q '^interval 1 of 5:' "$work/r3.err" 2>/dev/null && break
   kill -0 "$run" 2>/dev/null || break
   sleep 0.1
 done
@@ -251,7 +251,7 @@ wait_remote_replayer() { # RUN-PID: pid of the replayer under the loopback sshd
   --interval 2s -o "$work/r4.json" 2>"$work/r4.err" &
 run=$!
 for _ in $(seq 1 200); do
-  grep -q '^interval 1:' "$work/r4.err" 2>/dev/null && break
+  grep -q '^interval 1 of 5:' "$work/r4.err" 2>/dev/null && break
   kill -0 "$run" 2>/dev/null || break
   sleep 0.1
 done

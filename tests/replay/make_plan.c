@@ -3,6 +3,11 @@
  *                            "GET /fast" (CPU 300 us, call, 2 KiB answer) and
  *                            "POST /slow" (file write+read, lock, CPU 2 ms,
  *                            external 1 ms, call); 50 requests/s for 1 s.
+ *   make_plan burst OUT      one front end "web" (2 workers): "GET /page" (CPU
+ *                            300 us) every 50 ms over 3.5 s, and a burst of 81
+ *                            "POST /order" (CPU 1 ms, external 4 ms) 11 ms apart
+ *                            from 2.6 s on: 151 requests, the orders only at the
+ *                            end (the whole-schedule tests).
  *   make_plan db OUT DBNAME  one component doing INSERT/SELECT on table t of
  *                            DBNAME (the DB replay and restore test).
  * Test code: exits non-zero with a message on failure. */
@@ -23,7 +28,7 @@ static struct plan_op db_op(struct plan *p, uint8_t kind, const char *sql, const
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: make_plan two-tier|db OUT [DBNAME]\n");
+        fprintf(stderr, "usage: make_plan two-tier|burst|db OUT [DBNAME]\n");
         return 2;
     }
     struct plan *p = fixture_plan_new();
@@ -61,6 +66,21 @@ int main(int argc, char **argv)
         fixture_op(p, fixture_net(1, 1024, 0));
         for (int i = 0; i < 50; i++)
             fixture_request(p, i % 3 ? fast : slow, (uint64_t)i * 20000000, 0, 0);
+    } else if (!strcmp(argv[1], "burst")) {
+        uint32_t web = fixture_component(p, "web", 2, 1);
+        uint32_t page = fixture_block(p, web, "GET /page");
+        fixture_op(p, fixture_net(0, 300, 0));
+        fixture_op(p, fixture_cpu(300000));
+        fixture_op(p, fixture_net(1, 2048, 0));
+        uint32_t order = fixture_block(p, web, "POST /order");
+        fixture_op(p, fixture_net(0, 800, 0));
+        fixture_op(p, fixture_cpu(1000000));
+        fixture_op(p, fixture_external(4000000));
+        fixture_op(p, fixture_net(1, 300, 0));
+        for (int i = 0; i < 70; i++)
+            fixture_request(p, page, (uint64_t)i * 50000000, 0, 0);
+        for (int i = 0; i < 81; i++)
+            fixture_request(p, order, 2600000000u + (uint64_t)i * 11000000, 0, 0);
     } else if (!strcmp(argv[1], "db") && argc == 4) {
         uint32_t c = fixture_component(p, "dbapp", 2, 1);
         p->components[c].db_conns = 1;

@@ -16,10 +16,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 ( "$PREPLAY_BIN" run "$work/plan" --max-intervals 5 --interval 2s -o "$work/dead.json" 2>"$work/dead.err"; echo $? >"$work/dead.rc" ) &
 runner=$!
 for _ in $(seq 1 100); do
-  grep -q '^interval 1:' "$work/dead.err" 2>/dev/null && break
+  grep -q '^interval 1 of 5:' "$work/dead.err" 2>/dev/null && break
   sleep 0.1
 done
-grep -q '^interval 1:' "$work/dead.err" || fail "run did not finish interval 1: $(cat "$work/dead.err")"
+grep -q '^interval 1 of 5:' "$work/dead.err" || fail "run did not finish interval 1: $(cat "$work/dead.err")"
 # only our own run's replayer (other runs may be going on on this machine):
 # runner (subshell) -> preplay run -> preplay replay --component app
 run_pid=$(pgrep -P "$runner" -f -- "run $work/plan" | head -1)

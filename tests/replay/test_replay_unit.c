@@ -3,8 +3,11 @@
  * segment, nested-call segments as a callee sees them, pooled versus
  * per-call connections, lock semantics (exclusive, shared, failed try,
  * locks left held), file offsets and sizes on the dummy files, EXECUTE
- * parameter rendering, and a driver run against an in-process server
- * (good token and bad token). */
+ * parameter rendering, a driver run against an in-process server
+ * (good token and bad token), a send made late counted in its response
+ * time, and an event-loop engine (one request's CPU at a time per loop,
+ * waits overlapping). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +501,22 @@ static void test_server_and_driver(void **state)
     assert_int_equal(replay_server_served(s), 40);
     replay_drive_result_free(&r);
 
+    /* a window of the repeating schedule (period 200 ms): from 100 ms for
+     * 150 ms sends requests 20..39, then 0..9 of the next pass */
+    o.schedule_from_s = 0.1;
+    o.duration_s = 0.15;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.nsamples, 30);
+    assert_true(fabs(r.schedule_from_s - 0.1) < 1e-9 && fabs(r.schedule_to_s - 0.25) < 1e-9);
+    assert_true(fabs(r.schedule_s - 0.2) < 1e-9);
+    int nb = 0;
+    for (size_t i = 0; i < r.nsamples; i++)
+        nb += r.samples[i].label == p->blocks[bb].label;
+    assert_int_equal(nb, 8); /* i % 4 == 0: 20..36 and 0, 4, 8 */
+    replay_drive_result_free(&r);
+    o.schedule_from_s = 0;
+    o.duration_s = 0;
+
     /* double speed: half the time; sessions: closed loop with think times */
     o.speed = 2;
     t0 = now_s();
@@ -553,9 +573,145 @@ static void test_session_mode(void **state)
     assert_true(took >= 0.108);
     assert_true(took < 0.200);
     replay_drive_result_free(&r);
+
+    /* two passes of the schedule (period 1 ms): each pass starts every
+     * session once, and each runs to its end */
+    o.duration_s = 0.0015;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.nsamples, 16);
+    assert_int_equal(r.failed, 0);
+    replay_drive_result_free(&r);
     replay_server_stop(s);
     replay_engine_free(e);
     fixture_plan_free(p);
+}
+
+/* A request the driver sends late counts from its scheduled arrival: one
+ * connection, three requests due at 0 with 20 ms of service each, so the
+ * second goes out ~20 ms late and the third ~40 ms; each response_s is at
+ * least its late_s plus the service. */
+static void test_late_send_counts(void **state)
+{
+    (void)state;
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 4, 1);
+    uint32_t b = fixture_block(p, c, "slow");
+    fixture_op(p, fixture_net(0, 10, 0));
+    fixture_op(p, fixture_external(20000000));
+    fixture_op(p, fixture_net(1, 10, 0));
+    for (int i = 0; i < 3; i++)
+        fixture_request(p, b, 0, 0, 0);
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .token = 9, .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    int l = replay_listen("127.0.0.1:0", err, sizeof err);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(l, (struct sockaddr *)&ss, &sl);
+    char addr[64];
+    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
+    struct replay_server *s = replay_server_start(e, l, 4, NULL, err, sizeof err);
+    struct replay_drive_options o = {.plan = p,
+                                     .target = addr,
+                                     .token = 9,
+                                     .mode = REPLAY_DRIVE_INDEPENDENT,
+                                     .speed = 1,
+                                     .max_connections = 1};
+    struct replay_drive_result r;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.nsamples, 3);
+    double max_late = 0;
+    for (size_t i = 0; i < r.nsamples; i++) {
+        assert_true(r.samples[i].ok);
+        assert_true(r.samples[i].response_s >= r.samples[i].late_s + 0.019);
+        max_late = r.samples[i].late_s > max_late ? r.samples[i].late_s : max_late;
+    }
+    assert_true(max_late >= 0.039); /* the third waited for two services */
+    replay_drive_result_free(&r);
+    replay_server_stop(s);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+}
+
+/* ---- event loops: CPU ops of blocks running on several threads never
+ * overlap on one loop, while their external waits do ---- */
+
+static _Atomic int loop_inside, loop_most;
+
+static void loop_burn(uint64_t ns)
+{
+    int n = atomic_fetch_add(&loop_inside, 1) + 1;
+    int m = atomic_load(&loop_most);
+    while (n > m && !atomic_compare_exchange_weak(&loop_most, &m, n))
+        ;
+    struct timespec ts = {0, (long)ns};
+    nanosleep(&ts, NULL);
+    atomic_fetch_sub(&loop_inside, 1);
+}
+
+struct loop_arg {
+    struct replay_engine *e;
+    uint32_t block;
+};
+
+static void *loop_thread(void *arg)
+{
+    struct loop_arg *a = arg;
+    struct replay_thread *t = replay_thread_new(a->e);
+    char err[256];
+    int rc = replay_exec_block(t, a->block, -1, 0, 0, err, sizeof err);
+    replay_thread_free(t);
+    return (void *)(intptr_t)rc;
+}
+
+/* 4 blocks of CPU 5 ms, external 60 ms, CPU 5 ms on 4 threads: wall time
+ * and the most CPU ops running at once */
+static double loop_run(uint32_t event_loops, int *most)
+{
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 1, 1);
+    p->components[c].event_loop = event_loops > 0;
+    uint32_t b = fixture_block(p, c, "GET /a");
+    fixture_op(p, fixture_cpu(5000000));
+    fixture_op(p, fixture_external(60000000));
+    fixture_op(p, fixture_cpu(5000000));
+    char err[256];
+    struct replay_config cfg = {
+        .plan = p, .component = c, .cpu_ratio = 1, .event_loops = event_loops};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    assert_non_null(e);
+    replay_cpu_burn_fn saved = replay_cpu_burn;
+    replay_cpu_burn = loop_burn;
+    atomic_store(&loop_most, 0);
+    pthread_t th[4];
+    struct loop_arg a = {e, b};
+    double t0 = now_s();
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, loop_thread, &a), 0);
+    for (int i = 0; i < 4; i++) {
+        void *rc;
+        pthread_join(th[i], &rc);
+        assert_int_equal((intptr_t)rc, 0);
+    }
+    double wall = now_s() - t0;
+    replay_cpu_burn = saved;
+    *most = atomic_load(&loop_most);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+    return wall;
+}
+
+static void test_event_loop(void **state)
+{
+    (void)state;
+    int most;
+    double wall = loop_run(1, &most);
+    assert_int_equal(most, 1); /* one loop: one request's work at a time */
+    /* the waits overlap: at least one block's 70 ms, far less than 4 x 70
+     * ms in a row */
+    assert_true(wall >= 0.068 && wall < 0.250);
+    loop_run(0, &most);
+    assert_true(most > 1); /* a worker pool: CPU ops of several requests at once */
 }
 
 int main(void)
@@ -570,6 +726,8 @@ int main(void)
         cmocka_unit_test(test_db_render),
         cmocka_unit_test(test_server_and_driver),
         cmocka_unit_test(test_session_mode),
+        cmocka_unit_test(test_event_loop),
+        cmocka_unit_test(test_late_send_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

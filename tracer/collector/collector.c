@@ -994,13 +994,17 @@ static int collector_close_process(struct collector *c, struct collector_process
     }
     char err[256] = "";
     if (p->writer) {
-        c->stats.bytes += trace_writer_bytes(p->writer);
+        uint64_t written = trace_writer_bytes(p->writer);
         /* the writer's message names the file; a failure already reported
          * by collector_append is not reported twice */
         if (trace_writer_close(p->writer, err, sizeof err) != 0 && !p->write_failed) {
             snprintf(c->error, sizeof c->error, "%s", err);
             rc = -1;
         }
+        /* the close wrote the last frame and the string table, most of a
+         * short trace: the size on disk is what the user will find */
+        struct stat st;
+        c->stats.bytes += stat(p->path, &st) == 0 ? (uint64_t)st.st_size : written;
         p->writer = NULL;
     }
     if (p->pidfd >= 0)
@@ -1252,7 +1256,7 @@ const char *collector_waker_note(const struct collector *c)
     return c->waker ? NULL : c->waker_note;
 }
 
-int collector_finish(struct collector *c, char *err, size_t errlen)
+int collector_close_all(struct collector *c, char *err, size_t errlen)
 {
     int rc = 0;
     /* Switch tracing off everywhere first, so processes that outlive us
@@ -1270,10 +1274,17 @@ int collector_finish(struct collector *c, char *err, size_t errlen)
         struct collector_process *p = c->procs[i];
         if (p->writer && collector_close_process(c, p, collector_process_gone(p)) != 0)
             rc = -1;
-        free(c->procs[i]);
     }
     if (rc != 0 && err)
         snprintf(err, errlen, "%s", c->error);
+    return rc;
+}
+
+int collector_finish(struct collector *c, char *err, size_t errlen)
+{
+    int rc = collector_close_all(c, err, errlen);
+    for (size_t i = 0; i < c->nprocs; i++)
+        free(c->procs[i]);
     close(c->listen_fd);
     collector_waker_stop(c->waker);
     if (c->cpu_clock_bpf)

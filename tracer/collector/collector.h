@@ -48,7 +48,7 @@ struct collector_options {
 struct collector_stats {
     uint64_t events;    /* events written */
     uint64_t lost;      /* events lost (drop mode, no free ring) */
-    uint64_t bytes;     /* compressed bytes written */
+    uint64_t bytes;     /* bytes written: on disk for closed traces */
     uint32_t processes; /* processes seen */
     uint32_t live;      /* processes still running */
     /* processes that gave up waiting for the collector's answer to their
@@ -91,7 +91,11 @@ const char *collector_tsc_note(const struct collector *c);
  * (e.g. a kernel without futex_waitv) and it drains on a short timer. */
 const char *collector_waker_note(const struct collector *c);
 /* Stops tracing in every process, drains what is left, closes every trace
- * file. Returns 0 or -1 (reason in err). Frees c. */
+ * file; collector_stats then counts their final sizes. Returns 0 or -1
+ * (reason in err). */
+int collector_close_all(struct collector *c, char *err, size_t errlen);
+/* collector_close_all (for what is still open), then frees c. Returns 0 or
+ * -1 (reason in err). */
 int collector_finish(struct collector *c, char *err, size_t errlen);
 
 #endif

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@
 #include <unistd.h>
 
 #include "collector.h"
-#include "cpu_kernels.h"
+#include "cpu_ratio.h"
 #include "cpuclock.h"
 #include "cpuclock_loader.h"
 #include "label_rules.h"
@@ -384,6 +385,21 @@ bad:
     return 2;
 }
 
+/* bytes as people read sizes: "75.3 KB", "12.0 MB", "3.41 GB" (powers of
+ * 1000, like the rest of preplay's messages); buf has room for 32 */
+static const char *record_size_text(uint64_t bytes, char *buf, size_t cap)
+{
+    if (bytes < 1000)
+        snprintf(buf, cap, "%" PRIu64 " B", bytes);
+    else if (bytes < 1000000)
+        snprintf(buf, cap, "%.1f KB", (double)bytes / 1e3);
+    else if (bytes < 1000000000)
+        snprintf(buf, cap, "%.1f MB", (double)bytes / 1e6);
+    else
+        snprintf(buf, cap, "%.2f GB", (double)bytes / 1e9);
+    return buf;
+}
+
 static void record_progress(struct collector *c, int tty, double started)
 {
     if (!tty)
@@ -393,9 +409,11 @@ static void record_progress(struct collector *c, int tty, double started)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-    fprintf(stderr, "\rpreplay: %.0fs  %u processes (%u live)  %llu events  %.1f MB  %llu lost%s ",
-            now - started, s.processes, s.live, (unsigned long long)s.events, (double)s.bytes / 1e6,
-            (unsigned long long)s.lost, collector_enabled(c) ? "" : "  [tracing off]");
+    char size[32];
+    fprintf(stderr, "\rpreplay: %.0fs  %u processes (%u live)  %llu events  %s  %llu lost%s ",
+            now - started, s.processes, s.live, (unsigned long long)s.events,
+            record_size_text(s.bytes, size, sizeof size), (unsigned long long)s.lost,
+            collector_enabled(c) ? "" : "  [tracing off]");
 }
 
 /* What the collector runs without, said once at the start (not with -q). */
@@ -429,9 +447,10 @@ static void record_cpu_scores(struct record_common *rc, const char *cmd)
 {
     if (rc->no_cpu_scores)
         return;
-    int n = cpu_kernels_run(rc->cpu_scores, TRACE_MAX_CPU_SCORES);
+    char err[256];
+    int n = cpu_ratio_record(rc->cpu_scores, TRACE_MAX_CPU_SCORES, err, sizeof err);
     if (n < 0) {
-        fprintf(stderr, "preplay %s: CPU scores not recorded: %s\n", cmd, cpu_kernels_error());
+        fprintf(stderr, "preplay %s: CPU scores not recorded: %s\n", cmd, err);
         return;
     }
     rc->copt.cpu_scores = rc->cpu_scores;
@@ -489,8 +508,10 @@ static void record_summary(const char *dir, struct collector *c, int quiet)
                 (double)s.clock_worst_offset_ns / 1e6);
     if (quiet)
         return;
-    fprintf(stderr, "preplay: %llu events from %u processes in %s (%.2f MB)%s\n",
-            (unsigned long long)s.events, s.processes, dir, (double)s.bytes / 1e6,
+    char size[32];
+    fprintf(stderr, "preplay: %llu events from %u processes in %s (%s)%s\n",
+            (unsigned long long)s.events, s.processes, dir,
+            record_size_text(s.bytes, size, sizeof size),
             s.lost ? " - some events were lost, see preplay info" : "");
 }
 
@@ -603,8 +624,9 @@ static int record_command(int argc, char **argv)
     }
     if (tty)
         fprintf(stderr, "\r\033[K");
+    int closed = collector_close_all(c, err, sizeof err); /* the summary's sizes are final */
     record_summary(rc.out_dir, c, rc.quiet);
-    if (collector_finish(c, err, sizeof err) != 0) {
+    if (collector_finish(c, closed ? NULL : err, sizeof err) != 0 || closed != 0) {
         fprintf(stderr, "preplay record: %s\n", err);
         failed = 1;
     }
@@ -672,8 +694,9 @@ static int collect_command(int argc, char **argv)
     }
     if (tty)
         fprintf(stderr, "\r\033[K");
+    int closed = collector_close_all(c, err, sizeof err); /* the summary's sizes are final */
     record_summary(rc.out_dir, c, rc.quiet);
-    if (collector_finish(c, err, sizeof err) != 0) {
+    if (collector_finish(c, closed ? NULL : err, sizeof err) != 0 || closed != 0) {
         fprintf(stderr, "preplay collect: %s\n", err);
         return 1;
     }

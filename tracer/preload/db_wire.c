@@ -1,8 +1,9 @@
 /* db_wire.c - DB events for clients that speak the MySQL protocol
  * themselves (pymysql, PHP mysqlnd, Java's Connector/J, the statically
  * linked `mariadb` client): parses the packets a process exchanges with a DB
- * endpoint (peer port in --db-port, default 3306, or an AF_UNIX path ending
- * in --db-socket, default mysqld.sock). Parameters are rendered with the
+ * endpoint (a server that greeted like MySQL/MariaDB, db_greeting.c; or a
+ * peer port in --db-port, default 3306, or an AF_UNIX path ending in
+ * --db-socket, default mysqld.sock: io_events.c). Parameters are rendered with the
  * renderer both DB capture paths share (db_common.c).
  *
  * Packets are [3-byte length][sequence][payload]. A command starts an

@@ -49,6 +49,11 @@ enum tracer_fd_kind {
 /* an accepted connection that opened with the HTTP/2 client preface: what
  * it receives goes to its HTTP/2 parser (h2, h2_label.c) for the labels */
 #define TRACER_FDF_H2 0x400
+/* a stream connection the process connect()ed, not known as a DB
+ * connection by its peer's port or socket name: its first bytes received
+ * (gathered in label_buf) say whether the server is MySQL/MariaDB
+ * (io_events.c, tracer_db_probe; db_greeting.c) */
+#define TRACER_FDF_DB_PROBE 0x800
 
 struct tracer_h2;
 
@@ -63,8 +68,10 @@ struct tracer_fd {
     uint64_t conn_id;
     /* the fields above are the descriptor's identity (what a CLOSE record
      * needs); below, the state of parsing what goes through it */
-    char label_buf[96]; /* start of a request being received (HTTP line) */
-    uint8_t label_len;  /* bytes of label_buf gathered */
+    /* start of a request being received (HTTP line); on a connection the
+     * process made, with TRACER_FDF_DB_PROBE: its first bytes received */
+    char label_buf[96];
+    uint8_t label_len; /* bytes of label_buf gathered */
     /* MySQL wire parsing state for DB connections (db_wire.c): framing of
      * what the client sends, and bytes parsed before a send that did not
      * send them (the app sends them again) */

@@ -3,6 +3,7 @@
  * labels on accepted connections, and the hand-off to the DB wire parser.
  * Never changes the call's result or errno (callers restore errno). */
 #include "io_events.h"
+#include "db_greeting.h"
 #include "h2_label.h"
 #include "http_label.h"
 
@@ -82,6 +83,16 @@ static int tracer_db_port(uint16_t port)
         if (port == ctl->db_ports[i])
             return 1;
     return 0;
+}
+
+/* f is a DB connection from now on: what it sends and receives goes to the
+ * wire parser (db_wire.c), whether its peer's port or socket name said so
+ * (--db-port, --db-socket) or its server's greeting did (tracer_db_probe). */
+static void tracer_conn_mark_db(struct tracer_fd *f)
+{
+    f->flags |= TRACER_FDF_DB;
+    f->flags &= (uint16_t)~TRACER_FDF_DB_PROBE;
+    tracer_global.db_wire_in_use = 1;
 }
 
 static int tracer_is_db_endpoint(const struct trace_conn_event *c, const struct sockaddr_un *peer,
@@ -195,9 +206,12 @@ static uint64_t tracer_conn_identify(struct tracer_thread *t, int fd, struct tra
         f->flags &= (uint16_t)~TRACER_FDF_PEERLESS;
     else if (type == SOCK_DGRAM && (c->family == AF_INET || c->family == AF_INET6))
         f->flags |= TRACER_FDF_IDENT_DONE | TRACER_FDF_PEERLESS;
-    if (have_remote && tracer_is_db_endpoint(c, (struct sockaddr_un *)&remote, rlen)) {
-        f->flags |= TRACER_FDF_DB;
-        tracer_global.db_wire_in_use = 1;
+    if (have_remote && tracer_is_db_endpoint(c, (struct sockaddr_un *)&remote, rlen))
+        tracer_conn_mark_db(f);
+    else if (op == TRACE_CONN_CONNECT && !(f->flags & TRACER_FDF_DB) &&
+             (c->proto == TRACE_PROTO_TCP || c->proto == TRACE_PROTO_UNIX_STREAM)) {
+        f->flags |= TRACER_FDF_DB_PROBE; /* its server's first bytes will tell */
+        f->label_len = 0;
     }
     /* --port: decided once the peer is known (connected, accepted, or the
      * address a connect in progress goes to) or there is none to know (a
@@ -502,6 +516,42 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
     tracer_label_write(t, f, line, (size_t)len, io->begin_ns);
 }
 
+/* The bytes a connection the process made receives first (it is
+ * TRACER_FDF_DB_PROBE): gathered in label_buf until they tell whether its
+ * server greets like MySQL/MariaDB (db_greeting.c), which makes it a DB
+ * connection from the greeting on. The bytes gathered from earlier receives
+ * then go to the wire parser ahead of this receive's (all of which the
+ * caller hands it), so it reads the whole conversation, as it does on a
+ * connection known by its port. Asked once per connection: whatever the
+ * answer, the flag goes. A receive with MSG_PEEK leaves the bytes to the
+ * next one; one whose bytes are not given (no iovec) ends the question. */
+static void tracer_db_probe(struct tracer_thread *t, struct tracer_fd *f,
+                            const struct tracer_io *io)
+{
+    if (io->msg_flags & MSG_PEEK)
+        return;
+    size_t before = f->label_len, cap = sizeof f->label_buf;
+    int verdict = TRACER_DB_GREETING_NO;
+    if (io->iov) {
+        size_t have = before + tracer_iov_peek(io->iov, io->iovcnt, (size_t)io->result,
+                                               f->label_buf + before, cap - before);
+        verdict = tracer_db_greeting((const unsigned char *)f->label_buf, have, cap);
+        if (verdict == TRACER_DB_GREETING_MORE) {
+            f->label_len = (uint8_t)have;
+            return;
+        }
+    }
+    f->flags &= (uint16_t)~TRACER_FDF_DB_PROBE;
+    if (verdict == TRACER_DB_GREETING_YES) {
+        tracer_conn_mark_db(f);
+        if (before && (tracer_global.only_mask & TRACER_ONLY_DB)) {
+            struct iovec earlier = {.iov_base = f->label_buf, .iov_len = before};
+            tracer_db_wire_received(t, f, &earlier, 1, before, io->begin_ns, io->begin_ns, 0);
+        }
+    }
+    f->label_len = 0;
+}
+
 void tracer_tls_label(struct tracer_thread *t, struct tracer_fd *f, int fd, const void *buf,
                       size_t n, uint64_t now)
 {
@@ -543,6 +593,8 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
             return;
         if (datagram_peer)
             conn = tracer_datagram_peer(t, io->fd, f, io->peer, io->peer_len, io->begin_ns);
+        if ((f->flags & TRACER_FDF_DB_PROBE) && io->dir == TRACER_IO_IN && io->result > 0)
+            tracer_db_probe(t, f, io);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_OUT && io->result > 0 &&
             !io->db_parsed && (tracer_global.only_mask & TRACER_ONLY_DB))
             tracer_db_wire_sent(t, f, io->iov, io->iovcnt, (size_t)io->result, io->begin_ns,

@@ -19,10 +19,10 @@ reported but not judged). Never edits its inputs; percentiles are linear
 interpolation (numpy's default), the same as the results file.
 
 Both sides count from the scheduled arrival: the load generator's
-response_ns does (open loop), and a predicted sample is its response_s plus
-its late_s (how late the driver sent it). Counting the driver from its first
-byte instead would drop ~0.1 ms of client wake-up on this VM and
-under-predict short requests by up to 40%."""
+response_ns does (open loop), and so does a predicted sample's response_s
+(results version 2; late_s, how late the driver sent it, is part of it).
+Counting the driver from its first byte instead would drop ~0.1 ms of
+client wake-up on this VM and under-predict short requests by up to 40%."""
 import argparse
 import csv
 import json
@@ -85,9 +85,9 @@ def load_pred(path):
     out = {}
     for s in r.get("samples", []):
         if s.get("ok"):
-            # from the scheduled arrival, like the load generator's response_ns
-            # (open loop: a late client send is part of what a user waits)
-            out.setdefault(s["label"], []).append(s["response_s"] + s.get("late_s", 0.0))
+            # response_s counts from the scheduled arrival, like the load
+            # generator's response_ns (what users of `preplay run` get)
+            out.setdefault(s["label"], []).append(s["response_s"])
     return out, r
 
 

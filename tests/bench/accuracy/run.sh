@@ -135,7 +135,7 @@ predict() {
       trap "\"'"$apps"'/db-stop.sh\" \"$db\" >/dev/null" EXIT
       "'"$apps"'/db-load.sh" "$db" >/dev/null || exit 1
       "$@" --db "mysql://sample@localhost/sample?socket=$db/mariadb.sock"' _ "$db" \
-    "$bin" run "$d/plan" --instance "$type" --cpu-ratio 1 --interval "${duration}s" \
+    "$bin" run "$d/plan" --instance "$type" --cpu-ratio 1 \
     --max-intervals "$intervals" --dir "$d/files-$type" $flag -o "$d/pred-$type$suffix.json" \
     >"$d/pred-$type$suffix.log" 2>&1 ||
     { tail -20 "$d/pred-$type$suffix.log" >&2; fail "$1: preplay run $flag on $type failed"; }

@@ -1,41 +1,65 @@
-/* bench_cpu_ratio.c - spread of the CPU scaling ratio measured on one
- * machine against itself (ideal: exactly 1.0). Each pair is a "record" score
- * set and a "target" score set taken one after the other, as `preplay
- * record` and `preplay replay` would on the same machine; the ratio is
- * cpu_kernels_ratio(record, target). Three methods, pairs interleaved so
- * all see the same machine load:
- *   before:      each kernel run 3 times back to back, fastest run kept;
- *   median of 5: CPU_KERNELS_ROUNDS rounds interleaved across kernels,
- *                the median round per kernel;
- *   min of 5:    the same rounds, the fastest round per kernel.
- * With --noise the record side runs next to a co-runner on the same core
- * (a thread streaming through 32 MiB, busy ~half the time): the situation
- * of `preplay record` while the other tier and MariaDB start.
- * Prints min / median / max of |ratio| per method and the time per set.
+/* bench_cpu_ratio.c - the CPU scaling ratio of one machine to itself
+ * (ideal: exactly 1.0), the way `preplay record` and `preplay run` measure
+ * it, before and after cpu_ratio.h:
+ *   before: each side the median of CPU_KERNELS_ROUNDS (5) interleaved
+ *           rounds per kernel, cpu_kernels_ratio (equal-weight geometric
+ *           mean);
+ *   now:    each side cpu_ratio_measure (CPU_RATIO_ROUNDS rounds, lower
+ *           quantile and its error per kernel), the recording's list as
+ *           cpu_ratio_header_scores writes it, cpu_ratio_estimate.
  *
- * usage: bench_cpu_ratio [--pairs N] [--noise] [--quick]
- * Must never: be a timed unit test (it is a benchmark; ctest runs --quick,
- * which checks only that every ratio is finite and positive, and skips the
- * baseline method). */
+ *   bench_cpu_ratio [--pairs N] [--quick]   N record/target pairs in this
+ *       process; prints min / median / max, how many within +-3% and how
+ *       often the 95% interval holds 1, with the load average; exits 1 when
+ *       a ratio of the current method is off by more than 3% (--quick: one
+ *       pair of 3-round sets, fails only on a broken ratio or interval, or
+ *       one off by more than 10% when not built with a sanitizer)
+ *   bench_cpu_ratio record FILE   score this machine as a recording would
+ *   bench_cpu_ratio target FILE   score it as a target against FILE and
+ *       print "before R now R lo LO hi HI  kernels NAME T/R+-SE..." (the
+ *       per-kernel ratios of the current scores; run-cpu-ratio-bench runs
+ *       this inside tools/emulate)
+ *   bench_cpu_ratio target FILE POOL ROUNDS   the current method only, with
+ *       ROUNDS more rounds pooled with those kept in the file POOL (a
+ *       target re-measured between intervals; before prints nan)
+ *
+ * Must never: be a timed unit test (ctest runs --quick only). */
 #include <math.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cpu_kernels.h"
+#include "cpu_ratio.h"
 
-static atomic_int bench_noise_on, bench_noise_stop;
+#define BENCH_MAX_PAIRS 100
 
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+/* Under a sanitizer the kernels' times say nothing about the CPU (ASan's
+ * quarantine hands zstd fresh pages on every call): --quick then checks
+ * only that the ratio and its interval are well formed. */
+#if defined(__SANITIZE_ADDRESS__)
+#define BENCH_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BENCH_SANITIZED 1
+#endif
+#endif
+#ifndef BENCH_SANITIZED
+#define BENCH_SANITIZED 0
+#endif
+
+/* One side's scores by both methods. */
+struct bench_side {
+    struct trace_cpu_score before[CPU_KERNELS_COUNT];
+    int nbefore;
+    struct trace_cpu_score now[TRACE_MAX_CPU_SCORES]; /* header list */
+    int nnow;
+    struct cpu_ratio_scores scores;
+};
+
+struct bench_result {
+    double before, now, lo, hi;
+};
 
 static int bench_cmp(const void *a, const void *b)
 {
@@ -43,130 +67,213 @@ static int bench_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The co-runner: pinned to `cpu`, alternates 20 ms of streaming writes
- * over 32 MiB with 20 ms of sleep while bench_noise_on is set. */
-static void *bench_noise(void *arg)
-{
-    int cpu = *(int *)arg;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    size_t len = 32u << 20;
-    unsigned char *buf = malloc(len);
-    if (!buf)
-        return NULL;
-    unsigned char v = 1;
-    while (!atomic_load(&bench_noise_stop)) {
-        if (!atomic_load(&bench_noise_on)) {
-            nanosleep(&(struct timespec){0, 2000000}, NULL);
-            continue;
-        }
-        double t0 = bench_now();
-        while (bench_now() - t0 < 0.020)
-            for (size_t i = 0; i < len; i += 4096)
-                memset(buf + i, v++, 256);
-        nanosleep(&(struct timespec){0, 20000000}, NULL);
-    }
-    free(buf);
-    return NULL;
-}
-
-static int bench_set(const struct cpu_kernels_options *o, struct trace_cpu_score *out, double *secs)
+/* Scores this machine: the current method in `rounds` rounds, and the
+ * before method too when with_before. */
+static int bench_measure(struct bench_side *s, int rounds, int with_before)
 {
     char err[256];
-    double t0 = bench_now();
-    int n = cpu_kernels_run_opts(o, out, CPU_KERNELS_COUNT, err, sizeof err);
-    *secs = bench_now() - t0;
-    if (n != CPU_KERNELS_COUNT)
-        fprintf(stderr, "bench_cpu_ratio: kernels failed: %s\n", err);
-    return n;
+    struct cpu_kernels_sample pool;
+    memset(s, 0, sizeof *s);
+    memset(&pool, 0, sizeof pool);
+    if (with_before) {
+        s->nbefore = cpu_kernels_run_on(-1, s->before, CPU_KERNELS_COUNT, err, sizeof err);
+        if (s->nbefore != CPU_KERNELS_COUNT)
+            goto fail;
+    }
+    if (cpu_ratio_measure(-1, rounds, &pool, err, sizeof err))
+        goto fail;
+    cpu_ratio_scores_of(&pool, &s->scores);
+    s->nnow = (int)cpu_ratio_header_scores(&s->scores, s->now, TRACE_MAX_CPU_SCORES);
+    return 0;
+fail:
+    fprintf(stderr, "bench_cpu_ratio: kernels failed: %s\n", err);
+    return -1;
 }
 
-static void bench_report(const char *name, double *r, int n, double set_s)
+static void bench_compare(const struct bench_side *rec, const struct bench_side *tgt,
+                          struct bench_result *out)
 {
+    struct cpu_ratio_estimate est;
+    out->before = rec->nbefore ? cpu_kernels_ratio(rec->before, (uint32_t)rec->nbefore, tgt->before,
+                                                   (uint32_t)tgt->nbefore)
+                               : NAN;
+    cpu_ratio_estimate(rec->now, (uint32_t)rec->nnow, &tgt->scores, &est);
+    out->now = est.ratio;
+    out->lo = est.lo;
+    out->hi = est.hi;
+}
+
+/* Prints one method's line; returns how many ratios are within +-3%. */
+static int bench_report(const char *name, double *r, int n, int covered)
+{
+    int within = 0;
+    for (int i = 0; i < n; i++)
+        within += fabs(r[i] - 1) <= 0.03;
     qsort(r, (size_t)n, sizeof *r, bench_cmp);
     double med = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
-    double worst = fabs(r[0] - 1) > fabs(r[n - 1] - 1) ? fabs(r[0] - 1) : fabs(r[n - 1] - 1);
-    printf("  %-44s min %.3f  median %.3f  max %.3f  worst |r-1| %5.1f%%  (%.2f s per set)\n", name,
-           r[0], med, r[n - 1], 100 * worst, set_s);
+    printf("  %-34s min %.3f  median %.3f  max %.3f  within +-3%% %2d/%d", name, r[0], med,
+           r[n - 1], within, n);
+    if (covered >= 0)
+        printf("  95%% interval holds 1: %d/%d", covered, n);
+    printf("\n");
+    return within;
+}
+
+static int bench_pairs(int pairs, int quick)
+{
+    static struct bench_result res[BENCH_MAX_PAIRS];
+    double before[BENCH_MAX_PAIRS], now[BENCH_MAX_PAIRS], load[3] = {0};
+    int rounds = quick ? 3 : CPU_RATIO_ROUNDS, covered = 0, status = 0;
+    for (int p = 0; p < pairs; p++) {
+        struct bench_side rec, tgt;
+        if (bench_measure(&rec, rounds, !quick) || bench_measure(&tgt, rounds, !quick))
+            return 1;
+        bench_compare(&rec, &tgt, &res[p]);
+        before[p] = res[p].before;
+        now[p] = res[p].now;
+        covered += res[p].lo <= 1 && 1 <= res[p].hi;
+        if (!(res[p].now > 0) || !isfinite(res[p].now) || !(res[p].lo <= res[p].now) ||
+            !(res[p].now <= res[p].hi)) {
+            fprintf(stderr, "bench_cpu_ratio: pair %d: ratio %g, interval [%g, %g] is broken\n", p,
+                    res[p].now, res[p].lo, res[p].hi);
+            status = 1;
+        }
+    }
+    getloadavg(load, 3);
+    printf("CPU ratio of this machine to itself, %d pairs, load average %.2f %.2f %.2f:\n", pairs,
+           load[0], load[1], load[2]);
+    if (!quick)
+        bench_report("before: median of 5, equal weights", before, pairs, -1);
+    int within = bench_report("now: cpu_ratio_estimate", now, pairs, covered);
+    if (quick && !BENCH_SANITIZED && fabs(now[0] - 1) > 0.10) {
+        fprintf(stderr, "bench_cpu_ratio: ratio %.3f is off by more than 10%%\n", now[0]);
+        status = 1;
+    }
+    if (!quick)
+        printf("verdict: %s (%d of %d within +-3%%)\n", within == pairs ? "PASS" : "FAIL", within,
+               pairs);
+    return status || (!quick && within != pairs);
+}
+
+static int bench_record(const char *path)
+{
+    struct bench_side s;
+    if (bench_measure(&s, CPU_RATIO_ROUNDS, 1))
+        return 1;
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        return 1;
+    }
+    for (int i = 0; i < s.nbefore; i++)
+        fprintf(f, "before %s %.9g\n", s.before[i].name, s.before[i].seconds);
+    for (int i = 0; i < s.nnow; i++)
+        fprintf(f, "now %s %.9g\n", s.now[i].name, s.now[i].seconds);
+    return fclose(f) ? 1 : 0;
+}
+
+static int bench_load(const char *path, struct bench_side *s)
+{
+    char method[16], name[64];
+    double sec;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    memset(s, 0, sizeof *s);
+    while (fscanf(f, "%15s %63s %lf", method, name, &sec) == 3) {
+        int now = !strcmp(method, "now");
+        struct trace_cpu_score *e = now ? &s->now[s->nnow] : &s->before[s->nbefore];
+        if ((now ? s->nnow : s->nbefore) >= (now ? TRACE_MAX_CPU_SCORES : CPU_KERNELS_COUNT))
+            break;
+        snprintf(e->name, sizeof e->name, "%s", name);
+        e->seconds = sec;
+        *(now ? &s->nnow : &s->nbefore) += 1;
+    }
+    fclose(f);
+    return 0;
+}
+
+static void bench_print_target(const struct bench_side *rec, const struct bench_side *tgt)
+{
+    struct bench_result r;
+    bench_compare(rec, tgt, &r);
+    printf("before %.4f now %.4f lo %.4f hi %.4f  kernels", r.before, r.now, r.lo, r.hi);
+    for (int k = 0; k < tgt->scores.n && k < rec->nnow; k++) /* target / recorded, +- error */
+        printf(" %s %.3f+-%.3f", tgt->scores.name[k], tgt->scores.seconds[k] / rec->now[k].seconds,
+               tgt->scores.log_se[k]);
+    printf("\n");
+}
+
+static int bench_target(const char *path)
+{
+    struct bench_side rec, tgt;
+    if (bench_load(path, &rec) || bench_measure(&tgt, CPU_RATIO_ROUNDS, 1))
+        return 1;
+    bench_print_target(&rec, &tgt);
+    return 0;
+}
+
+/* The current method only, `rounds` more rounds pooled with those kept in
+ * pool_path (created on first use): a target re-measured over time. */
+static int bench_target_pooled(const char *path, const char *pool_path, int rounds)
+{
+    struct bench_side rec, tgt;
+    struct cpu_kernels_sample pool;
+    char err[256];
+    memset(&pool, 0, sizeof pool);
+    memset(&tgt, 0, sizeof tgt);
+    if (bench_load(path, &rec))
+        return 1;
+    FILE *f = fopen(pool_path, "rb");
+    if (f) {
+        if (fread(&pool, sizeof pool, 1, f) != 1)
+            memset(&pool, 0, sizeof pool);
+        fclose(f);
+    }
+    if (cpu_ratio_measure(-1, rounds, &pool, err, sizeof err)) {
+        fprintf(stderr, "bench_cpu_ratio: kernels failed: %s\n", err);
+        return 1;
+    }
+    if (!(f = fopen(pool_path, "wb")) || fwrite(&pool, sizeof pool, 1, f) != 1) {
+        perror(pool_path);
+        if (f)
+            fclose(f);
+        return 1;
+    }
+    fclose(f);
+    cpu_ratio_scores_of(&pool, &tgt.scores);
+    rec.nbefore = 0; /* no before: it has no pooled form */
+    bench_print_target(&rec, &tgt);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    int pairs = 10, noise = 0, quick = 0;
+    int pairs = 10, quick = 0;
+    if (argc == 3 && !strcmp(argv[1], "record"))
+        return bench_record(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "target"))
+        return bench_target(argv[2]);
+    if (argc == 5 && !strcmp(argv[1], "target"))
+        return bench_target_pooled(argv[2], argv[3], atoi(argv[4]));
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--pairs") && i + 1 < argc)
             pairs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--noise"))
-            noise = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else {
-            fprintf(stderr, "usage: bench_cpu_ratio [--pairs N] [--noise] [--quick]\n");
+            fprintf(stderr, "usage: bench_cpu_ratio [--pairs N] [--quick] | record FILE | "
+                            "target FILE [POOL ROUNDS]\n");
             return 2;
         }
     }
     if (quick)
         pairs = 1;
-    if (pairs < 1 || pairs > 100) {
-        fprintf(stderr, "bench_cpu_ratio: --pairs must be 1..100\n");
+    if (pairs < 1 || pairs > BENCH_MAX_PAIRS) {
+        fprintf(stderr, "bench_cpu_ratio: --pairs must be 1..%d\n", BENCH_MAX_PAIRS);
         return 2;
     }
-    int cpu = sched_getcpu();
-    if (cpu < 0)
-        cpu = 0;
-    pthread_t noise_thread;
-    int have_noise = noise && !pthread_create(&noise_thread, NULL, bench_noise, &cpu);
-    struct cpu_kernels_options before = {
-        .cpu = cpu, .rounds = 3, .statistic = CPU_KERNELS_MIN, .back_to_back = 1};
-    /* --quick: one round, a smoke test of the path (the ASan build runs the
-     * kernels ~10x slower) */
-    struct cpu_kernels_options median = {.cpu = cpu, .rounds = quick ? 1 : CPU_KERNELS_ROUNDS};
-    struct cpu_kernels_options fastest = {
-        .cpu = cpu, .rounds = CPU_KERNELS_ROUNDS, .statistic = CPU_KERNELS_MIN};
-    enum { NMETHODS = 3 };
-    const struct cpu_kernels_options *methods[NMETHODS] = {&before, &median, &fastest};
-    static const char *const names[NMETHODS] = {"before: best of 3 back to back",
-                                                "median of 5 interleaved rounds",
-                                                "min of 5 interleaved rounds"};
-    double *ratios[NMETHODS];
-    double set_s[NMETHODS] = {0};
-    int status = 0;
-    for (int m = 0; m < NMETHODS; m++)
-        if (!(ratios[m] = calloc((size_t)pairs, sizeof(double))))
-            return 1;
-    for (int p = 0; p < pairs && !status; p++)
-        for (int m = quick ? 1 : 0; m < (quick ? 2 : NMETHODS) && !status; m++) {
-            struct trace_cpu_score rec[CPU_KERNELS_COUNT], tgt[CPU_KERNELS_COUNT];
-            double s1, s2;
-            atomic_store(&bench_noise_on, have_noise);
-            int n1 = bench_set(methods[m], rec, &s1);
-            atomic_store(&bench_noise_on, 0);
-            int n2 = bench_set(methods[m], tgt, &s2);
-            if (n1 != CPU_KERNELS_COUNT || n2 != CPU_KERNELS_COUNT) {
-                status = 1;
-                break;
-            }
-            ratios[m][p] = cpu_kernels_ratio(rec, (uint32_t)n1, tgt, (uint32_t)n2);
-            set_s[m] += (s1 + s2) / 2 / pairs;
-            if (!(ratios[m][p] > 0) || !isfinite(ratios[m][p])) {
-                fprintf(stderr, "bench_cpu_ratio: pair %d: ratio %g is not a positive number\n", p,
-                        ratios[m][p]);
-                status = 1;
-            }
-        }
-    if (have_noise) {
-        atomic_store(&bench_noise_stop, 1);
-        pthread_join(noise_thread, NULL);
-    }
-    if (!status) {
-        printf("CPU ratio of this machine to itself, %d pairs per method, core %d%s:\n", pairs, cpu,
-               have_noise ? ", record side next to a co-runner" : "");
-        for (int m = quick ? 1 : 0; m < (quick ? 2 : NMETHODS); m++)
-            bench_report(names[m], ratios[m], pairs, set_s[m]);
-    }
-    for (int m = 0; m < NMETHODS; m++)
-        free(ratios[m]);
-    return status;
+    return bench_pairs(pairs, quick);
 }

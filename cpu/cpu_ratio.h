@@ -1,0 +1,94 @@
+/* cpu_ratio.h - the CPU scaling ratio between the recording host and this
+ * machine, with its uncertainty. Both sides run the benchmark kernels of
+ * cpu_kernels.h in CPU_RATIO_ROUNDS interleaved rounds; a side's score per
+ * kernel is a low quantile (CPU_RATIO_QUANTILE: the second fastest of 11)
+ * of its rounds and comes with the standard error of its logarithm. The
+ * ratio is the precision-weighted geometric mean over kernels of target
+ * score / recorded score, and its 95% interval widens when the kernels
+ * disagree more than their own errors explain.
+ *
+ * Why (measured on a shared 2-core VM, docs/preplay-calibrate.md): between
+ * two measurements of one machine the memory-bound zstd kernel moved by
+ * 0.60-1.68x with what the neighbours did to the shared caches and memory,
+ * the compute kernels by 0.94-1.08x; an equal-weight mean of medians
+ * carried zstd's swings into every ratio. In heavy phases every kernel runs
+ * 20-100% slower for minutes (a register-only loop does not). Contention
+ * only adds time, so a low quantile is the steadier score of a kernel: the
+ * minimum is steadier still, but one round timed short by a clock or steal
+ * glitch would own it.
+ *
+ * The trace header keeps its format: a recording stores the kernel scores
+ * and, in the same list, one "<kernel>~se" entry per kernel whose seconds
+ * are the score's standard error. A recording without them (older traces)
+ * borrows the target's errors for its side.
+ *
+ * Must never: print, exit, or change the kernels' work (cpu_kernels.h). */
+#ifndef PREPLAY_CPU_RATIO_H
+#define PREPLAY_CPU_RATIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_kernels.h"
+#include "trace_file.h" /* struct trace_cpu_score */
+
+#define CPU_RATIO_ROUNDS 11       /* rounds per side (~3.5 s of CPU) */
+#define CPU_RATIO_QUANTILE 0.1    /* a side's score: this quantile of its rounds */
+#define CPU_RATIO_SE_SUFFIX "~se" /* header entry "<kernel>~se": a score's error */
+#define CPU_RATIO_SE_FLOOR 0.002  /* least log error of one kernel's score */
+#define CPU_RATIO_UNKNOWN_SE 0.05 /* log error of a score from < 3 rounds */
+/* Log drift between two measurements that the rounds of one cannot show. */
+#define CPU_RATIO_DRIFT 0.003
+
+/* One machine's kernel scores: CPU_RATIO_QUANTILE of the rounds (seconds)
+ * and the standard error of its natural log. */
+struct cpu_ratio_scores {
+    int n;
+    int rounds;
+    char name[CPU_KERNELS_COUNT][24];
+    double seconds[CPU_KERNELS_COUNT];
+    double log_se[CPU_KERNELS_COUNT];
+};
+
+struct cpu_ratio_estimate {
+    double ratio;    /* target / recorded, > 1: this machine is slower; NAN: none */
+    double lo, hi;   /* 95% interval of the ratio */
+    double log_se;   /* standard error of log(ratio) behind the interval */
+    double spread;   /* disagreement of the kernels (Birge ratio, >= 1) */
+    int kernels;     /* kernels in common */
+    int recorded_se; /* 1: the recording carried its errors; 0: borrowed */
+};
+
+/* Runs `rounds` more interleaved rounds (<= 0: CPU_RATIO_ROUNDS) of every
+ * kernel pinned to `cpu` (< 0: the current core) and appends them to
+ * *pool (zeroed before the first call). Re-measuring between replay
+ * intervals into the same pool narrows the target's error. Rounds beyond
+ * CPU_KERNELS_MAX_ROUNDS are not kept. Returns 0, or -1 with the reason. */
+int cpu_ratio_measure(int cpu, int rounds, struct cpu_kernels_sample *pool, char *err,
+                      size_t errlen);
+
+/* Scores of a pool of rounds (pure). */
+void cpu_ratio_scores_of(const struct cpu_kernels_sample *pool, struct cpu_ratio_scores *out);
+
+/* The trace header's list for these scores: the scores, then (room
+ * permitting) their "<kernel>~se" entries. Returns the entries written. */
+uint32_t cpu_ratio_header_scores(const struct cpu_ratio_scores *s, struct trace_cpu_score *out,
+                                 uint32_t max);
+
+/* What `preplay record` stores: measures this machine (current core,
+ * CPU_RATIO_ROUNDS) and fills the header list. Returns the entries
+ * written, or -1 with the reason in err. */
+int cpu_ratio_record(struct trace_cpu_score *out, uint32_t max, char *err, size_t errlen);
+
+/* The ratio of `target` to a recorded header list (pure). Returns the
+ * kernels used (0: none in common, est->ratio NAN). */
+int cpu_ratio_estimate(const struct trace_cpu_score *recorded, uint32_t n,
+                       const struct cpu_ratio_scores *target, struct cpu_ratio_estimate *est);
+
+/* The p-quantile of v[0..n) (sorted in place; linear interpolation; NAN
+ * for n <= 0), and the robust standard deviation (1.4826 x median absolute
+ * deviation) of v[0..n) (order kept). Exposed for the unit tests. */
+double cpu_ratio_quantile(double *v, int n, double p);
+double cpu_ratio_robust_sd(const double *v, int n);
+
+#endif
