@@ -130,7 +130,9 @@ CONF
 requests=0
 after_collect() { # the services start with the guide's three variables, traffic comes
     local i
-    for ((i = 0; i < 200; i++)); do
+    # collect scores the CPU before it listens (11 rounds of the kernels:
+    # ~4 s here, several times that under ASan)
+    for ((i = 0; i < 1200; i++)); do
         grep -q "@preplay-$COLLECTOR\$" /proc/net/unix && break
         sleep 0.05
     done
