@@ -104,5 +104,7 @@ for ((k = 1; k <= runs; k++)); do
   python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-not$k.csv" --pred "$w/real$k.csv" \
     --type host --level "$rate/s (real $k vs other real)" | tee -a "$table"
 done
-log "load average at each phase's start/end: $(paste -sd' ' "$w"/*.loadavg | cut -c1-400)"
+for f in "$w"/*.loadavg; do # the host's 1/5/15-min load average before/after each load
+  echo "load average $(basename "$f" .loadavg): $(awk '{ printf "%s%s %s %s", (NR > 1 ? " -> " : ""), $1, $2, $3 }' "$f")"
+done | tee -a "$w/loadavg.txt" >&2
 log "table: $table"
