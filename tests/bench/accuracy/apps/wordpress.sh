@@ -4,6 +4,7 @@
 # benchmark: setup, start, stop and load of a private instance. Sourced by
 # run.sh --app wordpress (functions wp_*), or run as
 #   wordpress.sh setup DIR | start DIR PORT | stop DIR | load PORT RATE DURATION SEED CSV
+#                | fresh DIR RUN | serve DIR PORT real|replay [BIN PLAN]
 # Everything lives in DIR: the MariaDB datadir and socket (tests/apps/
 # db-start.sh), apache2's config, pid, logs. The only file outside it is
 # /etc/wordpress/config-preplay-accuracy.php (Debian's per-site config,
@@ -67,14 +68,16 @@ PHP
   mv "$f.tmp" "$f"
 }
 
-# wp_apache_conf DIR PORT: DIR/apache/httpd.conf, prefork + mod_php
+# wp_apache_conf DIR PORT: DIR/apache/httpd.conf, prefork + mod_php,
+# listening on WP_LISTEN (default 127.0.0.1; inside tools/emulate the
+# namespace's own address, for a client on the host)
 wp_apache_conf() {
   local d=$1/apache port=$2 m=/usr/lib/apache2/modules
   mkdir -p "$d"
   cat >"$d/httpd.conf" <<CONF
 ServerRoot $d
 ServerName preplay-wordpress
-Listen 127.0.0.1:$port
+Listen ${WP_LISTEN:-127.0.0.1}:$port
 PidFile $d/apache.pid
 ErrorLog $d/error.log
 LogLevel warn
@@ -111,7 +114,7 @@ CONF
 wp_wait_port() { # port seconds
   local i
   for ((i = 0; i < $2 * 10; i++)); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    (exec 3<>"/dev/tcp/${WP_LISTEN:-127.0.0.1}/$1") 2>/dev/null && return 0
     sleep 0.1
   done
   return 1
@@ -205,12 +208,38 @@ wp_load() {
     --seed "$4" --csv "$5" --posts "$WP_POSTS" --pages "$WP_PAGES"
 }
 
+# wp_serve DIR PORT real|replay [BIN PLAN]: what runs inside tools/emulate
+# (the type's CPU cgroup and network namespace), listening on the
+# namespace's address (PREPLAY_EMU_ADDR) for a client on the host: the
+# app (MariaDB + apache2), or MariaDB + `preplay replay` of the plan's
+# front end (its dummy files made by `preplay prepare`). Writes DIR/addr
+# once it listens, stops everything when DIR/stop appears (at most 10 min).
+wp_serve() {
+  local dir=$1 port=$2 mode=$3 bin=${4:-} plan=${5:-} rp="" i
+  export WP_LISTEN=${PREPLAY_EMU_ADDR:-127.0.0.1}
+  if [ "$mode" = real ]; then
+    wp_start "$dir" "$port" || return 1
+  else
+    wp_db_start "$dir" || return 1
+    "$bin" prepare "$plan" --dir "$dir/files" >/dev/null || { wp_stop "$dir"; return 1; }
+    "$bin" replay "$plan" --component frontend --listen "$WP_LISTEN:$port" --token 0123456789abcdef \
+      --db "mysql://wp:wp-pass@localhost/wordpress?socket=$dir/db/mariadb.sock" --dir "$dir/files" \
+      --cpu-ratio 1 >"$dir/replay.out" 2>"$dir/replay.log" &
+    rp=$!
+    wp_wait_port "$port" 60 || { kill -TERM "$rp"; wp_stop "$dir"; return 1; }
+  fi
+  echo "$WP_LISTEN" >"$dir/addr"
+  for ((i = 0; i < 6000; i++)); do [ -e "$dir/stop" ] && break; sleep 0.1; done
+  if [ -n "$rp" ]; then kill -TERM "$rp"; wait "$rp"; fi
+  wp_stop "$dir"
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -uo pipefail
   cmd=${1:-}
   shift || true
   case $cmd in
-    setup | start | stop | load | fresh) "wp_$cmd" "$@" ;;
-    *) echo "usage: wordpress.sh setup DIR | start DIR PORT | stop DIR | load PORT RATE DURATION SEED CSV | fresh DIR RUN" >&2; exit 2 ;;
+    setup | start | stop | load | fresh | serve) "wp_$cmd" "$@" ;;
+    *) echo "usage: wordpress.sh setup DIR | start DIR PORT | stop DIR | load PORT RATE DURATION SEED CSV | fresh DIR RUN | serve DIR PORT real|replay [BIN PLAN]" >&2; exit 2 ;;
   esac
 fi
