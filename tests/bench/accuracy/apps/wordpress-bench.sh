@@ -3,10 +3,12 @@
 # WordPress (run.sh --app wordpress passes its options here), unconstrained
 # on this host:
 #   1. setup (wordpress.sh wp_setup, kept in --out/base across runs);
-#   2. record: apache2 (prefork + mod_php) under `preplay record` with the
-#      post/page/search/comment/login label rules, on a fresh copy of the
-#      database, under the fixed open-loop load (wp_load.py, fixed seed);
-#      then `preplay analyze`;
+#   2. record: apache2 (prefork + mod_php) under `preplay record --off`
+#      with the post/page/search/comment/login label rules, on a fresh copy
+#      of the database; 40 warm-up requests untraced (opcache's cold start:
+#      seconds on `small`), then SIGUSR1 (tracing on) and the fixed
+#      open-loop load (wp_load.py, fixed seed); then `preplay analyze`;
+#      every real run gets the same warm-up before its load;
 #   3. truth: the untraced app, fresh database each time, same load,
 #      --real-runs times (at least 3);
 #   4. prediction: `preplay run --cpu-ratio 1` against a fresh database;
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
     --seed) seed=$2; shift 2 ;;
     --intervals) intervals=$2; shift 2 ;;
     --type) type=$2; shift 2 ;;
-    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "wordpress-bench: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -69,6 +71,9 @@ one_real() {
   wp_fresh "$out" "$w/$name"
   active=$w/$name
   wp_start "$w/$name" "$port" "$@" || fail "$name: starting WordPress"
+  wp_warmup "$port"
+  # recording: tracing was off (--off) during the warm-up; SIGUSR1 turns it on
+  [ $# -gt 0 ] && { kill -USR1 "$(cat "$w/$name/apache/launcher.pid")"; sleep 0.5; }
   cat /proc/loadavg >"$w/$name.loadavg"
   wp_load "$port" "$rate" "$duration" "$seed" "$w/$name.csv" 2>"$w/$name.load.log"
   cat /proc/loadavg >>"$w/$name.loadavg"
@@ -95,6 +100,7 @@ on_type() {
   done
   [ -s "$d/addr" ] || { cat "$w/$name.emu.log" >&2; fail "$name: nothing listening inside $type"; }
   addr=$(cat "$d/addr")
+  [ "$mode" = real ] && wp_warmup "$port" "$addr"
   for a in "$@"; do a=${a//ADDR/$addr}; cmd+=("${a//PORT/$port}"); done
   cat /proc/loadavg >"$w/$name.loadavg"
   "${cmd[@]}" 2>"$w/$name.load.log"
@@ -108,7 +114,7 @@ on_type() {
 
 log "record at $rate/s for $duration s"
 rm -rf "$w/trace"
-one_real rec "$bin" record -q --no-cpu-scores -o "$w/trace" -c frontend --db-socket mariadb.sock "${WP_LABELS[@]}" --
+one_real rec "$bin" record -q --off --no-cpu-scores -o "$w/trace" -c frontend --db-socket mariadb.sock "${WP_LABELS[@]}" --
 "$bin" analyze "$w/trace" -o "$w/plan" >"$w/analyze.log" 2>&1 || { cat "$w/analyze.log" >&2; fail "analyze"; }
 for ((k = 1; k <= runs; k++)); do
   log "real run $k of $runs${type:+ on $type}"

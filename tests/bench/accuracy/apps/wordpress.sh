@@ -208,6 +208,13 @@ wp_load() {
     --seed "$4" --csv "$5" --posts "$WP_POSTS" --pages "$WP_PAGES"
 }
 
+# wp_warmup PORT [HOST]: WP_WARMUP (default 40) requests one after another,
+# outside the measured load (wp_load.py --warmup: opcache's cold start)
+wp_warmup() {
+  python3 "$wp_here/wp_load.py" --host "${2:-127.0.0.1}" --port "$1" --rate 1 --duration 0 \
+    --csv /dev/null --posts "$WP_POSTS" --pages "$WP_PAGES" --warmup "${WP_WARMUP:-40}"
+}
+
 # wp_serve DIR PORT real|replay [BIN PLAN]: what runs inside tools/emulate
 # (the type's CPU cgroup and network namespace), listening on the
 # namespace's address (PREPLAY_EMU_ADDR) for a client on the host: the

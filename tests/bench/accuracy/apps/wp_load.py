@@ -11,10 +11,15 @@ arrival. Writes the CSV of tests/apps/loadgen.c (compare.py reads it):
 label,start_ns,response_ns,status,request_id,session,think_ns, where
 response_ns counts from the scheduled arrival. Must never follow a
 redirect (a comment or login answers 302: that is its success).
+--warmup N sends N requests one after another first (posts, pages,
+searches and logins in turn; never a comment, which would change the
+database), not in the CSV: PHP compiles WordPress into opcache on the
+first requests (seconds on `small`), a cold start the load is not about.
+With --duration 0 only the warm-up runs.
 
 usage: wp_load.py --host H --port P --rate R --duration S --seed N --csv OUT
                   [--mix post=40,page=20,search=20,comment=10,login=10]
-                  [--posts 300] [--pages 100]"""
+                  [--posts 300] [--pages 100] [--warmup N]"""
 import argparse
 import http.client
 import random
@@ -87,6 +92,30 @@ def one(a, t0, i, item, rows):
     rows[i] = (label, int(t * 1e9), int((time.monotonic() - t0 - t) * 1e9), status, i)
 
 
+def warmup(a, n):
+    for i in range(n):
+        kind = i % 4
+        if kind == 0:
+            method, path, body = "GET", "/?p=%d" % (1000 + i % a.posts), None
+        elif kind == 1:
+            method, path, body = "GET", "/?page_id=%d" % (1000 + a.posts + i % a.pages), None
+        elif kind == 2:
+            method, path, body = "GET", "/?s=" + WORDS[i % len(WORDS)], None
+        else:
+            method, path = "POST", "/wp-login.php"
+            body = urllib.parse.urlencode({"log": "reader", "pwd": "reader-pass", "redirect_to": "/"})
+        try:
+            c = http.client.HTTPConnection(a.host, a.port, timeout=60)
+            headers = {"Host": HOST, "Connection": "close"}
+            if body is not None:
+                headers["Content-Type"] = "application/x-www-form-urlencoded"
+            c.request(method, path, body=body, headers=headers)
+            c.getresponse().read()
+            c.close()
+        except (OSError, http.client.HTTPException) as e:
+            print(f"wp_load: warm-up {method} {path}: {e}", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", default="127.0.0.1")
@@ -98,7 +127,11 @@ def main():
     ap.add_argument("--mix", default="post=40,page=20,search=20,comment=10,login=10")
     ap.add_argument("--posts", type=int, default=300)
     ap.add_argument("--pages", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=0)
     a = ap.parse_args()
+    warmup(a, a.warmup)
+    if a.duration <= 0:
+        return 0
     sched = build_schedule(a)
     rows = [None] * len(sched)
     threads = []
