@@ -20,9 +20,9 @@
 # (loadgen for the truth, the `preplay run` controller + driver + both
 # replayers for the prediction); the prediction's MariaDB is a fresh copy
 # started and loaded by the sample app's own scripts (db-start.sh,
-# db-load.sh). The CPU ratio is 1 (--cpu-ratio 1): emulated types share the
-# host's cores, so their per-core speed IS the recorded one; see
-# docs/accuracy.md for why the measured kernel ratio is not used here.
+# db-load.sh). The CPU ratio is measured, never pinned: `record` scores the
+# recording host and `run` the emulated type (cpu/cpu_ratio.h), as they
+# would on two real machines (docs/accuracy.md).
 #
 # With --repeat-truth, the real app runs a second time on each type and a
 # "truth vs truth" table (label suffixed "(2nd real run)") shows how much
@@ -104,10 +104,7 @@ record() {
   local d=$work/$1
   mkdir -p "$d"
   log "$1: recording at $2/s for $duration s"
-  # --no-cpu-scores: every prediction here runs with --cpu-ratio 1 (see
-  # above), so the CPU kernels (~1.5 s per tier, ~7 s under ASan) would
-  # only delay each tier's start
-  PREFIX="$bin record --no-cpu-scores -o $d/trace/{tier} -c {tier} --db-socket mariadb.sock --" \
+  PREFIX="$bin record -o $d/trace/{tier} -c {tier} --db-socket mariadb.sock --" \
     timeout 300 "$apps/run-sample.sh" --dir "$d/app" --timeout 120 -- \
     sh -c "$(loadgen_cmd "$2" "$d/recorded.csv")" >"$d/record.log" 2>&1 ||
     { tail -20 "$d/record.log" >&2; fail "$1: recording the sample app failed"; }
@@ -145,7 +142,7 @@ predict() {
       trap "\"'"$apps"'/db-stop.sh\" \"$db\" >/dev/null" EXIT
       "'"$apps"'/db-load.sh" "$db" >/dev/null || exit 1
       "$@" --db "mysql://sample@localhost/sample?socket=$db/mariadb.sock"' _ "$db" \
-    "$bin" run "$d/plan" --instance "$type" --cpu-ratio 1 \
+    "$bin" run "$d/plan" --instance "$type" \
     --max-intervals "$intervals" --dir "$d/files-$type" $flag -o "$d/pred-$type$suffix.json" \
     >"$d/pred-$type$suffix.log" 2>&1 ||
     { tail -20 "$d/pred-$type$suffix.log" >&2; fail "$1: preplay run $flag on $type failed"; }

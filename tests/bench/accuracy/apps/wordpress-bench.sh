@@ -11,7 +11,7 @@
 #      every real run gets the same warm-up before its load;
 #   3. truth: the untraced app, fresh database each time, same load,
 #      --real-runs times (at least 3);
-#   4. prediction: `preplay run --cpu-ratio 1` against a fresh database;
+#   4. prediction: `preplay run` (CPU ratio measured) against a fresh database;
 #   5. compare.py: the prediction against all real runs pooled, and the
 #      noise floor: each real run against the other real runs pooled.
 # Placement: MariaDB, apache2 and the load client all on the host, the
@@ -114,7 +114,7 @@ on_type() {
 
 log "record at $rate/s for $duration s"
 rm -rf "$w/trace"
-one_real rec "$bin" record -q --off --no-cpu-scores -o "$w/trace" -c frontend --db-socket mariadb.sock "${WP_LABELS[@]}" --
+one_real rec "$bin" record -q --off -o "$w/trace" -c frontend --db-socket mariadb.sock "${WP_LABELS[@]}" --
 "$bin" analyze "$w/trace" -o "$w/plan" >"$w/analyze.log" 2>&1 || { cat "$w/analyze.log" >&2; fail "analyze"; }
 for ((k = 1; k <= runs; k++)); do
   log "real run $k of $runs${type:+ on $type}"
@@ -134,7 +134,7 @@ else
   wp_fresh "$out" "$w/pred"
   active=$w/pred
   wp_db_start "$w/pred" || fail "pred: database"
-  "$bin" run "$w/plan" --cpu-ratio 1 --max-intervals "$intervals" \
+  "$bin" run "$w/plan" --max-intervals "$intervals" \
     --db "mysql://wp:wp-pass@localhost/wordpress?socket=$w/pred/db/mariadb.sock" \
     -o "$w/pred.json" >"$w/pred.log" 2>&1 || { tail -20 "$w/pred.log" >&2; fail "preplay run"; }
   wp_stop "$w/pred"

@@ -232,7 +232,7 @@ wp_serve() {
     "$bin" prepare "$plan" --dir "$dir/files" >/dev/null || { wp_stop "$dir"; return 1; }
     "$bin" replay "$plan" --component frontend --listen "$WP_LISTEN:$port" --token 0123456789abcdef \
       --db "mysql://wp:wp-pass@localhost/wordpress?socket=$dir/db/mariadb.sock" --dir "$dir/files" \
-      --cpu-ratio 1 >"$dir/replay.out" 2>"$dir/replay.log" &
+      >"$dir/replay.out" 2>"$dir/replay.log" &
     rp=$!
     wp_wait_port "$port" 60 || { kill -TERM "$rp"; wp_stop "$dir"; return 1; }
     # the replay's warm-up, as the real app gets one (wp_warmup): the first
