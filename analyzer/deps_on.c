@@ -41,22 +41,47 @@ static uint32_t deps_on_plan_string(struct deps_state *s, const char *str, size_
     return pid;
 }
 
-static uint32_t deps_on_string(struct deps_state *s, uint32_t file, uint32_t id)
+/* Keeps the text of label plan string id for the --blocks TSV. */
+static void deps_on_label_text(struct deps_state *s, uint32_t id, const char *str, size_t len)
+{
+    if (!id || deps_map_get(&s->label_text, id))
+        return;
+    char *copy = str ? strndup(str, len) : NULL;
+    if (copy && deps_map_put(&s->label_text, id, copy) != 0)
+        free(copy);
+}
+
+/* The plan string of trace string `id` of `file`, worked out once per
+ * (trace, string) and kept in `cache`. As a label (as_label) it is what
+ * --label rules and --drop-query make of it (label_rules_apply), and its
+ * text is kept for the --blocks TSV. */
+static uint32_t deps_on_cached_string(struct deps_state *s, struct deps_map *cache, uint32_t file,
+                                      uint32_t id, int as_label)
 {
     if (!id)
         return 0;
     uint64_t key = (uint64_t)file << 32 | id;
-    void *v = deps_map_get(&s->strings, key);
+    void *v = deps_map_get(cache, key);
     if (v)
         return (uint32_t)(uintptr_t)v;
     uint32_t len = 0;
     const char *str = trace_reader_string(s->in.files[file].reader, id, &len);
     if (!str)
         return 0;
-    uint32_t pid = deps_on_plan_string(s, str, len);
-    if (pid && deps_map_put(&s->strings, key, (void *)(uintptr_t)pid) != 0)
+    size_t n = len;
+    if (as_label)
+        n = label_rules_apply(s->opt->label_rules, str, len, s->opt->drop_query, &str);
+    uint32_t pid = deps_on_plan_string(s, str, n);
+    if (as_label)
+        deps_on_label_text(s, pid, str, n);
+    if (pid && deps_map_put(cache, key, (void *)(uintptr_t)pid) != 0)
         deps_state_fail(s, "out of memory");
     return pid;
+}
+
+static uint32_t deps_on_string(struct deps_state *s, uint32_t file, uint32_t id)
+{
+    return deps_on_cached_string(s, &s->strings, file, id, 0);
 }
 
 static struct deps_file_rec *deps_on_file_seen(struct deps_state *s, uint32_t file,
@@ -732,40 +757,6 @@ static void deps_on_net(struct deps_state *s, uint32_t file, struct deps_thread 
         deps_on_server_send(s, t, e, ev, common);
 }
 
-/* Keeps the text of label plan string id for the --blocks TSV. */
-static void deps_on_label_text(struct deps_state *s, uint32_t id, const char *str, size_t len)
-{
-    if (!id || deps_map_get(&s->label_text, id))
-        return;
-    char *copy = str ? strndup(str, len) : NULL;
-    if (copy && deps_map_put(&s->label_text, id, copy) != 0)
-        free(copy);
-}
-
-/* The plan string of trace string `trace_id` as a label under --label rules
- * or --drop-query (label_rules_apply): worked out once per (trace, string)
- * and kept in label_ids, not per LABEL event. */
-static uint32_t deps_on_label_relabelled(struct deps_state *s, uint32_t file, uint32_t trace_id)
-{
-    if (!trace_id)
-        return 0;
-    uint64_t key = (uint64_t)file << 32 | trace_id;
-    void *v = deps_map_get(&s->label_ids, key);
-    if (v)
-        return (uint32_t)(uintptr_t)v;
-    uint32_t len = 0;
-    const char *str = trace_reader_string(s->in.files[file].reader, trace_id, &len);
-    if (!str)
-        return 0;
-    const char *label = NULL;
-    size_t n = label_rules_apply(s->opt->label_rules, str, len, s->opt->drop_query, &label);
-    uint32_t pid = deps_on_plan_string(s, label, n);
-    deps_on_label_text(s, pid, label, n);
-    if (pid && deps_map_put(&s->label_ids, key, (void *)(uintptr_t)pid) != 0)
-        deps_state_fail(s, "out of memory");
-    return pid;
-}
-
 /* A request's label (an HTTP method and path, or what --label rules and
  * --drop-query make of it): its text is kept for the --blocks TSV; the
  * end's open block takes it until its first send, else its next block. */
@@ -776,7 +767,7 @@ static void deps_on_label(struct deps_state *s, uint32_t file, const struct trac
         return;
     uint32_t id;
     if (label_rules_count(s->opt->label_rules) || s->opt->drop_query) {
-        id = deps_on_label_relabelled(s, file, ev->u.label.label_id);
+        id = deps_on_cached_string(s, &s->label_ids, file, ev->u.label.label_id, 1);
     } else {
         id = deps_on_string(s, file, ev->u.label.label_id);
         if (id && !deps_map_get(&s->label_text, id)) {
