@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "dummy_files.h"
+#include "out_file.h"
 #include "replay_proto.h"
 
 const char *const replay_kind_names[REPLAY_NKINDS] = {"cpu",  "file",     "lock", "db",
@@ -281,7 +282,9 @@ static int replay_file_fd(struct replay_thread *t, uint32_t file)
     if (t->fds[file] >= 0)
         return t->fds[file];
     const char *path = dummy_files_path(t->e->files, file);
-    t->fds[file] = path ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+    /* never through a symlink or hard link planted among the dummy files */
+    char err[512];
+    t->fds[file] = path ? out_file_open(path, O_RDWR, 0644, err, sizeof err) : -1;
     return t->fds[file];
 }
 
