@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -169,6 +170,8 @@ static const char record_common_help[] =
     "      --ring-clock C    what times the records: auto (the TSC when the kernel\n"
     "                        keeps time with it), tsc (also when it does not, if the\n"
     "                        TSC is invariant), monotonic (clock_gettime)\n"
+    "      --allow-uid USER  processes of USER (a name or a uid) may register too\n"
+    "                        (repeatable, at most 16; root and this user always may)\n"
     "  -q, --quiet           no progress line\n";
 
 enum {
@@ -187,7 +190,8 @@ enum {
     OPT_PORT,
     OPT_LABEL,
     OPT_LABELFILE,
-    OPT_DBMAX
+    OPT_DBMAX,
+    OPT_ALLOWUID
 };
 
 static const struct option record_long_options[] = {
@@ -209,6 +213,7 @@ static const struct option record_long_options[] = {
     {"name", required_argument, 0, OPT_NAME},
     {"no-cpu-scores", no_argument, 0, OPT_NOCPU},
     {"ring-clock", required_argument, 0, OPT_RINGCLOCK},
+    {"allow-uid", required_argument, 0, OPT_ALLOWUID},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
@@ -234,6 +239,18 @@ static int record_add_labels(struct record_common *rc, int opt, const char *arg,
         return 2;
     }
     rc->copt.label_rules = record_label_rules;
+    return 0;
+}
+
+/* --allow-uid USER: a user name, or a number; 0 or -1. */
+static int record_add_uid(struct record_common *rc, const char *arg)
+{
+    struct passwd *pw = getpwnam(arg);
+    char *end;
+    unsigned long uid = pw ? pw->pw_uid : strtoul(arg, &end, 10);
+    if ((!pw && (!*arg || *end || uid > 0xfffffffeul)) || rc->copt.nallow_uids >= 16)
+        return -1;
+    rc->copt.allow_uids[rc->copt.nallow_uids++] = (uint32_t)uid;
     return 0;
 }
 
@@ -309,6 +326,14 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
         }
         case OPT_KEEPQ:
             rc->copt.keep_query = 1;
+            break;
+        case OPT_ALLOWUID:
+            if (record_add_uid(rc, optarg)) {
+                fprintf(stderr,
+                        "preplay %s: bad --allow-uid '%s' (a user name or uid, at most 16)\n", cmd,
+                        optarg);
+                return 2;
+            }
             break;
         case OPT_LABEL:
         case OPT_LABELFILE:
@@ -506,6 +531,11 @@ static void record_summary(const char *dir, struct collector *c, int quiet)
                 "around then are off by up to that much, never out of order\n",
                 s.clock_corrections, CPUCLOCK_TSC_STEP_NS / 1000000u,
                 (double)s.clock_worst_offset_ns / 1e6);
+    if (s.refused) /* data missing: said even with -q */
+        fprintf(stderr,
+                "preplay: %u registration(s) refused and run untraced: uid %u may not register "
+                "(only root, this user and --allow-uid users; docs/preplay-record.md)\n",
+                s.refused, s.refused_uid);
     if (quiet)
         return;
     char size[32];
@@ -542,6 +572,7 @@ static int record_command(int argc, char **argv)
     char name[64];
     snprintf(name, sizeof name, "rec-%d-%ld", (int)getpid(), (long)time(NULL));
     rc.copt.name = name;
+    rc.copt.accept_descendants = 1; /* the command may become another user */
     record_cpu_scores(&rc, "record");
     char err[512];
     struct collector *c = collector_create(&rc.copt, err, sizeof err);
