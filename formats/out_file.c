@@ -247,8 +247,11 @@ int out_file_open(const char *path, int flags, mode_t mode, char *err, size_t er
         close(fd);
         fd = -1;
     } else if (fd < 0) {
+        int e = errno; /* ENXIO: a FIFO without a reader, or a socket */
         snprintf(err, errlen, "%s: cannot open: %s", path,
-                 errno == ELOOP ? "it is a symlink (never followed)" : strerror(errno));
+                 e == ELOOP   ? "it is a symlink (never followed)"
+                 : e == ENXIO ? "not a regular file"
+                              : strerror(e));
     }
     close(dirfd);
     return fd;
