@@ -41,19 +41,20 @@ static const char *out_file_split(const char *path, char *dir, size_t dircap, ch
 }
 
 /* Opens dir once; refuses one every user may write to without the sticky
- * bit (anyone could swap our file for a link between two calls). */
-static int out_file_open_dir(const char *dir, char *err, size_t errlen)
+ * bit (anyone could swap our file for a link between two calls). A
+ * directory that cannot be opened is reported for path, as "PATH: doing:
+ * reason" (path is dir itself for out_file_check_dir). */
+static int out_file_open_dir(const char *dir, const char *path, const char *doing, char *err,
+                             size_t errlen)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", dir,
-                 errno == ENOTDIR ? "not a directory" : strerror(errno));
-        return -1;
-    }
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-        close(fd);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s%s%s", path, doing, *doing ? ": " : "",
+                 e == ENOTDIR && path == dir ? "not a directory" : strerror(e));
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
     if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
@@ -69,7 +70,7 @@ static int out_file_open_dir(const char *dir, char *err, size_t errlen)
 
 int out_file_check_dir(const char *dir, char *err, size_t errlen)
 {
-    int fd = out_file_open_dir(dir, err, errlen);
+    int fd = out_file_open_dir(dir, dir, "", err, errlen);
     if (fd < 0)
         return -1;
     /* AT_EACCESS: as the effective user, the one that will write; a
@@ -103,7 +104,8 @@ int out_file_begin(struct out_file *o, const char *path, mode_t mode, char *err,
     memset(o, 0, sizeof *o);
     o->fd = o->dirfd = -1;
     const char *name = out_file_split(path, dir, sizeof dir, err, errlen);
-    if (!name || (o->dirfd = out_file_open_dir(dir, err, errlen)) < 0)
+    if (!name || (o->dirfd = out_file_open_dir(
+                      dir, path, "cannot create a temporary file next to it", err, errlen)) < 0)
         return -1;
     if (!(o->path = strdup(path))) {
         snprintf(err, errlen, "%s: out of memory", path);
@@ -198,7 +200,7 @@ int out_file_create(const char *path, int flags, mode_t mode, char *err, size_t 
 {
     char dir[4096];
     const char *name = out_file_split(path, dir, sizeof dir, err, errlen);
-    int dirfd = name ? out_file_open_dir(dir, err, errlen) : -1;
+    int dirfd = name ? out_file_open_dir(dir, path, "cannot create", err, errlen) : -1;
     if (dirfd < 0)
         return -1;
     int fd = out_file_create_at(dirfd, name, flags, mode);
@@ -224,7 +226,7 @@ int out_file_open(const char *path, int flags, mode_t mode, char *err, size_t er
 {
     char dir[4096];
     const char *name = out_file_split(path, dir, sizeof dir, err, errlen);
-    int dirfd = name ? out_file_open_dir(dir, err, errlen) : -1;
+    int dirfd = name ? out_file_open_dir(dir, path, "cannot open", err, errlen) : -1;
     if (dirfd < 0)
         return -1;
     int acc = ((flags & O_ACCMODE) == O_RDWR ? O_RDWR : O_WRONLY) | (flags & O_APPEND);
