@@ -242,14 +242,20 @@ static int record_add_labels(struct record_common *rc, int opt, const char *arg,
     return 0;
 }
 
-/* --allow-uid USER: a user name, or a number; 0 or -1. */
-static int record_add_uid(struct record_common *rc, const char *arg)
+/* A repeatable option: --label, --label-file or --allow-uid USER (a user
+ * name, or a number). 0, or 2 after saying what is wrong. */
+static int record_add_repeated(struct record_common *rc, int opt, const char *arg, const char *cmd)
 {
+    if (opt != OPT_ALLOWUID)
+        return record_add_labels(rc, opt, arg, cmd);
     struct passwd *pw = getpwnam(arg);
-    char *end;
+    char *end = NULL;
     unsigned long uid = pw ? pw->pw_uid : strtoul(arg, &end, 10);
-    if ((!pw && (!*arg || *end || uid > 0xfffffffeul)) || rc->copt.nallow_uids >= 16)
-        return -1;
+    if ((!pw && (!*arg || *end || uid > 0xfffffffeul)) || rc->copt.nallow_uids >= 16) {
+        fprintf(stderr, "preplay %s: bad --allow-uid '%s' (a user name or uid, at most 16)\n", cmd,
+                arg);
+        return 2;
+    }
     rc->copt.allow_uids[rc->copt.nallow_uids++] = (uint32_t)uid;
     return 0;
 }
@@ -327,17 +333,10 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
         case OPT_KEEPQ:
             rc->copt.keep_query = 1;
             break;
-        case OPT_ALLOWUID:
-            if (record_add_uid(rc, optarg)) {
-                fprintf(stderr,
-                        "preplay %s: bad --allow-uid '%s' (a user name or uid, at most 16)\n", cmd,
-                        optarg);
-                return 2;
-            }
-            break;
         case OPT_LABEL:
         case OPT_LABELFILE:
-            if (record_add_labels(rc, opt, optarg, cmd))
+        case OPT_ALLOWUID:
+            if (record_add_repeated(rc, opt, optarg, cmd))
                 return 2;
             break;
         case OPT_DROP:
