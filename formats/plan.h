@@ -23,7 +23,7 @@
 #define PLAN_FORMAT_MAJOR 1
 /* 1.1: blocks carry worker and start_ns; 1.2: event loops; 1.3: DB ops may
  * carry PLAN_DB_CUT */
-#define PLAN_FORMAT_MINOR 3
+#define PLAN_FORMAT_MINOR 4
 
 enum plan_op_kind {
     PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
@@ -127,6 +127,11 @@ struct plan_block {
                         * its component, of the thread (or process, prefork) */
     uint64_t start_ns; /* recorded start, offset from the first request (the
                         * same origin as plan_request.arrival_ns) */
+    /* Since 1.4 (0 in older plans): recorded time of the post-response
+     * tail, from the end of the response's last send to the end of the
+     * block's last op (its ops after the last SEND op), which the replayer
+     * runs after answering; not part of recorded_ns */
+    uint64_t tail_ns;
 };
 
 struct plan_component {
