@@ -387,9 +387,11 @@ static void deps_on_client_net(struct deps_state *s, struct deps_thread *t, stru
     int64_t n = ev->u.net.result;
     int send = ev->op == TRACE_NET_SEND;
     if (n <= 0) {
-        /* a loop's read or write on its upstream that found nothing to do */
-        struct deps_block *cb = e->call_block;
-        if (t->event_loop && cb && cb->th == t && !cb->finished)
+        /* a loop's read or write on its upstream that found nothing to do;
+         * a worker's read of its upstream's end-of-file (nginx reading
+         * php-fpm's close after the FastCGI answer): the request's */
+        struct deps_block *cb = t->event_loop ? e->call_block : deps_block_of(t);
+        if (cb && cb->th == t && !cb->finished)
             deps_block_cover(t, cb);
         return;
     }
@@ -748,7 +750,7 @@ static void deps_on_loss(struct deps_state *s, uint32_t file, const struct trace
 static void deps_on_cpu(struct deps_state *s, struct deps_thread *t, const struct trace_event *ev)
 {
     struct deps_block *b = deps_block_of(t);
-    deps_outside_note(s, t, 0, ev->dur_ns, b != NULL);
+    deps_outside_note(s, t, 0, ev->dur_ns, b != NULL, 0);
     if (!b)
         return;
     if (b->nops && b->ops[b->nops - 1].kind == PLAN_OP_CPU) {
@@ -915,7 +917,7 @@ void deps_on_event(struct deps_state *s, uint32_t file, const struct deps_queued
         break;
     }
     if (counted)
-        deps_outside_note(s, t, 1, 0, t->covers != covers);
+        deps_outside_note(s, t, 1, 0, t->covers != covers, deps_block_of(t) != NULL);
     if (ev->ts_ns + ev->dur_ns > t->last_end_raw)
         t->last_end_raw = ev->ts_ns + ev->dur_ns;
 }

@@ -4,7 +4,8 @@
  * request (post-response), between an accept and the request's first read
  * (accept path), a worker before its first request (idle if it existed
  * before the first request, spawned under load otherwise), threads that
- * never served (background), before the first request (start-up) and after
+ * never served (background), in a request but taken by no block
+ * (unattributed), before the first request (start-up) and after
  * a thread's last block or, for one that never served, after the last
  * block anywhere finished (shutdown). A thread's work is held per thread until
  * its kind is known, so nothing here grows with the recording. Counting
@@ -32,12 +33,16 @@ static void deps_outside_age(const struct deps_state *s, struct deps_thread *t)
 }
 
 void deps_outside_note(struct deps_state *s, struct deps_thread *t, uint64_t events,
-                       uint64_t cpu_ns, int attributed)
+                       uint64_t cpu_ns, int attributed, int in_request)
 {
     if (attributed)
         return;
     if (!s->have_origin) {
         deps_outside_add(s, ANALYZE_OUT_STARTUP, events, cpu_ns);
+        return;
+    }
+    if (in_request) {
+        deps_outside_add(s, ANALYZE_OUT_UNNAMED, events, cpu_ns);
         return;
     }
     if (t->serving && t->accepting) {
@@ -90,7 +95,8 @@ void analyze_outside_format(const struct analyze_result *r, char *buf, size_t ca
              "outside requests: %.1f ms CPU (%.1f%%) in %" PRIu64 " events (%.1f%%): "
              "post-response %.1f ms/%" PRIu64 ", accept %.1f ms/%" PRIu64
              ", idle workers %.1f ms/%" PRIu64 ", spawn %.1f ms/%" PRIu64
-             ", background %.1f ms/%" PRIu64 "; in requests %.1f ms CPU, of it post-response "
+             ", background %.1f ms/%" PRIu64 ", unattributed %.1f ms/%" PRIu64
+             "; in requests %.1f ms CPU, of it post-response "
              "tails %.1f ms/%" PRIu64 " (replayed after the response); not counted: start-up "
              "%.1f ms/%" PRIu64 ", shutdown %.1f ms/%" PRIu64,
              (double)cpu / 1e6, all_cpu > 0 ? 100.0 * (double)cpu / all_cpu : 0.0, ev,
@@ -100,6 +106,7 @@ void analyze_outside_format(const struct analyze_result *r, char *buf, size_t ca
              (double)o->cpu_ns[ANALYZE_OUT_IDLE] / 1e6, o->events[ANALYZE_OUT_IDLE],
              (double)o->cpu_ns[ANALYZE_OUT_SPAWN] / 1e6, o->events[ANALYZE_OUT_SPAWN],
              (double)o->cpu_ns[ANALYZE_OUT_BACKGROUND] / 1e6, o->events[ANALYZE_OUT_BACKGROUND],
+             (double)o->cpu_ns[ANALYZE_OUT_UNNAMED] / 1e6, o->events[ANALYZE_OUT_UNNAMED],
              (double)r->in_cpu_ns / 1e6, (double)r->tail_cpu_ns / 1e6, r->tail_events,
              (double)o->cpu_ns[ANALYZE_OUT_STARTUP] / 1e6, o->events[ANALYZE_OUT_STARTUP],
              (double)o->cpu_ns[ANALYZE_OUT_SHUTDOWN] / 1e6, o->events[ANALYZE_OUT_SHUTDOWN]);

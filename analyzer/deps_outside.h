@@ -7,9 +7,10 @@
 #include "deps_state.h"
 
 /* Thread t did one event (a resource event, or CPU time cpu_ns) that no
- * block took (attributed 0) or that its block took (1). */
+ * block took (attributed 0) or that its block took (1); in_request: the
+ * thread had a block its events go to (deps_block_of). */
 void deps_outside_note(struct deps_state *s, struct deps_thread *t, uint64_t events,
-                       uint64_t cpu_ns, int attributed);
+                       uint64_t cpu_ns, int attributed, int in_request);
 /* Thread t accepted a connection: what it does until that request's first
  * read is the accept path. */
 void deps_outside_accept(struct deps_thread *t);

@@ -32,6 +32,8 @@ enum analyze_outside_kind {
     ANALYZE_OUT_IDLE,       /* a worker started before the first request, before its first */
     ANALYZE_OUT_SPAWN,      /* a worker started under load (fork, exec), before its first */
     ANALYZE_OUT_BACKGROUND, /* threads that never served, from the first request on */
+    ANALYZE_OUT_UNNAMED,    /* a thread in a request, an event no block took (a loop's
+                             * bytes on an upstream with no call open) */
     ANALYZE_OUT_STARTUP,    /* anything before the first request (not counted as outside) */
     ANALYZE_OUT_SHUTDOWN,   /* a serving thread after its last block (not counted either) */
     ANALYZE_OUT_KINDS

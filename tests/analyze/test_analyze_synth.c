@@ -697,6 +697,7 @@ static void test_nested_and_external(void **state)
     synth_file(&a, TRACE_FILE_WRITE, 0, 4343, 0, 256, 0, 0);
     synth_net(&a, TRACE_NET_SEND, 1, 700, 4 * US);
     synth_net(&w, TRACE_NET_RECV, 2, 700, a.now + 5 * US - w.now);
+    synth_net(&w, TRACE_NET_RECV, 2, 0, 2 * US); /* the api closed: EOF, the request's */
     /* the cache: 40 bytes out, 300 back in two receives, 250 us in all */
     uint64_t ext_t0 = w.now;
     synth_net(&w, TRACE_NET_SEND, 3, 40, 3 * US);
@@ -712,6 +713,8 @@ static void test_nested_and_external(void **state)
     assert_int_equal(f->r.calls, 1);
     assert_int_equal(f->r.externals, 1);
     assert_int_equal(f->r.unmatched_bytes, 0);
+    /* every event of both serving threads is in a block, the EOF included */
+    assert_int_equal(f->r.covered_events, f->r.window_events);
     uint32_t b = f->plan->requests[0].block;
     fx_expect_kinds(f, b, "RLLKXS");
     const struct plan_op *op = fx_ops(f, b);
