@@ -872,6 +872,15 @@ void deps_on_event(struct deps_state *s, uint32_t file, const struct deps_queued
     case TRACE_EV_LOSS:
         deps_on_loss(s, file, ev);
         return;
+    case TRACE_EV_THREAD_EXIT: {
+        /* a worker that ends (php-fpm's pm.max_requests, a prefork child
+         * recycled) after its last block: what it did since the finish
+         * may be its shutdown, cut like a tail at the end of the recording */
+        struct deps_thread *t = deps_map_get(&s->procs[file].threads, (uint64_t)ev->tid + 1);
+        if (t)
+            deps_block_seal_tail(s, t, 1);
+        return;
+    }
     case TRACE_EV_FILE:
     case TRACE_EV_NET:
     case TRACE_EV_LOCK:

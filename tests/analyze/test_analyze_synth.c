@@ -424,6 +424,51 @@ static void test_post_close_tail(void **state)
                                  "post-response 0.0 ms/0, accept 0.0 ms/2,"));
 }
 
+/* ---- a worker that exits after its last request (php-fpm's
+ * pm.max_requests): what it did after that request's finish may be its
+ * shutdown, cut like a tail at the end of the recording, even when the
+ * recording goes on long enough (65536 events, 2 s) for the tail to be
+ * sealed as idle ---- */
+
+static void test_tail_thread_exit(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "fpm", "h1", "rec-fe", 100, 0);
+    uint32_t log = synth_string(&fe, "/var/log/fpm.log");
+    struct synth_thread a, b;
+    synth_thread_init(&a, &fe, 101, T0);
+    synth_thread_init(&b, &fe, 102, T0 + 5 * MS);
+    struct synth_addr c1 = {{192, 168, 7, 7}, 50201}, c2 = {{192, 168, 7, 7}, 50202};
+    synth_conn_tcp(&a, TRACE_CONN_ACCEPT, 1, 9, &fe_addr, &c1);
+    synth_net(&a, TRACE_NET_RECV, 1, 200, 1 * MS);
+    synth_cpu(&a, 30 * US);
+    synth_net(&a, TRACE_NET_SEND, 1, 900, 5 * US);
+    synth_net(&a, TRACE_NET_RECV, 1, 0, 10 * US);
+    synth_conn_end(&a, TRACE_CONN_CLOSE, 1, 9);
+    synth_file(&a, TRACE_FILE_WRITE, log, 77, -1, 6, 0, 2 * US);
+    synth_cpu(&a, 500 * US); /* module shutdown */
+    struct trace_event exit_ev = synth_event(&a, TRACE_EV_THREAD_EXIT, 0, 0);
+    synth_emit(&a, &exit_ev);
+    /* another worker serves one long request: 70000 CPU events over 3.5 s */
+    synth_conn_tcp(&b, TRACE_CONN_ACCEPT, 2, 10, &fe_addr, &c2);
+    synth_net(&b, TRACE_NET_RECV, 2, 200, 1 * MS);
+    for (int i = 0; i < 70000; i++) {
+        synth_cpu(&b, 40 * US);
+        synth_idle(&b, 10 * US);
+        if (i % 4096 == 0)
+            synth_flush(&fe, b.now);
+    }
+    synth_net(&b, TRACE_NET_SEND, 2, 900, 5 * US);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.requests, 2);
+    fx_expect_kinds(f, f->plan->requests[0].block, "RCS"); /* no log write, no shutdown CPU */
+    assert_int_equal(f->r.outside.events[ANALYZE_OUT_SHUTDOWN], 1);
+    assert_true(f->r.outside.cpu_ns[ANALYZE_OUT_SHUTDOWN] == 500 * US);
+}
+
 /* ---- events the recording lost (LOSS records) are counted and analyze
  * says where: the requests around them are incomplete ---- */
 
@@ -985,6 +1030,7 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_post_close_tail, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_tail_thread_exit, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_backwards, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_db_event_written_late, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_late_events, fx_setup, fx_teardown),
