@@ -113,6 +113,7 @@ struct compare_run {
     size_t nresources;
     struct compare_db_error *db_errors;
     size_t ndb_errors;
+    uint64_t db_cut; /* DB statements recorded cut, replayed as waits (results' db_cut) */
     /* filled by compare_analyze */
     char **problems; /* why the replay cannot be trusted ("3 requests failed"), one per kind */
     size_t nproblems;

@@ -162,6 +162,7 @@ static int compare_take(struct results_file *rf, struct compare_run *run)
     }
     run->nintervals = rf->nintervals;
     run->failed = isnan(rf->failed) ? failed : (size_t)rf->failed;
+    run->db_cut = isnan(rf->db_cut) ? 0 : (uint64_t)rf->db_cut;
     if (isnan(run->elapsed_s)) {
         double sum = 0;
         for (size_t i = 0; i < run->nintervals; i++)

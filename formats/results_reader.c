@@ -526,6 +526,10 @@ static int results_read_head(json_t *root, struct results_file *rf, const char *
         snprintf(err, errlen, "%s: schedule_s and schedule_requests must be numbers >= 0", path);
         return -1;
     }
+    if (results_number(root, "db_cut", &rf->db_cut) || rf->db_cut < 0) {
+        snprintf(err, errlen, "%s: db_cut: expected an integer >= 0", path);
+        return -1;
+    }
     return results_read_cpu_ratio(root, rf, path, err, errlen);
 oom:
     snprintf(err, errlen, "%s: out of memory", path);
@@ -568,7 +572,8 @@ static int results_read_root(json_t *root, struct results_file *rf, const char *
 int results_read(const char *path, struct results_file *rf, char *err, size_t errlen)
 {
     memset(rf, 0, sizeof *rf);
-    rf->price = rf->p0 = rf->elapsed_s = rf->failed = rf->schedule_s = rf->schedule_requests = NAN;
+    rf->price = rf->p0 = rf->elapsed_s = rf->failed = rf->schedule_s = rf->schedule_requests =
+        rf->db_cut = NAN;
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));

@@ -75,6 +75,7 @@ struct results_file {
     double cpu_ratio_lo, cpu_ratio_hi; /* "cpu_ratio_ci"; NAN: absent */
     double schedule_s;                 /* one pass of the schedule (run); NAN: absent */
     double schedule_requests;          /* the plan's requests in one pass; NAN: absent */
+    double db_cut; /* statements recorded cut and replayed as waits; NAN: absent */
     struct results_label *labels;
     size_t nlabels;
     struct results_interval_read *intervals;
