@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "compare_placement.h"
 #include "stats.h"
 #include "report_plan.h"
 #include "report_svg.h"
@@ -477,13 +478,23 @@ static void report_runs(struct report_ctx *x)
             fprintf(f, " [%.3f, %.3f]", r->cpu_ratio_lo, r->cpu_ratio_hi);
         else if (!isnan(r->cpu_ratio))
             fprintf(f, " (no interval in the results)");
-        fprintf(f, "</td><td>not recorded in the results</td><td>not recorded in the results"
-                   "</td></tr>\n");
+        char db[1024], cl[1024];
+        fprintf(f, "</td><td class=\"placement\">");
+        report_escape(f, compare_placement_db_text(&r->placement, db, sizeof db));
+        fprintf(f, "</td><td class=\"placement\">");
+        report_escape(f, compare_placement_client_text(&r->placement, cl, sizeof cl));
+        fprintf(f, "</td></tr>\n");
     }
     fprintf(f, "</table>\n<p class=\"note\">cpu_ratio: the recorded CPU time was multiplied by "
                "it (this machine's CPU score against the recording host's); a ratio measured on "
                "the recording host itself should be 1, so its distance from 1 there is its "
-               "error.</p>\n");
+               "error. database and clients: where <code>preplay run</code> found them; a "
+               "prediction and a truth compare only when both put them on the same side of the "
+               "type.</p>\n");
+    if (!compare_placement_alike(x->runs, x->nruns))
+        fprintf(f, "<p class=\"warn\">These runs did not place their database or their "
+                   "clients alike (see the table): part of their difference is where those "
+                   "ran, not the instance type.</p>\n");
 }
 
 /* What the plan could and could not explain: coverage, flagged blocks,
@@ -704,7 +715,7 @@ static int report_body(struct report_ctx *x)
                ".plan-quality{border:1px solid #999;padding:0 1em;background:#fafafa}\n"
                "svg.chart{display:block;margin:1em 0;border:1px solid #eee}\n"
                ".trust{border:2px solid #8a8;padding:0 1em;margin:1em 0}"
-               ".trust.warn{border-color:#b00;background:#fff4f0}\n"
+               ".trust.warn{border-color:#b00;background:#fff4f0}p.warn{color:#b00}\n"
                "</style></head><body>\n<h1>Which instance type? preplay compare</h1>\n<p>");
     for (size_t i = 0; i < x->nruns; i++) {
         fprintf(f, "%s", i ? ", " : "Results compared: ");
