@@ -280,8 +280,10 @@ static void report_normalized(struct report_ctx *x, enum compare_metric m)
                 ymax = fmax(ymax, lab->stat[m].hi / worst);
         }
     }
-    report_chart_begin(&c, x->f, x->next_id++, title, "request label", ylabel, 0, (double)nl, 0,
-                       ymax * 1.25, 1);
+    /* the category axis: labels horizontal when they fit their slot,
+     * vertical (and shortened past the axis' room) when not */
+    report_chart_begin_categories(&c, x->f, x->next_id++, title, "request label", ylabel,
+                                  (const char *const *)x->v->labels, nl, 0, 0, ymax * 1.25);
     double gw = (c.right - c.left) / (double)(nl ? nl : 1);
     double bw = gw * 0.8 / (double)(nr ? nr : 1);
     for (size_t l = 0; l < nl; l++) {
@@ -314,12 +316,7 @@ static void report_normalized(struct report_ctx *x, enum compare_metric m)
                     "stroke-width=\"1.2\"/>\n",
                     cx, ylo, yhi, cx - 3, ylo, cx - 3, yhi);
         }
-        fprintf(x->f,
-                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" transform=\"rotate(-25 %.1f "
-                "%.1f)\">",
-                gx + gw * 0.4, c.bottom + 16, gx + gw * 0.4, c.bottom + 16);
-        report_escape(x->f, x->v->labels[l]);
-        fprintf(x->f, "</text>\n");
+        report_chart_category(&c, l, x->v->labels[l]);
     }
     const char *names[REPORT_NSTYLES];
     const struct report_style *styles[REPORT_NSTYLES];
