@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "results_reader.h"
+
 #define COMPARE_ERR_LEN 512
 
 struct report_plan_facts;
@@ -106,6 +108,7 @@ struct compare_run {
     size_t requests_ok, failed;
     double cpu_ratio;                  /* recorded CPU time was multiplied by this; NAN: unknown */
     double cpu_ratio_lo, cpu_ratio_hi; /* its 95 % interval; NAN: none */
+    struct results_placement_read placement; /* where its DB and clients were */
     struct compare_label *labels;
     size_t nlabels;
     struct compare_interval *intervals;

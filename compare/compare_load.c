@@ -148,6 +148,8 @@ static int compare_take(struct results_file *rf, struct compare_run *run)
     run->cpu_ratio = rf->cpu_ratio;
     run->cpu_ratio_lo = rf->cpu_ratio_lo;
     run->cpu_ratio_hi = rf->cpu_ratio_hi;
+    run->placement = rf->placement;
+    memset(&rf->placement, 0, sizeof rf->placement);
     if (!run->instance || compare_take_labels(rf, run))
         return -1;
     run->intervals = calloc(rf->nintervals + 1, sizeof *run->intervals);
@@ -219,6 +221,7 @@ void compare_run_free(struct compare_run *run)
         free(run->resources[i].label);
     }
     free(run->resources);
+    results_placement_free(&run->placement);
     free(run->path);
     free(run->instance);
     free(run->recording_id);

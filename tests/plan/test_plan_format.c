@@ -195,7 +195,8 @@ static const char *write_sample(const char *name, size_t frame_bytes)
     assert_int_equal(plan_writer_component(w, &app), 0);
     struct plan_op a_ops[4];
     memset(a_ops, 0, sizeof a_ops);
-    a_ops[0] = (struct plan_op){.kind = PLAN_OP_RECV, .recorded_ns = 1, .a.net.bytes = UINT64_MAX};
+    a_ops[0] = (struct plan_op){
+        .kind = PLAN_OP_RECV, .flags = PLAN_RECV_FULL, .recorded_ns = 1, .a.net.bytes = UINT64_MAX};
     a_ops[1] = (struct plan_op){.kind = PLAN_OP_CPU,
                                 .flags = UINT16_MAX,
                                 .recorded_ns = UINT64_MAX,
@@ -266,7 +267,7 @@ static void check_sample(const struct plan *p)
 {
     assert_int_equal(p->version_major, 1);
     assert_int_equal(p->version_minor, PLAN_FORMAT_MINOR);
-    assert_int_equal(p->version_minor, 3);
+    assert_int_equal(p->version_minor, 4);
     assert_string_equal(p->recording_id, "rec-0123456789abcdef0123456789abcdef012");
     assert_int_equal(p->ncpu_scores, 2);
     assert_string_equal(p->cpu_scores[0].name, "zstd-compress");
