@@ -53,6 +53,18 @@ for pkg in libzstd1 libjansson4; do
     grep -Eq "(^|, )$pkg( |,|$)" <<<"$depends" || fail "Depends lacks $pkg"
 done
 
+# --version names the commit this tree is at (a tree outside git: "unknown")
+version=$("$bin" --version)
+if head=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null); then
+    grep -Eq "^preplay [0-9.]+ \(commit $head(-dirty)?\)$" <<<"$version" ||
+        fail "preplay --version: '$version', want commit $head"
+fi
+mkdir "$tmp/nogit"
+cmake -DSOURCE_DIR="$tmp/nogit" -DOUTPUT="$tmp/nogit/info.h" -DVERSION=9.9.9 \
+    -P "$src/cmake/preplay_build_info.cmake"
+grep -q '^#define PREPLAY_BUILD_COMMIT "unknown"$' "$tmp/nogit/info.h" ||
+    fail "outside git the commit is not 'unknown': $(cat "$tmp/nogit/info.h")"
+
 # man pages for preplay and every command, the completion, the docs
 commands=$("$bin" --help | awk '/^commands:/ { f = 1; next } f && NF == 0 { exit } f { print $1 }')
 [ "$(wc -w <<<"$commands")" -ge 10 ] || fail "preplay --help lists too few commands: $commands"
