@@ -87,7 +87,8 @@ print(f"ok: {len(merged)} events merged; {late} were out of time order in their 
 PY
 
 # a damaged trace beside good ones: named, exit 1, the others still printed
-head -c 100 "$(ls "$tmp"/trace/*.trace | head -1)" >"$tmp/trace/zz-cut.trace"
+first=$(ls "$tmp"/trace/*.trace | awk "NR == 1")
+head -c 100 "$first" >"$tmp/trace/zz-cut.trace"
 set +e
 "$bin" dump "$tmp/trace" >"$tmp/out" 2>"$tmp/err"
 rc=$?

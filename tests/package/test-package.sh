@@ -41,10 +41,11 @@ for f in "$bin" "$lib"; do
         fail "$f has a run path into the build tree"
     fi
     for soname in $(objdump -p "$f" | awk '$1 == "NEEDED" { print $2 }'); do
-        path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64|x86_64/ { print $NF; exit }')
+        path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64|x86_64/ && !p { p = $NF } END { print p }')
         [ -n "$path" ] || fail "$soname (needed by $f) not found by ldconfig"
-        pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1) ||
-            pkg=$(dpkg -S "$path" | head -1 | cut -d: -f1)
+        # (whole outputs read: a reader that stops early fails the writer under pipefail)
+        pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | awk -F: 'NR == 1 { print $1 }') ||
+            pkg=$(dpkg -S "$path" | awk -F: 'NR == 1 { print $1 }')
         [ -n "$pkg" ] || fail "no package owns $path ($soname)"
         grep -Eq "(^|, )$pkg( |,|$)" <<<"$depends" || fail "Depends lacks $pkg (for $soname of $f)"
     done
@@ -66,7 +67,7 @@ grep -q '^#define PREPLAY_BUILD_COMMIT "unknown"$' "$tmp/nogit/info.h" ||
     fail "outside git the commit is not 'unknown': $(cat "$tmp/nogit/info.h")"
 
 # man pages for preplay and every command, the completion, the docs
-commands=$("$bin" --help | awk '/^commands:/ { f = 1; next } f && NF == 0 { exit } f { print $1 }')
+commands=$("$bin" --help | awk '/^commands:/ { f = 1; next } f && NF == 0 { f = 0 } f { print $1 }')
 [ "$(wc -w <<<"$commands")" -ge 10 ] || fail "preplay --help lists too few commands: $commands"
 man1=$root/usr/share/man/man1
 for page in preplay $(sed 's/^/preplay-/' <<<"$commands"); do
