@@ -135,10 +135,21 @@ out=$(PATH=$ROOT/usr/bin preplay help record)
 grep -q "^# preplay record" <<<"$out" ||
     fail "preplay help record without man does not print docs/preplay-record.md"
 
-# record finds the installed library by itself, and it is what the app preloads
+# record finds the installed library by itself, and it is what the app
+# preloads, even with a stray copy beside the binary (the build tree's place)
+installed=$(readlink -f "$ROOT/usr/lib/preplay/libpreplay_trace.so")
+cp "$installed" "$ROOT/usr/bin/libpreplay_trace.so"
 out=$(preplay record -q --no-cpu-scores -o "$TMP/t0" -- sh -c 'echo "$LD_PRELOAD"')
-[ "$out" = "$(readlink -f "$ROOT/usr/lib/preplay/libpreplay_trace.so")" ] ||
-    fail "record preloaded '$out', not the installed library"
+[ "$out" = "$installed" ] || fail "record preloaded '$out', not the installed library"
+# PREPLAY_TRACE_LIB overrides; one that cannot be read is named
+mv "$ROOT/usr/bin/libpreplay_trace.so" "$TMP/other.so"
+out=$(PREPLAY_TRACE_LIB=$TMP/other.so preplay record -q --no-cpu-scores -o "$TMP/t1" -- sh -c 'echo "$LD_PRELOAD"')
+[ "$out" = "$TMP/other.so" ] || fail "PREPLAY_TRACE_LIB=$TMP/other.so: record preloaded '$out'"
+if out=$(PREPLAY_TRACE_LIB=$TMP/none.so preplay record -q -o "$TMP/t2" -- true 2>&1); then
+    fail "record with an unreadable PREPLAY_TRACE_LIB succeeded"
+fi
+[ "$out" = "preplay record: PREPLAY_TRACE_LIB=$TMP/none.so: cannot read it" ] ||
+    fail "unreadable PREPLAY_TRACE_LIB: '$out'"
 
 # a real server, a few requests
 preplay record -q --no-cpu-scores -o "$TMP/trace" -c web -- \
