@@ -306,6 +306,8 @@ static void deps_on_server_recv(struct deps_state *s, struct deps_thread *t, str
      * time of the block. Later receives of the request keep theirs. */
     if (starts_block)
         op->recorded_ns = 0;
+    if ((uint64_t)n == ev->u.net.size)
+        op->flags |= PLAN_RECV_FULL; /* no client write boundary seen here */
     e->in_off += (uint64_t)n;
 }
 

@@ -5,7 +5,8 @@
 # over a unix socket, 4 prefork workers) -> MariaDB (mysqli), with a
 # static file next to the PHP pages; (2) nginx reverse-proxying to a
 # threaded Python upstream (backend.py) over kept-alive upstream
-# connections. Both under a bounded concurrent load (keepalive_load.py: 4
+# connections, GETs and a POST whose body outgrows nginx's 1 KB header
+# buffer. Both under a bounded concurrent load (keepalive_load.py: 4
 # clients, each one keep-alive connection). The analyzer must take the
 # nginx worker as an event loop: no violation, no flagged block, coverage
 # >= 99%, and each request's events in its own block: the bytes every
@@ -224,11 +225,11 @@ pids+=($!); be=$!
 pids+=($!); px=$!
 wait_port "$bport" 30 || fail "backend.py not listening: $(cat "$prox/backend.err")"
 wait_port "$pport" 30 || fail "nginx (proxy) not listening: $(cat "$prox/nginx.out" "$prox/nginx.err")"
-# GET only: nginx forwards a POST's headers and body to the upstream in two
-# sends without TCP_NODELAY, and the replay of that call meets a Nagle /
-# delayed-ACK stall of 40 ms that the recording did not (left to the replay
-# of call segments, not the event loop)
-load "$pport" 8 "$prox" "the nginx proxy" "GET /small" "GET /medium" "GET /large" "GET /small"
+# the POST's 3 KB body: nginx reads the request in two receives (its 1 KB
+# header buffer, then the rest) of bytes the client wrote at once; a driver
+# that wrote them as two sends met Nagle and the replayer's delayed ACK, a
+# 40 ms stall the recording did not have (PLAN_RECV_FULL)
+load "$pport" 8 "$prox" "the nginx proxy" "GET /small" "GET /medium" "GET /large" "POST /echo 3000"
 stop "$px"; stop "$be"
 "$bin" analyze "$work/trace/proxy" "$work/trace/backend" -o "$work/proxy.plan" --blocks "$work/proxy.tsv" \
     >"$work/proxy.analyze" 2>"$work/proxy.analyze.err" ||

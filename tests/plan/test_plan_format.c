@@ -196,7 +196,8 @@ static const char *write_sample(const char *name, size_t frame_bytes)
     assert_int_equal(plan_writer_component(w, &app), 0);
     struct plan_op a_ops[4];
     memset(a_ops, 0, sizeof a_ops);
-    a_ops[0] = (struct plan_op){.kind = PLAN_OP_RECV, .recorded_ns = 1, .a.net.bytes = UINT64_MAX};
+    a_ops[0] = (struct plan_op){
+        .kind = PLAN_OP_RECV, .flags = PLAN_RECV_FULL, .recorded_ns = 1, .a.net.bytes = UINT64_MAX};
     a_ops[1] = (struct plan_op){.kind = PLAN_OP_CPU,
                                 .flags = UINT16_MAX,
                                 .recorded_ns = UINT64_MAX,
@@ -267,7 +268,7 @@ static void check_sample(const struct plan *p)
 {
     assert_int_equal(p->version_major, 1);
     assert_int_equal(p->version_minor, PLAN_FORMAT_MINOR);
-    assert_int_equal(p->version_minor, 4);
+    assert_int_equal(p->version_minor, 5);
     assert_string_equal(p->recording_id, "rec-0123456789abcdef0123456789abcdef012");
     assert_int_equal(p->ncpu_scores, 2);
     assert_string_equal(p->cpu_scores[0].name, "zstd-compress");
@@ -306,7 +307,7 @@ static void check_sample(const struct plan *p)
     assert_true(p->blocks[1].recorded_ns == UINT64_MAX);
     assert_int_equal(p->blocks[1].worker, UINT32_MAX); /* 1.1 fields at their extremes */
     assert_true(p->blocks[1].start_ns == UINT64_MAX);
-    assert_true(p->blocks[1].tail_ns == UINT64_MAX); /* 1.4 */
+    assert_true(p->blocks[1].tail_ns == UINT64_MAX); /* 1.5 */
     assert_int_equal(p->blocks[0].worker, 0);
     assert_true(p->blocks[0].start_ns == 0);
     assert_true(p->blocks[0].tail_ns == 0);
@@ -673,8 +674,8 @@ static void test_higher_minor_skips_unknown(void **state)
 }
 
 /* 1.1 block fields: a 1.0 block (body ends after its segments) reads as
- * worker 0, start_ns 0; a 1.1-1.3 block (ends after start_ns) as tail_ns 0
- * (1.4); a 1.4 block with a later minor's bytes after tail_ns keeps its
+ * worker 0, start_ns 0; a 1.1-1.4 block (ends after start_ns) as tail_ns 0
+ * (1.5); a 1.5 block with a later minor's bytes after tail_ns keeps its
  * fields; a damaged tail is named. */
 static void test_block_worker_fields(void **state)
 {
@@ -683,10 +684,10 @@ static void test_block_worker_fields(void **state)
     struct plan_craft c;
     craft_base(&c, 7); /* block 0: a 1.0 body */
     /* block 1: CPU op, worker 3, start_ns 300 (varint 0xac 0x02), tail_ns
-     * 85 (1.4), then a byte of minor 7 */
+     * 85 (1.5), then a byte of minor 7 */
     uint8_t blk[] = {0, 0, 0, 50, 1, 0, PLAN_OP_CPU, 4, 0, 0, 8, 6, 3, 0xac, 0x02, 0x55, 0x66};
     plan_craft_record(&c, PLAN_REC_BLOCK, blk, sizeof blk);
-    /* block 2: a 1.3 body (worker 4, start_ns 5, no tail_ns) */
+    /* block 2: a 1.4 body (worker 4, start_ns 5, no tail_ns) */
     uint8_t b13[] = {0, 0, 0, 50, 1, 0, PLAN_OP_CPU, 4, 0, 0, 8, 6, 4, 5};
     plan_craft_record(&c, PLAN_REC_BLOCK, b13, sizeof b13);
     craft_end(&c, 2, 3, 3, 0, 0);
