@@ -142,6 +142,11 @@ static int analyze_command(int argc, char **argv)
                out, r.requests, r.blocks, r.calls, r.externals, r.db_ops, r.coverage * 100.0,
                r.covered_events, r.window_events, r.coverage_all * 100.0, r.resource_events,
                r.unmatched_bytes, r.violations, r.events);
+    if (!quiet) {
+        char outside[1024];
+        analyze_outside_format(&r, outside, sizeof outside);
+        printf("%s\n", outside);
+    }
     if (r.db_cut)
         fprintf(stderr,
                 "preplay analyze: warning: %" PRIu64 " DB ops were recorded cut (longer than the "

@@ -25,6 +25,7 @@
 #include "deps_call.h"
 #include "deps_end.h"
 #include "deps_on.h"
+#include "deps_outside.h"
 #include "deps_state.h"
 #include "preplay_analyze.h"
 
@@ -120,6 +121,13 @@ static void deps_analyze_drain_held(struct deps_state *s)
 static void deps_analyze_checkpoint(struct deps_state *s, int final)
 {
     uint64_t horizon = final ? UINT64_MAX : s->now_c;
+    if (final) {
+        for (uint32_t f = 0; f < s->in.nfiles && !s->failed; f++)
+            for (uint32_t i = 0; i < s->procs[f].nall; i++)
+                deps_block_seal_tail(s, s->procs[f].all[i], 1);
+    } else {
+        deps_block_seal_idle_tails(s, &horizon);
+    }
     deps_analyze_settle_ends(s, final);
     if (final) {
         deps_analyze_drain_held(s);
@@ -233,7 +241,7 @@ static int deps_analyze_open(struct deps_state *s, const char *const *inputs, in
     }
     if (s->blocks_out) /* the two line kinds' columns (docs/preplay-analyze.md) */
         fputs("# B\tid\tcomponent\tpid\ttid\tstart_ns\tend_ns\tflags\tcallees\tlabel\tworker\t"
-              "plan_start_ns\tsockopts\tnodelay_calls\trecv_bytes\tsend_bytes\n"
+              "plan_start_ns\tsockopts\tnodelay_calls\trecv_bytes\tsend_bytes\ttail_ns\n"
               "# R\tblock\tarrival_ns\tsession\tthink_ns\n",
               s->blocks_out);
     if (deps_analyze_components(s) != 0) {
@@ -262,8 +270,10 @@ static int deps_analyze_stream(struct deps_state *s, char *err, size_t errlen)
         snprintf(err, errlen, "%s", s->in.err);
         return -1;
     }
-    if (!s->failed)
+    if (!s->failed) {
         deps_analyze_checkpoint(s, 1);
+        deps_outside_finish(s);
+    }
     if (s->failed) {
         snprintf(err, errlen, "%s", s->err);
         return -1;

@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "results_reader.h"
+
 #define COMPARE_ERR_LEN 512
 
 struct report_plan_facts;
@@ -68,6 +70,7 @@ struct compare_label {
     size_t stop_rule_n;   /* samples the stop rule's last comparison had (its d1) */
     int judged;           /* 1 the stop rule judged it, 0 too few samples, -1 unknown/no rule */
     int unlike_recording; /* p_recording < COMPARE_RESEMBLE_P with enough samples */
+    int ratio_widened;    /* bands hold the CPU ratio's interval (compare_verdict.c) */
 };
 
 /* Time per resource of one component's blocks of one label, mean per block. */
@@ -105,6 +108,7 @@ struct compare_run {
     size_t requests_ok, failed;
     double cpu_ratio;                  /* recorded CPU time was multiplied by this; NAN: unknown */
     double cpu_ratio_lo, cpu_ratio_hi; /* its 95 % interval; NAN: none */
+    struct results_placement_read placement; /* where its DB and clients were */
     struct compare_label *labels;
     size_t nlabels;
     struct compare_interval *intervals;
@@ -113,6 +117,7 @@ struct compare_run {
     size_t nresources;
     struct compare_db_error *db_errors;
     size_t ndb_errors;
+    uint64_t db_cut; /* DB statements recorded cut, replayed as waits (results' db_cut) */
     /* filled by compare_analyze */
     char **problems; /* why the replay cannot be trusted ("3 requests failed"), one per kind */
     size_t nproblems;

@@ -148,6 +148,8 @@ static int compare_take(struct results_file *rf, struct compare_run *run)
     run->cpu_ratio = rf->cpu_ratio;
     run->cpu_ratio_lo = rf->cpu_ratio_lo;
     run->cpu_ratio_hi = rf->cpu_ratio_hi;
+    run->placement = rf->placement;
+    memset(&rf->placement, 0, sizeof rf->placement);
     if (!run->instance || compare_take_labels(rf, run))
         return -1;
     run->intervals = calloc(rf->nintervals + 1, sizeof *run->intervals);
@@ -162,6 +164,7 @@ static int compare_take(struct results_file *rf, struct compare_run *run)
     }
     run->nintervals = rf->nintervals;
     run->failed = isnan(rf->failed) ? failed : (size_t)rf->failed;
+    run->db_cut = isnan(rf->db_cut) ? 0 : (uint64_t)rf->db_cut;
     if (isnan(run->elapsed_s)) {
         double sum = 0;
         for (size_t i = 0; i < run->nintervals; i++)
@@ -218,6 +221,7 @@ void compare_run_free(struct compare_run *run)
         free(run->resources[i].label);
     }
     free(run->resources);
+    results_placement_free(&run->placement);
     free(run->path);
     free(run->instance);
     free(run->recording_id);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "compare_placement.h"
 
 static json_t *compare_json_num(double x)
 {
@@ -117,6 +118,7 @@ json_t *compare_json(const struct compare_run *runs, size_t nruns,
         json_object_set_new(o, "slo_failure", json_string(r->slo_failure ? r->slo_failure : ""));
         json_object_set_new(o, "tier", r->ranked ? json_integer(r->tier) : json_null());
         compare_json_trust(o, r, opt);
+        json_object_set_new(o, "placement", compare_placement_json(&r->placement));
         json_object_set_new(o, "score_s", compare_json_num(r->score));
         for (size_t j = 0; j < nruns; j++)
             if (j != i && v->equivalent[i * nruns + j])

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "compare_placement.h"
 #include "out_file.h"
 #include "stats.h"
 #include "report_plan.h"
@@ -280,8 +281,10 @@ static void report_normalized(struct report_ctx *x, enum compare_metric m)
                 ymax = fmax(ymax, lab->stat[m].hi / worst);
         }
     }
-    report_chart_begin(&c, x->f, x->next_id++, title, "request label", ylabel, 0, (double)nl, 0,
-                       ymax * 1.25, 1);
+    /* the category axis: labels horizontal when they fit their slot,
+     * vertical (and shortened past the axis' room) when not */
+    report_chart_begin_categories(&c, x->f, x->next_id++, title, "request label", ylabel,
+                                  (const char *const *)x->v->labels, nl, 0, 0, ymax * 1.25);
     double gw = (c.right - c.left) / (double)(nl ? nl : 1);
     double bw = gw * 0.8 / (double)(nr ? nr : 1);
     for (size_t l = 0; l < nl; l++) {
@@ -314,12 +317,7 @@ static void report_normalized(struct report_ctx *x, enum compare_metric m)
                     "stroke-width=\"1.2\"/>\n",
                     cx, ylo, yhi, cx - 3, ylo, cx - 3, yhi);
         }
-        fprintf(x->f,
-                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" transform=\"rotate(-25 %.1f "
-                "%.1f)\">",
-                gx + gw * 0.4, c.bottom + 16, gx + gw * 0.4, c.bottom + 16);
-        report_escape(x->f, x->v->labels[l]);
-        fprintf(x->f, "</text>\n");
+        report_chart_category(&c, l, x->v->labels[l]);
     }
     const char *names[REPORT_NSTYLES];
     const struct report_style *styles[REPORT_NSTYLES];
@@ -478,13 +476,23 @@ static void report_runs(struct report_ctx *x)
             fprintf(f, " [%.3f, %.3f]", r->cpu_ratio_lo, r->cpu_ratio_hi);
         else if (!isnan(r->cpu_ratio))
             fprintf(f, " (no interval in the results)");
-        fprintf(f, "</td><td>not recorded in the results</td><td>not recorded in the results"
-                   "</td></tr>\n");
+        char db[1024], cl[1024];
+        fprintf(f, "</td><td class=\"placement\">");
+        report_escape(f, compare_placement_db_text(&r->placement, db, sizeof db));
+        fprintf(f, "</td><td class=\"placement\">");
+        report_escape(f, compare_placement_client_text(&r->placement, cl, sizeof cl));
+        fprintf(f, "</td></tr>\n");
     }
     fprintf(f, "</table>\n<p class=\"note\">cpu_ratio: the recorded CPU time was multiplied by "
                "it (this machine's CPU score against the recording host's); a ratio measured on "
                "the recording host itself should be 1, so its distance from 1 there is its "
-               "error.</p>\n");
+               "error. database and clients: where <code>preplay run</code> found them; a "
+               "prediction and a truth compare only when both put them on the same side of the "
+               "type.</p>\n");
+    if (!compare_placement_alike(x->runs, x->nruns))
+        fprintf(f, "<p class=\"warn\">These runs did not place their database or their "
+                   "clients alike (see the table): part of their difference is where those "
+                   "ran, not the instance type.</p>\n");
 }
 
 /* What the plan could and could not explain: coverage, flagged blocks,
@@ -705,7 +713,7 @@ static int report_body(struct report_ctx *x)
                ".plan-quality{border:1px solid #999;padding:0 1em;background:#fafafa}\n"
                "svg.chart{display:block;margin:1em 0;border:1px solid #eee}\n"
                ".trust{border:2px solid #8a8;padding:0 1em;margin:1em 0}"
-               ".trust.warn{border-color:#b00;background:#fff4f0}\n"
+               ".trust.warn{border-color:#b00;background:#fff4f0}p.warn{color:#b00}\n"
                "</style></head><body>\n<h1>Which instance type? preplay compare</h1>\n<p>");
     for (size_t i = 0; i < x->nruns; i++) {
         fprintf(f, "%s", i ? ", " : "Results compared: ");

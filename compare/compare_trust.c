@@ -304,23 +304,43 @@ static void compare_caveat_flagged(struct compare_text *t, const struct compare_
     compare_text_add(t, ")");
 }
 
+/* "Approximated: small replayed 3 DB statements as waits (recorded cut at
+ * --db-max-statement; record with a larger one to replay them)." A cut
+ * statement is timed, not executed: the run is ranked, but the user is told. */
+static void compare_caveat_cut(struct compare_text *t, const struct compare_run *runs, size_t nruns)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nruns; i++)
+        if (runs[i].db_cut)
+            compare_text_add(t, "%s%s replayed %llu DB statement%s as waits",
+                             n++ ? ", " : "Approximated: ", runs[i].instance,
+                             (unsigned long long)runs[i].db_cut, runs[i].db_cut == 1 ? "" : "s");
+    if (n)
+        compare_text_add(t, " (recorded cut at --db-max-statement; record with a larger one to "
+                            "replay them).");
+}
+
 int compare_trust_caveats(const struct compare_run *runs, size_t nruns,
                           const struct compare_recording *rec, const struct compare_options *opt,
                           struct compare_verdict *v)
 {
-    struct compare_text ranking = {0}, judged = {0}, all = {0};
+    struct compare_text ranking = {0}, judged = {0}, cut = {0}, all = {0};
     size_t n = 0;
     compare_caveat_ranking(&ranking, runs, nruns, opt);
     compare_caveat_labels(&judged, runs, nruns, rec, &n);
     compare_caveat_flagged(&judged, rec, &n);
+    compare_caveat_cut(&cut, runs, nruns);
     char *a = compare_text_done(&ranking), *b = compare_text_done(&judged);
-    if (a && b)
-        compare_text_add(&all, "%s%s%s%s%s", a, a[0] && b[0] ? " " : "", b[0] ? "Not judged: " : "",
-                         b, b[0] ? "." : "");
+    char *c = compare_text_done(&cut);
+    if (a && b && c)
+        compare_text_add(&all, "%s%s%s%s%s%s%s", a, a[0] && b[0] ? " " : "",
+                         b[0] ? "Not judged: " : "", b, b[0] ? "." : "",
+                         (a[0] || b[0]) && c[0] ? " " : "", c);
     else
         all.oom = 1;
     free(a);
     free(b);
+    free(c);
     free(v->caveats);
     v->caveats = compare_text_done(&all);
     return v->caveats ? 0 : -1;

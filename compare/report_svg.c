@@ -190,23 +190,26 @@ void report_chart_begin_categories(struct report_chart *c, FILE *f, int id, cons
     report_chart_open(c, title, xlabel, ylabel, REPORT_X_CATEGORIES);
 }
 
+int report_text_shorten(const char *text, double font_px, double max_px, char *buf, size_t len)
+{
+    if (report_text_width(text, font_px) <= max_px)
+        return 0;
+    snprintf(buf, len, "%s", text);
+    size_t keep = strlen(buf);
+    while (keep > 0 && report_text_width(buf, font_px) + 3 * 0.4 * font_px > max_px) {
+        do
+            keep--;
+        while (keep > 0 && ((unsigned char)buf[keep] & 0xC0) == 0x80);
+        buf[keep] = 0;
+    }
+    return 1;
+}
+
 void report_chart_category(struct report_chart *c, size_t i, const char *text)
 {
     double x = c->left + (c->right - c->left) * ((double)i + 0.5) / (double)c->ncats;
-    /* shorten to cats_max_px, whole UTF-8 characters, with "..." */
-    size_t keep = strlen(text);
     char buf[1024];
-    int cut = report_text_width(text, 12) > c->cats_max_px;
-    if (cut) {
-        snprintf(buf, sizeof buf, "%s", text);
-        keep = strlen(buf);
-        while (keep > 0 && report_text_width(buf, 12) + 3 * 0.4 * 12 > c->cats_max_px) {
-            do
-                keep--;
-            while (keep > 0 && ((unsigned char)buf[keep] & 0xC0) == 0x80);
-            buf[keep] = 0;
-        }
-    }
+    int cut = report_text_shorten(text, 12, c->cats_max_px, buf, sizeof buf);
     if (c->cats_vertical)
         fprintf(c->f,
                 "<text class=\"cat\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
@@ -240,8 +243,16 @@ static void report_chart_open(struct report_chart *c, const char *title, const c
     fprintf(f, "</title>\n");
     report_patterns(c);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n");
+    /* the title on one line within the chart: shortened with "..." (bold
+     * is ~10% wider than report_text_width's regular estimate); the
+     * whole title is the <svg>'s own <title> above */
+    char shown[1024];
     fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", c->left);
-    report_escape(f, title);
+    if (report_text_shorten(title, 15 * 1.1, c->width - c->left - 10, shown, sizeof shown)) {
+        report_escape(f, shown);
+        fprintf(f, "...");
+    } else
+        report_escape(f, title);
     fprintf(f, "</text>\n");
     /* grid and y ticks */
     double ystep = report_nice_step(c->ymax - c->ymin, 5);

@@ -59,6 +59,10 @@ void report_chart_category(struct report_chart *c, size_t i, const char *text);
 /* Width in pixels of text at font_px, estimated on the generous side (no
  * fonts are measured: the report loads none). */
 double report_text_width(const char *s, double font_px);
+/* When text is wider than max_px at font_px: buf gets its longest prefix
+ * (whole UTF-8 characters) that still fits with "..." after it, and 1;
+ * else 0 and buf untouched. The caller writes the "...". */
+int report_text_shorten(const char *text, double font_px, double max_px, char *buf, size_t len);
 double report_chart_x(const struct report_chart *c, double x);
 double report_chart_y(const struct report_chart *c, double y);
 /* A legend box at the top right of the plot: n entries; kinds[i] 'l' for a

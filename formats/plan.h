@@ -23,7 +23,7 @@
 #define PLAN_FORMAT_MAJOR 1
 /* 1.1: blocks carry worker and start_ns; 1.2: event loops; 1.3: DB ops may
  * carry PLAN_DB_CUT */
-#define PLAN_FORMAT_MINOR 3
+#define PLAN_FORMAT_MINOR 5
 
 enum plan_op_kind {
     PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
@@ -70,6 +70,13 @@ struct plan_segment {
  * prefix, so the replayer never sends it as SQL; it waits recorded_ns
  * instead and counts it (`db_cut`). */
 #define PLAN_DB_CUT 0x0001
+/* RECV ops (1.4): the receive returned every byte it asked for (result ==
+ * requested size), so the sender's bytes may have been there already and
+ * no sender's segment boundary is known after it. The driver, which plays
+ * the untraced client, sends such a segment and the next RECV's as one
+ * write (split, its second half would wait out Nagle and the replayer's
+ * delayed ACK: 40 ms the recording did not have). */
+#define PLAN_RECV_FULL 0x0001
 
 struct plan_op {
     uint8_t kind;         /* enum plan_op_kind */
@@ -127,6 +134,11 @@ struct plan_block {
                         * its component, of the thread (or process, prefork) */
     uint64_t start_ns; /* recorded start, offset from the first request (the
                         * same origin as plan_request.arrival_ns) */
+    /* Since 1.5 (0 in older plans): recorded time of the post-response
+     * tail, from the end of the response's last send to the end of the
+     * block's last op (its ops after the last SEND op), which the replayer
+     * runs after answering; not part of recorded_ns */
+    uint64_t tail_ns;
 };
 
 struct plan_component {

@@ -175,7 +175,7 @@ int plan_check_request(const struct plan_defined *d, const struct plan_request *
 #define PLAN_OP_BOUND 64u     /* kind + length + the largest op body (< 128) */
 #define PLAN_SEGMENT_BOUND 8u /* dir + flags + varint u32 */
 #define PLAN_BLOCK_HEAD_BOUND 48u
-#define PLAN_BLOCK_TAIL_BOUND 20u /* 1.1: worker, start_ns */
+#define PLAN_BLOCK_TAIL_BOUND 30u /* 1.1: worker, start_ns; 1.5: tail_ns */
 
 size_t plan_component_bound(void)
 {
@@ -278,6 +278,7 @@ size_t plan_encode_block(uint8_t *out, const struct plan_block *b, const struct 
     /* 1.1: after the segments, where a 1.0 reader skips them */
     n += trace_put_varint(out + n, b->worker);
     n += trace_put_varint(out + n, b->start_ns);
+    n += trace_put_varint(out + n, b->tail_ns); /* 1.5 */
     return n;
 }
 
@@ -359,10 +360,13 @@ int plan_decode_block_tail(struct plan_cursor *c, struct plan_block *b)
 {
     b->worker = 0;
     b->start_ns = 0;
+    b->tail_ns = 0;
     if (c->bad || c->p >= c->end)
         return c->bad ? -1 : 0; /* a 1.0 block: no tail */
     b->worker = plan_cursor_u32v(c);
     b->start_ns = plan_cursor_varint(c);
+    if (!c->bad && c->p < c->end) /* 1.5 */
+        b->tail_ns = plan_cursor_varint(c);
     return c->bad ? -1 : 0;
 }
 

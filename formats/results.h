@@ -15,5 +15,9 @@
  * in version 1 it counted from the first byte sent. The reader refuses 1
  * saying so (formats/RESULTS.md). */
 #define RESULTS_VERSION 2
+/* Minor versions only add keys an older reader ignores; the writer says
+ * which in "version_minor" (absent: 0). 1: "placement" (where a run's
+ * database and clients were). */
+#define RESULTS_VERSION_MINOR 1
 
 #endif

@@ -17,11 +17,12 @@ const char *const results_kind_keys[RESULTS_NKINDS] = {"cpu_s",  "file_s", "net_
                                                        "call_s", "lock_s", "db_s"};
 
 static const char *const results_keys_drive[] = {
-    "format", "version",    "kind",      "plan",     "recording_id", "target",      "mode",
-    "speed",  "duration_s", "elapsed_s", "requests", "failed",       "connections", "lateness",
-    "labels", "samples",    NULL};
+    "format", "version",     "version_minor", "kind",       "plan",      "recording_id",
+    "target", "mode",        "speed",         "duration_s", "elapsed_s", "requests",
+    "failed", "connections", "lateness",      "labels",     "samples",   NULL};
 static const char *const results_keys_run[] = {"format",
                                                "version",
+                                               "version_minor",
                                                "kind",
                                                "plan",
                                                "recording_id",
@@ -39,6 +40,7 @@ static const char *const results_keys_run[] = {"format",
                                                "schedule_s",
                                                "schedule_requests",
                                                "hosts",
+                                               "placement",
                                                "labels",
                                                "intervals",
                                                "resources",
@@ -66,6 +68,10 @@ static const char *const results_keys_db_error[] = {"query",   "count",     "cod
 static const char *const results_keys_state_restore[] = {"db_method", "db_dump_s", "per_interval",
                                                          NULL};
 static const char *const results_keys_restore[] = {"interval", "files_s", "db_s", NULL};
+static const char *const results_keys_placement[] = {"emulated_type", "client", "db", NULL};
+static const char *const results_keys_placement_client[] = {"host", "cpu_cgroup", "in_type", NULL};
+static const char *const results_keys_placement_db[] = {"address",    "transport", "where",
+                                                        "cpu_cgroup", "in_type",   NULL};
 
 const char *const *results_known_keys(enum results_object o)
 {
@@ -81,6 +87,9 @@ const char *const *results_known_keys(enum results_object o)
         [RESULTS_OBJ_DB_ERROR] = results_keys_db_error,
         [RESULTS_OBJ_STATE_RESTORE] = results_keys_state_restore,
         [RESULTS_OBJ_RESTORE] = results_keys_restore,
+        [RESULTS_OBJ_PLACEMENT] = results_keys_placement,
+        [RESULTS_OBJ_PLACEMENT_CLIENT] = results_keys_placement_client,
+        [RESULTS_OBJ_PLACEMENT_DB] = results_keys_placement_db,
     };
     return (unsigned)o < RESULTS_NOBJECTS ? keys[o] : NULL;
 }
@@ -449,6 +458,23 @@ static int results_read_format(json_t *root, const char *path, char *err, size_t
     return 0;
 }
 
+/* "version_minor": absent (0, a 2.0 file) or an integer >= 0; a later
+ * minor only adds keys this reader ignores. */
+static int results_read_minor(json_t *root, struct results_file *rf, const char *path, char *err,
+                              size_t errlen)
+{
+    json_t *minor = json_object_get(root, "version_minor");
+    if (!minor)
+        return 0;
+    if (!json_is_integer(minor) || json_integer_value(minor) < 0 ||
+        json_integer_value(minor) > 65535) {
+        snprintf(err, errlen, "%s: version_minor: expected an integer 0-65535", path);
+        return -1;
+    }
+    rf->version_minor = (int)json_integer_value(minor);
+    return 0;
+}
+
 /* "cpu_ratio" (> 0, or null) and its optional 95 % interval "cpu_ratio_ci"
  * ([low, high] around it). */
 static int results_read_cpu_ratio(json_t *root, struct results_file *rf, const char *path,
@@ -476,6 +502,111 @@ static int results_read_cpu_ratio(json_t *root, struct results_file *rf, const c
     rf->cpu_ratio_lo = lo;
     rf->cpu_ratio_hi = hi;
     return 0;
+}
+
+/* A string of at most 4 KiB or null at key in obj (absent: null): 0 with
+ * *out malloc'ed or NULL, -1 with err naming what.key. */
+static int results_placement_string(json_t *obj, const char *what, const char *key, char **out,
+                                    const char *path, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) > 4096) {
+        snprintf(err, errlen, "%s: %s.%s: expected a string of at most 4096 bytes or null", path,
+                 what, key);
+        return -1;
+    }
+    if (!(*out = results_strdup(json_string_value(v)))) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* true, false or null (absent: null) at key: 0 with *out 1/0/-1, or -1. */
+static int results_placement_tristate(json_t *obj, const char *what, const char *key, int *out,
+                                      const char *path, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = !v || json_is_null(v) ? -1 : json_is_boolean(v) ? json_is_true(v) : -2;
+    if (*out == -2) {
+        snprintf(err, errlen, "%s: %s.%s: expected true, false or null", path, what, key);
+        return -1;
+    }
+    return 0;
+}
+
+/* *s is NULL or one of the NULL-terminated words, or an error. */
+static int results_placement_word(const char *s, const char *what, const char *const *words,
+                                  const char *path, char *err, size_t errlen)
+{
+    char list[128] = "";
+    size_t n = 0;
+    for (size_t i = 0; s && words[i]; i++) {
+        if (!strcmp(s, words[i]))
+            return 0;
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                              i == 0         ? ""
+                              : words[i + 1] ? ", "
+                                             : " or ",
+                              words[i]);
+        if (n >= sizeof list)
+            n = sizeof list - 1;
+    }
+    if (!s)
+        return 0;
+    snprintf(err, errlen, "%s: %s: expected %s, not \"%.64s\"", path, what, list, s);
+    return -1;
+}
+
+/* "placement" (2.1): absent or null leaves present 0. */
+static int results_read_placement(json_t *root, struct results_file *rf, const char *path,
+                                  char *err, size_t errlen)
+{
+    static const char *const transports[] = {"tcp", "unix", NULL};
+    static const char *const wheres[] = {"local", "host", "remote", NULL};
+    struct results_placement_read *pl = &rf->placement;
+    json_t *o = json_object_get(root, "placement");
+    pl->client_in_type = pl->db_in_type = -1;
+    if (!o || json_is_null(o))
+        return 0;
+    json_t *client = json_object_get(o, "client"), *db = json_object_get(o, "db");
+    if (!json_is_object(o) || (client && !json_is_object(client) && !json_is_null(client)) ||
+        (db && !json_is_object(db) && !json_is_null(db))) {
+        snprintf(err, errlen,
+                 "%s: placement: expected {\"emulated_type\", \"client\": {...}, \"db\": "
+                 "{...} or null}",
+                 path);
+        return -1;
+    }
+    pl->present = 1;
+    pl->has_db = json_is_object(db);
+    if (results_placement_string(o, "placement", "emulated_type", &pl->emulated_type, path, err,
+                                 errlen) ||
+        results_placement_string(client, "placement.client", "host", &pl->client_host, path, err,
+                                 errlen) ||
+        results_placement_string(client, "placement.client", "cpu_cgroup", &pl->client_cpu_cgroup,
+                                 path, err, errlen) ||
+        results_placement_tristate(client, "placement.client", "in_type", &pl->client_in_type, path,
+                                   err, errlen) ||
+        results_placement_string(db, "placement.db", "address", &pl->db_address, path, err,
+                                 errlen) ||
+        results_placement_string(db, "placement.db", "transport", &pl->db_transport, path, err,
+                                 errlen) ||
+        results_placement_string(db, "placement.db", "where", &pl->db_where, path, err, errlen) ||
+        results_placement_string(db, "placement.db", "cpu_cgroup", &pl->db_cpu_cgroup, path, err,
+                                 errlen) ||
+        results_placement_tristate(db, "placement.db", "in_type", &pl->db_in_type, path, err,
+                                   errlen))
+        return -1;
+    return results_placement_word(pl->db_transport, "placement.db.transport", transports, path, err,
+                                  errlen) ||
+                   results_placement_word(pl->db_where, "placement.db.where", wheres, path, err,
+                                          errlen)
+               ? -1
+               : 0;
 }
 
 /* The scalar keys of the root: kind, instance, price, recording_id, plan,
@@ -526,6 +657,10 @@ static int results_read_head(json_t *root, struct results_file *rf, const char *
         snprintf(err, errlen, "%s: schedule_s and schedule_requests must be numbers >= 0", path);
         return -1;
     }
+    if (results_number(root, "db_cut", &rf->db_cut) || rf->db_cut < 0) {
+        snprintf(err, errlen, "%s: db_cut: expected an integer >= 0", path);
+        return -1;
+    }
     return results_read_cpu_ratio(root, rf, path, err, errlen);
 oom:
     snprintf(err, errlen, "%s: out of memory", path);
@@ -562,13 +697,14 @@ static int results_read_root(json_t *root, struct results_file *rf, const char *
     json_t *de = json_object_get(root, "db_errors");
     if (de && results_read_db_errors(de, rf, path, err, errlen))
         return -1;
-    return 0;
+    return results_read_placement(root, rf, path, err, errlen);
 }
 
 int results_read(const char *path, struct results_file *rf, char *err, size_t errlen)
 {
     memset(rf, 0, sizeof *rf);
-    rf->price = rf->p0 = rf->elapsed_s = rf->failed = rf->schedule_s = rf->schedule_requests = NAN;
+    rf->price = rf->p0 = rf->elapsed_s = rf->failed = rf->schedule_s = rf->schedule_requests =
+        rf->db_cut = NAN;
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
@@ -584,6 +720,7 @@ int results_read(const char *path, struct results_file *rf, char *err, size_t er
     }
     int rc = -1;
     if (results_read_format(root, path, err, errlen) ||
+        results_read_minor(root, rf, path, err, errlen) ||
         results_read_root(root, rf, path, err, errlen))
         goto out;
     rc = 0;
@@ -618,5 +755,19 @@ void results_file_free(struct results_file *rf)
     free(rf->recording_id);
     free(rf->plan);
     free(rf->error);
+    results_placement_free(&rf->placement);
     memset(rf, 0, sizeof *rf);
+}
+
+void results_placement_free(struct results_placement_read *pl)
+{
+    free(pl->emulated_type);
+    free(pl->client_host);
+    free(pl->client_cpu_cgroup);
+    free(pl->db_address);
+    free(pl->db_transport);
+    free(pl->db_where);
+    free(pl->db_cpu_cgroup);
+    memset(pl, 0, sizeof *pl);
+    pl->client_in_type = pl->db_in_type = -1;
 }

@@ -61,8 +61,21 @@ struct results_db_error {
     long long code;
 };
 
+/* "placement" (since 2.1): where a run's clients and database were.
+ * present 0: the file does not say (a 2.0 file, or a drive). NULL
+ * strings: null; tristates 1 true, 0 false, -1 null (unknown). */
+struct results_placement_read {
+    int present;
+    char *emulated_type, *client_host, *client_cpu_cgroup;
+    int client_in_type;
+    int has_db; /* "db" is an object, not null */
+    char *db_address, *db_transport, *db_where, *db_cpu_cgroup;
+    int db_in_type;
+};
+
 struct results_file {
     int is_run;         /* "kind": "run" (has a stop rule) or "drive" */
+    int version_minor;  /* "version_minor"; 0 when absent */
     char *instance;     /* NULL: absent */
     double price;       /* NAN: absent or null */
     char *recording_id; /* "" when absent */
@@ -75,6 +88,7 @@ struct results_file {
     double cpu_ratio_lo, cpu_ratio_hi; /* "cpu_ratio_ci"; NAN: absent */
     double schedule_s;                 /* one pass of the schedule (run); NAN: absent */
     double schedule_requests;          /* the plan's requests in one pass; NAN: absent */
+    double db_cut; /* statements recorded cut and replayed as waits; NAN: absent */
     struct results_label *labels;
     size_t nlabels;
     struct results_interval_read *intervals;
@@ -84,6 +98,7 @@ struct results_file {
     size_t nresources;
     struct results_db_error *db_errors;
     size_t ndb_errors;
+    struct results_placement_read placement;
 };
 
 /* Reads and validates one results file: what it reads must have the right
@@ -91,6 +106,9 @@ struct results_file {
  * are ignored. 0, or -1 with err and nothing left allocated. */
 int results_read(const char *path, struct results_file *rf, char *err, size_t errlen);
 void results_file_free(struct results_file *rf);
+/* Frees a placement's strings and leaves it "not present" (a caller that
+ * took it out of a results_file frees it with this). */
+void results_placement_free(struct results_placement_read *pl);
 struct results_label *results_file_label(const struct results_file *rf, const char *name);
 
 /* Every key the reader knows, per object of the format: NULL-terminated.
@@ -107,6 +125,9 @@ enum results_object {
     RESULTS_OBJ_DB_ERROR,
     RESULTS_OBJ_STATE_RESTORE,
     RESULTS_OBJ_RESTORE,
+    RESULTS_OBJ_PLACEMENT,
+    RESULTS_OBJ_PLACEMENT_CLIENT,
+    RESULTS_OBJ_PLACEMENT_DB,
     RESULTS_NOBJECTS
 };
 const char *const *results_known_keys(enum results_object o);

@@ -132,7 +132,44 @@ void results_restore_append(json_t *restores, long interval, double files_s, dou
                                               "files_s", files_s, "db_s", db_s));
 }
 
-/* "format", "version", "kind", "plan", "recording_id": the common head. */
+static json_t *results_string_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *results_tristate(int x)
+{
+    return x < 0 ? json_null() : json_boolean(x);
+}
+
+json_t *results_placement_json(const struct results_placement *pl)
+{
+    json_t *client = json_object(), *db = pl->has_db ? json_object() : json_null();
+    json_t *root = json_object();
+    if (!client || !db || !root) {
+        json_decref(client);
+        json_decref(db);
+        json_decref(root);
+        return NULL;
+    }
+    json_object_set_new(client, "host", results_string_or_null(pl->client_host));
+    json_object_set_new(client, "cpu_cgroup", results_string_or_null(pl->client_cpu_cgroup));
+    json_object_set_new(client, "in_type", results_tristate(pl->client_in_type));
+    if (pl->has_db) {
+        json_object_set_new(db, "address", results_string_or_null(pl->db_address));
+        json_object_set_new(db, "transport", results_string_or_null(pl->db_transport));
+        json_object_set_new(db, "where", results_string_or_null(pl->db_where));
+        json_object_set_new(db, "cpu_cgroup", results_string_or_null(pl->db_cpu_cgroup));
+        json_object_set_new(db, "in_type", results_tristate(pl->db_in_type));
+    }
+    json_object_set_new(root, "emulated_type", results_string_or_null(pl->emulated_type));
+    json_object_set_new(root, "client", client);
+    json_object_set_new(root, "db", db);
+    return root;
+}
+
+/* "format", "version", "version_minor", "kind", "plan", "recording_id":
+ * the common head. */
 static json_t *results_head(const char *kind, const char *plan, const char *recording_id)
 {
     json_t *root = json_object();
@@ -140,6 +177,7 @@ static json_t *results_head(const char *kind, const char *plan, const char *reco
         return NULL;
     json_object_set_new(root, "format", json_string(RESULTS_FORMAT));
     json_object_set_new(root, "version", json_integer(RESULTS_VERSION));
+    json_object_set_new(root, "version_minor", json_integer(RESULTS_VERSION_MINOR));
     json_object_set_new(root, "kind", json_string(kind));
     json_object_set_new(root, "plan", json_string(plan));
     json_object_set_new(root, "recording_id", json_string(recording_id));
@@ -191,6 +229,8 @@ static void results_run_fill(json_t *root, struct results_run *r)
     json_object_set_new(root, "error", r->error ? json_string(r->error) : json_null());
     if (r->hosts)
         json_object_set_new(root, "hosts", r->hosts);
+    if (r->placement)
+        json_object_set_new(root, "placement", r->placement);
     json_object_set_new(root, "labels", r->labels);
     json_object_set_new(root, "intervals", r->intervals);
     json_object_set_new(root, "resources", r->resources);
@@ -209,6 +249,7 @@ json_t *results_run_json(struct results_run *r)
         results_run_fill(root, r);
     } else {
         json_decref(r->hosts);
+        json_decref(r->placement);
         json_decref(r->labels);
         json_decref(r->intervals);
         json_decref(r->resources);
@@ -216,8 +257,8 @@ json_t *results_run_json(struct results_run *r)
         json_decref(r->restores);
         json_decref(r->samples);
     }
-    r->hosts = r->labels = r->intervals = r->resources = r->db_errors = r->restores = r->samples =
-        NULL;
+    r->hosts = r->placement = r->labels = r->intervals = r->resources = r->db_errors = r->restores =
+        r->samples = NULL;
     return root;
 }
 

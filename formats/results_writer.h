@@ -72,6 +72,19 @@ struct results_drive {
 };
 json_t *results_drive_json(struct results_drive *d);
 
+/* "placement" of a run: where its clients (the controller's driver) and
+ * its database were. NULL strings are written as null; the tristates are
+ * 1 true, 0 false, -1 null (unknown). has_db 0 writes "db": null. */
+struct results_placement {
+    const char *emulated_type; /* tools/emulate's PREPLAY_EMU_TYPE; NULL outside */
+    const char *client_host, *client_cpu_cgroup;
+    int client_in_type; /* the driver shared the front-end replayer's CPU */
+    int has_db;
+    const char *db_address, *db_transport, *db_where, *db_cpu_cgroup;
+    int db_in_type; /* the DB server shared the replayers' CPU */
+};
+json_t *results_placement_json(const struct results_placement *pl);
+
 /* The whole document of `preplay run`. price NAN and error NULL are
  * written as null; hosts NULL leaves "hosts" out; "cpu_ratio_ci" is
  * written only when 0 < cpu_ratio_lo <= cpu_ratio <= cpu_ratio_hi (left
@@ -84,7 +97,8 @@ struct results_run {
     uint64_t schedule_requests;        /* the plan's requests in one pass */
     int no_deps, stopped;
     json_t *hosts, *labels, *intervals, *resources, *db_errors, *samples;
-    uint64_t db_cut; /* statements recorded cut, replayed as waits */
+    json_t *placement; /* results_placement_json; NULL leaves it out */
+    uint64_t db_cut;   /* statements recorded cut, replayed as waits */
     const char *db_method;
     double db_dump_s;
     json_t *restores;

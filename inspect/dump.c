@@ -171,7 +171,7 @@ static void dump_json_stack(json_t *o, const struct trace_event *ev)
 
 /* One event as a JSON object: the fields every event has, then those of
  * its type (key order is the output order of both text and JSON lines). */
-static json_t *dump_event_json(const struct trace_event *ev, struct trace_reader *r)
+static json_t *dump_event_json(const struct trace_event *ev, struct trace_reader *r, uint32_t pid)
 {
     json_t *o = json_object();
     J_INT(o, "ts", ev->ts_ns);
@@ -182,6 +182,8 @@ static json_t *dump_event_json(const struct trace_event *ev, struct trace_reader
         json_object_set_new(o, "op", json_string(op));
     else if (ev->op)
         J_INT(o, "op", ev->op);
+    if (pid) /* a directory's traces merged: whose event this is */
+        J_INT(o, "pid", pid);
     J_INT(o, "dur", ev->dur_ns);
     if (ev->flags)
         dump_json_flags(o, ev->flags);
@@ -356,44 +358,40 @@ static void dump_stacks_free(struct dump_stacks *st)
 }
 
 static const char dump_usage[] =
-    "usage: preplay dump [--json] [--salvage] TRACE\n"
+    "usage: preplay dump [--json] [--salvage] TRACE|DIR\n"
     "Print every event of a trace file, one per line, with names for types,\n"
-    "operations and flags and interned strings resolved.\n"
+    "operations and flags and interned strings resolved. For a trace directory,\n"
+    "the events of all its *.trace files merged by time, each with its pid.\n"
     "  --json     one JSON object per line (see docs/preplay-dump.md)\n"
     "  --salvage  on damage, print what precedes it and exit 3 instead of 1\n"
     "Exit: 0 ok, 1 damaged/unreadable trace, 2 usage, 3 damaged but salvaged.\n";
 
-int cmd_dump(int argc, char **argv)
+/* One event: its stack resolved (--stacks records), then printed as a text
+ * or a JSON line. Returns the JSON object (the caller owns it). */
+static json_t *dump_convert(struct dump_stacks *st, const struct trace_event *ev,
+                            struct trace_reader *r, uint32_t pid)
 {
-    struct inspect_args a;
-    int rc = inspect_parse_args(argc, argv, &a, dump_usage);
-    if (rc >= 0)
-        return rc;
-    char err[1024];
-    struct trace_reader_options o = {.salvage = a.salvage};
-    struct trace_reader *r = trace_reader_open(a.target, &o, err, sizeof err);
-    if (!r) {
-        fprintf(stderr, "preplay: %s\n", err);
-        return INSPECT_EXIT_DAMAGED;
+    dump_stacks_note(st, ev);
+    json_t *j = dump_event_json(ev, r, pid);
+    dump_stacks_resolve(st, j, ev, r);
+    return j;
+}
+
+static void dump_print(json_t *j, int as_json)
+{
+    if (as_json) {
+        json_dumpf(j, stdout, JSON_COMPACT);
+        putchar('\n');
+    } else {
+        dump_print_event_text(j);
     }
-    struct trace_event ev;
-    struct dump_stacks stacks = {0};
-    trace_u64map_init(&stacks.symbol_of);
-    trace_u64map_init(&stacks.index_of);
-    while ((rc = trace_reader_next(r, &ev)) == 1) {
-        dump_stacks_note(&stacks, &ev);
-        json_t *j = dump_event_json(&ev, r);
-        dump_stacks_resolve(&stacks, j, &ev, r);
-        if (a.json) {
-            json_dumpf(j, stdout, JSON_COMPACT);
-            putchar('\n');
-        } else {
-            dump_print_event_text(j);
-        }
-        json_decref(j);
-    }
+}
+
+/* The end of one reader: damage, salvage and skipped records said on
+ * stderr; the exit status they make (0, DAMAGED or SALVAGED). */
+static int dump_reader_end(struct trace_reader *r, int rc)
+{
     int status = 0;
-    fflush(stdout);
     if (rc < 0) {
         fprintf(stderr, "preplay: %s\n", trace_reader_error(r));
         status = INSPECT_EXIT_DAMAGED;
@@ -407,8 +405,209 @@ int cmd_dump(int argc, char **argv)
                 "preplay: note: %" PRIu64 " records of types this preplay does not know were "
                 "skipped (trace written by a newer minor version)\n",
                 trace_reader_skipped(r));
+    return status;
+}
+
+/* DAMAGED over SALVAGED over 0. */
+static int dump_worse(int a, int b)
+{
+    if (a == INSPECT_EXIT_DAMAGED || b == INSPECT_EXIT_DAMAGED)
+        return INSPECT_EXIT_DAMAGED;
+    return a ? a : b;
+}
+
+/* One trace file, in file order. */
+static int dump_file(const struct inspect_args *a)
+{
+    char err[1024];
+    struct trace_reader_options o = {.salvage = a->salvage};
+    struct trace_reader *r = trace_reader_open(a->target, &o, err, sizeof err);
+    if (!r) {
+        fprintf(stderr, "preplay: %s\n", err);
+        return INSPECT_EXIT_DAMAGED;
+    }
+    struct trace_event ev;
+    struct dump_stacks stacks = {0};
+    trace_u64map_init(&stacks.symbol_of);
+    trace_u64map_init(&stacks.index_of);
+    int rc;
+    while ((rc = trace_reader_next(r, &ev)) == 1) {
+        json_t *j = dump_convert(&stacks, &ev, r, 0);
+        dump_print(j, a->json);
+        json_decref(j);
+    }
+    fflush(stdout);
+    int status = dump_reader_end(r, rc);
     trace_reader_close(r);
     dump_stacks_free(&stacks);
+    return status;
+}
+
+/* ---- a directory: every trace merged by time ------------------------------ */
+
+/* A trace's records are in time order per thread, not across its threads
+ * (each thread's ring is drained in turn): an event is held until every
+ * trace has been read this far past it, so events out of order by less
+ * than this within their file come out in time order. The same bound as
+ * `preplay analyze`'s default reordering window; an event later than that
+ * is printed late and counted. STRING and STACK records have no time (0):
+ * they come out as soon as they are read. */
+#define DUMP_WINDOW_NS 200000000ull
+
+struct dump_source {
+    struct trace_reader *r;
+    struct dump_stacks stacks;
+    uint32_t pid;
+    uint64_t frontier; /* the latest time read from this trace */
+    int done;
+};
+
+/* An event read and waiting for its turn: ordered by time, then by trace
+ * (name order) and by position in it, so equal times keep a stable order. */
+struct dump_pending {
+    uint64_t ts, seq;
+    json_t *j;
+};
+
+struct dump_heap {
+    struct dump_pending *v;
+    size_t n, cap;
+};
+
+static int dump_pending_before(const struct dump_pending *x, const struct dump_pending *y)
+{
+    return x->ts != y->ts ? x->ts < y->ts : x->seq < y->seq;
+}
+
+static void dump_heap_push(struct dump_heap *h, struct dump_pending p)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 256;
+        h->v = inspect_xalloc(realloc(h->v, h->cap * sizeof *h->v));
+    }
+    size_t i = h->n++;
+    while (i > 0 && dump_pending_before(&p, &h->v[(i - 1) / 2])) {
+        h->v[i] = h->v[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->v[i] = p;
+}
+
+static struct dump_pending dump_heap_pop(struct dump_heap *h)
+{
+    struct dump_pending top = h->v[0], last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && dump_pending_before(&h->v[c + 1], &h->v[c]))
+            c++;
+        if (!dump_pending_before(&h->v[c], &last))
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n)
+        h->v[i] = last;
+    return top;
+}
+
+/* The trace read least far (the next to read), or -1 when all are done. */
+static long dump_next_source(const struct dump_source *src, size_t n)
+{
+    long best = -1;
+    for (size_t i = 0; i < n; i++)
+        if (!src[i].done && (best < 0 || src[i].frontier < src[best].frontier))
+            best = (long)i;
+    return best;
+}
+
+/* Prints the held events no unread event can precede (all when every
+ * trace is done); counts those printed after a later one in *late. */
+static void dump_release(struct dump_heap *h, long next, const struct dump_source *src, int as_json,
+                         uint64_t *last_ts, uint64_t *late)
+{
+    uint64_t low = next < 0 ? UINT64_MAX : src[next].frontier;
+    while (h->n && (next < 0 || (low >= DUMP_WINDOW_NS && h->v[0].ts <= low - DUMP_WINDOW_NS))) {
+        struct dump_pending p = dump_heap_pop(h);
+        if (p.ts < *last_ts && p.ts) /* strings and stacks have no time (0) */
+            (*late)++;
+        else
+            *last_ts = p.ts;
+        dump_print(p.j, as_json);
+        json_decref(p.j);
+    }
+}
+
+static int dump_dir(const struct inspect_args *a, char **files, size_t n)
+{
+    struct dump_source *src = inspect_xalloc(calloc(n, sizeof *src));
+    int status = 0;
+    for (size_t i = 0; i < n; i++) {
+        char err[1024];
+        struct trace_reader_options o = {.salvage = a->salvage};
+        trace_u64map_init(&src[i].stacks.symbol_of);
+        trace_u64map_init(&src[i].stacks.index_of);
+        src[i].r = trace_reader_open(files[i], &o, err, sizeof err);
+        if (!src[i].r) { /* the others are still printed */
+            fprintf(stderr, "preplay: %s\n", err);
+            status = INSPECT_EXIT_DAMAGED;
+            src[i].done = 1;
+            continue;
+        }
+        src[i].pid = trace_reader_header(src[i].r)->pid;
+    }
+    struct dump_heap heap = {0};
+    uint64_t seq = 0, last_ts = 0, late = 0;
+    long next;
+    while ((next = dump_next_source(src, n)) >= 0) {
+        struct dump_source *s = &src[next];
+        struct trace_event ev;
+        int rc = trace_reader_next(s->r, &ev);
+        if (rc == 1) {
+            json_t *j = dump_convert(&s->stacks, &ev, s->r, s->pid);
+            dump_heap_push(&heap, (struct dump_pending){.ts = ev.ts_ns, .seq = seq++, .j = j});
+            if (ev.ts_ns > s->frontier)
+                s->frontier = ev.ts_ns;
+        } else {
+            s->done = 1;
+            status = dump_worse(status, dump_reader_end(s->r, rc));
+        }
+        dump_release(&heap, dump_next_source(src, n), src, a->json, &last_ts, &late);
+    }
+    dump_release(&heap, -1, src, a->json, &last_ts, &late);
+    fflush(stdout);
+    if (late)
+        fprintf(stderr,
+                "preplay: note: %" PRIu64 " events were more than %llu ms out of time order in "
+                "their trace and are printed late\n",
+                late, DUMP_WINDOW_NS / 1000000ull);
+    for (size_t i = 0; i < n; i++) {
+        if (src[i].r)
+            trace_reader_close(src[i].r);
+        dump_stacks_free(&src[i].stacks);
+    }
+    free(src);
+    free(heap.v);
+    return status;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+    struct inspect_args a;
+    int rc = inspect_parse_args(argc, argv, &a, dump_usage);
+    if (rc >= 0)
+        return rc;
+    size_t n;
+    int is_dir;
+    char **files = inspect_list_traces(a.target, &n, &is_dir);
+    if (!files)
+        return INSPECT_EXIT_DAMAGED;
+    int status = is_dir ? dump_dir(&a, files, n) : dump_file(&a);
+    for (size_t i = 0; i < n; i++)
+        free(files[i]);
+    free(files);
     if (ferror(stdout) && !status)
         status = INSPECT_EXIT_DAMAGED;
     return status;

@@ -763,58 +763,6 @@ static void info_print_details(const struct info_process *p, json_t *pj)
 
 /* ---- the traces of a target ------------------------------------------------- */
 
-static int info_cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The *.trace files of a directory (sorted), or the file itself. */
-static char **info_list_traces(const char *target, size_t *n, int *is_dir)
-{
-    struct stat st;
-    *n = 0;
-    *is_dir = 0;
-    if (stat(target, &st) != 0) {
-        fprintf(stderr, "preplay: %s: %s\n", target, strerror(errno));
-        return NULL;
-    }
-    char **v = NULL;
-    if (!S_ISDIR(st.st_mode)) {
-        v = inspect_xalloc(malloc(sizeof *v));
-        v[(*n)++] = inspect_xalloc(strdup(target));
-        return v;
-    }
-    *is_dir = 1;
-    DIR *d = opendir(target);
-    if (!d) {
-        fprintf(stderr, "preplay: %s: %s\n", target, strerror(errno));
-        return NULL;
-    }
-    struct dirent *e;
-    size_t cap = 0;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len <= 6 || strcmp(e->d_name + len - 6, ".trace") != 0)
-            continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            v = inspect_xalloc(realloc(v, cap * sizeof *v));
-        }
-        size_t plen = strlen(target) + len + 2;
-        v[*n] = inspect_xalloc(malloc(plen));
-        snprintf(v[*n], plen, "%s/%s", target, e->d_name);
-        (*n)++;
-    }
-    closedir(d);
-    if (!*n) {
-        fprintf(stderr, "preplay: %s: no *.trace files in this directory\n", target);
-        free(v);
-        return NULL;
-    }
-    inspect_sort(v, *n, sizeof *v, info_cmp_str);
-    return v;
-}
-
 /* ---- the command ----------------------------------------------------------- */
 
 /* The summary of the n processes read: totals, then each process (its
@@ -887,7 +835,7 @@ int cmd_info(int argc, char **argv)
     }
     size_t n;
     int is_dir;
-    char **files = info_list_traces(a.target, &n, &is_dir);
+    char **files = inspect_list_traces(a.target, &n, &is_dir);
     if (!files)
         return INSPECT_EXIT_DAMAGED;
     struct info_process *procs = inspect_xalloc(calloc(n, sizeof *procs));

@@ -1,14 +1,17 @@
 /* inspect.c - what `preplay info` and `preplay dump` share (inspect.h):
- * argument parsing, exit statuses, endpoint and protocol names. Nothing
- * here reads a trace or prints trace data; a usage error is one line on
- * stderr. */
+ * argument parsing, the trace files of a target, exit statuses, endpoint
+ * and protocol names. Nothing here reads a trace or prints trace data; a
+ * usage error or an unreadable target is one line on stderr. */
 #include "inspect.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 void *inspect_xalloc(void *p)
 {
@@ -75,4 +78,55 @@ int inspect_parse_args(int argc, char **argv, struct inspect_args *a, const char
         return INSPECT_EXIT_USAGE;
     }
     return -1;
+}
+
+static int inspect_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **inspect_list_traces(const char *target, size_t *n, int *is_dir)
+{
+    struct stat st;
+    *n = 0;
+    *is_dir = 0;
+    if (stat(target, &st) != 0) {
+        fprintf(stderr, "preplay: %s: %s\n", target, strerror(errno));
+        return NULL;
+    }
+    char **v = NULL;
+    if (!S_ISDIR(st.st_mode)) {
+        v = inspect_xalloc(malloc(sizeof *v));
+        v[(*n)++] = inspect_xalloc(strdup(target));
+        return v;
+    }
+    *is_dir = 1;
+    DIR *d = opendir(target);
+    if (!d) {
+        fprintf(stderr, "preplay: %s: %s\n", target, strerror(errno));
+        return NULL;
+    }
+    struct dirent *e;
+    size_t cap = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len <= 6 || strcmp(e->d_name + len - 6, ".trace") != 0)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            v = inspect_xalloc(realloc(v, cap * sizeof *v));
+        }
+        size_t plen = strlen(target) + len + 2;
+        v[*n] = inspect_xalloc(malloc(plen));
+        snprintf(v[*n], plen, "%s/%s", target, e->d_name);
+        (*n)++;
+    }
+    closedir(d);
+    if (!*n) {
+        fprintf(stderr, "preplay: %s: no *.trace files in this directory\n", target);
+        free(v);
+        return NULL;
+    }
+    inspect_sort(v, *n, sizeof *v, inspect_cmp_str);
+    return v;
 }

@@ -34,6 +34,12 @@ void inspect_format_endpoint(char *buf, size_t cap, unsigned family, const uint8
 /* A JSON string, or JSON null for NULL (or a string jansson refuses). */
 json_t *inspect_json_str(const char *s);
 
+/* The *.trace files of a directory (sorted by name, *is_dir = 1), or the
+ * target itself when it is not a directory: n malloc'ed paths in a malloc'ed
+ * array. NULL (the reason on stderr) when the target cannot be read or the
+ * directory holds no *.trace file. */
+char **inspect_list_traces(const char *target, size_t *n, int *is_dir);
+
 /* Parses [--json] [--salvage] [--help] TARGET. Returns -1 to go on, or the
  * exit status to return now (0 after --help, INSPECT_EXIT_USAGE after a
  * usage error, reported on stderr). */

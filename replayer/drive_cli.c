@@ -18,7 +18,7 @@
 static void drive_usage(FILE *out)
 {
     fprintf(out,
-            "usage: preplay drive PLAN --target HOST:PORT --token T\n"
+            "usage: preplay drive PLAN --target HOST:PORT (--token T | --token-file F)\n"
             "                     [--mode independent|session] [--speed X] [--duration T]\n"
             "                     -o RESULTS\n\n"
             "Send the plan's front-end requests to a replayer and record every response time.\n"
@@ -26,6 +26,8 @@ static void drive_usage(FILE *out)
             "  --mode session      closed loop per session, keeping think times\n"
             "  --speed X           divide arrival offsets and think times by X (default 1)\n"
             "  --duration T        repeat the schedule for T (e.g. 30s, 2m); default one pass\n"
+            "  --token-file F      read the token from F's first line (- = stdin): --token\n"
+            "                      is visible in `ps`\n"
             "  -o RESULTS          results JSON (formats/RESULTS.md)\n");
 }
 
@@ -70,17 +72,21 @@ struct drive_config {
  * option, 0 after --help), the message printed. */
 static int drive_parse(int argc, char **argv, struct drive_config *c, int *exit_code)
 {
-    static const struct option opts[] = {
-        {"target", required_argument, 0, 'T'},   {"token", required_argument, 0, 't'},
-        {"mode", required_argument, 0, 'm'},     {"speed", required_argument, 0, 's'},
-        {"duration", required_argument, 0, 'd'}, {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
-    const char *token_text = NULL;
+    static const struct option opts[] = {{"target", required_argument, 0, 'T'},
+                                         {"token", required_argument, 0, 't'},
+                                         {"mode", required_argument, 0, 'm'},
+                                         {"speed", required_argument, 0, 's'},
+                                         {"duration", required_argument, 0, 'd'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"token-file", required_argument, 0, 'F'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *token_text = NULL, *token_file = NULL;
     *c = (struct drive_config){.mode = REPLAY_DRIVE_INDEPENDENT, .speed = 1};
     *exit_code = 2;
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "T:t:m:s:d:o:h", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "T:t:F:m:s:d:o:h", opts, NULL)) != -1) {
         char *end;
         switch (opt) {
         case 'T':
@@ -88,6 +94,9 @@ static int drive_parse(int argc, char **argv, struct drive_config *c, int *exit_
             break;
         case 't':
             token_text = optarg;
+            break;
+        case 'F':
+            token_file = optarg;
             break;
         case 'm':
             if (replay_parse_mode(optarg, &c->mode)) {
@@ -124,7 +133,10 @@ static int drive_parse(int argc, char **argv, struct drive_config *c, int *exit_
         fprintf(stderr, "drive: needs PLAN, --target and -o (see --help)\n");
         return -1;
     }
-    if (!token_text || replay_token_parse(token_text, &c->token)) {
+    if (token_file) {
+        if (replay_cli_token("drive", token_text, token_file, &c->token))
+            return -1;
+    } else if (!token_text || replay_token_parse(token_text, &c->token)) {
         fprintf(stderr, "drive: --token: expected 16 hex digits (the replayer's --token)\n");
         return -1;
     }

@@ -4,7 +4,8 @@
 #                        server, driver, results (used by the CLI and tests)
 #   cmd_replay / cmd_drive / cmd_run / cmd_remote_agent go into preplay_replay_cli.
 add_library(preplay_replay_core STATIC
-  replay_proto.c replay_exec.c replay_db.c replay_peers.c replay_server.c replay_nodeps.c replay_drive.c
+  replay_proto.c replay_exec.c replay_db.c replay_peers.c replay_gate.c replay_server.c replay_nodeps.c
+  replay_drive.c
   replay_results.c)
 target_include_directories(preplay_replay_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(preplay_replay_core PUBLIC preplay_replayer_base preplay_formats preplay_results preplay_stats
@@ -15,5 +16,5 @@ if(MARIADB_FOUND)
 endif()
 
 target_sources(preplay_replay_cli PRIVATE replay_cli.c drive_cli.c run_cli.c run_config.c run_session.c
-  run_remote.c)
+  run_remote.c run_placement.c)
 target_link_libraries(preplay_replay_cli PUBLIC preplay_replay_core)

@@ -4,6 +4,7 @@
  * "listening ADDR" as its first stdout line (what `preplay run` waits for).
  * Must never serve without a token. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -94,19 +95,147 @@ int replay_cli_component(const struct plan *p, const char *name)
     return -1;
 }
 
+int replay_cli_read_secret(const char *who, const char *option, const char *path, char *out,
+                           size_t outlen)
+{
+    int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
+    if (fd < 0) {
+        fprintf(stderr, "%s: %s %s: %s\n", who, option, path, strerror(errno));
+        return -1;
+    }
+    size_t got = 0;
+    const char *why = NULL;
+    while (got + 1 < outlen && !memchr(out, '\n', got)) {
+        ssize_t n = read(fd, out + got, outlen - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            why = strerror(errno);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (fd)
+        close(fd);
+    out[got] = 0;
+    char *end = strpbrk(out, "\r\n");
+    if (end)
+        *end = 0;
+    else if (!why && got + 1 >= outlen)
+        why = "first line too long";
+    if (!why && !out[0])
+        why = "empty";
+    if (why) {
+        fprintf(stderr, "%s: %s %s: %s\n", who, option, path, why);
+        memset(out, 0, outlen);
+        return -1;
+    }
+    return 0;
+}
+
+int replay_cli_token(const char *who, const char *text, const char *file, uint64_t *token)
+{
+    if (text && file) {
+        fprintf(stderr, "%s: give --token or --token-file, not both\n", who);
+        return -1;
+    }
+    if (!file) {
+        if (text && !replay_token_parse(text, token))
+            return 0;
+        fprintf(stderr, "%s: --token: expected 16 hex digits (preplay run makes one per run)\n",
+                who);
+        return -1;
+    }
+    char buf[64];
+    if (replay_cli_read_secret(who, "--token-file", file, buf, sizeof buf))
+        return -1;
+    int bad = replay_token_parse(buf, token);
+    memset(buf, 0, sizeof buf);
+    if (bad) {
+        fprintf(stderr, "%s: --token-file %s: expected 16 hex digits\n", who, file);
+        return -1;
+    }
+    return 0;
+}
+
+void replay_cli_db_url_split(const char *url, char *clean, size_t cleanlen, char *pw, size_t pwlen)
+{
+    snprintf(clean, cleanlen, "%s", url);
+    pw[0] = 0;
+    const char *s = strstr(url, "://");
+    const char *at = s ? strchr(s + 3, '@') : NULL;
+    const char *colon = at ? memchr(s + 3, ':', (size_t)(at - s - 3)) : NULL;
+    if (!colon)
+        return;
+    snprintf(clean, cleanlen, "%.*s%s", (int)(colon - url), url, at);
+    snprintf(pw, pwlen, "%.*s", (int)(at - colon - 1), colon + 1);
+}
+
+/* Whether text is in this process's argv as `ps` shows it (not so for a
+ * replayer that `preplay remote-agent` runs in a child of its own). */
+static int replay_cli_on_cmdline(const char *text)
+{
+    static char buf[65536];
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 1; /* cannot tell: say so */
+    ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    return n > 0 && memmem(buf, (size_t)n, text, strlen(text)) != NULL;
+}
+
+int replay_cli_db_password(const char *who, const char *url, const char *file, char *buf,
+                           size_t buflen, const char **password)
+{
+    *password = NULL;
+    if (file) {
+        if (replay_cli_read_secret(who, "--db-password-file", file, buf, buflen))
+            return -1;
+        *password = buf;
+        return 0;
+    }
+    const char *env = getenv("PREPLAY_DB_PASSWORD");
+    if (env && env[0]) {
+        if (strlen(env) >= buflen) {
+            fprintf(stderr, "%s: PREPLAY_DB_PASSWORD: longer than %zu bytes\n", who, buflen - 1);
+            return -1;
+        }
+        snprintf(buf, buflen, "%s", env);
+        *password = buf;
+        return 0;
+    }
+    if (url) {
+        char clean[1024], pw[256];
+        replay_cli_db_url_split(url, clean, sizeof clean, pw, sizeof pw);
+        if (pw[0] && replay_cli_on_cmdline(pw))
+            fprintf(stderr,
+                    "%s: warning: the DB password in --db is visible to every user (ps); use "
+                    "--db-password-file or PREPLAY_DB_PASSWORD\n",
+                    who);
+        memset(pw, 0, sizeof pw);
+    }
+    return 0;
+}
+
 static void replay_usage(FILE *out)
 {
     fprintf(out,
-            "usage: preplay replay PLAN --component C --listen HOST:PORT --token T\n"
-            "                      [--workers N] [--db URL] [--dir D] [--peers FILE]\n"
+            "usage: preplay replay PLAN --component C --listen HOST:PORT\n"
+            "                      (--token T | --token-file F) [--workers N]\n"
+            "                      [--db URL [--db-password-file F]] [--dir D] [--peers FILE]\n"
             "                      [--pool N] [--cpu-ratio R] [--stats FILE]\n"
             "                      [--no-deps [--hold S]]\n\n"
             "Serve component C's event blocks: a dispatcher and a pool of workers replay\n"
             "each request's block (CPU, files, locks, DB, nested calls) when it arrives.\n\n"
-            "  --token T       16 hex digits every request must carry (per run)\n"
+            "  --token T       16 hex digits every request must carry (per run); `ps`\n"
+            "                  shows it: prefer --token-file\n"
+            "  --token-file F  read the token from F's first line (- = stdin)\n"
             "  --workers N     worker threads (default: the plan's count for C); for an\n"
             "                  event-loop component, event loops\n"
-            "  --db URL        mysql://user:password@host:port/db for DB ops\n"
+            "  --db URL        mysql://user@host:port/db for DB ops (a password in it\n"
+            "                  is visible in `ps`)\n"
+            "  --db-password-file F  the DB password (first line of F); else the\n"
+            "                  environment's PREPLAY_DB_PASSWORD, else the URL's\n"
             "  --dir D         dummy files made by `preplay prepare` (default .)\n"
             "  --peers FILE    'component HOST:PORT' lines for nested calls\n"
             "  --pool N        idle connections kept per callee (default 64; 0: one per call)\n"
@@ -120,6 +249,8 @@ static void replay_usage(FILE *out)
 
 struct replay_cli_opts {
     const char *plan_path, *component, *listen_addr, *db, *dir, *peers, *stats_path;
+    const char *db_password; /* NULL: the URL's */
+    char db_password_buf[256];
     uint64_t token;
     int workers, pool;  /* workers 0: the plan's count for the component */
     double ratio, hold; /* ratio 0: measured */
@@ -136,6 +267,8 @@ static int replay_parse_options(int argc, char **argv, struct replay_cli_opts *o
                                          {"dir", required_argument, 0, 'D'},
                                          {"peers", required_argument, 0, 'p'},
                                          {"token", required_argument, 0, 't'},
+                                         {"token-file", required_argument, 0, 'T'},
+                                         {"db-password-file", required_argument, 0, 'W'},
                                          {"pool", required_argument, 0, 'P'},
                                          {"cpu-ratio", required_argument, 0, 'r'},
                                          {"stats", required_argument, 0, 's'},
@@ -147,10 +280,10 @@ static int replay_parse_options(int argc, char **argv, struct replay_cli_opts *o
     o->dir = ".";
     o->pool = 64;
     o->hold = 5;
-    const char *token_text = NULL;
+    const char *token_text = NULL, *token_file = NULL, *password_file = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:l:w:d:D:p:t:P:r:s:NH:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:l:w:d:D:p:t:T:W:P:r:s:NH:h", opts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
         case 'c':
@@ -177,6 +310,12 @@ static int replay_parse_options(int argc, char **argv, struct replay_cli_opts *o
             break;
         case 't':
             token_text = optarg;
+            break;
+        case 'T':
+            token_file = optarg;
+            break;
+        case 'W':
+            password_file = optarg;
             break;
         case 'P':
             o->pool = (int)strtol(optarg, &end, 10);
@@ -218,11 +357,15 @@ static int replay_parse_options(int argc, char **argv, struct replay_cli_opts *o
         return 2;
     }
     o->plan_path = argv[optind];
-    if (!token_text || replay_token_parse(token_text, &o->token)) {
-        fprintf(stderr,
-                "replay: --token: expected 16 hex digits (preplay run makes one per run)\n");
+    if (replay_cli_token("replay", token_text, token_file, &o->token))
+        return 2;
+    if (password_file && !o->db) {
+        fprintf(stderr, "replay: --db-password-file needs --db\n");
         return 2;
     }
+    if (o->db && replay_cli_db_password("replay", o->db, password_file, o->db_password_buf,
+                                        sizeof o->db_password_buf, &o->db_password))
+        return 2;
     return 0;
 }
 
@@ -324,6 +467,7 @@ int cmd_replay(int argc, char **argv)
                                 .component = (uint32_t)comp,
                                 .dir = o.dir,
                                 .db_url = o.db,
+                                .db_password = o.db_password,
                                 .peers_path = o.peers,
                                 .token = o.token,
                                 .pool = o.pool,

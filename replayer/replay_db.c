@@ -87,7 +87,8 @@ static char *replay_db_dup(const char *s, size_t n)
 }
 
 /* mysql://user[:password]@host[:port]/db[?socket=/path] (mariadb:// too) */
-struct replay_db_pool *replay_db_pool_new(const char *url, char *err, size_t errlen)
+struct replay_db_pool *replay_db_pool_new(const char *url, const char *password, char *err,
+                                          size_t errlen)
 {
     const char *s = strstr(url, "://");
     if (!s || (strncmp(url, "mysql", 5) && strncmp(url, "mariadb", 7))) {
@@ -105,6 +106,11 @@ struct replay_db_pool *replay_db_pool_new(const char *url, char *err, size_t err
         pool->user = replay_db_dup(s, (size_t)((colon ? colon : at) - s));
         pool->password = colon ? replay_db_dup(colon + 1, (size_t)(at - colon - 1)) : NULL;
         s = at + 1;
+    }
+    if (password) {
+        free(pool->password);
+        if (!(pool->password = strdup(password)))
+            goto oom;
     }
     const char *slash = strchr(s, '/');
     const char *hostend = slash ? slash : s + strlen(s);
@@ -234,8 +240,10 @@ int replay_db_run(void *conn, const struct plan_op *op, const struct plan *p, ch
 
 #else /* without MariaDB Connector/C: --db is refused up front */
 
-struct replay_db_pool *replay_db_pool_new(const char *url, char *err, size_t errlen)
+struct replay_db_pool *replay_db_pool_new(const char *url, const char *password, char *err,
+                                          size_t errlen)
 {
+    (void)password;
     snprintf(err, errlen, "--db '%s': this build has no MariaDB Connector/C (libmariadb-dev)", url);
     return NULL;
 }

@@ -2,7 +2,9 @@
  * for independent requests, think times for sessions), a pool of
  * non-blocking connections to the front-end replayer, and one sample per
  * request. Sends each request as the header then one send(2) per recorded
- * RECV segment of the front-end block; reads exactly the response bytes.
+ * RECV segment of the front-end block, except that a segment whose receive
+ * filled its buffer (PLAN_RECV_FULL: no client write ended there) rides
+ * with the next one (MSG_MORE); reads exactly the response bytes.
  * Response times count from each request's scheduled arrival, so a late
  * send is never hidden (no coordinated omission); how late it was is kept
  * as its own figure. Must never block. */
@@ -36,6 +38,7 @@ struct drive_conn {
     uint32_t header_off;
     uint32_t op;       /* next op index within the block while sending */
     uint64_t seg_left; /* bytes left of the current segment */
+    int seg_joined;    /* the current segment continues in the next one */
     uint64_t resp_left;
     uint64_t due_ns, sent_ns;
     size_t busy_idx;
@@ -198,6 +201,15 @@ static int drive_finish(struct drive *d, struct drive_conn *c, int ok, uint64_t 
     return 0;
 }
 
+/* 1 when the block has a RECV op at index `from` or later. */
+static int drive_recv_after(const struct plan *p, const struct plan_block *b, uint32_t from)
+{
+    for (uint32_t i = from; i < b->nops; i++)
+        if (p->ops[b->first_op + i].kind == PLAN_OP_RECV)
+            return 1;
+    return 0;
+}
+
 /* Sends what it can; 1 when the request is fully out, 0 on EAGAIN, -1 error. */
 static int drive_send(struct drive *d, struct drive_conn *c)
 {
@@ -216,11 +228,13 @@ static int drive_send(struct drive *d, struct drive_conn *c)
             if (c->op >= b->nops)
                 return 1;
             const struct plan_op *op = &p->ops[b->first_op + c->op++];
-            if (op->kind == PLAN_OP_RECV)
+            if (op->kind == PLAN_OP_RECV) {
                 c->seg_left = op->a.net.bytes;
+                c->seg_joined = (op->flags & PLAN_RECV_FULL) && drive_recv_after(p, b, c->op);
+            }
         }
         size_t want = c->seg_left < DRIVE_CHUNK ? (size_t)c->seg_left : DRIVE_CHUNK;
-        int more = c->seg_left > DRIVE_CHUNK ? MSG_MORE : 0;
+        int more = c->seg_left > DRIVE_CHUNK || c->seg_joined ? MSG_MORE : 0;
         ssize_t n = send(c->fd, drive_zeros, want, MSG_DONTWAIT | MSG_NOSIGNAL | more);
         if (n < 0)
             return errno == EAGAIN || errno == EINTR ? 0 : -1;
@@ -298,6 +312,7 @@ static int drive_start(struct drive *d, struct drive_job j, uint64_t now)
     c->header_off = 0;
     c->op = 0;
     c->seg_left = 0;
+    c->seg_joined = 0;
     c->resp_left = rs;
     c->req = j.req;
     c->session = j.session;

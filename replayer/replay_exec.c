@@ -169,7 +169,7 @@ struct replay_engine *replay_engine_new(const struct replay_config *cfg, char *e
         }
     }
     if (cfg->db_url && cfg->db_url[0]) {
-        e->db = replay_db_pool_new(cfg->db_url, err, errlen);
+        e->db = replay_db_pool_new(cfg->db_url, cfg->db_password, err, errlen);
         if (!e->db) {
             replay_engine_free(e);
             return NULL;

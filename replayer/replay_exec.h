@@ -31,15 +31,16 @@ extern const char *const replay_kind_names[REPLAY_NKINDS];
 
 struct replay_config {
     const struct plan *plan;
-    uint32_t component;     /* index into plan->components */
-    const char *dir;        /* dummy files (preplay prepare); NULL = "." */
-    const char *db_url;     /* mysql://user:pass@host:port/db; NULL = no DB */
-    const char *peers_path; /* "component address" lines; NULL = no calls */
-    uint64_t token;         /* run token sent on nested calls */
-    int pool;               /* idle connections kept per callee; 0 = one per call */
-    double cpu_ratio;       /* recorded CPU time is multiplied by this */
-    int io_timeout_s;       /* receive/send timeout on every socket (deadlock guard) */
-    int no_deps;            /* CloudProphet's strawman: workers replay in recorded order */
+    uint32_t component;      /* index into plan->components */
+    const char *dir;         /* dummy files (preplay prepare); NULL = "." */
+    const char *db_url;      /* mysql://user:pass@host:port/db; NULL = no DB */
+    const char *db_password; /* replaces the URL's password; NULL = the URL's */
+    const char *peers_path;  /* "component address" lines; NULL = no calls */
+    uint64_t token;          /* run token sent on nested calls */
+    int pool;                /* idle connections kept per callee; 0 = one per call */
+    double cpu_ratio;        /* recorded CPU time is multiplied by this */
+    int io_timeout_s;        /* receive/send timeout on every socket (deadlock guard) */
+    int no_deps;             /* CloudProphet's strawman: workers replay in recorded order */
     /* an event-loop component (plan 1.2): this many loops, each running one
      * request's work at a time while any number of requests wait on peers
      * (replay_exec_block); 0 = a worker pool, each worker one request */
@@ -97,7 +98,9 @@ int replay_engine_restore_files(struct replay_engine *e, double *seconds, char *
 
 /* Internal pieces shared by replay_exec.c, replay_db.c, replay_peers.c. */
 struct replay_db_pool;
-struct replay_db_pool *replay_db_pool_new(const char *url, char *err, size_t errlen);
+/* password: replaces the URL's (NULL: the URL's, if any). */
+struct replay_db_pool *replay_db_pool_new(const char *url, const char *password, char *err,
+                                          size_t errlen);
 void replay_db_pool_free(struct replay_db_pool *pool);
 void *replay_db_acquire(struct replay_db_pool *pool, char *err, size_t errlen);
 void replay_db_release(struct replay_db_pool *pool, void *conn);

@@ -1,7 +1,9 @@
 /* replay_server.c - the worker pool of `preplay replay` (CloudProphet
  * §3.3): a block runs when its request arrives, on the first free worker.
- * Every worker waits in epoll_wait on the shared descriptor set (the
- * listening socket and each idle connection, one-shot), so the worker the
+ * New connections come through the gate (replay_gate.c), which hands over
+ * only those whose first header carries the run's token, so a client
+ * without it never holds a worker. Every worker waits in epoll_wait on the
+ * shared descriptor set (each idle connection, one-shot), so the worker the
  * kernel wakes for a request is the one that serves it: no dispatcher
  * thread hands the connection over (that hand-off was a second thread
  * wake-up per request, ~20 us of the shortest request's response time on
@@ -18,18 +20,18 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
+#include "replay_gate.h"
 #include "replay_nodeps.h"
 #include "replay_proto.h"
 
 struct replay_server {
     struct replay_engine *e;
     const struct replay_config *cfg;
-    int listen_fd, epfd, stop_fd;
+    int listen_fd, epfd, stop_fd; /* listen_fd: until the gate takes it */
+    struct replay_gate *gate;
     FILE *log;
     pthread_t *workers;
     int nworkers, started_workers;
@@ -59,23 +61,14 @@ static void replay_server_log(struct replay_server *s, int fd, const char *what)
     pthread_mutex_unlock(&s->log_mu);
 }
 
-/* Takes every pending connection off the (non-blocking) listening socket
- * and adds it to the set, one-shot: one worker is woken per request. */
-static void replay_server_accept(struct replay_server *s)
+/* The gate's hand-over: an authenticated connection joins the set,
+ * one-shot (one worker is woken per request). */
+static void replay_server_admit(void *arg, int fd)
 {
-    for (int k = 0; k < 64; k++) {
-        /* blocking (accept4 does not inherit O_NONBLOCK): workers use
-         * blocking I/O with a timeout, so no replay hangs forever */
-        int c = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        if (c < 0)
-            break;
-        struct timeval tv = {s->cfg->io_timeout_s, 0};
-        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = c};
-        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, c, &ev))
-            close(c);
-    }
+    struct replay_server *s = arg;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = fd};
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev))
+        close(fd);
 }
 
 /* Serves one request on fd. 0 = keep the connection, -1 = close it, 1 = handed
@@ -175,10 +168,6 @@ static void *replay_server_work(void *arg)
                 stop = 1;
                 continue; /* connections taken with it are closed below */
             }
-            if (fd == s->listen_fd) {
-                replay_server_accept(s);
-                continue;
-            }
             if (stop) {
                 close(fd);
                 continue;
@@ -258,12 +247,8 @@ struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd
         snprintf(err, errlen, "starting the server: %s", strerror(errno ? errno : ENOMEM));
         goto fail;
     }
-    int fl = 1;
-    ioctl(listen_fd, FIONBIO, &fl);
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = listen_fd};
     struct epoll_event sev = {.events = EPOLLIN, .data.fd = s->stop_fd};
-    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, listen_fd, &ev) ||
-        epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->stop_fd, &sev)) {
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->stop_fd, &sev)) {
         snprintf(err, errlen, "epoll: %s", strerror(errno));
         goto fail;
     }
@@ -304,6 +289,20 @@ struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd
         }
         s->started_workers++;
     }
+    /* last: a connection handed over finds its workers there */
+    struct replay_gate_config gc = {.listen_fd = listen_fd,
+                                    .stop_fd = s->stop_fd,
+                                    .token = s->cfg->token,
+                                    .io_timeout_s = s->cfg->io_timeout_s,
+                                    .log = s->log,
+                                    .log_mu = &s->log_mu,
+                                    .rejected = &s->rejected,
+                                    .handoff = replay_server_admit,
+                                    .handoff_arg = s};
+    s->listen_fd = -1; /* the gate owns it now, also when it fails */
+    s->gate = replay_gate_start(&gc, err, errlen);
+    if (!s->gate)
+        goto fail;
     return s;
 fail:
     replay_server_stop(s);
@@ -320,7 +319,8 @@ void replay_server_stop(struct replay_server *s)
         }
     }
     /* a worker inside a request finishes it (its socket has a timeout);
-     * every idle worker wakes on stop_fd */
+     * every idle worker and the gate wake on stop_fd */
+    replay_gate_stop(s->gate);
     for (int i = 0; i < s->started_workers; i++)
         pthread_join(s->workers[i], NULL);
     if (s->nodeps) {

@@ -1,9 +1,11 @@
-/* replay_server.h - the replay server: a pool of worker threads waiting
- * together on every connection (one epoll set, one-shot); the worker woken
- * for a connection with a request ready checks its header (magic, run token,
- * block id), replays the block (replay_exec.h) and re-arms the connection.
- * A request with a wrong token or magic closes its connection with one log
- * line: no stray client can make the replayer burn CPU. */
+/* replay_server.h - the replay server: an accept thread (replay_gate.h)
+ * admits a connection once its first header carries the run's token; a
+ * pool of worker threads waits together on every admitted connection (one
+ * epoll set, one-shot); the worker woken for a connection with a request
+ * ready checks its header (magic, run token, block id), replays the block
+ * (replay_exec.h) and re-arms the connection. A request with a wrong token
+ * or magic closes its connection with one log line: no stray client can
+ * make the replayer burn CPU or hold a worker. */
 #ifndef PREPLAY_REPLAY_SERVER_H
 #define PREPLAY_REPLAY_SERVER_H
 

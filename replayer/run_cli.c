@@ -18,6 +18,7 @@
 #include "replay_results.h"
 #include "results_writer.h"
 #include "run_config.h"
+#include "run_placement.h"
 #include "run_session.h"
 #include "stats.h"
 
@@ -194,6 +195,10 @@ static int run_results_write(struct run_session *s, int sig)
             results_host_set(hosts, s->children[i].name, s->children[i].host_text,
                              s->children[i].addr, run_remote_client_ip(s->children[i].remote),
                              run_remote_dir(s->children[i].remote));
+    const struct run_child *fe = &s->children[s->frontend];
+    json_t *placement =
+        run_placement_json(fe->remote || fe->exited ? 0 : fe->pid, cfg->db_url ? s->db.host : NULL,
+                           s->db.port, s->db.socket);
     struct results_run doc = {.plan = cfg->plan_path,
                               .recording_id = s->p->recording_id,
                               .instance = cfg->instance,
@@ -213,6 +218,7 @@ static int run_results_write(struct run_session *s, int sig)
                               .no_deps = cfg->no_deps,
                               .stopped = s->m && stats_machine_stopped(s->m),
                               .hosts = hosts,
+                              .placement = placement,
                               .labels = replay_results_labels(s->p, &s->all, 1),
                               .intervals = s->intervals,
                               .resources = s->resources,

@@ -14,7 +14,8 @@
 static void run_usage(FILE *out)
 {
     fprintf(out,
-            "usage: preplay run PLAN -o RESULTS [--db URL] [--p0 P] [--interval T]\n"
+            "usage: preplay run PLAN -o RESULTS [--db URL [--db-password-file F]]\n"
+            "                   [--p0 P] [--interval T]\n"
             "                   [--max-intervals N] [--mode independent|session] [--speed X]\n"
             "                   [--instance NAME] [--price USD_PER_HOUR] [--dir D]\n"
             "                   [--pool N] [--cpu-ratio R] [--no-deps]\n"
@@ -22,8 +23,11 @@ static void run_usage(FILE *out)
             "Start a replayer per component (on loopback, or over ssh on the hosts FILE\n"
             "maps components to), then replay the plan's schedule interval after interval\n"
             "until PT4Cloud says the response times are stable.\n"
-            "  --db URL          mysql://user:password@host:port/db (or ?socket=PATH); it is\n"
+            "  --db URL          mysql://user@host:port/db (or ?socket=PATH); it is\n"
             "                    dumped before the first interval and reloaded before each\n"
+            "  --db-password-file F  the DB password (first line of F); else the\n"
+            "                    environment's PREPLAY_DB_PASSWORD, else the URL's\n"
+            "                    (user:password@, visible in `ps`)\n"
             "  --p0 P            PT4Cloud objective probability (0.9)\n"
             "  --interval T      length of one interval (default: the whole recording,\n"
             "                    once, at --speed); shorter ones continue the schedule\n"
@@ -44,6 +48,7 @@ static void run_usage(FILE *out)
 }
 
 static const struct option run_options[] = {{"db", required_argument, 0, 'd'},
+                                            {"db-password-file", required_argument, 0, 'W'},
                                             {"p0", required_argument, 0, 'p'},
                                             {"interval", required_argument, 0, 'i'},
                                             {"max-intervals", required_argument, 0, 'n'},
@@ -128,6 +133,9 @@ static int run_config_option(struct run_config *c, int opt, const char *arg)
     case 'd':
         c->db_url = arg;
         break;
+    case 'W':
+        c->db_password_file = arg;
+        break;
     case 'p':
     case 'i':
     case 'n':
@@ -190,7 +198,7 @@ int run_config_parse(int argc, char **argv, struct run_config *c, int *exit_code
                              .mode = REPLAY_DRIVE_INDEPENDENT};
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "d:p:i:n:m:s:I:P:D:L:r:NH:S:T:Go:h", run_options,
+    while ((opt = getopt_long(argc, argv, "d:W:p:i:n:m:s:I:P:D:L:r:NH:S:T:Go:h", run_options,
                               NULL)) != -1) {
         int st = run_config_option(c, opt, optarg);
         if (st) {
@@ -200,6 +208,11 @@ int run_config_parse(int argc, char **argv, struct run_config *c, int *exit_code
     }
     if (optind + 1 != argc || !c->out) {
         fprintf(stderr, "run: needs PLAN and -o RESULTS (see --help)\n");
+        *exit_code = 2;
+        return -1;
+    }
+    if (c->db_password_file && !c->db_url) {
+        fprintf(stderr, "run: --db-password-file needs --db\n");
         *exit_code = 2;
         return -1;
     }

@@ -8,10 +8,11 @@
 
 struct run_config {
     const char *plan_path, *out;
-    const char *db_url;   /* NULL: no DB snapshot */
-    const char *instance; /* "" when not given */
-    const char *dir;      /* dummy files; NULL: in the run's temp dir */
-    const char *pool;     /* the replayers' --pool, as text */
+    const char *db_url;           /* NULL: no DB snapshot */
+    const char *db_password_file; /* NULL: $PREPLAY_DB_PASSWORD, else the URL's */
+    const char *instance;         /* "" when not given */
+    const char *dir;              /* dummy files; NULL: in the run's temp dir */
+    const char *pool;             /* the replayers' --pool, as text */
     const char *hosts_path, *ssh_opts;
     double p0, speed;
     double interval; /* seconds; 0 when not given: one pass of the recording */

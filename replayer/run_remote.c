@@ -6,7 +6,8 @@
  * Session protocol on the ssh channel, one line per message (payloads
  * follow their line as exactly N raw bytes):
  *   agent -> controller  `agent CLIENT_IP SERVER_IP` once at start
- *   controller -> agent  `token HEX`, `arg X` (repeated), `plan N` + N bytes,
+ *   controller -> agent  `token HEX`, `dbpassword X` (when --db has one),
+ *                        `arg X` (repeated), `plan N` + N bytes,
  *                        `start COMPONENT LISTEN|-`, `peers N` + N bytes,
  *                        `restore`, `stop`
  *   agent -> controller  `listening ADDR`, `ok`, `restored SECONDS`,
@@ -14,7 +15,9 @@
  *                        `died HOW` when the replayer ended on its own.
  * End of input on the agent's stdin (controller gone, ssh killed) is a
  * `stop`. Must never: delete anything but its own /tmp/preplay-remote.*
- * dir, write the token to a file or a command line, block without a
+ * dir, write the token or the DB password to a file or a command line
+ * (the replayer child gets the password in its own PREPLAY_DB_PASSWORD,
+ * set after fork, which /proc/PID/environ does not show), block without a
  * deadline. */
 #include <errno.h>
 #include <fcntl.h>
@@ -657,6 +660,13 @@ int run_remote_start(struct run_remote *r, const struct run_remote_config *cfg, 
     char tok[17];
     replay_token_format(cfg->token, tok);
     int bad = run_remote_printf(r->in, "token %s\n", tok);
+    if (!bad && cfg->db_password && cfg->db_password[0]) {
+        if (strchr(cfg->db_password, '\n')) {
+            snprintf(err, errlen, "DB password with a newline");
+            goto fail;
+        }
+        bad = run_remote_printf(r->in, "dbpassword %s\n", cfg->db_password);
+    }
     for (int i = 0; !bad && cfg->replay_args && cfg->replay_args[i]; i++) {
         if (strchr(cfg->replay_args[i], '\n')) {
             snprintf(err, errlen, "replayer argument with a newline");
@@ -843,6 +853,7 @@ void run_remote_stop(struct run_remote *r)
 struct run_agent {
     const char *dir;
     char token[17];
+    char db_password[256];
     char *args[RUN_REMOTE_MAX_ARGS];
     int nargs;
     char plan_path[300], peers_path[300], files_dir[300];
@@ -967,6 +978,8 @@ static int run_agent_start(struct run_agent *a, const char *component, const cha
         for (int i = 0; i < a->nargs; i++)
             argv[n++] = a->args[i];
         argv[n] = NULL;
+        if (a->db_password[0] && setenv("PREPLAY_DB_PASSWORD", a->db_password, 1))
+            _exit(126);
         int rc = cmd_replay(n, argv);
         fflush(NULL);
         exit(rc);
@@ -1067,6 +1080,12 @@ int cmd_remote_agent(int argc, char **argv)
                 continue;
             }
             snprintf(a.token, sizeof a.token, "%s", line + 6);
+        } else if (!strncmp(line, "dbpassword ", 11)) {
+            if (strlen(line + 11) >= sizeof a.db_password)
+                run_agent_say("error DB password longer than %zu bytes\n",
+                              sizeof a.db_password - 1);
+            else
+                snprintf(a.db_password, sizeof a.db_password, "%s", line + 11);
         } else if (!strncmp(line, "arg ", 4)) {
             if (a.nargs == RUN_REMOTE_MAX_ARGS || !(a.args[a.nargs] = strdup(line + 4)))
                 run_agent_say("error too many replayer arguments\n");

@@ -45,6 +45,7 @@ struct run_remote_config {
     const char *plan_path;
     const char *log_path; /* ssh's and the remote replayer's stderr go here */
     uint64_t token;
+    const char *db_password;        /* "" or NULL: none (sent like the token) */
     const char *const *replay_args; /* extra `preplay replay` arguments, NULL-terminated */
 };
 

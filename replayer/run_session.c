@@ -5,6 +5,10 @@
  * host's peers file names them by the address that host reaches us at),
  * prepares the dummy files, snapshots the DB, restores both before each
  * interval, and watches for a replayer's death or Ctrl-C (SIGINT/SIGTERM).
+ * Secrets never go on a command line (`ps` shows them to every user): a
+ * local replayer reads the token and the DB password from inherited pipes
+ * (--token-file /dev/fd/3, --db-password-file /dev/fd/4), remote ones get
+ * them on the agent's ssh channel, the mariadb clients from an option file.
  * Everything it starts or makes is in struct run_session and
  * run_session_close alone undoes it. Must never leave a replayer running:
  * children get SIGTERM at the end and die with us (PR_SET_PDEATHSIG);
@@ -80,11 +84,52 @@ static void run_describe_exit(const struct run_child *c, char *out, size_t outle
         snprintf(out, outlen, "exited with status %d", WEXITSTATUS(c->status));
 }
 
-static int run_spawn(struct run_child *c, char **argv, double timeout_s, char *err, size_t errlen)
+/* A pipe whose read end yields `secret` and a line end, then EOF; -1 on
+ * failure. The secret fits the pipe's buffer, so nothing blocks. */
+static int run_secret_pipe(const char *secret)
 {
-    int pfd[2];
+    int p[2];
+    if (pipe2(p, O_CLOEXEC))
+        return -1;
+    size_t len = strlen(secret);
+    int bad = write(p[1], secret, len) != (ssize_t)len || write(p[1], "\n", 1) != 1;
+    close(p[1]);
+    if (bad) {
+        close(p[0]);
+        return -1;
+    }
+    return p[0];
+}
+
+/* In the child: secret pipes at descriptors 3, 4, ... (as argv names them). */
+static void run_spawn_secret_fds(const int *fds, int n)
+{
+    int high[4];
+    for (int i = 0; i < n && i < 4; i++) /* out of the way of 3.. first */
+        if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 64)) < 0)
+            _exit(126);
+    for (int i = 0; i < n && i < 4; i++)
+        if (dup2(high[i], 3 + i) < 0)
+            _exit(126);
+}
+
+/* Starts argv (preplay itself) with `nsecrets` secrets readable at
+ * /dev/fd/3, /dev/fd/4, ...; waits for its "listening ADDR". */
+static int run_spawn(struct run_child *c, char **argv, const char *const *secrets, int nsecrets,
+                     double timeout_s, char *err, size_t errlen)
+{
+    int pfd[2], sfd[4] = {-1, -1, -1, -1};
+    for (int i = 0; i < nsecrets && i < 4; i++)
+        if ((sfd[i] = run_secret_pipe(secrets[i])) < 0) {
+            snprintf(err, errlen, "pipe: %s", strerror(errno));
+            for (int k = 0; k < i; k++)
+                close(sfd[k]);
+            return -1;
+        }
     if (pipe2(pfd, O_CLOEXEC)) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
+        for (int k = 0; k < nsecrets && k < 4; k++)
+            close(sfd[k]);
         return -1;
     }
     pid_t parent = getpid();
@@ -93,6 +138,8 @@ static int run_spawn(struct run_child *c, char **argv, double timeout_s, char *e
         snprintf(err, errlen, "fork: %s", strerror(errno));
         close(pfd[0]);
         close(pfd[1]);
+        for (int k = 0; k < nsecrets && k < 4; k++)
+            close(sfd[k]);
         return -1;
     }
     if (c->pid == 0) {
@@ -104,11 +151,14 @@ static int run_spawn(struct run_child *c, char **argv, double timeout_s, char *e
         if (logfd >= 0)
             dup2(logfd, 2);
         dup2(pfd[1], 1);
+        run_spawn_secret_fds(sfd, nsecrets);
         execv("/proc/self/exe", argv);
         fprintf(stderr, "run: exec /proc/self/exe: %s\n", strerror(errno));
         _exit(127);
     }
     close(pfd[1]);
+    for (int k = 0; k < nsecrets && k < 4; k++)
+        close(sfd[k]);
     /* wait for "listening ADDR" */
     char buf[256];
     size_t got = 0;
@@ -239,11 +289,17 @@ static int run_db_parse(const char *url, struct run_db *d, char *err, size_t err
 
 static int run_db_client(const struct run_db *d, const char *tool, const char *in, const char *out)
 {
-    char user[160], pass[160], host[300], port[40], sock[300];
+    char user[160], host[300], port[40], sock[300], cnf[4300];
     char *argv[16];
     int n = 0;
     argv[n++] = (char *)tool;
-    argv[n++] = "--no-defaults";
+    /* --defaults-file reads that file alone: as isolated as --no-defaults */
+    if (d->cnf_path[0]) {
+        snprintf(cnf, sizeof cnf, "--defaults-file=%s", d->cnf_path);
+        argv[n++] = cnf;
+    } else {
+        argv[n++] = "--no-defaults";
+    }
     if (d->socket[0]) {
         snprintf(sock, sizeof sock, "--socket=%s", d->socket);
         argv[n++] = sock;
@@ -259,10 +315,6 @@ static int run_db_client(const struct run_db *d, const char *tool, const char *i
         snprintf(user, sizeof user, "--user=%s", d->user);
         argv[n++] = user;
     }
-    if (d->password[0]) {
-        snprintf(pass, sizeof pass, "--password=%s", d->password);
-        argv[n++] = pass;
-    }
     if (!strcmp(tool, "mariadb-dump")) {
         argv[n++] = "--single-transaction";
         argv[n++] = "--skip-lock-tables";
@@ -270,6 +322,51 @@ static int run_db_client(const struct run_db *d, const char *tool, const char *i
     argv[n++] = (char *)d->db;
     argv[n] = NULL;
     return run_exec(argv, in, out);
+}
+
+/* The password for the mariadb clients, in an option file only we can
+ * read (the run's temp dir is 0700): quoted, with \\ and \" escaped. */
+static int run_db_write_cnf(struct run_db *d, const char *work)
+{
+    if (!d->password[0])
+        return 0;
+    snprintf(d->cnf_path, sizeof d->cnf_path, "%s/db.cnf", work);
+    int fd = open(d->cnf_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    int bad = !f || fputs("[client]\npassword=\"", f) < 0;
+    for (const char *c = d->password; !bad && *c; c++)
+        bad = ((*c == '\\' || *c == '"') && fputc('\\', f) < 0) || fputc(*c, f) < 0;
+    bad = bad || fputs("\"\n", f) < 0;
+    if (f)
+        bad = fclose(f) || bad;
+    else if (fd >= 0)
+        close(fd);
+    if (bad) {
+        fprintf(stderr, "run: %s: cannot write the DB option file: %s\n", d->cnf_path,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* --db: the password (file, environment or URL), the URL without it for
+ * local replayers' command lines. */
+static int run_db_setup(struct run_db *d, const struct run_config *cfg)
+{
+    char err[1024], buf[256], url_pw[256];
+    const char *pw;
+    if (run_db_parse(cfg->db_url, d, err, sizeof err)) {
+        fprintf(stderr, "run: %s\n", err);
+        return -1;
+    }
+    if (replay_cli_db_password("run", cfg->db_url, cfg->db_password_file, buf, sizeof buf, &pw))
+        return -1;
+    replay_cli_db_url_split(cfg->db_url, d->url_clean, sizeof d->url_clean, url_pw, sizeof url_pw);
+    if (pw)
+        snprintf(d->password, sizeof d->password, "%s", pw);
+    memset(buf, 0, sizeof buf);
+    memset(url_pw, 0, sizeof url_pw);
+    return 0;
 }
 
 char *run_session_control(const struct run_session *s, uint32_t i, uint32_t block, char *err,
@@ -346,15 +443,15 @@ static int run_session_prepare_state(struct run_session *s)
 {
     const struct run_config *cfg = s->cfg;
     char err[1024];
-    if (cfg->db_url && run_db_parse(cfg->db_url, &s->db, err, sizeof err)) {
-        fprintf(stderr, "run: %s\n", err);
+    if (cfg->db_url && run_db_setup(&s->db, cfg))
         return -1;
-    }
     if (!mkdtemp(s->work)) {
         fprintf(stderr, "run: %s: %s\n", s->work, strerror(errno));
         return -1;
     }
     s->have_work = 1;
+    if (cfg->db_url && run_db_write_cnf(&s->db, s->work))
+        return -1;
     if (!s->dir) {
         snprintf(s->dirbuf, sizeof s->dirbuf, "%s/files", s->work);
         s->dir = s->dirbuf;
@@ -426,6 +523,7 @@ static int run_session_start_remote_all(struct run_session *s, struct run_remote
                                              .plan_path = cfg->plan_path,
                                              .log_path = ch->log,
                                              .token = s->token,
+                                             .db_password = s->db.password,
                                              .replay_args = rargs};
         ch->remote = run_remote_begin(&rcfg[i], err, sizeof err);
         if (!ch->remote) {
@@ -465,7 +563,7 @@ static int run_session_start_remote(struct run_session *s)
     rargs[na++] = cfg->pool;
     if (cfg->db_url) {
         rargs[na++] = "--db";
-        rargs[na++] = cfg->db_url;
+        rargs[na++] = s->db.url_clean;
     }
     if (cfg->no_deps)
         rargs[na++] = "--no-deps";
@@ -496,8 +594,10 @@ static int run_session_spawn_local(struct run_session *s, struct run_child *ch, 
     cargv[n++] = (char *)ch->name;
     cargv[n++] = "--listen";
     cargv[n++] = (char *)listen;
-    cargv[n++] = "--token";
-    cargv[n++] = s->tokbuf;
+    const char *secrets[2] = {s->tokbuf, s->db.password};
+    int nsecrets = 1;
+    cargv[n++] = "--token-file";
+    cargv[n++] = "/dev/fd/3";
     cargv[n++] = "--peers";
     cargv[n++] = s->peers;
     cargv[n++] = "--dir";
@@ -508,12 +608,17 @@ static int run_session_spawn_local(struct run_session *s, struct run_child *ch, 
     cargv[n++] = (char *)cfg->pool;
     if (cfg->db_url) {
         cargv[n++] = "--db";
-        cargv[n++] = (char *)cfg->db_url;
+        cargv[n++] = s->db.url_clean;
+        if (s->db.password[0]) {
+            cargv[n++] = "--db-password-file";
+            cargv[n++] = "/dev/fd/4";
+            nsecrets = 2;
+        }
     }
     if (cfg->no_deps)
         cargv[n++] = "--no-deps";
     cargv[n] = NULL;
-    if (run_spawn(ch, cargv, 60, err, sizeof err)) {
+    if (run_spawn(ch, cargv, secrets, nsecrets, 60, err, sizeof err)) {
         fprintf(stderr, "run: %s\n", err);
         return -1;
     }
@@ -739,6 +844,8 @@ void run_session_close(struct run_session *s, int rc)
         logs = s->children[i].log[0] && access(s->children[i].log, F_OK) == 0;
     free(s->children);
     run_hosts_free(&s->hosts);
+    if (s->db.cnf_path[0]) /* never left behind, also when the logs are */
+        unlink(s->db.cnf_path);
     if (s->have_handlers) {
         sigaction(SIGINT, &s->old_int, NULL);
         sigaction(SIGTERM, &s->old_term, NULL);

@@ -33,10 +33,14 @@ struct run_child {
     char host_text[340]; /* "user@host:port" for messages */
 };
 
-/* DB snapshot by dump and reload with the mariadb clients. */
+/* DB snapshot by dump and reload with the mariadb clients; the password
+ * reaches them in an option file (mode 0600, in the run's private temp
+ * dir), never on a command line. */
 struct run_db {
-    char host[256], user[128], password[128], db[128], socket[256], port[16];
-    char dump_path[4200];
+    char host[256], user[128], password[256], db[128], socket[256], port[16];
+    char dump_path[4200], cnf_path[4200];
+    char url_clean[1024];  /* --db without its password: local replayers' argv */
+    char url_remote[1280]; /* with it: sent over the agents' ssh channel */
 };
 
 struct run_session {

@@ -34,7 +34,7 @@ grep -qF " 0 unmatched bytes, 0 violations ($events events)" "$work/out" || fail
 grep -qxF "preplay analyze: $ext calls went to untraced peers and became external calls (if a peer is a tier you meant to trace, its trace is missing)" \
     "$work/err" || fail "external-call warning: $(cat "$work/err")"
 # the header names the columns of both line kinds (docs/preplay-analyze.md)
-[ "$(head -2 "$work/blocks.tsv")" = "$(printf '# B\tid\tcomponent\tpid\ttid\tstart_ns\tend_ns\tflags\tcallees\tlabel\tworker\tplan_start_ns\tsockopts\tnodelay_calls\trecv_bytes\tsend_bytes\n# R\tblock\tarrival_ns\tsession\tthink_ns')" ] ||
+[ "$(head -2 "$work/blocks.tsv")" = "$(printf '# B\tid\tcomponent\tpid\ttid\tstart_ns\tend_ns\tflags\tcallees\tlabel\tworker\tplan_start_ns\tsockopts\tnodelay_calls\trecv_bytes\tsend_bytes\ttail_ns\n# R\tblock\tarrival_ns\tsession\tthink_ns')" ] ||
     fail "--blocks header: $(head -2 "$work/blocks.tsv")"
 # nesting: B id component pid tid start end flags callees ...
 awk -F'\t' '

@@ -41,6 +41,7 @@ def main():
     ap.add_argument("--counts", default="")
     ap.add_argument("--failed", type=int, default=0)
     ap.add_argument("--db-error", action="append", default=[])
+    ap.add_argument("--db-cut", type=int, default=-1, help="db_cut (omitted when < 0)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     labels, samples = {}, []
@@ -84,6 +85,8 @@ def main():
                           "p": None if k == 0 else round(0.5 + 0.2 * k, 3),
                           "action": "continue", "held_open_by": "(overall)"} for k in range(3)],
            "resources": resources, "db_errors": db_errors, "samples": samples}
+    if a.db_cut >= 0:
+        doc["db_cut"] = a.db_cut
     with open(a.out, "w") as f:
         json.dump(doc, f)
 

@@ -133,6 +133,22 @@ grep -qx '=> no instance type could be ranked: every replay failed. Not ranked, 
 grep -qx "=> small has no SLO to meet and is the cheapest at \\\$0.5208 per million requests. Not judged: thin 'POST /slow' (14 samples in the stop rule's last comparison, it judges 30 or more)." \
   "$work/table" || fail "verdict line with an unjudged label: $(tail -1 "$work/table")"
 
+# statements recorded cut were replayed as waits: ranked, but said
+/usr/bin/python3 "$mk" "$work/cut.json" cut 0.1 1.0 hand-built --db-cut 3
+"$PREPLAY_BIN" compare "$work/cut.json" "$work/small.json" --json >"$work/json"
+python3 - "$work/json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+inst = {i["name"]: i for i in d["instances"]}
+assert inst["cut"]["ranked"] is True and inst["cut"]["problems"] == [], inst["cut"]
+want = ("Approximated: cut replayed 3 DB statements as waits (recorded cut at "
+        "--db-max-statement; record with a larger one to replay them).")
+assert d["verdict"]["caveats"] == want, d["verdict"]["caveats"]
+PY
+/usr/bin/python3 "$mk" "$work/cutbad.json" cutbad 0.1 1.0 hand-built --db-cut -1
+sed -i 's/"format"/"db_cut": -2, "format"/' "$work/cutbad.json"
+expect_error 1 "compare: $work/cutbad.json: db_cut: expected an integer >= 0" "$work/cutbad.json"
+
 # bad input: exact messages, nothing written
 /usr/bin/python3 "$mk" "$work/v3.json" v3 0.1 1.0 hand-built --version 3
 /usr/bin/python3 "$mk" "$work/v1.json" v1 0.1 1.0 hand-built --version 1

@@ -373,6 +373,44 @@ static void test_flagged_blocks_named(void **state)
     test_fixture_free(&fx);
 }
 
+/* The CPU ratio's interval moves the bands by the label's CPU share: GET
+ * /a spends 50 ms of CPU per request of its 100 ms median (20 ms its own,
+ * 60 ms waiting for an inner tier that is half CPU), so a ratio of 1.0 in
+ * [0.9, 1.2] takes 5% off the lower edges and adds 10% to the upper ones,
+ * once however often the runs are analyzed. */
+static void test_ratio_interval_widens_bands(void **state)
+{
+    (void)state;
+    struct test_fixture fx = {0};
+    struct test_label a[] = {{"GET /a", 0.200, 0.180, 0.220}};
+    const char *path = test_write_run("ratio.json", "small", 0.1, "rec", a, 1);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    assert_non_null(root);
+    json_object_set_new(root, "cpu_ratio", json_real(1.0));
+    json_object_set_new(root, "cpu_ratio_ci", json_pack("[f,f]", 0.9, 1.2));
+    json_object_set_new(root, "resources",
+                        json_pack("{s:{s:{s:i, s:f, s:f}}, s:{s:{s:i, s:f, s:f}}}", "web", "GET /a",
+                                  "blocks", 10, "cpu_s", 0.2, "call_s", 0.6, "php", "php: /a",
+                                  "blocks", 10, "cpu_s", 0.3, "db_s", 0.3));
+    assert_int_equal(json_dump_file(root, path, 0), 0);
+    json_decref(root);
+    test_load(&fx, path);
+    struct compare_options opt;
+    compare_options_default(&opt);
+    char err[COMPARE_ERR_LEN];
+    for (int pass = 0; pass < 2; pass++) {
+        assert_int_equal(compare_analyze(fx.runs, fx.n, NULL, &opt, &fx.v, err, sizeof err), 0);
+        const struct compare_stat *p95 = &fx.runs[0].labels[0].stat[COMPARE_P95];
+        assert_true(fabs(p95->lo - 0.180 * 0.95) < 1e-9);
+        assert_true(fabs(p95->hi - 0.220 * 1.10) < 1e-9);
+        assert_true(fabs(p95->value - 0.200) < 1e-12);
+        compare_verdict_free(&fx.v);
+    }
+    memset(&fx.v, 0, sizeof fx.v);
+    test_fixture_free(&fx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_consistency),
         cmocka_unit_test(test_failed_replay_not_ranked),
         cmocka_unit_test(test_flagged_blocks_named),
+        cmocka_unit_test(test_ratio_interval_widens_bands),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -75,6 +75,16 @@ static json_t *test_run_doc(void)
     assert_int_equal(db_cut, 2);
     results_restore_append(restores, 1, 0.01, 0.2);
     results_host_set(hosts, "app", "user@h:22", "10.0.0.2:4000", "10.0.0.1", "/tmp/x");
+    struct results_placement pl = {.emulated_type = "small",
+                                   .client_host = "vm",
+                                   .client_cpu_cgroup = "/preplay-emu-small-7",
+                                   .client_in_type = 1,
+                                   .has_db = 1,
+                                   .db_address = "10.213.0.1:3307",
+                                   .db_transport = "tcp",
+                                   .db_where = "host",
+                                   .db_cpu_cgroup = NULL,
+                                   .db_in_type = 0};
     struct results_run r = {.plan = "p.plan",
                             .recording_id = "rec-1",
                             .instance = "m5.large",
@@ -92,6 +102,7 @@ static json_t *test_run_doc(void)
                             .no_deps = 0,
                             .stopped = 1,
                             .hosts = hosts,
+                            .placement = results_placement_json(&pl),
                             .labels = test_labels(),
                             .intervals = intervals,
                             .resources = resources,
@@ -179,6 +190,10 @@ static void test_walk(struct test_seen *seen, json_t *root)
         test_see(seen, RESULTS_OBJ_LATENESS, json_object_get(v, "lateness"));
     }
     test_see_each(seen, RESULTS_OBJ_HOST, json_object_get(root, "hosts"));
+    json_t *pl = json_object_get(root, "placement");
+    test_see(seen, RESULTS_OBJ_PLACEMENT, pl);
+    test_see(seen, RESULTS_OBJ_PLACEMENT_CLIENT, json_object_get(pl, "client"));
+    test_see(seen, RESULTS_OBJ_PLACEMENT_DB, json_object_get(pl, "db"));
     const char *comp;
     json_object_foreach(json_object_get(root, "resources"), comp, v)
     {
@@ -276,7 +291,61 @@ static void test_run_round_trip(void **state)
     assert_int_equal(rf.resources[0].blocks, 3);
     assert_true(fabs(rf.resources[0].s[RESULTS_CPU] - 0.3) < 1e-12);
     assert_true(fabs(rf.resources[0].s[RESULTS_EXTERNAL] - 0.05) < 1e-12);
+    assert_int_equal(rf.version_minor, RESULTS_VERSION_MINOR);
+    const struct results_placement_read *pl = &rf.placement;
+    assert_true(pl->present && pl->has_db);
+    assert_string_equal(pl->emulated_type, "small");
+    assert_string_equal(pl->client_host, "vm");
+    assert_string_equal(pl->client_cpu_cgroup, "/preplay-emu-small-7");
+    assert_int_equal(pl->client_in_type, 1);
+    assert_string_equal(pl->db_address, "10.213.0.1:3307");
+    assert_string_equal(pl->db_transport, "tcp");
+    assert_string_equal(pl->db_where, "host");
+    assert_null(pl->db_cpu_cgroup);
+    assert_int_equal(pl->db_in_type, 0);
     results_file_free(&rf);
+}
+
+/* A 2.0 run file (no version_minor, no placement) still reads: placement
+ * unknown. */
+static void test_minor_0_reads(void **state)
+{
+    (void)state;
+    const char *path = test_tmpdir_path("v2.0.json");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"format\": \"preplay-results\", \"version\": 2, \"kind\": \"run\", "
+               "\"stopped\": true, \"labels\": {}, \"intervals\": []}");
+    fclose(f);
+    char err[RESULTS_ERR_LEN];
+    struct results_file rf;
+    if (results_read(path, &rf, err, sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(rf.version_minor, 0);
+    assert_false(rf.placement.present);
+    assert_int_equal(rf.placement.client_in_type, -1);
+    results_file_free(&rf);
+}
+
+/* A placement with a word the format does not define is refused, naming
+ * the key. */
+static void test_placement_refused(void **state)
+{
+    (void)state;
+    const char *path = test_tmpdir_path("placement.json");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"format\": \"preplay-results\", \"version\": 2, \"version_minor\": 1, "
+               "\"kind\": \"run\", \"stopped\": true, \"labels\": {}, \"intervals\": [], "
+               "\"placement\": {\"client\": {\"in_type\": true}, \"db\": {\"where\": "
+               "\"moon\"}}}");
+    fclose(f);
+    char err[RESULTS_ERR_LEN], want[RESULTS_ERR_LEN + 64];
+    struct results_file rf;
+    assert_int_equal(results_read(path, &rf, err, sizeof err), -1);
+    snprintf(want, sizeof want,
+             "%s: placement.db.where: expected local, host or remote, not \"moon\"", path);
+    assert_string_equal(err, want);
 }
 
 static void test_drive_round_trip(void **state)
@@ -367,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_writer_keys_are_known), cmocka_unit_test(test_run_round_trip),
         cmocka_unit_test(test_drive_round_trip),      cmocka_unit_test(test_version_refused),
         cmocka_unit_test(test_version_1_refused),     cmocka_unit_test(test_schedule_refused),
+        cmocka_unit_test(test_minor_0_reads),         cmocka_unit_test(test_placement_refused),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

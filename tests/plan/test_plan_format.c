@@ -143,6 +143,7 @@ static void assert_plan_equal(const struct plan *a, const struct plan *b)
         assert_true(x->recorded_ns == y->recorded_ns);
         assert_int_equal(x->worker, y->worker);
         assert_true(x->start_ns == y->start_ns);
+        assert_true(x->tail_ns == y->tail_ns);
     }
     assert_true(a->nops == b->nops);
     for (uint64_t i = 0; i < a->nops; i++)
@@ -195,7 +196,8 @@ static const char *write_sample(const char *name, size_t frame_bytes)
     assert_int_equal(plan_writer_component(w, &app), 0);
     struct plan_op a_ops[4];
     memset(a_ops, 0, sizeof a_ops);
-    a_ops[0] = (struct plan_op){.kind = PLAN_OP_RECV, .recorded_ns = 1, .a.net.bytes = UINT64_MAX};
+    a_ops[0] = (struct plan_op){
+        .kind = PLAN_OP_RECV, .flags = PLAN_RECV_FULL, .recorded_ns = 1, .a.net.bytes = UINT64_MAX};
     a_ops[1] = (struct plan_op){.kind = PLAN_OP_CPU,
                                 .flags = UINT16_MAX,
                                 .recorded_ns = UINT64_MAX,
@@ -203,7 +205,7 @@ static const char *write_sample(const char *name, size_t frame_bytes)
     a_ops[2] = (struct plan_op){
         .kind = PLAN_OP_SOCKOPT, .op = 255, .a.sockopt = {INT32_MIN, INT32_MAX, INT64_MIN}};
     a_ops[3] = (struct plan_op){.kind = PLAN_OP_SEND, .a.net.bytes = 0};
-    struct plan_block ab = {0, 0, 12345, 4, 0, 0, 0, 0};
+    struct plan_block ab = {0, 0, 12345, 4, 0, 0, 0, 0, 0};
     assert_int_equal(plan_writer_block(w, &ab, a_ops, NULL, 0), 0);
     uint32_t s_fe = plan_writer_string(w, "frontend", 8);
     uint32_t s_label = plan_writer_string(w, "GET /cart", 9);
@@ -244,8 +246,8 @@ static const char *write_sample(const char *name, size_t frame_bytes)
         .kind = PLAN_OP_DB, .op = PLAN_DB_QUERY, .a.db = {0, s_sql, 0, 0, INT32_MAX}};
     struct plan_segment segs[4] = {
         {1, 0, 7}, {0, PLAN_SEG_MORE, UINT32_MAX}, {0, 0, 0}, {1, 0xff, 1}};
-    struct plan_block fb = {1,          s_label,    999,       9, PLAN_BLOCK_VIOLATION,
-                            UINT64_MAX, UINT32_MAX, UINT64_MAX};
+    struct plan_block fb = {1,          s_label,    999,        9,         PLAN_BLOCK_VIOLATION,
+                            UINT64_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX};
     assert_int_equal(plan_writer_block(w, &fb, f_ops, segs, 4), 1);
     struct plan_request r[3] = {{0, 1, s_label, 0, 0, 0},
                                 {UINT64_MAX, 1, s_label, UINT32_MAX, UINT32_MAX, UINT64_MAX},
@@ -266,7 +268,7 @@ static void check_sample(const struct plan *p)
 {
     assert_int_equal(p->version_major, 1);
     assert_int_equal(p->version_minor, PLAN_FORMAT_MINOR);
-    assert_int_equal(p->version_minor, 3);
+    assert_int_equal(p->version_minor, 5);
     assert_string_equal(p->recording_id, "rec-0123456789abcdef0123456789abcdef012");
     assert_int_equal(p->ncpu_scores, 2);
     assert_string_equal(p->cpu_scores[0].name, "zstd-compress");
@@ -305,8 +307,10 @@ static void check_sample(const struct plan *p)
     assert_true(p->blocks[1].recorded_ns == UINT64_MAX);
     assert_int_equal(p->blocks[1].worker, UINT32_MAX); /* 1.1 fields at their extremes */
     assert_true(p->blocks[1].start_ns == UINT64_MAX);
+    assert_true(p->blocks[1].tail_ns == UINT64_MAX); /* 1.5 */
     assert_int_equal(p->blocks[0].worker, 0);
     assert_true(p->blocks[0].start_ns == 0);
+    assert_true(p->blocks[0].tail_ns == 0);
     assert_int_equal(p->blocks[1].label, 4);
     assert_true(p->nops == 13);
     const struct plan_op *o = p->ops;
@@ -421,7 +425,8 @@ static void test_many_blocks_many_frames(void **state)
         struct plan_block blk = {0,     plan_writer_string(w, label, strlen(label)),
                                  0,     b ? 2 : 1,
                                  0,     b * 10ull,
-                                 b % 4, b * 1000003ull};
+                                 b % 4, b * 1000003ull,
+                                 0};
         assert_int_equal(plan_writer_block(w, &blk, ops, &seg, b ? 1 : 0), b);
     }
     for (uint32_t i = 0; i < NREQ; i++) {
@@ -669,28 +674,38 @@ static void test_higher_minor_skips_unknown(void **state)
 }
 
 /* 1.1 block fields: a 1.0 block (body ends after its segments) reads as
- * worker 0, start_ns 0; a 1.1 block with a later minor's bytes after the
- * tail keeps its tail; a damaged tail is named. */
+ * worker 0, start_ns 0; a 1.1-1.4 block (ends after start_ns) as tail_ns 0
+ * (1.5); a 1.5 block with a later minor's bytes after tail_ns keeps its
+ * fields; a damaged tail is named. */
 static void test_block_worker_fields(void **state)
 {
     (void)state;
     const char *path = test_tmpdir_path("tail.plan");
     struct plan_craft c;
     craft_base(&c, 7); /* block 0: a 1.0 body */
-    /* block 1: CPU op, worker 3, start_ns 300 (varint 0xac 0x02), then 2 bytes of minor 7 */
+    /* block 1: CPU op, worker 3, start_ns 300 (varint 0xac 0x02), tail_ns
+     * 85 (1.5), then a byte of minor 7 */
     uint8_t blk[] = {0, 0, 0, 50, 1, 0, PLAN_OP_CPU, 4, 0, 0, 8, 6, 3, 0xac, 0x02, 0x55, 0x66};
     plan_craft_record(&c, PLAN_REC_BLOCK, blk, sizeof blk);
-    craft_end(&c, 2, 2, 2, 0, 0);
+    /* block 2: a 1.4 body (worker 4, start_ns 5, no tail_ns) */
+    uint8_t b13[] = {0, 0, 0, 50, 1, 0, PLAN_OP_CPU, 4, 0, 0, 8, 6, 4, 5};
+    plan_craft_record(&c, PLAN_REC_BLOCK, b13, sizeof b13);
+    craft_end(&c, 2, 3, 3, 0, 0);
     assert_int_equal(plan_craft_save(&c, path), 0);
     char err[512];
     struct plan *p = plan_read(path, err, sizeof err);
     if (!p)
         fail_msg("%s", err);
-    assert_int_equal(p->nblocks, 2);
+    assert_int_equal(p->nblocks, 3);
     assert_int_equal(p->blocks[0].worker, 0);
     assert_true(p->blocks[0].start_ns == 0);
+    assert_true(p->blocks[0].tail_ns == 0);
     assert_int_equal(p->blocks[1].worker, 3);
     assert_true(p->blocks[1].start_ns == 300);
+    assert_true(p->blocks[1].tail_ns == 85);
+    assert_int_equal(p->blocks[2].worker, 4);
+    assert_true(p->blocks[2].start_ns == 5);
+    assert_true(p->blocks[2].tail_ns == 0);
     assert_true(p->ops[1].a.cpu_ns == 6);
     plan_free(p);
     /* worker present but start_ns cut mid-varint */
@@ -840,7 +855,7 @@ static void test_writer_refuses_dangling(void **state)
     struct plan_component c = {0, 0, 1, 0, 0, 0, 1, 0};
     assert_int_equal(plan_writer_component(w, &c), 0);
     struct plan_op op = {.kind = PLAN_OP_CALL, .a.call = {5, 0, 0}};
-    struct plan_block b = {0, 0, 0, 1, 0, 0, 0, 0};
+    struct plan_block b = {0, 0, 0, 1, 0, 0, 0, 0, 0};
     assert_int_equal(plan_writer_block(w, &b, &op, NULL, 0), UINT32_MAX);
     char want[600];
     snprintf(want, sizeof want,

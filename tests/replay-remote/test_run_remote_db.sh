@@ -4,7 +4,9 @@
 # tests/replay/test_run_db.sh does locally: the URL reaches the remote
 # replayer (never on a command line there), its DB errors come back per
 # query through STATS, and the controller's reload between intervals gives
-# interval 2 the same duplicate-key count as interval 1.
+# interval 2 the same duplicate-key count as interval 1. The DB user has a
+# password, given with --db-password-file: it reaches the remote replayer on
+# the agent's channel and is on no command line there either.
 set -uo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}" "${PREPLAY_SOURCE_DIR:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -18,16 +20,19 @@ trap 'fixture_cleanup; "$apps/db-stop.sh" "$work/db" >/dev/null 2>&1; rm -rf "$w
 "$apps/db-start.sh" "$work/db" 2>"$work/db-start.err" || fail "db-start: $(cat "$work/db-start.err")"
 sock="$work/db/mariadb.sock"
 mariadb --no-defaults --socket="$sock" -uroot -e \
-  "CREATE DATABASE rt; CREATE TABLE rt.t (id INT PRIMARY KEY, name VARCHAR(20)); INSERT INTO rt.t VALUES (1,'a'),(2,'b');" ||
+  "CREATE DATABASE rt; CREATE TABLE rt.t (id INT PRIMARY KEY, name VARCHAR(20)); INSERT INTO rt.t VALUES (1,'a'),(2,'b');
+   CREATE USER 'pprem'@'localhost' IDENTIFIED BY 'Remote-pw-$$'; GRANT ALL ON rt.* TO 'pprem'@'localhost';" ||
   fail "schema"
+printf 'Remote-pw-%s\n' $$ >"$work/pw"
 "$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan" db "$work/plan" rt || fail "make_plan"
 fixture_keys
 port=$(fixture_free_port)
 fixture_sshd lo 127.0.0.1 "$port"
 sshd_lo=$fixture_pid
 printf 'dbapp root@127.0.0.1:%s\n' "$port" >"$work/hosts"
-url="mysql://root@localhost/rt?socket=$sock"
+url="mysql://pprem@localhost/rt?socket=$sock"
 "$PREPLAY_BIN" run "$work/plan" --hosts "$work/hosts" --ssh-opts "$ssh_opts" --db "$url" \
+  --db-password-file "$work/pw" \
   --max-intervals 2 --interval 1s --cpu-ratio 1 -o "$work/out.json" 2>"$work/err" &
 run=$!
 # while it runs: the URL on no command line under the ssh host
@@ -36,6 +41,7 @@ for _ in $(seq 1 300); do
   if q=$(fixture_replayer_among $(fixture_descendants "$sshd_lo")); then
     seen=1
     ! tr '\0' ' ' <"/proc/$q/cmdline" | grep -q "mysql://" || fail "DB URL on the remote command line"
+    ! tr '\0' ' ' <"/proc/$q/cmdline" | grep -q "Remote-pw" || fail "DB password on the remote command line"
     break
   fi
   kill -0 "$run" 2>/dev/null || break

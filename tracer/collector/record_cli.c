@@ -56,8 +56,11 @@ static void record_on_child(int sig)
  * a full ring could not wake it). */
 #define RECORD_POLL_MS 100
 
-/* Finds libpreplay_trace.so: $PREPLAY_TRACE_LIB, else next to the preplay
- * binary, else ../lib/preplay/ relative to it (installed layout). */
+/* Finds libpreplay_trace.so: $PREPLAY_TRACE_LIB, else the installed
+ * layout relative to the running binary (bin/preplay beside
+ * lib/preplay/libpreplay_trace.so), else the build tree (the library next
+ * to the binary). The installed place comes first so an installed preplay
+ * never preloads a stray library that happens to lie beside it. */
 static int record_find_library(char *out, size_t cap)
 {
     const char *env = getenv("PREPLAY_TRACE_LIB");
@@ -74,8 +77,8 @@ static int record_find_library(char *out, size_t cap)
     if (!slash)
         return -1;
     *slash = 0;
-    const char *candidates[] = {"%s/libpreplay_trace.so", "%s/tracer/libpreplay_trace.so",
-                                "%s/../lib/preplay/libpreplay_trace.so"};
+    const char *candidates[] = {"%s/../lib/preplay/libpreplay_trace.so", "%s/libpreplay_trace.so",
+                                "%s/tracer/libpreplay_trace.so"};
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
         snprintf(out, cap, candidates[i], exe);
         char real[PATH_MAX];
@@ -564,8 +567,12 @@ static int record_command(int argc, char **argv)
     }
     char lib[PATH_MAX];
     if (record_find_library(lib, sizeof lib) != 0) {
-        fprintf(stderr, "preplay record: cannot find libpreplay_trace.so next to the preplay "
-                        "binary (set PREPLAY_TRACE_LIB)\n");
+        const char *env = getenv("PREPLAY_TRACE_LIB");
+        if (env && *env)
+            fprintf(stderr, "preplay record: PREPLAY_TRACE_LIB=%s: cannot read it\n", env);
+        else
+            fprintf(stderr, "preplay record: cannot find libpreplay_trace.so in ../lib/preplay/ "
+                            "beside the preplay binary nor next to it (set PREPLAY_TRACE_LIB)\n");
         return 1;
     }
     char name[64];
