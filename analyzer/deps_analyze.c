@@ -268,6 +268,8 @@ static int deps_analyze_stream(struct deps_state *s, char *err, size_t errlen)
  * which a filter may be the cause of). */
 static void deps_analyze_warn_input(struct deps_state *s, FILE *warnings)
 {
+    for (uint32_t f = 0; f < s->in.nskipped && warnings; f++)
+        fprintf(warnings, "preplay analyze: warning: skipped %s (--salvage)\n", s->in.skipped[f]);
     for (uint32_t f = 0; f < s->in.nfiles; f++) {
         const char *w = trace_reader_warning(s->in.files[f].reader);
         if (w && warnings)
