@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -354,8 +355,14 @@ static void test_drive_round_trip(void **state)
     const char *path = test_tmpdir_path("drive.json");
     char err[RESULTS_ERR_LEN] = "";
     json_t *root = test_drive_doc();
+    mode_t old = umask(022);
     assert_int_equal(results_save(root, path, err, sizeof err), 0);
+    umask(old);
     json_decref(root);
+    /* 0600 like traces, whatever the umask: db_errors hold query text */
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
     struct results_file rf;
     if (results_read(path, &rf, err, sizeof err))
         fail_msg("%s", err);

@@ -3,7 +3,9 @@
 # 1,000,000 workers refuses within a second with one line naming the field
 # and its limit (before the limit it started threads until the machine
 # choked); `info` refuses it the same way; a plan at the limit (4096
-# workers) starts, listens and stops on SIGTERM.
+# workers) starts, listens and stops on SIGTERM, and writes its --stats
+# JSON with mode 0600 (it can hold query text: db_errors), whatever the
+# umask.
 set -euo pipefail
 : "${PREPLAY_BIN:?}" "${PLAN_HOSTILE:?}"
 dir=$(mktemp -d /tmp/preplay-hostile-plan.XXXXXX)
@@ -35,8 +37,11 @@ grep -q 'workers 1000000 exceeds the limit 4096' "$dir/err" || fail "info: $(cat
 
 # at the limit: a bounded start
 "$PLAN_HOSTILE" "$dir/ok.pplan" 4096
+umask 022
+echo stale >"$dir/stats.json"
+chmod 0644 "$dir/stats.json"
 "$PREPLAY_BIN" replay "$dir/ok.pplan" --component frontend --listen 127.0.0.1:0 --token 0123456789abcdef --cpu-ratio 1 \
-    >"$dir/out" 2>"$dir/err" &
+    --stats "$dir/stats.json" >"$dir/out" 2>"$dir/err" &
 pid=$!
 for _ in $(seq 100); do
     grep -q listening "$dir/out" && break
@@ -48,4 +53,6 @@ grep -q '4096 workers' "$dir/err" || fail "replay at the limit: $(cat "$dir/err"
 kill -TERM "$pid"
 wait "$pid" || fail "replay at the limit: exit $?"
 pid=
+[ "$(stat -c %a "$dir/stats.json")" = 600 ] || fail "--stats file mode $(stat -c %a "$dir/stats.json"), want 600"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$dir/stats.json" || fail "--stats: not JSON"
 echo "ok"
