@@ -2,7 +2,9 @@
 # test_replay_hostile_plan.sh - `preplay replay` on a plan that says
 # 1,000,000 workers refuses within a second with one line naming the field
 # and its limit (before the limit it started threads until the machine
-# choked); `info` refuses it the same way; a plan at the limit (4096
+# choked); `info` refuses it the same way; `run` refuses more workers in
+# all than one machine may start; `replay` refuses dummy files larger than
+# the free space of --dir; a plan at the limit (4096
 # workers) starts, listens and stops on SIGTERM, and writes its --stats
 # JSON with mode 0600 (it can hold query text: db_errors), whatever the
 # umask.
@@ -34,6 +36,33 @@ rc=$?
 set -e
 [ "$rc" -eq 1 ] || fail "info exit $rc"
 grep -q 'workers 1000000 exceeds the limit 4096' "$dir/err" || fail "info: $(cat "$dir/err")"
+
+# `run` starts a replayer per component: 5 components of 4096 workers each
+# (each within the limit) are refused together on one machine
+"$PLAN_HOSTILE" "$dir/five.pplan" 4096 5
+set +e
+timeout 10 "$PREPLAY_BIN" run "$dir/five.pplan" -o "$dir/r.json" --cpu-ratio 1 --dir "$dir/run" \
+    >"$dir/out" 2>"$dir/err"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "run on 5 x 4096 workers: exit $rc: $(cat "$dir/err")"
+grep -q 'five.pplan: workers of the components replayed here 20480 exceeds the limit 16384' "$dir/err" ||
+    fail "run: $(cat "$dir/err")"
+[ ! -e "$dir/r.json" ] || fail "run wrote results"
+
+# a dummy file larger than the free space of --dir (1 TiB, the format's
+# limit): replay refuses before writing anything
+"$PLAN_HOSTILE" "$dir/big.pplan" 1 1 1099511627776
+mkdir "$dir/files"
+set +e
+timeout 20 "$PREPLAY_BIN" replay "$dir/big.pplan" --component frontend --listen 127.0.0.1:0 \
+    --token 0123456789abcdef --cpu-ratio 1 --dir "$dir/files" >"$dir/out" 2>"$dir/err"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "replay with a 1 TiB dummy file: exit $rc: $(cat "$dir/err")"
+grep -q "files: the 1 dummy files need 1099511.6 MB more, only .* MB free" "$dir/err" ||
+    fail "replay with a 1 TiB dummy file: $(cat "$dir/err")"
+[ -z "$(ls -A "$dir/files")" ] || fail "replay wrote into --dir: $(ls "$dir/files")"
 
 # at the limit: a bounded start
 "$PLAN_HOSTILE" "$dir/ok.pplan" 4096
