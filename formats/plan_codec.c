@@ -115,12 +115,19 @@ int plan_check_component(const struct plan_defined *d, const struct plan_compone
 }
 
 /* The sizes and times an op carries, against the limits of plan.h. */
-static int plan_check_op_sizes(uint32_t i, const struct plan_op *op, char *why, size_t len)
+static int plan_op_limit_fail(uint32_t i, const struct plan_op *op, const char *name,
+                              uint64_t value, uint64_t limit, char *why, size_t len)
 {
     char field[64];
+    snprintf(field, sizeof field, "op %u (%s) %s", i, plan_op_kind_name(op->kind), name);
+    return plan_check_limit(field, value, limit, why, len);
+}
+
+static int plan_check_op_sizes(uint32_t i, const struct plan_op *op, char *why, size_t len)
+{
+    /* the op's name is formatted only for a refusal: this runs per op */
 #define PLAN_OP_LIMIT(name, value, limit)                                                          \
-    (snprintf(field, sizeof field, "op %u (%s) %s", i, plan_op_kind_name(op->kind), name),         \
-     plan_check_limit(field, (value), (limit), why, len))
+    ((value) <= (limit) ? 0 : plan_op_limit_fail(i, op, name, (value), (limit), why, len))
     if (PLAN_OP_LIMIT("recorded_ns", op->recorded_ns, PLAN_MAX_NS) != 0)
         return -1;
     switch (op->kind) {
