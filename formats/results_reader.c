@@ -721,12 +721,16 @@ static int results_read_head(json_t *root, struct results_file *rf, const char *
     }
     if (results_number(root, "schedule_s", &rf->schedule_s) || rf->schedule_s < 0 ||
         results_number(root, "schedule_requests", &rf->schedule_requests) ||
-        rf->schedule_requests < 0) {
-        snprintf(err, errlen, "%s: schedule_s and schedule_requests must be numbers >= 0", path);
+        rf->schedule_requests < 0 || rf->schedule_requests > (double)RESULTS_MAX_COUNT) {
+        snprintf(err, errlen,
+                 "%s: schedule_s and schedule_requests must be numbers >= 0 (requests <= %llu)",
+                 path, RESULTS_MAX_COUNT);
         return -1;
     }
-    if (results_number(root, "db_cut", &rf->db_cut) || rf->db_cut < 0) {
-        snprintf(err, errlen, "%s: db_cut: expected an integer >= 0", path);
+    if (results_number(root, "db_cut", &rf->db_cut) || rf->db_cut < 0 ||
+        rf->db_cut > (double)RESULTS_MAX_COUNT) {
+        snprintf(err, errlen, "%s: db_cut: expected an integer in [0, %llu]", path,
+                 RESULTS_MAX_COUNT);
         return -1;
     }
     return results_read_cpu_ratio(root, rf, path, err, errlen);

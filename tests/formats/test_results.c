@@ -479,6 +479,8 @@ static void test_ranges_refused(void **state)
                         "requests: expected an integer in [0, 1099511627776]");
     test_expect_refused(test_write_drive("failed.json", ", \"failed\": 1.5", good),
                         "failed: expected an integer in [0, 1099511627776]");
+    test_expect_refused(test_write_drive("cut.json", ", \"db_cut\": 1e308", good),
+                        "db_cut: expected an integer in [0, 1099511627776]");
     test_expect_refused(test_write_drive("el0.json", ", \"elapsed_s\": 0", good),
                         "elapsed_s: expected seconds in (0, 2.6784e+06]");
     test_expect_refused(test_write_drive("elbig.json", ", \"elapsed_s\": 2678400.5", good),
