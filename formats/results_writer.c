@@ -5,8 +5,10 @@
  * computes statistics, never writes a partial file (temp file + rename). */
 #include "results_writer.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 json_t *results_summary_json(const struct results_summary *s)
@@ -264,7 +266,13 @@ int results_save(json_t *root, const char *path, char *err, size_t errlen)
 {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(9))) {
+    /* mode 0600, like traces: db_errors hold query text */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f && fd >= 0)
+        close(fd);
+    int bad = !f || json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(9)) != 0;
+    if ((f && fclose(f) != 0) || bad) {
         snprintf(err, errlen, "%s: cannot write", tmp);
         unlink(tmp);
         return -1;

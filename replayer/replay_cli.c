@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "replayer_cli.h"
@@ -411,12 +412,20 @@ static int replay_serve(struct replay_engine *e, int lfd, const struct replay_cl
     return 0;
 }
 
-/* --stats: the engine's counters as JSON; -1 after printing the failure. */
+/* --stats: the engine's counters as JSON; -1 after printing the failure.
+ * Mode 0600, like traces: its db_errors hold query text. */
 static int replay_write_stats(struct replay_engine *e, const char *path)
 {
     int rc = 0;
     char *json = replay_engine_stats_json(e);
-    FILE *f = fopen(path, "w");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0 && fchmod(fd, 0600) != 0) { /* an existing file keeps its mode otherwise */
+        close(fd);
+        fd = -1;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f && fd >= 0)
+        close(fd);
     if (!f || !json || fputs(json, f) < 0) {
         fprintf(stderr, "replay: %s: cannot write stats\n", path);
         rc = -1;
