@@ -8,7 +8,6 @@
  * 2 usage, 3 damaged but salvaged (output is complete up to the damage). It
  * must never print a partial summary as if it were complete: damage is
  * always reported on stderr. */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
