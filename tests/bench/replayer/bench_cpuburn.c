@@ -17,10 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_sanitizer.h"
 #include "cpuburn.h"
 
-/* --quick: |median thread CPU time per burn / d - 1| must not exceed this */
-#define BENCH_QUICK_CPU_TOL 0.10
+/* --quick: |median thread CPU time per burn / d - 1| must not exceed this
+ * (ASan build: 0.89 .. 1.11 in 6 runs, the instrumented calibration loop
+ * and burn differ; still far inside what a 1.5x error gives) */
+#define BENCH_QUICK_CPU_TOL (BENCH_SANITIZED ? 0.25 : 0.10)
 
 static int cmp_double(const void *a, const void *b)
 {

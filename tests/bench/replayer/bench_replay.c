@@ -12,7 +12,8 @@
  * ratio against its same-run baseline is past a bound a broken replayer
  * would cross and a loaded machine does not (BENCH_MAX_* below); the
  * absolute targets are printed as met / NOT MET, never judged (a shared
- * core moves them by 2x). */
+ * core moves them by 2x). In a sanitizer build only the throughput ratio
+ * is judged (the per-op ratios move 12 .. 55x there). */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -24,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_sanitizer.h"
 #include "replay_exec.h"
 #include "replay_fixture.h"
 #include "replay_proto.h"
@@ -113,6 +115,12 @@ static int bench_overhead(int nops, int rounds)
     printf("  replayed no-op (dispatch+clock) %8.1f ns  (ratio %.2f)  target <= 1000 ns: %s\n", d,
            d / b, d <= 1000 && l - b <= 1000 ? "met" : "NOT MET");
     int bad = 0;
+    if (BENCH_SANITIZED) {
+        /* the replay path is instrumented, the direct rwlock (libc) is not:
+         * 12 .. 55x from run to run in the ASan build, nothing to judge */
+        printf("  (sanitizer build: per-op ratios printed, not judged)\n");
+        goto out;
+    }
     if (!(l / b <= BENCH_MAX_LOCK_RATIO)) {
         fprintf(stderr, "bench_replay: replayed LOCK op %.2fx the direct one (bound %.1fx)\n",
                 l / b, BENCH_MAX_LOCK_RATIO);
@@ -123,6 +131,7 @@ static int bench_overhead(int nops, int rounds)
                 d / b, BENCH_MAX_NOOP_RATIO);
         bad++;
     }
+out:
     free(base);
     free(lock);
     free(disp);
