@@ -8,14 +8,18 @@ runs are to each other.
 
 usage: judge.py --real CSV --real CSV --real CSV [--real CSV...] --pred RESULTS
                 [--median-tol 0.10] [--p95-tol 0.20] [--min-count 40]
-                [--drop N] [--max-floor-median 0.5] [--max-floor-p95 1.0]
+                [--stall-factor 1.5] [--min-runs 5]
+                [--max-floor-median 0.5] [--max-floor-p95 1.0]
                 [--min-judged N] [--json OUT] [--title TEXT]
 
-Per label L and quantile q (median, p95), over the real runs kept (all but
-the --drop runs, default 0, whose q lies farthest from the median of the
-runs' q; dropping shrinks the floor: with a prediction exactly as good as a
-real run and every check floor-bound, 7 runs keep 12 checks all passing in
-~85% of runs, 7 with one dropped in ~43%, Gaussian simulation):
+First, the real runs the shared machine stalled are set aside: a run whose
+medians are, over all labels (geometric mean of its median / the runs'
+median of medians), more than --stall-factor times the others' is a run in
+which every request was slow - seen here: 2 or 3 runs of 7 at 3 .. 20x -
+which says nothing about the app and must not widen every tolerance.
+Setting runs aside can only narrow the floor, never excuse a prediction.
+With fewer than --min-runs runs left, no label is judged. Then, per label
+L and quantile q (median, p95), over the runs kept:
   center(L, q) = q of the kept runs' samples of L pooled;
   floor(L, q)  = (max - min of q over the kept runs) / center: how far apart
                  two real runs of the same app, same load, same machine, came;
@@ -37,6 +41,7 @@ its inputs."""
 import argparse
 import csv
 import json
+import math
 import sys
 
 
@@ -92,15 +97,23 @@ def judge_load_pred(path):
     return out, failed
 
 
-def judge_kept(per_run, drop):
-    """Indices of the runs kept: all but the `drop` whose value lies
-    farthest from the median of the values."""
-    mid = judge_percentile(per_run, 0.5)
-    order = sorted(range(len(per_run)), key=lambda i: abs(per_run[i] - mid))
-    return sorted(order[:len(per_run) - drop])
+def judge_stalls(runs, labels):
+    """Per real run, how much slower than the runs' typical run it was over
+    all labels: the geometric mean over labels of the run's median over the
+    median of the runs' medians (1 = typical). runs: per-run dicts label ->
+    samples."""
+    logs = [[] for _ in runs]
+    for L in labels:
+        med = [judge_percentile(r.get(L, []), 0.5) for r in runs]
+        if not all(m == m and m > 0 for m in med):
+            continue
+        ref = judge_percentile(med, 0.5)
+        for k, m in enumerate(med):
+            logs[k].append(math.log(m / ref))
+    return [math.exp(sum(v) / len(v)) if v else float("nan") for v in logs]
 
 
-def judge_label(runs, pred, tols, min_count, drop, max_floor):
+def judge_label(runs, pred, tols, min_count, kept, max_floor):
     """One label: runs is a list of sample lists (one per real run), pred a
     sample list. Returns a dict with the figures and 'verdict' one of
     'pass', 'FAIL', 'NOT JUDGED' and 'why'."""
@@ -108,7 +121,6 @@ def judge_label(runs, pred, tols, min_count, drop, max_floor):
     fails, noisy = [], []
     for name, q in (("median", 0.5), ("p95", 0.95)):
         all_runs = [judge_percentile(r, q) for r in runs]
-        kept = judge_kept(all_runs, drop) if all(x == x for x in all_runs) else []
         per_run = [all_runs[i] for i in kept]
         center = judge_percentile([x for i in kept for x in runs[i]], q)
         p = judge_percentile(pred, q)
@@ -118,7 +130,7 @@ def judge_label(runs, pred, tols, min_count, drop, max_floor):
         else:
             floor = err = float("nan")
         tol = max(tols[name], floor) if floor == floor else tols[name]
-        row[name] = {"real_runs_s": all_runs, "dropped": sorted(set(range(len(runs))) - set(kept)),
+        row[name] = {"real_runs_s": all_runs, "set_aside": sorted(set(range(len(runs))) - set(kept)),
                      "center_s": center, "pred_s": p, "floor": floor, "tolerance": tol,
                      "error": err, "margin": (tol - err) if err == err else None}
         if not floor <= max_floor[name]:
@@ -147,15 +159,15 @@ def judge_label(runs, pred, tols, min_count, drop, max_floor):
 
 def judge_print(title, labels, rows):
     print(f"### {title}" if title else "")
-    print("| label | n real runs / pred | real p50 ms per run (dropped) | center p50 | pred p50 | err | "
-          "floor | tol | real p95 ms per run (dropped) | center p95 | pred p95 | err | floor | tol | verdict |")
+    print("| label | n real runs / pred | real p50 ms per run ((set aside)) | center p50 | pred p50 | err | "
+          "floor | tol | real p95 ms per run ((set aside)) | center p95 | pred p95 | err | floor | tol | verdict |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label in labels:
         r = rows[label]
         cells = [label, "%s / %d" % ("+".join(str(n) for n in r["n_real"]), r["n_pred"])]
         for name in ("median", "p95"):
             m = r[name]
-            cells += [" ".join(("(%.3f)" if i in m["dropped"] else "%.3f") % (1e3 * x)
+            cells += [" ".join(("(%.3f)" if i in m["set_aside"] else "%.3f") % (1e3 * x)
                                for i, x in enumerate(m["real_runs_s"])),
                       "%.3f" % (1e3 * m["center_s"]), "%.3f" % (1e3 * m["pred_s"]),
                       "%.1f%%" % (100 * m["error"]), "%.1f%%" % (100 * m["floor"]),
@@ -172,7 +184,8 @@ def main():
     ap.add_argument("--p95-tol", type=float, default=0.20)
     ap.add_argument("--min-count", type=int, default=40)
     ap.add_argument("--min-judged", type=int, default=1)
-    ap.add_argument("--drop", type=int, default=0, help="runs dropped per label and quantile")
+    ap.add_argument("--stall-factor", type=float, default=1.5)
+    ap.add_argument("--min-runs", type=int, default=5, help="real runs left after stalls")
     ap.add_argument("--max-floor-median", type=float, default=0.5)
     ap.add_argument("--max-floor-p95", type=float, default=1.0)
     ap.add_argument("--json")
@@ -185,18 +198,26 @@ def main():
     if a.min_count < 2 or a.min_judged < 0:
         print("judge: --min-count must be >= 2 and --min-judged >= 0", file=sys.stderr)
         return 2
-    drop = a.drop
-    if drop < 0 or len(a.real) - drop < 3:
-        print(f"judge: --drop {drop} leaves fewer than 3 of {len(a.real)} real runs",
-              file=sys.stderr)
+    if a.min_runs < 3 or a.stall_factor <= 1:
+        print("judge: --min-runs must be >= 3 and --stall-factor > 1", file=sys.stderr)
         return 2
     max_floor = {"median": a.max_floor_median, "p95": a.max_floor_p95}
     runs = [judge_load_real(p) for p in a.real]
     pred, failed = judge_load_pred(a.pred)
     tols = {"median": a.median_tol, "p95": a.p95_tol}
     labels = sorted(set().union(*runs))
+    stall = judge_stalls(runs, labels)
+    kept = [k for k, f in enumerate(stall) if f <= a.stall_factor]
+    print("real runs, slowness against the typical run: " + ", ".join(
+        "%d: %.2fx%s" % (k + 1, f, "" if k in kept else " (stalled: set aside)")
+        for k, f in enumerate(stall)))
     rows = {L: judge_label([r.get(L, []) for r in runs], pred.get(L, []), tols, a.min_count,
-                           drop, max_floor) for L in labels}
+                           kept, max_floor) for L in labels}
+    if len(kept) < a.min_runs:
+        for L in labels:
+            rows[L]["verdict"] = "NOT JUDGED"
+            rows[L]["why"] = (f"{len(kept)} real runs without a stall, at least {a.min_runs} "
+                              "needed (the machine was too busy)")
     judge_print(a.title, labels, rows)
     bad = []
     if failed:
@@ -219,6 +240,7 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"labels": rows, "judged": len(judged), "failed_requests": failed,
+                       "run_slowness": stall, "runs_kept": [k + 1 for k in kept],
                        "ok": not bad}, f, indent=1)
     for b in bad:
         print(f"judge: {b}", file=sys.stderr)
