@@ -55,25 +55,35 @@ def judge_percentile(values, q):
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
+def judge_bad_input(msg):
+    """Bad input: one line naming file, place and field; exit status 2."""
+    print(f"judge: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def judge_load_real(path):
     """Successful response times per label of one loadgen CSV (seconds)."""
     out = {}
     try:
         f = open(path)
     except OSError as e:
-        sys.exit(f"judge: {path}: {e}")
+        judge_bad_input(f"{path}: {e.strerror}")
     with f:
         for n, row in enumerate(csv.DictReader(f), start=2):
-            try:
-                status = int(row["status"])
-                rt = int(row["response_ns"]) / 1e9
-                label = row["label"]
-            except (KeyError, ValueError, TypeError) as e:
-                sys.exit(f"judge: {path}: line {n}: bad row (field {e})")
+            vals = {}
+            for field in ("status", "response_ns", "label"):
+                try:
+                    vals[field] = row[field] if field == "label" else int(row[field])
+                except (KeyError, ValueError, TypeError):
+                    judge_bad_input(f"{path}: line {n}: field {field}: "
+                                    f"{row.get(field)!r} is not {'a label' if field == 'label' else 'an integer'}")
+                if vals[field] is None:
+                    judge_bad_input(f"{path}: line {n}: field {field} missing")
+            status, rt, label = vals["status"], vals["response_ns"] / 1e9, vals["label"]
             if 200 <= status < 400:
                 out.setdefault(label, []).append(rt)
     if not out:
-        sys.exit(f"judge: {path}: no successful request")
+        judge_bad_input(f"{path}: no successful request")
     return out
 
 
@@ -83,8 +93,10 @@ def judge_load_pred(path):
     try:
         with open(path) as f:
             r = json.load(f)
-    except (OSError, ValueError) as e:
-        sys.exit(f"judge: {path}: {e}")
+    except OSError as e:
+        judge_bad_input(f"{path}: {e.strerror}")
+    except ValueError as e:
+        judge_bad_input(f"{path}: not JSON ({e})")
     out, failed = {}, 0
     for i, s in enumerate(r.get("samples", [])):
         try:
@@ -93,7 +105,7 @@ def judge_load_pred(path):
             else:
                 failed += 1
         except (KeyError, TypeError, ValueError) as e:
-            sys.exit(f"judge: {path}: samples[{i}]: bad sample (field {e})")
+            judge_bad_input(f"{path}: samples[{i}]: field {e} missing or not a number")
     return out, failed
 
 
