@@ -288,6 +288,8 @@ static int deps_analyze_stream(struct deps_state *s, char *err, size_t errlen)
  * which a filter may be the cause of). */
 static void deps_analyze_warn_input(struct deps_state *s, FILE *warnings)
 {
+    for (uint32_t f = 0; f < s->in.nskipped && warnings; f++)
+        fprintf(warnings, "preplay analyze: warning: skipped %s (--salvage)\n", s->in.skipped[f]);
     for (uint32_t f = 0; f < s->in.nfiles; f++) {
         const char *w = trace_reader_warning(s->in.files[f].reader);
         if (w && warnings)
@@ -323,6 +325,10 @@ static int deps_analyze_workers(struct deps_state *s, char *err, size_t errlen)
         struct deps_component *x = &s->comps[c];
         x->pc.prefork = x->serving_procs > 1 && x->max_threads_per_proc == 1;
         x->pc.workers = x->pc.prefork ? x->serving_procs : x->serving_threads;
+        /* a thread-per-connection server may have served by more threads
+         * than a replayer may start (PLAN_MAX_WORKERS, as --workers) */
+        if (x->pc.workers > PLAN_MAX_WORKERS)
+            x->pc.workers = PLAN_MAX_WORKERS;
         x->pc.event_loop = x->loop_threads > 0;
         if (plan_writer_update_component(s->w, x->plan_id, &x->pc) != 0) {
             snprintf(err, errlen, "writing the plan: %s", plan_writer_error(s->w));

@@ -25,6 +25,31 @@
  * carry PLAN_DB_CUT */
 #define PLAN_FORMAT_MINOR 5
 
+/* Limits (PLAN.md §6.1), in one place: the writer refuses and the reader
+ * calls damage any count, size, index or time beyond them, naming the
+ * field and its limit ("workers 1000000 exceeds the limit 4096"), so a
+ * replayer may size threads, buffers and memory by a plan it read.
+ * Counts are of the whole plan; per-block counts are of one block. */
+#define PLAN_MAX_WORKERS 4096u                 /* component.workers (as replay --workers) */
+#define PLAN_MAX_WORKER_INDEX ((1u << 20) - 1) /* block.worker */
+#define PLAN_MAX_DB_CONNS (1u << 24)           /* component.db_conns */
+#define PLAN_MAX_COMPONENTS 4096u
+#define PLAN_MAX_STRINGS (1u << 24) /* including string 0 */
+#define PLAN_MAX_STRING_BYTES (16u << 20)
+#define PLAN_MAX_FILES (1u << 20)
+#define PLAN_MAX_LOCKS (1u << 20)
+#define PLAN_MAX_DB_ENDPOINTS 4096u
+#define PLAN_MAX_BLOCKS (1u << 26)
+#define PLAN_MAX_BLOCK_OPS (1u << 20)
+#define PLAN_MAX_BLOCK_SEGMENTS (1u << 20)
+#define PLAN_MAX_OPS (1u << 28)
+#define PLAN_MAX_SEGMENTS (1u << 28)
+#define PLAN_MAX_REQUESTS (1u << 26)
+#define PLAN_MAX_FILE_BYTES (1ull << 40)        /* file initial_size; FILE op offset and end */
+#define PLAN_MAX_IO_BYTES (1ull << 31)          /* one FILE read/write (the replayer's buffer) */
+#define PLAN_MAX_NET_BYTES (1ull << 40)         /* RECV/SEND bytes, EXTERNAL sent/received */
+#define PLAN_MAX_NS (7ull * 86400 * 1000000000) /* every duration and time offset: 7 days */
+
 enum plan_op_kind {
     PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
     PLAN_OP_FILE = 2,     /* file operation on a.file */

@@ -335,8 +335,9 @@ uint32_t plan_writer_string(struct plan_writer *w, const char *s, size_t len)
     for (uint32_t id = head ? *head : 0; id; id = w->strings[id].next)
         if (w->strings[id].len == len && !memcmp(w->arena + w->strings[id].offset, s, len))
             return id;
-    if (w->d.strings == UINT32_MAX) {
-        plan_writer_fail(w, "more than 2^32-1 strings");
+    char why[160];
+    if (plan_check_room(&w->d, PLAN_REC_STRING, 0, why, sizeof why) != 0) {
+        plan_writer_fail(w, "%s", why);
         return UINT32_MAX;
     }
     uint32_t id = w->d.strings;
@@ -388,10 +389,9 @@ uint32_t plan_writer_component(struct plan_writer *w, const struct plan_componen
     if (w->failed || plan_writer_check(w, plan_check_component(&w->d, c, why, sizeof why),
                                        "component", why) != 0)
         return UINT32_MAX;
-    if (w->d.components == UINT32_MAX - 1) {
-        plan_writer_fail(w, "too many components");
+    if (plan_writer_check(w, plan_check_room(&w->d, PLAN_REC_COMPONENT, 0, why, sizeof why),
+                          "component", why) != 0)
         return UINT32_MAX;
-    }
     uint32_t id = w->d.components;
     if (id >= w->cap_components) {
         size_t ncap = w->cap_components ? w->cap_components * 2 : 16;
@@ -442,13 +442,10 @@ uint32_t plan_writer_file(struct plan_writer *w, const struct plan_file *f)
 {
     char why[256];
     if (w->failed ||
-        plan_writer_check(w, plan_check_string(&w->d, "path", f->path, why, sizeof why), "file",
+        plan_writer_check(w, plan_check_file(f, &w->d, why, sizeof why), "file", why) != 0 ||
+        plan_writer_check(w, plan_check_room(&w->d, PLAN_REC_FILE, 0, why, sizeof why), "file",
                           why) != 0)
         return UINT32_MAX;
-    if (w->d.files == UINT32_MAX - 1) {
-        plan_writer_fail(w, "too many files");
-        return UINT32_MAX;
-    }
     uint8_t b[20];
     size_t n = trace_put_varint(b, f->path);
     n += trace_put_varint(b + n, f->initial_size);
@@ -459,12 +456,10 @@ uint32_t plan_writer_file(struct plan_writer *w, const struct plan_file *f)
 
 uint32_t plan_writer_lock(struct plan_writer *w, const struct plan_lock *l)
 {
-    if (w->failed)
+    char why[160];
+    if (w->failed || plan_writer_check(w, plan_check_room(&w->d, PLAN_REC_LOCK, 0, why, sizeof why),
+                                       "lock", why) != 0)
         return UINT32_MAX;
-    if (w->d.locks == UINT32_MAX - 1) {
-        plan_writer_fail(w, "too many locks");
-        return UINT32_MAX;
-    }
     uint8_t b[12];
     b[0] = l->kind;
     size_t n = 1 + trace_put_varint(b + 1, l->recorded_id);
@@ -478,6 +473,8 @@ uint32_t plan_writer_db_endpoint(struct plan_writer *w, const struct plan_db_end
     char why[256];
     if (w->failed ||
         plan_writer_check(w, plan_check_string(&w->d, "address", e->address, why, sizeof why),
+                          "DB endpoint", why) != 0 ||
+        plan_writer_check(w, plan_check_room(&w->d, PLAN_REC_DB_ENDPOINT, 0, why, sizeof why),
                           "DB endpoint", why) != 0)
         return UINT32_MAX;
     uint8_t b[10];
@@ -494,10 +491,9 @@ uint32_t plan_writer_block(struct plan_writer *w, const struct plan_block *b,
     char why[256];
     if (w->failed)
         return UINT32_MAX;
-    if (w->d.blocks == UINT32_MAX - 1) {
-        plan_writer_fail(w, "too many blocks");
+    if (plan_writer_check(w, plan_check_room(&w->d, PLAN_REC_BLOCK, 0, why, sizeof why), "block",
+                          why) != 0)
         return UINT32_MAX;
-    }
     /* the block's name is formatted only for a refusal (formatting it for
      * every block was 5% of analyze's instructions) */
     if (plan_check_block(&w->d, b, ops, segs, nsegs, why, sizeof why) != 0) {
@@ -522,7 +518,10 @@ int plan_writer_request(struct plan_writer *w, const struct plan_request *r)
     char why[256];
     if (w->failed)
         return -1;
-    if (plan_writer_check(w, plan_check_request(&w->d, r, why, sizeof why), "request", why) != 0)
+    if (plan_writer_check(w, plan_check_request(&w->d, r, why, sizeof why), "request", why) != 0 ||
+        plan_writer_check(w,
+                          plan_check_room(&w->d, PLAN_REC_REQUEST, w->nrequests, why, sizeof why),
+                          "request", why) != 0)
         return -1;
     /* The arrival is predicted from the previous request of the frame: make
      * room first so the frame cannot end between prediction and append. */

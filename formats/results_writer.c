@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 json_t *results_summary_json(const struct results_summary *s)
@@ -265,7 +266,8 @@ json_t *results_run_json(struct results_run *r)
 int results_save(json_t *root, const char *path, char *err, size_t errlen)
 {
     struct out_file o; /* never through a planted link (out_file.h) */
-    if (out_file_begin(&o, path, 0644, err, errlen))
+    /* mode 0600, like traces: db_errors hold query text */
+    if (out_file_begin(&o, path, 0600, err, errlen))
         return -1;
     FILE *f = out_file_stream(&o, err, errlen);
     if (!f || json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(9))) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "replayer_cli.h"
@@ -412,10 +413,11 @@ static int replay_serve(struct replay_engine *e, int lfd, const struct replay_cl
     return 0;
 }
 
-/* --stats: the engine's counters as JSON; -1 after printing the failure. */
+/* --stats: the engine's counters as JSON; -1 after printing the failure.
+ * Mode 0600, like traces: its db_errors hold query text. */
 static int replay_write_stats(struct replay_engine *e, const char *path)
 {
-    /* 0600: the counters can name queries; never through a planted link */
+    /* never through a planted link (out_file.h) */
     char err[1024];
     struct out_file o;
     char *json = replay_engine_stats_json(e);

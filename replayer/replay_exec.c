@@ -163,7 +163,8 @@ struct replay_engine *replay_engine_new(const struct replay_config *cfg, char *e
             e->label_strings[e->label_of_string[i]] = i;
     if (p->nfiles) {
         e->files = dummy_files_open_plan(cfg->dir ? cfg->dir : ".", p, err, errlen);
-        if (!e->files) {
+        /* the files are (re)written at their plan sizes before each interval */
+        if (!e->files || dummy_files_check_space(e->files, err, errlen)) {
             replay_engine_free(e);
             return NULL;
         }

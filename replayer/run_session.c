@@ -484,6 +484,10 @@ static int run_session_prepare_state(struct run_session *s)
     return 0;
 }
 
+/* The workers all local replayers may start together (a plan may give each
+ * of its 4096 components 4096). */
+#define RUN_MAX_LOCAL_WORKERS (4u * PLAN_MAX_WORKERS)
+
 /* One child per component: its name, log, and host when it runs elsewhere. */
 static int run_session_children_init(struct run_session *s)
 {
@@ -502,6 +506,19 @@ static int run_session_children_init(struct run_session *s)
             run_host_describe(ch->host, ch->host_text, sizeof ch->host_text);
             s->nremote++;
         }
+    }
+    /* each component's replayer is bounded by the plan (PLAN_MAX_WORKERS);
+     * so are all of them on this machine together */
+    uint64_t local = 0;
+    for (uint32_t i = 0; i < p->ncomponents; i++)
+        if (!s->children[i].host)
+            local += p->components[i].workers ? p->components[i].workers : 1;
+    if (local > RUN_MAX_LOCAL_WORKERS) {
+        fprintf(stderr,
+                "run: %s: workers of the components replayed here %llu exceeds the limit %u "
+                "(place some elsewhere with --hosts)\n",
+                s->cfg->plan_path, (unsigned long long)local, RUN_MAX_LOCAL_WORKERS);
+        return -1;
     }
     return 0;
 }
