@@ -16,22 +16,11 @@
 app_common_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 app_apps=$(cd "$app_common_here/../../../apps" && pwd)
 
-# app_packages PKG...: Debian's packages, installed when missing (services
-# kept from starting: the benchmark starts its own instances)
+# app_packages: the real applications' Debian packages, installed when
+# missing (tools/install-deps --accuracy-apps: the one list of packages;
+# services kept from starting there, the benchmark starts its own)
 app_packages() {
-  local p missing=() own=0 rc
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "accuracy: installing ${missing[*]}" >&2
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && own=1
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
-  rc=$?
-  [ $own -eq 1 ] && rm -f /usr/sbin/policy-rc.d
-  return $rc
+  "$app_common_here/../../../../tools/install-deps" --accuracy-apps
 }
 
 # app_wait_port PORT SECONDS: until something listens on APP_LISTEN:PORT

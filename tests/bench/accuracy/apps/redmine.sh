@@ -30,13 +30,6 @@ APP_LABELS=(--label 'list=^GET /projects/bench/issues' --label 'view=^GET /issue
 
 rm_log() { echo "redmine: $*" >&2; }
 
-# rm_packages: Redmine with its MySQL adapter (dbconfig-common told not
-# to configure a database: rm_instance writes its own) and thin
-rm_packages() {
-  echo 'redmine redmine/instances/default/dbconfig-install boolean false' | debconf-set-selections
-  app_packages redmine redmine-mysql ruby-mysql2 thin mariadb-server curl
-}
-
 # rm_instance DIR: DIR/redmine as Redmine's instance $RM_INSTANCE
 # (database DIR/db/mariadb.sock); points the instance symlink at it
 rm_instance() {
@@ -58,7 +51,7 @@ YML
 
 # rm_rails CMD...: CMD in /usr/share/redmine for the instance (rm_instance)
 rm_rails() {
-  (cd /usr/share/redmine && REDMINE_INSTANCE=$RM_INSTANCE RAILS_ENV=production "$@")
+  (cd /usr/share/redmine && export REDMINE_INSTANCE=$RM_INSTANCE RAILS_ENV=production && exec "$@")
 }
 
 # rm_start DIR PORT [PREFIX...]: MariaDB, then `rails server` (thin; under
@@ -70,8 +63,11 @@ rm_start() {
   app_db_start "$dir" || return 1
   rm_instance "$dir"
   rm -rf "$dir/redmine/tmp/cache" "$dir/redmine/server.pid"
-  rm_rails "$@" setsid ruby bin/rails server -b "${APP_LISTEN:-127.0.0.1}" -p "$port" \
-    -P "$dir/redmine/server.pid" </dev/null >"$dir/redmine/out.log" 2>&1 &
+  # one subshell that execs PREFIX: $! is the recorder SIGUSR1 goes to (a
+  # function run in the background would put a shell between them)
+  (cd /usr/share/redmine && export REDMINE_INSTANCE=$RM_INSTANCE RAILS_ENV=production &&
+    exec "$@" setsid ruby bin/rails server -b "${APP_LISTEN:-127.0.0.1}" -p "$port" \
+      -P "$dir/redmine/server.pid") </dev/null >"$dir/redmine/out.log" 2>&1 &
   echo $! >"$dir/redmine/launcher.pid"
   app_wait_port "$port" 300 ||
     { rm_log "rails server not listening: $(tail -5 "$dir/redmine/out.log")"; rm_stop "$dir"; return 1; }
@@ -85,7 +81,7 @@ rm_stop() { app_stop "$1" redmine/launcher.pid redmine/server.pid; }
 # MariaDB datadir to copy per run). Idempotent: kept when done.
 rm_setup() {
   local dir=$1 port code
-  rm_packages || return 1
+  app_packages || return 1
   [ -f "$dir/base/done" ] && return 0
   rm -rf "$dir/base"
   mkdir -p "$dir/base"

@@ -121,7 +121,7 @@ wp_stop() { app_stop "$1" apache/launcher.pid apache/apache.pid; }
 # (a stopped MariaDB datadir to copy per run). Idempotent: kept when done.
 wp_setup() {
   local dir=$1 port
-  app_packages wordpress php8.2-mysql libapache2-mod-php8.2 apache2 mariadb-server curl || return 1
+  app_packages || return 1
   wp_site_config
   [ -f "$dir/base/done" ] && return 0
   rm -rf "$dir/base"
