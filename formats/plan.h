@@ -22,8 +22,8 @@
 
 #define PLAN_FORMAT_MAJOR 1
 /* 1.1: blocks carry worker and start_ns; 1.2: event loops; 1.3: DB ops may
- * carry PLAN_DB_CUT */
-#define PLAN_FORMAT_MINOR 3
+ * carry PLAN_DB_CUT; 1.4: DB ops may carry PLAN_DB_BLOCKING */
+#define PLAN_FORMAT_MINOR 4
 
 enum plan_op_kind {
     PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
@@ -70,6 +70,13 @@ struct plan_segment {
  * prefix, so the replayer never sends it as SQL; it waits recorded_ns
  * instead and counts it (`db_cut`). */
 #define PLAN_DB_CUT 0x0001
+/* DB ops (1.4): the statement was a call into the client library (trace
+ * source CAPI): its thread sat in it until the answer, so an event loop
+ * making it served nobody else meanwhile (thin running Rails, whose mysql2
+ * queries block the reactor); the replayer keeps such a loop held through
+ * it. Without it (a wire-parsed statement: the thread may have gone on, as
+ * node's mysqljs does) a loop is released while the statement waits. */
+#define PLAN_DB_BLOCKING 0x0002
 
 struct plan_op {
     uint8_t kind;         /* enum plan_op_kind */
