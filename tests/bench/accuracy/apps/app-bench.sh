@@ -29,7 +29,10 @@
 # drive` (prediction, one pass of the schedule, no PT4Cloud intervals).
 #
 # usage: app-bench.sh --app NAME --out DIR [--rate R] [--duration S] [--real-runs N]
-#                     [--seed N] [--intervals N] [--type T]
+#                     [--seed N] [--intervals N] [--type T] [--redo-prediction]
+# --redo-prediction keeps the recording and the real runs of an earlier run
+# with the same options and redoes analyze, prediction and tables (a new
+# preplay judged against the same truth).
 # Must never leave a server running: every phase stops what it started
 # (trap on exit).
 set -uo pipefail
@@ -43,7 +46,7 @@ P=$APP_PREFIX
 src=${PREPLAY_SOURCE_DIR:-$(cd "$here/../../../.." && pwd)}
 bin=${PREPLAY_BIN:-$src/build/release/preplay}
 [ -x "$bin" ] || { echo "app-bench: no preplay binary (set PREPLAY_BIN)" >&2; exit 2; }
-out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type=""
+out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type="" redo=0
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
@@ -53,7 +56,8 @@ while [ $# -gt 0 ]; do
     --seed) seed=$2; shift 2 ;;
     --intervals) intervals=$2; shift 2 ;;
     --type) type=$2; shift 2 ;;
-    -h | --help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --redo-prediction) redo=1; shift ;;
+    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "app-bench: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -120,11 +124,17 @@ on_type() {
   rm -rf "$d/db" "$d/files"
 }
 
-log "record at $rate/s for $duration s"
-rm -rf "$w/trace"
-one_real rec "$bin" record -q --off -o "$w/trace" -c frontend --db-socket mariadb.sock "${APP_LABELS[@]}" --
+if [ $redo -eq 0 ]; then
+  log "record at $rate/s for $duration s"
+  rm -rf "$w/trace"
+  one_real rec "$bin" record -q --off -o "$w/trace" -c frontend --db-socket mariadb.sock "${APP_LABELS[@]}" --
+else # --redo-prediction: this tag's recording and real runs, kept from before
+  [ -d "$w/trace" ] || fail "--redo-prediction: no $w/trace"
+  for ((k = 1; k <= runs; k++)); do [ -s "$w/real$k.csv" ] || fail "--redo-prediction: no $w/real$k.csv"; done
+  log "re-analyzing the kept recording, new prediction against the kept real runs"
+fi
 "$bin" analyze "$w/trace" -o "$w/plan" >"$w/analyze.log" 2>&1 || { cat "$w/analyze.log" >&2; fail "analyze"; }
-for ((k = 1; k <= runs; k++)); do
+for ((k = 1; k <= runs && redo == 0; k++)); do
   log "real run $k of $runs${type:+ on $type}"
   if [ -n "$type" ]; then
     on_type "real$k" real "${P}_load" ADDR PORT "$rate" "$duration" "$seed" "$w/real$k.csv"
