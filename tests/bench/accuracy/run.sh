@@ -28,7 +28,7 @@
 # "truth vs truth" table (label suffixed "(2nd real run)") shows how much
 # two runs of the real app disagree: the noise floor of every error above.
 #
-# usage: run.sh [--app sample|wordpress] [--short] [--types "small medium large"] [--rate R]
+# usage: run.sh [--app sample|wordpress|redmine] [--short] [--types "small medium large"] [--rate R]
 #               [--duration S] [--levels] [--out DIR] [--no-nodeps]
 #               [--repeat-truth]
 #   --short     (first option) the short benchmark, short.sh: the
@@ -37,17 +37,18 @@
 #   --out DIR   keep everything there (default: a temp dir, removed)
 # Needs root (tools/emulate). Must never leave a server running: every
 # phase runs under run-sample.sh or its own trap.
-# With --app wordpress (first option), everything after it goes to
-# apps/wordpress-bench.sh: WordPress from Debian, recorded, replayed and
-# compared unconstrained on this host against >= 3 real runs (see there).
+# With --app wordpress or --app redmine (first option), everything after
+# it goes to apps/app-bench.sh: WordPress or Redmine from Debian
+# (apps/wordpress.sh, apps/redmine.sh), recorded, replayed and compared
+# against >= 3 real runs, unconstrained or on an emulated type (see there).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ "${1:-}" = --short ] && { shift; exec "$here/short.sh" "$@"; }
 if [ "${1:-}" = --app ]; then
   case ${2:-} in
     sample) shift 2 ;;
-    wordpress) shift 2; exec "$here/apps/wordpress-bench.sh" "$@" ;;
-    *) echo "accuracy: --app sample|wordpress" >&2; exit 2 ;;
+    wordpress | redmine) exec "$here/apps/app-bench.sh" "$@" ;;
+    *) echo "accuracy: --app sample|wordpress|redmine" >&2; exit 2 ;;
   esac
 fi
 src=${PREPLAY_SOURCE_DIR:-$(cd "$here/../../.." && pwd)}
@@ -74,7 +75,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --no-nodeps) nodeps=0; shift ;;
     --repeat-truth) repeat=1; shift ;;
-    -h | --help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "accuracy: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
