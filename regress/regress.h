@@ -94,12 +94,20 @@ double regress_confidence(const struct regress_rule *r, const struct regress_lev
  * [0, 1]: 0 unchanged, 1 completely different. */
 double regress_confidence_change(double c1, double c2);
 
+/* Two-sided Fisher exact test of the 2x2 table [[a, b], [c, d]]: the
+ * probability of a table at least as extreme given the margins. */
+double regress_fisher_p(size_t a, size_t b, size_t c, size_t d);
+
 /* Options of one analysis. */
 enum regress_method { REGRESS_SINGLE, REGRESS_BAGGING, REGRESS_STACKING };
 struct regress_options {
     enum regress_method method;
     enum regress_discretization discretization;
     double min_support, min_confidence, min_change;
+    /* a rule is flagged only when its baseline and target confidences
+     * also differ at this level (Fisher exact test on the windows where
+     * its premise holds); 1: off, the thesis's rule (change alone) */
+    double alpha;
     int max_len;
     size_t max_itemsets;
 };
@@ -110,6 +118,7 @@ struct regress_rule_result {
     struct regress_rule rule;
     double target_confidence; /* NAN: its premise never held on the target */
     double change;            /* NAN with it */
+    double p;                 /* Fisher's p of the change; NAN without a target confidence */
     int flagged;              /* change >= min_change */
 };
 

@@ -278,3 +278,26 @@ double regress_confidence_change(double c1, double c2)
         cosv = 1;
     return 1 - cosv;
 }
+
+/* log of C(n, k) */
+static double regress_lchoose(double n, double k)
+{
+    return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1);
+}
+
+double regress_fisher_p(size_t a, size_t b, size_t c, size_t d)
+{
+    /* the hypergeometric law of the top-left cell given the margins; the
+     * two-sided p sums every table no more likely than the observed one */
+    double r1 = (double)(a + b), c1 = (double)(a + c), n = (double)(a + b + c + d);
+    double lo = c1 - (n - r1) > 0 ? c1 - (n - r1) : 0, hi = r1 < c1 ? r1 : c1;
+    double base = regress_lchoose(n, c1);
+    double obs = regress_lchoose(r1, (double)a) + regress_lchoose(n - r1, c1 - (double)a) - base;
+    double p = 0;
+    for (double x = lo; x <= hi; x++) {
+        double lp = regress_lchoose(r1, x) + regress_lchoose(n - r1, c1 - x) - base;
+        if (lp <= obs + 1e-7)
+            p += exp(lp);
+    }
+    return p > 1 ? 1 : p;
+}

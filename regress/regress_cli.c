@@ -31,7 +31,7 @@ static void regress_usage(FILE *out)
 {
     fprintf(out, "usage: preplay regress BASELINE... -- TARGET -o REGRESS.json [--method M]\n"
                  "                       [--discretize 3level|ew] [--support S] [--confidence C]\n"
-                 "                       [--change X] [--max-len N] [--min-windows N]\n"
+                 "                       [--change X] [--alpha A] [--max-len N] [--min-windows N]\n"
                  "                       [--max-rules N] [--quiet]\n\n"
                  "Which counters changed: association rules between the counters of the\n"
                  "baseline runs' windows (results files of preplay run), their confidence on\n"
@@ -47,8 +47,10 @@ static void regress_usage(FILE *out)
                  "  --support S       minimum rule support, a share of windows (0.2)\n"
                  "  --confidence C    minimum rule confidence on the baseline (0.8)\n"
                  "  --change X        confidence change (cosine distance) that flags a rule (0.1)\n"
+                 "  --alpha A         also require the confidences to differ at level A\n"
+                 "                    (Fisher exact test; default 1: off, the thesis's rule)\n"
                  "  --max-len N       items per rule, consequent included (3; 2..8)\n"
-                 "  --min-windows N   counter windows each file needs (5)\n"
+                 "  --min-windows N   counter windows each file needs (10)\n"
                  "  --max-rules N     rules written to the file, most changed first (1000)\n"
                  "  --quiet           print nothing but errors\n");
 }
@@ -90,6 +92,8 @@ static int regress_option(struct regress_cli *c, const char *opt, const char *ar
         return regress_number(opt, arg, 0, 1, &c->o.min_support) ? -1 : 1;
     else if (!strcmp(opt, "--confidence"))
         return regress_number(opt, arg, 0, 1, &c->o.min_confidence) ? -1 : 1;
+    else if (!strcmp(opt, "--alpha"))
+        return regress_number(opt, arg, 0, 1, &c->o.alpha) ? -1 : 1;
     else if (!strcmp(opt, "--change"))
         return regress_number(opt, arg, 0, 1, &c->o.min_change) ? -1 : 1;
     else if (!strcmp(opt, "--max-len")) {
@@ -151,8 +155,9 @@ static int regress_parse(int argc, char **argv, struct regress_cli *c)
                                     .min_confidence = 0.8,
                                     .min_change = 0.1,
                                     .max_len = 3,
+                                    .alpha = 0.001,
                                     .max_itemsets = 2000000},
-                              .min_windows = 5,
+                              .min_windows = 10,
                               .max_rules = 1000};
     c->paths = calloc((size_t)argc + 1, sizeof *c->paths);
     if (!c->paths)

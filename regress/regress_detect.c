@@ -65,8 +65,9 @@ struct regress_model_flags {
 
 /* Evaluates model m's rules on the target; appends them to res->rules. */
 static int regress_eval_model(const struct regress_options *o, int m, struct regress_rule *rules,
-                              size_t nrules, const struct regress_levels *target,
-                              struct regress_model_flags *mf, struct regress_result *res)
+                              size_t nrules, const struct regress_levels *train,
+                              const struct regress_levels *target, struct regress_model_flags *mf,
+                              struct regress_result *res)
 {
     struct regress_rule_result *rr = realloc(res->rules, (res->nrules + nrules + 1) * sizeof *rr);
     if (!rr)
@@ -77,9 +78,19 @@ static int regress_eval_model(const struct regress_options *o, int m, struct reg
         struct regress_rule_result *x = &res->rules[res->nrules++];
         x->model = m;
         x->rule = rules[i];
-        x->target_confidence = regress_confidence(&rules[i], target, NULL);
+        size_t tp, bp;
+        x->target_confidence = regress_confidence(&rules[i], target, &tp);
         x->change = regress_confidence_change(rules[i].confidence, x->target_confidence);
-        x->flagged = isfinite(x->change) && x->change >= o->min_change;
+        x->p = NAN;
+        if (tp) {
+            /* the rule's windows on its training set: premise, and with the consequent */
+            bp = (size_t)llround(rules[i].support * (double)train->nwindows / rules[i].confidence);
+            size_t bboth = (size_t)llround(rules[i].support * (double)train->nwindows);
+            size_t tboth = (size_t)llround(x->target_confidence * (double)tp);
+            x->p = regress_fisher_p(bboth, bp - bboth, tboth, tp - tboth);
+        }
+        x->flagged = isfinite(x->change) && x->change >= o->min_change &&
+                     (o->alpha >= 1 || x->p <= o->alpha);
         if (!x->flagged)
             continue;
         int c = rules[i].consequent.counter, want = rules[i].consequent.level;
@@ -177,10 +188,13 @@ static int regress_models(const struct regress_table *t, const struct regress_op
         size_t nrules;
         int rc = regress_apriori(&train, o->min_support, o->min_confidence, o->max_len,
                                  o->max_itemsets, &rules, &nrules, err, errlen);
-        free(train.level);
-        if (rc)
+        if (rc) {
+            free(train.level);
             return -1;
-        if (regress_eval_model(o, m, rules, nrules, target, &mf[m], res)) {
+        }
+        rc = regress_eval_model(o, m, rules, nrules, &train, target, &mf[m], res);
+        free(train.level);
+        if (rc) {
             regress_rules_free(rules, nrules);
             snprintf(err, errlen, "out of memory");
             return -1;

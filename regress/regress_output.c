@@ -26,11 +26,11 @@ static json_t *regress_rule_json(const struct regress_table *t, const struct reg
     json_t *prem = json_array();
     for (int i = 0; prem && i < r->rule.npremise; i++)
         json_array_append_new(prem, regress_item_json(t, res, &r->rule.premise[i]));
-    return json_pack("{s:i, s:o, s:o, s:f, s:f, s:o, s:o, s:b}", "model", r->model, "premise", prem,
-                     "consequent", regress_item_json(t, res, &r->rule.consequent), "support",
+    return json_pack("{s:i, s:o, s:o, s:f, s:f, s:o, s:o, s:o, s:b}", "model", r->model, "premise",
+                     prem, "consequent", regress_item_json(t, res, &r->rule.consequent), "support",
                      r->rule.support, "baseline_confidence", r->rule.confidence,
                      "target_confidence", regress_num(r->target_confidence), "change",
-                     regress_num(r->change), "flagged", r->flagged);
+                     regress_num(r->change), "p", regress_num(r->p), "flagged", r->flagged);
 }
 
 static json_t *regress_flag_json(const struct regress_table *t, const struct regress_flag *f)
@@ -92,6 +92,7 @@ json_t *regress_output_json(const struct regress_table *t, const struct regress_
     json_object_set_new(root, "min_confidence", json_real(o->min_confidence));
     json_object_set_new(root, "min_change", json_real(o->min_change));
     json_object_set_new(root, "max_len", json_integer(o->max_len));
+    json_object_set_new(root, "alpha", json_real(o->alpha));
     json_object_set_new(root, "window_s", json_real(window_s));
     json_object_set_new(root, "baselines", bases);
     json_object_set_new(root, "target",
