@@ -98,15 +98,22 @@ double regress_confidence_change(double c1, double c2);
  * probability of a table at least as extreme given the margins. */
 double regress_fisher_p(size_t a, size_t b, size_t c, size_t d);
 
+/* Two-sided Mann-Whitney rank-sum test of x against y (NAN skipped):
+ * normal approximation with tie and continuity corrections, as scipy's
+ * mannwhitneyu(method="asymptotic"). NAN when either side is empty. */
+double regress_rank_sum_p(const double *x, size_t nx, const double *y, size_t ny);
+
 /* Options of one analysis. */
 enum regress_method { REGRESS_SINGLE, REGRESS_BAGGING, REGRESS_STACKING };
 struct regress_options {
     enum regress_method method;
     enum regress_discretization discretization;
     double min_support, min_confidence, min_change;
-    /* a rule is flagged only when its baseline and target confidences
-     * also differ at this level (Fisher exact test on the windows where
-     * its premise holds); 1: off, the thesis's rule (change alone) */
+    /* below 1: a rule is flagged only when its baseline and target
+     * confidences also differ at this level (Fisher exact test on the
+     * windows where its premise holds), and a counter only when its own
+     * values moved at this level (rank-sum test, baselines against the
+     * target); 1: off, the thesis's rules alone */
     double alpha;
     int max_len;
     size_t max_itemsets;
@@ -129,6 +136,7 @@ struct regress_flag {
     int up, down;             /* violating windows above / below the expected level */
     int votes;                /* models that flagged it */
     double weight;            /* their summed weights (stacking; bagging: votes / models) */
+    double shift_p;           /* rank-sum p of its values, baselines against the target */
     unsigned char *violating; /* per target window: 1 when violating */
 };
 

@@ -136,7 +136,7 @@ static int regress_words(struct regress_cli *c)
         return -1;
     }
     if (!c->discretization)
-        c->o.discretization = c->o.method == REGRESS_SINGLE ? REGRESS_3LEVEL : REGRESS_EQUAL_WIDTH;
+        c->o.discretization = REGRESS_3LEVEL;
     else if (!strcmp(c->discretization, "3level"))
         c->o.discretization = REGRESS_3LEVEL;
     else if (!strcmp(c->discretization, "ew"))

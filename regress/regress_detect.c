@@ -19,6 +19,64 @@
 
 #include "regress.h"
 
+static int regress_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct regress_ranked {
+    double v;
+    int second; /* from y */
+};
+
+static int regress_cmp_ranked(const void *a, const void *b)
+{
+    return regress_cmp_double(&((const struct regress_ranked *)a)->v,
+                              &((const struct regress_ranked *)b)->v);
+}
+
+double regress_rank_sum_p(const double *x, size_t nx, const double *y, size_t ny)
+{
+    struct regress_ranked *r = malloc((nx + ny + 1) * sizeof *r);
+    size_t n1 = 0, n = 0;
+    for (size_t i = 0; r && i < nx; i++)
+        if (isfinite(x[i])) {
+            r[n++] = (struct regress_ranked){x[i], 0};
+            n1++;
+        }
+    for (size_t i = 0; r && i < ny; i++)
+        if (isfinite(y[i]))
+            r[n++] = (struct regress_ranked){y[i], 1};
+    size_t n2 = n - n1;
+    if (!r || !n1 || !n2) {
+        free(r);
+        return NAN;
+    }
+    qsort(r, n, sizeof *r, regress_cmp_ranked);
+    double r1 = 0, ties = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && r[j].v == r[i].v)
+            j++;
+        double rank = (double)(i + 1 + j) / 2, t = (double)(j - i); /* average of ranks i+1..j */
+        for (size_t k = i; k < j; k++)
+            r1 += r[k].second ? 0 : rank;
+        ties += t * t * t - t;
+        i = j;
+    }
+    free(r);
+    double a = (double)n1, b = (double)n2, N = a + b;
+    double u = r1 - a * (a + 1) / 2, mu = a * b / 2;
+    double var = a * b / 12 * ((N + 1) - ties / (N * (N - 1)));
+    if (!(var > 0))
+        return 1;
+    double z = (fabs(u - mu) - 0.5) / sqrt(var);
+    if (z < 0)
+        z = 0;
+    return erfc(z / sqrt(2));
+}
+
 /* Levels of test t's windows (or, pooled, of every baseline's). */
 static int regress_levels_of(const struct regress_table *t, const struct regress_bins *bins,
                              size_t first, size_t last, struct regress_levels *lv)
@@ -119,6 +177,29 @@ static int regress_cmp_flags(const void *a, const void *b)
     return x->counter - y->counter;
 }
 
+/* Rank-sum p of counter c: every baseline window against the target's. */
+static double regress_shift_p(const struct regress_table *t, size_t c)
+{
+    size_t nb = t->ntests - 1, nc = t->ncounters, n = 0;
+    for (size_t i = 0; i < nb; i++)
+        n += t->tests[i].nwindows;
+    const struct regress_test *tg = &t->tests[nb];
+    double *x = malloc((n + 1) * sizeof *x), *y = malloc((tg->nwindows + 1) * sizeof *y);
+    double p = NAN;
+    if (x && y) {
+        size_t k = 0;
+        for (size_t i = 0; i < nb; i++)
+            for (size_t w = 0; w < t->tests[i].nwindows; w++)
+                x[k++] = t->tests[i].values[w * nc + c];
+        for (size_t w = 0; w < tg->nwindows; w++)
+            y[w] = tg->values[w * nc + c];
+        p = regress_rank_sum_p(x, n, y, tg->nwindows);
+    }
+    free(x);
+    free(y);
+    return p;
+}
+
 /* Combines the models' flags into res->flags. */
 static int regress_combine(const struct regress_table *t, const struct regress_options *o,
                            struct regress_model_flags *mf, size_t nw, struct regress_result *res)
@@ -137,6 +218,9 @@ static int regress_combine(const struct regress_table *t, const struct regress_o
         int keep = o->method == REGRESS_SINGLE ? f.votes > 0 : f.weight >= 0.5 - 1e-9;
         if (!keep)
             continue;
+        f.shift_p = regress_shift_p(t, c);
+        if (o->alpha < 1 && !(f.shift_p <= o->alpha))
+            continue; /* its own values did not move: it broke rules because others did */
         if (!(f.violating = calloc(nw ? nw : 1, 1)))
             return -1;
         size_t nviol = 0;

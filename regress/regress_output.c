@@ -40,9 +40,10 @@ static json_t *regress_flag_json(const struct regress_table *t, const struct reg
     for (size_t i = 0; w && i < nw; i++)
         if (f->violating[i])
             json_array_append_new(w, json_integer((json_int_t)i));
-    return json_pack("{s:s, s:f, s:s, s:i, s:f, s:i, s:i, s:o}", "counter", t->names[f->counter],
-                     "severity", f->severity, "direction", regress_direction(f), "votes", f->votes,
-                     "weight", f->weight, "windows_up", f->up, "windows_down", f->down,
+    return json_pack("{s:s, s:f, s:s, s:i, s:f, s:o, s:i, s:i, s:o}", "counter",
+                     t->names[f->counter], "severity", f->severity, "direction",
+                     regress_direction(f), "votes", f->votes, "weight", f->weight, "shift_p",
+                     regress_num(f->shift_p), "windows_up", f->up, "windows_down", f->down,
                      "violating_windows", w);
 }
 
