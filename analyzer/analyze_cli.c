@@ -21,7 +21,8 @@ static void analyze_usage(FILE *out)
             "Rebuilds which events served which request from the trace directories of one\n"
             "recording (one directory per tier or host) and writes the replay plan.\n"
             "  -o, --output PLAN   plan file to write (atomically)\n"
-            "  --salvage           analyze what is valid in damaged traces\n"
+            "  --salvage           analyze what is valid in damaged traces (skip a\n"
+            "                      directory's unreadable ones with a warning)\n"
             "  --window-ms N       per-file reordering window, at most (default 200; it adapts\n"
             "                      to the disorder seen, from 20 ms)\n"
             "  --grace-ms N        wait for a connection's peer end this long (default 2000)\n"
@@ -142,6 +143,11 @@ static int analyze_command(int argc, char **argv)
                out, r.requests, r.blocks, r.calls, r.externals, r.db_ops, r.coverage * 100.0,
                r.covered_events, r.window_events, r.coverage_all * 100.0, r.resource_events,
                r.unmatched_bytes, r.violations, r.events);
+    if (!quiet) {
+        char outside[1024];
+        analyze_outside_format(&r, outside, sizeof outside);
+        printf("%s\n", outside);
+    }
     if (r.db_cut)
         fprintf(stderr,
                 "preplay analyze: warning: %" PRIu64 " DB ops were recorded cut (longer than the "

@@ -18,6 +18,7 @@
 #include "deps_block.h"
 #include "deps_call.h"
 #include "deps_end.h"
+#include "deps_outside.h"
 
 struct plan_op *deps_block_op_add(struct deps_state *s, struct deps_block *b, uint8_t kind,
                                   uint8_t op_code, uint64_t recorded_ns)
@@ -262,7 +263,8 @@ static int deps_block_compact(struct deps_state *s, struct deps_block *b,
 
 /* The block's line of the --blocks TSV: B, plan id, component, pid, tid,
  * start, end, flags, callees, label, worker, start offset, socket options,
- * NODELAY calls, request and response bytes (its RECV and SEND ops)
+ * NODELAY calls, request and response bytes (its RECV and SEND ops),
+ * post-response tail time
  * (tests/analyze/check-blocks.py reads it). */
 static void deps_block_write_tsv(struct deps_state *s, const struct deps_block *b, uint32_t id,
                                  const struct plan_block *pb)
@@ -297,8 +299,8 @@ static void deps_block_write_tsv(struct deps_state *s, const struct deps_block *
             any = 1;
         }
     }
-    fprintf(s->blocks_out, "%s\t%u\t%" PRIu64 "\t%" PRIu64 "\n", any ? "" : "-", nodelay_calls,
-            recv_bytes, send_bytes);
+    fprintf(s->blocks_out, "%s\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", any ? "" : "-",
+            nodelay_calls, recv_bytes, send_bytes, pb->tail_ns);
 }
 
 /* Written block b (plan id `id`) is served on its end: it is freed, and what
@@ -362,7 +364,8 @@ void deps_block_emit(struct deps_state *s, struct deps_block *b)
                             .flags = b->flags,
                             .recorded_ns = b->last_send_end_raw - b->start_raw,
                             .worker = b->th->worker,
-                            .start_ns = deps_state_since_origin(s, b->start_c)};
+                            .start_ns = deps_state_since_origin(s, b->start_c),
+                            .tail_ns = b->tail_ns};
     uint32_t id = plan_writer_block(s->w, &pb, b->ops, segs, nsegs);
     free(segs);
     if (id == UINT32_MAX) {
@@ -372,49 +375,44 @@ void deps_block_emit(struct deps_state *s, struct deps_block *b)
     }
     s->res->blocks++;
     s->res->covered_events += b->covered;
+    for (uint32_t i = 0; i < n; i++)
+        if (b->ops[i].kind == PLAN_OP_CPU)
+            s->res->in_cpu_ns += b->ops[i].a.cpu_ns;
     if (s->blocks_out)
         deps_block_write_tsv(s, b, id, &pb);
     deps_block_hand_over(s, b, id);
 }
 
-void deps_block_finish(struct deps_state *s, struct deps_end *e, int final)
+/* Drops the block's calls from index `from` on (a cut). */
+static void deps_block_cut_calls(struct deps_state *s, struct deps_block *b, uint32_t from)
 {
-    struct deps_block *b = e->cur;
-    if (!b)
-        return;
-    e->cur = NULL;
-    if (!b->sends) { /* never answered: no block */
-        s->res->dropped_blocks++;
-        for (uint32_t i = 0; i < b->ncalls; i++)
-            if (b->calls[i].end->call_block == b)
-                b->calls[i].end->call_block = NULL;
-        deps_block_release(s, b);
-        return;
+    for (uint32_t i = from; i < b->ncalls; i++) {
+        if (b->calls[i].end->call_block == b)
+            b->calls[i].end->call_block = NULL;
+        deps_end_unref(s, b->calls[i].end);
+        free(b->calls[i].segs);
     }
-    if (final) {
-        /* the recording ended with the block open: what followed the last
-         * send may be anything up to the end (shutdown), so it is cut off */
-        b->nops = b->nops_at_send;
-        for (uint32_t i = b->ncalls_at_send; i < b->ncalls; i++) {
-            if (b->calls[i].end->call_block == b)
-                b->calls[i].end->call_block = NULL;
-            deps_end_unref(s, b->calls[i].end);
-            free(b->calls[i].segs);
-        }
-        b->ncalls = b->ncalls_at_send;
-        b->covered = b->covered_at_send;
-        if (b->th_events_at_send > b->th->win_end)
-            b->th->win_end = b->th_events_at_send;
-    } else {
-        /* the post-response tail (after the last send, until the connection
-         * serves its next request, ends, or the thread takes another
-         * request) stays: it is work of this request that keeps the worker
-         * busy (logging, a runtime's lock handoff before the next read)
-         * without delaying this response, and the replay keeps it so */
-        b->th->win_end = b->th->res_events;
-    }
+    b->ncalls = from;
+}
+
+/* CPU time of the block's ops from index `from` on. */
+static uint64_t deps_block_cpu_from(const struct deps_block *b, uint32_t from)
+{
+    uint64_t ns = 0;
+    for (uint32_t i = from; i < b->nops; i++)
+        if (b->ops[i].kind == PLAN_OP_CPU)
+            ns += b->ops[i].a.cpu_ns;
+    return ns;
+}
+
+/* Block b is over, its tail included: its calls resolve, and it is written
+ * or held. */
+static void deps_block_complete(struct deps_state *s, struct deps_block *b)
+{
     b->finished = 1;
     b->th->blocks++;
+    s->res->tail_events += b->covered - b->covered_at_send;
+    s->res->tail_cpu_ns += deps_block_cpu_from(b, b->nops_at_send);
     /* never give a call up here, even at the end: its callee may be one of
      * the blocks the final checkpoint finishes after this one; the
      * checkpoint's held-block pass decides what is still unresolved */
@@ -431,6 +429,97 @@ void deps_block_finish(struct deps_state *s, struct deps_end *e, int final)
     deps_block_held_add(s, b);
 }
 
+void deps_block_seal_tail(struct deps_state *s, struct deps_thread *t, int final)
+{
+    struct deps_block *b = t->tail;
+    if (!b)
+        return;
+    t->tail = NULL;
+    if (final) {
+        /* the recording ended before the thread took another request: what
+         * followed the finish may be shutdown work, so it is cut off */
+        s->res->outside.cpu_ns[ANALYZE_OUT_SHUTDOWN] += deps_block_cpu_from(b, b->nops_at_finish);
+        s->res->outside.events[ANALYZE_OUT_SHUTDOWN] += b->covered - b->covered_at_finish;
+        b->nops = b->nops_at_finish;
+        deps_block_cut_calls(s, b, b->ncalls_at_finish);
+        b->covered = b->covered_at_finish;
+        t->win_end = b->th_events_at_finish;
+    } else {
+        if (t->last_end_raw > b->finish_raw)
+            b->finish_raw = t->last_end_raw;
+        t->win_end = t->res_events;
+    }
+    b->tail_ns = b->finish_raw > b->last_send_end_raw ? b->finish_raw - b->last_send_end_raw : 0;
+    deps_block_complete(s, b);
+}
+
+void deps_block_seal_idle_tails(struct deps_state *s, uint64_t *horizon)
+{
+    for (uint32_t f = 0; f < s->in.nfiles && !s->failed; f++)
+        for (uint32_t i = 0; i < s->procs[f].nall; i++) {
+            struct deps_thread *t = s->procs[f].all[i];
+            if (!t->tail)
+                continue;
+            if (s->now_c > t->tail->finish_c + s->opt->grace_ns)
+                deps_block_seal_tail(s, t, 0); /* idle: its tail is over */
+            else if (t->tail->start_c < *horizon)
+                *horizon = t->tail->start_c;
+        }
+}
+
+void deps_block_finish(struct deps_state *s, struct deps_end *e, int final)
+{
+    struct deps_block *b = e->cur;
+    if (!b)
+        return;
+    e->cur = NULL;
+    if (!b->sends) { /* never answered: no block */
+        s->res->dropped_blocks++;
+        for (uint32_t i = 0; i < b->ncalls; i++)
+            if (b->calls[i].end->call_block == b)
+                b->calls[i].end->call_block = NULL;
+        deps_block_release(s, b);
+        return;
+    }
+    struct deps_thread *t = b->th;
+    s->finish_epoch++;
+    if (final) {
+        /* the recording ended with the block open: what followed the last
+         * send may be anything up to the end (shutdown), so it is cut off */
+        s->res->outside.cpu_ns[ANALYZE_OUT_SHUTDOWN] += deps_block_cpu_from(b, b->nops_at_send);
+        s->res->outside.events[ANALYZE_OUT_SHUTDOWN] += b->covered - b->covered_at_send;
+        b->nops = b->nops_at_send;
+        deps_block_cut_calls(s, b, b->ncalls_at_send);
+        b->covered = b->covered_at_send;
+        if (b->th_events_at_send > t->win_end)
+            t->win_end = b->th_events_at_send;
+        deps_block_complete(s, b);
+        return;
+    }
+    /* the post-response tail (after the last send, until the connection
+     * serves its next request, ends, or the thread takes another request)
+     * stays: it is work of this request that keeps the worker busy
+     * (logging, a runtime's lock handoff before the next read) without
+     * delaying this response, and the replay keeps it so */
+    t->win_end = t->res_events;
+    b->finish_raw = t->last_end_raw > b->last_send_end_raw ? t->last_end_raw : b->last_send_end_raw;
+    if (t->event_loop) { /* a loop's next events are other requests' */
+        b->tail_ns = b->finish_raw - b->last_send_end_raw;
+        deps_block_complete(s, b);
+        return;
+    }
+    /* a worker goes on with this request's tail until it takes the next
+     * (php-fpm logs to its stderr after closing the FastCGI connection and
+     * before accepting the next one): the block waits for it */
+    deps_block_seal_tail(s, t, 0);
+    b->nops_at_finish = b->nops;
+    b->ncalls_at_finish = b->ncalls;
+    b->covered_at_finish = b->covered;
+    b->th_events_at_finish = t->res_events;
+    b->finish_c = s->now_c;
+    t->tail = b;
+}
+
 struct deps_block *deps_block_start(struct deps_state *s, struct deps_thread *t, struct deps_end *e,
                                     const struct trace_event *ev, uint64_t common)
 {
@@ -439,6 +528,7 @@ struct deps_block *deps_block_start(struct deps_state *s, struct deps_thread *t,
         deps_state_fail(s, "out of memory");
         return NULL;
     }
+    deps_block_seal_tail(s, t, 0); /* the thread takes the next request */
     b->end = e;
     e->refs++;
     b->th = t;
@@ -468,6 +558,7 @@ struct deps_block *deps_block_start(struct deps_state *s, struct deps_thread *t,
         b->covered += e->opts_between_requests;
     e->opts_between_requests = 0;
     e->opts_thread = NULL;
+    deps_outside_block_start(s, t);
     if (!t->serving) {
         t->serving = 1;
         struct deps_proc *p = &s->procs[e->file];
@@ -491,12 +582,13 @@ struct deps_block *deps_block_of(struct deps_thread *t)
     struct deps_end *e = t->last_read;
     if (e && e->cur && e->cur->th == t)
         return e->cur;
-    return NULL;
+    return t->tail;
 }
 
 void deps_block_cover(struct deps_thread *t, struct deps_block *b)
 {
     b->covered++;
+    t->covers++;
     if (t->violating) {
         t->viol_events++;
         b->flags |= PLAN_BLOCK_VIOLATION;

@@ -15,10 +15,20 @@ struct deps_block *deps_block_start(struct deps_state *s, struct deps_thread *t,
  * recording ended with it open. A block never answered is dropped; one whose
  * calls are resolved is written, the others are held. */
 void deps_block_finish(struct deps_state *s, struct deps_end *e, int final);
+/* The post-response tail of thread t's finished block (t->tail) is over:
+ * the thread takes another request or accepts a connection (final: the
+ * recording ended, and what followed the finish is cut off as possible
+ * shutdown work). The block is written or held; nothing when t has none. */
+void deps_block_seal_tail(struct deps_state *s, struct deps_thread *t, int final);
+/* Checkpoint: tails whose thread has been idle a grace time since the
+ * finish are over; the others hold the schedule's horizon back to their
+ * start. */
+void deps_block_seal_idle_tails(struct deps_state *s, uint64_t *horizon);
 /* Writes finished block b (its calls resolved) to the plan and frees it;
  * its end decides whether it is a front-end request or a callee. */
 void deps_block_emit(struct deps_state *s, struct deps_block *b);
-/* The block events of thread t currently belong to, or NULL. */
+/* The block events of thread t currently belong to (its open block, else
+ * its block's post-response tail), or NULL. */
 struct deps_block *deps_block_of(struct deps_thread *t);
 /* One more of t's resource events is covered by b (flagged when t violates). */
 void deps_block_cover(struct deps_thread *t, struct deps_block *b);

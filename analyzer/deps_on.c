@@ -27,6 +27,7 @@
 #include "deps_block.h"
 #include "deps_end.h"
 #include "deps_on.h"
+#include "deps_outside.h"
 #include "label_rules.h"
 
 /* The plan's id of the string str (len bytes), 0 when the plan cannot take
@@ -156,6 +157,14 @@ static struct deps_thread *deps_on_thread(struct deps_state *s, uint32_t file, u
         goto oom;
     t->file = file;
     t->tid = tid;
+    /* a process started after the first request (a worker spawned under
+     * load), or a thread first seen then in an older process (a thread per
+     * connection): its work before its first request is spawning */
+    if (s->have_origin) {
+        const struct deps_input_file *in = &s->in.files[file];
+        int64_t anchor_c = (int64_t)in->hdr->mono_anchor_ns + s->in.hosts[in->host].offset_ns;
+        t->born_under_load = anchor_c > (int64_t)s->origin_c || tid != in->hdr->pid;
+    }
     if (p->nall == p->capall) {
         struct deps_thread **na = deps_state_grow(s, p->all, &p->capall, sizeof *na);
         if (!na) {
@@ -380,9 +389,11 @@ static void deps_on_client_net(struct deps_state *s, struct deps_thread *t, stru
     int64_t n = ev->u.net.result;
     int send = ev->op == TRACE_NET_SEND;
     if (n <= 0) {
-        /* a loop's read or write on its upstream that found nothing to do */
-        struct deps_block *cb = e->call_block;
-        if (t->event_loop && cb && cb->th == t && !cb->finished)
+        /* a loop's read or write on its upstream that found nothing to do;
+         * a worker's read of its upstream's end-of-file (nginx reading
+         * php-fpm's close after the FastCGI answer): the request's */
+        struct deps_block *cb = t->event_loop ? e->call_block : deps_block_of(t);
+        if (cb && cb->th == t && !cb->finished)
             deps_block_cover(t, cb);
         return;
     }
@@ -481,8 +492,16 @@ static void deps_on_conn(struct deps_state *s, uint32_t file, const struct trace
     case TRACE_CONN_ACCEPT:
     case TRACE_CONN_CONNECT:
     case TRACE_CONN_IDENT:
-        if (ev->op == TRACE_CONN_ACCEPT)
+        if (ev->op == TRACE_CONN_ACCEPT) {
             e->accepted = 1;
+            /* the accepting thread's post-response tail is over, and what
+             * it does until the request's first read is its accept path */
+            struct deps_thread *t = deps_map_get(&s->procs[file].threads, (uint64_t)ev->tid + 1);
+            if (t) {
+                deps_block_seal_tail(s, t, 0);
+                deps_outside_accept(t);
+            }
+        }
         if (ev->op == TRACE_CONN_CONNECT) {
             e->connected = 1;
             struct deps_thread *t = deps_map_get(&s->procs[file].threads, (uint64_t)ev->tid + 1);
@@ -576,6 +595,8 @@ static void deps_on_db(struct deps_state *s, uint32_t file, struct deps_thread *
     o->a.db.params = deps_on_string(s, file, d->params_id);
     o->a.db.rows = d->rows;
     o->a.db.error = d->error;
+    if (d->source == TRACE_DB_CAPI)
+        o->flags |= PLAN_DB_BLOCKING; /* its thread sat in the library call */
     if (ev->flags & TRACE_F_CUT) {
         o->flags |= PLAN_DB_CUT; /* replayed as a wait, never as broken SQL */
         s->res->db_cut++;
@@ -733,6 +754,7 @@ static void deps_on_loss(struct deps_state *s, uint32_t file, const struct trace
 static void deps_on_cpu(struct deps_state *s, struct deps_thread *t, const struct trace_event *ev)
 {
     struct deps_block *b = deps_block_of(t);
+    deps_outside_note(s, t, 0, ev->dur_ns, b != NULL, 0);
     if (!b)
         return;
     if (b->nops && b->ops[b->nops - 1].kind == PLAN_OP_CPU) {
@@ -816,6 +838,11 @@ static void deps_on_sockopt(struct deps_state *s, uint32_t file, struct deps_thr
                             const struct trace_event *ev)
 {
     deps_on_sockopt_state(s, file, ev);
+    if (t->tail && ev->u.sockopt.conn_id && ev->u.sockopt.conn_id != t->tail->end->conn_id) {
+        struct deps_end *o = deps_map_get(&s->procs[file].ends, ev->u.sockopt.conn_id);
+        if (o && o->accepted)
+            deps_block_seal_tail(s, t, 0); /* the next connection's options */
+    }
     struct deps_block *b = deps_block_of(t);
     if (!b) {
         /* an option set on a connection before its request (after
@@ -849,6 +876,15 @@ void deps_on_event(struct deps_state *s, uint32_t file, const struct deps_queued
     case TRACE_EV_LOSS:
         deps_on_loss(s, file, ev);
         return;
+    case TRACE_EV_THREAD_EXIT: {
+        /* a worker that ends (php-fpm's pm.max_requests, a prefork child
+         * recycled) after its last block: what it did since the finish
+         * may be its shutdown, cut like a tail at the end of the recording */
+        struct deps_thread *t = deps_map_get(&s->procs[file].threads, (uint64_t)ev->tid + 1);
+        if (t)
+            deps_block_seal_tail(s, t, 1);
+        return;
+    }
     case TRACE_EV_FILE:
     case TRACE_EV_NET:
     case TRACE_EV_LOCK:
@@ -867,29 +903,34 @@ void deps_on_event(struct deps_state *s, uint32_t file, const struct deps_queued
     if (!t)
         return;
     t->res_events += counted;
+    uint64_t covers = t->covers;
     switch (ev->type) {
     case TRACE_EV_CPU:
         deps_on_cpu(s, t, ev);
-        return;
+        break;
     case TRACE_EV_NET:
         deps_on_net(s, file, t, ev, q->key);
-        return;
+        break;
     case TRACE_EV_LABEL:
         deps_on_label(s, file, ev);
-        return;
+        break;
     case TRACE_EV_FILE:
         deps_on_file(s, file, t, ev);
-        return;
+        break;
     case TRACE_EV_DB:
         deps_on_db(s, file, t, ev);
-        return;
+        break;
     case TRACE_EV_LOCK:
         deps_on_lock(s, file, t, ev);
-        return;
+        break;
     case TRACE_EV_SOCKOPT:
         deps_on_sockopt(s, file, t, ev);
-        return;
+        break;
     default:
-        return;
+        break;
     }
+    if (counted)
+        deps_outside_note(s, t, 1, 0, t->covers != covers, deps_block_of(t) != NULL);
+    if (ev->ts_ns + ev->dur_ns > t->last_end_raw)
+        t->last_end_raw = ev->ts_ns + ev->dur_ns;
 }

@@ -89,8 +89,11 @@ static void deps_state_free_procs(struct deps_state *s)
     if (!s->procs)
         return;
     for (uint32_t f = 0; f < s->in.nfiles; f++) {
-        for (uint32_t i = 0; i < s->procs[f].nall; i++)
+        for (uint32_t i = 0; i < s->procs[f].nall; i++) {
+            if (s->procs[f].all[i]->tail) /* a failed run's: never written */
+                deps_block_free(s->procs[f].all[i]->tail);
             free(s->procs[f].all[i]);
+        }
         free(s->procs[f].all);
         deps_map_free(&s->procs[f].threads);
         deps_map_free(&s->procs[f].ends);

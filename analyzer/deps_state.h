@@ -133,6 +133,14 @@ struct deps_block {
     uint64_t covered, covered_at_send, bytes, bytes_at_send;
     uint32_t sends;
     uint64_t th_events_at_send; /* the thread's res_events at the last send */
+    /* the block finished (its connection closed, reached EOF or shut down)
+     * while its thread went on: the thread's events until its next request
+     * (accept, a receive on another connection) are its post-response
+     * tail, and the block waits as the thread's `tail` until then; what it
+     * held then, for a cut at the end of the recording */
+    uint32_t nops_at_finish, ncalls_at_finish;
+    uint64_t covered_at_finish, th_events_at_finish, finish_c, finish_raw;
+    uint64_t tail_ns; /* recorded time from the last send to the tail's end */
     int unresolved;
     int finished;
 };
@@ -153,6 +161,22 @@ struct deps_thread {
     int event_loop;
     uint64_t loop_switches, loop_unattributed;
     uint64_t blocks;
+    /* a finished block whose post-response tail this thread is still doing
+     * (deps_block_finish), NULL when none */
+    struct deps_block *tail;
+    uint64_t last_end_raw; /* end of the thread's last event (raw clock) */
+    /* work outside requests (deps_outside.c): events and CPU of this
+     * thread in no block since its last block (or, before it served, since
+     * the first request), kind decided when the thread serves next or at
+     * the end; born_under_load: first seen after the first request;
+     * accepting: it accepted a connection since its last block */
+    uint64_t out_events, out_cpu_ns;
+    /* of those, the ones since the latest block finished anywhere (epoch
+     * out_epoch): a thread that never serves did them after the last
+     * request if no block finishes after them (shutdown, not background) */
+    uint64_t out_recent_events, out_recent_cpu_ns, out_epoch;
+    uint64_t covers; /* events of this thread blocks took (deps_block_cover) */
+    uint8_t born_under_load, accepting;
     uint32_t worker; /* dense index among its component's serving threads */
     /* coverage window: resource events of this thread, counted; the window
      * runs from its first request's first receive to its last block's end */
@@ -255,6 +279,7 @@ struct deps_state {
     struct deps_map external_peers; /* address text hash -> struct deps_external_peer */
     /* LOSS events of the recording: how many events, in how many files, and
      * the file and reason of the largest */
+    uint64_t finish_epoch; /* blocks finished so far (deps_outside.c) */
     uint64_t lost, lost_worst;
     uint32_t lost_files, lost_worst_file, lost_worst_reason;
     char err[1024];

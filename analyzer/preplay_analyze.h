@@ -24,6 +24,26 @@ struct analyze_options {
     int drop_query;
 };
 
+/* Work of the traced threads that belongs to no request (docs/preplay-analyze.md,
+ * "Work outside requests"), by where the thread was when it did it. */
+enum analyze_outside_kind {
+    ANALYZE_OUT_POST = 0,   /* a serving thread after a block, before its next accept/request */
+    ANALYZE_OUT_ACCEPT,     /* a serving thread between its accept and the request's first read */
+    ANALYZE_OUT_IDLE,       /* a worker started before the first request, before its first */
+    ANALYZE_OUT_SPAWN,      /* a worker started under load (fork, exec), before its first */
+    ANALYZE_OUT_BACKGROUND, /* threads that never served, from the first request on */
+    ANALYZE_OUT_UNNAMED,    /* a thread in a request, an event no block took (a loop's
+                             * bytes on an upstream with no call open) */
+    ANALYZE_OUT_STARTUP,    /* anything before the first request (not counted as outside) */
+    ANALYZE_OUT_SHUTDOWN,   /* a serving thread after its last block (not counted either) */
+    ANALYZE_OUT_KINDS
+};
+
+struct analyze_outside {
+    uint64_t events[ANALYZE_OUT_KINDS]; /* resource events (as coverage counts them) */
+    uint64_t cpu_ns[ANALYZE_OUT_KINDS]; /* recorded CPU time */
+};
+
 struct analyze_result {
     uint64_t events;          /* events read (without strings/stacks) */
     uint64_t resource_events; /* FILE, NET, LOCK, DB, SOCKOPT events */
@@ -39,11 +59,20 @@ struct analyze_result {
     uint64_t late_events;    /* arrived after the reordering window */
     uint64_t dropped_blocks; /* requests without a response */
     uint64_t lost_events;    /* LOSS counts of the recording (docs/preplay-analyze.md) */
+    uint64_t in_cpu_ns;      /* recorded CPU time inside written blocks */
+    /* of the blocks' events and CPU, the post-response tails' (after the
+     * response's last send; replayed after the response) */
+    uint64_t tail_events, tail_cpu_ns;
+    struct analyze_outside outside;
 };
 
 /* Returns 0, or -1 with a one-line reason in err (the plan is not written). */
 int analyze_run(const char *const *inputs, int ninputs, const char *plan_path,
                 const struct analyze_options *opt, struct analyze_result *res, char *err,
                 size_t errlen);
+
+/* The work outside requests as one line ("outside requests: X ms CPU (Y%)
+ * in N events (Z%): post-response ..."), into buf (docs/preplay-analyze.md). */
+void analyze_outside_format(const struct analyze_result *r, char *buf, size_t cap);
 
 #endif

@@ -13,6 +13,21 @@
 
 #define RESULTS_ERR_LEN 512
 
+/* Limits (RESULTS.md "Limits"), in one place: the reader refuses a file
+ * with more labels, intervals, samples or resources than these, a count
+ * beyond RESULTS_MAX_COUNT, or a time outside [0, RESULTS_MAX_SECONDS],
+ * naming the key and the limit. */
+#define RESULTS_MAX_LABELS 65536u
+#define RESULTS_MAX_INTERVALS 65536u
+#define RESULTS_MAX_SAMPLES (1u << 26)
+#define RESULTS_MAX_RESOURCES 65536u
+#define RESULTS_MAX_DB_ERRORS 65536u
+#define RESULTS_MAX_COUNT (1ull << 40)       /* requests, failed, count, blocks */
+#define RESULTS_MAX_SECONDS (31.0 * 86400.0) /* any time: response, elapsed, interval */
+#define RESULTS_MAX_COUNTERS 4096u           /* "counters" names */
+#define RESULTS_MAX_COUNTER_NAME 512u        /* bytes of one counter name */
+#define RESULTS_MAX_COUNTER_WINDOWS 1000000u /* "counters" windows */
+
 enum results_metric { RESULTS_MEDIAN, RESULTS_P95, RESULTS_P99, RESULTS_NMETRICS };
 
 struct results_label {
@@ -92,10 +107,6 @@ struct results_counters_read {
     struct results_counter_window_read *windows;
     size_t nwindows;
 };
-/* What the reader accepts (a bigger file is refused, naming the limit). */
-#define RESULTS_MAX_COUNTERS 4096
-#define RESULTS_MAX_COUNTER_NAME 512
-#define RESULTS_MAX_COUNTER_WINDOWS 1000000
 
 struct results_file {
     int is_run;         /* "kind": "run" (has a stop rule) or "drive" */

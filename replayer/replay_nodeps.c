@@ -104,6 +104,14 @@ struct replay_nodeps *replay_nodeps_new(const struct plan *p, uint32_t component
                  component);
         goto fail;
     }
+    /* one thread per recorded worker: no more than a replayer may start */
+    if (n->nworkers > PLAN_MAX_WORKERS) {
+        snprintf(err, errlen,
+                 "--no-deps: component %u's blocks name %u recorded workers, more than the limit "
+                 "%u (one thread each)",
+                 component, n->nworkers, PLAN_MAX_WORKERS);
+        goto fail;
+    }
     n->workers = calloc(n->nworkers, sizeof *n->workers);
     n->owner = calloc(p->nblocks, sizeof *n->owner);
     n->head = calloc(p->nblocks, sizeof *n->head);

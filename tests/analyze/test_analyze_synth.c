@@ -2,13 +2,12 @@
  * recordings written with the trace writer (synth_trace.h), each checked
  * op by op in the plan: stream offsets (3 sends arriving as 2 receives),
  * AF_UNIX pairing by inode, keep-alive connections serving requests in
- * turn, nested calls and external calls, clock skew of +-3 s between hosts,
- * a recording whose clock went backwards (the warning),
- * an event loop interleaving three requests and an upstream call (each
- * request's events in its own block, nothing flagged), and the violation
- * report of a request two threads served. Timestamps are
- * chosen by hand so every expected number is known exactly; nothing here
- * depends on the machine's speed. */
+ * turn, a worker's post-response tail after closing a connection, nested calls and external calls,
+ * clock skew of +-3 s between hosts, a recording whose clock went backwards (the warning), an event
+ * loop interleaving three requests and an upstream call (each request's events in its own block,
+ * nothing flagged), and the violation report of a request two threads served. Timestamps are chosen
+ * by hand so every expected number is known exactly; nothing here depends on the machine's speed.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -357,6 +356,119 @@ static void test_keepalive(void **state)
     assert_int_not_equal(f->plan->requests[0].connection, 0);
 }
 
+/* ---- work a worker does after closing a connection and before accepting
+ * the next (php-fpm logs to its stderr there) is the post-response tail of
+ * the request it served: in its block, after the last SEND, not delaying
+ * the response; what a worker does between accept and the request's first
+ * read is its accept path; the last block's tail after its close is cut
+ * (shutdown) ---- */
+
+static void test_post_close_tail(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "fpm", "h1", "rec-fe", 100, 0);
+    uint32_t log = synth_string(&fe, "/var/log/fpm.log");
+    /* one worker (the process's only thread) accepts each connection itself */
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 100, T0);
+    uint64_t send_end[2], tail_end = 0;
+    for (int i = 0; i < 2; i++) {
+        struct synth_addr client = {{192, 168, 7, 7}, (uint16_t)(50100 + i)};
+        synth_conn_tcp(&w, TRACE_CONN_ACCEPT, 1 + (uint64_t)i, 9, &fe_addr, &client);
+        if (i == 1) { /* the accept path: a lock before the first read */
+            synth_lock(&w, TRACE_LOCK_ACQUIRE, 0x7400, 0, 1 * US);
+            synth_lock(&w, TRACE_LOCK_RELEASE, 0x7400, 0, 1 * US);
+        }
+        synth_net(&w, TRACE_NET_RECV, 1 + (uint64_t)i, 200, 1 * MS);
+        synth_cpu(&w, 30 * US);
+        synth_net(&w, TRACE_NET_SEND, 1 + (uint64_t)i, 900, 5 * US);
+        send_end[i] = w.now;
+        synth_net(&w, TRACE_NET_RECV, 1 + (uint64_t)i, 0, 100 * US); /* the client's EOF */
+        synth_conn_end(&w, TRACE_CONN_CLOSE, 1 + (uint64_t)i, 9);
+        synth_file(&w, TRACE_FILE_WRITE, log, 77, -1, 6, 0, 2 * US); /* the log line */
+        synth_cpu(&w, 20 * US);
+        if (i == 0)
+            tail_end = w.now;
+        synth_idle(&w, 5 * MS);
+    }
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.requests, 2);
+    assert_int_equal(f->r.blocks, 2);
+    const struct plan_block *b0 = &f->plan->blocks[f->plan->requests[0].block];
+    const struct plan_block *b1 = &f->plan->blocks[f->plan->requests[1].block];
+    /* the first request's log write and CPU after its close are its tail,
+     * after the SEND: the response's recorded time does not include them */
+    fx_expect_kinds(f, f->plan->requests[0].block, "RCSFC");
+    assert_true(f->plan->ops[b0->first_op + 4].a.cpu_ns == 20 * US);
+    assert_true(b0->tail_ns == tail_end - send_end[0]);
+    /* the last one's tail after its close may be shutdown work: cut */
+    fx_expect_kinds(f, f->plan->requests[1].block, "RCS");
+    assert_true(b1->tail_ns == 0); /* cut where the EOF read finished it */
+    /* covered: both requests' RECV, SEND, EOF read and the first's log
+     * write (7); in the window, the accept path's two lock events too */
+    assert_int_equal(f->r.covered_events, 7);
+    assert_int_equal(f->r.window_events, 9);
+    assert_int_equal(f->r.tail_events, 3);
+    assert_true(f->r.tail_cpu_ns == 20 * US);
+    assert_int_equal(f->r.outside.events[ANALYZE_OUT_ACCEPT], 2);
+    assert_int_equal(f->r.outside.events[ANALYZE_OUT_POST], 0);
+    assert_int_equal(f->r.outside.events[ANALYZE_OUT_SHUTDOWN], 1);
+    assert_true(f->r.outside.cpu_ns[ANALYZE_OUT_SHUTDOWN] == 20 * US);
+    assert_true(f->r.in_cpu_ns == 80 * US);
+    char line[1024];
+    analyze_outside_format(&f->r, line, sizeof line);
+    assert_non_null(strstr(line, "outside requests: 0.0 ms CPU (0.0%) in 2 events (22.2%): "
+                                 "post-response 0.0 ms/0, accept 0.0 ms/2,"));
+}
+
+/* ---- a worker that exits after its last request (php-fpm's
+ * pm.max_requests): what it did after that request's finish may be its
+ * shutdown, cut like a tail at the end of the recording, even when the
+ * recording goes on long enough (65536 events, 2 s) for the tail to be
+ * sealed as idle ---- */
+
+static void test_tail_thread_exit(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "fpm", "h1", "rec-fe", 100, 0);
+    uint32_t log = synth_string(&fe, "/var/log/fpm.log");
+    struct synth_thread a, b;
+    synth_thread_init(&a, &fe, 101, T0);
+    synth_thread_init(&b, &fe, 102, T0 + 5 * MS);
+    struct synth_addr c1 = {{192, 168, 7, 7}, 50201}, c2 = {{192, 168, 7, 7}, 50202};
+    synth_conn_tcp(&a, TRACE_CONN_ACCEPT, 1, 9, &fe_addr, &c1);
+    synth_net(&a, TRACE_NET_RECV, 1, 200, 1 * MS);
+    synth_cpu(&a, 30 * US);
+    synth_net(&a, TRACE_NET_SEND, 1, 900, 5 * US);
+    synth_net(&a, TRACE_NET_RECV, 1, 0, 10 * US);
+    synth_conn_end(&a, TRACE_CONN_CLOSE, 1, 9);
+    synth_file(&a, TRACE_FILE_WRITE, log, 77, -1, 6, 0, 2 * US);
+    synth_cpu(&a, 500 * US); /* module shutdown */
+    struct trace_event exit_ev = synth_event(&a, TRACE_EV_THREAD_EXIT, 0, 0);
+    synth_emit(&a, &exit_ev);
+    /* another worker serves one long request: 70000 CPU events over 3.5 s */
+    synth_conn_tcp(&b, TRACE_CONN_ACCEPT, 2, 10, &fe_addr, &c2);
+    synth_net(&b, TRACE_NET_RECV, 2, 200, 1 * MS);
+    for (int i = 0; i < 70000; i++) {
+        synth_cpu(&b, 40 * US);
+        synth_idle(&b, 10 * US);
+        if (i % 4096 == 0)
+            synth_flush(&fe, b.now);
+    }
+    synth_net(&b, TRACE_NET_SEND, 2, 900, 5 * US);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.requests, 2);
+    fx_expect_kinds(f, f->plan->requests[0].block, "RCS"); /* no log write, no shutdown CPU */
+    assert_int_equal(f->r.outside.events[ANALYZE_OUT_SHUTDOWN], 1);
+    assert_true(f->r.outside.cpu_ns[ANALYZE_OUT_SHUTDOWN] == 500 * US);
+}
+
 /* ---- events the recording lost (LOSS records) are counted and analyze
  * says where: the requests around them are incomplete ---- */
 
@@ -514,6 +626,41 @@ static void test_db_event_written_late(void **state)
     assert_true(!f->warnings || !strstr(f->warnings, "before an earlier event"));
     fx_expect_kinds(f, f->plan->requests[0].block, "RCDLLCS");
     assert_int_equal(fx_ops(f, f->plan->requests[0].block)[2].recorded_ns, 2 * MS);
+    /* parsed from the wire: its thread may have gone on, not a blocking call */
+    assert_int_equal(fx_ops(f, f->plan->requests[0].block)[2].flags & PLAN_DB_BLOCKING, 0);
+}
+
+/* ---- a DB event from the client library (source CAPI) was a call its
+ * thread sat in: the plan's op says so (PLAN_DB_BLOCKING), so an event
+ * loop making it is replayed held through it ---- */
+static void test_db_capi_blocking(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50003, T0);
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 101, T0 + 100 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 120, T0 + 5 * MS - w.now);
+    synth_cpu(&w, 15 * US);
+    struct trace_event query = synth_event(&w, TRACE_EV_DB, TRACE_DB_QUERY, 2 * MS);
+    query.u.db.source = TRACE_DB_CAPI;
+    query.u.db.db_conn_id = 5;
+    query.u.db.query_id = synth_string(&fe, "SELECT 1");
+    synth_emit(&w, &query);
+    synth_cpu(&w, 10 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 1000, 6 * US);
+    w.now = T0 + 30 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 0, 1 * US); /* the client closes */
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.requests, 1);
+    fx_expect_kinds(f, f->plan->requests[0].block, "RCDCS");
+    const struct plan_op *db = &fx_ops(f, f->plan->requests[0].block)[2];
+    assert_int_equal(db->flags & PLAN_DB_BLOCKING, PLAN_DB_BLOCKING);
+    assert_int_equal(db->flags & PLAN_DB_CUT, 0);
 }
 
 /* ---- events a file holds back beyond the merge window are analysed out
@@ -630,6 +777,7 @@ static void test_nested_and_external(void **state)
     synth_file(&a, TRACE_FILE_WRITE, 0, 4343, 0, 256, 0, 0);
     synth_net(&a, TRACE_NET_SEND, 1, 700, 4 * US);
     synth_net(&w, TRACE_NET_RECV, 2, 700, a.now + 5 * US - w.now);
+    synth_net(&w, TRACE_NET_RECV, 2, 0, 2 * US); /* the api closed: EOF, the request's */
     /* the cache: 40 bytes out, 300 back in two receives, 250 us in all */
     uint64_t ext_t0 = w.now;
     synth_net(&w, TRACE_NET_SEND, 3, 40, 3 * US);
@@ -645,6 +793,8 @@ static void test_nested_and_external(void **state)
     assert_int_equal(f->r.calls, 1);
     assert_int_equal(f->r.externals, 1);
     assert_int_equal(f->r.unmatched_bytes, 0);
+    /* every event of both serving threads is in a block, the EOF included */
+    assert_int_equal(f->r.covered_events, f->r.window_events);
     uint32_t b = f->plan->requests[0].block;
     fx_expect_kinds(f, b, "RLLKXS");
     const struct plan_op *op = fx_ops(f, b);
@@ -914,8 +1064,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unix_pairing_connect_without_peer, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_post_close_tail, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_tail_thread_exit, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_backwards, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_db_event_written_late, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_db_capi_blocking, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_late_events, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_idle_file_read_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_request_in_two_receives, fx_setup, fx_teardown),

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
          .a.db = {0, sql, 0, 1, 0}},
         {.kind = PLAN_OP_SEND, .recorded_ns = 500, .a.net.bytes = 80},
     };
-    struct plan_block blk0 = {0, 0, 0, 5, 0, 6000000, 0, 0};
+    struct plan_block blk0 = {0, 0, 0, 5, 0, 6000000, 0, 0, 0};
     plan_writer_block(w, &blk0, b0, NULL, 0);
 
     /* block 1 (frontend, GET /cart): own cpu 1 ms, file 0.4 ms, lock 50 us,
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
         {.kind = PLAN_OP_CALL, .recorded_ns = 7000000, .a.call = {0, 0, 2}},
         {.kind = PLAN_OP_SEND, .recorded_ns = 20000, .a.net.bytes = 2000},
     };
-    struct plan_block blk1 = {1, get, 0, 6, 0, 9000000, 0, 1000};
+    struct plan_block blk1 = {1, get, 0, 6, 0, 9000000, 0, 1000, 0};
     plan_writer_block(w, &blk1, b1, segs, 2);
 
     /* block 2 (frontend, POST /buy, flagged): own cpu 5 ms, external 2.5 ms,
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
          .recorded_ns = 1000000,
          .a.file = {0, 4096, 100}},
     };
-    struct plan_block blk2 = {1, post, 0, 4, PLAN_BLOCK_VIOLATION, 14000000, 1, 2000};
+    struct plan_block blk2 = {1, post, 0, 4, PLAN_BLOCK_VIOLATION, 14000000, 1, 2000, 0};
     plan_writer_block(w, &blk2, b2, NULL, 0);
 
     for (uint32_t i = 0; i < 5; i++) {

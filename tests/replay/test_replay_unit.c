@@ -538,6 +538,54 @@ static void test_server_and_driver(void **state)
     fixture_plan_free(p);
 }
 
+/* A block's post-response tail (its ops after the last SEND: php-fpm's log
+ * line after closing the connection) runs after the answer, so it does not
+ * delay that response, but it keeps the worker: with one worker the next
+ * request waits for it, as on the recorded server. */
+static void test_post_response_tail(void **state)
+{
+    (void)state;
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 1, 1);
+    uint32_t b = fixture_block(p, c, "GET /t");
+    fixture_op(p, fixture_net(0, 100, 0));
+    fixture_op(p, fixture_net(1, 200, 0));
+    fixture_op(p, fixture_external(100000000)); /* a 100 ms tail */
+    p->blocks[b].tail_ns = 100000000;
+    fixture_request(p, b, 0, 0, 0);
+    fixture_request(p, b, 10000000, 0, 0); /* 10 ms later, on another connection */
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .token = 7, .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    assert_non_null(e);
+    int l = replay_listen("127.0.0.1:0", err, sizeof err);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(l, (struct sockaddr *)&ss, &sl);
+    char addr[64];
+    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
+    struct replay_server *s = replay_server_start(e, l, 1, stderr, err, sizeof err);
+    assert_non_null(s);
+    struct replay_drive_options o = {
+        .plan = p, .target = addr, .token = 7, .mode = REPLAY_DRIVE_INDEPENDENT, .speed = 1};
+    struct replay_drive_result r;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.nsamples, 2);
+    assert_int_equal(r.failed, 0);
+    double first = r.samples[0].response_s, second = r.samples[1].response_s;
+    if (first > second) { /* samples in completion order or not: the earlier arrival is faster */
+        double x = first;
+        first = second;
+        second = x;
+    }
+    assert_true(first < 0.1);     /* answered before its tail ran */
+    assert_true(second >= 0.089); /* waited for the first one's tail (ends at 100 ms) */
+    replay_drive_result_free(&r);
+    replay_server_stop(s);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+}
+
 static void test_session_mode(void **state)
 {
     (void)state;
@@ -664,16 +712,16 @@ static void *loop_thread(void *arg)
     return (void *)(intptr_t)rc;
 }
 
-/* 4 blocks of CPU 5 ms, external 60 ms, CPU 5 ms on 4 threads: wall time
+/* 4 blocks of CPU 5 ms, WAIT (60 ms), CPU 5 ms on 4 threads: wall time
  * and the most CPU ops running at once */
-static double loop_run(uint32_t event_loops, int *most)
+static double loop_run(uint32_t event_loops, struct plan_op wait, int *most)
 {
     struct plan *p = fixture_plan_new();
     uint32_t c = fixture_component(p, "front", 1, 1);
     p->components[c].event_loop = event_loops > 0;
     uint32_t b = fixture_block(p, c, "GET /a");
     fixture_op(p, fixture_cpu(5000000));
-    fixture_op(p, fixture_external(60000000));
+    fixture_op(p, wait);
     fixture_op(p, fixture_cpu(5000000));
     char err[256];
     struct replay_config cfg = {
@@ -701,17 +749,36 @@ static double loop_run(uint32_t event_loops, int *most)
     return wall;
 }
 
+/* a DB op of 60 ms replayed as a wait (PLAN_DB_CUT: no database needed) */
+static struct plan_op loop_db(uint16_t flags)
+{
+    struct plan_op o = {.kind = PLAN_OP_DB,
+                        .op = PLAN_DB_QUERY,
+                        .flags = PLAN_DB_CUT | flags,
+                        .recorded_ns = 60000000};
+    return o;
+}
+
 static void test_event_loop(void **state)
 {
     (void)state;
     int most;
-    double wall = loop_run(1, &most);
+    double wall = loop_run(1, fixture_external(60000000), &most);
     assert_int_equal(most, 1); /* one loop: one request's work at a time */
     /* the waits overlap: at least one block's 70 ms, far less than 4 x 70
      * ms in a row */
     assert_true(wall >= 0.068 && wall < 0.250);
-    loop_run(0, &most);
+    loop_run(0, fixture_external(60000000), &most);
     assert_true(most > 1); /* a worker pool: CPU ops of several requests at once */
+    /* a wire-parsed DB op (no PLAN_DB_BLOCKING) is a wait like the external */
+    wall = loop_run(1, loop_db(0), &most);
+    assert_int_equal(most, 1);
+    assert_true(wall >= 0.068 && wall < 0.250);
+    /* a client-library DB op held the recorded loop (thin running Rails):
+     * the four blocks run one after another, 4 x 70 ms */
+    wall = loop_run(1, loop_db(PLAN_DB_BLOCKING), &most);
+    assert_int_equal(most, 1);
+    assert_true(wall >= 0.278);
 }
 
 int main(void)
@@ -725,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_file_offsets),
         cmocka_unit_test(test_db_render),
         cmocka_unit_test(test_server_and_driver),
+        cmocka_unit_test(test_post_response_tail),
         cmocka_unit_test(test_session_mode),
         cmocka_unit_test(test_event_loop),
         cmocka_unit_test(test_late_send_counts),

@@ -14,6 +14,8 @@
 # equal-width, bagging and stacking equal-width, --alpha 1) and the
 # default (stacking 3-level, --alpha 0.001). Usage: run.sh [BUILD_DIR]
 # (default build/release); about 3 minutes. Prints the load average.
+# --min-windows 5: in the starved type the sampler (inside it too) closes
+# fewer, longer windows.
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 build=${1:-$src/build/release}
@@ -67,7 +69,8 @@ for s in "${scenarios[@]}"; do
   for m in "${methods[@]}"; do
     read -r meth disc alpha <<<"$m"
     "$preplay" regress "$work/base1.json" "$work/base2.json" -- "$work/$s.json" \
-      -o "$work/$s.$meth.$disc.$alpha.r.json" --method "$meth" --discretize "$disc" --alpha "$alpha" --quiet
+      -o "$work/$s.$meth.$disc.$alpha.r.json" --method "$meth" --discretize "$disc" --alpha "$alpha" \
+      --min-windows 5 --quiet
   done
   printf '%s\t%s\n' "$s" "${expected[$s]}" >>"$work/expected.tsv"
 done
