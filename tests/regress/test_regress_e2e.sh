@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_regress_e2e.sh - `preplay run` counters and `preplay regress` end to
 # end on the hand-built two-tier plan: two normal runs are the baselines;
-# the target runs beside a CPU hog this test starts (one busy process per
-# CPU, the thesis's injected CPU-heavy fault). The counters the fault
+# the target runs beside a CPU hog this test starts (four busy processes
+# per CPU, so that it shows above the other jobs of a shared machine: the
+# thesis's injected CPU-heavy fault). The counters the fault
 # should move are written below before any run: the response times of
 # both labels (median and p95) and the run queue, all up. Checks that the
 # run wrote counters per 1 s window, that regress flags at least 3 of the
@@ -26,7 +27,7 @@ run() { # name
 }
 run base1
 run base2
-for _ in $(seq "$(nproc)"); do
+for _ in $(seq $((4 * $(nproc)))); do
   sha256sum /dev/zero &
   hogs+=($!)
 done

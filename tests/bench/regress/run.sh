@@ -5,7 +5,7 @@
 # problematic counters written below before any run, and precision,
 # recall and F (Eq. 6-4, 6-5) per scenario and method, printed as a table.
 #   normal     another normal run                     expected: nothing
-#   cpu_hog    a busy process per CPU beside the run  expected: response times, run queue up
+#   cpu_hog    4 busy processes per CPU beside the run expected: response times, run queue up
 #   busy_loop  every block's CPU x3 (--cpu-ratio 3:   expected: response times, run's CPU up
 #              a busy loop in every request)
 #   cpu_quota  inside tools/emulate, 1 CPU at a 5%    expected: response times up
@@ -46,7 +46,7 @@ run() { # name [extra args]
 run base1
 run base2
 run normal
-for _ in $(seq "$(nproc)"); do
+for _ in $(seq $((4 * $(nproc)))); do
   sha256sum /dev/zero &
   hogs+=($!)
 done
