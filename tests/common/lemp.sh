@@ -25,6 +25,9 @@
 #                                      body INSERTed, then a COUNT), static.bin
 #                                      (30 KB); every answer has Content-Length
 # LEMP_ACCESS_LOG: nginx's access_log (default off; a path logs there).
+# LEMP_WAIT_S: how long lemp_wait waits for each (default 30 s; `preplay
+# record` scores the CPU before it starts the server: seconds, more on a
+# busy machine).
 # Callers define fail() (one line, exit 1).
 
 lemp_common=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -124,9 +127,9 @@ lemp_start_nginx() { # dir [prefix...]
 
 lemp_wait() { # dir port
     local i
-    for ((i = 0; i < 100; i++)); do [ -S "$1/fpm.sock" ] && break; sleep 0.1; done
+    for ((i = 0; i < ${LEMP_WAIT_S:-30} * 10; i++)); do [ -S "$1/fpm.sock" ] && break; sleep 0.1; done
     [ -S "$1/fpm.sock" ] || fail "php-fpm not listening: $(cat "$1/fpm.out" "$1/fpm.err" 2>/dev/null)"
-    lemp_wait_port "$2" 30 || fail "nginx not listening: $(cat "$1/nginx.out" "$1/nginx.err" 2>/dev/null)"
+    lemp_wait_port "$2" "${LEMP_WAIT_S:-30}" || fail "nginx not listening: $(cat "$1/nginx.out" "$1/nginx.err" 2>/dev/null)"
 }
 
 lemp_orders_app() { # dir dbport
