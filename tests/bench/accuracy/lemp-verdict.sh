@@ -13,7 +13,13 @@
 #        clients and rounds, warmed up by one round first;
 #      - prediction: inside the type a fresh MariaDB with the app's schema,
 #        then `preplay run PLAN --instance TYPE --mode session` (the
-#        clients were closed loop on kept-alive connections);
+#        clients were closed loop on kept-alive connections), each interval
+#        one pass of the recording (run's default): the 4 sessions once, as
+#        a real run has them (a longer --interval repeats the schedule at
+#        the recorded pace, so on a type slower than the recording host the
+#        next pass's sessions start before the last ones end: more clients
+#        than the real runs have, and response times that grew through
+#        each 10 s interval from 3 to 42 ms in one trial);
 #      placement, the same in both: the database and the servers (or
 #      replayers) inside the type; the client (keepalive_load.py, or `run`'s
 #      controller and driver once its replayers listen) moved out of the
@@ -33,6 +39,7 @@
 #
 # usage: lemp-verdict.sh [--out DIR] [--types "small medium"] [--rounds N]
 #                        [--real-runs N] [--slo SLO] [--interval T] [--max-intervals N]
+#   --interval, --max-intervals  for preplay run (default: one pass each, 6)
 #   --slo  METRIC<LIMIT, or auto (default): a p95 limit in the gap between
 #          the types' real runs (docs/accuracy.md, "nginx + php-fpm: does
 #          the verdict agree?")
@@ -91,7 +98,7 @@ if [ "${1:-}" = --inside ]; then
         ) || fail "real run inside $type: the load client failed"
         exit 0
     fi
-    "$bin" run "$plan" --instance "$type" --mode session --interval "$interval" \
+    "$bin" run "$plan" --instance "$type" --mode session ${interval:+--interval "$interval"} \
         --max-intervals "$maxint" --dir "$d/files" \
         --db "mysql://root@localhost/app?socket=$d/db/mariadb.sock" -o "$out" >"$d/run.out" 2>"$d/run.err" &
     run=$!
@@ -109,7 +116,7 @@ if [ "${1:-}" = --inside ]; then
     exit 0
 fi
 
-out="" types="small medium" rounds=40 runs=3 slo=auto interval=10s maxint=3
+out="" types="small medium" rounds=40 runs=3 slo=auto interval="" maxint=6
 while [ $# -gt 0 ]; do
     case $1 in
     --out) out=$2; shift 2 ;;
