@@ -126,7 +126,7 @@ while [ $# -gt 0 ]; do
     --slo) slo=$2; shift 2 ;;
     --interval) interval=$2; shift 2 ;;
     --max-intervals) maxint=$2; shift 2 ;;
-    -h | --help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "lemp-verdict: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
