@@ -47,7 +47,7 @@ static int deps_input_add_file(struct deps_input *in, const char *path, int salv
     struct trace_reader *r = trace_reader_open(path, &o, rerr, sizeof rerr);
     if (!r) {
         snprintf(in->err, sizeof in->err, "%s", rerr);
-        return -1;
+        return -2; /* the file alone is unreadable */
     }
     const struct trace_header *h = trace_reader_header(r);
     if (*first_in_dir) {
@@ -85,6 +85,22 @@ static int deps_input_add_file(struct deps_input *in, const char *path, int salv
     }
     if (!*first_in_dir)
         *first_in_dir = f->path;
+    return 0;
+}
+
+/* Moves the reason in in->err to in->skipped. 0, or -1 out of memory. */
+static int deps_input_skip(struct deps_input *in)
+{
+    char **v = realloc(in->skipped, (in->nskipped + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    in->skipped = v;
+    if (!(v[in->nskipped] = strdup(in->err))) {
+        snprintf(in->err, sizeof in->err, "out of memory");
+        return -1;
+    }
+    in->nskipped++;
+    in->err[0] = '\0';
     return 0;
 }
 
@@ -131,8 +147,20 @@ static int deps_input_add_dir(struct deps_input *in, const char *dir, int salvag
     if (rc == 0) {
         qsort(names, n, sizeof *names, deps_input_cmpstr);
         const char *first = NULL;
-        for (size_t i = 0; i < n && rc == 0; i++)
+        uint32_t before = in->nfiles, skipped = 0;
+        for (size_t i = 0; i < n && rc == 0; i++) {
             rc = deps_input_add_file(in, names[i], salvage, &first);
+            if (rc == -2 && salvage) { /* keep the valid ones */
+                rc = deps_input_skip(in);
+                skipped++;
+            }
+        }
+        if (rc == 0 && in->nfiles == before) {
+            snprintf(in->err, sizeof in->err,
+                     "%s: none of its %u trace files could be read (the first: %s)", dir, skipped,
+                     in->skipped[in->nskipped - skipped]);
+            rc = -1;
+        }
     }
     for (size_t i = 0; i < n; i++)
         free(names[i]);
@@ -317,7 +345,7 @@ int deps_input_open(struct deps_input *in, const char *const *inputs, int ninput
         const char *first = NULL;
         int rc = S_ISDIR(st.st_mode) ? deps_input_add_dir(in, inputs[i], salvage)
                                      : deps_input_add_file(in, inputs[i], salvage, &first);
-        if (rc != 0)
+        if (rc != 0) /* a file named on its own is never skipped */
             return -1;
     }
     if (!in->nfiles) {
@@ -709,6 +737,9 @@ void deps_input_close(struct deps_input *in)
     }
     for (uint32_t i = 0; i < in->nhosts; i++)
         free(in->hosts[i].name);
+    for (uint32_t i = 0; i < in->nskipped; i++)
+        free(in->skipped[i]);
+    free(in->skipped);
     free(in->files);
     free(in->hosts);
     free(in->heap);

@@ -89,6 +89,11 @@ struct deps_input {
     /* every file not at its end was read at least its window past this key
      * (deps_input_fill_others) */
     uint64_t all_read_until;
+    /* --salvage: trace files of a directory that could not be opened
+     * (unreadable header: empty, not a trace, unknown major version), each
+     * "FILE: why", skipped so the valid ones are analyzed */
+    char **skipped;
+    uint32_t nskipped;
     char err[1024];
 };
 
@@ -99,7 +104,9 @@ struct deps_input {
 
 /* Opens every *.trace file in each input (a directory, or a trace file)
  * and checks that files of one directory share a recording id. 0 or -1
- * with a one-line reason in in->err (also for an input without traces). */
+ * with a one-line reason in in->err (also for an input without traces).
+ * With salvage, a directory's file that cannot be opened is skipped and
+ * listed in in->skipped (a directory with none left is an error). */
 int deps_input_open(struct deps_input *in, const char *const *inputs, int ninputs, int salvage,
                     uint64_t window_ns);
 /* Next event in merge order: 1 (*file, *ev set; valid until the next call),

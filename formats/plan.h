@@ -22,8 +22,34 @@
 
 #define PLAN_FORMAT_MAJOR 1
 /* 1.1: blocks carry worker and start_ns; 1.2: event loops; 1.3: DB ops may
- * carry PLAN_DB_CUT */
-#define PLAN_FORMAT_MINOR 5
+ * carry PLAN_DB_CUT; 1.4: RECV ops may carry PLAN_RECV_FULL; 1.5: blocks
+ * carry tail_ns; 1.6: DB ops may carry PLAN_DB_BLOCKING */
+#define PLAN_FORMAT_MINOR 6
+
+/* Limits (PLAN.md §6.1), in one place: the writer refuses and the reader
+ * calls damage any count, size, index or time beyond them, naming the
+ * field and its limit ("workers 1000000 exceeds the limit 4096"), so a
+ * replayer may size threads, buffers and memory by a plan it read.
+ * Counts are of the whole plan; per-block counts are of one block. */
+#define PLAN_MAX_WORKERS 4096u                 /* component.workers (as replay --workers) */
+#define PLAN_MAX_WORKER_INDEX ((1u << 20) - 1) /* block.worker */
+#define PLAN_MAX_DB_CONNS (1u << 24)           /* component.db_conns */
+#define PLAN_MAX_COMPONENTS 4096u
+#define PLAN_MAX_STRINGS (1u << 24) /* including string 0 */
+#define PLAN_MAX_STRING_BYTES (16u << 20)
+#define PLAN_MAX_FILES (1u << 20)
+#define PLAN_MAX_LOCKS (1u << 20)
+#define PLAN_MAX_DB_ENDPOINTS 4096u
+#define PLAN_MAX_BLOCKS (1u << 26)
+#define PLAN_MAX_BLOCK_OPS (1u << 20)
+#define PLAN_MAX_BLOCK_SEGMENTS (1u << 20)
+#define PLAN_MAX_OPS (1u << 28)
+#define PLAN_MAX_SEGMENTS (1u << 28)
+#define PLAN_MAX_REQUESTS (1u << 26)
+#define PLAN_MAX_FILE_BYTES (1ull << 40)        /* file initial_size; FILE op offset and end */
+#define PLAN_MAX_IO_BYTES (1ull << 31)          /* one FILE read/write (the replayer's buffer) */
+#define PLAN_MAX_NET_BYTES (1ull << 40)         /* RECV/SEND bytes, EXTERNAL sent/received */
+#define PLAN_MAX_NS (7ull * 86400 * 1000000000) /* every duration and time offset: 7 days */
 
 enum plan_op_kind {
     PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
@@ -77,6 +103,13 @@ struct plan_segment {
  * write (split, its second half would wait out Nagle and the replayer's
  * delayed ACK: 40 ms the recording did not have). */
 #define PLAN_RECV_FULL 0x0001
+/* DB ops (1.6): the statement was a call into the client library (trace
+ * source CAPI): its thread sat in it until the answer, so an event loop
+ * making it served nobody else meanwhile (thin running Rails, whose mysql2
+ * queries block the reactor); the replayer keeps such a loop held through
+ * it. Without it (a wire-parsed statement: the thread may have gone on, as
+ * node's mysqljs does) a loop is released while the statement waits. */
+#define PLAN_DB_BLOCKING 0x0002
 
 struct plan_op {
     uint8_t kind;         /* enum plan_op_kind */

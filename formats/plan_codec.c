@@ -46,6 +46,47 @@ int plan_chunk_header_unpack(const uint8_t in[PLAN_CHUNK_PAYLOAD], struct plan_c
 
 /* ---- checks ---------------------------------------------------------------- */
 
+int plan_check_limit(const char *field, uint64_t value, uint64_t limit, char *why, size_t len)
+{
+    if (value <= limit)
+        return 0;
+    snprintf(why, len, "%s %llu exceeds the limit %llu", field, (unsigned long long)value,
+             (unsigned long long)limit);
+    return -1;
+}
+
+int plan_check_room(const struct plan_defined *d, unsigned type, uint64_t nrequests, char *why,
+                    size_t len)
+{
+    switch (type) {
+    case PLAN_REC_STRING:
+        return plan_check_limit("strings", (uint64_t)d->strings + 1, PLAN_MAX_STRINGS, why, len);
+    case PLAN_REC_COMPONENT:
+        return plan_check_limit("components", (uint64_t)d->components + 1, PLAN_MAX_COMPONENTS, why,
+                                len);
+    case PLAN_REC_FILE:
+        return plan_check_limit("files", (uint64_t)d->files + 1, PLAN_MAX_FILES, why, len);
+    case PLAN_REC_LOCK:
+        return plan_check_limit("locks", (uint64_t)d->locks + 1, PLAN_MAX_LOCKS, why, len);
+    case PLAN_REC_DB_ENDPOINT:
+        return plan_check_limit("DB endpoints", (uint64_t)d->db_endpoints + 1,
+                                PLAN_MAX_DB_ENDPOINTS, why, len);
+    case PLAN_REC_BLOCK:
+        return plan_check_limit("blocks", (uint64_t)d->blocks + 1, PLAN_MAX_BLOCKS, why, len);
+    case PLAN_REC_REQUEST:
+        return plan_check_limit("requests", nrequests + 1, PLAN_MAX_REQUESTS, why, len);
+    default:
+        return 0;
+    }
+}
+
+int plan_check_file(const struct plan_file *f, const struct plan_defined *d, char *why, size_t len)
+{
+    if (plan_check_string(d, "path", f->path, why, len) != 0)
+        return -1;
+    return plan_check_limit("initial_size", f->initial_size, PLAN_MAX_FILE_BYTES, why, len);
+}
+
 int plan_check_string(const struct plan_defined *d, const char *field, uint32_t id, char *why,
                       size_t len)
 {
@@ -62,6 +103,9 @@ int plan_check_component(const struct plan_defined *d, const struct plan_compone
     if (plan_check_string(d, "name", c->name, why, len) != 0 ||
         plan_check_string(d, "host", c->host, why, len) != 0)
         return -1;
+    if (plan_check_limit("workers", c->workers, PLAN_MAX_WORKERS, why, len) != 0 ||
+        plan_check_limit("db_conns", c->db_conns, PLAN_MAX_DB_CONNS, why, len) != 0)
+        return -1;
     if (c->prefork > 1 || c->is_frontend > 1 || c->event_loop > 1) {
         snprintf(why, len, "prefork/is_frontend/event_loop must be 0 or 1 (%u, %u, %u)", c->prefork,
                  c->is_frontend, c->event_loop);
@@ -70,10 +114,55 @@ int plan_check_component(const struct plan_defined *d, const struct plan_compone
     return 0;
 }
 
+/* The sizes and times an op carries, against the limits of plan.h. */
+static int plan_op_limit_fail(uint32_t i, const struct plan_op *op, const char *name,
+                              uint64_t value, uint64_t limit, char *why, size_t len)
+{
+    char field[64];
+    snprintf(field, sizeof field, "op %u (%s) %s", i, plan_op_kind_name(op->kind), name);
+    return plan_check_limit(field, value, limit, why, len);
+}
+
+static int plan_check_op_sizes(uint32_t i, const struct plan_op *op, char *why, size_t len)
+{
+    /* the op's name is formatted only for a refusal: this runs per op */
+#define PLAN_OP_LIMIT(name, value, limit)                                                          \
+    ((value) <= (limit) ? 0 : plan_op_limit_fail(i, op, name, (value), (limit), why, len))
+    if (PLAN_OP_LIMIT("recorded_ns", op->recorded_ns, PLAN_MAX_NS) != 0)
+        return -1;
+    switch (op->kind) {
+    case PLAN_OP_CPU:
+        return PLAN_OP_LIMIT("cpu_ns", op->a.cpu_ns, PLAN_MAX_NS);
+    case PLAN_OP_FILE: {
+        /* a negative offset means "at the current position" */
+        uint64_t off = op->a.file.offset > 0 ? (uint64_t)op->a.file.offset : 0;
+        int io = op->op == PLAN_FILE_READ || op->op == PLAN_FILE_WRITE;
+        if (PLAN_OP_LIMIT("size", op->a.file.size, io ? PLAN_MAX_IO_BYTES : PLAN_MAX_FILE_BYTES) ||
+            PLAN_OP_LIMIT("offset", off, PLAN_MAX_FILE_BYTES) ||
+            PLAN_OP_LIMIT("offset + size", off + op->a.file.size, PLAN_MAX_FILE_BYTES))
+            return -1;
+        return 0;
+    }
+    case PLAN_OP_EXTERNAL:
+        return PLAN_OP_LIMIT("sent", op->a.external.sent, PLAN_MAX_NET_BYTES) ||
+                       PLAN_OP_LIMIT("received", op->a.external.received, PLAN_MAX_NET_BYTES)
+                   ? -1
+                   : 0;
+    case PLAN_OP_RECV:
+    case PLAN_OP_SEND:
+        return PLAN_OP_LIMIT("bytes", op->a.net.bytes, PLAN_MAX_NET_BYTES);
+    default:
+        return 0;
+    }
+#undef PLAN_OP_LIMIT
+}
+
 static int plan_check_op(const struct plan_defined *d, uint32_t block_id, uint32_t i,
                          const struct plan_op *op, uint32_t nsegs, char *why, size_t len)
 {
     char field[64];
+    if (plan_check_op_sizes(i, op, why, len) != 0)
+        return -1;
     switch (op->kind) {
     case PLAN_OP_CPU:
     case PLAN_OP_RECV:
@@ -134,6 +223,18 @@ static int plan_check_op(const struct plan_defined *d, uint32_t block_id, uint32
     }
 }
 
+int plan_check_block_counts(const struct plan_defined *d, uint32_t nops, uint32_t nsegs, char *why,
+                            size_t len)
+{
+    return plan_check_limit("nops", nops, PLAN_MAX_BLOCK_OPS, why, len) != 0 ||
+                   plan_check_limit("nsegs", nsegs, PLAN_MAX_BLOCK_SEGMENTS, why, len) != 0 ||
+                   plan_check_limit("ops", d->ops + nops, PLAN_MAX_OPS, why, len) != 0 ||
+                   plan_check_limit("segments", d->segments + nsegs, PLAN_MAX_SEGMENTS, why, len) !=
+                       0
+               ? -1
+               : 0;
+}
+
 int plan_check_block(const struct plan_defined *d, const struct plan_block *b,
                      const struct plan_op *ops, const struct plan_segment *segs, uint32_t nsegs,
                      char *why, size_t len)
@@ -145,10 +246,12 @@ int plan_check_block(const struct plan_defined *d, const struct plan_block *b,
     }
     if (plan_check_string(d, "label", b->label, why, len) != 0)
         return -1;
-    if (d->ops + b->nops > UINT32_MAX || d->segments + nsegs > UINT32_MAX) {
-        snprintf(why, len, "the plan would hold more than 2^32-1 ops or segments");
+    if (plan_check_block_counts(d, b->nops, nsegs, why, len) != 0 ||
+        plan_check_limit("worker", b->worker, PLAN_MAX_WORKER_INDEX, why, len) != 0 ||
+        plan_check_limit("recorded_ns", b->recorded_ns, PLAN_MAX_NS, why, len) != 0 ||
+        plan_check_limit("start_ns", b->start_ns, PLAN_MAX_NS, why, len) != 0 ||
+        plan_check_limit("tail_ns", b->tail_ns, PLAN_MAX_NS, why, len) != 0)
         return -1;
-    }
     for (uint32_t i = 0; i < b->nops; i++)
         if (plan_check_op(d, d->blocks, i, &ops[i], nsegs, why, len) != 0)
             return -1;
@@ -167,6 +270,9 @@ int plan_check_request(const struct plan_defined *d, const struct plan_request *
         snprintf(why, len, "block %u is not defined (%u blocks so far)", r->block, d->blocks);
         return -1;
     }
+    if (plan_check_limit("arrival_ns", r->arrival_ns, PLAN_MAX_NS, why, len) != 0 ||
+        plan_check_limit("think_ns", r->think_ns, PLAN_MAX_NS, why, len) != 0)
+        return -1;
     return plan_check_string(d, "label", r->label, why, len);
 }
 

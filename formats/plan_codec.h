@@ -23,7 +23,7 @@
 #define PLAN_CHUNK_MAX_PAYLOAD 4096u
 #define PLAN_FRAME_MAX_RAW (64u << 20)      /* readers refuse bigger frames */
 #define PLAN_FRAME_DEFAULT_RAW (256u << 10) /* the writer's frame target */
-#define PLAN_STRING_MAX (16u << 20)
+#define PLAN_STRING_MAX PLAN_MAX_STRING_BYTES
 #define PLAN_RECORDING_ID_MAX 39u
 
 enum plan_header_tag { PLAN_HDR_RECORDING_ID = 1, PLAN_HDR_CPU_SCORE = 2 };
@@ -63,10 +63,21 @@ struct plan_defined {
 
 /* Validation shared by writer and reader. Each returns 0, or -1 with a
  * reason (no file/offset: the caller adds where) in why. */
+/* "FIELD VALUE exceeds the limit LIMIT" in why when value > limit: 0 or -1. */
+int plan_check_limit(const char *field, uint64_t value, uint64_t limit, char *why, size_t len);
+/* A definition of `type` may be added to what d holds (the plan's counts
+ * stay within their limits); nrequests for REQUEST. 0 or -1 with why. */
+int plan_check_room(const struct plan_defined *d, unsigned type, uint64_t nrequests, char *why,
+                    size_t len);
+int plan_check_file(const struct plan_file *f, const struct plan_defined *d, char *why, size_t len);
 int plan_check_string(const struct plan_defined *d, const char *field, uint32_t id, char *why,
                       size_t len);
 int plan_check_component(const struct plan_defined *d, const struct plan_component *c, char *why,
                          size_t len);
+/* A block of nops ops and nsegs segments fits the per-block and whole-plan
+ * limits (checked before anything is allocated for it). */
+int plan_check_block_counts(const struct plan_defined *d, uint32_t nops, uint32_t nsegs, char *why,
+                            size_t len);
 int plan_check_block(const struct plan_defined *d, const struct plan_block *b,
                      const struct plan_op *ops, const struct plan_segment *segs, uint32_t nsegs,
                      char *why, size_t len);

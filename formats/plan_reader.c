@@ -218,15 +218,14 @@ static int plan_decode_block(struct plan_load *L, struct plan_cursor *c)
     memset(&b, 0, sizeof b);
     if (plan_decode_block_head(c, &b, &nsegs) != 0)
         return plan_record_fail(L, PLAN_REC_BLOCK, id, "truncated block header");
+    if (plan_check_block_counts(&L->d, b.nops, nsegs, why, sizeof why) != 0)
+        return plan_record_fail(L, PLAN_REC_BLOCK, id, why);
     /* Each op takes at least 2 bytes, each segment 3: refuse counts the record cannot hold
      * before allocating for them. */
     if ((uint64_t)b.nops * 2 + (uint64_t)nsegs * 3 > (uint64_t)(c->end - c->p)) {
         snprintf(why, sizeof why, "%u ops and %u segments do not fit in the record", b.nops, nsegs);
         return plan_record_fail(L, PLAN_REC_BLOCK, id, why);
     }
-    if (L->d.ops + b.nops > UINT32_MAX || L->d.segments + nsegs > UINT32_MAX)
-        return plan_record_fail(L, PLAN_REC_BLOCK, id,
-                                "the plan would hold more than 2^32-1 ops or segments");
     if ((b.nops && PLAN_PUSH(L, p->ops, cap_ops, L->d.ops + b.nops - 1) != 0) ||
         (nsegs && PLAN_PUSH(L, p->segments, cap_segments, L->d.segments + nsegs - 1) != 0) ||
         PLAN_PUSH(L, p->blocks, cap_blocks, id) != 0)
@@ -297,9 +296,13 @@ static int plan_decode_record(struct plan_load *L, unsigned type, struct plan_cu
     char why[320];
     if (L->have_end)
         return plan_record_fail(L, type, -1, "record after the END record");
+    if (plan_check_room(&L->d, type, p->nrequests, why, sizeof why) != 0)
+        return plan_record_fail(L, type, -1, why);
     switch (type) {
     case PLAN_REC_STRING: {
         uint64_t len = plan_cursor_varint(c);
+        if (!c->bad && plan_check_limit("length", len, PLAN_MAX_STRING_BYTES, why, sizeof why))
+            return plan_record_fail(L, type, p->nstrings, why);
         if (c->bad || len > (uint64_t)(c->end - c->p))
             return plan_record_fail(L, type, p->nstrings, "string runs past the record");
         if (p->nstrings == UINT32_MAX || plan_add_string(L, c->p, (uint32_t)len) != 0)
@@ -336,7 +339,7 @@ static int plan_decode_record(struct plan_load *L, unsigned type, struct plan_cu
         f.initial_size = plan_cursor_varint(c);
         if (c->bad)
             return plan_record_fail(L, type, L->d.files, "truncated or out-of-range field");
-        if (plan_check_string(&L->d, "path", f.path, why, sizeof why) != 0)
+        if (plan_check_file(&f, &L->d, why, sizeof why) != 0)
             return plan_record_fail(L, type, L->d.files, why);
         if (L->d.files == UINT32_MAX - 1 || PLAN_PUSH(L, p->files, cap_files, L->d.files) != 0)
             return plan_record_fail(L, type, L->d.files, "out of memory");

@@ -11,6 +11,7 @@
  * at plan_writer_close (temp file in the same directory + fsync + rename);
  * a failed write removes the temp file and never leaves a partial plan
  * under the final name. */
+#include "out_file.h"
 #include "plan.h"
 #include "plan_codec.h"
 
@@ -35,9 +36,10 @@ struct plan_writer_string {
 };
 
 struct plan_writer {
-    int fd;
+    int fd; /* out.fd while the plan is being written */
     int failed;
-    char *path, *tmp_path;
+    char *path;
+    struct out_file out; /* the temporary file renamed into place at the end */
     char err[1024];
     ZSTD_CCtx *cctx;
     uint8_t *raw; /* the frame being filled */
@@ -216,10 +218,8 @@ static int plan_writer_header(struct plan_writer *w, const char *recording_id,
 
 static void plan_writer_free(struct plan_writer *w)
 {
-    if (w->fd >= 0)
-        close(w->fd);
-    if (w->tmp_path)
-        unlink(w->tmp_path);
+    if (w->out.dirfd >= 0)
+        out_file_abort(&w->out);
     ZSTD_freeCCtx(w->cctx);
     trace_u64map_free(&w->string_index);
     free(w->strings);
@@ -229,7 +229,6 @@ static void plan_writer_free(struct plan_writer *w)
     free(w->raw);
     free(w->body);
     free(w->zbuf);
-    free(w->tmp_path);
     free(w->path);
     free(w);
 }
@@ -251,7 +250,7 @@ struct plan_writer *plan_writer_open(const char *path, const char *recording_id,
         free(w);
         return NULL;
     }
-    w->fd = -1;
+    w->fd = w->out.fd = w->out.dirfd = -1;
     w->frame_bytes = PLAN_FRAME_DEFAULT_RAW;
     w->d.strings = 1; /* id 0 is "" */
     trace_u64map_init(&w->string_index);
@@ -265,20 +264,14 @@ struct plan_writer *plan_writer_open(const char *path, const char *recording_id,
         plan_writer_fail(w, "%u CPU scores (at most %u)", nscores, TRACE_MAX_CPU_SCORES);
         goto fail;
     }
-    size_t plen = strlen(path) + 16;
-    if (!(w->tmp_path = malloc(plen))) {
-        plan_writer_fail(w, "out of memory");
+    /* mode 0600: plans hold SQL and paths */
+    char oerr[768];
+    if (out_file_begin(&w->out, path, 0600, oerr, sizeof oerr) != 0) {
+        snprintf(w->err, sizeof w->err, "%s", oerr);
+        w->failed = 1;
         goto fail;
     }
-    snprintf(w->tmp_path, plen, "%s.tmp-XXXXXX", path);
-    w->fd = mkostemp(w->tmp_path, O_CLOEXEC); /* mode 0600: plans hold SQL and paths */
-    if (w->fd < 0) {
-        int e = errno;
-        free(w->tmp_path);
-        w->tmp_path = NULL;
-        plan_writer_fail(w, "cannot create a temporary file next to it: %s", strerror(e));
-        goto fail;
-    }
+    w->fd = w->out.fd;
     w->cctx = ZSTD_createCCtx();
     if (!w->cctx || ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1))) {
@@ -342,8 +335,9 @@ uint32_t plan_writer_string(struct plan_writer *w, const char *s, size_t len)
     for (uint32_t id = head ? *head : 0; id; id = w->strings[id].next)
         if (w->strings[id].len == len && !memcmp(w->arena + w->strings[id].offset, s, len))
             return id;
-    if (w->d.strings == UINT32_MAX) {
-        plan_writer_fail(w, "more than 2^32-1 strings");
+    char why[160];
+    if (plan_check_room(&w->d, PLAN_REC_STRING, 0, why, sizeof why) != 0) {
+        plan_writer_fail(w, "%s", why);
         return UINT32_MAX;
     }
     uint32_t id = w->d.strings;
@@ -395,10 +389,9 @@ uint32_t plan_writer_component(struct plan_writer *w, const struct plan_componen
     if (w->failed || plan_writer_check(w, plan_check_component(&w->d, c, why, sizeof why),
                                        "component", why) != 0)
         return UINT32_MAX;
-    if (w->d.components == UINT32_MAX - 1) {
-        plan_writer_fail(w, "too many components");
+    if (plan_writer_check(w, plan_check_room(&w->d, PLAN_REC_COMPONENT, 0, why, sizeof why),
+                          "component", why) != 0)
         return UINT32_MAX;
-    }
     uint32_t id = w->d.components;
     if (id >= w->cap_components) {
         size_t ncap = w->cap_components ? w->cap_components * 2 : 16;
@@ -449,13 +442,10 @@ uint32_t plan_writer_file(struct plan_writer *w, const struct plan_file *f)
 {
     char why[256];
     if (w->failed ||
-        plan_writer_check(w, plan_check_string(&w->d, "path", f->path, why, sizeof why), "file",
+        plan_writer_check(w, plan_check_file(f, &w->d, why, sizeof why), "file", why) != 0 ||
+        plan_writer_check(w, plan_check_room(&w->d, PLAN_REC_FILE, 0, why, sizeof why), "file",
                           why) != 0)
         return UINT32_MAX;
-    if (w->d.files == UINT32_MAX - 1) {
-        plan_writer_fail(w, "too many files");
-        return UINT32_MAX;
-    }
     uint8_t b[20];
     size_t n = trace_put_varint(b, f->path);
     n += trace_put_varint(b + n, f->initial_size);
@@ -466,12 +456,10 @@ uint32_t plan_writer_file(struct plan_writer *w, const struct plan_file *f)
 
 uint32_t plan_writer_lock(struct plan_writer *w, const struct plan_lock *l)
 {
-    if (w->failed)
+    char why[160];
+    if (w->failed || plan_writer_check(w, plan_check_room(&w->d, PLAN_REC_LOCK, 0, why, sizeof why),
+                                       "lock", why) != 0)
         return UINT32_MAX;
-    if (w->d.locks == UINT32_MAX - 1) {
-        plan_writer_fail(w, "too many locks");
-        return UINT32_MAX;
-    }
     uint8_t b[12];
     b[0] = l->kind;
     size_t n = 1 + trace_put_varint(b + 1, l->recorded_id);
@@ -485,6 +473,8 @@ uint32_t plan_writer_db_endpoint(struct plan_writer *w, const struct plan_db_end
     char why[256];
     if (w->failed ||
         plan_writer_check(w, plan_check_string(&w->d, "address", e->address, why, sizeof why),
+                          "DB endpoint", why) != 0 ||
+        plan_writer_check(w, plan_check_room(&w->d, PLAN_REC_DB_ENDPOINT, 0, why, sizeof why),
                           "DB endpoint", why) != 0)
         return UINT32_MAX;
     uint8_t b[10];
@@ -501,10 +491,9 @@ uint32_t plan_writer_block(struct plan_writer *w, const struct plan_block *b,
     char why[256];
     if (w->failed)
         return UINT32_MAX;
-    if (w->d.blocks == UINT32_MAX - 1) {
-        plan_writer_fail(w, "too many blocks");
+    if (plan_writer_check(w, plan_check_room(&w->d, PLAN_REC_BLOCK, 0, why, sizeof why), "block",
+                          why) != 0)
         return UINT32_MAX;
-    }
     /* the block's name is formatted only for a refusal (formatting it for
      * every block was 5% of analyze's instructions) */
     if (plan_check_block(&w->d, b, ops, segs, nsegs, why, sizeof why) != 0) {
@@ -529,7 +518,10 @@ int plan_writer_request(struct plan_writer *w, const struct plan_request *r)
     char why[256];
     if (w->failed)
         return -1;
-    if (plan_writer_check(w, plan_check_request(&w->d, r, why, sizeof why), "request", why) != 0)
+    if (plan_writer_check(w, plan_check_request(&w->d, r, why, sizeof why), "request", why) != 0 ||
+        plan_writer_check(w,
+                          plan_check_room(&w->d, PLAN_REC_REQUEST, w->nrequests, why, sizeof why),
+                          "request", why) != 0)
         return -1;
     /* The arrival is predicted from the previous request of the frame: make
      * room first so the frame cannot end between prediction and append. */
@@ -618,22 +610,13 @@ int plan_writer_close(struct plan_writer *w, char *err, size_t errlen)
     n += trace_put_varint(b + n, w->nrequests);
     if (plan_writer_emit(w, PLAN_REC_END, b, n) != 0 || plan_writer_flush_frame(w) != 0)
         goto out;
-    if (fsync(w->fd) != 0) {
-        plan_writer_fail(w, "fsync failed: %s", strerror(errno));
-        goto out;
-    }
-    int fd = w->fd;
     w->fd = -1;
-    if (close(fd) != 0) {
-        plan_writer_fail(w, "close failed: %s", strerror(errno));
+    char oerr[768];
+    if (out_file_commit(&w->out, oerr, sizeof oerr) != 0) { /* syncs, closes, renames */
+        snprintf(w->err, sizeof w->err, "%s", oerr);
+        w->failed = 1;
         goto out;
     }
-    if (rename(w->tmp_path, w->path) != 0) {
-        plan_writer_fail(w, "cannot rename %s into place: %s", w->tmp_path, strerror(errno));
-        goto out;
-    }
-    free(w->tmp_path);
-    w->tmp_path = NULL; /* renamed: nothing to remove */
     plan_sync_dir(w->path);
     rc = 0;
 out:

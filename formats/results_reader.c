@@ -117,14 +117,50 @@ static int results_number(json_t *obj, const char *key, double *out)
     return isfinite(*out) ? 0 : -1;
 }
 
+/* A time at key: absent (NAN) or finite within [min, RESULTS_MAX_SECONDS]
+ * (min_exclusive: > 0). -1 otherwise. */
+static int results_seconds(json_t *obj, const char *key, int positive, double *out)
+{
+    if (results_number(obj, key, out))
+        return -1;
+    if (isnan(*out))
+        return 0;
+    return (positive ? *out > 0 : *out >= 0) && *out <= RESULTS_MAX_SECONDS ? 0 : -1;
+}
+
+/* A count at key: absent (-1 in *out, when !required) or an integer in
+ * [0, RESULTS_MAX_COUNT]. -1 otherwise. */
+static int results_count(json_t *obj, const char *key, int required, long long *out)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = -1;
+    if (!v)
+        return required ? -1 : 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        (unsigned long long)json_integer_value(v) > RESULTS_MAX_COUNT)
+        return -1;
+    *out = (long long)json_integer_value(v);
+    return 0;
+}
+
+/* "PATH: WHAT: N entries exceed the limit L" when n > limit. */
+static int results_too_many(size_t n, size_t limit, const char *what, const char *path, char *err,
+                            size_t errlen)
+{
+    if (n <= limit)
+        return 0;
+    snprintf(err, errlen, "%s: %s: %zu entries exceed the limit %zu", path, what, n, limit);
+    return -1;
+}
+
 static int results_read_stat(json_t *lo, const char *file, struct results_label *l,
                              enum results_metric m, char *err, size_t errlen)
 {
     static const char *const keys[RESULTS_NMETRICS] = {"median_s", "p95_s", "p99_s"};
     static const char *const ci_keys[RESULTS_NMETRICS] = {"median_ci_s", "p95_ci_s", "p99_ci_s"};
-    if (results_number(lo, keys[m], &l->value[m]) || isnan(l->value[m]) || l->value[m] < 0) {
-        snprintf(err, errlen, "%s: labels.\"%s\".%s: expected a non-negative number", file, l->name,
-                 keys[m]);
+    if (results_seconds(lo, keys[m], 0, &l->value[m]) || isnan(l->value[m])) {
+        snprintf(err, errlen, "%s: labels.\"%s\".%s: expected a number of seconds in [0, %g]", file,
+                 l->name, keys[m], RESULTS_MAX_SECONDS);
         return -1;
     }
     l->lo[m] = l->hi[m] = l->value[m];
@@ -133,10 +169,12 @@ static int results_read_stat(json_t *lo, const char *file, struct results_label 
     if (!ci)
         return 0;
     if (!json_is_array(ci) || json_array_size(ci) != 2 || !json_is_number(json_array_get(ci, 0)) ||
-        !json_is_number(json_array_get(ci, 1)) ||
-        json_number_value(json_array_get(ci, 0)) > json_number_value(json_array_get(ci, 1))) {
-        snprintf(err, errlen, "%s: labels.\"%s\".%s: expected [low, high] with low <= high", file,
-                 l->name, ci_keys[m]);
+        !json_is_number(json_array_get(ci, 1)) || json_number_value(json_array_get(ci, 0)) < 0 ||
+        json_number_value(json_array_get(ci, 0)) > json_number_value(json_array_get(ci, 1)) ||
+        !(json_number_value(json_array_get(ci, 1)) <= RESULTS_MAX_SECONDS)) {
+        snprintf(err, errlen,
+                 "%s: labels.\"%s\".%s: expected [low, high] with 0 <= low <= high <= %g", file,
+                 l->name, ci_keys[m], RESULTS_MAX_SECONDS);
         return -1;
     }
     l->lo[m] = json_number_value(json_array_get(ci, 0));
@@ -157,6 +195,8 @@ static int results_read_labels(json_t *labels, struct results_file *rf, const ch
                                size_t errlen)
 {
     size_t n = json_object_size(labels);
+    if (results_too_many(n, RESULTS_MAX_LABELS, "labels", path, err, errlen))
+        return -1;
     rf->labels = calloc(n ? n : 1, sizeof *rf->labels);
     if (!rf->labels)
         goto oom;
@@ -172,13 +212,13 @@ static int results_read_labels(json_t *labels, struct results_file *rf, const ch
             snprintf(err, errlen, "%s: labels.\"%s\": expected an object", path, name);
             return -1;
         }
-        json_t *c = json_object_get(lo, "count");
-        if (!json_is_integer(c) || json_integer_value(c) < 0) {
-            snprintf(err, errlen, "%s: labels.\"%s\".count: expected a non-negative integer", path,
-                     name);
+        long long c;
+        if (results_count(lo, "count", 1, &c)) {
+            snprintf(err, errlen, "%s: labels.\"%s\".count: expected an integer in [0, %llu]", path,
+                     name, RESULTS_MAX_COUNT);
             return -1;
         }
-        l->count = (size_t)json_integer_value(c);
+        l->count = (size_t)c;
         for (int m = 0; m < RESULTS_NMETRICS; m++)
             if (results_read_stat(lo, path, l, (enum results_metric)m, err, errlen))
                 return -1;
@@ -222,18 +262,21 @@ static int results_read_samples(json_t *samples, struct results_file *rf, const 
         snprintf(err, errlen, "%s: samples: expected an array", path);
         return -1;
     }
+    if (results_too_many(json_array_size(samples), RESULTS_MAX_SAMPLES, "samples", path, err,
+                         errlen))
+        return -1;
     size_t i;
     json_t *s;
     json_array_foreach(samples, i, s)
     {
         json_t *label = json_object_get(s, "label"), *ok = json_object_get(s, "ok");
         double rt;
-        if (!json_is_string(label) || results_number(s, "response_s", &rt) || isnan(rt) || rt < 0 ||
+        if (!json_is_string(label) || results_seconds(s, "response_s", 0, &rt) || isnan(rt) ||
             (ok && !json_is_boolean(ok))) {
             snprintf(err, errlen,
-                     "%s: samples[%zu]: expected {\"label\": string, \"response_s\": number >= 0, "
-                     "\"ok\": bool}",
-                     path, i);
+                     "%s: samples[%zu]: expected {\"label\": string, \"response_s\": seconds in "
+                     "[0, %g], \"ok\": bool}",
+                     path, i, RESULTS_MAX_SECONDS);
             return -1;
         }
         const char *name = json_string_value(label);
@@ -263,6 +306,9 @@ static int results_read_intervals(json_t *iv, struct results_file *rf, const cha
         snprintf(err, errlen, "%s: intervals: expected an array", path);
         return -1;
     }
+    if (results_too_many(json_array_size(iv), RESULTS_MAX_INTERVALS, "intervals", path, err,
+                         errlen))
+        return -1;
     rf->intervals = calloc(json_array_size(iv) + 1, sizeof *rf->intervals);
     if (!rf->intervals) {
         snprintf(err, errlen, "%s: out of memory", path);
@@ -273,22 +319,27 @@ static int results_read_intervals(json_t *iv, struct results_file *rf, const cha
     json_array_foreach(iv, i, o)
     {
         struct results_interval_read *x = &rf->intervals[i];
-        json_t *req = json_object_get(o, "requests");
-        if (!json_is_object(o) || !json_is_integer(req) || json_integer_value(req) < 0 ||
-            results_number(o, "p", &x->p) || results_number(o, "length_s", &x->length_s)) {
+        long long req, failed;
+        if (!json_is_object(o) || results_count(o, "requests", 1, &req) ||
+            results_number(o, "p", &x->p)) {
             snprintf(err, errlen,
-                     "%s: intervals[%zu]: expected {\"requests\": integer, \"p\": number or null}",
-                     path, i);
+                     "%s: intervals[%zu]: expected {\"requests\": integer in [0, %llu], \"p\": "
+                     "number or null}",
+                     path, i, RESULTS_MAX_COUNT);
             return -1;
         }
-        x->requests = (size_t)json_integer_value(req);
-        json_t *failed = json_object_get(o, "failed");
-        if (failed && (!json_is_integer(failed) || json_integer_value(failed) < 0)) {
-            snprintf(err, errlen, "%s: intervals[%zu].failed: expected a non-negative integer",
-                     path, i);
+        x->requests = (size_t)req;
+        if (results_seconds(o, "length_s", 0, &x->length_s)) {
+            snprintf(err, errlen, "%s: intervals[%zu].length_s: expected seconds in [0, %g]", path,
+                     i, RESULTS_MAX_SECONDS);
             return -1;
         }
-        x->failed = failed ? (size_t)json_integer_value(failed) : 0;
+        if (results_count(o, "failed", 0, &failed)) {
+            snprintf(err, errlen, "%s: intervals[%zu].failed: expected an integer in [0, %llu]",
+                     path, i, RESULTS_MAX_COUNT);
+            return -1;
+        }
+        x->failed = failed < 0 ? 0 : (size_t)failed;
         if (results_number(o, "schedule_from_s", &x->schedule_from_s) ||
             results_number(o, "schedule_to_s", &x->schedule_to_s) || x->schedule_from_s < 0 ||
             x->schedule_to_s < x->schedule_from_s) {
@@ -309,8 +360,8 @@ static int results_read_resource(json_t *o, const char *comp, const char *name,
                                  struct results_file *rf, const char *path, char *err,
                                  size_t errlen)
 {
-    json_t *blocks = json_object_get(o, "blocks");
-    if (!json_is_object(o) || !json_is_integer(blocks) || json_integer_value(blocks) < 0) {
+    long long blocks;
+    if (!json_is_object(o) || results_count(o, "blocks", 1, &blocks)) {
         snprintf(err, errlen,
                  "%s: resources.\"%s\".\"%s\": expected an object with integer \"blocks\"", path,
                  comp, name);
@@ -324,7 +375,7 @@ static int results_read_resource(json_t *o, const char *comp, const char *name,
         return -1;
     }
     rf->nresources++;
-    r->blocks = (uint64_t)json_integer_value(blocks);
+    r->blocks = (uint64_t)blocks;
     for (int k = 0; k < RESULTS_NKINDS; k++)
         if (results_number(o, results_kind_keys[k], &r->s[k]) || (!isnan(r->s[k]) && r->s[k] < 0)) {
             snprintf(err, errlen, "%s: resources.\"%s\".\"%s\".%s: expected a number >= 0", path,
@@ -355,6 +406,8 @@ static int results_read_resources(json_t *res, struct results_file *rf, const ch
         }
         total += json_object_size(co);
     }
+    if (results_too_many(total, RESULTS_MAX_RESOURCES, "resources", path, err, errlen))
+        return -1;
     rf->resources = calloc(total + 1, sizeof *rf->resources);
     if (!rf->resources) {
         snprintf(err, errlen, "%s: out of memory", path);
@@ -389,6 +442,9 @@ static int results_read_db_errors(json_t *de, struct results_file *rf, const cha
         snprintf(err, errlen, "%s: db_errors: expected an array", path);
         return -1;
     }
+    if (results_too_many(json_array_size(de), RESULTS_MAX_DB_ERRORS, "db_errors", path, err,
+                         errlen))
+        return -1;
     rf->db_errors = calloc(json_array_size(de) + 1, sizeof *rf->db_errors);
     if (!rf->db_errors)
         goto oom;
@@ -646,19 +702,35 @@ static int results_read_head(json_t *root, struct results_file *rf, const char *
         rf->p0 = NAN;
     if (!rf->recording_id || !rf->plan || !rf->error)
         goto oom;
-    if (results_number(root, "elapsed_s", &rf->elapsed_s) ||
-        results_number(root, "failed", &rf->failed)) {
-        snprintf(err, errlen, "%s: elapsed_s and failed must be numbers", path);
+    if (results_seconds(root, "elapsed_s", 1, &rf->elapsed_s)) {
+        snprintf(err, errlen, "%s: elapsed_s: expected seconds in (0, %g]", path,
+                 RESULTS_MAX_SECONDS);
+        return -1;
+    }
+    long long n;
+    if (results_count(root, "failed", 0, &n)) {
+        snprintf(err, errlen, "%s: failed: expected an integer in [0, %llu]", path,
+                 RESULTS_MAX_COUNT);
+        return -1;
+    }
+    rf->failed = n < 0 ? NAN : (double)n;
+    if (results_count(root, "requests", 0, &n)) {
+        snprintf(err, errlen, "%s: requests: expected an integer in [0, %llu]", path,
+                 RESULTS_MAX_COUNT);
         return -1;
     }
     if (results_number(root, "schedule_s", &rf->schedule_s) || rf->schedule_s < 0 ||
         results_number(root, "schedule_requests", &rf->schedule_requests) ||
-        rf->schedule_requests < 0) {
-        snprintf(err, errlen, "%s: schedule_s and schedule_requests must be numbers >= 0", path);
+        rf->schedule_requests < 0 || rf->schedule_requests > (double)RESULTS_MAX_COUNT) {
+        snprintf(err, errlen,
+                 "%s: schedule_s and schedule_requests must be numbers >= 0 (requests <= %llu)",
+                 path, RESULTS_MAX_COUNT);
         return -1;
     }
-    if (results_number(root, "db_cut", &rf->db_cut) || rf->db_cut < 0) {
-        snprintf(err, errlen, "%s: db_cut: expected an integer >= 0", path);
+    if (results_number(root, "db_cut", &rf->db_cut) || rf->db_cut < 0 ||
+        rf->db_cut > (double)RESULTS_MAX_COUNT) {
+        snprintf(err, errlen, "%s: db_cut: expected an integer in [0, %llu]", path,
+                 RESULTS_MAX_COUNT);
         return -1;
     }
     return results_read_cpu_ratio(root, rf, path, err, errlen);

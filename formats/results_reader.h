@@ -13,6 +13,18 @@
 
 #define RESULTS_ERR_LEN 512
 
+/* Limits (RESULTS.md "Limits"), in one place: the reader refuses a file
+ * with more labels, intervals, samples or resources than these, a count
+ * beyond RESULTS_MAX_COUNT, or a time outside [0, RESULTS_MAX_SECONDS],
+ * naming the key and the limit. */
+#define RESULTS_MAX_LABELS 65536u
+#define RESULTS_MAX_INTERVALS 65536u
+#define RESULTS_MAX_SAMPLES (1u << 26)
+#define RESULTS_MAX_RESOURCES 65536u
+#define RESULTS_MAX_DB_ERRORS 65536u
+#define RESULTS_MAX_COUNT (1ull << 40)       /* requests, failed, count, blocks */
+#define RESULTS_MAX_SECONDS (31.0 * 86400.0) /* any time: response, elapsed, interval */
+
 enum results_metric { RESULTS_MEDIAN, RESULTS_P95, RESULTS_P99, RESULTS_NMETRICS };
 
 struct results_label {

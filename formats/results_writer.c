@@ -5,8 +5,11 @@
  * computes statistics, never writes a partial file (temp file + rename). */
 #include "results_writer.h"
 
+#include "out_file.h"
+
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 json_t *results_summary_json(const struct results_summary *s)
@@ -262,17 +265,16 @@ json_t *results_run_json(struct results_run *r)
 
 int results_save(json_t *root, const char *path, char *err, size_t errlen)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(9))) {
-        snprintf(err, errlen, "%s: cannot write", tmp);
-        unlink(tmp);
+    struct out_file o; /* never through a planted link (out_file.h) */
+    /* mode 0600, like traces: db_errors hold query text */
+    if (out_file_begin(&o, path, 0600, err, errlen))
+        return -1;
+    FILE *f = out_file_stream(&o, err, errlen);
+    if (!f || json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(9))) {
+        if (f)
+            snprintf(err, errlen, "%s: cannot write", path);
+        out_file_abort(&o);
         return -1;
     }
-    if (rename(tmp, path)) {
-        snprintf(err, errlen, "%s: cannot rename into place", path);
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return out_file_commit(&o, err, errlen);
 }

@@ -105,8 +105,8 @@ struct results_run {
 };
 json_t *results_run_json(struct results_run *r);
 
-/* Writes root to path (temp file + rename, never a partial file). 0 or -1
- * with err. */
+/* Writes root to path, mode 0600 (out_file.h: temp file + rename, never a
+ * partial file, never through a planted link). 0 or -1 with err. */
 int results_save(json_t *root, const char *path, char *err, size_t errlen);
 
 #endif

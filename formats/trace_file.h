@@ -23,6 +23,16 @@
 #define TRACE_FORMAT_MAJOR_OLDEST 1
 #define TRACE_MAX_CPU_SCORES 8
 
+/* Limits (FORMAT.md §7), in one place: the writer refuses and the reader
+ * calls damage a STRING or STACK beyond them, and the reader refuses a
+ * file whose string table would grow past them, naming the field and the
+ * limit. Frames (≤ 64 MiB raw) and the header (≤ 16 MiB) have theirs in
+ * trace_codec.h. */
+#define TRACE_MAX_STRING_BYTES (16u << 20)        /* one STRING's len */
+#define TRACE_MAX_STACK_FRAMES 4096u              /* one STACK's nframes */
+#define TRACE_MAX_STRINGS (1u << 26)              /* distinct string ids per file */
+#define TRACE_MAX_STRING_TABLE_BYTES (4ull << 30) /* their bytes, per file */
+
 struct trace_cpu_score {
     char name[24];  /* benchmark kernel name, e.g. "zstd-compress" */
     double seconds; /* single-thread time of the kernel at record time */

@@ -61,6 +61,7 @@ struct trace_reader {
     size_t nstrings, cap_strings;
     char *arena;
     size_t arena_len, arena_cap;
+    char limit_why[128]; /* the reason trace_reader_check_limits gave */
 };
 
 static void trace_reader_format(char *buf, size_t cap, const char *path, const char *fmt,
@@ -123,6 +124,38 @@ static int trace_reader_damage(struct trace_reader *r, struct trace_event *ev, c
         ev->ts_ns = r->chunk.first_ts;
     }
     return 1;
+}
+
+/* A STRING or STACK within the limits of trace_file.h, and room for a new
+ * string in the table. 0, or -1 with why (a static or r-owned message). */
+static int trace_reader_check_limits(struct trace_reader *r, const struct trace_event *ev,
+                                     const char **why)
+{
+    if (ev->type == TRACE_EV_STACK && ev->u.stack.nframes > TRACE_MAX_STACK_FRAMES) {
+        snprintf(r->limit_why, sizeof r->limit_why, "STACK nframes %u exceeds the limit %u",
+                 ev->u.stack.nframes, TRACE_MAX_STACK_FRAMES);
+        *why = r->limit_why;
+        return -1;
+    }
+    if (ev->type != TRACE_EV_STRING)
+        return 0;
+    if (ev->u.string.len > TRACE_MAX_STRING_BYTES)
+        snprintf(r->limit_why, sizeof r->limit_why, "STRING len %u exceeds the limit %u",
+                 ev->u.string.len, TRACE_MAX_STRING_BYTES);
+    else if (trace_u64map_find(&r->string_index, ev->u.string.id))
+        return 0; /* a repeat (ring mode) adds nothing */
+    else if (r->nstrings + 1 > TRACE_MAX_STRINGS)
+        snprintf(r->limit_why, sizeof r->limit_why, "strings %zu exceeds the limit %u",
+                 r->nstrings + 1, TRACE_MAX_STRINGS);
+    else if (r->arena_len + ev->u.string.len + 1 > TRACE_MAX_STRING_TABLE_BYTES)
+        snprintf(r->limit_why, sizeof r->limit_why,
+                 "string table bytes %llu exceeds the limit %llu",
+                 (unsigned long long)(r->arena_len + ev->u.string.len + 1),
+                 (unsigned long long)TRACE_MAX_STRING_TABLE_BYTES);
+    else
+        return 0;
+    *why = r->limit_why;
+    return -1;
 }
 
 static int trace_reader_keep_string(struct trace_reader *r, const struct trace_event *ev)
@@ -749,7 +782,8 @@ int trace_reader_next(struct trace_reader *r, struct trace_event *ev)
         if (r->in_frame && r->p < r->end) {
             const char *why = "";
             int rc = trace_codec_decode(&r->codec, &r->p, r->end, ev, &why);
-            if (rc == TRACE_CODEC_OK && trace_reader_check_cut(ev, &why) != 0)
+            if (rc == TRACE_CODEC_OK && (trace_reader_check_cut(ev, &why) != 0 ||
+                                         trace_reader_check_limits(r, ev, &why) != 0))
                 rc = TRACE_CODEC_DAMAGED;
             if (rc == TRACE_CODEC_OK && (ev->flags & TRACE_F_AFTER_CPU) &&
                 r->hdr.version_major >= 2) {

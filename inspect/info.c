@@ -8,7 +8,6 @@
  * 2 usage, 3 damaged but salvaged (output is complete up to the damage). It
  * must never print a partial summary as if it were complete: damage is
  * always reported on stderr. */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -92,6 +91,7 @@ struct info_process {
     char *argv_copy;
     uint64_t bytes_on_disk, skipped;
     char *warning;
+    int damaged_events; /* the header read, damage later: what --salvage can keep */
     struct info_counts c;
     INFO_TABLE(struct info_thread) threads;
     INFO_TABLE(struct info_file) files;
@@ -372,6 +372,7 @@ static int info_read_process(const char *path, int salvage, struct info_process 
     int status = 0;
     if (rc < 0) {
         fprintf(stderr, "preplay: %s\n", trace_reader_error(r));
+        p->damaged_events = 1;
         status = INSPECT_EXIT_DAMAGED;
     } else if (trace_reader_warning(r)) {
         p->warning = inspect_xalloc(strdup(trace_reader_warning(r)));
@@ -833,22 +834,33 @@ int cmd_info(int argc, char **argv)
         }
         return info_plan_print(a.target, a.json);
     }
+    /* info takes a trace or a plan: an empty file is neither (the trace
+     * reader would only say it is not a trace) */
+    struct stat st;
+    if (stat(a.target, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+        fprintf(stderr, "preplay: %s: empty file (neither a preplay trace nor a plan)\n", a.target);
+        return INSPECT_EXIT_DAMAGED;
+    }
     size_t n;
     int is_dir;
     char **files = inspect_list_traces(a.target, &n, &is_dir);
     if (!files)
         return INSPECT_EXIT_DAMAGED;
     struct info_process *procs = inspect_xalloc(calloc(n, sizeof *procs));
-    int status = 0;
+    int status = 0, salvageable = 0;
     for (size_t i = 0; i < n; i++) {
         int s = info_read_process(files[i], a.salvage, &procs[i]);
         if (s == INSPECT_EXIT_DAMAGED)
             status = INSPECT_EXIT_DAMAGED;
         else if (s && !status)
             status = s;
+        salvageable |= procs[i].damaged_events;
     }
     if (status == INSPECT_EXIT_DAMAGED) {
-        if (!a.salvage)
+        /* --salvage keeps the events before damage in the events; a file
+         * whose header cannot be read (empty, not a trace, an unknown major
+         * version) has nothing it could keep */
+        if (!a.salvage && salvageable)
             fprintf(stderr, "preplay info: damaged trace (use --salvage to keep what precedes "
                             "the damage)\n");
         goto out;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "replayer_cli.h"
@@ -22,6 +23,7 @@
 #include "replay_exec.h"
 #include "replay_proto.h"
 #include "replay_server.h"
+#include "out_file.h"
 
 static struct cpuburn_calibration replay_cli_cal;
 
@@ -411,18 +413,26 @@ static int replay_serve(struct replay_engine *e, int lfd, const struct replay_cl
     return 0;
 }
 
-/* --stats: the engine's counters as JSON; -1 after printing the failure. */
+/* --stats: the engine's counters as JSON; -1 after printing the failure.
+ * Mode 0600, like traces: its db_errors hold query text. */
 static int replay_write_stats(struct replay_engine *e, const char *path)
 {
-    int rc = 0;
+    /* never through a planted link (out_file.h) */
+    char err[1024];
+    struct out_file o;
     char *json = replay_engine_stats_json(e);
-    FILE *f = fopen(path, "w");
-    if (!f || !json || fputs(json, f) < 0) {
-        fprintf(stderr, "replay: %s: cannot write stats\n", path);
+    FILE *f = NULL;
+    int rc = json && !out_file_begin(&o, path, 0600, err, sizeof err) ? 0 : -1;
+    if (!rc && (!(f = out_file_stream(&o, err, sizeof err)) || fputs(json, f) < 0)) {
+        if (f)
+            snprintf(err, sizeof err, "%s: cannot write stats: %s", path, strerror(errno));
+        out_file_abort(&o);
         rc = -1;
+    } else if (!rc) {
+        rc = out_file_commit(&o, err, sizeof err);
     }
-    if (f)
-        fclose(f);
+    if (rc)
+        fprintf(stderr, "replay: %s\n", json ? err : "out of memory for the stats");
     free(json);
     return rc;
 }

@@ -99,4 +99,25 @@ echo "ok: --salvage kept $n of $req requests; $u bytes of app-tier blocks nobody
 head -c 100 "$f" >"$work/trunc/frontend-100.trace"
 expect_error "preplay analyze: $work/trunc/frontend-100.trace: truncated header (208 bytes announced, file has 100)" \
     "$bin" analyze "$work/trunc" "$d/apptier" -o "$work/x.plan"
+# --salvage on a directory with unreadable trace files beside a valid one:
+# each is skipped with a warning naming it, the valid one is analyzed whole;
+# without --salvage the first is an error naming it; a directory with
+# nothing readable is an error even with --salvage
+mkdir "$work/junk"
+cp "$d/frontend/frontend-100.trace" "$work/junk/"
+: >"$work/junk/aa-empty.trace"
+printf 'not a trace at all, really not' >"$work/junk/zz-junk.trace"
+expect_error "preplay analyze: $work/junk/aa-empty.trace: not a preplay trace (empty file)" \
+    "$bin" analyze "$work/junk" "$d/apptier" -o "$work/x.plan"
+"$bin" analyze --salvage "$work/junk" "$d/apptier" -o "$work/junk.plan" >"$work/junk.out" 2>"$work/junk.err" ||
+    fail "--salvage over junk trace files: $(cat "$work/junk.err")"
+grep -qxF "preplay analyze: warning: skipped $work/junk/aa-empty.trace: not a preplay trace (empty file) (--salvage)" \
+    "$work/junk.err" || fail "--salvage junk: $(cat "$work/junk.err")"
+grep -qxF "preplay analyze: warning: skipped $work/junk/zz-junk.trace: not a preplay trace (bad magic) (--salvage)" \
+    "$work/junk.err" || fail "--salvage junk: $(cat "$work/junk.err")"
+n=$(sed -n 's/.*: \([0-9]*\) requests,.*/\1/p' "$work/junk.out")
+[ "$n" -eq "$req" ] || fail "--salvage junk: $n requests, want all $req: $(cat "$work/junk.out")"
+echo "ok: --salvage skipped 2 junk trace files and kept all $n requests"
+expect_error "preplay analyze: $work/trunc: none of its 1 trace files could be read (the first: $work/trunc/frontend-100.trace: truncated header (208 bytes announced, file has 100))" \
+    "$bin" analyze --salvage "$work/trunc" "$d/apptier" -o "$work/x.plan"
 echo "PASS"

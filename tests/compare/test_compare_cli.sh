@@ -147,7 +147,7 @@ assert d["verdict"]["caveats"] == want, d["verdict"]["caveats"]
 PY
 /usr/bin/python3 "$mk" "$work/cutbad.json" cutbad 0.1 1.0 hand-built --db-cut -1
 sed -i 's/"format"/"db_cut": -2, "format"/' "$work/cutbad.json"
-expect_error 1 "compare: $work/cutbad.json: db_cut: expected an integer >= 0" "$work/cutbad.json"
+expect_error 1 "compare: $work/cutbad.json: db_cut: expected an integer in [0, 1099511627776]" "$work/cutbad.json"
 
 # bad input: exact messages, nothing written
 /usr/bin/python3 "$mk" "$work/v3.json" v3 0.1 1.0 hand-built --version 3

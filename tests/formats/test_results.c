@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -354,8 +355,14 @@ static void test_drive_round_trip(void **state)
     const char *path = test_tmpdir_path("drive.json");
     char err[RESULTS_ERR_LEN] = "";
     json_t *root = test_drive_doc();
+    mode_t old = umask(022);
     assert_int_equal(results_save(root, path, err, sizeof err), 0);
+    umask(old);
     json_decref(root);
+    /* 0600 like traces, whatever the umask: db_errors hold query text */
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
     struct results_file rf;
     if (results_read(path, &rf, err, sizeof err))
         fail_msg("%s", err);
@@ -430,6 +437,101 @@ static void test_schedule_refused(void **state)
     assert_string_equal(err, want);
 }
 
+/* A drive document with `root` (extra root keys, leading comma) and the
+ * label summary `label` ("count" and the three percentiles). */
+static const char *test_write_drive(const char *name, const char *root, const char *label)
+{
+    const char *path = test_tmpdir_path(name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"format\": \"preplay-results\", \"version\": %d, \"kind\": \"drive\"%s, "
+            "\"labels\": {\"GET /\": {%s}}}",
+            RESULTS_VERSION, root, label);
+    fclose(f);
+    return path;
+}
+
+static void test_expect_refused(const char *path, const char *why)
+{
+    char err[RESULTS_ERR_LEN], want[RESULTS_ERR_LEN + 64];
+    struct results_file rf;
+    assert_int_equal(results_read(path, &rf, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: %s", path, why);
+    assert_string_equal(err, want);
+}
+
+/* Counts are non-negative, elapsed_s positive, every time finite and
+ * within RESULTS_MAX_SECONDS (a median of 1e308 once showed as inf in
+ * compare), lists within their limits; each refusal names the key. */
+static void test_ranges_refused(void **state)
+{
+    (void)state;
+    static const char good[] = "\"count\": 1, \"median_s\": 0.1, \"p95_s\": 0.2, \"p99_s\": 0.3";
+    struct results_file rf;
+    char err[RESULTS_ERR_LEN];
+    const char *path =
+        test_write_drive("ok.json", ", \"requests\": 0, \"elapsed_s\": 2678400", good);
+    if (results_read(path, &rf, err, sizeof err))
+        fail_msg("%s", err);
+    results_file_free(&rf);
+    test_expect_refused(test_write_drive("req.json", ", \"requests\": -1", good),
+                        "requests: expected an integer in [0, 1099511627776]");
+    test_expect_refused(test_write_drive("failed.json", ", \"failed\": 1.5", good),
+                        "failed: expected an integer in [0, 1099511627776]");
+    test_expect_refused(test_write_drive("cut.json", ", \"db_cut\": 1e308", good),
+                        "db_cut: expected an integer in [0, 1099511627776]");
+    test_expect_refused(test_write_drive("el0.json", ", \"elapsed_s\": 0", good),
+                        "elapsed_s: expected seconds in (0, 2.6784e+06]");
+    test_expect_refused(test_write_drive("elbig.json", ", \"elapsed_s\": 2678400.5", good),
+                        "elapsed_s: expected seconds in (0, 2.6784e+06]");
+    test_expect_refused(
+        test_write_drive("med.json", "",
+                         "\"count\": 1, \"median_s\": 1e308, \"p95_s\": 0.2, \"p99_s\": 0.3"),
+        "labels.\"GET /\".median_s: expected a number of seconds in [0, 2.6784e+06]");
+    test_expect_refused(
+        test_write_drive("cnt.json", "",
+                         "\"count\": -1, \"median_s\": 0.1, \"p95_s\": 0.2, \"p99_s\": 0.3"),
+        "labels.\"GET /\".count: expected an integer in [0, 1099511627776]");
+    test_expect_refused(
+        test_write_drive("ci.json", "",
+                         "\"count\": 1, \"median_s\": 0.1, \"p95_s\": 0.2, \"p99_s\": 0.3, "
+                         "\"median_ci_s\": [0, 1e300]"),
+        "labels.\"GET /\".median_ci_s: expected [low, high] with 0 <= low <= high <= 2.6784e+06");
+    test_expect_refused(
+        test_write_drive("sample.json",
+                         ", \"samples\": [{\"label\": \"GET /\", \"response_s\": 1e308}]", good),
+        "samples[0]: expected {\"label\": string, \"response_s\": seconds in [0, 2.6784e+06], "
+        "\"ok\": bool}");
+    test_expect_refused(
+        test_write_drive("ivreq.json", ", \"intervals\": [{\"requests\": -1}]", good),
+        "intervals[0]: expected {\"requests\": integer in [0, 1099511627776], \"p\": number or "
+        "null}");
+    test_expect_refused(test_write_drive("ivlen.json",
+                                         ", \"intervals\": [{\"requests\": 1, \"length_s\": -2}]",
+                                         good),
+                        "intervals[0].length_s: expected seconds in [0, 2.6784e+06]");
+    /* RESULTS_MAX_INTERVALS intervals read; one more is refused */
+    for (unsigned extra = 0; extra < 2; extra++) {
+        size_t n = RESULTS_MAX_INTERVALS + extra, len = 32 + n * 16;
+        char *iv = malloc(len), *q = iv;
+        q += sprintf(q, ", \"intervals\": [");
+        for (size_t i = 0; i < n; i++)
+            q += sprintf(q, "%s{\"requests\": 1}", i ? "," : "");
+        strcpy(q, "]");
+        path = test_write_drive("many.json", iv, good);
+        free(iv);
+        if (!extra) {
+            if (results_read(path, &rf, err, sizeof err))
+                fail_msg("%s", err);
+            assert_int_equal(rf.nintervals, RESULTS_MAX_INTERVALS);
+            results_file_free(&rf);
+        } else {
+            test_expect_refused(path, "intervals: 65537 entries exceed the limit 65536");
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -437,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_drive_round_trip),      cmocka_unit_test(test_version_refused),
         cmocka_unit_test(test_version_1_refused),     cmocka_unit_test(test_schedule_refused),
         cmocka_unit_test(test_minor_0_reads),         cmocka_unit_test(test_placement_refused),
+        cmocka_unit_test(test_ranges_refused),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -94,6 +94,9 @@ set -e
 [ "$rc" -eq 1 ] || { echo "info on a truncated trace: exit $rc, want 1"; exit 1; }
 grep -q "^preplay: $dir/cut.trace: truncated frame at offset [0-9]* (record [0-9]*)$" "$dir/err" ||
     { echo "unexpected error: $(cat "$dir/err")"; exit 1; }
+# here --salvage helps (the damage is in the events), so info says so
+grep -q "use --salvage to keep what precedes the damage" "$dir/err" ||
+    { echo "info on a truncated trace does not suggest --salvage: $(cat "$dir/err")"; exit 1; }
 set +e
 "$PREPLAY_BIN" info --json --salvage "$dir/cut.trace" > "$dir/salv.json" 2> "$dir/err"; rc=$?
 set -e
@@ -116,6 +119,30 @@ set -e
 [ "$rc" -eq 1 ] || { echo "dump v3: exit $rc"; exit 1; }
 [ "$(cat "$dir/err")" = "preplay: $dir/v3.trace: unknown format major version 3 (this preplay reads 1 to 2)" ] ||
     { echo "unexpected: $(cat "$dir/err")"; exit 1; }
+# where --salvage cannot help (no header to start from), info does not
+# suggest it: an unknown major version, an empty file; an empty file given
+# to info (which takes traces and plans) is called what it is
+set +e
+"$PREPLAY_BIN" info "$dir/v3.trace" > /dev/null 2> "$dir/err"; rc=$?
+set -e
+[ "$rc" -eq 1 ] || { echo "info v3: exit $rc"; exit 1; }
+[ "$(cat "$dir/err")" = "preplay: $dir/v3.trace: unknown format major version 3 (this preplay reads 1 to 2)" ] ||
+    { echo "info v3: $(cat "$dir/err")"; exit 1; }
+: > "$dir/empty.pplan"
+set +e
+"$PREPLAY_BIN" info "$dir/empty.pplan" > /dev/null 2> "$dir/err"; rc=$?
+set -e
+[ "$rc" -eq 1 ] || { echo "info on an empty file: exit $rc"; exit 1; }
+[ "$(cat "$dir/err")" = "preplay: $dir/empty.pplan: empty file (neither a preplay trace nor a plan)" ] ||
+    { echo "info on an empty file: $(cat "$dir/err")"; exit 1; }
+mkdir "$dir/withempty"
+: > "$dir/withempty/a.trace"
+set +e
+"$PREPLAY_BIN" info "$dir/withempty" > /dev/null 2> "$dir/err"; rc=$?
+set -e
+[ "$rc" -eq 1 ] || { echo "info on a dir with an empty trace: exit $rc"; exit 1; }
+[ "$(cat "$dir/err")" = "preplay: $dir/withempty/a.trace: not a preplay trace (empty file)" ] ||
+    { echo "info on a dir with an empty trace: $(cat "$dir/err")"; exit 1; }
 set +e
 "$PREPLAY_BIN" info --bogus "$dir" > /dev/null 2>&1; rc=$?
 set -e

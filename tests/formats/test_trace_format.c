@@ -1025,6 +1025,71 @@ static void test_cut_flag_damage(void **state)
     }
 }
 
+/* A STRING longer than TRACE_MAX_STRING_BYTES or a STACK deeper than
+ * TRACE_MAX_STACK_FRAMES (written past the writer, which refuses both) is
+ * damage naming the field and the limit; at the limit both read. */
+static void test_string_and_stack_limits(void **state)
+{
+    (void)state;
+    const char *p = test_tmpdir_path("limits.trace");
+    struct {
+        uint8_t type;
+        uint32_t n;
+        const char *why; /* NULL: reads */
+    } cases[] = {
+        {TRACE_EV_STRING, TRACE_MAX_STRING_BYTES, NULL},
+        {TRACE_EV_STRING, TRACE_MAX_STRING_BYTES + 1,
+         "STRING len 16777217 exceeds the limit 16777216"},
+        {TRACE_EV_STACK, TRACE_MAX_STACK_FRAMES, NULL},
+        {TRACE_EV_STACK, TRACE_MAX_STACK_FRAMES + 1, "STACK nframes 4097 exceeds the limit 4096"},
+    };
+    uint8_t *data = calloc(TRACE_MAX_STRING_BYTES + 1, 8);
+    uint8_t *raw = malloc((size_t)TRACE_MAX_STRING_BYTES * 2);
+    assert_non_null(data);
+    assert_non_null(raw);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        write_trace(p, NULL, 0, NULL, NULL, 0); /* the header */
+        struct trace_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = cases[i].type;
+        ev.tid = 1;
+        if (ev.type == TRACE_EV_STRING) {
+            ev.u.string.id = 1;
+            ev.u.string.len = cases[i].n;
+        } else {
+            ev.u.stack.id = 1;
+            ev.u.stack.nframes = cases[i].n;
+        }
+        ev.data = data;
+        struct trace_codec codec;
+        trace_codec_init(&codec);
+        size_t len = trace_codec_encode(&codec, &ev, raw);
+        trace_codec_free(&codec);
+        FILE *f = fopen(p, "ab");
+        assert_non_null(f);
+        append_chunk(f, raw, len, 0, 1);
+        fclose(f);
+        char msg[600] = "";
+        struct trace_reader *r = trace_reader_open(p, NULL, msg, sizeof msg);
+        if (!r)
+            fail_msg("%s", msg);
+        struct trace_event got;
+        int rc = trace_reader_next(r, &got);
+        if (!cases[i].why) {
+            if (rc != 1)
+                fail_msg("case %zu: %s", i, trace_reader_error(r));
+            assert_int_equal(got.type, cases[i].type);
+        } else {
+            assert_int_equal(rc, -1);
+            if (!strstr(trace_reader_error(r), cases[i].why))
+                fail_msg("case %zu: %s", i, trace_reader_error(r));
+        }
+        trace_reader_close(r);
+    }
+    free(data);
+    free(raw);
+}
+
 static void test_file_mode_0600(void **state)
 {
     (void)state;
@@ -1061,6 +1126,7 @@ int main(void)
         cmocka_unit_test(test_after_cpu_roundtrip),
         cmocka_unit_test(test_after_cpu_damage_and_1x),
         cmocka_unit_test(test_cut_flag_damage),
+        cmocka_unit_test(test_string_and_stack_limits),
         cmocka_unit_test(test_file_mode_0600),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);

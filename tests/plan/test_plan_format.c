@@ -1,5 +1,6 @@
 /* test_plan_format.c - unit tests of the replay-plan format (formats/PLAN.md):
- * a round trip of every op kind and field at its extremes through the
+ * a round trip of every op kind and field at its extremes (bounded fields at
+ * their plan.h limits; tests/plan/test_plan_limits.c goes past them) through the
  * streaming writer and through plan_write, a plan of many blocks across
  * many frames, and damage of every kind with its exact message: truncation
  * at every byte of the last frame, flipped bytes, wrong magic, unknown
@@ -196,12 +197,14 @@ static const char *write_sample(const char *name, size_t frame_bytes)
     assert_int_equal(plan_writer_component(w, &app), 0);
     struct plan_op a_ops[4];
     memset(a_ops, 0, sizeof a_ops);
-    a_ops[0] = (struct plan_op){
-        .kind = PLAN_OP_RECV, .flags = PLAN_RECV_FULL, .recorded_ns = 1, .a.net.bytes = UINT64_MAX};
+    a_ops[0] = (struct plan_op){.kind = PLAN_OP_RECV,
+                                .flags = PLAN_RECV_FULL,
+                                .recorded_ns = 1,
+                                .a.net.bytes = PLAN_MAX_NET_BYTES};
     a_ops[1] = (struct plan_op){.kind = PLAN_OP_CPU,
                                 .flags = UINT16_MAX,
-                                .recorded_ns = UINT64_MAX,
-                                .a.cpu_ns = UINT64_MAX};
+                                .recorded_ns = PLAN_MAX_NS,
+                                .a.cpu_ns = PLAN_MAX_NS};
     a_ops[2] = (struct plan_op){
         .kind = PLAN_OP_SOCKOPT, .op = 255, .a.sockopt = {INT32_MIN, INT32_MAX, INT64_MIN}};
     a_ops[3] = (struct plan_op){.kind = PLAN_OP_SEND, .a.net.bytes = 0};
@@ -216,7 +219,7 @@ static const char *write_sample(const char *name, size_t frame_bytes)
     uint32_t s_path = plan_writer_string(w, "/srv/data.bin", 13);
     struct plan_component fe = {s_fe, s_host, 1, 3, UINT16_MAX, 1, 1, 0};
     assert_int_equal(plan_writer_component(w, &fe), 1);
-    struct plan_file f = {s_path, UINT64_MAX};
+    struct plan_file f = {s_path, PLAN_MAX_FILE_BYTES};
     assert_int_equal(plan_writer_file(w, &f), 0);
     struct plan_file f0 = {0, 0};
     assert_int_equal(plan_writer_file(w, &f0), 1);
@@ -226,8 +229,9 @@ static const char *write_sample(const char *name, size_t frame_bytes)
     assert_int_equal(plan_writer_db_endpoint(w, &e), 0);
     struct plan_op f_ops[9];
     memset(f_ops, 0, sizeof f_ops);
-    f_ops[0] = (struct plan_op){
-        .kind = PLAN_OP_FILE, .op = PLAN_FILE_TRUNCATE, .a.file = {0, INT64_MIN, UINT64_MAX}};
+    f_ops[0] = (struct plan_op){.kind = PLAN_OP_FILE,
+                                .op = PLAN_FILE_TRUNCATE,
+                                .a.file = {0, INT64_MIN, PLAN_MAX_FILE_BYTES}};
     f_ops[1] = (struct plan_op){
         .kind = PLAN_OP_FILE, .op = PLAN_FILE_READ, .recorded_ns = 77, .a.file = {1, -1, 0}};
     f_ops[2] = (struct plan_op){
@@ -239,22 +243,23 @@ static const char *write_sample(const char *name, size_t frame_bytes)
     f_ops[4] = (struct plan_op){.kind = PLAN_OP_CALL, .recorded_ns = 20000, .a.call = {0, 1, 3}};
     f_ops[5] = (struct plan_op){.kind = PLAN_OP_CALL, .a.call = {0, 0, 1}};
     f_ops[6] = (struct plan_op){
-        .kind = PLAN_OP_EXTERNAL, .recorded_ns = 3, .a.external = {s_ext, UINT64_MAX, 1}};
+        .kind = PLAN_OP_EXTERNAL, .recorded_ns = 3, .a.external = {s_ext, PLAN_MAX_NET_BYTES, 1}};
     f_ops[7] = (struct plan_op){
         .kind = PLAN_OP_LOCK, .op = PLAN_LOCK_RELEASE, .a.lock = {0, PLAN_LOCK_EXCLUSIVE}};
     f_ops[8] = (struct plan_op){
         .kind = PLAN_OP_DB, .op = PLAN_DB_QUERY, .a.db = {0, s_sql, 0, 0, INT32_MAX}};
     struct plan_segment segs[4] = {
         {1, 0, 7}, {0, PLAN_SEG_MORE, UINT32_MAX}, {0, 0, 0}, {1, 0xff, 1}};
-    struct plan_block fb = {1,          s_label,    999,        9,         PLAN_BLOCK_VIOLATION,
-                            UINT64_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX};
+    struct plan_block fb = {
+        1,           s_label,    999, 9, PLAN_BLOCK_VIOLATION, PLAN_MAX_NS, PLAN_MAX_WORKER_INDEX,
+        PLAN_MAX_NS, PLAN_MAX_NS};
     assert_int_equal(plan_writer_block(w, &fb, f_ops, segs, 4), 1);
     struct plan_request r[3] = {{0, 1, s_label, 0, 0, 0},
-                                {UINT64_MAX, 1, s_label, UINT32_MAX, UINT32_MAX, UINT64_MAX},
+                                {PLAN_MAX_NS, 1, s_label, UINT32_MAX, UINT32_MAX, PLAN_MAX_NS},
                                 {5, 0, 0, 1, 2, 3}};
     for (int i = 0; i < 3; i++)
         assert_int_equal(plan_writer_request(w, &r[i]), 0);
-    fe.workers = UINT32_MAX; /* learned late */
+    fe.workers = PLAN_MAX_WORKERS; /* learned late */
     assert_int_equal(plan_writer_update_component(w, 1, &fe), 0);
     assert_int_equal(plan_writer_summary(w, 0.987654321, UINT64_MAX, UINT32_MAX,
                                          "thread 7 of frontend interleaved 2 connections"),
@@ -268,7 +273,7 @@ static void check_sample(const struct plan *p)
 {
     assert_int_equal(p->version_major, 1);
     assert_int_equal(p->version_minor, PLAN_FORMAT_MINOR);
-    assert_int_equal(p->version_minor, 5);
+    assert_int_equal(p->version_minor, 6);
     assert_string_equal(p->recording_id, "rec-0123456789abcdef0123456789abcdef012");
     assert_int_equal(p->ncpu_scores, 2);
     assert_string_equal(p->cpu_scores[0].name, "zstd-compress");
@@ -286,14 +291,14 @@ static void check_sample(const struct plan *p)
     assert_int_equal(p->components[0].name, 1);
     assert_int_equal(p->components[0].workers, 0);
     assert_int_equal(p->components[0].event_loop, 1);
-    assert_int_equal(p->components[1].workers, UINT32_MAX);
+    assert_int_equal(p->components[1].workers, PLAN_MAX_WORKERS);
     assert_int_equal(p->components[1].db_conns, 3);
     assert_int_equal(p->components[1].listen_port, UINT16_MAX);
     assert_int_equal(p->components[1].prefork, 1);
     assert_int_equal(p->components[1].is_frontend, 1);
     assert_int_equal(p->components[1].event_loop, 0);
     assert_int_equal(p->nfiles, 2);
-    assert_true(p->files[0].initial_size == UINT64_MAX);
+    assert_true(p->files[0].initial_size == PLAN_MAX_FILE_BYTES);
     assert_int_equal(p->files[0].path, 9);
     assert_int_equal(p->nlocks, 1);
     assert_int_equal(p->locks[0].kind, 255);
@@ -304,24 +309,24 @@ static void check_sample(const struct plan *p)
     assert_int_equal(p->blocks[1].first_op, 4);
     assert_int_equal(p->blocks[1].nops, 9);
     assert_int_equal(p->blocks[1].flags, PLAN_BLOCK_VIOLATION);
-    assert_true(p->blocks[1].recorded_ns == UINT64_MAX);
-    assert_int_equal(p->blocks[1].worker, UINT32_MAX); /* 1.1 fields at their extremes */
-    assert_true(p->blocks[1].start_ns == UINT64_MAX);
-    assert_true(p->blocks[1].tail_ns == UINT64_MAX); /* 1.5 */
+    assert_true(p->blocks[1].recorded_ns == PLAN_MAX_NS);
+    assert_int_equal(p->blocks[1].worker, PLAN_MAX_WORKER_INDEX); /* 1.1 fields at their limits */
+    assert_true(p->blocks[1].start_ns == PLAN_MAX_NS);
+    assert_true(p->blocks[1].tail_ns == PLAN_MAX_NS); /* 1.5 */
     assert_int_equal(p->blocks[0].worker, 0);
     assert_true(p->blocks[0].start_ns == 0);
     assert_true(p->blocks[0].tail_ns == 0);
     assert_int_equal(p->blocks[1].label, 4);
     assert_true(p->nops == 13);
     const struct plan_op *o = p->ops;
-    assert_true(o[0].a.net.bytes == UINT64_MAX);
-    assert_true(o[1].a.cpu_ns == UINT64_MAX && o[1].recorded_ns == UINT64_MAX);
+    assert_true(o[0].a.net.bytes == PLAN_MAX_NET_BYTES);
+    assert_true(o[1].a.cpu_ns == PLAN_MAX_NS && o[1].recorded_ns == PLAN_MAX_NS);
     assert_int_equal(o[1].flags, UINT16_MAX);
     assert_int_equal(o[2].op, 255);
     assert_int_equal(o[2].a.sockopt.level, INT32_MIN);
     assert_int_equal(o[2].a.sockopt.name, INT32_MAX);
     assert_true(o[2].a.sockopt.value == INT64_MIN);
-    assert_true(o[4].a.file.offset == INT64_MIN && o[4].a.file.size == UINT64_MAX);
+    assert_true(o[4].a.file.offset == INT64_MIN && o[4].a.file.size == PLAN_MAX_FILE_BYTES);
     assert_true(o[5].a.file.offset == -1);
     assert_int_equal(o[6].a.lock.mode, PLAN_LOCK_SHARED);
     assert_int_equal(o[7].a.db.error, INT32_MIN);
@@ -331,15 +336,15 @@ static void check_sample(const struct plan *p)
     assert_int_equal(o[8].a.call.first_segment, 1);
     assert_int_equal(o[8].a.call.nsegments, 3);
     assert_int_equal(o[9].a.call.first_segment, 0);
-    assert_true(o[10].a.external.sent == UINT64_MAX);
+    assert_true(o[10].a.external.sent == PLAN_MAX_NET_BYTES);
     assert_int_equal(o[12].a.db.error, INT32_MAX);
     assert_true(p->nsegments == 4);
     assert_int_equal(p->segments[1].bytes, UINT32_MAX);
     assert_int_equal(p->segments[1].flags, PLAN_SEG_MORE);
     assert_int_equal(p->segments[3].flags, 0xff);
     assert_true(p->nrequests == 3);
-    assert_true(p->requests[1].arrival_ns == UINT64_MAX);
-    assert_true(p->requests[1].think_ns == UINT64_MAX);
+    assert_true(p->requests[1].arrival_ns == PLAN_MAX_NS);
+    assert_true(p->requests[1].think_ns == PLAN_MAX_NS);
     assert_int_equal(p->requests[1].session, UINT32_MAX);
     assert_true(p->requests[2].arrival_ns == 5);
     assert_int_equal(p->requests[2].block, 0);
