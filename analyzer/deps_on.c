@@ -13,7 +13,10 @@
  * request whose call is open on it (a new call to the request handled
  * last), and everything else (CPU, files, locks, DB) to the request it
  * handled last. Until the first interleave a loop's events are exactly
- * what the worker model gives them, so nothing is attributed twice.
+ * what the worker model gives them, so nothing is attributed twice; a
+ * connection's opener names its first call only, and a worker that goes
+ * back to the upstream call of a request it had left is a loop from there
+ * (deps_on_left_call).
  * Model violations remain what no descriptor settles: two threads serving
  * one request, a send on an end whose request is over; they are reported,
  * their events go to the end last handled and the blocks are flagged
@@ -383,6 +386,21 @@ static struct deps_block *deps_on_loop_call_block(struct deps_state *s, struct d
     return NULL;
 }
 
+/* Whether traffic on client end e continues the call of another request
+ * than the one worker t serves now: a server that answered part of a
+ * response, read the next request on another connection (left_gid, see
+ * deps_on_request_start) and then reads more of the first one's upstream
+ * answer (nginx streaming a large proxied body). Such a thread multiplexes
+ * connections; it is an event loop from here on, so those bytes stay with
+ * the call they continue instead of starting a call of the new request
+ * that no callee ever answers. */
+static int deps_on_left_call(struct deps_thread *t, const struct deps_end *e, int send)
+{
+    const struct deps_block *cb = e->call_block;
+    return cb && cb->th == t && !cb->finished && e->call_index < cb->ncalls &&
+           !(send && cb->calls[e->call_index].received) && cb != deps_block_of(t);
+}
+
 static void deps_on_client_net(struct deps_state *s, struct deps_thread *t, struct deps_end *e,
                                const struct trace_event *ev, uint64_t common)
 {
@@ -402,8 +420,15 @@ static void deps_on_client_net(struct deps_state *s, struct deps_thread *t, stru
         e->out_off += (uint64_t)n;
     else
         e->in_off += (uint64_t)n;
+    if (!t->event_loop && deps_on_left_call(t, e, send))
+        deps_on_loop_switch(s, t); /* back to a request it had left: it multiplexes */
     struct deps_block *b =
         t->event_loop ? deps_on_loop_call_block(s, t, e, send) : deps_block_of(t);
+    /* the opener names the first call's request only: a worker that
+     * became a loop after that call must not hand a later call on this
+     * end (a pooled upstream connection) to the opener's request */
+    if (send)
+        e->opener_conn = 0;
     if (!b)
         return;
     deps_block_cover(t, b);

@@ -13,17 +13,19 @@ Usage: check-event-loop.py NAME INFO_JSON BLOCKS_TSV LOAD_TSV FRONT BACK [MIN_CO
     has labels.
 Prints one summary line; exits 1 with one line per failed check.
 
-check-event-loop.py --replay NAME RESULTS_JSON LOAD1_TSV LOAD2_TSV [--stall-only]: the
-replay (`preplay run` results) against the recorded load, whose two runs
-(LOAD1, LOAD2: the same clients and requests, one after the other) give
-the noise floor: per label, the relative difference of their medians (of
-their p95s). Each label's replayed median must be within max(10%, that
-floor) of the recorded one (both runs together), its p95 within max(20%,
-the p95 floor); a stall the recording did not have fails the p95 check.
-With --stall-only, only that: each label's replayed p95 at most 3 times
-the recorded one plus 5 ms (scheduling noise of sub-millisecond requests
-on a loaded machine; the stall of issue 27 was 40 ms) (where the goal cannot be held: a noisy machine, or other
-tiers that do not replay within it)."""
+check-event-loop.py --replay NAME [--one-sided=LABEL,...] REPLAY_TSV REAL_TSV REAL_TSV...: the
+replay (one run fewer than the real ones, pooled in REPLAY_TSV) against the real stack measured in
+the same run, by the same client under the same load (keepalive_load.py,
+real runs before, between and after the replay runs). Per label, the real runs' spread is the noise floor: the largest
+relative difference between two real runs' medians (p95s). The replayed
+median must lie within max(10%, median floor) of the real runs' pooled
+median, the replayed p95 within max(15%, p95 floor) of their pooled p95
+(the accuracy benchmark's goals, docs/accuracy.md); every label must come
+back with as many requests as the real runs sent, all answered. A
+--one-sided label has a known reason to replay faster than the real stack:
+only a replay slower than the bound fails it (a stall), a faster one is
+printed as such. Prints one line per label with the margin (error /
+bound: above 1 fails)."""
 import collections
 import json
 import sys
@@ -34,7 +36,12 @@ def pct(v, q):
     return v[min(len(v) - 1, int(q * len(v)))]
 
 
-def replay_main(name, results, load1, load2, mode=""):
+def replay_main(name, *args):
+    one_sided = set()
+    if args and args[0].startswith("--one-sided="):
+        one_sided = set(args[0].split("=", 1)[1].split(","))
+        args = args[1:]
+    replay, reals = args[0], args[1:]
     def times(path):
         out = collections.defaultdict(list)
         for line in open(path):
@@ -42,35 +49,38 @@ def replay_main(name, results, load1, load2, mode=""):
                 f = line.split("\t")
                 out[f[1]].append(float(f[4]))
         return out
-    r1, r2 = times(load1), times(load2)
-    d = json.load(open(results))
+    rep, runs = times(replay), [times(r) for r in reals]
     errors = []
-    if set(d["labels"]) != set(r1):
-        errors.append("labels %s, recorded %s" % (sorted(d["labels"]), sorted(r1)))
-    if any(i["failed"] for i in d["intervals"]):
-        errors.append("failed requests: %s" % d["intervals"])
-    for label in sorted(r1):
-        rec = r1[label] + r2[label]
-        rep = d["labels"].get(label)
-        if not rep:
+    if len(runs) < 2:
+        errors.append("%d real runs: the noise floor needs at least 2" % len(runs))
+    labels = sorted(runs[0])
+    if sorted(rep) != labels or any(sorted(r) != labels for r in runs):
+        errors.append("labels: replay %s, real runs %s" % (sorted(rep), [sorted(r) for r in runs]))
+    worst = 0.0
+    for label in labels:
+        if label not in rep or any(label not in r for r in runs):
             continue
-        m1, m2, mrec = pct(r1[label], 0.5), pct(r2[label], 0.5), pct(rec, 0.5)
-        q1, q2, qrec = pct(r1[label], 0.95), pct(r2[label], 0.95), pct(rec, 0.95)
-        floor_m = abs(m1 - m2) / min(m1, m2)
-        floor_q = abs(q1 - q2) / min(q1, q2)
-        dm = (rep["median_s"] - mrec) / mrec
-        dq = (rep["p95_s"] - qrec) / qrec
-        ok_m = abs(dm) <= max(0.10, floor_m) or mode == "--stall-only"
-        ok_q = abs(dq) <= max(0.20, floor_q) or (
-            mode == "--stall-only" and rep["p95_s"] <= 3 * qrec + 0.005)
-        print("%s replay: %-18s median %7.2f ms recorded %7.2f (%+5.1f%%, floor %4.1f%%) p95 %7.2f ms "
-              "recorded %7.2f (%+5.1f%%, floor %4.1f%%), %d requests" % (
-                  name, label, rep["median_s"] * 1e3, mrec * 1e3, dm * 100, floor_m * 100,
-                  rep["p95_s"] * 1e3, qrec * 1e3, dq * 100, floor_q * 100, rep["count"]))
-        if not ok_m:
-            errors.append("%s: median %+.1f%% off the recording" % (label, dm * 100))
-        if not ok_q:
-            errors.append("%s: p95 %+.1f%% off the recording" % (label, dq * 100))
+        pooled = [t for r in runs for t in r[label]]
+        if any(len(rep[label]) != (len(runs) - 1) * len(r[label]) for r in runs):
+            errors.append("%s: %d replayed requests (one run fewer than the real), real runs %s" % (
+                label, len(rep[label]), [len(r[label]) for r in runs]))
+        line = "%s replay: %-16s" % (name, label)
+        for q, goal in ((0.5, 0.10), (0.95, 0.15)):
+            per = [pct(r[label], q) for r in runs]
+            floor = (max(per) - min(per)) / min(per)
+            ref, got = pct(pooled, q), pct(rep[label], q)
+            err = (got - ref) / ref
+            bound = max(goal, floor)
+            judged = err if label in one_sided else abs(err)
+            worst = max(worst, judged / bound)
+            line += " %s %7.3f ms real %7.3f (runs %s) %+6.1f%% of max(%d%%, floor %.1f%%)" % (
+                "p50" if q == 0.5 else "p95", got * 1e3, ref * 1e3,
+                "/".join("%.3f" % (v * 1e3) for v in per), err * 100, goal * 100, floor * 100)
+            if judged > bound:
+                errors.append("%s: replayed %s %+.1f%% off the real runs' (bound %.1f%%)" % (
+                    label, "median" if q == 0.5 else "p95", err * 100, bound * 100))
+        print(line + (" (one-sided)" if label in one_sided else ""))
+    print("%s replay: worst margin %.2f (error / bound; above 1 fails)" % (name, worst))
     for e in errors:
         print("%s replay: %s" % (name, e))
     sys.exit(1 if errors else 0)

@@ -9,8 +9,18 @@ answer took off it are exact; they go to OUT, one line per request:
 not 200 or a connection had to be reopened; never retries, never runs
 longer than --timeout seconds per request.
 Usage: keepalive_load.py PORT CLIENTS ROUNDS OUT REQ... where REQ is
-"GET /path" or "POST /path BODYBYTES"."""
+"GET /path" or "POST /path BODYBYTES".
+
+keepalive_load.py --replay TOKEN BLOCKS_TSV PORT CLIENTS ROUNDS OUT REQ...:
+the same clients, rounds and timing against a front-end `preplay replay`
+(formats/REPLAY-PROTOCOL.md) instead of the real server, so a replay and
+the real stack are measured by one client under one load: client c sends
+the front-end blocks of the recorded sessions c, c + CLIENTS, ... (the R
+lines of `preplay analyze --blocks`, in arrival order, cycled), ROUNDS x
+len(REQ) of them, each with its recorded request and response sizes and
+labelled with its block's label. Status is 200 for a whole answer."""
 import socket
+import struct
 import sys
 import threading
 import time
@@ -58,14 +68,53 @@ def read_answer(sock):
     return status, len(head) + 4 + length
 
 
+def replay_requests(token, tsv, clients, count):
+    """Per client, `count` (label, raw bytes, response bytes) from the
+    recorded sessions' front-end blocks (see the usage)."""
+    blocks, sessions = {}, {}
+    for line in open(tsv):
+        p = line.rstrip("\n").split("\t")
+        if p[0] == "B":
+            blocks[int(p[1])] = (p[9], int(p[14]), int(p[15]))
+        elif p[0] == "R":
+            sessions.setdefault(int(p[3]), []).append((int(p[2]), int(p[1])))
+    order = [sorted(sessions[k]) for k in sorted(sessions)]
+    if len(order) < clients:
+        raise SystemExit("keepalive_load: %s has %d sessions, %d clients" % (tsv, len(order), clients))
+    per = []
+    for c in range(clients):
+        seq = [b for k in range(c, len(order), clients) for _, b in order[k]]
+        reqs = []
+        for i in range(count):
+            b = seq[i % len(seq)]
+            label, req, resp = blocks[b]
+            head = struct.pack("<IIQII", 0x31505250, b, int(token, 16), req, resp)
+            reqs.append((label, head + bytes(req), resp))
+        per.append(reqs)
+    return per
+
+
+def read_exact(sock, n):
+    got = 0
+    while got < n:
+        chunk = sock.recv(min(65536, n - got))
+        if not chunk:
+            raise IOError("the replayer closed the connection")
+        got += len(chunk)
+    return 200, got
+
+
 def client(port, idx, rounds, reqs, out, errors, timeout):
+    """reqs: (label, raw) sent `rounds` times, HTTP answers; or, when its
+    items are (label, raw, response bytes), each sent once, raw answers."""
     try:
         s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         for _ in range(rounds):
-            for label, raw in reqs:
+            for r in reqs:
+                label, raw = r[0], r[1]
                 t0 = time.monotonic()
                 s.sendall(raw)
-                status, got = read_answer(s)
+                status, got = read_exact(s, r[2]) if len(r) > 2 else read_answer(s)
                 dt = time.monotonic() - t0
                 out.append("%d\t%s\t%d\t%d\t%.6f\t%d" % (idx, label, len(raw), got, dt, status))
                 if status != 200:
@@ -76,10 +125,19 @@ def client(port, idx, rounds, reqs, out, errors, timeout):
 
 
 def main():
-    port, clients, rounds, path = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    reqs = [build(port, r) for r in sys.argv[5:]]
+    args = sys.argv[1:]
+    replay = None
+    if args[0] == "--replay":
+        replay, args = args[1:3], args[3:]
+    port, clients, rounds, path = int(args[0]), int(args[1]), int(args[2]), args[3]
+    reqs = [build(port, r) for r in args[4:]]
+    if replay:
+        per = replay_requests(replay[0], replay[1], clients, rounds * len(reqs))
+        work = [(1, per[c]) for c in range(clients)]
+    else:
+        work = [(rounds, reqs)] * clients
     out, errors = [], []
-    ts = [threading.Thread(target=client, args=(port, c, rounds, reqs, out, errors, 20))
+    ts = [threading.Thread(target=client, args=(port, c, work[c][0], work[c][1], out, errors, 20))
           for c in range(clients)]
     for t in ts:
         t.start()

@@ -43,15 +43,9 @@ for tool in /usr/sbin/apache2 /usr/sbin/nginx /usr/bin/curl /usr/bin/python3; do
 done
 # every recording: --no-cpu-scores (the CPU kernels take ~1.5 s, ~7 s under
 # ASan, before the server starts; the replay below uses --cpu-ratio 1)
-free_port() { /usr/bin/python3 "$here/../common/free_port.py"; }
-wait_port() { # port seconds
-    local i
-    for ((i = 0; i < $2 * 10; i++)); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
+. "$here/../common/lemp.sh" # nginx -> php-fpm -> MariaDB, part (3)
+free_port() { lemp_free_port; }
+wait_port() { lemp_wait_port "$@"; }
 stop() { # pid: SIGTERM through preplay record, bounded wait
     local i
     kill -TERM "$1" 2>/dev/null || true
@@ -346,11 +340,10 @@ done
 lemp=$work/lemp
 mkdir -p "$lemp/www"
 dbport=$(free_port)
-"$here/../apps/db-start.sh" "$lemp/db" "$dbport" 2>"$lemp/db-start.err" ||
-    fail "MariaDB did not start: $(cat "$lemp/db-start.err")"
-stop_db() { "$here/../apps/db-stop.sh" "$lemp/db" >/dev/null 2>&1 || true; }
+lemp_db_start "$lemp" "$dbport"
+stop_db() { lemp_db_stop "$lemp"; }
 trap 'stop_db; cleanup' EXIT
-mariadb --no-defaults -S "$lemp/db/mariadb.sock" -uroot -e "CREATE DATABASE app;
+lemp_sql "$lemp" "CREATE DATABASE app;
     CREATE TABLE app.items (id INT PRIMARY KEY, name VARCHAR(40));
     INSERT INTO app.items VALUES (1, 'one'), (2, 'two'), (3, 'three');
     CREATE TABLE app.visits (item INT, n INT);
@@ -367,54 +360,14 @@ cat >"$lemp/www/item.php" <<PHP
 \$n = \$db->query("SELECT COUNT(*) AS n FROM items")->fetch_assoc()["n"];
 echo "item \$id: " . (\$row["name"] ?? "none") . " of \$n\n";
 PHP
-cat >"$lemp/fpm.conf" <<FPM
-[global]
-pid = $lemp/fpm.pid
-error_log = $lemp/fpm.err
-daemonize = no
-[www]
-user = root
-group = root
-listen = $lemp/fpm.sock
-pm = static
-pm.max_children = 2
-FPM
+lemp_fpm_conf "$lemp" 2
 lport=$(free_port)
-cat >"$lemp/nginx.conf" <<CONF
-daemon off;
-master_process on;
-worker_processes 1;
-pid $lemp/nginx.pid;
-error_log $lemp/nginx.err;
-user root;
-events { worker_connections 64; }
-http {
-    access_log $lemp/access.log;
-    client_body_temp_path $lemp/body;
-    proxy_temp_path $lemp/proxy;
-    fastcgi_temp_path $lemp/fcgi;
-    uwsgi_temp_path $lemp/uwsgi;
-    scgi_temp_path $lemp/scgi;
-    server {
-        listen 127.0.0.1:$lport;
-        root $lemp/www;
-        location ~ \.php\$ {
-            fastcgi_pass unix:$lemp/fpm.sock;
-            fastcgi_param SCRIPT_FILENAME $lemp/www\$fastcgi_script_name;
-            fastcgi_param QUERY_STRING \$query_string;
-            fastcgi_param REQUEST_METHOD \$request_method;
-        }
-    }
-}
-CONF
-"$bin" record -q --no-cpu-scores --db-port "$dbport" -o "$work/trace/php" -c php -- \
-    /usr/sbin/php-fpm8.2 -R -F -y "$lemp/fpm.conf" >"$lemp/fpm.out" 2>&1 &
-pids+=($!); fpm=$!
-"$bin" record -q --no-cpu-scores -o "$work/trace/web" -c web -- /usr/sbin/nginx -c "$lemp/nginx.conf" \
-    -p "$lemp" >"$lemp/nginx.out" 2>&1 &
-pids+=($!); web=$!
-for ((i = 0; i < 100; i++)); do [ -S "$lemp/fpm.sock" ] && break; sleep 0.1; done
-wait_port "$lport" 30 || fail "nginx (LEMP) not listening: $(cat "$lemp/nginx.out" "$lemp/nginx.err")"
+LEMP_ACCESS_LOG=$lemp/access.log lemp_nginx_conf "$lemp" "$lport"
+lemp_start_fpm "$lemp" "$bin" record -q --no-cpu-scores --db-port "$dbport" -o "$work/trace/php" -c php --
+fpm=${pids[-1]}
+lemp_start_nginx "$lemp" "$bin" record -q --no-cpu-scores -o "$work/trace/web" -c web --
+web=${pids[-1]}
+lemp_wait "$lemp" "$lport"
 lemp_requests=12
 args=()
 for ((r = 0; r < lemp_requests; r++)); do args+=("http://127.0.0.1:$lport/item.php?id=$((r % 3 + 1))"); done

@@ -5,8 +5,11 @@
  * turn, a worker's post-response tail after closing a connection, nested calls and external calls,
  * clock skew of +-3 s between hosts, a recording whose clock went backwards (the warning), an event
  * loop interleaving three requests and an upstream call (each request's events in its own block,
- * nothing flagged), and the violation report of a request two threads served. Timestamps are chosen
- * by hand so every expected number is known exactly; nothing here depends on the machine's speed.
+ * nothing flagged), a worker that becomes a loop after its first upstream call (a later call on
+ * that pooled connection, the rest of a streamed upstream answer after reading another request:
+ * each the request it belongs to), and the violation report of a request two threads served.
+ * Timestamps are chosen by hand so every expected number is known exactly; nothing here depends on
+ * the machine's speed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1026,6 +1029,159 @@ static void test_event_loop(void **state)
     assert_non_null(strstr(f->warnings, "component evloop (pid 100) thread 101 is an event loop"));
 }
 
+/* ---- a worker becomes a loop after its first upstream call (issue 27's
+ * flaky proxy check): nginx reads request A, connects to its upstream and
+ * sends A's call while still one request in, then reads B (a loop from
+ * here). Once A is answered, C's call goes out on A's pooled upstream
+ * connection: it is C's, never A's (the connection's opener names its
+ * first call only), though A's block is still open (its client has not
+ * sent its next request yet) ---- */
+
+/* The api side of one upstream connection: accepted by its own thread
+ * (a thread per connection), answering each `req`-byte call with `resp`. */
+static void fx_api_accept(struct synth_thread *a, uint64_t conn, const struct synth_addr *peer,
+                          uint64_t at)
+{
+    a->now = at;
+    synth_conn_tcp(a, TRACE_CONN_ACCEPT, conn, 12, &app_addr, peer);
+}
+
+/* The api answers on conn: its receive returns `after`, then 10 us of CPU
+ * and the answer. */
+static void fx_api_answer(struct synth_thread *a, uint64_t conn, int64_t req, int64_t resp,
+                          uint64_t after)
+{
+    synth_net(a, TRACE_NET_RECV, conn, req, after - a->now);
+    synth_cpu(a, 10 * US);
+    synth_net(a, TRACE_NET_SEND, conn, resp, 2 * US);
+}
+
+/* The front-end block whose first receive took `bytes` (the request). */
+static uint32_t fx_block_by_request(const struct fx *f, const char *component, uint64_t bytes)
+{
+    for (uint32_t i = 0; i < f->plan->nblocks; i++)
+        if (!strcmp(fx_component(f, i), component) && fx_ops(f, i)[0].kind == PLAN_OP_RECV &&
+            fx_ops(f, i)[0].a.net.bytes == bytes)
+            return i;
+    fail_msg("no %s block received %llu bytes first", component, (unsigned long long)bytes);
+    return 0;
+}
+
+static void test_loop_pooled_upstream(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe, app;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    synth_open(&app, f->app, "api", "h1", "rec-app", 200, 0);
+    fx_accept_client(&fe, 1, 50020, T0);
+    fx_accept_client(&fe, 2, 50021, T0 + 5 * US);
+    fx_accept_client(&fe, 3, 50022, T0 + 9 * US);
+    struct synth_thread w, a1, a2;
+    synth_thread_init(&w, &fe, 101, T0 + 1 * MS);
+    synth_thread_init(&a1, &app, 201, T0);
+    synth_thread_init(&a2, &app, 202, T0);
+    struct synth_addr up1 = {{10, 0, 0, 1}, 40021}, up2 = {{10, 0, 0, 1}, 40022};
+    synth_net(&w, TRACE_NET_RECV, 1, 100, 3 * US); /* A */
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 5, 11, &up1, &app_addr);
+    fx_api_accept(&a1, 1, &up1, w.now + 1 * US);
+    synth_net(&w, TRACE_NET_SEND, 5, 33, 2 * US); /* A's call, one request in */
+    fx_api_answer(&a1, 1, 33, 216, w.now + 20 * US);
+    synth_net(&w, TRACE_NET_RECV, 2, 110, 3 * US); /* B: A is unanswered, a loop now */
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 6, 12, &up2, &app_addr);
+    fx_api_accept(&a2, 2, &up2, w.now + 1 * US);
+    synth_net(&w, TRACE_NET_SEND, 6, 34, 2 * US);       /* B's call */
+    fx_api_answer(&a2, 2, 34, 20000, w.now + 500 * US); /* B's answer takes a while */
+    w.now = a1.now + 10 * US;
+    synth_net(&w, TRACE_NET_RECV, 5, 216, 2 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 226, 3 * US); /* A answered, its block still open */
+    synth_net(&w, TRACE_NET_RECV, 3, 120, 3 * US); /* C */
+    synth_net(&w, TRACE_NET_SEND, 5, 35, 2 * US);  /* C's call on A's pooled connection */
+    fx_api_answer(&a1, 1, 35, 50000, w.now + 20 * US);
+    w.now = a1.now + 10 * US;
+    synth_net(&w, TRACE_NET_RECV, 5, 50000, 2 * US);
+    synth_net(&w, TRACE_NET_SEND, 3, 50010, 3 * US);
+    w.now = a2.now + 10 * US;
+    synth_net(&w, TRACE_NET_RECV, 6, 20000, 2 * US);
+    synth_net(&w, TRACE_NET_SEND, 2, 20010, 3 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 105, 3 * US); /* A's client's next request: A is over */
+    synth_net(&w, TRACE_NET_SEND, 1, 300, 3 * US);
+    synth_close(&fe);
+    synth_close(&app);
+
+    assert_int_equal(fx_analyze(f, 0, 2, f->fe, f->app), 0);
+    assert_int_equal(f->r.violations, 0);
+    assert_int_equal(f->r.requests, 4);
+    assert_int_equal(f->r.calls, 3);
+    assert_int_equal(f->r.externals, 0);
+    assert_int_equal(f->r.unmatched_bytes, 0);
+    assert_int_equal(f->plan->components[0].event_loop, 1);
+    /* each request's own call, answered by the api block its bytes name */
+    static const uint64_t req[3] = {100, 110, 120}, call[3] = {33, 34, 35};
+    for (int i = 0; i < 3; i++) {
+        uint32_t b = fx_block_by_request(f, "web", req[i]);
+        fx_expect_kinds(f, b, "RKS");
+        uint32_t callee = fx_ops(f, b)[1].a.call.callee_block;
+        assert_string_equal(fx_component(f, callee), "api");
+        assert_int_equal(fx_ops(f, callee)[0].a.net.bytes, call[i]);
+    }
+    fx_expect_kinds(f, fx_block_by_request(f, "web", 105), "RS");
+}
+
+/* ---- a worker that answered part of a response (nginx streaming a large
+ * upstream body) reads the next request on another connection, then more
+ * of the first one's upstream answer: those bytes continue the first
+ * request's call (the thread multiplexes: a loop from there), not a call
+ * of the new request that no callee answers (an external with unmatched
+ * bytes, issue 27's flaky proxy check) ---- */
+
+static void test_loop_after_partial_answer(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe, app;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    synth_open(&app, f->app, "api", "h1", "rec-app", 200, 0);
+    fx_accept_client(&fe, 1, 50030, T0);
+    fx_accept_client(&fe, 2, 50031, T0 + 5 * US);
+    struct synth_thread w, a1, a2;
+    synth_thread_init(&w, &fe, 101, T0 + 1 * MS);
+    synth_thread_init(&a1, &app, 201, T0);
+    synth_thread_init(&a2, &app, 202, T0);
+    struct synth_addr up1 = {{10, 0, 0, 1}, 40031}, up2 = {{10, 0, 0, 1}, 40032};
+    synth_net(&w, TRACE_NET_RECV, 1, 100, 3 * US); /* A */
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 5, 11, &up1, &app_addr);
+    fx_api_accept(&a1, 1, &up1, w.now + 1 * US);
+    synth_net(&w, TRACE_NET_SEND, 5, 33, 2 * US);
+    fx_api_answer(&a1, 1, 33, 3000, w.now + 20 * US);
+    w.now = a1.now + 10 * US;
+    synth_net(&w, TRACE_NET_RECV, 5, 1000, 2 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 800, 3 * US); /* part of A's answer */
+    synth_net(&w, TRACE_NET_RECV, 2, 110, 3 * US); /* B, A answered in part */
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 6, 12, &up2, &app_addr);
+    fx_api_accept(&a2, 2, &up2, w.now + 1 * US);
+    synth_net(&w, TRACE_NET_SEND, 6, 34, 2 * US); /* B's call */
+    fx_api_answer(&a2, 2, 34, 216, w.now + 20 * US);
+    synth_net(&w, TRACE_NET_RECV, 5, 2000, 2 * US); /* the rest of A's upstream answer */
+    synth_net(&w, TRACE_NET_SEND, 1, 2200, 3 * US);
+    w.now = a2.now + 10 * US;
+    synth_net(&w, TRACE_NET_RECV, 6, 216, 2 * US);
+    synth_net(&w, TRACE_NET_SEND, 2, 226, 3 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 105, 3 * US); /* A's client's next request */
+    synth_net(&w, TRACE_NET_SEND, 1, 300, 3 * US);
+    synth_close(&fe);
+    synth_close(&app);
+
+    assert_int_equal(fx_analyze(f, 0, 2, f->fe, f->app), 0);
+    assert_int_equal(f->r.violations, 0);
+    assert_int_equal(f->r.requests, 3);
+    assert_int_equal(f->r.calls, 2);
+    assert_int_equal(f->r.externals, 0);
+    assert_int_equal(f->r.unmatched_bytes, 0);
+    assert_int_equal(f->plan->components[0].event_loop, 1);
+    fx_expect_kinds(f, fx_block_by_request(f, "web", 100), "RKSS");
+    fx_expect_kinds(f, fx_block_by_request(f, "web", 110), "RKS");
+    fx_expect_kinds(f, fx_block_by_request(f, "web", 105), "RS");
+}
+
 /* ---- what no descriptor settles stays a violation: a request read by one
  * thread and answered by another is flagged ---- */
 
@@ -1078,6 +1234,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_clock_skew_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew_behind, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_event_loop, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_loop_pooled_upstream, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_loop_after_partial_answer, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_shared_request_violation, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

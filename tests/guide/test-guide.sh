@@ -20,6 +20,7 @@ bin=${PREPLAY_BIN:?PREPLAY_BIN not set}
 guide=${GUIDE:-$src/docs/user-guide.md}
 work=$(mktemp -d /tmp/preplay-guide.XXXXXX)
 fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$here/../common/lemp.sh" # the stack: MariaDB, php-fpm, nginx
 for tool in /usr/sbin/nginx /usr/sbin/php-fpm8.2 /usr/sbin/mariadbd /usr/bin/curl /usr/bin/python3; do
     [ -x "$tool" ] || fail "$tool missing (tools/install-deps installs nginx-light, php8.2-fpm, mariadb-server, curl)"
 done
@@ -31,7 +32,7 @@ cleanup() {
     local p
     for p in "${svc_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     [ -n "${collector:-}" ] && kill -TERM "$collector" 2>/dev/null || true
-    "$here/../apps/db-stop.sh" "$work/db" >/dev/null 2>&1 || true
+    lemp_db_stop "$work"
     sleep 0.3
     for p in "${svc_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     rm -rf "$work"
@@ -48,21 +49,12 @@ ls "$work/blocks" | grep -q . || fail "$guide: no \`\`\`sh guide:NAME blocks"
 echo "guide blocks: $(ls "$work/blocks" | sed 's/^[0-9]*-//; s/\.sh$//' | tr '\n' ' ')"
 
 # ---- the stack: MariaDB on a non-default port, php-fpm, nginx ----
-free_port() { /usr/bin/python3 "$here/../common/free_port.py"; }
-wait_port() { # port seconds
-    local i
-    for ((i = 0; i < $2 * 10; i++)); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
+free_port() { lemp_free_port; }
 db_port=$(free_port)
 web_port=$(free_port)
 while [ "$web_port" = "$db_port" ]; do web_port=$(free_port); done
-"$here/../apps/db-start.sh" "$work/db" "$db_port" 2>"$work/db-start.err" ||
-    fail "MariaDB did not start: $(cat "$work/db-start.err")"
-mariadb --no-defaults -S "$work/db/mariadb.sock" -uroot -e "CREATE DATABASE shop;
+lemp_db_start "$work" "$db_port"
+lemp_sql "$work" "CREATE DATABASE shop;
     CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(40));
     INSERT INTO shop.items VALUES (1, 'one'), (2, 'two'), (3, 'three');
     CREATE TABLE shop.visits (item INT);
@@ -87,45 +79,8 @@ cat >"$www/visit.php" <<PHP
 \$db->query("INSERT INTO visits VALUES (" . intval(\$_GET["id"] ?? 0) . ")");
 echo "visits: " . \$db->query("SELECT COUNT(*) AS n FROM visits")->fetch_assoc()["n"] . "\n";
 PHP
-cat >"$work/fpm.conf" <<FPM
-[global]
-pid = $work/fpm.pid
-error_log = $work/fpm.err
-daemonize = no
-[www]
-user = root
-group = root
-listen = $work/fpm.sock
-pm = static
-pm.max_children = 2
-FPM
-cat >"$work/nginx.conf" <<CONF
-daemon off;
-master_process on;
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx.err;
-user root;
-events { worker_connections 64; }
-http {
-    access_log $work/access.log;
-    client_body_temp_path $work/body;
-    proxy_temp_path $work/proxy;
-    fastcgi_temp_path $work/fcgi;
-    uwsgi_temp_path $work/uwsgi;
-    scgi_temp_path $work/scgi;
-    server {
-        listen 127.0.0.1:$web_port;
-        root $www;
-        location ~ \.php\$ {
-            fastcgi_pass unix:$work/fpm.sock;
-            fastcgi_param SCRIPT_FILENAME $www\$fastcgi_script_name;
-            fastcgi_param QUERY_STRING \$query_string;
-            fastcgi_param REQUEST_METHOD \$request_method;
-        }
-    }
-}
-CONF
+lemp_fpm_conf "$work" 2
+LEMP_ACCESS_LOG=$work/access.log lemp_nginx_conf "$work" "$web_port"
 
 # ---- hooks: what the guide leaves to the service manager and the traffic ----
 requests=0
@@ -138,14 +93,11 @@ after_collect() { # the services start with the guide's three variables, traffic
         sleep 0.05
     done
     grep -q "@preplay-$COLLECTOR\$" /proc/net/unix || fail "the guide's collector does not listen"
-    LD_PRELOAD=$lib PREPLAY_COLLECTOR=$COLLECTOR PREPLAY_COMPONENT=php \
-        /usr/sbin/php-fpm8.2 -R -F -y "$work/fpm.conf" >"$work/fpm.out" 2>&1 &
-    svc_pids+=($!)
-    LD_PRELOAD=$lib PREPLAY_COLLECTOR=$COLLECTOR PREPLAY_COMPONENT=frontend \
-        /usr/sbin/nginx -c "$work/nginx.conf" -p "$work" >"$work/nginx.out" 2>&1 &
-    svc_pids+=($!)
-    for ((i = 0; i < 100; i++)); do [ -S "$work/fpm.sock" ] && break; sleep 0.1; done
-    wait_port "$web_port" 30 || fail "nginx not listening: $(cat "$work/nginx.out" "$work/nginx.err")"
+    local pids=()
+    lemp_start_fpm "$work" env LD_PRELOAD="$lib" PREPLAY_COLLECTOR="$COLLECTOR" PREPLAY_COMPONENT=php
+    lemp_start_nginx "$work" env LD_PRELOAD="$lib" PREPLAY_COLLECTOR="$COLLECTOR" PREPLAY_COMPONENT=frontend
+    svc_pids+=("${pids[@]}")
+    lemp_wait "$work" "$web_port"
     local args=() r
     for ((r = 0; r < 12; r++)); do
         args+=("http://127.0.0.1:$web_port/item.php?id=$((r % 3 + 1))")
