@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# tests/tracer-db/test-pg.sh - PostgreSQL DB events from the wire
+# (tracer/preload/pg_wire.c, issue 26): a private PostgreSQL 15 server
+# (tests/apps/pg-start.sh: a free port, its socket in a temp dir) and
+# clients nobody here wrote, recorded with no --db-port/--db-socket (the
+# server is told by its answer to the StartupMessage), each checked by
+# check-pg-trace.py on its statement texts, parameters, rows and SQLSTATEs:
+#   psql              the CLI over TCP (SSLRequest declined, SCRAM login)
+#   psql-port         the same told by --db-port instead (dialect from the
+#                     client's first bytes)
+#   psycopg2          /usr/bin/python3 + psycopg2 (libpq) over the socket
+#   raw, raw-tcp      pg_clients.py's own protocol client: extended protocol
+#   pgbench-prepared  pgbench -M prepared over TCP, pgbench -M extended over
+#   pgbench-extended  the socket (pgbench is libpq's C client)
+# then pg_greeting_peer.py: a server whose answer to a StartupMessage is not
+# PostgreSQL's must leave the client's query as bytes (and a good answer
+# must not, so the negatives can fail).
+set -euo pipefail
+: "${PREPLAY_BIN:?set by ctest}" "${PREPLAY_SOURCE_DIR:?}"
+here="$PREPLAY_SOURCE_DIR/tests/tracer-db"
+apps="$PREPLAY_SOURCE_DIR/tests/apps"
+py=/usr/bin/python3
+pgbin=/usr/lib/postgresql/15/bin
+"$py" -c 'import psycopg2' ||
+  { echo "test-pg: /usr/bin/python3 lacks psycopg2 (apt-get install python3-psycopg2)" >&2; exit 1; }
+for tool in psql pgbench; do
+  [ -x "$pgbin/$tool" ] || { echo "test-pg: $pgbin/$tool not found (apt-get install postgresql-client postgresql)" >&2; exit 1; }
+done
+
+work=$(mktemp -d /tmp/preplay-pg.XXXXXX)
+cleanup() {
+  "$apps/pg-stop.sh" "$work/db" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+failed=0
+fail() { echo "test-pg: $*" >&2; failed=$((failed + 1)); }
+port=$("$py" "$PREPLAY_SOURCE_DIR/tests/common/free_port.py")
+"$apps/pg-start.sh" "$work/db" "$port"
+sock="$work/db"
+export PGPASSWORD=preplay-pw PGUSER=preplay PGDATABASE=postgres
+rec=("$PREPLAY_BIN" record -q --no-cpu-scores)
+
+run() { # SCENARIO TABLE CHECK_ARG... -- CMD...
+  local scenario=$1 table=$2 extra=()
+  shift 2
+  while [ "$1" != "--" ]; do extra+=("$1"); shift; done
+  shift
+  if ! "${rec[@]}" -o "$work/$scenario" -- "$@" >"$work/$scenario.out" 2>&1; then
+    fail "$scenario: the client failed under preplay record: $(tail -n 3 "$work/$scenario.out")"
+    return
+  fi
+  "$py" "$here/check-pg-trace.py" "$PREPLAY_BIN" "$work/$scenario" "$scenario" "$table" \
+    "${extra[@]}" || failed=$((failed + 1))
+}
+psql_script() { # TABLE
+  echo "CREATE TABLE $1 (a int, b text);"
+  echo "INSERT INTO $1 VALUES (1, 'x'), (2, 'y'), (3, 'z');"
+  echo "SELECT * FROM $1 WHERE a > 1;"
+  echo "DELETE FROM $1;"
+  echo "SELEC 1;"
+}
+psql_script pq1 >"$work/pq1.sql"
+psql_script pq2 >"$work/pq2.sql"
+run psql pq1 -- "$pgbin/psql" -X -q -h 127.0.0.1 -p "$port" -f "$work/pq1.sql"
+rec+=(--db-port "$port")
+run psql-port pq2 -- "$pgbin/psql" -X -q -h 127.0.0.1 -p "$port" -f "$work/pq2.sql"
+unset 'rec[-1]' 'rec[-1]'
+run psycopg2 tp2 -- "$py" "$here/pg_clients.py" psycopg2 "$sock" "$port" tp2
+run raw traw -- "$py" "$here/pg_clients.py" raw "$sock" "$port" traw
+run raw-tcp trawt -- "$py" "$here/pg_clients.py" raw 127.0.0.1 "$port" trawt
+"$pgbin/pgbench" -h "$sock" -p "$port" -i -s 1 -q >"$work/pgbench-init.out" 2>&1 ||
+  fail "pgbench -i failed: $(tail -n 3 "$work/pgbench-init.out")"
+run pgbench-prepared - 5 -- "$pgbin/pgbench" -h 127.0.0.1 -p "$port" -n -c 1 -t 5 -M prepared
+run pgbench-extended - 3 -- "$pgbin/pgbench" -h "$sock" -p "$port" -n -c 1 -t 3 -M extended
+
+# ---- negatives: answers to a StartupMessage that are not PostgreSQL's ----
+for answer in ok http badauth badlen; do
+  if ! "${rec[@]}" -o "$work/peer-$answer" -- "$py" "$here/pg_greeting_peer.py" "$answer"; then
+    fail "pg_greeting_peer.py $answer failed under preplay record"
+    continue
+  fi
+  n=$("$PREPLAY_BIN" dump --json "$work/peer-$answer" | jq -s '[.[] | select(.type == "db" and .op == "query" and .query == "SELECT 42" and .rows == 0)] | length')
+  want=0
+  [ "$answer" = ok ] && want=1
+  [ "$n" = "$want" ] || fail "peer $answer: $n query events for SELECT 42, want $want"
+done
+
+if [ "$failed" -ne 0 ]; then
+  echo "test-pg: $failed failures" >&2
+  exit 1
+fi
+echo "test-pg: ok"
