@@ -22,8 +22,9 @@
 
 #define PLAN_FORMAT_MAJOR 1
 /* 1.1: blocks carry worker and start_ns; 1.2: event loops; 1.3: DB ops may
- * carry PLAN_DB_CUT */
-#define PLAN_FORMAT_MINOR 4
+ * carry PLAN_DB_CUT; 1.4: PLAN_RECV_FULL; 1.5: DB ops may carry
+ * PLAN_DB_POSTGRESQL */
+#define PLAN_FORMAT_MINOR 5
 
 enum plan_op_kind {
     PLAN_OP_CPU = 1,      /* burn a.cpu_ns of CPU (scaled by the CPU ratio at replay) */
@@ -70,6 +71,10 @@ struct plan_segment {
  * prefix, so the replayer never sends it as SQL; it waits recorded_ns
  * instead and counts it (`db_cut`). */
 #define PLAN_DB_CUT 0x0001
+/* DB ops (1.5): the statement is PostgreSQL's (trace dialect
+ * TRACE_DB_POSTGRESQL; without the bit, MySQL's): replayed only through a
+ * postgresql:// --db, and its `params` bind the $n placeholders. */
+#define PLAN_DB_POSTGRESQL 0x0002
 /* RECV ops (1.4): the receive returned every byte it asked for (result ==
  * requested size), so the sender's bytes may have been there already and
  * no sender's segment boundary is known after it. The driver, which plays

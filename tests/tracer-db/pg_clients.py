@@ -100,8 +100,8 @@ class Raw:
             if t == b"Z":
                 return got
 
-    def login(self):
-        params = cstr("user") + cstr("preplay") + cstr("database") + cstr("postgres") + b"\0"
+    def login(self, db="postgres"):
+        params = cstr("user") + cstr("preplay") + cstr("database") + cstr(db) + b"\0"
         self.send(struct.pack("!ii", len(params) + 8, 196608) + params)
         while True:
             t, b = self.read_msg()
