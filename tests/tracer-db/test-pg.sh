@@ -12,6 +12,8 @@
 #   raw, raw-tcp      pg_clients.py's own protocol client: extended protocol
 #   pgbench-prepared  pgbench -M prepared over TCP, pgbench -M extended over
 #   pgbench-extended  the socket (pgbench is libpq's C client)
+#   psql-tls          psql over TLS (sslmode=require): the SSLRequest accepted,
+#                     the plaintext from OpenSSL's SSL_read/SSL_write
 # then pg_greeting_peer.py: a server whose answer to a StartupMessage is not
 # PostgreSQL's must leave the client's query as bytes (and a good answer
 # must not, so the negatives can fail).
@@ -73,6 +75,19 @@ run raw-tcp trawt -- "$py" "$here/pg_clients.py" raw 127.0.0.1 "$port" trawt
   fail "pgbench -i failed: $(tail -n 3 "$work/pgbench-init.out")"
 run pgbench-prepared - 5 -- "$pgbin/pgbench" -h 127.0.0.1 -p "$port" -n -c 1 -t 5 -M prepared
 run pgbench-extended - 3 -- "$pgbin/pgbench" -h "$sock" -p "$port" -n -c 1 -t 3 -M extended
+
+# ---- TLS: the SSLRequest accepted, the conversation read from SSL_read/SSL_write ----
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/db/key.pem" -out "$work/db/cert.pem" \
+  -days 1 -subj /CN=127.0.0.1 >/dev/null 2>&1 || fail "openssl could not make a certificate"
+[ "$(id -u)" -eq 0 ] && chown postgres: "$work/db/key.pem" "$work/db/cert.pem"
+chmod 600 "$work/db/key.pem"
+"$pgbin/psql" -X -q -h "$sock" -p "$port" -c "ALTER SYSTEM SET ssl = on" \
+  -c "ALTER SYSTEM SET ssl_cert_file = '$work/db/cert.pem'" \
+  -c "ALTER SYSTEM SET ssl_key_file = '$work/db/key.pem'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+psql_script pq3 >"$work/pq3.sql"
+# sslmode=require: libpq gives up rather than talk in clear
+run psql-tls pq3 -- env PGSSLMODE=require "$pgbin/psql" -X -q -h 127.0.0.1 -p "$port" -f "$work/pq3.sql"
 
 # ---- negatives: answers to a StartupMessage that are not PostgreSQL's ----
 for answer in ok http badauth badlen; do
