@@ -9,6 +9,8 @@ exact statements, parameters, rows and SQLSTATEs the client caused:
   psycopg2  pg_clients.py psycopg2 (text only: psycopg2 interpolates)
   raw*      pg_clients.py raw (extended protocol, binary parameters,
             portals, a failing batch, split and long messages)
+  pgbench-pipeline  pgbench -t N -M prepared of a \\startpipeline script:
+            libpq's pipeline mode (both executes sent before an answer)
   pgbench-prepared / pgbench-extended  pgbench -t N -M prepared/extended:
             the 7 statements of its TPC-B-like script, N times, prepared
             once per connection (prepared) or with each execute (extended),
@@ -185,6 +187,36 @@ def check_pgbench(scenario, db, n):
         fail(scenario, f"statement ids {sorted(stmt.values())}, want 1..7")
 
 
+PIPELINE = [("SELECT abalance FROM pgbench_accounts WHERE aid = $1;", r"\d+"),
+            ("UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1;", None)]
+
+
+def check_pipeline(scenario, db, n):
+    """pgbench -M prepared running a \\startpipeline script N times: libpq's
+    pipeline mode sends both executes before reading an answer."""
+    evs = [e for e in db if e["op"] in ("prepare", "execute", "fetch")
+           and e["query"] in dict(PIPELINE)]
+    prepares = [e["query"] for e in evs if e["op"] == "prepare"]
+    if prepares != [q for q, _ in PIPELINE]:
+        fail(scenario, f"prepares {prepares}")
+    execs = [e for e in evs if e["op"] == "execute"]
+    if len(execs) != 2 * n:
+        fail(scenario, f"{len(execs)} executes, want {2 * n}")
+    for i in range(0, len(execs), 2):
+        sel, upd = execs[i], execs[i + 1]
+        if (sel["query"], upd["query"]) != tuple(q for q, _ in PIPELINE):
+            fail(scenario, f"execute order {sel['query']!r}, {upd['query']!r}")
+        if not re.fullmatch(PIPELINE[0][1], sel.get("params", "")) or "params" in upd:
+            fail(scenario, f"params {sel.get('params')!r} / {upd.get('params')!r}")
+        if upd["rows"] != 1:
+            fail(scenario, f"UPDATE rows {upd['rows']}")
+        if upd["ts"] - sel["ts"] > sel["dur"]:
+            fail(scenario, "the UPDATE was not sent before the SELECT's answer (no pipeline)")
+    fetches = [e for e in evs if e["op"] == "fetch"]
+    if len(fetches) != n or any(f["rows"] != 1 for f in fetches):
+        fail(scenario, f"fetches {[f['rows'] for f in fetches]}")
+
+
 def main():
     if len(sys.argv) not in (5, 6):
         raise SystemExit("usage: check-pg-trace.py PREPLAY TRACE_DIR SCENARIO TABLE [N]")
@@ -209,6 +241,8 @@ def main():
         check_raw(scenario, db, table)
     elif scenario.startswith("psql"):
         check_psql(scenario, db, table)
+    elif scenario == "pgbench-pipeline":
+        check_pipeline(scenario, db, int(sys.argv[5]))
     elif scenario.startswith("pgbench"):
         check_pgbench(scenario, db, int(sys.argv[5]))
     else:

@@ -12,6 +12,7 @@
 #   raw, raw-tcp      pg_clients.py's own protocol client: extended protocol
 #   pgbench-prepared  pgbench -M prepared over TCP, pgbench -M extended over
 #   pgbench-extended  the socket (pgbench is libpq's C client)
+#   pgbench-pipeline  a \startpipeline script: libpq's pipeline mode
 #   psql-tls          psql over TLS (sslmode=require): the SSLRequest accepted,
 #                     the plaintext from OpenSSL's SSL_read/SSL_write
 # then pg_greeting_peer.py: a server whose answer to a StartupMessage is not
@@ -75,6 +76,12 @@ run raw-tcp trawt -- "$py" "$here/pg_clients.py" raw 127.0.0.1 "$port" trawt
   fail "pgbench -i failed: $(tail -n 3 "$work/pgbench-init.out")"
 run pgbench-prepared - 5 -- "$pgbin/pgbench" -h 127.0.0.1 -p "$port" -n -c 1 -t 5 -M prepared
 run pgbench-extended - 3 -- "$pgbin/pgbench" -h "$sock" -p "$port" -n -c 1 -t 3 -M extended
+printf '%s\n' '\set aid random(1, 100000)' '\startpipeline' \
+  'SELECT abalance FROM pgbench_accounts WHERE aid = :aid;' \
+  'UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1;' '\endpipeline' \
+  >"$work/pipeline.sql"
+run pgbench-pipeline - 4 -- "$pgbin/pgbench" -h 127.0.0.1 -p "$port" -n -c 1 -t 4 -M prepared \
+  -f "$work/pipeline.sql"
 
 # ---- TLS: the SSLRequest accepted, the conversation read from SSL_read/SSL_write ----
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/db/key.pem" -out "$work/db/cert.pem" \
