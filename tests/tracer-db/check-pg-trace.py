@@ -9,6 +9,9 @@ exact statements, parameters, rows and SQLSTATEs the client caused:
   psycopg2  pg_clients.py psycopg2 (text only: psycopg2 interpolates)
   raw*      pg_clients.py raw (extended protocol, binary parameters,
             portals, a failing batch, split and long messages)
+  jdbc      pg_client.java with the PostgreSQL JDBC driver (speaks the
+            protocol itself): server-named statements from the 5th use,
+            a pipelined batch
   pgbench-pipeline  pgbench -t N -M prepared of a \\startpipeline script:
             libpq's pipeline mode (both executes sent before an answer)
   pgbench-prepared / pgbench-extended  pgbench -t N -M prepared/extended:
@@ -118,6 +121,37 @@ def check_raw(scenario, db, t):
             if e.get("stmt_id") != ids[e["query"]]:
                 fail(scenario, f"{e['op']} of {e['query']!r} has stmt_id {e.get('stmt_id')}, "
                      f"its prepare {ids[e['query']]}")
+
+
+def check_jdbc(scenario, db, t):
+    """pg_client.java: the JDBC driver parses a statement unnamed for its
+    first 4 uses and names it on the server at the 5th (prepareThreshold),
+    so the 6th is an execute alone; the batch's executes are pipelined."""
+    start = next(i for i, e in enumerate(db) if e.get("query", "").startswith("CREATE"))
+    ins = f"INSERT INTO {t} VALUES ($1, $2, $3)"
+    sel = f"SELECT id, name FROM {t} WHERE id <= $1"
+    upd = f"UPDATE {t} SET score = $1 WHERE id = $2"
+    create = f"CREATE TABLE {t} (id int, name text, score float8)"
+    want = [("prepare", create, None, 0, None), ("execute", create, None, 0, None)]
+    values = ["1, 'n1', 1.5", "2, 'O''Brien', 2.5", "3, 'n3', NULL", "4, 'n4', 4.5",
+              "5, 'n5', 5.5", "6, 'n6', 6.5"]
+    for i, v in enumerate(values):
+        if i < 5:
+            want.append(("prepare", ins, None, 0, None))
+        want.append(("execute", ins, v, 1, None))
+    want += [("prepare", sel, None, 0, None), ("execute", sel, "4", 0, None),
+             ("fetch", sel, None, 4, None), ("prepare", "SELEC 1", None, 0, "42601"),
+             ("prepare", upd, None, 0, None), ("execute", upd, "10, 1", 1, None),
+             ("execute", upd, "20, 2", 1, None), ("execute", upd, "30, 3", 1, None),
+             ("close", None, None, 0, None)]
+    evs = db[start:]
+    expect_seq(scenario, evs, want)
+    ins_execs = [e for e in evs if e["op"] == "execute" and e["query"] == ins]
+    if ins_execs[5]["stmt_id"] != ins_execs[4]["stmt_id"]:
+        fail(scenario, "the 6th INSERT did not run the statement the 5th named")
+    batch = [e for e in evs if e["op"] == "execute" and e["query"] == upd]
+    if len({e["ts"] for e in batch}) != 1:
+        fail(scenario, "the batch's executes were not sent together (pipelined)")
 
 
 def check_psql(scenario, db, t):
@@ -241,6 +275,8 @@ def main():
         check_raw(scenario, db, table)
     elif scenario.startswith("psql"):
         check_psql(scenario, db, table)
+    elif scenario == "jdbc":
+        check_jdbc(scenario, db, table)
     elif scenario == "pgbench-pipeline":
         check_pipeline(scenario, db, int(sys.argv[5]))
     elif scenario.startswith("pgbench"):

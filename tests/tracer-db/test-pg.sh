@@ -10,6 +10,7 @@
 #                     client's first bytes)
 #   psycopg2          /usr/bin/python3 + psycopg2 (libpq) over the socket
 #   raw, raw-tcp      pg_clients.py's own protocol client: extended protocol
+#   jdbc              the PostgreSQL JDBC driver (Java speaks the protocol)
 #   pgbench-prepared  pgbench -M prepared over TCP, pgbench -M extended over
 #   pgbench-extended  the socket (pgbench is libpq's C client)
 #   pgbench-pipeline  a \startpipeline script: libpq's pipeline mode
@@ -18,8 +19,12 @@
 # then pg_greeting_peer.py: a server whose answer to a StartupMessage is not
 # PostgreSQL's must leave the client's query as bytes (and a good answer
 # must not, so the negatives can fail).
+# PART (the first argument): `clients` runs psql to jdbc, `bench` pgbench,
+# TLS and the negatives (two ctests, each under a minute); none: all.
 set -euo pipefail
 : "${PREPLAY_BIN:?set by ctest}" "${PREPLAY_SOURCE_DIR:?}"
+part=${1:-all}
+case "$part" in all | clients | bench) ;; *) echo "usage: test-pg.sh [clients|bench]" >&2; exit 2 ;; esac
 here="$PREPLAY_SOURCE_DIR/tests/tracer-db"
 apps="$PREPLAY_SOURCE_DIR/tests/apps"
 py=/usr/bin/python3
@@ -63,6 +68,7 @@ psql_script() { # TABLE
   echo "DELETE FROM $1;"
   echo "SELEC 1;"
 }
+if [ "$part" != bench ]; then
 psql_script pq1 >"$work/pq1.sql"
 psql_script pq2 >"$work/pq2.sql"
 run psql pq1 -- "$pgbin/psql" -X -q -h 127.0.0.1 -p "$port" -f "$work/pq1.sql"
@@ -72,6 +78,12 @@ unset 'rec[-1]' 'rec[-1]'
 run psycopg2 tp2 -- "$py" "$here/pg_clients.py" psycopg2 "$sock" "$port" tp2
 run raw traw -- "$py" "$here/pg_clients.py" raw "$sock" "$port" traw
 run raw-tcp trawt -- "$py" "$here/pg_clients.py" raw 127.0.0.1 "$port" trawt
+jdbc=/usr/share/java/postgresql.jar
+[ -f "$jdbc" ] && command -v java >/dev/null ||
+  { echo "test-pg: $jdbc or java not found (apt-get install libpostgresql-jdbc-java default-jdk-headless)" >&2; exit 1; }
+run jdbc tjdbc -- java -cp "$jdbc" "$here/pg_client.java" "$port" tjdbc
+fi
+if [ "$part" != clients ]; then
 "$pgbin/pgbench" -h "$sock" -p "$port" -i -s 1 -q >"$work/pgbench-init.out" 2>&1 ||
   fail "pgbench -i failed: $(tail -n 3 "$work/pgbench-init.out")"
 run pgbench-prepared - 5 -- "$pgbin/pgbench" -h 127.0.0.1 -p "$port" -n -c 1 -t 5 -M prepared
@@ -107,6 +119,8 @@ for answer in ok http badauth badlen; do
   [ "$answer" = ok ] && want=1
   [ "$n" = "$want" ] || fail "peer $answer: $n query events for SELECT 42, want $want"
 done
+
+fi
 
 if [ "$failed" -ne 0 ]; then
   echo "test-pg: $failed failures" >&2
