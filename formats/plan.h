@@ -23,8 +23,9 @@
 #define PLAN_FORMAT_MAJOR 1
 /* 1.1: blocks carry worker and start_ns; 1.2: event loops; 1.3: DB ops may
  * carry PLAN_DB_CUT; 1.4: RECV ops may carry PLAN_RECV_FULL; 1.5: blocks
- * carry tail_ns; 1.6: DB ops may carry PLAN_DB_BLOCKING */
-#define PLAN_FORMAT_MINOR 6
+ * carry tail_ns; 1.6: DB ops may carry PLAN_DB_BLOCKING; 1.7: DB ops may
+ * carry PLAN_DB_POSTGRESQL */
+#define PLAN_FORMAT_MINOR 7
 
 /* Limits (PLAN.md §6.1), in one place: the writer refuses and the reader
  * calls damage any count, size, index or time beyond them, naming the
@@ -110,6 +111,10 @@ struct plan_segment {
  * it. Without it (a wire-parsed statement: the thread may have gone on, as
  * node's mysqljs does) a loop is released while the statement waits. */
 #define PLAN_DB_BLOCKING 0x0002
+/* DB ops (1.7): the statement is PostgreSQL's (trace dialect
+ * TRACE_DB_POSTGRESQL; without the bit, MySQL's): replayed only through a
+ * postgresql:// --db, and its `params` bind the $n placeholders. */
+#define PLAN_DB_POSTGRESQL 0x0004
 
 struct plan_op {
     uint8_t kind;         /* enum plan_op_kind */

@@ -205,7 +205,8 @@ static const struct trace_field trace_fields_db[] = {TRACE_COMMON_FIELDS,
                                                      TF(u.db.rows, 0, TP_ZERO),
                                                      TF(u.db.bytes, 0, TP_ZERO),
                                                      TF(u.db.query_len, 0, TP_ZERO),
-                                                     TF(u.db.params_len, 0, TP_ZERO)};
+                                                     TF(u.db.params_len, 0, TP_ZERO),
+                                                     TF(u.db.dialect, 0, TP_ZERO)};
 static const struct trace_field trace_fields_label[] = {
     TRACE_COMMON_FIELDS, TF(u.label.conn_id, 0, TP_ZERO), TF(u.label.label_id, 0, TP_ZERO)};
 static const struct trace_field trace_fields_loss[] = {

@@ -82,3 +82,10 @@ const char *trace_event_flag_name(unsigned bit)
     return bit < sizeof trace_flag_names / sizeof trace_flag_names[0] ? trace_flag_names[bit]
                                                                       : NULL;
 }
+
+const char *trace_db_dialect_name(unsigned dialect)
+{
+    return dialect == TRACE_DB_MYSQL        ? "mysql"
+           : dialect == TRACE_DB_POSTGRESQL ? "postgresql"
+                                            : "?";
+}

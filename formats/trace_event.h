@@ -102,6 +102,9 @@ enum trace_db_op {
     TRACE_DB_CLOSE
 };
 enum trace_db_source { TRACE_DB_CAPI = 1, TRACE_DB_WIRE };
+/* Format 2.3: which server's language a DB event speaks (u.db.dialect);
+ * absent in older traces, which are all MySQL. */
+enum trace_db_dialect { TRACE_DB_MYSQL = 0, TRACE_DB_POSTGRESQL = 1 };
 
 /* TRACE_EV_CONTROL ops */
 enum trace_control_op {
@@ -193,7 +196,9 @@ struct trace_lock_event {
 
 struct trace_db_event {
     uint8_t source; /* enum trace_db_source */
-    int32_t error;  /* server error code, 0 = success */
+    /* server error code, 0 = success; PostgreSQL: the SQLSTATE packed
+     * as the server packs it (6 bits a character, trace_db_sqlstate) */
+    int32_t error;
     uint64_t db_conn_id;
     uint32_t query_id;  /* string id of the SQL text */
     uint32_t params_id; /* string id of the bound parameters, rendered as text */
@@ -202,6 +207,7 @@ struct trace_db_event {
     /* 2.2, with TRACE_F_CUT only (else 0): the real length in bytes of the
      * SQL text / of the rendered parameters, when that one was cut */
     uint64_t query_len, params_len;
+    uint8_t dialect; /* 2.3: enum trace_db_dialect */
 };
 
 struct trace_label_event {
@@ -269,6 +275,28 @@ const char *trace_event_op_name(unsigned type, unsigned op);
 /* Names of the flag bits (TRACE_F_*), indexed by bit number; NULL past the
  * last. */
 const char *trace_event_flag_name(unsigned bit);
+/* PostgreSQL's SQLSTATE (5 characters of [0-9A-Z]) as a DB event's
+ * error: each character's (c - '0') & 0x3f in 6 bits, the first lowest
+ * (the server's own MAKE_SQLSTATE). trace_db_sqlstate_text writes the 5
+ * characters and a NUL back into out. Inline: the tracer library packs
+ * without linking the formats library. */
+static inline int32_t trace_db_sqlstate(const char *s)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 5; i++)
+        v |= (uint32_t)(((unsigned char)s[i] - '0') & 0x3f) << (6 * i);
+    return (int32_t)v;
+}
+static inline void trace_db_sqlstate_text(int32_t error, char out[6])
+{
+    uint32_t v = (uint32_t)error;
+    for (int i = 0; i < 5; i++)
+        out[i] = (char)(((v >> (6 * i)) & 0x3f) + '0');
+    out[5] = 0;
+}
+/* "mysql" or "postgresql" ("?" for values out of range). */
+const char *trace_db_dialect_name(unsigned dialect);
+
 /* Name of a LOSS reason (enum trace_loss_reason), e.g. "buffer_full"; "?"
  * for values out of range. */
 const char *trace_loss_reason_name(unsigned reason);

@@ -17,9 +17,11 @@
  * readers still read 1.x, whose records never do. 2.1: lock kind
  * TRACE_LOCK_SEMAPHORE, FILE ops FALLOCATE, SYNC_RANGE, SYNCFS (a 2.0
  * reader keeps them as numbers). 2.2: DB flag TRACE_F_CUT and DB fields
- * query_len, params_len (a 2.1 reader skips the fields). */
+ * query_len, params_len (a 2.1 reader skips the fields). 2.3: DB field
+ * dialect (MySQL or PostgreSQL; a 2.2 reader skips it, and reads every
+ * DB event as MySQL's). */
 #define TRACE_FORMAT_MAJOR 2
-#define TRACE_FORMAT_MINOR 2
+#define TRACE_FORMAT_MINOR 3
 #define TRACE_FORMAT_MAJOR_OLDEST 1
 #define TRACE_MAX_CPU_SCORES 8
 

@@ -149,6 +149,14 @@ static void dump_json_db(json_t *o, const struct trace_db_event *d, struct trace
     J_INT(o, "rows", d->rows);
     J_INT(o, "bytes", d->bytes);
     J_INT(o, "error", d->error);
+    if (d->dialect != TRACE_DB_MYSQL) {
+        json_object_set_new(o, "dialect", json_string(trace_db_dialect_name(d->dialect)));
+        if (d->dialect == TRACE_DB_POSTGRESQL && d->error) {
+            char state[6];
+            trace_db_sqlstate_text(d->error, state);
+            json_object_set_new(o, "sqlstate", json_string(state));
+        }
+    }
     if (d->query_len) /* cut (flag "cut"): the real lengths */
         J_INT(o, "query_len", d->query_len);
     if (d->params_len)

@@ -1,4 +1,5 @@
-/* replay_db.c - DB queries for the replayer through MariaDB Connector/C:
+/* replay_db.c - DB queries for the replayer through MariaDB Connector/C
+ * (a postgresql:// --db goes to replay_db_pg.c's libpq pool instead):
  * a shared pool of connections to --db (a worker takes one the first time it
  * needs it and gives it back when it ends, CloudProphet §3.1.2), and the
  * text a recorded query, prepare or execute is replayed as. Never retries a
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replay_db_pg.h"
 #include "replay_exec.h"
 
 char *replay_db_render(const char *sql, const char *params)
@@ -68,7 +70,10 @@ char *replay_db_render(const char *sql, const char *params)
 #ifdef PREPLAY_HAVE_MARIADB
 #include <mysql.h>
 
-struct replay_db_pool {
+struct replay_db_my_pool;
+static void replay_db_my_pool_free(struct replay_db_my_pool *pool);
+
+struct replay_db_my_pool {
     char *host, *user, *password, *db, *socket;
     unsigned port;
     pthread_mutex_t mu;
@@ -87,8 +92,8 @@ static char *replay_db_dup(const char *s, size_t n)
 }
 
 /* mysql://user[:password]@host[:port]/db[?socket=/path] (mariadb:// too) */
-struct replay_db_pool *replay_db_pool_new(const char *url, const char *password, char *err,
-                                          size_t errlen)
+static struct replay_db_my_pool *replay_db_my_pool_new(const char *url, const char *password,
+                                                       char *err, size_t errlen)
 {
     const char *s = strstr(url, "://");
     if (!s || (strncmp(url, "mysql", 5) && strncmp(url, "mariadb", 7))) {
@@ -96,7 +101,7 @@ struct replay_db_pool *replay_db_pool_new(const char *url, const char *password,
         return NULL;
     }
     s += 3;
-    struct replay_db_pool *pool = calloc(1, sizeof *pool);
+    struct replay_db_my_pool *pool = calloc(1, sizeof *pool);
     if (!pool)
         goto oom;
     pthread_mutex_init(&pool->mu, NULL);
@@ -129,11 +134,11 @@ struct replay_db_pool *replay_db_pool_new(const char *url, const char *password,
     return pool;
 oom:
     snprintf(err, errlen, "out of memory parsing --db");
-    replay_db_pool_free(pool);
+    replay_db_my_pool_free(pool);
     return NULL;
 }
 
-void replay_db_pool_free(struct replay_db_pool *pool)
+static void replay_db_my_pool_free(struct replay_db_my_pool *pool)
 {
     if (!pool)
         return;
@@ -149,7 +154,7 @@ void replay_db_pool_free(struct replay_db_pool *pool)
     free(pool);
 }
 
-void *replay_db_acquire(struct replay_db_pool *pool, char *err, size_t errlen)
+static void *replay_db_my_acquire(struct replay_db_my_pool *pool, char *err, size_t errlen)
 {
     pthread_mutex_lock(&pool->mu);
     MYSQL *m = pool->nidle ? pool->idle[--pool->nidle] : NULL;
@@ -170,7 +175,7 @@ void *replay_db_acquire(struct replay_db_pool *pool, char *err, size_t errlen)
     return m;
 }
 
-void replay_db_release(struct replay_db_pool *pool, void *conn)
+static void replay_db_my_release(struct replay_db_my_pool *pool, void *conn)
 {
     if (!pool || !conn)
         return;
@@ -190,8 +195,8 @@ void replay_db_release(struct replay_db_pool *pool, void *conn)
     pthread_mutex_unlock(&pool->mu);
 }
 
-int replay_db_run(void *conn, const struct plan_op *op, const struct plan *p, char *err,
-                  size_t errlen)
+static int replay_db_my_run(void *conn, const struct plan_op *op, const struct plan *p, char *err,
+                            size_t errlen)
 {
     MYSQL *m = conn;
     const char *sql = plan_string(p, op->a.db.sql);
@@ -238,32 +243,34 @@ int replay_db_run(void *conn, const struct plan_op *op, const struct plan *p, ch
     return 0;
 }
 
-#else /* without MariaDB Connector/C: --db is refused up front */
+#else /* without MariaDB Connector/C: a mysql:// --db is refused up front */
 
-struct replay_db_pool *replay_db_pool_new(const char *url, const char *password, char *err,
-                                          size_t errlen)
+struct replay_db_my_pool;
+
+static struct replay_db_my_pool *replay_db_my_pool_new(const char *url, const char *password,
+                                                       char *err, size_t errlen)
 {
     (void)password;
     snprintf(err, errlen, "--db '%s': this build has no MariaDB Connector/C (libmariadb-dev)", url);
     return NULL;
 }
-void replay_db_pool_free(struct replay_db_pool *pool)
+static void replay_db_my_pool_free(struct replay_db_my_pool *pool)
 {
     (void)pool;
 }
-void *replay_db_acquire(struct replay_db_pool *pool, char *err, size_t errlen)
+static void *replay_db_my_acquire(struct replay_db_my_pool *pool, char *err, size_t errlen)
 {
     (void)pool;
     snprintf(err, errlen, "no DB support in this build");
     return NULL;
 }
-void replay_db_release(struct replay_db_pool *pool, void *conn)
+static void replay_db_my_release(struct replay_db_my_pool *pool, void *conn)
 {
     (void)pool;
     (void)conn;
 }
-int replay_db_run(void *conn, const struct plan_op *op, const struct plan *p, char *err,
-                  size_t errlen)
+static int replay_db_my_run(void *conn, const struct plan_op *op, const struct plan *p, char *err,
+                            size_t errlen)
 {
     (void)conn;
     (void)op;
@@ -272,3 +279,66 @@ int replay_db_run(void *conn, const struct plan_op *op, const struct plan *p, ch
     return -1;
 }
 #endif
+
+/* ---- the pool the engine holds: MySQL's, or PostgreSQL's (libpq) ---- */
+
+struct replay_db_pool {
+    struct replay_db_my_pool *my;
+    struct replay_db_pg_pool *pg;
+};
+
+struct replay_db_pool *replay_db_pool_new(const char *url, const char *password, char *err,
+                                          size_t errlen)
+{
+    struct replay_db_pool *pool = calloc(1, sizeof *pool);
+    if (!pool) {
+        snprintf(err, errlen, "out of memory parsing --db");
+        return NULL;
+    }
+    if (replay_db_pg_url(url))
+        pool->pg = replay_db_pg_pool_new(url, password, err, errlen);
+    else
+        pool->my = replay_db_my_pool_new(url, password, err, errlen);
+    if (!pool->pg && !pool->my) {
+        free(pool);
+        return NULL;
+    }
+    return pool;
+}
+
+void replay_db_pool_free(struct replay_db_pool *pool)
+{
+    if (!pool)
+        return;
+    replay_db_my_pool_free(pool->my);
+    replay_db_pg_pool_free(pool->pg);
+    free(pool);
+}
+
+void *replay_db_acquire(struct replay_db_pool *pool, char *err, size_t errlen)
+{
+    return pool->pg ? replay_db_pg_acquire(pool->pg, err, errlen)
+                    : replay_db_my_acquire(pool->my, err, errlen);
+}
+
+void replay_db_release(struct replay_db_pool *pool, void *conn)
+{
+    if (!pool)
+        return;
+    if (pool->pg)
+        replay_db_pg_release(pool->pg, conn);
+    else
+        replay_db_my_release(pool->my, conn);
+}
+
+int replay_db_run(struct replay_db_pool *pool, void *conn, const struct plan_op *op,
+                  const struct plan *p, char *err, size_t errlen)
+{
+    if (pool->pg)
+        return replay_db_pg_run(conn, op, p, err, errlen);
+    if (op->flags & PLAN_DB_POSTGRESQL) {
+        snprintf(err, errlen, "a PostgreSQL statement, but --db is MySQL");
+        return -1;
+    }
+    return replay_db_my_run(conn, op, p, err, errlen);
+}

@@ -459,7 +459,7 @@ static void replay_db_op(struct replay_thread *t, const struct plan_op *op)
         return;
     }
     atomic_fetch_add(&e->db_queries, 1);
-    int rc = replay_db_run(t->db, op, e->plan, err, sizeof err);
+    int rc = replay_db_run(e->db, t->db, op, e->plan, err, sizeof err);
     if (rc)
         replay_db_count_error(e, op->a.db.sql, rc, err);
 }

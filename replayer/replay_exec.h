@@ -104,9 +104,10 @@ struct replay_db_pool *replay_db_pool_new(const char *url, const char *password,
 void replay_db_pool_free(struct replay_db_pool *pool);
 void *replay_db_acquire(struct replay_db_pool *pool, char *err, size_t errlen);
 void replay_db_release(struct replay_db_pool *pool, void *conn);
-/* Runs one query; 0, or the server/client error number with message in err. */
-int replay_db_run(void *conn, const struct plan_op *op, const struct plan *p, char *err,
-                  size_t errlen);
+/* Runs one query on a connection of pool; 0, or the server/client error
+ * number (PostgreSQL: the SQLSTATE packed) with message in err. */
+int replay_db_run(struct replay_db_pool *pool, void *conn, const struct plan_op *op,
+                  const struct plan *p, char *err, size_t errlen);
 /* Text of an EXECUTE: `sql` with each ? outside quotes replaced by the next
  * value of `params` ("1, 'a,b', NULL"). malloc'ed, NULL on allocation failure. */
 char *replay_db_render(const char *sql, const char *params);

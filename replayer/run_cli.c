@@ -281,8 +281,9 @@ static int run_results_write(struct run_session *s, int sig)
                               .db_errors = s->db_errors,
                               .db_cut = s->db_cut,
                               .samples = s->samples,
-                              .db_method =
-                                  s->have_db ? "mariadb-dump, reloaded with mariadb" : "none",
+                              .db_method = !s->have_db ? "none"
+                                           : s->db.pg  ? "pg_dump, reloaded with pg_restore --clean"
+                                                       : "mariadb-dump, reloaded with mariadb",
                               .db_dump_s = s->dump_s,
                               .restores = s->restores};
     s->intervals = s->resources = s->db_errors = s->restores = s->samples = NULL;

@@ -8,7 +8,8 @@
  * Secrets never go on a command line (`ps` shows them to every user): a
  * local replayer reads the token and the DB password from inherited pipes
  * (--token-file /dev/fd/3, --db-password-file /dev/fd/4), remote ones get
- * them on the agent's ssh channel, the mariadb clients from an option file.
+ * them on the agent's ssh channel, the mariadb clients from an option file
+ * (pg_dump/pg_restore from a password file, run_db_pg.c).
  * Everything it starts or makes is in struct run_session and
  * run_session_close alone undoes it. Must never leave a replayer running:
  * children get SIGTERM at the end and die with us (PR_SET_PDEATHSIG);
@@ -31,7 +32,9 @@
 
 #include "dummy_files.h"
 #include "out_file.h"
+#include "run_db_pg.h"
 #include "replay_cli.h"
+#include "replay_db_pg.h"
 #include "replay_proto.h"
 #include "stats.h"
 
@@ -450,7 +453,13 @@ static int run_session_prepare_state(struct run_session *s)
         return -1;
     }
     s->have_work = 1;
-    if (cfg->db_url && run_db_write_cnf(&s->db, s->work))
+    s->db.pg = cfg->db_url && replay_db_pg_url(cfg->db_url);
+    if (s->db.pg && run_db_pg_passfile(s->work, s->db.password, s->db.cnf_path,
+                                       sizeof s->db.cnf_path, err, sizeof err)) {
+        fprintf(stderr, "run: %s\n", err);
+        return -1;
+    }
+    if (cfg->db_url && !s->db.pg && run_db_write_cnf(&s->db, s->work))
         return -1;
     if (!s->dir) {
         snprintf(s->dirbuf, sizeof s->dirbuf, "%s/files", s->work);
@@ -471,12 +480,12 @@ static int run_session_prepare_state(struct run_session *s)
     if (cfg->db_url) {
         snprintf(s->db.dump_path, sizeof s->db.dump_path, "%s/db-snapshot.sql", s->work);
         double t0 = run_now();
-        int st = run_db_client(&s->db, "mariadb-dump", NULL, s->db.dump_path);
+        int st = s->db.pg ? run_db_pg_dump(s->db.url_clean, s->db.cnf_path, s->db.dump_path)
+                          : run_db_client(&s->db, "mariadb-dump", NULL, s->db.dump_path);
         s->dump_s = run_now() - t0;
         if (st) {
-            fprintf(stderr,
-                    "run: mariadb-dump of '%s' failed (status %d): cannot snapshot the DB\n",
-                    s->db.db, st);
+            fprintf(stderr, "run: %s of '%s' failed (status %d): cannot snapshot the DB\n",
+                    s->db.pg ? "pg_dump" : "mariadb-dump", s->db.db, st);
             return -1;
         }
         s->have_db = 1;
@@ -796,7 +805,8 @@ int run_session_restore(struct run_session *s, long iv, double *files_s, double 
     *files_s = run_now() - tr;
     if (s->have_db) {
         double t0 = run_now();
-        int st = run_db_client(&s->db, "mariadb", s->db.dump_path, NULL);
+        int st = s->db.pg ? run_db_pg_restore(s->db.url_clean, s->db.cnf_path, s->db.dump_path)
+                          : run_db_client(&s->db, "mariadb", s->db.dump_path, NULL);
         *db_s = run_now() - t0;
         if (st) {
             fprintf(stderr, "run: interval %ld: reloading the DB snapshot failed (status %d)\n", iv,

@@ -42,6 +42,7 @@ struct run_db {
     char dump_path[4200], cnf_path[4200];
     char url_clean[1024];  /* --db without its password: local replayers' argv */
     char url_remote[1280]; /* with it: sent over the agents' ssh channel */
+    int pg;                /* postgresql://: pg_dump/pg_restore (run_db_pg.c) */
 };
 
 struct run_session {

@@ -120,6 +120,19 @@ static void make_cut_db_event(struct trace_event *x)
     x->u.db.params_len = 1;
 }
 
+/* 2.3: a PostgreSQL statement's error, its SQLSTATE packed. */
+static void make_pg_db_event(struct trace_event *x)
+{
+    memset(x, 0, sizeof *x);
+    x->type = TRACE_EV_DB;
+    x->op = TRACE_DB_EXECUTE;
+    x->flags = TRACE_F_ERROR;
+    x->u.db.source = TRACE_DB_WIRE;
+    x->u.db.dialect = TRACE_DB_POSTGRESQL;
+    x->u.db.error = trace_db_sqlstate("42601");
+    x->u.db.stmt_id = 3;
+}
+
 static size_t make_extreme_events(struct trace_event *e)
 {
     static const char path[] = "/data/db/ibdata1";
@@ -277,6 +290,11 @@ static void test_roundtrip_every_type_and_extreme(void **state)
     struct trace_event evs[64], got[64];
     size_t n = make_extreme_events(evs), m;
     make_cut_db_event(&evs[n++]);
+    make_pg_db_event(&evs[n++]);
+    char sqlstate[6];
+    trace_db_sqlstate_text(evs[n - 1].u.db.error, sqlstate);
+    assert_string_equal(sqlstate, "42601");
+    assert_int_equal(evs[n - 1].u.db.error, 0x01006084); /* FORMAT.md's example */
     unsigned seen[TRACE_EV_TYPE_COUNT] = {0};
     for (size_t i = 0; i < n; i++)
         seen[evs[i].type]++;

@@ -246,8 +246,10 @@ static const char *write_sample(const char *name, size_t frame_bytes)
         .kind = PLAN_OP_EXTERNAL, .recorded_ns = 3, .a.external = {s_ext, PLAN_MAX_NET_BYTES, 1}};
     f_ops[7] = (struct plan_op){
         .kind = PLAN_OP_LOCK, .op = PLAN_LOCK_RELEASE, .a.lock = {0, PLAN_LOCK_EXCLUSIVE}};
-    f_ops[8] = (struct plan_op){
-        .kind = PLAN_OP_DB, .op = PLAN_DB_QUERY, .a.db = {0, s_sql, 0, 0, INT32_MAX}};
+    f_ops[8] = (struct plan_op){.kind = PLAN_OP_DB,
+                                .op = PLAN_DB_QUERY,
+                                .flags = PLAN_DB_POSTGRESQL, /* 1.7 */
+                                .a.db = {0, s_sql, 0, 0, INT32_MAX}};
     struct plan_segment segs[4] = {
         {1, 0, 7}, {0, PLAN_SEG_MORE, UINT32_MAX}, {0, 0, 0}, {1, 0xff, 1}};
     struct plan_block fb = {
@@ -273,7 +275,7 @@ static void check_sample(const struct plan *p)
 {
     assert_int_equal(p->version_major, 1);
     assert_int_equal(p->version_minor, PLAN_FORMAT_MINOR);
-    assert_int_equal(p->version_minor, 6);
+    assert_int_equal(p->version_minor, 7);
     assert_string_equal(p->recording_id, "rec-0123456789abcdef0123456789abcdef012");
     assert_int_equal(p->ncpu_scores, 2);
     assert_string_equal(p->cpu_scores[0].name, "zstd-compress");

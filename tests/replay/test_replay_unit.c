@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "dummy_files.h"
+#include "replay_db_pg.h"
 #include "replay_drive.h"
 #include "replay_exec.h"
 #include "replay_fixture.h"
@@ -450,6 +451,28 @@ static void test_db_render(void **state)
     free(s);
 }
 
+/* A PostgreSQL op's rendered Bind values back as libpq text parameters. */
+static void test_db_pg_params(void **state)
+{
+    (void)state;
+    char **v;
+    int n = replay_db_pg_params("7, 'it''s', NULL, X'0001FF', -2.5, 'a, b', 't'", &v);
+    assert_int_equal(n, 7);
+    assert_string_equal(v[0], "7");
+    assert_string_equal(v[1], "it's");
+    assert_null(v[2]);
+    assert_string_equal(v[3], "\\x0001FF");
+    assert_string_equal(v[4], "-2.5");
+    assert_string_equal(v[5], "a, b");
+    assert_string_equal(v[6], "t");
+    free(v);
+    assert_int_equal(replay_db_pg_params(NULL, &v), 0);
+    assert_null(v);
+    assert_int_equal(replay_db_pg_params("NULLS", &v), 1); /* a bare word, not NULL */
+    assert_string_equal(v[0], "NULLS");
+    free(v);
+}
+
 static void test_server_and_driver(void **state)
 {
     (void)state;
@@ -791,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_lock_semantics),
         cmocka_unit_test(test_file_offsets),
         cmocka_unit_test(test_db_render),
+        cmocka_unit_test(test_db_pg_params),
         cmocka_unit_test(test_server_and_driver),
         cmocka_unit_test(test_post_response_tail),
         cmocka_unit_test(test_session_mode),

@@ -186,7 +186,7 @@ static size_t db_render_quoted_len(const char *s, size_t len, int text)
 void db_render_text(struct db_render *r, const char *s, size_t len, int quoted)
 {
     const unsigned char *u = (const unsigned char *)s;
-    int text = quoted && db_render_is_text(u, len);
+    int text = quoted == 1 && db_render_is_text(u, len);
     if (!db_render_begin(r, quoted ? db_render_quoted_len(s, len, text) : len))
         return;
     size_t room = db_render_room(r);

@@ -128,7 +128,8 @@ void db_render_uint(struct db_render *r, uint64_t v);
 void db_render_double(struct db_render *r, double v, int is_float);
 /* Text or bytes: quoted with '' doubling; bytes outside printable ASCII and
  * UTF-8 turn the value into X'hex'. `quoted` 0 renders digits as they are
- * (DECIMAL values arrive as text). */
+ * (DECIMAL values arrive as text); 2 renders X'hex' whatever the bytes (a
+ * binary value of a type the renderer cannot read). */
 void db_render_text(struct db_render *r, const char *s, size_t len, int quoted);
 /* Values the caller cannot give (not kept, or beyond the bytes it has):
  * the list ends with `...` and counts as cut. */

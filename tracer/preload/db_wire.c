@@ -47,6 +47,8 @@
 
 #include "db_common.h"
 #include "io_events.h"
+#include "pg_greeting.h"
+#include "pg_wire.h"
 
 __thread int tracer_in_db_capi __attribute__((tls_model("initial-exec")));
 
@@ -220,10 +222,10 @@ static size_t db_wire_lenenc(const unsigned char *p, size_t have, uint64_t *v)
  * another thread read the answer (t: Connector/J's batches), the event is
  * written in t's records but is the sender's: it carries none of t's CPU,
  * and t's next record still does. */
-static void db_wire_event(struct tracer_thread *t, uint32_t tid, uint64_t conn_id, uint8_t op,
-                          int32_t error, uint32_t query_id, uint32_t params_id, uint64_t stmt_id,
-                          uint64_t rows, uint64_t bytes, uint64_t begin, uint64_t end,
-                          const struct db_cut *cut)
+void tracer_db_wire_event(struct tracer_thread *t, uint32_t tid, uint8_t dialect, uint64_t conn_id,
+                          uint8_t op, int32_t error, uint32_t query_id, uint32_t params_id,
+                          uint64_t stmt_id, uint64_t rows, uint64_t bytes, uint64_t begin,
+                          uint64_t end, const struct db_cut *cut)
 {
     int other = tid && tid != t->tid;
     uint64_t pending_cpu = t->pending_cpu;
@@ -239,6 +241,7 @@ static void db_wire_event(struct tracer_thread *t, uint32_t tid, uint64_t conn_i
     if (other)
         ev->tid = tid;
     ev->u.db.source = TRACE_DB_WIRE;
+    ev->u.db.dialect = dialect;
     ev->u.db.error = error;
     ev->u.db.db_conn_id = conn_id;
     ev->u.db.query_id = query_id;
@@ -254,6 +257,15 @@ static void db_wire_event(struct tracer_thread *t, uint32_t tid, uint64_t conn_i
         t->pending_cpu = pending_cpu;
         t->recorded = recorded;
     }
+}
+
+static void db_wire_event(struct tracer_thread *t, uint32_t tid, uint64_t conn_id, uint8_t op,
+                          int32_t error, uint32_t query_id, uint32_t params_id, uint64_t stmt_id,
+                          uint64_t rows, uint64_t bytes, uint64_t begin, uint64_t end,
+                          const struct db_cut *cut)
+{
+    tracer_db_wire_event(t, tid, TRACE_DB_MYSQL, conn_id, op, error, query_id, params_id, stmt_id,
+                         rows, bytes, begin, end, cut);
 }
 
 /* Makes `cmd` the command whose answer comes next. */
@@ -339,6 +351,7 @@ static void db_wire_release(struct db_wire_conn *c)
 
 void tracer_db_wire_after_fork(void)
 {
+    tracer_pg_wire_after_fork();
     /* a parent thread that was parsing a connection at the fork does not
      * exist here: its hold must not make this process wait forever */
     for (size_t i = 0; i < DB_WIRE_FDS; i++)
@@ -1240,6 +1253,30 @@ static void db_wire_received(struct tracer_thread *t, struct db_wire_conn *c,
     }
 }
 
+/* The dialect of DB connection f. One known by its port or socket name
+ * (--db-port, --db-socket) is told by its first bytes: a PostgreSQL client
+ * speaks first, with a StartupMessage or an encryption request; a MySQL
+ * server greets before its client says anything. */
+static uint8_t db_wire_dialect(struct tracer_fd *f, const struct iovec *iov, int iovcnt,
+                               size_t nbytes, int sending)
+{
+    if (f->db_dialect != TRACER_DB_DIALECT_UNKNOWN)
+        return f->db_dialect;
+    unsigned char first[8];
+    size_t have = 0;
+    for (int i = 0; sending && i < iovcnt && have < sizeof first && have < nbytes; i++) {
+        size_t n = iov[i].iov_len < sizeof first - have ? iov[i].iov_len : sizeof first - have;
+        if (n > nbytes - have)
+            n = nbytes - have;
+        memcpy(first + have, iov[i].iov_base, n);
+        have += n;
+    }
+    int pg = sending && tracer_pg_opening(first, have) != TRACER_PG_OPEN_NO;
+    f->db_dialect = pg ? TRACE_DB_POSTGRESQL : TRACE_DB_MYSQL;
+    f->db_pg_init = 0;
+    return f->db_dialect;
+}
+
 size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct iovec *iov,
                                   int iovcnt, size_t size, uint64_t begin_ns, int tls_plaintext)
 {
@@ -1249,6 +1286,12 @@ size_t tracer_db_wire_before_send(struct tracer_thread *t, int fd, const struct 
     if (!f || f->kind != TRACER_FD_SOCKET || !(f->flags & TRACER_FDF_DB))
         return 0;
     int err = errno;
+    if (db_wire_dialect(f, iov, iovcnt, size, 1) == TRACE_DB_POSTGRESQL) {
+        size_t parsed =
+            tracer_pg_wire_before_send(t, f, iov, iovcnt, size, begin_ns, tls_plaintext);
+        errno = err;
+        return parsed;
+    }
     /* an event written now (a COM_QUIT's CLOSE) ends where it begins: the
      * send has not happened yet */
     struct db_wire_conn *c = db_wire_acquire(t, f);
@@ -1275,6 +1318,10 @@ void tracer_db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, const str
 {
     if (tracer_in_db_capi || !iov)
         return;
+    if (db_wire_dialect(f, iov, iovcnt, nbytes, 1) == TRACE_DB_POSTGRESQL) {
+        tracer_pg_wire_sent(t, f, iov, iovcnt, nbytes, begin_ns, end_ns);
+        return;
+    }
     struct db_wire_conn *c = db_wire_acquire(t, f);
     db_wire_sent(t, f, c, iov, iovcnt, nbytes, begin_ns, end_ns, 0);
     db_wire_release(c);
@@ -1287,6 +1334,10 @@ void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const
     (void)begin_ns;
     if (tracer_in_db_capi || !iov)
         return;
+    if (db_wire_dialect(f, iov, iovcnt, nbytes, 0) == TRACE_DB_POSTGRESQL) {
+        tracer_pg_wire_received(t, f, iov, iovcnt, nbytes, end_ns, tls_plaintext);
+        return;
+    }
     struct db_wire_conn *c = db_wire_acquire(t, f);
     db_wire_received(t, c, iov, iovcnt, nbytes, end_ns, tls_plaintext);
     db_wire_release(c);

@@ -50,6 +50,16 @@ void tracer_db_wire_received(struct tracer_thread *t, struct tracer_fd *f, const
                              int iovcnt, size_t nbytes, uint64_t begin_ns, uint64_t end_ns,
                              int tls_plaintext);
 
+struct db_cut;
+/* Writes a wire-parsed DB event (of either dialect, enum
+ * trace_db_dialect) for the thread `tid` that sent the command: when
+ * another thread t read the answer, the event goes into t's records but is
+ * the sender's, with none of t's CPU time. */
+void tracer_db_wire_event(struct tracer_thread *t, uint32_t tid, uint8_t dialect, uint64_t conn_id,
+                          uint8_t op, int32_t error, uint32_t query_id, uint32_t params_id,
+                          uint64_t stmt_id, uint64_t rows, uint64_t bytes, uint64_t begin,
+                          uint64_t end, const struct db_cut *cut);
+
 /* In a fork child: no thread of the parent holds a DB connection's parser
  * state any more. */
 void tracer_db_wire_after_fork(void);

@@ -54,8 +54,17 @@ enum tracer_fd_kind {
  * (gathered in label_buf) say whether the server is MySQL/MariaDB
  * (io_events.c, tracer_db_probe; db_greeting.c) */
 #define TRACER_FDF_DB_PROBE 0x800
+/* ... and its first send was a PostgreSQL StartupMessage (resp. an SSL or
+ * GSS encryption request, one byte answers it): its first bytes received
+ * say whether the server is PostgreSQL (pg_greeting.c) */
+#define TRACER_FDF_PG_STARTUP 0x1000
+#define TRACER_FDF_PG_ENCREQ 0x2000
+/* ... and it sent something that no PostgreSQL client sends first */
+#define TRACER_FDF_PG_NOT 0x4000
 
 struct tracer_h2;
+
+#define TRACER_DB_DIALECT_UNKNOWN 0xff
 
 struct tracer_fd {
     uint8_t kind;
@@ -79,6 +88,13 @@ struct tracer_fd {
     uint8_t db_hdr_have;
     uint8_t db_hdr[4];
     uint32_t db_skip;
+    /* TRACER_FDF_DB: the server's language (enum trace_db_dialect), and
+     * TRACER_DB_DIALECT_UNKNOWN until a port- or socket-named connection's
+     * first bytes tell (a PostgreSQL client speaks first, a MySQL server
+     * does); PostgreSQL: where the conversation stood when the connection
+     * became a DB connection (TRACER_PG_INIT_*, pg_wire.h) */
+    uint8_t db_dialect;
+    uint8_t db_pg_init;
     int32_t dup_next_plus1; /* next fd (+1) sharing the open file description, 0 = none */
     /* with TRACER_FDF_H2: the parser's state, this entry's own (a dup'd
      * entry does not share it; tracer_h2_state_get) */

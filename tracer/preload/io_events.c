@@ -4,6 +4,8 @@
  * Never changes the call's result or errno (callers restore errno). */
 #include "io_events.h"
 #include "db_greeting.h"
+#include "pg_greeting.h"
+#include "pg_wire.h"
 #include "h2_label.h"
 #include "http_label.h"
 
@@ -86,12 +88,21 @@ static int tracer_db_port(uint16_t port)
 }
 
 /* f is a DB connection from now on: what it sends and receives goes to the
- * wire parser (db_wire.c), whether its peer's port or socket name said so
- * (--db-port, --db-socket) or its server's greeting did (tracer_db_probe). */
-static void tracer_conn_mark_db(struct tracer_fd *f)
+ * wire parser (db_wire.c; pg_wire.c for PostgreSQL), whether its peer's
+ * port or socket name said so (--db-port, --db-socket: the dialect is told
+ * by its first bytes, TRACER_DB_DIALECT_UNKNOWN) or its server's greeting
+ * did (tracer_db_probe). pg_init: TRACER_PG_INIT_* for PostgreSQL. */
+static void tracer_conn_mark_db(struct tracer_fd *f, uint8_t dialect, uint8_t pg_init)
 {
+    /* a connection identified again (a non-blocking connect's first send)
+     * keeps the dialect its first bytes told */
+    if (!(f->flags & TRACER_FDF_DB) || dialect != TRACER_DB_DIALECT_UNKNOWN) {
+        f->db_dialect = dialect;
+        f->db_pg_init = pg_init;
+    }
     f->flags |= TRACER_FDF_DB;
-    f->flags &= (uint16_t)~TRACER_FDF_DB_PROBE;
+    f->flags &= (uint16_t) ~(TRACER_FDF_DB_PROBE | TRACER_FDF_PG_STARTUP | TRACER_FDF_PG_ENCREQ |
+                             TRACER_FDF_PG_NOT);
     tracer_global.db_wire_in_use = 1;
 }
 
@@ -207,10 +218,12 @@ static uint64_t tracer_conn_identify(struct tracer_thread *t, int fd, struct tra
     else if (type == SOCK_DGRAM && (c->family == AF_INET || c->family == AF_INET6))
         f->flags |= TRACER_FDF_IDENT_DONE | TRACER_FDF_PEERLESS;
     if (have_remote && tracer_is_db_endpoint(c, (struct sockaddr_un *)&remote, rlen))
-        tracer_conn_mark_db(f);
+        tracer_conn_mark_db(f, TRACER_DB_DIALECT_UNKNOWN, 0);
     else if (op == TRACE_CONN_CONNECT && !(f->flags & TRACER_FDF_DB) &&
              (c->proto == TRACE_PROTO_TCP || c->proto == TRACE_PROTO_UNIX_STREAM)) {
-        f->flags |= TRACER_FDF_DB_PROBE; /* its server's first bytes will tell */
+        /* its first bytes will tell (its server's, or its own) */
+        f->flags &= (uint16_t) ~(TRACER_FDF_PG_STARTUP | TRACER_FDF_PG_ENCREQ | TRACER_FDF_PG_NOT);
+        f->flags |= TRACER_FDF_DB_PROBE;
         f->label_len = 0;
     }
     /* --port: decided once the peer is known (connected, accepted, or the
@@ -516,10 +529,47 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
     tracer_label_write(t, f, line, (size_t)len, io->begin_ns);
 }
 
+/* A connection the process made (TRACER_FDF_DB_PROBE) sends: is it a
+ * PostgreSQL client's opening (pg_greeting.c)? Only the first send counts
+ * (and the one after the server declined encryption); a client that sends
+ * something else first, or after bytes came in, is not PostgreSQL's. */
+static void tracer_pg_probe_send(struct tracer_fd *f, const struct tracer_io *io)
+{
+    if (f->flags & (TRACER_FDF_PG_STARTUP | TRACER_FDF_PG_ENCREQ | TRACER_FDF_PG_NOT))
+        return;
+    unsigned char first[8];
+    int opening = TRACER_PG_OPEN_NO;
+    if (!f->label_len && io->iov &&
+        tracer_iov_peek(io->iov, io->iovcnt, (size_t)io->result, (char *)first, sizeof first) ==
+            sizeof first)
+        opening = tracer_pg_opening(first, sizeof first);
+    f->flags |= opening == TRACER_PG_OPEN_STARTUP ? TRACER_FDF_PG_STARTUP
+                : opening == TRACER_PG_OPEN_NO    ? TRACER_FDF_PG_NOT
+                                                  : TRACER_FDF_PG_ENCREQ;
+}
+
+/* The one byte that answers a PostgreSQL client's encryption request: 'N'
+ * (go on in clear: the StartupMessage comes next, probed as a first send),
+ * 'S' (TLS: a PostgreSQL connection whose plaintext the SSL wrappers
+ * give), anything else (GSSAPI encryption, noise): no DB connection we
+ * can read. */
+static void tracer_pg_probe_encreq(struct tracer_fd *f, const struct tracer_io *io)
+{
+    char b[2];
+    size_t n = io->iov ? tracer_iov_peek(io->iov, io->iovcnt, (size_t)io->result, b, sizeof b) : 0;
+    f->flags &= (uint16_t)~TRACER_FDF_PG_ENCREQ;
+    if (n == 1 && b[0] == 'N')
+        return; /* still probing */
+    if (n == 1 && b[0] == 'S')
+        tracer_conn_mark_db(f, TRACE_DB_POSTGRESQL, TRACER_PG_INIT_TLS);
+    f->flags &= (uint16_t) ~(TRACER_FDF_DB_PROBE | TRACER_FDF_PG_STARTUP);
+}
+
 /* The bytes a connection the process made receives first (it is
  * TRACER_FDF_DB_PROBE): gathered in label_buf until they tell whether its
- * server greets like MySQL/MariaDB (db_greeting.c), which makes it a DB
- * connection from the greeting on. The bytes gathered from earlier receives
+ * server greets like MySQL/MariaDB (db_greeting.c) or, after the client's
+ * StartupMessage, answers like PostgreSQL (pg_greeting.c), which makes it a
+ * DB connection from there on. The bytes gathered from earlier receives
  * then go to the wire parser ahead of this receive's (all of which the
  * caller hands it), so it reads the whole conversation, as it does on a
  * connection known by its port. Asked once per connection: whatever the
@@ -530,12 +580,18 @@ static void tracer_db_probe(struct tracer_thread *t, struct tracer_fd *f,
 {
     if (io->msg_flags & MSG_PEEK)
         return;
+    if (f->flags & TRACER_FDF_PG_ENCREQ) {
+        tracer_pg_probe_encreq(f, io);
+        return;
+    }
+    int pg = (f->flags & TRACER_FDF_PG_STARTUP) != 0;
     size_t before = f->label_len, cap = sizeof f->label_buf;
     int verdict = TRACER_DB_GREETING_NO;
     if (io->iov) {
         size_t have = before + tracer_iov_peek(io->iov, io->iovcnt, (size_t)io->result,
                                                f->label_buf + before, cap - before);
-        verdict = tracer_db_greeting((const unsigned char *)f->label_buf, have, cap);
+        const unsigned char *got = (const unsigned char *)f->label_buf;
+        verdict = pg ? tracer_pg_answer(got, have, cap) : tracer_db_greeting(got, have, cap);
         if (verdict == TRACER_DB_GREETING_MORE) {
             f->label_len = (uint8_t)have;
             return;
@@ -543,7 +599,8 @@ static void tracer_db_probe(struct tracer_thread *t, struct tracer_fd *f,
     }
     f->flags &= (uint16_t)~TRACER_FDF_DB_PROBE;
     if (verdict == TRACER_DB_GREETING_YES) {
-        tracer_conn_mark_db(f);
+        tracer_conn_mark_db(f, pg ? TRACE_DB_POSTGRESQL : TRACE_DB_MYSQL,
+                            pg ? TRACER_PG_INIT_STARTED : 0);
         if (before && (tracer_global.only_mask & TRACER_ONLY_DB)) {
             struct iovec earlier = {.iov_base = f->label_buf, .iov_len = before};
             tracer_db_wire_received(t, f, &earlier, 1, before, io->begin_ns, io->begin_ns, 0);
@@ -593,6 +650,8 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
             return;
         if (datagram_peer)
             conn = tracer_datagram_peer(t, io->fd, f, io->peer, io->peer_len, io->begin_ns);
+        if ((f->flags & TRACER_FDF_DB_PROBE) && io->dir == TRACER_IO_OUT && io->result > 0)
+            tracer_pg_probe_send(f, io);
         if ((f->flags & TRACER_FDF_DB_PROBE) && io->dir == TRACER_IO_IN && io->result > 0)
             tracer_db_probe(t, f, io);
         if ((f->flags & TRACER_FDF_DB) && io->dir == TRACER_IO_OUT && io->result > 0 &&

@@ -88,14 +88,17 @@ tracer_io_fast(struct tracer_thread *t, int fd, enum tracer_io_dir dir, int64_t 
     uint64_t head;
     if (f->kind == TRACER_FD_SOCKET) {
         /* the first transfer writes the identity; request starts, DB
-         * connections and a client connection's first bytes received (a
-         * DB server's greeting?) are parsed by the general path */
-        if (TRACER_UNLIKELY((f->flags & (TRACER_FDF_IDENT_DONE | TRACER_FDF_DB |
-                                         TRACER_FDF_PEERLESS | TRACER_FDF_NET_FILTERED)) !=
-                                TRACER_FDF_IDENT_DONE ||
-                            (dir == TRACER_IO_IN &&
-                             (f->flags & (TRACER_FDF_EXPECT_REQ | TRACER_FDF_DB_PROBE))) ||
-                            !(tracer_global.only_mask & TRACER_ONLY_NET)))
+         * connections, a client connection's first bytes received (a DB
+         * server's greeting?) and its first send until one was looked at
+         * (a PostgreSQL client's StartupMessage?) take the general path */
+        if (TRACER_UNLIKELY(
+                (f->flags & (TRACER_FDF_IDENT_DONE | TRACER_FDF_DB | TRACER_FDF_PEERLESS |
+                             TRACER_FDF_NET_FILTERED)) != TRACER_FDF_IDENT_DONE ||
+                (dir == TRACER_IO_IN &&
+                 (f->flags & (TRACER_FDF_EXPECT_REQ | TRACER_FDF_DB_PROBE))) ||
+                (f->flags & (TRACER_FDF_DB_PROBE | TRACER_FDF_PG_STARTUP | TRACER_FDF_PG_ENCREQ |
+                             TRACER_FDF_PG_NOT)) == TRACER_FDF_DB_PROBE ||
+                !(tracer_global.only_mask & TRACER_ONLY_NET)))
             return 0;
         enum { NEED = TRACER_EVENT_RECORD_BYTES(net) };
         ev = tracer_event_reserve_fast(t, NEED, t->pending_cpu, &head);
