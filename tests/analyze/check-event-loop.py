@@ -20,7 +20,11 @@ real runs before, between and after the replay runs). Per label, the real runs' 
 relative difference between two real runs' medians (p95s). The replayed
 median must lie within max(10%, median floor) of the real runs' pooled
 median, the replayed p95 within max(15%, p95 floor) of their pooled p95
-(the accuracy benchmark's goals, docs/accuracy.md); every label must come
+(the accuracy benchmark's goals, docs/accuracy.md), plus RESOLUTION_S: a
+difference under half a millisecond is below what a shared 2-core VM's
+scheduler resolves (a sub-millisecond p95 moved +112% between runs of one
+test, 0.32 -> 0.68 ms) and far below the stalls this test exists to catch
+(a 40 ms Nagle wait, 200 ms delayed ACKs); every label must come
 back with as many requests as the real runs sent, all answered. A
 --one-sided label has a known reason to replay faster than the real stack:
 only a replay slower than the bound fails it (a stall), a faster one is
@@ -29,6 +33,8 @@ bound: above 1 fails)."""
 import collections
 import json
 import sys
+
+RESOLUTION_S = 0.5e-3
 
 
 def pct(v, q):
@@ -70,10 +76,10 @@ def replay_main(name, *args):
             floor = (max(per) - min(per)) / min(per)
             ref, got = pct(pooled, q), pct(rep[label], q)
             err = (got - ref) / ref
-            bound = max(goal, floor)
+            bound = max(goal, floor) + RESOLUTION_S / ref
             judged = err if label in one_sided else abs(err)
             worst = max(worst, judged / bound)
-            line += " %s %7.3f ms real %7.3f (runs %s) %+6.1f%% of max(%d%%, floor %.1f%%)" % (
+            line += " %s %7.3f ms real %7.3f (runs %s) %+6.1f%% of max(%d%%, floor %.1f%%) + 0.5 ms" % (
                 "p50" if q == 0.5 else "p95", got * 1e3, ref * 1e3,
                 "/".join("%.3f" % (v * 1e3) for v in per), err * 100, goal * 100, floor * 100)
             if judged > bound:
