@@ -37,7 +37,9 @@
 #define PREPLAY_VERSION "0"
 #endif
 
-#define COLLECTOR_MAX_REGIONS 4 /* per process: the current image and older ones after exec */
+/* per process: the current image (an exec retires the old image's region
+ * when the new one registers, collector_retire_regions) */
+#define COLLECTOR_MAX_REGIONS 4
 
 struct collector_region {
     void *base;
@@ -458,6 +460,8 @@ static int collector_send_reply(int fd, int status, int memfd, int mapfd)
     return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof reply ? 0 : -1;
 }
 
+static int collector_retire_regions(struct collector *c, struct collector_process *p);
+
 /* Handles one registration: creates the region and the process's writer
  * (or, after exec, adds a region to the same process and file). */
 static void collector_register(struct collector *c, int conn)
@@ -522,8 +526,12 @@ static void collector_register(struct collector *c, int conn)
         atomic_store(&new_ctl->next_string_id, atomic_load(&old_ctl->next_string_id));
         atomic_store(&new_ctl->next_conn_id, atomic_load(&old_ctl->next_conn_id));
     }
+    if (req.is_exec && collector_retire_regions(c, p) != 0)
+        c->write_failed_pending = 1; /* c->error says why; the next poll fails */
     p->regions[p->nregions++] = r;
     collector_watch_regions(c);
+    /* dated before the new image can write its first record */
+    uint64_t registered_ns = collector_clock(CLOCK_MONOTONIC);
     int answered =
         collector_send_reply(conn, 0, memfd, c->cpu_clock_bpf ? cpuclock_bpf_map_fd() : -1) == 0;
     r->answered = answered;
@@ -541,7 +549,7 @@ static void collector_register(struct collector *c, int conn)
         ev.type = TRACE_EV_CONTROL;
         ev.op = TRACE_CTL_EXEC;
         ev.tid = req.tid;
-        ev.ts_ns = collector_clock(CLOCK_MONOTONIC);
+        ev.ts_ns = registered_ns;
         ev.u.control.arg0 = -1; /* new image registered */
         trace_writer_append(p->writer, &ev);
     }
@@ -956,6 +964,29 @@ static int collector_drain_region(struct collector *c, struct collector_process 
     return 0;
 }
 
+/* Drains and unmaps every region of process p: the images it replaced by
+ * exec. Called when the new image
+ * registers: by then the kernel has ended every thread of the old one
+ * (exec waits for them), so what their rings hold, staged records
+ * included, is complete, and it goes into the trace before anything of
+ * the new image - the EXEC marker first - so each thread's events stay in
+ * time order in the file. 0, or -1 (a corrupt ring: c->error says). */
+static int collector_retire_regions(struct collector *c, struct collector_process *p)
+{
+    int rc = 0;
+    while (p->nregions > 0) {
+        struct collector_region *old = p->regions[0];
+        if (collector_drain_region(c, p, old, 1, 1) != 0)
+            rc = -1;
+        memmove(p->regions, p->regions + 1, (size_t)(p->nregions - 1) * sizeof p->regions[0]);
+        p->nregions--;
+        collector_watch_regions(c); /* before the memory goes */
+        munmap(old->base, TRACER_REGION_BYTES);
+        free(old);
+    }
+    return rc;
+}
+
 /* Has process p ended? Its pidfd says, or without one kill(0). */
 static int collector_process_gone(const struct collector_process *p)
 {
@@ -1164,18 +1195,6 @@ int collector_poll(struct collector *c, int timeout_ms)
         for (int j = 0; j < p->nregions; j++)
             if (collector_drain_region(c, p, p->regions[j], 0, 0) != 0)
                 rc = -1;
-        /* after exec, older images have no live threads: retire them, with
-         * what their threads left staged */
-        while (p->nregions > 1) {
-            struct collector_region *old = p->regions[0];
-            if (collector_drain_region(c, p, old, 1, 1) != 0)
-                rc = -1;
-            memmove(p->regions, p->regions + 1, (size_t)(p->nregions - 1) * sizeof p->regions[0]);
-            p->nregions--;
-            collector_watch_regions(c); /* before the memory goes */
-            munmap(old->base, TRACER_REGION_BYTES);
-            free(old);
-        }
     }
     if (woken)
         collector_waker_rearm(c->waker);
