@@ -19,7 +19,7 @@
  * reader keeps them as numbers). 2.2: DB flag TRACE_F_CUT and DB fields
  * query_len, params_len (a 2.1 reader skips the fields). */
 #define TRACE_FORMAT_MAJOR 2
-#define TRACE_FORMAT_MINOR 2
+#define TRACE_FORMAT_MINOR 3
 #define TRACE_FORMAT_MAJOR_OLDEST 1
 #define TRACE_MAX_CPU_SCORES 8
 

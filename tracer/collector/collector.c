@@ -43,8 +43,10 @@
 
 struct collector_region {
     void *base;
-    uint64_t last_end_ns[TRACER_RING_COUNT];  /* per ring: end of the last event */
-    uint64_t last_end_raw[TRACER_RING_COUNT]; /* the same in the ring clock */
+    uint64_t folded_seen[TRACER_RING_COUNT];        /* tracer_ring.folded_holds written */
+    uint32_t folded_shared_seen[TRACER_RING_COUNT]; /* tracer_ring.folded_shared written */
+    uint64_t last_end_ns[TRACER_RING_COUNT];        /* per ring: end of the last event */
+    uint64_t last_end_raw[TRACER_RING_COUNT];       /* the same in the ring clock */
     uint64_t lost_seen[TRACER_RING_COUNT];
     uint64_t lost_nested_seen[TRACER_RING_COUNT];
     uint64_t untraced_calls_seen; /* tracer_control.untraced_calls already written as LOSS */
@@ -224,6 +226,8 @@ static void collector_describe_options(const struct collector_options *o, char *
         COLLECTOR_ADD("--db-socket %s ", o->db_socket_suffix);
     if (o->keep_query)
         COLLECTOR_ADD("--keep-query ");
+    if (o->no_lock_folding)
+        COLLECTOR_ADD("--no-lock-folding ");
     if (o->db_max_statement && o->db_max_statement != TRACER_DB_STATEMENT_DEFAULT)
         COLLECTOR_ADD("--db-max-statement %u ", o->db_max_statement);
     if (o->drop_when_full)
@@ -329,6 +333,7 @@ static void collector_init_control(struct collector *c, struct tracer_control *c
     /* with --label rules the collector sees the query and drops it itself */
     ctl->keep_query = c->opt.keep_query || label_rules_count(c->opt.label_rules);
     ctl->stack_depth = c->opt.stack_depth;
+    ctl->lock_fold = !c->opt.no_lock_folding;
     ctl->ndb_ports = c->opt.ndb_ports > 8 ? 8 : c->opt.ndb_ports;
     memcpy(ctl->db_ports, c->opt.db_ports, sizeof ctl->db_ports);
     snprintf(ctl->db_socket_suffix, sizeof ctl->db_socket_suffix, "%s", c->db_suffix);
@@ -858,6 +863,32 @@ static int collector_note_loss_counter(struct collector *c, struct collector_pro
     return collector_append(c, p, &ev);
 }
 
+/* Lock holds the ring's thread folded since the last look become a CONTROL
+ * LOCKS_FOLDED event of that thread (FORMAT.md), dated at the end of its
+ * last event drained (so its events stay in time order), or now at the
+ * last drain of a ring none of whose events was drained. */
+static int collector_note_folded(struct collector *c, struct collector_process *p,
+                                 struct collector_region *reg, unsigned idx, int final)
+{
+    struct tracer_ring *r = tracer_region_ring(reg->base, idx);
+    uint64_t holds = atomic_load_explicit(&r->folded_holds, memory_order_relaxed);
+    uint32_t shared = atomic_load_explicit(&r->folded_shared, memory_order_relaxed);
+    if (holds == reg->folded_seen[idx] || (!reg->last_end_ns[idx] && !final))
+        return 0;
+    struct trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = TRACE_EV_CONTROL;
+    ev.op = TRACE_CTL_LOCKS_FOLDED;
+    ev.tid = r->tid;
+    ev.ts_ns = reg->last_end_ns[idx] ? reg->last_end_ns[idx] : collector_clock(CLOCK_MONOTONIC);
+    ev.u.control.arg0 = (int64_t)(holds - reg->folded_seen[idx]);
+    ev.u.control.arg1 = (int64_t)(uint32_t)(shared - reg->folded_shared_seen[idx]);
+    reg->folded_seen[idx] = holds;
+    reg->folded_shared_seen[idx] = shared;
+    c->stats.folded_holds += (uint64_t)ev.u.control.arg0;
+    return collector_append(c, p, &ev);
+}
+
 /* Events a ring could not take (drop mode) and calls a signal handler made
  * while the tracer was writing become LOSS events: counted, never silent. */
 static int collector_note_losses(struct collector *c, struct collector_process *p,
@@ -938,7 +969,8 @@ static int collector_drain_region(struct collector *c, struct collector_process 
     for (unsigned k = 0; k < nused; k++) {
         unsigned i = used[k];
         struct tracer_ring *r = tracer_region_ring(reg->base, i);
-        if (collector_drain_ring(c, p, reg, i, snap[i]) || collector_note_losses(c, p, reg, i))
+        if (collector_drain_ring(c, p, reg, i, snap[i]) || collector_note_losses(c, p, reg, i) ||
+            collector_note_folded(c, p, reg, i, final || state[i] == TRACER_RING_EXITED))
             return -1;
         /* A ring whose thread ended (or, at the end, any ring) is free again
          * once empty: reset it for the next thread. Its in-use bit goes down
@@ -949,6 +981,10 @@ static int collector_drain_region(struct collector *c, struct collector_process 
             atomic_store(&r->head, 0);
             atomic_store(&r->tail, 0);
             atomic_store(&r->lost, 0);
+            atomic_store(&r->folded_holds, 0);
+            atomic_store(&r->folded_shared, 0);
+            reg->folded_seen[i] = 0;
+            reg->folded_shared_seen[i] = 0;
             reg->last_end_ns[i] = 0;
             reg->last_end_raw[i] = 0;
             reg->lost_seen[i] = 0;
