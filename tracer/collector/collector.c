@@ -873,6 +873,13 @@ static int collector_note_folded(struct collector *c, struct collector_process *
     struct tracer_ring *r = tracer_region_ring(reg->base, idx);
     uint64_t holds = atomic_load_explicit(&r->folded_holds, memory_order_relaxed);
     uint32_t shared = atomic_load_explicit(&r->folded_shared, memory_order_relaxed);
+    if (holds < reg->folded_seen[idx]) {
+        /* the counters live in memory the app can scribble over: one that
+         * went back is taken as the new start, never as a huge count */
+        reg->folded_seen[idx] = holds;
+        reg->folded_shared_seen[idx] = shared;
+        return 0;
+    }
     if (holds == reg->folded_seen[idx] || (!reg->last_end_ns[idx] && !final))
         return 0;
     struct trace_event ev;
@@ -881,8 +888,10 @@ static int collector_note_folded(struct collector *c, struct collector_process *
     ev.op = TRACE_CTL_LOCKS_FOLDED;
     ev.tid = r->tid;
     ev.ts_ns = reg->last_end_ns[idx] ? reg->last_end_ns[idx] : collector_clock(CLOCK_MONOTONIC);
-    ev.u.control.arg0 = (int64_t)(holds - reg->folded_seen[idx]);
-    ev.u.control.arg1 = (int64_t)(uint32_t)(shared - reg->folded_shared_seen[idx]);
+    uint64_t n = holds - reg->folded_seen[idx];
+    uint32_t n_shared = shared - reg->folded_shared_seen[idx];
+    ev.u.control.arg0 = (int64_t)(n > INT64_MAX ? INT64_MAX : n);
+    ev.u.control.arg1 = (int64_t)(n_shared < n ? n_shared : n);
     reg->folded_seen[idx] = holds;
     reg->folded_shared_seen[idx] = shared;
     c->stats.folded_holds += (uint64_t)ev.u.control.arg0;
