@@ -159,9 +159,10 @@ static inline int tracer_rwlock_foldable(const pthread_rwlock_t *l)
 
 /* Writes the acquire of this thread's hold of lock `id` that was folded
  * when the lock became recorded (lock_fold.h: LATE), before its release is
- * recorded: at the acquire's own time when the thread recorded nothing
- * since, else now (its records stay in time order), with the CPU time of
- * the segment up to it. */
+ * recorded: dated at the thread's CPU mark when it took the lock (the end
+ * of its previous record: a folded acquire reads no clock, so the hold may
+ * start a little early) when the thread recorded nothing since, else now
+ * (its records stay in time order), with the CPU time up to it. */
 static __attribute__((noinline)) void tracer_lock_write_late(struct tracer_thread *t, uint64_t id)
 {
     struct tracer_folded_hold h;
@@ -170,7 +171,7 @@ static __attribute__((noinline)) void tracer_lock_write_late(struct tracer_threa
     uint64_t cpu;
     uint64_t now = tracer_stamp(t, &cpu);
     uint64_t ts = now;
-    if (h.head == atomic_load_explicit(&t->ring->head, memory_order_relaxed) && h.ts <= now)
+    if (h.head == atomic_load_explicit(&t->ring->head, memory_order_relaxed) && h.ts && h.ts <= now)
         ts = h.ts;
     /* the segment since the previous record is [now - cpu, now] in ring
      * time: the acquire carries its part up to ts, the release the rest */
@@ -199,11 +200,12 @@ tracer_lock_leaf(uint32_t record_kind, const void *lockp, enum tracer_lock_fold_
             return 1;
         if (f == TRACER_LOCK_RELEASE_LATE)
             return 0;
+    } else if (fold != TRACER_FOLD_NONE && tracer_global.lock_fold &&
+               tracer_lock_fold_acquire(t, id, record_kind,
+                                        fold == TRACER_FOLD_ACQUIRE_EXCLUSIVE)) {
+        return 1; /* no clock read: a folded operation costs a table look-up */
     }
     uint64_t now = tracer_ring_now();
-    if (fold != TRACER_FOLD_NONE && fold != TRACER_FOLD_RELEASE && tracer_global.lock_fold &&
-        tracer_lock_fold_acquire(t, id, record_kind, fold == TRACER_FOLD_ACQUIRE_EXCLUSIVE, now))
-        return 1;
     if (TRACER_UNLIKELY(!tracer_cpu_mark_holds(&t->cpu, now)))
         return 0;
     return tracer_lock_compact(t, record_kind, id, now, now - t->cpu.raw);
@@ -252,7 +254,7 @@ tracer_lock_leaf(uint32_t record_kind, const void *lockp, enum tracer_lock_fold_
         if (fold &&                                                                                \
             tracer_lock_fold_acquire(t, (uint64_t)(uintptr_t)(lockp),                              \
                                      tracer_lock_record_kind(TRACE_LOCK_ACQUIRE, KIND, MODE),      \
-                                     (MODE) == TRACE_LOCK_EXCLUSIVE, begin))                       \
+                                     (MODE) == TRACE_LOCK_EXCLUSIVE))                              \
             return 0;                                                                              \
         tracer_lock_quick(t, TRACE_LOCK_ACQUIRE, KIND, MODE, (uint64_t)(uintptr_t)(lockp), begin,  \
                           cpu);                                                                    \
@@ -294,7 +296,7 @@ tracer_lock_leaf(uint32_t record_kind, const void *lockp, enum tracer_lock_fold_
     int rc = call;                                                                                 \
     if (fold && (OP) == TRACE_LOCK_TRY) {                                                          \
         if (rc == 0 && tracer_lock_fold_acquire(t, id, tracer_lock_record_kind(OP, KIND, MODE),    \
-                                                (MODE) == TRACE_LOCK_EXCLUSIVE, begin))            \
+                                                (MODE) == TRACE_LOCK_EXCLUSIVE))                   \
             return 0;                                                                              \
         if (rc == EBUSY)                                                                           \
             tracer_lock_fold_contended(id);                                                        \

@@ -80,7 +80,7 @@ static inline void tracer_fold_count(struct tracer_thread *t, int shared)
 }
 
 static int tracer_fold_acquire(struct tracer_thread *t, uint64_t id, uint32_t record_kind,
-                               int exclusive, uint64_t now)
+                               int exclusive)
 {
     struct tracer_fold_slot *s = tracer_fold_slot(id, t->tid, 1);
     if (!s)
@@ -105,7 +105,8 @@ static int tracer_fold_acquire(struct tracer_thread *t, uint64_t id, uint32_t re
     if (t->nfolded < TRACER_FOLDED_HOLDS_MAX) {
         struct tracer_folded_hold *h = &t->folded[t->nfolded++];
         h->id = id;
-        h->ts = now;
+        h->slot = s;
+        h->ts = t->cpu.raw; /* 0 after a mark reset: dated at the release then */
         h->head = atomic_load_explicit(&t->ring->head, memory_order_relaxed);
         h->record_kind = record_kind;
         h->shared = !exclusive;
@@ -117,10 +118,10 @@ static int tracer_fold_acquire(struct tracer_thread *t, uint64_t id, uint32_t re
  * busy mark up: a signal handler's lock call meanwhile is counted as lost
  * (tracer_enter_slow) instead of editing them under our feet. */
 int tracer_lock_fold_acquire(struct tracer_thread *t, uint64_t id, uint32_t record_kind,
-                             int exclusive, uint64_t now)
+                             int exclusive)
 {
     tracer_busy_enter(t);
-    int folded = tracer_fold_acquire(t, id, record_kind, exclusive, now);
+    int folded = tracer_fold_acquire(t, id, record_kind, exclusive);
     tracer_busy_leave(t);
     return folded;
 }
@@ -137,17 +138,17 @@ static inline int tracer_fold_find(const struct tracer_thread *t, uint64_t id)
 static void tracer_fold_remove(struct tracer_thread *t, int i)
 {
     t->nfolded--;
-    memmove(&t->folded[i], &t->folded[i + 1],
-            (t->nfolded - (uint32_t)i) * sizeof(struct tracer_folded_hold));
+    if ((uint32_t)i < t->nfolded) /* not the latest (locks released out of order) */
+        memmove(&t->folded[i], &t->folded[i + 1],
+                (t->nfolded - (uint32_t)i) * sizeof(struct tracer_folded_hold));
 }
 
 static enum tracer_lock_fold_release tracer_fold_release(struct tracer_thread *t, uint64_t id)
 {
-    struct tracer_fold_slot *s = tracer_fold_slot(id, 0, 0);
-    uint32_t state = s ? atomic_load_explicit(&s->state, memory_order_acquire) : 0;
     int i = tracer_fold_find(t, id);
     if (i >= 0) {
-        if (state & TRACER_FOLD_RECORD)
+        const struct tracer_fold_slot *held = t->folded[i].slot;
+        if (atomic_load_explicit(&held->state, memory_order_acquire) & TRACER_FOLD_RECORD)
             return TRACER_LOCK_RELEASE_LATE;
         tracer_fold_count(t, (int)t->folded[i].shared);
         tracer_fold_remove(t, i);
@@ -156,7 +157,8 @@ static enum tracer_lock_fold_release tracer_fold_release(struct tracer_thread *t
     /* no hold kept: a lock never folded (or the table had no room) is
      * recorded; one still folded had its acquire folded (a hold past
      * TRACER_FOLDED_HOLDS_MAX) or untraced (before tracing was on) */
-    if (!s || (state & TRACER_FOLD_RECORD))
+    struct tracer_fold_slot *s = tracer_fold_slot(id, 0, 0);
+    if (!s || (atomic_load_explicit(&s->state, memory_order_acquire) & TRACER_FOLD_RECORD))
         return TRACER_LOCK_RELEASE_RECORD;
     tracer_fold_count(t, 0);
     return TRACER_LOCK_RELEASE_FOLDED;

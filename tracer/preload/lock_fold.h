@@ -21,12 +21,15 @@
 
 #include "tracer_state.h"
 
-/* An acquire of lock `id` succeeded at once at ring time `now`
- * (`record_kind`: its compact record's kind, kept in case the hold must be
- * written later; `exclusive`: its mode). 1: folded (the hold is counted,
- * nothing to record); 0: record it. */
+/* An acquire of lock `id` succeeded at once (`record_kind`: its compact
+ * record's kind, kept in case the hold must be written later;
+ * `exclusive`: its mode). 1: folded (the hold is counted, nothing to
+ * record); 0: record it. Reads no clock: a folded hold is dated, if it
+ * is ever written, from the thread's CPU mark (the end of its previous
+ * record), which is at or before the acquire and after every record of
+ * the thread. */
 int tracer_lock_fold_acquire(struct tracer_thread *t, uint64_t id, uint32_t record_kind,
-                             int exclusive, uint64_t now);
+                             int exclusive);
 
 /* What a release of lock `id` by this thread must do. */
 enum tracer_lock_fold_release {

@@ -47,7 +47,8 @@ struct tracer_cpu_mark {
 #define TRACER_FOLDED_HOLDS_MAX 8
 struct tracer_folded_hold {
     uint64_t id;          /* the lock */
-    uint64_t ts;          /* ring time of the acquire */
+    void *slot;           /* its entry in lock_fold.c's table */
+    uint64_t ts;          /* the CPU mark at the acquire (ring time, <= the acquire's) */
     uint64_t head;        /* the thread's ring head then (unchanged: nothing recorded since) */
     uint32_t record_kind; /* the acquire's compact record kind (shm_layout.h) */
     uint32_t shared;      /* taken shared */
