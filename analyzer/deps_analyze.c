@@ -12,12 +12,16 @@
  * (and final) checkpoints, the components' worker counts, coverage, the
  * warnings and the plan's summary. Never writes a plan when the run failed
  * (it is aborted); messages go to the options' warnings file only. */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "deps_block.h"
+#include "out_file.h"
 #include "deps_call.h"
 #include "deps_end.h"
 #include "deps_on.h"
@@ -225,9 +229,15 @@ static int deps_analyze_open(struct deps_state *s, const char *const *inputs, in
         snprintf(err, errlen, "%s", werr);
         return -1;
     }
-    if (opt->blocks_path && !(s->blocks_out = fopen(opt->blocks_path, "w"))) {
-        snprintf(err, errlen, "%s: cannot write", opt->blocks_path);
-        return -1;
+    if (opt->blocks_path) { /* never through a planted link (out_file.h) */
+        int fd = out_file_create(opt->blocks_path, O_WRONLY, 0644, err, errlen);
+        if (fd < 0)
+            return -1;
+        if (!(s->blocks_out = fdopen(fd, "w"))) {
+            snprintf(err, errlen, "%s: cannot write: %s", opt->blocks_path, strerror(errno));
+            close(fd);
+            return -1;
+        }
     }
     if (s->blocks_out) /* the two line kinds' columns (docs/preplay-analyze.md) */
         fputs("# B\tid\tcomponent\tpid\ttid\tstart_ns\tend_ns\tflags\tcallees\tlabel\tworker\t"

@@ -595,6 +595,8 @@ static void deps_on_db(struct deps_state *s, uint32_t file, struct deps_thread *
     o->a.db.params = deps_on_string(s, file, d->params_id);
     o->a.db.rows = d->rows;
     o->a.db.error = d->error;
+    if (d->source == TRACE_DB_CAPI)
+        o->flags |= PLAN_DB_BLOCKING; /* its thread sat in the library call */
     if (ev->flags & TRACE_F_CUT) {
         o->flags |= PLAN_DB_CUT; /* replayed as a wait, never as broken SQL */
         s->res->db_cut++;

@@ -14,6 +14,7 @@
 
 #include "compare.h"
 #include "compare_placement.h"
+#include "out_file.h"
 #include "stats.h"
 #include "report_plan.h"
 #include "report_svg.h"
@@ -766,28 +767,20 @@ int compare_report_write(const char *path, const struct compare_run *runs, size_
                          const struct compare_recording *rec, const struct compare_options *opt,
                          const struct compare_verdict *v, char *err, size_t errlen)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
+    struct out_file o; /* never through a planted link (out_file.h) */
+    if (out_file_begin(&o, path, 0644, err, errlen))
+        return -1;
+    FILE *f = out_file_stream(&o, err, errlen);
     if (!f) {
-        snprintf(err, errlen, "%s: cannot create (%s)", tmp, strerror(errno));
+        out_file_abort(&o);
         return -1;
     }
     struct report_ctx x = {
         .f = f, .next_id = 1, .runs = runs, .nruns = nruns, .rec = rec, .opt = opt, .v = v};
-    int bad = report_body(&x);
-    if (ferror(f))
-        bad = 1;
-    if (fclose(f) || bad) {
-        snprintf(err, errlen, "%s: cannot write the report (%s)", path,
-                 bad ? "out of memory or disk full" : strerror(errno));
-        unlink(tmp);
+    if (report_body(&x) || ferror(f)) {
+        snprintf(err, errlen, "%s: cannot write the report (out of memory or disk full)", path);
+        out_file_abort(&o);
         return -1;
     }
-    if (rename(tmp, path)) {
-        snprintf(err, errlen, "%s: cannot rename into place (%s)", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return out_file_commit(&o, err, errlen);
 }

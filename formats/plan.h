@@ -22,8 +22,9 @@
 
 #define PLAN_FORMAT_MAJOR 1
 /* 1.1: blocks carry worker and start_ns; 1.2: event loops; 1.3: DB ops may
- * carry PLAN_DB_CUT */
-#define PLAN_FORMAT_MINOR 5
+ * carry PLAN_DB_CUT; 1.4: RECV ops may carry PLAN_RECV_FULL; 1.5: blocks
+ * carry tail_ns; 1.6: DB ops may carry PLAN_DB_BLOCKING */
+#define PLAN_FORMAT_MINOR 6
 
 /* Limits (PLAN.md §6.1), in one place: the writer refuses and the reader
  * calls damage any count, size, index or time beyond them, naming the
@@ -102,6 +103,13 @@ struct plan_segment {
  * write (split, its second half would wait out Nagle and the replayer's
  * delayed ACK: 40 ms the recording did not have). */
 #define PLAN_RECV_FULL 0x0001
+/* DB ops (1.6): the statement was a call into the client library (trace
+ * source CAPI): its thread sat in it until the answer, so an event loop
+ * making it served nobody else meanwhile (thin running Rails, whose mysql2
+ * queries block the reactor); the replayer keeps such a loop held through
+ * it. Without it (a wire-parsed statement: the thread may have gone on, as
+ * node's mysqljs does) a loop is released while the statement waits. */
+#define PLAN_DB_BLOCKING 0x0002
 
 struct plan_op {
     uint8_t kind;         /* enum plan_op_kind */

@@ -11,6 +11,7 @@
  * at plan_writer_close (temp file in the same directory + fsync + rename);
  * a failed write removes the temp file and never leaves a partial plan
  * under the final name. */
+#include "out_file.h"
 #include "plan.h"
 #include "plan_codec.h"
 
@@ -35,9 +36,10 @@ struct plan_writer_string {
 };
 
 struct plan_writer {
-    int fd;
+    int fd; /* out.fd while the plan is being written */
     int failed;
-    char *path, *tmp_path;
+    char *path;
+    struct out_file out; /* the temporary file renamed into place at the end */
     char err[1024];
     ZSTD_CCtx *cctx;
     uint8_t *raw; /* the frame being filled */
@@ -216,10 +218,8 @@ static int plan_writer_header(struct plan_writer *w, const char *recording_id,
 
 static void plan_writer_free(struct plan_writer *w)
 {
-    if (w->fd >= 0)
-        close(w->fd);
-    if (w->tmp_path)
-        unlink(w->tmp_path);
+    if (w->out.dirfd >= 0)
+        out_file_abort(&w->out);
     ZSTD_freeCCtx(w->cctx);
     trace_u64map_free(&w->string_index);
     free(w->strings);
@@ -229,7 +229,6 @@ static void plan_writer_free(struct plan_writer *w)
     free(w->raw);
     free(w->body);
     free(w->zbuf);
-    free(w->tmp_path);
     free(w->path);
     free(w);
 }
@@ -251,7 +250,7 @@ struct plan_writer *plan_writer_open(const char *path, const char *recording_id,
         free(w);
         return NULL;
     }
-    w->fd = -1;
+    w->fd = w->out.fd = w->out.dirfd = -1;
     w->frame_bytes = PLAN_FRAME_DEFAULT_RAW;
     w->d.strings = 1; /* id 0 is "" */
     trace_u64map_init(&w->string_index);
@@ -265,20 +264,14 @@ struct plan_writer *plan_writer_open(const char *path, const char *recording_id,
         plan_writer_fail(w, "%u CPU scores (at most %u)", nscores, TRACE_MAX_CPU_SCORES);
         goto fail;
     }
-    size_t plen = strlen(path) + 16;
-    if (!(w->tmp_path = malloc(plen))) {
-        plan_writer_fail(w, "out of memory");
+    /* mode 0600: plans hold SQL and paths */
+    char oerr[768];
+    if (out_file_begin(&w->out, path, 0600, oerr, sizeof oerr) != 0) {
+        snprintf(w->err, sizeof w->err, "%s", oerr);
+        w->failed = 1;
         goto fail;
     }
-    snprintf(w->tmp_path, plen, "%s.tmp-XXXXXX", path);
-    w->fd = mkostemp(w->tmp_path, O_CLOEXEC); /* mode 0600: plans hold SQL and paths */
-    if (w->fd < 0) {
-        int e = errno;
-        free(w->tmp_path);
-        w->tmp_path = NULL;
-        plan_writer_fail(w, "cannot create a temporary file next to it: %s", strerror(e));
-        goto fail;
-    }
+    w->fd = w->out.fd;
     w->cctx = ZSTD_createCCtx();
     if (!w->cctx || ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1))) {
@@ -617,22 +610,13 @@ int plan_writer_close(struct plan_writer *w, char *err, size_t errlen)
     n += trace_put_varint(b + n, w->nrequests);
     if (plan_writer_emit(w, PLAN_REC_END, b, n) != 0 || plan_writer_flush_frame(w) != 0)
         goto out;
-    if (fsync(w->fd) != 0) {
-        plan_writer_fail(w, "fsync failed: %s", strerror(errno));
-        goto out;
-    }
-    int fd = w->fd;
     w->fd = -1;
-    if (close(fd) != 0) {
-        plan_writer_fail(w, "close failed: %s", strerror(errno));
+    char oerr[768];
+    if (out_file_commit(&w->out, oerr, sizeof oerr) != 0) { /* syncs, closes, renames */
+        snprintf(w->err, sizeof w->err, "%s", oerr);
+        w->failed = 1;
         goto out;
     }
-    if (rename(w->tmp_path, w->path) != 0) {
-        plan_writer_fail(w, "cannot rename %s into place: %s", w->tmp_path, strerror(errno));
-        goto out;
-    }
-    free(w->tmp_path);
-    w->tmp_path = NULL; /* renamed: nothing to remove */
     plan_sync_dir(w->path);
     rc = 0;
 out:

@@ -17,7 +17,8 @@
 #define RESULTS_VERSION 2
 /* Minor versions only add keys an older reader ignores; the writer says
  * which in "version_minor" (absent: 0). 1: "placement" (where a run's
- * database and clients were). */
-#define RESULTS_VERSION_MINOR 1
+ * database and clients were). 2: "counters" (machine and replay counters
+ * per time window, for `preplay regress`). */
+#define RESULTS_VERSION_MINOR 2
 
 #endif

@@ -41,6 +41,7 @@ static const char *const results_keys_run[] = {"format",
                                                "schedule_requests",
                                                "hosts",
                                                "placement",
+                                               "counters",
                                                "labels",
                                                "intervals",
                                                "resources",
@@ -72,6 +73,12 @@ static const char *const results_keys_placement[] = {"emulated_type", "client", 
 static const char *const results_keys_placement_client[] = {"host", "cpu_cgroup", "in_type", NULL};
 static const char *const results_keys_placement_db[] = {"address",    "transport", "where",
                                                         "cpu_cgroup", "in_type",   NULL};
+static const char *const results_keys_counters[] = {"window_s", "tick_s",  "environment",
+                                                    "names",    "windows", NULL};
+static const char *const results_keys_environment[] = {
+    "host", "cpus", "memory_bytes", "cpu_model", "kernel", "emulated_type", NULL};
+static const char *const results_keys_counter_window[] = {"interval", "start_s", "length_s",
+                                                          "values", NULL};
 
 const char *const *results_known_keys(enum results_object o)
 {
@@ -90,6 +97,9 @@ const char *const *results_known_keys(enum results_object o)
         [RESULTS_OBJ_PLACEMENT] = results_keys_placement,
         [RESULTS_OBJ_PLACEMENT_CLIENT] = results_keys_placement_client,
         [RESULTS_OBJ_PLACEMENT_DB] = results_keys_placement_db,
+        [RESULTS_OBJ_COUNTERS] = results_keys_counters,
+        [RESULTS_OBJ_ENVIRONMENT] = results_keys_environment,
+        [RESULTS_OBJ_COUNTER_WINDOW] = results_keys_counter_window,
     };
     return (unsigned)o < RESULTS_NOBJECTS ? keys[o] : NULL;
 }
@@ -739,6 +749,183 @@ oom:
     return -1;
 }
 
+/* "counters.environment": each key a string, a number or null. */
+static int results_read_environment(json_t *e, struct results_counters_read *c, const char *path,
+                                    char *err, size_t errlen)
+{
+    if (!e || json_is_null(e))
+        return 0;
+    if (!json_is_object(e)) {
+        snprintf(err, errlen, "%s: counters.environment: expected an object", path);
+        return -1;
+    }
+    const char *keys[4] = {"host", "cpu_model", "kernel", "emulated_type"};
+    char **outs[4] = {&c->host, &c->cpu_model, &c->kernel, &c->emulated_type};
+    for (int i = 0; i < 4; i++)
+        if (results_placement_string(e, "counters.environment", keys[i], outs[i], path, err,
+                                     errlen))
+            return -1;
+    json_t *cpus = json_object_get(e, "cpus");
+    if (cpus && !json_is_null(cpus) &&
+        (!json_is_integer(cpus) || json_integer_value(cpus) < 1 ||
+         json_integer_value(cpus) > 1 << 20)) {
+        snprintf(err, errlen, "%s: counters.environment.cpus: expected an integer >= 1 or null",
+                 path);
+        return -1;
+    }
+    c->cpus = cpus && json_is_integer(cpus) ? (long)json_integer_value(cpus) : 0;
+    if (results_number(e, "memory_bytes", &c->memory_bytes) || c->memory_bytes < 0) {
+        snprintf(err, errlen, "%s: counters.environment.memory_bytes: expected a number >= 0",
+                 path);
+        return -1;
+    }
+    return 0;
+}
+
+/* "counters.names": unique non-empty strings, at most the limits. */
+static int results_read_counter_names(json_t *names, struct results_counters_read *c,
+                                      const char *path, char *err, size_t errlen)
+{
+    if (!json_is_array(names)) {
+        snprintf(err, errlen, "%s: counters.names: expected an array of names", path);
+        return -1;
+    }
+    if (results_too_many(json_array_size(names), RESULTS_MAX_COUNTERS, "counters.names", path, err,
+                         errlen))
+        return -1;
+    size_t n = json_array_size(names);
+    if (!(c->names = calloc(n ? n : 1, sizeof *c->names)))
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = json_string_value(json_array_get(names, i));
+        if (!s || !s[0] || strlen(s) > RESULTS_MAX_COUNTER_NAME) {
+            snprintf(err, errlen,
+                     "%s: counters.names[%zu]: expected a non-empty string of at most %u bytes",
+                     path, i, RESULTS_MAX_COUNTER_NAME);
+            return -1;
+        }
+        if (results_counter_index(c, s) >= 0) {
+            snprintf(err, errlen, "%s: counters.names[%zu]: \"%s\" is listed twice", path, i, s);
+            return -1;
+        }
+        if (!(c->names[i] = results_strdup(s)))
+            goto oom;
+        c->nnames++;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+}
+
+/* One "counters.windows" entry; values as many as names, each a number
+ * >= 0 or null. */
+static int results_read_counter_window(json_t *w, size_t i, struct results_counters_read *c,
+                                       const char *path, char *err, size_t errlen)
+{
+    struct results_counter_window_read *cw = &c->windows[i];
+    json_t *iv = json_object_get(w, "interval"), *vals = json_object_get(w, "values");
+    if (!json_is_object(w) || !json_is_integer(iv) || json_integer_value(iv) < 1 ||
+        results_number(w, "start_s", &cw->start_s) || !(cw->start_s >= 0) ||
+        results_number(w, "length_s", &cw->length_s) || !(cw->length_s > 0)) {
+        snprintf(err, errlen,
+                 "%s: counters.windows[%zu]: expected {\"interval\" >= 1, \"start_s\" >= 0, "
+                 "\"length_s\" > 0, \"values\"}",
+                 path, i);
+        return -1;
+    }
+    cw->interval = (long)json_integer_value(iv);
+    if (!json_is_array(vals) || json_array_size(vals) != c->nnames) {
+        snprintf(err, errlen,
+                 "%s: counters.windows[%zu].values: expected %zu values (one per name)", path, i,
+                 c->nnames);
+        return -1;
+    }
+    if (!(cw->values = malloc((c->nnames ? c->nnames : 1) * sizeof *cw->values))) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    for (size_t k = 0; k < c->nnames; k++) {
+        json_t *v = json_array_get(vals, k);
+        cw->values[k] = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!json_is_null(v) &&
+            !(json_is_number(v) && isfinite(cw->values[k]) && cw->values[k] >= 0)) {
+            snprintf(err, errlen,
+                     "%s: counters.windows[%zu].values[%zu] (%s): expected a number >= 0 or null",
+                     path, i, k, c->names[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* "counters" (2.2): absent or null leaves present 0. */
+static int results_read_counters(json_t *root, struct results_file *rf, const char *path, char *err,
+                                 size_t errlen)
+{
+    struct results_counters_read *c = &rf->counters;
+    json_t *o = json_object_get(root, "counters");
+    c->memory_bytes = NAN;
+    if (!o || json_is_null(o))
+        return 0;
+    c->present = 1;
+    if (!json_is_object(o) || results_number(o, "window_s", &c->window_s) ||
+        !(c->window_s > 0 && c->window_s <= 86400) || results_number(o, "tick_s", &c->tick_s) ||
+        !(c->tick_s > 0 && c->tick_s <= c->window_s)) {
+        snprintf(err, errlen,
+                 "%s: counters: expected {\"window_s\" in (0, 86400], \"tick_s\" in (0, window_s], "
+                 "\"names\", \"windows\"}",
+                 path);
+        return -1;
+    }
+    if (results_read_environment(json_object_get(o, "environment"), c, path, err, errlen) ||
+        results_read_counter_names(json_object_get(o, "names"), c, path, err, errlen))
+        return -1;
+    json_t *ws = json_object_get(o, "windows");
+    if (!json_is_array(ws)) {
+        snprintf(err, errlen, "%s: counters.windows: expected an array of windows", path);
+        return -1;
+    }
+    if (results_too_many(json_array_size(ws), RESULTS_MAX_COUNTER_WINDOWS, "counters.windows", path,
+                         err, errlen))
+        return -1;
+    size_t n = json_array_size(ws);
+    if (!(c->windows = calloc(n ? n : 1, sizeof *c->windows))) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        c->nwindows++;
+        if (results_read_counter_window(json_array_get(ws, i), i, c, path, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+long results_counter_index(const struct results_counters_read *c, const char *name)
+{
+    for (size_t i = 0; i < c->nnames; i++)
+        if (c->names[i] && !strcmp(c->names[i], name))
+            return (long)i;
+    return -1;
+}
+
+void results_counters_free(struct results_counters_read *c)
+{
+    free(c->host);
+    free(c->cpu_model);
+    free(c->kernel);
+    free(c->emulated_type);
+    for (size_t i = 0; i < c->nnames; i++)
+        free(c->names[i]);
+    free(c->names);
+    for (size_t i = 0; i < c->nwindows; i++)
+        free(c->windows[i].values);
+    free(c->windows);
+    memset(c, 0, sizeof *c);
+    c->memory_bytes = NAN;
+}
+
 /* Everything after "format" and "version", in the order errors are found. */
 static int results_read_root(json_t *root, struct results_file *rf, const char *path, char *err,
                              size_t errlen)
@@ -769,7 +956,10 @@ static int results_read_root(json_t *root, struct results_file *rf, const char *
     json_t *de = json_object_get(root, "db_errors");
     if (de && results_read_db_errors(de, rf, path, err, errlen))
         return -1;
-    return results_read_placement(root, rf, path, err, errlen);
+    return results_read_placement(root, rf, path, err, errlen) ||
+                   results_read_counters(root, rf, path, err, errlen)
+               ? -1
+               : 0;
 }
 
 int results_read(const char *path, struct results_file *rf, char *err, size_t errlen)
@@ -828,6 +1018,7 @@ void results_file_free(struct results_file *rf)
     free(rf->plan);
     free(rf->error);
     results_placement_free(&rf->placement);
+    results_counters_free(&rf->counters);
     memset(rf, 0, sizeof *rf);
 }
 

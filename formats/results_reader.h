@@ -24,6 +24,9 @@
 #define RESULTS_MAX_DB_ERRORS 65536u
 #define RESULTS_MAX_COUNT (1ull << 40)       /* requests, failed, count, blocks */
 #define RESULTS_MAX_SECONDS (31.0 * 86400.0) /* any time: response, elapsed, interval */
+#define RESULTS_MAX_COUNTERS 4096u           /* "counters" names */
+#define RESULTS_MAX_COUNTER_NAME 512u        /* bytes of one counter name */
+#define RESULTS_MAX_COUNTER_WINDOWS 1000000u /* "counters" windows */
 
 enum results_metric { RESULTS_MEDIAN, RESULTS_P95, RESULTS_P99, RESULTS_NMETRICS };
 
@@ -85,6 +88,26 @@ struct results_placement_read {
     int db_in_type;
 };
 
+/* "counters" (since 2.2): counter values per time window. present 0:
+ * the file has none (before 2.2, a drive, or a run that measured none). */
+struct results_counter_window_read {
+    long interval;
+    double start_s, length_s;
+    double *values; /* ncounters of them; NAN: null (nothing measured) */
+};
+struct results_counters_read {
+    int present;
+    double window_s, tick_s;
+    /* environment: NULL strings null; cpus 0 and memory_bytes NAN null */
+    char *host, *cpu_model, *kernel, *emulated_type;
+    long cpus;
+    double memory_bytes;
+    char **names;
+    size_t nnames;
+    struct results_counter_window_read *windows;
+    size_t nwindows;
+};
+
 struct results_file {
     int is_run;         /* "kind": "run" (has a stop rule) or "drive" */
     int version_minor;  /* "version_minor"; 0 when absent */
@@ -111,6 +134,7 @@ struct results_file {
     struct results_db_error *db_errors;
     size_t ndb_errors;
     struct results_placement_read placement;
+    struct results_counters_read counters;
 };
 
 /* Reads and validates one results file: what it reads must have the right
@@ -121,6 +145,10 @@ void results_file_free(struct results_file *rf);
 /* Frees a placement's strings and leaves it "not present" (a caller that
  * took it out of a results_file frees it with this). */
 void results_placement_free(struct results_placement_read *pl);
+/* Frees counters and leaves them "not present". */
+void results_counters_free(struct results_counters_read *c);
+/* Index of counter name in c, or -1. */
+long results_counter_index(const struct results_counters_read *c, const char *name);
 struct results_label *results_file_label(const struct results_file *rf, const char *name);
 
 /* Every key the reader knows, per object of the format: NULL-terminated.
@@ -140,6 +168,9 @@ enum results_object {
     RESULTS_OBJ_PLACEMENT,
     RESULTS_OBJ_PLACEMENT_CLIENT,
     RESULTS_OBJ_PLACEMENT_DB,
+    RESULTS_OBJ_COUNTERS,
+    RESULTS_OBJ_ENVIRONMENT,
+    RESULTS_OBJ_COUNTER_WINDOW,
     RESULTS_NOBJECTS
 };
 const char *const *results_known_keys(enum results_object o);

@@ -5,7 +5,8 @@
  * computes statistics, never writes a partial file (temp file + rename). */
 #include "results_writer.h"
 
-#include <fcntl.h>
+#include "out_file.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -168,6 +169,44 @@ json_t *results_placement_json(const struct results_placement *pl)
     return root;
 }
 
+json_t *results_counter_window_json(long interval, double start_s, double length_s,
+                                    const double *values, size_t nvalues)
+{
+    json_t *v = json_array();
+    for (size_t i = 0; v && i < nvalues; i++)
+        json_array_append_new(v, isfinite(values[i]) ? json_real(values[i]) : json_null());
+    if (!v)
+        return NULL;
+    return json_pack("{s:I, s:f, s:f, s:o}", "interval", (json_int_t)interval, "start_s", start_s,
+                     "length_s", length_s, "values", v);
+}
+
+json_t *results_counters_json(double window_s, double tick_s, const struct results_environment *env,
+                              json_t *names, json_t *windows)
+{
+    json_t *e = json_object(), *root = json_object();
+    if (!e || !root || !names || !windows) {
+        json_decref(e);
+        json_decref(root);
+        json_decref(names);
+        json_decref(windows);
+        return NULL;
+    }
+    json_object_set_new(e, "host", results_string_or_null(env->host));
+    json_object_set_new(e, "cpus", env->cpus > 0 ? json_integer(env->cpus) : json_null());
+    json_object_set_new(e, "memory_bytes",
+                        isfinite(env->memory_bytes) ? json_real(env->memory_bytes) : json_null());
+    json_object_set_new(e, "cpu_model", results_string_or_null(env->cpu_model));
+    json_object_set_new(e, "kernel", results_string_or_null(env->kernel));
+    json_object_set_new(e, "emulated_type", results_string_or_null(env->emulated_type));
+    json_object_set_new(root, "window_s", json_real(window_s));
+    json_object_set_new(root, "tick_s", json_real(tick_s));
+    json_object_set_new(root, "environment", e);
+    json_object_set_new(root, "names", names);
+    json_object_set_new(root, "windows", windows);
+    return root;
+}
+
 /* "format", "version", "version_minor", "kind", "plan", "recording_id":
  * the common head. */
 static json_t *results_head(const char *kind, const char *plan, const char *recording_id)
@@ -231,6 +270,8 @@ static void results_run_fill(json_t *root, struct results_run *r)
         json_object_set_new(root, "hosts", r->hosts);
     if (r->placement)
         json_object_set_new(root, "placement", r->placement);
+    if (r->counters)
+        json_object_set_new(root, "counters", r->counters);
     json_object_set_new(root, "labels", r->labels);
     json_object_set_new(root, "intervals", r->intervals);
     json_object_set_new(root, "resources", r->resources);
@@ -250,6 +291,7 @@ json_t *results_run_json(struct results_run *r)
     } else {
         json_decref(r->hosts);
         json_decref(r->placement);
+        json_decref(r->counters);
         json_decref(r->labels);
         json_decref(r->intervals);
         json_decref(r->resources);
@@ -257,30 +299,23 @@ json_t *results_run_json(struct results_run *r)
         json_decref(r->restores);
         json_decref(r->samples);
     }
-    r->hosts = r->placement = r->labels = r->intervals = r->resources = r->db_errors = r->restores =
-        r->samples = NULL;
+    r->hosts = r->placement = r->counters = r->labels = r->intervals = r->resources = r->db_errors =
+        r->restores = r->samples = NULL;
     return root;
 }
 
 int results_save(json_t *root, const char *path, char *err, size_t errlen)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    struct out_file o; /* never through a planted link (out_file.h) */
     /* mode 0600, like traces: db_errors hold query text */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f && fd >= 0)
-        close(fd);
-    int bad = !f || json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(9)) != 0;
-    if ((f && fclose(f) != 0) || bad) {
-        snprintf(err, errlen, "%s: cannot write", tmp);
-        unlink(tmp);
+    if (out_file_begin(&o, path, 0600, err, errlen))
+        return -1;
+    FILE *f = out_file_stream(&o, err, errlen);
+    if (!f || json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(9))) {
+        if (f)
+            snprintf(err, errlen, "%s: cannot write", path);
+        out_file_abort(&o);
         return -1;
     }
-    if (rename(tmp, path)) {
-        snprintf(err, errlen, "%s: cannot rename into place", path);
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return out_file_commit(&o, err, errlen);
 }

@@ -85,6 +85,24 @@ struct results_placement {
 };
 json_t *results_placement_json(const struct results_placement *pl);
 
+/* "counters" of a run (since 2.2): counter values per time window
+ * (formats/RESULTS.md). The environment's NULL strings and cpus <= 0 /
+ * memory_bytes NAN are written as null. */
+struct results_environment {
+    const char *host, *cpu_model, *kernel, *emulated_type;
+    long cpus;
+    double memory_bytes;
+};
+/* One window: {"interval", "start_s", "length_s", "values"}; values[i]
+ * NAN is written as null (nothing to measure in that window). */
+json_t *results_counter_window_json(long interval, double start_s, double length_s,
+                                    const double *values, size_t nvalues);
+/* {"window_s", "tick_s", "environment", "names", "windows"}; names (an
+ * array of strings) and windows (of results_counter_window_json) are
+ * stolen. */
+json_t *results_counters_json(double window_s, double tick_s, const struct results_environment *env,
+                              json_t *names, json_t *windows);
+
 /* The whole document of `preplay run`. price NAN and error NULL are
  * written as null; hosts NULL leaves "hosts" out; "cpu_ratio_ci" is
  * written only when 0 < cpu_ratio_lo <= cpu_ratio <= cpu_ratio_hi (left
@@ -98,6 +116,7 @@ struct results_run {
     int no_deps, stopped;
     json_t *hosts, *labels, *intervals, *resources, *db_errors, *samples;
     json_t *placement; /* results_placement_json; NULL leaves it out */
+    json_t *counters;  /* results_counters_json; NULL leaves it out */
     uint64_t db_cut;   /* statements recorded cut, replayed as waits */
     const char *db_method;
     double db_dump_s;
@@ -105,8 +124,8 @@ struct results_run {
 };
 json_t *results_run_json(struct results_run *r);
 
-/* Writes root to path (temp file + rename, never a partial file). 0 or -1
- * with err. */
+/* Writes root to path, mode 0600 (out_file.h: temp file + rename, never a
+ * partial file, never through a planted link). 0 or -1 with err. */
 int results_save(json_t *root, const char *path, char *err, size_t errlen);
 
 #endif

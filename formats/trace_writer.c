@@ -9,6 +9,7 @@
  * syscall is per chunk, not per event. It must never write a byte the reader
  * could not account for: a failed write leaves the writer failed, not
  * half-consistent. */
+#include "out_file.h"
 #include "trace_codec.h"
 #include "trace_file.h"
 
@@ -600,14 +601,12 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_head
         trace_writer_fail(w, "zstd setup failed: %s", ZSTD_getErrorName(r));
         goto fail;
     }
-    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* a fresh file, never a planted link's target (out_file.h) */
+    char cerr[512];
+    w->fd = out_file_create(path, O_WRONLY, 0600, cerr, sizeof cerr);
     if (w->fd < 0) {
-        trace_writer_fail(w, "cannot create: %s", strerror(errno));
-        goto fail;
-    }
-    /* O_CREAT's mode does not apply to a file that already existed. */
-    if (fchmod(w->fd, 0600) != 0) {
-        trace_writer_fail(w, "cannot set mode 0600: %s", strerror(errno));
+        snprintf(w->err, sizeof w->err, "%s", cerr);
+        w->failed = 1;
         goto fail;
     }
     trace_header_build(hbuf, hdr, w->ring ? TRACE_HEADER_FLAG_RING : 0);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "out_file.h"
 #include "plan.h"
 
 #define DUMMY_IO_BYTES (1u << 20)   /* generate and write 1 MiB at a time */
@@ -159,11 +160,8 @@ static int dummy_mkdirs(const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "%s: not a directory", dir);
         return -1;
     }
-    if (access(dir, W_OK)) {
-        snprintf(err, errlen, "%s: directory not writable: %s", dir, strerror(errno));
-        return -1;
-    }
-    return 0;
+    /* writable, and not by every user without the sticky bit (out_file.h) */
+    return out_file_check_dir(dir, err, errlen);
 }
 
 struct dummy_files *dummy_files_open(const char *dir, const struct dummy_file_spec *specs,
@@ -290,11 +288,10 @@ static int dummy_write_whole(struct dummy_files *d, uint32_t i, unsigned char *b
                              struct dummy_files_stats *st, char *err, size_t errlen)
 {
     struct dummy_file *f = &d->files[i];
-    int fd = open(f->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", f->path, strerror(errno));
+    /* a fresh file: a planted symlink or hard link is replaced, never followed */
+    int fd = out_file_create(f->path, O_WRONLY, 0644, err, errlen);
+    if (fd < 0)
         return -1;
-    }
     if (dummy_fill(fd, i, 0, f->initial_size, buf, &st->bytes_written) || fdatasync(fd)) {
         snprintf(err, errlen, "%s: cannot write: %s", f->path, strerror(errno));
         close(fd);
@@ -416,19 +413,23 @@ int dummy_files_restore(struct dummy_files *d, int full, struct dummy_files_stat
         f->ndirty = f->cap = 0;
         pthread_mutex_unlock(&f->lock);
 
-        int fd = open(f->path, O_RDWR | O_CLOEXEC);
-        if (fd < 0 && errno == ENOENT) {
+        struct stat ls;
+        if (lstat(f->path, &ls) != 0 && errno == ENOENT) {
             rc = dummy_write_whole(d, i, buf, st, err, errlen);
             st->files_recreated += !rc;
             st->files += !rc;
             free(dirty);
             continue;
         }
+        /* a regular file with one link, never through a symlink */
+        int fd = out_file_open(f->path, O_RDWR, 0644, err, errlen);
         struct stat sb;
-        if (fd < 0 || fstat(fd, &sb)) {
-            snprintf(err, errlen, "%s: cannot open: %s", f->path, strerror(errno));
-            if (fd >= 0)
-                close(fd);
+        if (fd >= 0 && fstat(fd, &sb)) {
+            snprintf(err, errlen, "%s: cannot stat: %s", f->path, strerror(errno));
+            close(fd);
+            fd = -1;
+        }
+        if (fd < 0) {
             free(dirty);
             rc = -1;
             break;

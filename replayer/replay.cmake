@@ -16,5 +16,5 @@ if(MARIADB_FOUND)
 endif()
 
 target_sources(preplay_replay_cli PRIVATE replay_cli.c drive_cli.c run_cli.c run_config.c run_session.c
-  run_remote.c run_placement.c)
+  run_remote.c run_placement.c run_counters.c)
 target_link_libraries(preplay_replay_cli PUBLIC preplay_replay_core)

@@ -23,6 +23,7 @@
 #include "replay_exec.h"
 #include "replay_proto.h"
 #include "replay_server.h"
+#include "out_file.h"
 
 static struct cpuburn_calibration replay_cli_cal;
 
@@ -416,22 +417,22 @@ static int replay_serve(struct replay_engine *e, int lfd, const struct replay_cl
  * Mode 0600, like traces: its db_errors hold query text. */
 static int replay_write_stats(struct replay_engine *e, const char *path)
 {
-    int rc = 0;
+    /* never through a planted link (out_file.h) */
+    char err[1024];
+    struct out_file o;
     char *json = replay_engine_stats_json(e);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0 && fchmod(fd, 0600) != 0) { /* an existing file keeps its mode otherwise */
-        close(fd);
-        fd = -1;
-    }
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f && fd >= 0)
-        close(fd);
-    if (!f || !json || fputs(json, f) < 0) {
-        fprintf(stderr, "replay: %s: cannot write stats\n", path);
+    FILE *f = NULL;
+    int rc = json && !out_file_begin(&o, path, 0600, err, sizeof err) ? 0 : -1;
+    if (!rc && (!(f = out_file_stream(&o, err, sizeof err)) || fputs(json, f) < 0)) {
+        if (f)
+            snprintf(err, sizeof err, "%s: cannot write stats: %s", path, strerror(errno));
+        out_file_abort(&o);
         rc = -1;
+    } else if (!rc) {
+        rc = out_file_commit(&o, err, sizeof err);
     }
-    if (f)
-        fclose(f);
+    if (rc)
+        fprintf(stderr, "replay: %s\n", json ? err : "out of memory for the stats");
     free(json);
     return rc;
 }

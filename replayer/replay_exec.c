@@ -6,7 +6,8 @@
  * nested calls over pooled peer connections; external calls as a sleep of
  * their recorded duration; the request and response bytes as recorded.
  * An event-loop component's blocks run one at a time per loop (a counting
- * semaphore of loops), except while they wait. Never prints and never
+ * semaphore of loops), except while they wait (a DB op recorded as a
+ * blocking library call is not such a wait). Never prints and never
  * stops on a failed op: it counts it. */
 #include "replay_exec.h"
 
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "dummy_files.h"
+#include "out_file.h"
 #include "replay_proto.h"
 
 const char *const replay_kind_names[REPLAY_NKINDS] = {"cpu",  "file",     "lock", "db",
@@ -282,7 +284,9 @@ static int replay_file_fd(struct replay_thread *t, uint32_t file)
     if (t->fds[file] >= 0)
         return t->fds[file];
     const char *path = dummy_files_path(t->e->files, file);
-    t->fds[file] = path ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+    /* never through a symlink or hard link planted among the dummy files */
+    char err[512];
+    t->fds[file] = path ? out_file_open(path, O_RDWR, 0644, err, sizeof err) : -1;
     return t->fds[file];
 }
 
@@ -462,18 +466,28 @@ static void replay_db_op(struct replay_thread *t, const struct plan_op *op)
 
 /* ---- the block ---------------------------------------------------------- */
 
-/* An event-loop engine: op kind k runs on a loop (held) or is a wait the
- * loop does not sit through (released); *held tracks this thread's loop. */
-static void replay_loop_for(struct replay_engine *e, uint8_t k, int *held)
+/* An event-loop engine: op runs on a loop (held) or is a wait the loop
+ * does not sit through (released); *held tracks this thread's loop. A DB
+ * op recorded as a client-library call (PLAN_DB_BLOCKING) held its loop:
+ * the thread sat in the call until the answer. */
+static void replay_loop_release(struct replay_engine *e, int *held)
+{
+    if (e->loops_init && *held) {
+        sem_post(&e->loops);
+        *held = 0;
+    }
+}
+
+static void replay_loop_for(struct replay_engine *e, const struct plan_op *op, int *held)
 {
     if (!e->loops_init)
         return;
-    int wait = k == PLAN_OP_CALL || k == PLAN_OP_EXTERNAL || k == PLAN_OP_DB || k == PLAN_OP_RECV ||
-               k == PLAN_OP_SEND;
-    if (wait && *held) {
-        sem_post(&e->loops);
-        *held = 0;
-    } else if (!wait && !*held) {
+    uint8_t k = op->kind;
+    int wait = k == PLAN_OP_CALL || k == PLAN_OP_EXTERNAL || k == PLAN_OP_RECV ||
+               k == PLAN_OP_SEND || (k == PLAN_OP_DB && !(op->flags & PLAN_DB_BLOCKING));
+    if (wait) {
+        replay_loop_release(e, held);
+    } else if (!*held) {
         while (sem_wait(&e->loops) != 0 && errno == EINTR)
             ;
         *held = 1;
@@ -517,7 +531,7 @@ int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t 
     for (uint32_t i = 0; i < b->nops; i++) {
         const struct plan_op *op = &p->ops[b->first_op + i];
         int kind;
-        replay_loop_for(e, op->kind, &held);
+        replay_loop_for(e, op, &held);
         switch (op->kind) {
         case PLAN_OP_CPU:
             kind = REPLAY_KIND_CPU;
@@ -594,7 +608,7 @@ net_fail:
              errno ? strerror(errno) : "closed by peer");
     rc = -1;
 done:
-    replay_loop_for(e, PLAN_OP_SEND, &held); /* the block is over: the loop is free */
+    replay_loop_release(e, &held); /* the block is over: the loop is free */
     replay_lock_release_all(t);
     atomic_fetch_add(&e->blocks, 1);
     uint32_t label = e->label_of_string[b->label < p->nstrings ? b->label : 0];

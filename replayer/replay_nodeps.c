@@ -41,64 +41,151 @@ struct replay_nodeps {
     pthread_mutex_t mu;
 };
 
-static const struct plan *replay_nodeps_sort_plan;
+/* One pass of the schedule replays at most this many blocks in a sequence
+ * (all components together): a plan from `preplay analyze` replays each of
+ * its blocks at most once per pass, so its count never exceeds
+ * PLAN_MAX_BLOCKS; only a hand-built plan that shares blocks among many
+ * requests and calls can. */
+#define REPLAY_NODEPS_MAX_USES ((uint64_t)PLAN_MAX_BLOCKS)
 
-static int replay_nodeps_by_start(const void *a, const void *b)
+/* How often one pass of the schedule replays each block: once per request
+ * naming it, and once per CALL op naming it in every replay of its caller.
+ * `preplay analyze` writes one block per served request, so there every
+ * count is 0 or 1; a hand-built plan may name one block from many requests.
+ * The reader makes a callee precede its caller (PLAN.md §5.2), so one sweep
+ * from the last block down sums them (a CALL to a later block, possible
+ * only in a plan built in memory, is left out: served at once). Counts
+ * saturate at REPLAY_NODEPS_MAX_USES + 1. NULL when out of memory. */
+static uint64_t *replay_nodeps_uses(const struct plan *p)
 {
-    const struct plan_block *x = &replay_nodeps_sort_plan->blocks[*(const uint32_t *)a];
-    const struct plan_block *y = &replay_nodeps_sort_plan->blocks[*(const uint32_t *)b];
-    if (x->start_ns != y->start_ns)
-        return x->start_ns < y->start_ns ? -1 : 1;
-    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
-}
-
-/* Marks the blocks the schedule reaches: requests' blocks and, transitively,
- * the callees of their CALL ops. */
-static uint8_t *replay_nodeps_reachable(const struct plan *p)
-{
-    uint8_t *seen = calloc(p->nblocks ? p->nblocks : 1, 1);
-    uint32_t *stack = malloc((p->nblocks ? p->nblocks : 1) * sizeof *stack);
-    if (!seen || !stack) {
-        free(seen);
-        free(stack);
+    const uint64_t sat = REPLAY_NODEPS_MAX_USES + 1;
+    uint64_t *uses = calloc(p->nblocks ? p->nblocks : 1, sizeof *uses);
+    if (!uses)
         return NULL;
-    }
-    uint32_t top = 0;
     for (uint32_t r = 0; r < p->nrequests; r++) {
         uint32_t b = p->requests[r].block;
-        if (b < p->nblocks && !seen[b]) {
-            seen[b] = 1;
-            stack[top++] = b;
-        }
+        if (b < p->nblocks && uses[b] < sat)
+            uses[b]++;
     }
-    while (top) {
-        const struct plan_block *blk = &p->blocks[stack[--top]];
-        for (uint32_t i = 0; i < blk->nops; i++) {
+    for (uint32_t b = p->nblocks; b-- > 0;) {
+        const struct plan_block *blk = &p->blocks[b];
+        for (uint32_t i = 0; uses[b] && i < blk->nops; i++) {
             const struct plan_op *op = &p->ops[blk->first_op + i];
             uint32_t c = op->a.call.callee_block;
-            if (op->kind == PLAN_OP_CALL && c < p->nblocks && !seen[c]) {
-                seen[c] = 1;
-                stack[top++] = c;
+            if (op->kind == PLAN_OP_CALL && c < b)
+                uses[c] = uses[c] + uses[b] < sat ? uses[c] + uses[b] : sat;
+        }
+    }
+    return uses;
+}
+
+/* Appends every block of n's component one pass replays to its worker's
+ * sequence, in the order the schedule reaches them: request by request,
+ * each request's block before its callees, in op order. Each worker's seq
+ * has room for its uses. -1 when out of memory. */
+static int replay_nodeps_fill(struct replay_nodeps *n, uint32_t component)
+{
+    const struct plan *p = n->plan;
+    uint32_t cap = 64, top = 0;
+    uint32_t *stack = malloc(cap * sizeof *stack);
+    if (!stack)
+        return -1;
+    for (uint32_t r = 0; r < p->nrequests; r++) {
+        if (p->requests[r].block >= p->nblocks)
+            continue;
+        stack[top++] = p->requests[r].block;
+        while (top) {
+            uint32_t b = stack[--top];
+            const struct plan_block *blk = &p->blocks[b];
+            if (blk->component == component) {
+                struct replay_nodeps_worker *wk = &n->workers[blk->worker];
+                wk->seq[wk->len++] = b;
+            }
+            for (uint32_t i = blk->nops; i-- > 0;) { /* reversed: popped in op order */
+                const struct plan_op *op = &p->ops[blk->first_op + i];
+                if (op->kind != PLAN_OP_CALL || op->a.call.callee_block >= b)
+                    continue;
+                if (top == cap) {
+                    uint32_t *s = realloc(stack, 2 * (size_t)cap * sizeof *stack);
+                    if (!s) {
+                        free(stack);
+                        return -1;
+                    }
+                    stack = s;
+                    cap *= 2;
+                }
+                stack[top++] = op->a.call.callee_block;
             }
         }
     }
     free(stack);
-    return seen;
+    return 0;
+}
+
+struct replay_nodeps_entry {
+    uint32_t block, pos;
+};
+
+static const struct plan *replay_nodeps_sort_plan;
+
+/* Recorded start first; the order the schedule reaches them breaks ties
+ * (a hand-built plan leaves every start_ns 0: schedule order). */
+static int replay_nodeps_by_start(const void *a, const void *b)
+{
+    const struct replay_nodeps_entry *x = a, *y = b;
+    uint64_t sx = replay_nodeps_sort_plan->blocks[x->block].start_ns;
+    uint64_t sy = replay_nodeps_sort_plan->blocks[y->block].start_ns;
+    if (sx != sy)
+        return sx < sy ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Sorts every worker's sequence by recorded start. -1 when out of memory. */
+static int replay_nodeps_sort(struct replay_nodeps *n)
+{
+    uint32_t longest = 1;
+    for (uint32_t w = 0; w < n->nworkers; w++)
+        if (n->workers[w].len > longest)
+            longest = n->workers[w].len;
+    struct replay_nodeps_entry *e = malloc(longest * sizeof *e);
+    if (!e)
+        return -1;
+    replay_nodeps_sort_plan = n->plan; /* qsort has no context argument in C11 */
+    for (uint32_t w = 0; w < n->nworkers; w++) {
+        struct replay_nodeps_worker *wk = &n->workers[w];
+        for (uint32_t i = 0; i < wk->len; i++)
+            e[i] = (struct replay_nodeps_entry){wk->seq[i], i};
+        qsort(e, wk->len, sizeof *e, replay_nodeps_by_start);
+        for (uint32_t i = 0; i < wk->len; i++)
+            wk->seq[i] = e[i].block;
+    }
+    free(e);
+    return 0;
 }
 
 struct replay_nodeps *replay_nodeps_new(const struct plan *p, uint32_t component, double hold_s,
                                         char *err, size_t errlen)
 {
     struct replay_nodeps *n = calloc(1, sizeof *n);
-    uint8_t *reach = replay_nodeps_reachable(p);
-    if (!n || !reach)
+    uint64_t *uses = replay_nodeps_uses(p);
+    if (!n || !uses)
         goto oom;
     n->plan = p;
     n->hold_s = hold_s > 0 ? hold_s : 5;
     pthread_mutex_init(&n->mu, NULL);
-    for (uint32_t b = 0; b < p->nblocks; b++)
-        if (reach[b] && p->blocks[b].component == component && p->blocks[b].worker >= n->nworkers)
+    uint64_t total = 0;
+    for (uint32_t b = 0; b < p->nblocks; b++) {
+        total += uses[b];
+        if (uses[b] && p->blocks[b].component == component && p->blocks[b].worker >= n->nworkers)
             n->nworkers = p->blocks[b].worker + 1;
+    }
+    if (total > REPLAY_NODEPS_MAX_USES) {
+        snprintf(err, errlen,
+                 "--no-deps: one pass of the schedule replays blocks more than %llu times, the "
+                 "limit (one sequence entry each; the plan's requests and calls share blocks)",
+                 (unsigned long long)REPLAY_NODEPS_MAX_USES);
+        goto fail;
+    }
     if (!n->nworkers) {
         snprintf(err, errlen, "--no-deps: component %u has no block the schedule reaches",
                  component);
@@ -120,30 +207,30 @@ struct replay_nodeps *replay_nodeps_new(const struct plan *p, uint32_t component
         goto oom;
     for (uint32_t w = 0; w < n->nworkers; w++)
         pthread_cond_init(&n->workers[w].cv, NULL);
+    uint64_t *len = calloc(n->nworkers, sizeof *len);
+    if (!len)
+        goto oom;
     for (uint32_t b = 0; b < p->nblocks; b++)
-        if (reach[b] && p->blocks[b].component == component)
-            n->workers[p->blocks[b].worker].len++;
-    for (uint32_t w = 0; w < n->nworkers; w++) {
-        n->workers[w].seq = malloc((n->workers[w].len ? n->workers[w].len : 1) * sizeof(uint32_t));
-        if (!n->workers[w].seq)
-            goto oom;
-        n->workers[w].len = 0;
-    }
-    for (uint32_t b = 0; b < p->nblocks; b++)
-        if (reach[b] && p->blocks[b].component == component) {
-            struct replay_nodeps_worker *wk = &n->workers[p->blocks[b].worker];
-            wk->seq[wk->len++] = b;
+        if (uses[b] && p->blocks[b].component == component) {
+            len[p->blocks[b].worker] += uses[b];
             n->owner[b] = p->blocks[b].worker + 1;
         }
-    replay_nodeps_sort_plan = p; /* qsort has no context argument in C11 */
-    for (uint32_t w = 0; w < n->nworkers; w++)
-        qsort(n->workers[w].seq, n->workers[w].len, sizeof(uint32_t), replay_nodeps_by_start);
-    free(reach);
+    for (uint32_t w = 0; w < n->nworkers; w++) {
+        n->workers[w].seq = malloc((len[w] ? len[w] : 1) * sizeof(uint32_t));
+        if (!n->workers[w].seq) {
+            free(len);
+            goto oom;
+        }
+    }
+    free(len);
+    if (replay_nodeps_fill(n, component) || replay_nodeps_sort(n))
+        goto oom;
+    free(uses);
     return n;
 oom:
     snprintf(err, errlen, "--no-deps: out of memory");
 fail:
-    free(reach);
+    free(uses);
     replay_nodeps_free(n);
     return NULL;
 }
@@ -212,6 +299,14 @@ int replay_nodeps_next(struct replay_nodeps *n, uint32_t w, uint32_t *block, int
         return -1;
     struct replay_nodeps_worker *wk = &n->workers[w];
     pthread_mutex_lock(&n->mu);
+    /* a recorded worker whose blocks the schedule never reaches has an
+     * empty sequence: it only waits to be stopped */
+    while (!wk->len && !n->stopping)
+        pthread_cond_wait(&wk->cv, &n->mu);
+    if (n->stopping) {
+        pthread_mutex_unlock(&n->mu);
+        return -1;
+    }
     clock_gettime(CLOCK_MONOTONIC, &wk->waiting_since);
     uint32_t waiting_for = wk->seq[wk->pos];
     for (;;) {

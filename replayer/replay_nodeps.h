@@ -17,8 +17,11 @@
 struct replay_nodeps;
 
 /* Worker sequences of `component`: its blocks reachable from the schedule
- * (front-end requests and the calls they make, transitively), grouped by
- * plan_block.worker and sorted by plan_block.start_ns. A worker waiting
+ * (front-end requests and the calls they make, transitively), each once per
+ * time one pass of the schedule replays it (a hand-built plan may share a
+ * block among requests), grouped by plan_block.worker and sorted by
+ * plan_block.start_ns, then by the order the schedule reaches them. Refused
+ * (NULL) when one pass replays more than 2^26 blocks. A worker waiting
  * longer than hold_s for a block while a later one of its blocks is held
  * skips it (a request lost or cut off by the end of an interval must not
  * stall the run forever). NULL with err on failure. */

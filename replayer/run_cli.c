@@ -18,6 +18,7 @@
 #include "replay_results.h"
 #include "results_writer.h"
 #include "run_config.h"
+#include "run_counters.h"
 #include "run_placement.h"
 #include "run_session.h"
 #include "stats.h"
@@ -120,6 +121,8 @@ static enum run_step run_interval(struct run_session *s, long iv, int *stopped, 
     results_restore_append(s->restores, iv, files_s, db_s);
     for (uint32_t i = 0; i < s->nchildren; i++)
         free(run_session_control(s, i, REPLAY_BLOCK_RESET, err, errlen));
+    if (s->counters)
+        run_counters_begin(s->counters, iv);
     struct replay_drive_options o = {.plan = s->p,
                                      .target = s->children[s->frontend].addr,
                                      .token = s->token,
@@ -135,6 +138,8 @@ static enum run_step run_interval(struct run_session *s, long iv, int *stopped, 
         return RUN_STEP_FAILED;
     }
     run_schedule_advance(s, &r);
+    if (s->counters && run_counters_end(s->counters, s->p, r.samples, r.nsamples))
+        fprintf(stderr, "run: interval %ld: out of memory for its counters\n", iv);
     enum run_step rc = RUN_STEP_FAILED;
     if (r.aborted || run_session_check_children(s))
         goto out;
@@ -152,6 +157,54 @@ out:
     return rc;
 }
 
+/* run_counters_stats_fn: every replayer's lock wait, DB time and DB
+ * statements since its RESET (their STATS answer), summed. */
+static int run_counters_stats(void *arg, double *lock_s, double *db_s, double *db_queries)
+{
+    struct run_session *s = arg;
+    char err[256];
+    int answered = 0;
+    *lock_s = *db_s = *db_queries = 0;
+    for (uint32_t i = 0; i < s->nchildren; i++) {
+        char *text = run_session_control(s, i, REPLAY_BLOCK_STATS, err, sizeof err);
+        json_t *st = text ? json_loads(text, 0, NULL) : NULL;
+        free(text);
+        if (!st)
+            continue;
+        answered++;
+        *db_queries += json_number_value(json_object_get(st, "db_queries"));
+        const char *label;
+        json_t *v;
+        json_object_foreach(json_object_get(st, "labels"), label, v)
+        {
+            *lock_s += json_number_value(json_object_get(v, "lock_s"));
+            *db_s += json_number_value(json_object_get(v, "db_s"));
+        }
+        json_decref(st);
+    }
+    return answered ? 0 : -1;
+}
+
+/* The counters' sampler over the run's local replayers, unless --window
+ * 0. 0, or -1 with the reason printed. */
+static int run_counters_start(struct run_session *s)
+{
+    if (!(s->cfg->window > 0))
+        return 0;
+    pid_t *pids = calloc(s->nchildren ? s->nchildren : 1, sizeof *pids);
+    size_t n = 0;
+    for (uint32_t i = 0; pids && i < s->nchildren; i++)
+        if (!s->children[i].remote && s->children[i].pid > 0)
+            pids[n++] = s->children[i].pid;
+    s->counters = pids ? run_counters_new(s->cfg->window, pids, n, run_counters_stats, s) : NULL;
+    free(pids);
+    if (!s->counters) {
+        fprintf(stderr, "run: cannot start the counters' sampler (out of memory or threads)\n");
+        return -1;
+    }
+    return 0;
+}
+
 /* The PT4Cloud loop: 0 when it ran to its end (stable or
  * --max-intervals), 1 when something stopped it (said, or a death or
  * signal the caller reports). */
@@ -159,6 +212,8 @@ static int run_loop(struct run_session *s)
 {
     char err[1024] = "";
     int stopped = 0;
+    if (run_counters_start(s))
+        return 1;
     for (long iv = 1; iv <= s->cfg->max_intervals && !stopped; iv++) {
         if (run_session_interrupted())
             return 1;
@@ -219,6 +274,7 @@ static int run_results_write(struct run_session *s, int sig)
                               .stopped = s->m && stats_machine_stopped(s->m),
                               .hosts = hosts,
                               .placement = placement,
+                              .counters = s->counters ? run_counters_json(s->counters) : NULL,
                               .labels = replay_results_labels(s->p, &s->all, 1),
                               .intervals = s->intervals,
                               .resources = s->resources,
@@ -305,6 +361,7 @@ int cmd_run(int argc, char **argv)
     rc = 1;
     if (!run_session_start(&s))
         rc = run_finish(&s, run_loop(&s));
+    run_counters_free(s.counters); /* its thread asks the replayers: before they stop */
     run_session_close(&s, rc);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "replay_cli.h"
 
@@ -19,7 +20,8 @@ static void run_usage(FILE *out)
             "                   [--max-intervals N] [--mode independent|session] [--speed X]\n"
             "                   [--instance NAME] [--price USD_PER_HOUR] [--dir D]\n"
             "                   [--pool N] [--cpu-ratio R] [--no-deps]\n"
-            "                   [--hosts FILE [--ssh-opts OPTS] [--ssh-timeout S]]\n\n"
+            "                   [--hosts FILE [--ssh-opts OPTS] [--ssh-timeout S]]\n"
+            "                   [--window T]\n\n"
             "Start a replayer per component (on loopback, or over ssh on the hosts FILE\n"
             "maps components to), then replay the plan's schedule interval after interval\n"
             "until PT4Cloud says the response times are stable.\n"
@@ -42,6 +44,8 @@ static void run_usage(FILE *out)
             "  --ssh-opts OPTS   extra ssh options, e.g. '-i KEY -o StrictHostKeyChecking=no'\n"
             "                    (default: $PREPLAY_SSH_OPTS); ssh runs with BatchMode=yes\n"
             "  --ssh-timeout S   ssh ConnectTimeout in seconds (10)\n"
+            "  --window T        counters per window of T (default 10s; 0: none), for\n"
+            "                    `preplay regress`\n"
             "  --log             stop rule on ln(response time): robust to rare huge\n"
             "                    outliers (docs/stats-accuracy.md); default: the paper's\n"
             "                    linear scale\n");
@@ -64,6 +68,7 @@ static const struct option run_options[] = {{"db", required_argument, 0, 'd'},
                                             {"ssh-opts", required_argument, 0, 'S'},
                                             {"ssh-timeout", required_argument, 0, 'T'},
                                             {"log", no_argument, 0, 'G'},
+                                            {"window", required_argument, 0, 'w'},
                                             {"output", required_argument, 0, 'o'},
                                             {"help", no_argument, 0, 'h'},
                                             {0, 0, 0, 0}};
@@ -115,6 +120,16 @@ static int run_config_number(struct run_config *c, int opt, const char *arg)
         }
         c->ratio_given = 1;
         break;
+    case 'w':
+        if (strcmp(arg, "0") &&
+            (replay_parse_duration(arg, &c->window) || !(c->window >= 0.1) || c->window > 86400)) {
+            fprintf(stderr, "run: --window '%s': expected 0 (no counters) or 0.1s..24h, e.g. 10s\n",
+                    arg);
+            return 2;
+        }
+        if (!strcmp(arg, "0"))
+            c->window = 0;
+        break;
     case 'T':
         c->ssh_timeout = strtol(arg, &end, 10);
         if (*end || c->ssh_timeout < 1 || c->ssh_timeout > 600) {
@@ -143,6 +158,7 @@ static int run_config_option(struct run_config *c, int opt, const char *arg)
     case 'P':
     case 'r':
     case 'T':
+    case 'w':
         return run_config_number(c, opt, arg);
     case 'm':
         if (replay_parse_mode(arg, &c->mode)) {
@@ -195,10 +211,11 @@ int run_config_parse(int argc, char **argv, struct run_config *c, int *exit_code
                              .price = NAN,
                              .max_intervals = 20,
                              .ssh_timeout = 10,
+                             .window = 10,
                              .mode = REPLAY_DRIVE_INDEPENDENT};
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "d:W:p:i:n:m:s:I:P:D:L:r:NH:S:T:Go:h", run_options,
+    while ((opt = getopt_long(argc, argv, "d:W:p:i:n:m:s:I:P:D:L:r:NH:S:T:Gw:o:h", run_options,
                               NULL)) != -1) {
         int st = run_config_option(c, opt, optarg);
         if (st) {

@@ -17,6 +17,7 @@ struct run_config {
     double p0, speed;
     double interval; /* seconds; 0 when not given: one pass of the recording */
     double price;    /* NAN when not given */
+    double window;   /* counters window, seconds (10); 0: no counters */
     double ratio;    /* 0 when not given (measured) */
     long max_intervals, ssh_timeout;
     int no_deps, ratio_given, log_scale;

@@ -38,6 +38,7 @@
 
 #include "replayer_cli.h"
 #include "dummy_files.h"
+#include "out_file.h"
 #include "plan.h"
 #include "replay_proto.h"
 #include "run_remote.h"
@@ -385,9 +386,9 @@ static pid_t run_remote_ssh(const struct run_remote_config *cfg, const char *com
     argv[n++] = (char *)cfg->host->target;
     argv[n++] = (char *)command;
     argv[n] = NULL;
-    int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    /* never through a planted link (out_file.h) */
+    int logfd = out_file_open(log_path, O_WRONLY | O_APPEND, 0600, err, errlen);
     if (logfd < 0) {
-        snprintf(err, errlen, "%s: %s", log_path, strerror(errno));
         free(opts);
         return -1;
     }
@@ -891,20 +892,19 @@ static int run_agent_rm_entry(const char *path, const struct stat *sb, int flag,
 
 static int run_agent_write_file(const char *path, struct run_remote_reader *in, size_t n)
 {
-    char tmp[400];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     char *buf = malloc(n ? n : 1);
-    int fd = -1, rc = -1;
+    char err[1024];
+    struct out_file o; /* never through a planted link (out_file.h) */
+    int rc = -1;
     /* 5 min plus 1 s per MB: a big plan over a slow link */
-    if (!buf || run_remote_read_exact(in, buf, n, run_remote_now() + 300 + (double)n / 1e6))
+    if (!buf || run_remote_read_exact(in, buf, n, run_remote_now() + 300 + (double)n / 1e6) ||
+        out_file_begin(&o, path, 0600, err, sizeof err))
         goto out;
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || run_remote_write_all(fd, buf, n) || fsync(fd))
-        goto out;
-    rc = rename(tmp, path);
+    if (run_remote_write_all(o.fd, buf, n))
+        out_file_abort(&o);
+    else
+        rc = out_file_commit(&o, err, sizeof err);
 out:
-    if (fd >= 0)
-        close(fd);
     free(buf);
     return rc;
 }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "dummy_files.h"
+#include "out_file.h"
 #include "replay_cli.h"
 #include "replay_proto.h"
 #include "stats.h"
@@ -145,7 +146,8 @@ static int run_spawn(struct run_child *c, char **argv, const char *const *secret
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
             _exit(1);
-        int logfd = open(c->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        char lerr[256]; /* never through a planted link (out_file.h) */
+        int logfd = out_file_create(c->log, O_WRONLY, 0644, lerr, sizeof lerr);
         if (logfd >= 0)
             dup2(logfd, 2);
         dup2(pfd[1], 1);
@@ -233,7 +235,8 @@ static int run_exec(char *const argv[], const char *in, const char *out)
                 _exit(126);
         }
         if (out) {
-            int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            char oerr[256]; /* never through a planted link (out_file.h) */
+            int fd = out_file_create(out, O_WRONLY, 0600, oerr, sizeof oerr);
             if (fd < 0 || dup2(fd, 1) < 0)
                 _exit(126);
         }
@@ -668,15 +671,20 @@ static int run_session_start_local(struct run_session *s)
 /* The local peers file: every replayer by the address we reach it at. */
 static int run_session_write_peers(struct run_session *s)
 {
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", s->peers);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
+    char err[1024];
+    struct out_file o; /* never through a planted link (out_file.h) */
+    FILE *f = NULL;
+    if (out_file_begin(&o, s->peers, 0644, err, sizeof err) ||
+        !(f = out_file_stream(&o, err, sizeof err))) {
+        if (!f && o.dirfd >= 0)
+            out_file_abort(&o);
+        fprintf(stderr, "run: %s\n", err);
         return -1;
+    }
     for (uint32_t i = 0; i < s->nchildren; i++)
         fprintf(f, "%s %s\n", s->children[i].name, s->children[i].addr);
-    if (fclose(f) || rename(tmp, s->peers)) {
-        fprintf(stderr, "run: %s: cannot write the peers file\n", s->peers);
+    if (out_file_commit(&o, err, sizeof err)) {
+        fprintf(stderr, "run: %s (the peers file)\n", err);
         return -1;
     }
     return 0;

@@ -20,6 +20,7 @@
 #include "stats.h"
 
 struct dummy_files;
+struct run_counters;
 struct stats_machine;
 
 struct run_child {
@@ -72,6 +73,7 @@ struct run_session {
     json_t *intervals, *samples, *resources, *db_errors, *restores;
     uint64_t db_cut; /* DB statements recorded cut, replayed as waits (results) */
     struct replay_label_set all;
+    struct run_counters *counters; /* NULL: --window 0 (run_cli.c owns it) */
 };
 
 /* Loads the plan and prepares an empty session. -1 (message printed) when

@@ -787,9 +787,11 @@ static int stats_pt4cloud_svg(const struct stats_cli_opts *o, const struct stats
     const char *title = b->log_scale ? (out->stopped ? "PT4Cloud: stable (ln of values)"
                                                      : "PT4Cloud: not stable (ln of values)")
                                      : (out->stopped ? "PT4Cloud: stable" : "PT4Cloud: not stable");
-    if (!stats_svg_write(o->svg, &b->grid, out->d1, b->density, b->low, b->high, title))
+    char err[1024];
+    if (!stats_svg_write(o->svg, &b->grid, out->d1, b->density, b->low, b->high, title, err,
+                         sizeof err))
         return 0;
-    fprintf(stderr, "preplay stats pt4cloud: %s: %s\n", o->svg, strerror(errno));
+    fprintf(stderr, "preplay stats pt4cloud: %s\n", err);
     return 1;
 }
 

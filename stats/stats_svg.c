@@ -3,6 +3,7 @@
  * --svg`. Only formatting: never computes statistics. */
 #include <stdio.h>
 
+#include "out_file.h"
 #include "stats_svg.h"
 
 #define SVG_W 720.0
@@ -29,11 +30,17 @@ static void svg_polyline(FILE *f, const struct stats_grid *g, const double *d, d
 }
 
 int stats_svg_write(const char *path, const struct stats_grid *g, const double *d1,
-                    const double *d2, const double *low, const double *high, const char *title)
+                    const double *d2, const double *low, const double *high, const char *title,
+                    char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
+    struct out_file o; /* never through a planted link (out_file.h) */
+    if (out_file_begin(&o, path, 0644, err, errlen))
         return -1;
+    FILE *f = out_file_stream(&o, err, errlen);
+    if (!f) {
+        out_file_abort(&o);
+        return -1;
+    }
     double ymax = 0;
     for (int i = 0; i < g->strips; i++) {
         double v = high ? high[i] : d2[i];
@@ -71,5 +78,5 @@ int stats_svg_write(const char *path, const struct stats_grid *g, const double *
             SVG_H - SVG_PAD + 16, x0, SVG_W - SVG_PAD, SVG_H - SVG_PAD + 16, x1, SVG_W - 200,
             SVG_W - 200, d1 ? "d1 (before the last interval)" : "", SVG_W - 200,
             low ? "confidence band of d2" : "");
-    return fclose(f) == 0 ? 0 : -1;
+    return out_file_commit(&o, err, errlen);
 }

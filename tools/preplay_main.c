@@ -14,6 +14,7 @@
 #include "compare_cli.h"
 #include "inspect_cli.h"
 #include "record_cli.h"
+#include "regress_cli.h"
 #include "replayer_cli.h"
 #include "stats_cli.h"
 
@@ -38,6 +39,7 @@ static const struct preplay_command preplay_commands[] = {
     {"remote-agent", cmd_remote_agent,
      "the remote end of `preplay run --hosts` (started over ssh)"},
     {"compare", cmd_compare, "compare runs on instance types: SLO verdict, cost, HTML report"},
+    {"regress", cmd_regress, "which counters changed between baseline runs and a target run"},
 };
 
 #define PREPLAY_NCOMMANDS (sizeof preplay_commands / sizeof preplay_commands[0])

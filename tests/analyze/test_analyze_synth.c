@@ -626,6 +626,41 @@ static void test_db_event_written_late(void **state)
     assert_true(!f->warnings || !strstr(f->warnings, "before an earlier event"));
     fx_expect_kinds(f, f->plan->requests[0].block, "RCDLLCS");
     assert_int_equal(fx_ops(f, f->plan->requests[0].block)[2].recorded_ns, 2 * MS);
+    /* parsed from the wire: its thread may have gone on, not a blocking call */
+    assert_int_equal(fx_ops(f, f->plan->requests[0].block)[2].flags & PLAN_DB_BLOCKING, 0);
+}
+
+/* ---- a DB event from the client library (source CAPI) was a call its
+ * thread sat in: the plan's op says so (PLAN_DB_BLOCKING), so an event
+ * loop making it is replayed held through it ---- */
+static void test_db_capi_blocking(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    fx_accept_client(&fe, 1, 50003, T0);
+    struct synth_thread w;
+    synth_thread_init(&w, &fe, 101, T0 + 100 * US);
+    synth_net(&w, TRACE_NET_RECV, 1, 120, T0 + 5 * MS - w.now);
+    synth_cpu(&w, 15 * US);
+    struct trace_event query = synth_event(&w, TRACE_EV_DB, TRACE_DB_QUERY, 2 * MS);
+    query.u.db.source = TRACE_DB_CAPI;
+    query.u.db.db_conn_id = 5;
+    query.u.db.query_id = synth_string(&fe, "SELECT 1");
+    synth_emit(&w, &query);
+    synth_cpu(&w, 10 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 1000, 6 * US);
+    w.now = T0 + 30 * MS;
+    synth_net(&w, TRACE_NET_RECV, 1, 0, 1 * US); /* the client closes */
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
+    synth_close(&fe);
+
+    assert_int_equal(fx_analyze(f, 0, 1, f->fe), 0);
+    assert_int_equal(f->r.requests, 1);
+    fx_expect_kinds(f, f->plan->requests[0].block, "RCDCS");
+    const struct plan_op *db = &fx_ops(f, f->plan->requests[0].block)[2];
+    assert_int_equal(db->flags & PLAN_DB_BLOCKING, PLAN_DB_BLOCKING);
+    assert_int_equal(db->flags & PLAN_DB_CUT, 0);
 }
 
 /* ---- events a file holds back beyond the merge window are analysed out
@@ -1033,6 +1068,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tail_thread_exit, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_backwards, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_db_event_written_late, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_db_capi_blocking, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_late_events, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_idle_file_read_ahead, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_request_in_two_receives, fx_setup, fx_teardown),

@@ -5,7 +5,8 @@
  * crash, hang or read out of bounds; a file they accept must be
  * internally consistent: every label reachable by name, every sample a
  * finite number >= 0, every band low <= high (what the reader promises
- * compare_analyze). */
+ * compare_analyze); counters (results 2.2, what `preplay regress` reads):
+ * names unique and findable, every window's values NAN or finite >= 0. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +37,20 @@ static void fuzz_check_results(const char *path)
                 abort();
         for (size_t j = 0; j < l->nsamples; j++)
             if (!isfinite(l->samples[j]) || l->samples[j] < 0)
+                abort();
+    }
+    const struct results_counters_read *c = &rf.counters;
+    if (c->present && !(c->window_s > 0 && c->tick_s > 0))
+        abort();
+    for (size_t k = 0; k < c->nnames; k++)
+        if (results_counter_index(c, c->names[k]) != (long)k)
+            abort();
+    for (size_t w = 0; w < c->nwindows; w++) {
+        if (!(c->windows[w].length_s > 0) || c->windows[w].interval < 1)
+            abort();
+        for (size_t k = 0; k < c->nnames; k++)
+            if (!isnan(c->windows[w].values[k]) &&
+                !(isfinite(c->windows[w].values[k]) && c->windows[w].values[k] >= 0))
                 abort();
     }
     results_file_free(&rf);

@@ -54,6 +54,22 @@ static json_t *test_samples(long interval)
     return samples;
 }
 
+/* Two counters, two windows: the second has nothing for "p95_s:GET /". */
+static json_t *test_counters(void)
+{
+    struct results_environment env = {.host = "vm",
+                                      .cpu_model = "Xeon",
+                                      .kernel = "6.18",
+                                      .emulated_type = NULL,
+                                      .cpus = 2,
+                                      .memory_bytes = 4e9};
+    json_t *names = json_pack("[s, s]", "cpu_user", "p95_s:GET /"), *windows = json_array();
+    const double w1[2] = {0.25, 0.004}, w2[2] = {0.5, NAN};
+    json_array_append_new(windows, results_counter_window_json(1, 0, 10, w1, 2));
+    json_array_append_new(windows, results_counter_window_json(2, 12.5, 7.5, w2, 2));
+    return results_counters_json(10, 1, &env, names, windows);
+}
+
 static json_t *test_run_doc(void)
 {
     json_t *intervals = json_array(), *resources = json_object(), *db_errors = json_array();
@@ -104,6 +120,7 @@ static json_t *test_run_doc(void)
                             .stopped = 1,
                             .hosts = hosts,
                             .placement = results_placement_json(&pl),
+                            .counters = test_counters(),
                             .labels = test_labels(),
                             .intervals = intervals,
                             .resources = resources,
@@ -195,6 +212,10 @@ static void test_walk(struct test_seen *seen, json_t *root)
     test_see(seen, RESULTS_OBJ_PLACEMENT, pl);
     test_see(seen, RESULTS_OBJ_PLACEMENT_CLIENT, json_object_get(pl, "client"));
     test_see(seen, RESULTS_OBJ_PLACEMENT_DB, json_object_get(pl, "db"));
+    json_t *co = json_object_get(root, "counters");
+    test_see(seen, RESULTS_OBJ_COUNTERS, co);
+    test_see(seen, RESULTS_OBJ_ENVIRONMENT, json_object_get(co, "environment"));
+    test_see_each(seen, RESULTS_OBJ_COUNTER_WINDOW, json_object_get(co, "windows"));
     const char *comp;
     json_object_foreach(json_object_get(root, "resources"), comp, v)
     {
@@ -304,6 +325,17 @@ static void test_run_round_trip(void **state)
     assert_string_equal(pl->db_where, "host");
     assert_null(pl->db_cpu_cgroup);
     assert_int_equal(pl->db_in_type, 0);
+    const struct results_counters_read *c = &rf.counters;
+    assert_true(c->present && c->window_s == 10 && c->tick_s == 1);
+    assert_string_equal(c->host, "vm");
+    assert_null(c->emulated_type);
+    assert_true(c->cpus == 2 && c->memory_bytes == 4e9);
+    assert_int_equal(c->nnames, 2);
+    assert_int_equal(results_counter_index(c, "p95_s:GET /"), 1);
+    assert_int_equal(c->nwindows, 2);
+    assert_true(c->windows[1].interval == 2 && c->windows[1].start_s == 12.5 &&
+                c->windows[1].length_s == 7.5);
+    assert_true(c->windows[0].values[1] == 0.004 && isnan(c->windows[1].values[1]));
     results_file_free(&rf);
 }
 
@@ -325,7 +357,46 @@ static void test_minor_0_reads(void **state)
     assert_int_equal(rf.version_minor, 0);
     assert_false(rf.placement.present);
     assert_int_equal(rf.placement.client_in_type, -1);
+    assert_false(rf.counters.present);
     results_file_free(&rf);
+}
+
+/* Counter windows whose values do not match the names, or hold a
+ * negative number, are refused naming the window and the counter. */
+static void test_counters_refused(void **state)
+{
+    (void)state;
+    static const char *const bodies[] = {
+        "{\"window_s\": 10, \"tick_s\": 1, \"names\": [\"a\", \"b\"], \"windows\": "
+        "[{\"interval\": 1, \"start_s\": 0, \"length_s\": 10, \"values\": [1]}]}",
+        "{\"window_s\": 10, \"tick_s\": 1, \"names\": [\"a\", \"b\"], \"windows\": "
+        "[{\"interval\": 1, \"start_s\": 0, \"length_s\": 10, \"values\": [1, -2]}]}",
+        "{\"window_s\": 10, \"tick_s\": 1, \"names\": [\"a\", \"a\"], \"windows\": []}",
+        "{\"window_s\": 0, \"tick_s\": 1, \"names\": [], \"windows\": []}",
+    };
+    static const char *const wants[] = {
+        "counters.windows[0].values: expected 2 values (one per name)",
+        "counters.windows[0].values[1] (b): expected a number >= 0 or null",
+        "counters.names[1]: \"a\" is listed twice",
+        "counters: expected {\"window_s\" in (0, 86400], \"tick_s\" in (0, window_s], \"names\", "
+        "\"windows\"}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+        const char *path = test_tmpdir_path("counters.json");
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f,
+                "{\"format\": \"preplay-results\", \"version\": 2, \"version_minor\": 2, "
+                "\"kind\": \"run\", \"stopped\": true, \"labels\": {}, \"intervals\": [], "
+                "\"counters\": %s}",
+                bodies[i]);
+        fclose(f);
+        char err[RESULTS_ERR_LEN], want[RESULTS_ERR_LEN + 128];
+        struct results_file rf;
+        assert_int_equal(results_read(path, &rf, err, sizeof err), -1);
+        snprintf(want, sizeof want, "%s: %s", path, wants[i]);
+        assert_string_equal(err, want);
+    }
 }
 
 /* A placement with a word the format does not define is refused, naming
@@ -539,7 +610,7 @@ int main(void)
         cmocka_unit_test(test_drive_round_trip),      cmocka_unit_test(test_version_refused),
         cmocka_unit_test(test_version_1_refused),     cmocka_unit_test(test_schedule_refused),
         cmocka_unit_test(test_minor_0_reads),         cmocka_unit_test(test_placement_refused),
-        cmocka_unit_test(test_ranges_refused),
+        cmocka_unit_test(test_counters_refused),      cmocka_unit_test(test_ranges_refused),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -46,7 +46,7 @@ mkdir "$tree"/misc && touch "$tree"/misc/new.c
 
 expected='inspect/info.c:12 includes replayer/plan_x.h: inspect may not depend on replayer
 misc/new.c: in no module of tools/check-layout (add its directory)
-stats/stats_x.c:2 includes formats/trace_file.h: stats may not depend on formats
+stats/stats_x.c:2 includes formats/trace_file.h: stats may not depend on formats (only formats/out_file.h)
 tools/preplay_main.c:2 includes replayer/replay_exec.h: tools may not depend on replayer
 tracer/preload/core.c:4 includes formats/trace_file.h: tracer/preload may not depend on formats (only formats/trace_event.h)
 inspect/CMakeLists.txt: preplay_inspect_cli links preplay_replay_core: inspect may not depend on replayer

@@ -273,7 +273,7 @@ static void check_sample(const struct plan *p)
 {
     assert_int_equal(p->version_major, 1);
     assert_int_equal(p->version_minor, PLAN_FORMAT_MINOR);
-    assert_int_equal(p->version_minor, 5);
+    assert_int_equal(p->version_minor, 6);
     assert_string_equal(p->recording_id, "rec-0123456789abcdef0123456789abcdef012");
     assert_int_equal(p->ncpu_scores, 2);
     assert_string_equal(p->cpu_scores[0].name, "zstd-compress");

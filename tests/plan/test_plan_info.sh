@@ -34,7 +34,7 @@ eq("violation_blocks", j["violation_blocks"], 1)
 eq("violations_text", j["violations_text"],
    "frontend: thread 12 interleaved connections 3 and 4 (17 events)")
 eq("recording_id", j["recording_id"], "rec-info-test")
-eq("format_version", j["format_version"], 1005)  # 1.5: blocks carry tail_ns
+eq("format_version", j["format_version"], 1006)  # 1.6: DB ops may carry PLAN_DB_BLOCKING
 want_total = {
     "GET /cart": {"cpu_s": 0.009, "file_s": 0.0012, "net_s": 0.0030945, "lock_s": 0.00015, "db_s": 0.009},
     "POST /buy": {"cpu_s": 0.014, "file_s": 0.002, "net_s": 0.005003, "lock_s": 0.0, "db_s": 0.006},
@@ -61,7 +61,7 @@ PY
 expect_line() {
   grep -qxF -- "$1" "$dir/info.txt" || { echo "info PLAN: missing line '$1' in:"; cat "$dir/info.txt"; exit 1; }
 }
-expect_line "plan $dir/app.plan: format 1.5, recording rec-info-test"
+expect_line "plan $dir/app.plan: format 1.6, recording rec-info-test"
 expect_line "5 requests, 3 blocks (1 flagged as violations), 15 ops, 2 components"
 expect_line "  frontend         on h1: 4 worker threads, 0 DB connections, port 8080, front end"
 expect_line "  app              on h1: 2 event loops, 1 DB connections, port 9000"

@@ -712,16 +712,16 @@ static void *loop_thread(void *arg)
     return (void *)(intptr_t)rc;
 }
 
-/* 4 blocks of CPU 5 ms, external 60 ms, CPU 5 ms on 4 threads: wall time
+/* 4 blocks of CPU 5 ms, WAIT (60 ms), CPU 5 ms on 4 threads: wall time
  * and the most CPU ops running at once */
-static double loop_run(uint32_t event_loops, int *most)
+static double loop_run(uint32_t event_loops, struct plan_op wait, int *most)
 {
     struct plan *p = fixture_plan_new();
     uint32_t c = fixture_component(p, "front", 1, 1);
     p->components[c].event_loop = event_loops > 0;
     uint32_t b = fixture_block(p, c, "GET /a");
     fixture_op(p, fixture_cpu(5000000));
-    fixture_op(p, fixture_external(60000000));
+    fixture_op(p, wait);
     fixture_op(p, fixture_cpu(5000000));
     char err[256];
     struct replay_config cfg = {
@@ -749,17 +749,36 @@ static double loop_run(uint32_t event_loops, int *most)
     return wall;
 }
 
+/* a DB op of 60 ms replayed as a wait (PLAN_DB_CUT: no database needed) */
+static struct plan_op loop_db(uint16_t flags)
+{
+    struct plan_op o = {.kind = PLAN_OP_DB,
+                        .op = PLAN_DB_QUERY,
+                        .flags = PLAN_DB_CUT | flags,
+                        .recorded_ns = 60000000};
+    return o;
+}
+
 static void test_event_loop(void **state)
 {
     (void)state;
     int most;
-    double wall = loop_run(1, &most);
+    double wall = loop_run(1, fixture_external(60000000), &most);
     assert_int_equal(most, 1); /* one loop: one request's work at a time */
     /* the waits overlap: at least one block's 70 ms, far less than 4 x 70
      * ms in a row */
     assert_true(wall >= 0.068 && wall < 0.250);
-    loop_run(0, &most);
+    loop_run(0, fixture_external(60000000), &most);
     assert_true(most > 1); /* a worker pool: CPU ops of several requests at once */
+    /* a wire-parsed DB op (no PLAN_DB_BLOCKING) is a wait like the external */
+    wall = loop_run(1, loop_db(0), &most);
+    assert_int_equal(most, 1);
+    assert_true(wall >= 0.068 && wall < 0.250);
+    /* a client-library DB op held the recorded loop (thin running Rails):
+     * the four blocks run one after another, 4 x 70 ms */
+    wall = loop_run(1, loop_db(PLAN_DB_BLOCKING), &most);
+    assert_int_equal(most, 1);
+    assert_true(wall >= 0.278);
 }
 
 int main(void)

@@ -7,7 +7,8 @@
 # summary line, p from interval 2 on, resource
 # time per label for both components, and that the replayers are gone; then
 # --log: the stop rule on ln(response time), its p checked against
-# `preplay stats similarity --log` on the same samples.
+# `preplay stats similarity --log` on the same samples; then --no-deps: one
+# interval with no failed request and every label replayed by both tiers.
 set -euo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}"
 work=$(mktemp -d /tmp/replay-e2e-XXXXXX)
@@ -103,4 +104,29 @@ want = json.load(open(sys.argv[1]))["p"]
 got = float(open(sys.argv[2]).read())
 assert abs(got - want) <= 1e-9, (got, want)
 print("--log ok: interval 2 p %.6f = stats similarity --log" % got)
+PY
+# --no-deps (CloudProphet's strawman: each recorded worker replays its blocks
+# in recorded order). This plan names one block from many requests and
+# leaves every block on worker 0 at start 0, so each replayer has one
+# sequence in schedule order: every request must be answered (a sequence
+# with one entry per block held a third of GET /fast for a POST /slow that
+# never came, failed when the drain ran out) and every label replayed by
+# both components as often as the schedule sends it.
+"$PREPLAY_BIN" run "$work/plan" --max-intervals 1 --interval 2s --p0 0.99999 --no-deps \
+  -o "$work/nodeps.json" 2>"$work/nodeps.err" || { cat "$work/nodeps.err"; exit 1; }
+cat "$work/nodeps.err"
+grep -q '^interval 1 of 1: 100 requests (0 failed), ' "$work/nodeps.err"
+python3 - "$work/nodeps.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["no_deps"] is True, d.get("no_deps")
+bad = [x for x in d["samples"] if not x["ok"]]
+assert not bad, "%d failed, first %s" % (len(bad), bad[0])
+# two passes of the 50 requests: i % 3 == 0 is POST /slow (17 a pass)
+want = {"GET /fast": 66, "POST /slow": 34}
+assert {k: v["count"] for k, v in d["labels"].items()} == want, d["labels"].keys()
+R = d["resources"]
+got = {c: {l: r["blocks"] for l, r in v.items()} for c, v in R.items()}
+assert got == {"web": want, "app": {"app:fast": 66, "app:slow": 34}}, got
+print("--no-deps ok: %d requests, 0 failed" % len(d["samples"]))
 PY

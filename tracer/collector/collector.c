@@ -30,6 +30,7 @@
 #include "collector_waker.h"
 #include "cpuclock_loader.h"
 #include "label_rules.h"
+#include "out_file.h"
 #include "shm_layout.h"
 #include "trace_file.h"
 
@@ -270,7 +271,11 @@ struct collector *collector_create(const struct collector_options *opt, char *er
     collector_random_id(c->recording_id, sizeof c->recording_id);
     if (gethostname(c->host, sizeof c->host) != 0)
         snprintf(c->host, sizeof c->host, "unknown");
-    if (collector_mkdir_p(c->out_dir, err, errlen) != 0)
+    /* A directory the traces cannot go to fails now, before the app starts
+     * (a read-only mount, an immutable directory, -o naming a file): never
+     * a recording that silently holds nothing. */
+    if (collector_mkdir_p(c->out_dir, err, errlen) != 0 ||
+        out_file_check_dir(c->out_dir, err, errlen) != 0)
         goto fail;
 
     c->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -404,6 +409,7 @@ static struct collector_process *collector_new_process(struct collector *c,
     p->writer = trace_writer_open(p->path, &h, &wo, err, sizeof err);
     if (!p->writer) {
         snprintf(c->error, sizeof c->error, "%s", err);
+        c->write_failed_pending = 1; /* collector_poll reports it */
         if (p->pidfd >= 0)
             close(p->pidfd);
         free(p);
@@ -465,6 +471,48 @@ static int collector_send_reply(int fd, int status, int memfd, int mapfd)
     return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof reply ? 0 : -1;
 }
 
+/* Does process pid descend from this collector's process? Its parents,
+ * from /proc, up to ours (yes) or init (no: a daemon that left our tree). */
+static int collector_descends(uint32_t pid)
+{
+    uint32_t self = (uint32_t)getpid();
+    for (int depth = 0; depth < 256 && pid > 1; depth++) {
+        if (pid == self)
+            return 1;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%u/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n <= 0)
+            return 0;
+        buf[n] = 0;
+        const char *rp = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+        unsigned ppid;
+        if (!rp || sscanf(rp + 1, " %*c %u", &ppid) != 1)
+            return 0;
+        pid = ppid;
+    }
+    return 0;
+}
+
+/* May the peer of conn register? Its credentials come from the kernel
+ * (SO_PEERCRED), not from what it claims; *cred gets them. */
+static int collector_peer_allowed(struct collector *c, int conn, struct ucred *cred)
+{
+    socklen_t len = sizeof *cred;
+    cred->uid = (uid_t)-1;
+    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, cred, &len) != 0 || cred->pid <= 0)
+        return 0;
+    if (cred->uid == 0 || cred->uid == geteuid())
+        return 1;
+    for (uint32_t i = 0; i < c->opt.nallow_uids && i < 16; i++)
+        if (c->opt.allow_uids[i] == cred->uid)
+            return 1;
+    return c->opt.accept_descendants && collector_descends((uint32_t)cred->pid);
+}
+
 static int collector_retire_regions(struct collector *c, struct collector_process *p);
 
 /* Handles one registration: creates the region and the process's writer
@@ -475,6 +523,13 @@ static void collector_register(struct collector *c, int conn)
     ssize_t n = recv(conn, buf, sizeof buf, 0);
     if (n < (ssize_t)sizeof(struct tracer_register_request))
         return;
+    struct ucred cred; /* read first: closing on an unread request resets the peer */
+    if (!collector_peer_allowed(c, conn, &cred)) {
+        c->stats.refused++;
+        c->stats.refused_uid = cred.uid;
+        collector_send_reply(conn, EPERM, -1, -1);
+        return;
+    }
     struct tracer_register_request req;
     memcpy(&req, buf, sizeof req);
     if (req.magic != TRACER_REGISTER_MAGIC ||
@@ -483,6 +538,9 @@ static void collector_register(struct collector *c, int conn)
         return;
     }
     req.component[sizeof req.component - 1] = 0;
+    /* the process is who the kernel says, whatever pid it claims: that pid
+     * names its trace file and is the pidfd watched for its exit */
+    req.pid = (uint32_t)cred.pid;
     char exe[4097];
     memcpy(exe, buf + sizeof req, req.exe_len);
     exe[req.exe_len] = 0;

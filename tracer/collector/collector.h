@@ -44,6 +44,13 @@ struct collector_options {
      * into every trace header; the array must outlive the collector. */
     const struct trace_cpu_score *cpu_scores;
     uint32_t ncpu_scores;
+    /* Who may register (docs/preplay-record.md, "Who may connect"): root,
+     * the collector's own user, the uids here (--allow-uid), and with
+     * accept_descendants any process descending from the collector's (the
+     * command `record` runs, whatever user it becomes). */
+    uint32_t allow_uids[16];
+    uint32_t nallow_uids;
+    int accept_descendants;
 };
 
 struct collector_stats {
@@ -67,6 +74,10 @@ struct collector_stats {
     uint32_t clock_corrections;
     uint64_t clock_worst_offset_ns;
     uint64_t folded_holds; /* lock holds counted instead of recorded (lock folding) */
+    /* registrations refused: the peer's uid (SO_PEERCRED) is not allowed;
+     * the last such uid */
+    uint32_t refused;
+    uint32_t refused_uid;
 };
 
 struct collector;

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -174,6 +175,8 @@ static const char record_common_help[] =
     "      --ring-clock C    what times the records: auto (the TSC when the kernel\n"
     "                        keeps time with it), tsc (also when it does not, if the\n"
     "                        TSC is invariant), monotonic (clock_gettime)\n"
+    "      --allow-uid USER  processes of USER (a name or a uid) may register too\n"
+    "                        (repeatable, at most 16; root and this user always may)\n"
     "  -q, --quiet           no progress line\n";
 
 enum {
@@ -193,7 +196,8 @@ enum {
     OPT_PORT,
     OPT_LABEL,
     OPT_LABELFILE,
-    OPT_DBMAX
+    OPT_DBMAX,
+    OPT_ALLOWUID
 };
 
 static const struct option record_long_options[] = {
@@ -216,6 +220,7 @@ static const struct option record_long_options[] = {
     {"name", required_argument, 0, OPT_NAME},
     {"no-cpu-scores", no_argument, 0, OPT_NOCPU},
     {"ring-clock", required_argument, 0, OPT_RINGCLOCK},
+    {"allow-uid", required_argument, 0, OPT_ALLOWUID},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
@@ -241,6 +246,24 @@ static int record_add_labels(struct record_common *rc, int opt, const char *arg,
         return 2;
     }
     rc->copt.label_rules = record_label_rules;
+    return 0;
+}
+
+/* A repeatable option: --label, --label-file or --allow-uid USER (a user
+ * name, or a number). 0, or 2 after saying what is wrong. */
+static int record_add_repeated(struct record_common *rc, int opt, const char *arg, const char *cmd)
+{
+    if (opt != OPT_ALLOWUID)
+        return record_add_labels(rc, opt, arg, cmd);
+    struct passwd *pw = getpwnam(arg);
+    char *end = NULL;
+    unsigned long uid = pw ? pw->pw_uid : strtoul(arg, &end, 10);
+    if ((!pw && (!*arg || *end || uid > 0xfffffffeul)) || rc->copt.nallow_uids >= 16) {
+        fprintf(stderr, "preplay %s: bad --allow-uid '%s' (a user name or uid, at most 16)\n", cmd,
+                arg);
+        return 2;
+    }
+    rc->copt.allow_uids[rc->copt.nallow_uids++] = (uint32_t)uid;
     return 0;
 }
 
@@ -322,7 +345,8 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
             break;
         case OPT_LABEL:
         case OPT_LABELFILE:
-            if (record_add_labels(rc, opt, optarg, cmd))
+        case OPT_ALLOWUID:
+            if (record_add_repeated(rc, opt, optarg, cmd))
                 return 2;
             break;
         case OPT_DROP:
@@ -516,6 +540,11 @@ static void record_summary(const char *dir, struct collector *c, int quiet)
                 "around then are off by up to that much, never out of order\n",
                 s.clock_corrections, CPUCLOCK_TSC_STEP_NS / 1000000u,
                 (double)s.clock_worst_offset_ns / 1e6);
+    if (s.refused) /* data missing: said even with -q */
+        fprintf(stderr,
+                "preplay: %u registration(s) refused and run untraced: uid %u may not register "
+                "(only root, this user and --allow-uid users; docs/preplay-record.md)\n",
+                s.refused, s.refused_uid);
     if (quiet)
         return;
     char size[32];
@@ -556,6 +585,7 @@ static int record_command(int argc, char **argv)
     char name[64];
     snprintf(name, sizeof name, "rec-%d-%ld", (int)getpid(), (long)time(NULL));
     rc.copt.name = name;
+    rc.copt.accept_descendants = 1; /* the command may become another user */
     record_cpu_scores(&rc, "record");
     char err[512];
     struct collector *c = collector_create(&rc.copt, err, sizeof err);

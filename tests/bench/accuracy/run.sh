@@ -28,24 +28,27 @@
 # "truth vs truth" table (label suffixed "(2nd real run)") shows how much
 # two runs of the real app disagree: the noise floor of every error above.
 #
-# usage: run.sh [--app sample|wordpress] [--short] [--types "small medium large"] [--rate R]
+# usage: run.sh [--app sample|wordpress|redmine] [--short] [--types "small medium large"] [--rate R]
 #               [--duration S] [--levels] [--out DIR] [--no-nodeps]
 #               [--repeat-truth]
-#   --short     one type (small), 8 s load (4 s under ASan), 2 intervals;
-#               checks the targets loosely (what ctest runs)
+#   --short     (first option) the short benchmark, short.sh: the
+#               prediction judged per label against >= 3 real runs in the
+#               same run (what ctest runs; its options follow --short)
 #   --out DIR   keep everything there (default: a temp dir, removed)
 # Needs root (tools/emulate). Must never leave a server running: every
 # phase runs under run-sample.sh or its own trap.
-# With --app wordpress (first option), everything after it goes to
-# apps/wordpress-bench.sh: WordPress from Debian, recorded, replayed and
-# compared unconstrained on this host against >= 3 real runs (see there).
+# With --app wordpress or --app redmine (first option), everything after
+# it goes to apps/app-bench.sh: WordPress or Redmine from Debian
+# (apps/wordpress.sh, apps/redmine.sh), recorded, replayed and compared
+# against >= 3 real runs, unconstrained or on an emulated type (see there).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+[ "${1:-}" = --short ] && { shift; exec "$here/short.sh" "$@"; }
 if [ "${1:-}" = --app ]; then
   case ${2:-} in
     sample) shift 2 ;;
-    wordpress) shift 2; exec "$here/apps/wordpress-bench.sh" "$@" ;;
-    *) echo "accuracy: --app sample|wordpress" >&2; exit 2 ;;
+    wordpress | redmine) exec "$here/apps/app-bench.sh" "$@" ;;
+    *) echo "accuracy: --app sample|wordpress|redmine" >&2; exit 2 ;;
   esac
 fi
 src=${PREPLAY_SOURCE_DIR:-$(cd "$here/../../.." && pwd)}
@@ -61,11 +64,10 @@ export PREPLAY_BUILD_DIR=${PREPLAY_BUILD_DIR:-$(dirname "$bin")}
 apps=$src/tests/apps
 emulate=$src/tools/emulate
 
-short=0 types="small medium large" rate=40 duration=20 levels=0 out="" nodeps=1 repeat=0
+types="small medium large" rate=40 duration=20 levels=0 out="" nodeps=1 repeat=0
 mix="cpu,file,log,db,fanout,static" seed=7 intervals=3
 while [ $# -gt 0 ]; do
   case $1 in
-    --short) short=1; shift ;;
     --types) types=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
@@ -73,16 +75,10 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --no-nodeps) nodeps=0; shift ;;
     --repeat-truth) repeat=1; shift ;;
-    -h | --help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "accuracy: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-min_count=20
-if [ $short -eq 1 ]; then types=small duration=8 intervals=2; fi
-# --short under ASan+UBSan checks only that every code path runs and every
-# label is predicted (timing is not the point there): 4 s of load (~25
-# requests per label) and labels with >= 10 samples judged
-if [ $short -eq 1 ] && [ "${PREPLAY_SANITIZE:-0}" = 1 ]; then duration=4 min_count=10; fi
 [ "$(id -u)" -eq 0 ] || { echo "accuracy: needs root (tools/emulate)" >&2; exit 1; }
 
 if [ -z "$out" ]; then
@@ -180,27 +176,9 @@ table_file=$work/table.md
 one_case base "$rate" "$types" "${rate}/s"
 for t in $types; do
   check=(--check-median 0.10 --check-p95 0.15)
-  # short: 8 s of load is ~50 samples per label, too few to hold each label
-  # to the targets; the overall distribution must be close, every label
-  # predicted (under ASan+UBSan only the latter: timing is not the point)
-  [ $short -eq 1 ] && check=(--check-overall-median 0.15 --check-overall-p95 0.30 --min-count "$min_count")
-  [ $short -eq 1 ] && [ "${PREPLAY_SANITIZE:-0}" = 1 ] && check=(--min-count "$min_count")
   table base "$t" "${rate}/s" $header "${check[@]}" | tee -a "$table_file" || status=1
   header=""
 done
-if [ $short -eq 1 ] && [ $status -ne 0 ]; then
-  # One more independent run (recording, real app, prediction) decides: a
-  # real error fails both, while this VM's speed moves by ~20% within
-  # seconds and one 8 s run of either side can land outside (clean-clone
-  # checks failed once with the prediction slow, once with the real run
-  # slow; the same build passed on rerun).
-  log "short: the check failed; one more independent run decides"
-  status=0
-  one_case retry "$rate" "$types" "${rate}/s (retry)"
-  for t in $types; do
-    table retry "$t" "${rate}/s (retry)" "${check[@]}" | tee -a "$table_file" || status=1
-  done
-fi
 if [ $repeat -eq 1 ]; then
   for t in $types; do # the noise floor: the real app against itself
     python3 "$here/compare.py" --preplay "$bin" --real "$work/base/truth-$t.csv" \

@@ -30,24 +30,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_sanitizer.h"
 #include "cpu_kernels.h"
 #include "cpu_ratio.h"
 
 #define BENCH_MAX_PAIRS 100
 
-/* Under a sanitizer the kernels' times say nothing about the CPU (ASan's
- * quarantine hands zstd fresh pages on every call): --quick then checks
- * only that the ratio and its interval are well formed. */
-#if defined(__SANITIZE_ADDRESS__)
-#define BENCH_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BENCH_SANITIZED 1
-#endif
-#endif
-#ifndef BENCH_SANITIZED
-#define BENCH_SANITIZED 0
-#endif
+/* Under a sanitizer (BENCH_SANITIZED) the kernels' times say nothing about
+ * the CPU (ASan's quarantine hands zstd fresh pages on every call): --quick
+ * then checks only that the ratio and its interval are well formed. */
 
 /* One side's scores by both methods. */
 struct bench_side {

@@ -5,14 +5,25 @@
  * overhead against the bare loop measured in the same run (baseline).
  *
  * usage: bench_cpuburn [--quick] [--cpu N]
- * Prints one line per d and exits 1 if the median is off by more than 2%
- * (the verdict is for people reading the output; ctest runs only --quick,
- * which does not judge). Never run it on a loaded machine and trust it. */
+ * Prints one line per d and exits 1 if the median wall time is off by more
+ * than 2% (never run the full bench on a loaded machine and trust it).
+ * --quick (what ctest runs) judges what a loaded machine cannot blur: the
+ * median thread CPU time a burn consumed, which must be within
+ * BENCH_QUICK_CPU_TOL of d for every d (measured under load average ~5 on
+ * this 2-core VM: 0.964 .. 1.004 in 10 runs of 5 sizes; a calibration or a
+ * loop 1.5x off lands far outside). Wall time is printed, not judged there:
+ * on a shared core it is 1 .. 3.5x d. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_sanitizer.h"
 #include "cpuburn.h"
+
+/* --quick: |median thread CPU time per burn / d - 1| must not exceed this
+ * (ASan build: 0.89 .. 1.11 in 6 runs, the instrumented calibration loop
+ * and burn differ; still far inside what a 1.5x error gives) */
+#define BENCH_QUICK_CPU_TOL (BENCH_SANITIZED ? 0.25 : 0.10)
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -66,7 +77,7 @@ int main(int argc, char **argv)
     const uint64_t ds[] = {50000, 100000, 500000, 1000000, 10000000};
     int fails = 0;
     printf("%-9s %5s %9s %9s %9s %9s %9s %8s %9s %12s\n", "d", "n", "wall/d p5", "median", "p95",
-           "cpu/d med", "bare/d", "in+-2%", "verdict", "run-bare ns");
+           "cpu/d med", "bare/d", "in+-2%", quick ? "cpu ok?" : "wall ok?", "run-bare ns");
     for (size_t k = 0; k < sizeof ds / sizeof ds[0]; k++) {
         uint64_t d = ds[k];
         int n = (int)(quick ? 3000000 / d + 5 : 60000000 / d + 20);
@@ -98,11 +109,15 @@ int main(int argc, char **argv)
         int within = 0;
         for (int i = 0; i < n; i++)
             within += wall[i] >= 0.98 && wall[i] <= 1.02;
-        double med = pct(wall, n, 0.5);
+        double med = pct(wall, n, 0.5), cpu_med = pct(cpu_r, n, 0.5);
         int ok = med >= 0.98 && med <= 1.02;
+        if (quick) {
+            /* the judged figure under load: CPU time, not wall time */
+            ok = cpu_med >= 1 - BENCH_QUICK_CPU_TOL && cpu_med <= 1 + BENCH_QUICK_CPU_TOL;
+        }
         fails += !ok;
         printf("%-9.3g %5d %9.4f %9.4f %9.4f %9.4f %9.4f %7.1f%% %9s %12.0f\n", (double)d / 1e9, n,
-               pct(wall, n, 0.05), med, pct(wall, n, 0.95), pct(cpu_r, n, 0.5), pct(bare, n, 0.5),
+               pct(wall, n, 0.05), med, pct(wall, n, 0.95), cpu_med, pct(bare, n, 0.5),
                100.0 * within / n, ok ? "ok" : "OFF", (med - pct(bare, n, 0.5)) * (double)d);
         free(wall);
         free(cpu_r);
@@ -110,6 +125,7 @@ int main(int argc, char **argv)
     }
     cpuburn_unpin(&saved);
     if (quick)
-        return 0;
+        printf("quick verdict (median cpu/d within +-%.0f%% for every d): %s\n",
+               100 * BENCH_QUICK_CPU_TOL, fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;
 }

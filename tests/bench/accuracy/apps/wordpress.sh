@@ -2,9 +2,9 @@
 # tests/bench/accuracy/apps/wordpress.sh - WordPress (Debian's `wordpress`,
 # apache2 prefork + mod_php 8.2, MariaDB through mysqlnd) for the accuracy
 # benchmark: setup, start, stop and load of a private instance. Sourced by
-# run.sh --app wordpress (functions wp_*), or run as
-#   wordpress.sh setup DIR | start DIR PORT | stop DIR | load PORT RATE DURATION SEED CSV
-#                | fresh DIR RUN | serve DIR PORT real|replay [BIN PLAN]
+# app-bench.sh --app wordpress (functions wp_*, over app-common.sh), or run as
+#   wordpress.sh setup DIR | start DIR PORT | stop DIR | load HOST PORT RATE DURATION SEED CSV
+#                | warmup PORT [HOST] | fresh DIR RUN | serve DIR PORT real|replay [BIN PLAN]
 # Everything lives in DIR: the MariaDB datadir and socket (tests/apps/
 # db-start.sh), apache2's config, pid, logs. The only file outside it is
 # /etc/wordpress/config-preplay-accuracy.php (Debian's per-site config,
@@ -14,29 +14,18 @@
 # server running (wp_stop stops both), and never be non-deterministic in
 # content (wp_content.py, fixed seed).
 wp_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-wp_apps=$(cd "$wp_here/../../../apps" && pwd)
+. "$wp_here/app-common.sh"
+APP_PREFIX=wp APP_LAUNCHER=apache/launcher.pid
 WP_POSTS=${WP_POSTS:-300} WP_PAGES=${WP_PAGES:-100} WP_COMMENTS=${WP_COMMENTS:-1500}
 # a fixed phpass hash of `reader-pass` (random salt made once: content must
 # be the same bytes on every setup)
 WP_READER_HASH='$P$BaYrJkFUY/ck4FMVL.2wJGkRjCPDYp0'
-WP_DB_URL_USER=wp WP_DB_PASS=wp-pass
 # the request labels (docs/preplay-record.md "Request labels")
-WP_LABELS=(--label 'search=^GET /(index\.php)?\?(.*&)?s=' --label 'post=^GET /(index\.php)?\?(.*&)?p=[0-9]'
+APP_LABELS=(--label 'search=^GET /(index\.php)?\?(.*&)?s=' --label 'post=^GET /(index\.php)?\?(.*&)?p=[0-9]'
   --label 'page=^GET /(index\.php)?\?(.*&)?page_id=[0-9]' --label 'comment=^POST /wp-comments-post\.php'
   --label 'login=^POST /wp-login\.php')
 
 wp_log() { echo "wordpress: $*" >&2; }
-
-# wp_packages: Debian's packages, installed when missing
-wp_packages() {
-  local p missing=()
-  for p in wordpress php8.2-mysql libapache2-mod-php8.2 apache2 mariadb-server curl; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  wp_log "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
-}
 
 # wp_site_config: the one per-site Debian config (socket from the environment)
 wp_site_config() {
@@ -69,7 +58,7 @@ PHP
 }
 
 # wp_apache_conf DIR PORT: DIR/apache/httpd.conf, prefork + mod_php,
-# listening on WP_LISTEN (default 127.0.0.1; inside tools/emulate the
+# listening on APP_LISTEN (default 127.0.0.1; inside tools/emulate the
 # namespace's own address, for a client on the host)
 wp_apache_conf() {
   local d=$1/apache port=$2 m=/usr/lib/apache2/modules
@@ -77,7 +66,7 @@ wp_apache_conf() {
   cat >"$d/httpd.conf" <<CONF
 ServerRoot $d
 ServerName preplay-wordpress
-Listen ${WP_LISTEN:-127.0.0.1}:$port
+Listen ${APP_LISTEN:-127.0.0.1}:$port
 PidFile $d/apache.pid
 ErrorLog $d/error.log
 LogLevel warn
@@ -111,63 +100,36 @@ SetEnv PREPLAY_WP_SOCKET $1/db/mariadb.sock
 CONF
 }
 
-wp_wait_port() { # port seconds
-  local i
-  for ((i = 0; i < $2 * 10; i++)); do
-    (exec 3<>"/dev/tcp/${WP_LISTEN:-127.0.0.1}/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
-
-# wp_db_start DIR: the private MariaDB in DIR/db (socket DIR/db/mariadb.sock)
-wp_db_start() {
-  [ -f "$1/db/mariadbd.pid" ] && kill -0 "$(cat "$1/db/mariadbd.pid")" 2>/dev/null && return 0
-  "$wp_apps/db-start.sh" "$1/db" >/dev/null || return 1
-  chmod 755 "$1" "$1/db"
-}
-
 # wp_start DIR PORT [PREFIX...]: MariaDB, then apache2 (under PREFIX, e.g.
 # `preplay record ... --`) in its own session; returns once it listens
 wp_start() {
   local dir=$1 port=$2
   shift 2
-  wp_db_start "$dir" || return 1
+  app_db_start "$dir" || return 1
   wp_apache_conf "$dir" "$port"
   "$@" setsid /usr/sbin/apache2 -DFOREGROUND -f "$dir/apache/httpd.conf" \
     </dev/null >"$dir/apache/out.log" 2>&1 &
   echo $! >"$dir/apache/launcher.pid"
-  wp_wait_port "$port" 60 || { wp_log "apache2 not listening: $(tail -5 "$dir/apache/error.log" "$dir/apache/out.log")"; wp_stop "$dir"; return 1; }
+  app_wait_port "$port" 60 || { wp_log "apache2 not listening: $(tail -5 "$dir/apache/error.log" "$dir/apache/out.log")"; wp_stop "$dir"; return 1; }
 }
 
 # wp_stop DIR: SIGTERM to what wp_start started (the recorder forwards it),
 # bounded wait, then the database
-wp_stop() {
-  local dir=$1 pid i
-  for f in "$dir/apache/launcher.pid" "$dir/apache/apache.pid"; do
-    [ -f "$f" ] || continue
-    pid=$(cat "$f")
-    kill -TERM "$pid" 2>/dev/null
-    for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && { wp_log "pid $pid did not stop, SIGKILL"; kill -KILL "$pid"; }
-    rm -f "$f"
-  done
-  "$wp_apps/db-stop.sh" "$dir/db" >/dev/null
-}
+wp_stop() { app_stop "$1" apache/launcher.pid apache/apache.pid; }
 
 # wp_setup DIR: packages, an installed WordPress with content in DIR/base
 # (a stopped MariaDB datadir to copy per run). Idempotent: kept when done.
 wp_setup() {
   local dir=$1 port
-  wp_packages || return 1
+  app_packages || return 1
   wp_site_config
   [ -f "$dir/base/done" ] && return 0
   rm -rf "$dir/base"
   mkdir -p "$dir/base"
   chmod 755 "$dir"
-  port=$(python3 "$wp_apps/../common/free_port.py")
-  wp_db_start "$dir/base" || return 1
-  mariadb --no-defaults -S "$dir/base/db/mariadb.sock" -uroot <<SQL || { wp_stop "$dir/base"; return 1; }
+  port=$(python3 "$app_apps/../common/free_port.py")
+  app_db_start "$dir/base" || return 1
+  app_db_sql "$dir/base" <<SQL || { wp_stop "$dir/base"; return 1; }
 CREATE DATABASE wordpress CHARACTER SET utf8mb4;
 CREATE USER 'wp'@'localhost' IDENTIFIED BY 'wp-pass';
 GRANT ALL ON wordpress.* TO 'wp'@'localhost';
@@ -185,7 +147,7 @@ SQL
     return 1
   fi
   python3 "$wp_here/wp_content.py" --posts "$WP_POSTS" --pages "$WP_PAGES" --comments "$WP_COMMENTS" \
-    --reader-hash "$WP_READER_HASH" | mariadb --no-defaults -S "$dir/base/db/mariadb.sock" -uroot wordpress ||
+    --reader-hash "$WP_READER_HASH" | app_db_sql "$dir/base" wordpress ||
     { wp_stop "$dir/base"; return 1; }
   code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: preplay-wordpress' "http://127.0.0.1:$port/?p=1000")
   wp_stop "$dir/base"
@@ -193,20 +155,14 @@ SQL
   touch "$dir/base/done"
 }
 
-# wp_fresh DIR RUN: RUN/db, a fresh copy of the installed database
-wp_fresh() {
-  rm -rf "$2"
-  mkdir -p "$2"
-  chmod 755 "$2"
-  cp -a "$1/base/db" "$2/db"
-  rm -f "$2/db/mariadbd.pid" "$2/db/mariadb.sock"
+# wp_load HOST PORT RATE DURATION SEED CSV: the fixed open-loop load
+wp_load() {
+  python3 "$wp_here/wp_load.py" --host "$1" --port "$2" --rate "$3" --duration "$4" \
+    --seed "$5" --csv "$6" --posts "$WP_POSTS" --pages "$WP_PAGES"
 }
 
-# wp_load PORT RATE DURATION SEED CSV [HOST]: the fixed open-loop load
-wp_load() {
-  python3 "$wp_here/wp_load.py" --host "${6:-127.0.0.1}" --port "$1" --rate "$2" --duration "$3" \
-    --seed "$4" --csv "$5" --posts "$WP_POSTS" --pages "$WP_PAGES"
-}
+# wp_db_url DIR: the replay's database (DIR's MariaDB, WordPress's user)
+wp_db_url() { echo "mysql://wp:wp-pass@localhost/wordpress?socket=$1/db/mariadb.sock"; }
 
 # wp_warmup PORT [HOST]: WP_WARMUP (default 40) requests one after another,
 # outside the measured load (wp_load.py --warmup: opcache's cold start)
@@ -215,44 +171,7 @@ wp_warmup() {
     --csv /dev/null --posts "$WP_POSTS" --pages "$WP_PAGES" --warmup "${WP_WARMUP:-40}"
 }
 
-# wp_serve DIR PORT real|replay [BIN PLAN]: what runs inside tools/emulate
-# (the type's CPU cgroup and network namespace), listening on the
-# namespace's address (PREPLAY_EMU_ADDR) for a client on the host: the
-# app (MariaDB + apache2), or MariaDB + `preplay replay` of the plan's
-# front end (its dummy files made by `preplay prepare`; warmed up by 8 s
-# of the schedule driven from inside, unmeasured). Writes DIR/addr
-# once it listens, stops everything when DIR/stop appears (at most 10 min).
-wp_serve() {
-  local dir=$1 port=$2 mode=$3 bin=${4:-} plan=${5:-} rp="" i
-  export WP_LISTEN=${PREPLAY_EMU_ADDR:-127.0.0.1}
-  if [ "$mode" = real ]; then
-    wp_start "$dir" "$port" || return 1
-  else
-    wp_db_start "$dir" || return 1
-    "$bin" prepare "$plan" --dir "$dir/files" >/dev/null || { wp_stop "$dir"; return 1; }
-    "$bin" replay "$plan" --component frontend --listen "$WP_LISTEN:$port" --token 0123456789abcdef \
-      --db "mysql://wp:wp-pass@localhost/wordpress?socket=$dir/db/mariadb.sock" --dir "$dir/files" \
-      >"$dir/replay.out" 2>"$dir/replay.log" &
-    rp=$!
-    wp_wait_port "$port" 60 || { kill -TERM "$rp"; wp_stop "$dir"; return 1; }
-    # the replay's warm-up, as the real app gets one (wp_warmup): the first
-    # 8 s of the schedule, unmeasured; without it the fresh MariaDB's cold
-    # buffer pool made the first 0.6 s of requests take 0.3-0.6 s on small
-    "$bin" drive "$plan" --target "$WP_LISTEN:$port" --token 0123456789abcdef --duration 8s \
-      -o "$dir/warmup.json" >"$dir/warmup.log" 2>&1
-  fi
-  echo "$WP_LISTEN" >"$dir/addr"
-  for ((i = 0; i < 6000; i++)); do [ -e "$dir/stop" ] && break; sleep 0.1; done
-  if [ -n "$rp" ]; then kill -TERM "$rp"; wait "$rp"; fi
-  wp_stop "$dir"
-}
-
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -uo pipefail
-  cmd=${1:-}
-  shift || true
-  case $cmd in
-    setup | start | stop | load | fresh | serve) "wp_$cmd" "$@" ;;
-    *) echo "usage: wordpress.sh setup DIR | start DIR PORT | stop DIR | load PORT RATE DURATION SEED CSV | fresh DIR RUN | serve DIR PORT real|replay [BIN PLAN]" >&2; exit 2 ;;
-  esac
+  app_main "wordpress.sh setup DIR | start DIR PORT | stop DIR | load HOST PORT RATE DURATION SEED CSV | warmup PORT [HOST] | fresh DIR RUN | serve DIR PORT real|replay [BIN PLAN]" "$@"
 fi

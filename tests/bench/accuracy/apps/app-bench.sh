@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# tests/bench/accuracy/apps/app-bench.sh - the accuracy benchmark on a real
+# application from Debian (run.sh --app NAME passes its options here;
+# NAME.sh is the application's module over app-common.sh: wordpress,
+# redmine), unconstrained on this host:
+#   1. setup (NAME.sh's setup, kept in --out/base across runs);
+#   2. record: the app's server under `preplay record --off` with its
+#      label rules, on a fresh copy of the database; warm-up requests
+#      untraced (WordPress: opcache's cold start, seconds on `small`;
+#      Redmine: Rails' caches), then SIGUSR1 (tracing on) and the fixed
+#      open-loop load (NAME's load client, fixed seed); then `preplay
+#      analyze`; every real run gets the same warm-up before its load;
+#   3. truth: the untraced app, fresh database each time, same load,
+#      --real-runs times (at least 3);
+#   4. prediction: `preplay run` (CPU ratio measured) against a fresh database;
+#   5. compare.py: the noise floor (each real run against the other real
+#      runs pooled: DIR/TAG/floor.md), then the prediction against all real
+#      runs pooled with p50/p95/p99, the floor beside each error and the
+#      goal's verdict per label (DIR/TAG/table.md).
+# Placement: MariaDB, the app server and the load client all on the host,
+# the same for truth and prediction (the replay's controller/driver is the
+# client). MariaDB is not traced (its clients' queries are captured from
+# the wire).
+# With --type T (tools/emulate), the recording stays unconstrained (the
+# "on-premise" machine) while truth and prediction run on T: inside it
+# MariaDB and the app server (truth) or MariaDB and `preplay replay` of the
+# front end (prediction), listening on the namespace's address; outside
+# it, on the host, the client: NAME's load client (truth) or `preplay
+# drive` (prediction, one pass of the schedule, no PT4Cloud intervals).
+#
+# usage: app-bench.sh --app NAME --out DIR [--rate R] [--duration S] [--real-runs N]
+#                     [--seed N] [--intervals N] [--type T] [--redo-prediction]
+# --redo-prediction keeps the recording and the real runs of an earlier run
+# with the same options and redoes analyze, prediction and tables (a new
+# preplay judged against the same truth).
+# Must never leave a server running: every phase stops what it started
+# (trap on exit).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+[ "${1:-}" = --app ] && [ -f "$here/${2:-}.sh" ] && [ "${2:-}" != app-common ] && [ "${2:-}" != app-bench ] ||
+  { echo "app-bench: first option --app NAME (wordpress, redmine)" >&2; exit 2; }
+app=$2
+shift 2
+. "$here/$app.sh"
+P=$APP_PREFIX
+src=${PREPLAY_SOURCE_DIR:-$(cd "$here/../../../.." && pwd)}
+bin=${PREPLAY_BIN:-$src/build/release/preplay}
+[ -x "$bin" ] || { echo "app-bench: no preplay binary (set PREPLAY_BIN)" >&2; exit 2; }
+out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type="" redo=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) out=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --real-runs) runs=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --intervals) intervals=$2; shift 2 ;;
+    --type) type=$2; shift 2 ;;
+    --redo-prediction) redo=1; shift ;;
+    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "app-bench: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$out" ] || { echo "app-bench: --out DIR is required (the installed base is kept there)" >&2; exit 2; }
+[ "$runs" -ge 3 ] || { echo "app-bench: --real-runs must be at least 3 (the noise floor)" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "app-bench: needs root (packages, MariaDB as root)" >&2; exit 1; }
+mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
+log() { echo "app-bench $app: $*" >&2; }
+fail() { echo "app-bench $app: FAIL: $*" >&2; exit 1; }
+active="" epid=""
+trap '[ -n "$epid" ] && { kill -TERM "$epid"; wait "$epid"; }; [ -n "$active" ] && "${P}_stop" "$active"' EXIT
+tag=${type:-host}-r${rate}-d${duration}-s${seed}
+w=$out/$tag
+mkdir -p "$w"
+
+"${P}_setup" "$out" || fail "setup"
+
+# one_real NAME [PREFIX...]: fresh DB, app (under PREFIX), load -> $w/NAME.csv
+one_real() {
+  local name=$1 port
+  shift
+  port=$(python3 "$src/tests/common/free_port.py")
+  app_fresh "$out" "$w/$name"
+  active=$w/$name
+  "${P}_start" "$w/$name" "$port" "$@" || fail "$name: starting $app"
+  "${P}_warmup" "$port"
+  # recording: tracing was off (--off) during the warm-up; SIGUSR1 turns it on
+  [ $# -gt 0 ] && { kill -USR1 "$(cat "$w/$name/$APP_LAUNCHER")"; sleep 0.5; }
+  cat /proc/loadavg >"$w/$name.loadavg"
+  "${P}_load" 127.0.0.1 "$port" "$rate" "$duration" "$seed" "$w/$name.csv" 2>"$w/$name.load.log"
+  cat /proc/loadavg >>"$w/$name.loadavg"
+  "${P}_stop" "$w/$name"
+  active=""
+  cat "$w/$name.load.log" >&2
+  rm -rf "$w/$name/db"
+}
+
+# on_type NAME MODE CLIENT...: NAME.sh serve MODE inside tools/emulate $type,
+# then CLIENT on the host with ADDR and PORT in its words replaced
+on_type() {
+  local name=$1 mode=$2 d=$w/$1 port addr i a cmd=()
+  shift 2
+  port=$(python3 "$src/tests/common/free_port.py")
+  app_fresh "$out" "$d"
+  timeout 900 "$src/tools/emulate" --data-dir "$w" "$type" -- "$here/$app.sh" serve "$d" "$port" \
+    "$mode" "$bin" "$w/plan" >"$w/$name.emu.log" 2>&1 &
+  epid=$!
+  for ((i = 0; i < 3000; i++)); do # Rails boots in minutes on small
+    [ -s "$d/addr" ] && break
+    kill -0 "$epid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -s "$d/addr" ] || { cat "$w/$name.emu.log" >&2; fail "$name: nothing listening inside $type"; }
+  addr=$(cat "$d/addr")
+  [ "$mode" = real ] && "${P}_warmup" "$port" "$addr"
+  for a in "$@"; do a=${a//ADDR/$addr}; cmd+=("${a//PORT/$port}"); done
+  cat /proc/loadavg >"$w/$name.loadavg"
+  "${cmd[@]}" 2>"$w/$name.load.log"
+  cat /proc/loadavg >>"$w/$name.loadavg"
+  touch "$d/stop"
+  wait "$epid" || log "$name: tools/emulate exited $? (see $w/$name.emu.log)"
+  epid=""
+  cat "$w/$name.load.log" >&2
+  rm -rf "$d/db" "$d/files"
+}
+
+if [ $redo -eq 0 ]; then
+  log "record at $rate/s for $duration s"
+  rm -rf "$w/trace"
+  one_real rec "$bin" record -q --off -o "$w/trace" -c frontend --db-socket mariadb.sock "${APP_LABELS[@]}" --
+else # --redo-prediction: this tag's recording and real runs, kept from before
+  [ -d "$w/trace" ] || fail "--redo-prediction: no $w/trace"
+  for ((k = 1; k <= runs; k++)); do [ -s "$w/real$k.csv" ] || fail "--redo-prediction: no $w/real$k.csv"; done
+  log "re-analyzing the kept recording, new prediction against the kept real runs"
+fi
+"$bin" analyze "$w/trace" -o "$w/plan" >"$w/analyze.log" 2>&1 || { cat "$w/analyze.log" >&2; fail "analyze"; }
+for ((k = 1; k <= runs && redo == 0; k++)); do
+  log "real run $k of $runs${type:+ on $type}"
+  if [ -n "$type" ]; then
+    on_type "real$k" real "${P}_load" ADDR PORT "$rate" "$duration" "$seed" "$w/real$k.csv"
+  else
+    one_real "real$k"
+  fi
+done
+if [ -n "$type" ]; then
+  log "preplay replay on $type, preplay drive on the host"
+  on_type pred replay "$bin" drive "$w/plan" --target ADDR:PORT --token 0123456789abcdef -o "$w/pred.json"
+  [ -s "$w/pred.json" ] || fail "pred: preplay drive wrote no results"
+else
+  log "preplay run"
+  app_fresh "$out" "$w/pred"
+  active=$w/pred
+  app_db_start "$w/pred" || fail "pred: database"
+  "$bin" run "$w/plan" --max-intervals "$intervals" \
+    --db "$("${P}_db_url" "$w/pred")" \
+    -o "$w/pred.json" >"$w/pred.log" 2>&1 || { tail -20 "$w/pred.log" >&2; fail "preplay run"; }
+  "${P}_stop" "$w/pred"
+  active=""
+fi
+
+# pool CSV... > OUT: real runs concatenated (one header)
+pool() { awk 'FNR > 1 || NR == 1' "$@"; }
+all=()
+for ((k = 1; k <= runs; k++)); do all+=("$w/real$k.csv"); done
+pool "${all[@]}" >"$w/real-all.csv"
+table=$w/table.md floors=()
+for ((k = 1; k <= runs; k++)); do # the noise floor: each real run against the others pooled
+  others=()
+  for ((j = 1; j <= runs; j++)); do [ $j -ne $k ] && others+=("$w/real$j.csv"); done
+  pool "${others[@]}" >"$w/real-not$k.csv"
+  hdr=()
+  [ $k -eq 1 ] && hdr=(--header)
+  python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-not$k.csv" --pred "$w/real$k.csv" \
+    --type "${type:-host}" --level "$rate/s (real $k vs other real)" --json "$w/floor$k.json" "${hdr[@]}" |
+    tee -a "$w/floor.md"
+  floors+=("$w/floor$k.json")
+done
+echo "$app on ${type:-host} at $rate/s, $duration s: prediction vs $runs real runs pooled (floor: largest error of one real run vs the others)" | tee "$table"
+python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-all.csv" --pred "$w/pred.json" \
+  --type "${type:-host}" --level "$rate/s (pred vs $runs real pooled)" --json "$w/compare.json" --header \
+  --floor "${floors[@]}" | tee -a "$table"
+for f in "$w"/*.loadavg; do # the host's 1/5/15-min load average before/after each load
+  echo "load average $(basename "$f" .loadavg): $(awk '{ printf "%s%s %s %s", (NR > 1 ? " -> " : ""), $1, $2, $3 }' "$f")"
+done | tee -a "$w/loadavg.txt" >&2
+log "table: $table"

@@ -1,0 +1,113 @@
+# shellcheck shell=bash
+# tests/bench/accuracy/apps/app-common.sh - what the accuracy benchmark's
+# real applications (wordpress.sh, redmine.sh) share: Debian packages,
+# the private MariaDB of a run directory, waiting for a port, stopping
+# what a run started, fresh database copies, and serving the app or its
+# replay inside tools/emulate. Sourced, never run.
+#
+# A module NAME.sh sources this file and sets APP_PREFIX (say `rm`), then
+# defines ${APP_PREFIX}_setup OUT, _start DIR PORT [PREFIX...], _stop DIR,
+# _warmup PORT [HOST], _load HOST PORT RATE DURATION SEED CSV and
+# _db_url DIR (what `preplay replay --db` gets), plus APP_LABELS (the
+# `--label` rules), APP_LAUNCHER (DIR's pid file of what _start launched:
+# SIGUSR1 to it turns recording on); the database socket is DIR/db/mariadb.sock.
+# Must never touch the system's services (apache2, MariaDB, thin) nor
+# leave a server running: every start has its stop.
+app_common_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+app_apps=$(cd "$app_common_here/../../../apps" && pwd)
+
+# app_packages: the real applications' Debian packages, installed when
+# missing (tools/install-deps --accuracy-apps: the one list of packages;
+# services kept from starting there, the benchmark starts its own)
+app_packages() {
+  "$app_common_here/../../../../tools/install-deps" --accuracy-apps
+}
+
+# app_wait_port PORT SECONDS: until something listens on APP_LISTEN:PORT
+app_wait_port() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    (exec 3<>"/dev/tcp/${APP_LISTEN:-127.0.0.1}/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# app_db_start DIR: the private MariaDB in DIR/db (socket DIR/db/mariadb.sock)
+app_db_start() {
+  [ -f "$1/db/mariadbd.pid" ] && kill -0 "$(cat "$1/db/mariadbd.pid")" 2>/dev/null && return 0
+  "$app_apps/db-start.sh" "$1/db" >/dev/null || return 1
+  chmod 755 "$1" "$1/db"
+}
+
+# app_db_sql DIR [DATABASE]: SQL on stdin to DIR's MariaDB as root
+app_db_sql() {
+  mariadb --no-defaults -S "$1/db/mariadb.sock" -uroot ${2:+"$2"}
+}
+
+# app_stop DIR PIDFILE...: SIGTERM to each pid (a recorder forwards it),
+# bounded wait (15 s), SIGKILL if still there; then DIR's MariaDB
+app_stop() {
+  local dir=$1 f pid i
+  shift
+  for f in "$@"; do
+    [ -f "$dir/$f" ] || continue
+    pid=$(cat "$dir/$f")
+    kill -TERM "$pid" 2>/dev/null
+    for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && { echo "accuracy: pid $pid did not stop, SIGKILL" >&2; kill -KILL "$pid"; }
+    rm -f "$dir/$f"
+  done
+  "$app_apps/db-stop.sh" "$dir/db" >/dev/null
+}
+
+# app_fresh OUT RUN: RUN/db, a fresh copy of the installed database OUT/base/db
+app_fresh() {
+  rm -rf "$2"
+  mkdir -p "$2"
+  chmod 755 "$2"
+  cp -a "$1/base/db" "$2/db"
+  rm -f "$2/db/mariadbd.pid" "$2/db/mariadb.sock"
+}
+
+# app_serve DIR PORT real|replay [BIN PLAN]: what runs inside tools/emulate
+# (the type's CPU cgroup and network namespace), listening on the
+# namespace's address (PREPLAY_EMU_ADDR) for a client on the host: the
+# app (MariaDB + ${APP_PREFIX}_start), or MariaDB + `preplay replay` of
+# the plan's front end (its dummy files made by `preplay prepare`; warmed
+# up by 8 s of the schedule driven from inside, unmeasured: against a
+# fresh MariaDB's cold buffer pool WordPress's first 0.6 s of requests
+# took 0.3-0.6 s on small). Writes DIR/addr once it listens, stops
+# everything when DIR/stop appears (at most 10 min).
+app_serve() {
+  local dir=$1 port=$2 mode=$3 bin=${4:-} plan=${5:-} rp="" i
+  export APP_LISTEN=${PREPLAY_EMU_ADDR:-127.0.0.1}
+  if [ "$mode" = real ]; then
+    "${APP_PREFIX}_start" "$dir" "$port" || return 1
+  else
+    app_db_start "$dir" || return 1
+    "$bin" prepare "$plan" --dir "$dir/files" >/dev/null || { "${APP_PREFIX}_stop" "$dir"; return 1; }
+    "$bin" replay "$plan" --component frontend --listen "$APP_LISTEN:$port" --token 0123456789abcdef \
+      --db "$("${APP_PREFIX}_db_url" "$dir")" --dir "$dir/files" >"$dir/replay.out" 2>"$dir/replay.log" &
+    rp=$!
+    app_wait_port "$port" 60 || { kill -TERM "$rp"; "${APP_PREFIX}_stop" "$dir"; return 1; }
+    "$bin" drive "$plan" --target "$APP_LISTEN:$port" --token 0123456789abcdef --duration 8s \
+      -o "$dir/warmup.json" >"$dir/warmup.log" 2>&1
+  fi
+  echo "$APP_LISTEN" >"$dir/addr"
+  for ((i = 0; i < 6000; i++)); do [ -e "$dir/stop" ] && break; sleep 0.1; done
+  if [ -n "$rp" ]; then kill -TERM "$rp"; wait "$rp"; fi
+  "${APP_PREFIX}_stop" "$dir"
+}
+
+# app_main USAGE "$@": a module run as a script: its subcommand
+app_main() {
+  local usage=$1 cmd=${2:-}
+  shift 2 || shift $#
+  case $cmd in
+    setup | start | stop | load | warmup) "${APP_PREFIX}_$cmd" "$@" ;;
+    fresh) app_fresh "$@" ;;
+    serve) app_serve "$@" ;;
+    *) echo "usage: $usage" >&2; return 2 ;;
+  esac
+}
