@@ -929,8 +929,10 @@ static int collector_note_folded(struct collector *c, struct collector_process *
                                  struct collector_region *reg, unsigned idx, int final)
 {
     struct tracer_ring *r = tracer_region_ring(reg->base, idx);
-    uint64_t holds = atomic_load_explicit(&r->folded_holds, memory_order_relaxed);
+    /* shared first: the thread counts a hold before its sharedness, so the
+     * two read this way hold no shared hold the holds do not count yet */
     uint32_t shared = atomic_load_explicit(&r->folded_shared, memory_order_relaxed);
+    uint64_t holds = atomic_load_explicit(&r->folded_holds, memory_order_relaxed);
     if (holds < reg->folded_seen[idx]) {
         /* the counters live in memory the app can scribble over: one that
          * went back is taken as the new start, never as a huge count */
@@ -948,10 +950,12 @@ static int collector_note_folded(struct collector *c, struct collector_process *
     ev.ts_ns = reg->last_end_ns[idx] ? reg->last_end_ns[idx] : collector_clock(CLOCK_MONOTONIC);
     uint64_t n = holds - reg->folded_seen[idx];
     uint32_t n_shared = shared - reg->folded_shared_seen[idx];
+    if (n_shared > n) /* counters the app scribbled over: the rest waits */
+        n_shared = (uint32_t)n;
     ev.u.control.arg0 = (int64_t)(n > INT64_MAX ? INT64_MAX : n);
-    ev.u.control.arg1 = (int64_t)(n_shared < n ? n_shared : n);
+    ev.u.control.arg1 = (int64_t)n_shared;
     reg->folded_seen[idx] = holds;
-    reg->folded_shared_seen[idx] = shared;
+    reg->folded_shared_seen[idx] += n_shared;
     c->stats.folded_holds += (uint64_t)ev.u.control.arg0;
     return collector_append(c, p, &ev);
 }
