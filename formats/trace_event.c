@@ -39,8 +39,8 @@ static const char *const trace_conn_ops[] = {NULL,       "accept", "connect", "i
 static const char *const trace_lock_ops[] = {NULL, "acquire", "try", "timed", "release"};
 static const char *const trace_db_ops[] = {NULL,      "connect", "query", "prepare",
                                            "execute", "fetch",   "close"};
-static const char *const trace_control_ops[] = {NULL,   "tracing_on", "tracing_off",
-                                                "fork", "exec",       "ring_wrap"};
+static const char *const trace_control_ops[] = {NULL,   "tracing_on", "tracing_off", "fork",
+                                                "exec", "ring_wrap",  "locks_folded"};
 
 #define TRACE_OP_NAME(arr, op) ((op) < sizeof(arr) / sizeof(arr[0]) ? arr[op] : NULL)
 

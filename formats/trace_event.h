@@ -112,7 +112,11 @@ enum trace_control_op {
     TRACE_CTL_TRACING_OFF,
     TRACE_CTL_FORK,
     TRACE_CTL_EXEC,
-    TRACE_CTL_RING_WRAP /* --max-size dropped the span [a, b] of older chunks */
+    TRACE_CTL_RING_WRAP, /* --max-size dropped the span [a, b] of older chunks */
+    /* (2.3) the thread's lock holds the tracer folded since its previous
+     * such record: arg0 holds (an acquire and its release each), arg1 of
+     * them taken shared */
+    TRACE_CTL_LOCKS_FOLDED
 };
 
 /* TRACE_EV_STACK ops */

@@ -19,9 +19,10 @@
  * reader keeps them as numbers). 2.2: DB flag TRACE_F_CUT and DB fields
  * query_len, params_len (a 2.1 reader skips the fields). 2.3: DB field
  * dialect (MySQL or PostgreSQL; a 2.2 reader skips it, and reads every
- * DB event as MySQL's). */
+ * DB event as MySQL's). 2.4: CONTROL op LOCKS_FOLDED (a 2.3 reader keeps
+ * it as a number). */
 #define TRACE_FORMAT_MAJOR 2
-#define TRACE_FORMAT_MINOR 3
+#define TRACE_FORMAT_MINOR 4
 #define TRACE_FORMAT_MAJOR_OLDEST 1
 #define TRACE_MAX_CPU_SCORES 8
 

@@ -33,6 +33,9 @@ struct info_counts {
     uint64_t by_type[TRACE_EV_TYPE_COUNT];
     uint64_t file_read, file_written, net_sent, net_received;
     uint64_t cpu_ns, lock_wait_ns, lost;
+    /* lock holds the tracer counted instead of recording (CONTROL
+     * LOCKS_FOLDED), and of them taken shared */
+    uint64_t locks_folded, locks_folded_shared;
     uint64_t first_ts, last_ts;
 };
 
@@ -205,6 +208,12 @@ static void info_count(struct info_counts *c, const struct trace_event *ev)
     case TRACE_EV_LOSS:
         c->lost += ev->u.loss.count;
         break;
+    case TRACE_EV_CONTROL:
+        if (ev->op == TRACE_CTL_LOCKS_FOLDED) {
+            c->locks_folded += (uint64_t)ev->u.control.arg0;
+            c->locks_folded_shared += (uint64_t)ev->u.control.arg1;
+        }
+        break;
     default:
         break;
     }
@@ -221,6 +230,8 @@ static void info_add_counts(struct info_counts *to, const struct info_counts *fr
     to->cpu_ns += from->cpu_ns;
     to->lock_wait_ns += from->lock_wait_ns;
     to->lost += from->lost;
+    to->locks_folded += from->locks_folded;
+    to->locks_folded_shared += from->locks_folded_shared;
     if (from->first_ts && (!to->first_ts || from->first_ts < to->first_ts))
         to->first_ts = from->first_ts;
     if (from->last_ts > to->last_ts)
@@ -498,6 +509,9 @@ static void info_json_counts(json_t *o, const struct info_counts *c)
     json_object_set_new(o, "cpu_ns", json_integer((json_int_t)c->cpu_ns));
     json_object_set_new(o, "lock_wait_ns", json_integer((json_int_t)c->lock_wait_ns));
     json_object_set_new(o, "lost_events", json_integer((json_int_t)c->lost));
+    json_object_set_new(o, "lock_holds_folded", json_integer((json_int_t)c->locks_folded));
+    json_object_set_new(o, "lock_holds_folded_shared",
+                        json_integer((json_int_t)c->locks_folded_shared));
 }
 
 /* Who the process was: the trace header, the images it exec'd, the file. */
@@ -669,6 +683,10 @@ static void info_print_counts(const char *indent, const struct info_counts *c)
     printf("\n%sduration %.3f s, cpu %.3f s, lock wait %.3f ms, lost %" PRIu64 "\n", indent,
            (c->last_ts > c->first_ts ? c->last_ts - c->first_ts : 0) / 1e9, c->cpu_ns / 1e9,
            c->lock_wait_ns / 1e6, c->lost);
+    if (c->locks_folded)
+        printf("%slock holds folded (uncontended, counted not recorded) %" PRIu64 ", %" PRIu64
+               " of them shared\n",
+               indent, c->locks_folded, c->locks_folded_shared);
     printf("%sfile read %" PRIu64 " B, written %" PRIu64 " B; net sent %" PRIu64
            " B, received %" PRIu64 " B\n",
            indent, c->file_read, c->file_written, c->net_sent, c->net_received);

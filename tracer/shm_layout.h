@@ -38,8 +38,9 @@
  * 6: net_ports (--port), the ring's staged_head; 7: 1024 thread rings,
  * untraced_calls instead of lost_events (which nothing read); 8:
  * db_max_statement, STRING pieces (TRACER_STRING_OP_MORE), DB events'
- * query_len/params_len */
-#define TRACER_SHM_VERSION 8u
+ * query_len/params_len; 9: lock folding (control lock_fold, the rings'
+ * folded_holds and folded_shared) */
+#define TRACER_SHM_VERSION 9u
 #define TRACER_NET_PORTS_MAX 16
 
 /* How long a process waits for the collector to take its registration
@@ -160,6 +161,7 @@ struct tracer_control {
     uint32_t nnet_ports;   /* 0: every connection; else only those with a port here */
     uint16_t net_ports[TRACER_NET_PORTS_MAX];
     uint32_t db_max_statement; /* --db-max-statement, bytes (TRACER_DB_STATEMENT_*) */
+    uint32_t lock_fold;        /* 1: fold uncontended locks; 0: --no-lock-folding */
 };
 
 struct tracer_ring {
@@ -168,9 +170,13 @@ struct tracer_ring {
     _Atomic uint64_t head;             /* bytes ever produced (producer writes) */
     _Atomic uint64_t tail;             /* bytes ever consumed (collector writes) */
     _Atomic uint32_t producer_waiting; /* futex word */
-    uint32_t pad;
+    /* Lock holds the thread folded (counted instead of recorded,
+     * tracer/preload/lock_fold.h), of which taken shared; the producer
+     * writes them, the collector turns what they gained into CONTROL
+     * LOCKS_FOLDED records. folded_shared wraps (read as a difference). */
+    _Atomic uint32_t folded_shared;
     _Atomic uint64_t lost; /* events dropped in this ring (drop mode) */
-    uint64_t lost_since_ns;
+    _Atomic uint64_t folded_holds;
     _Atomic uint64_t lost_nested; /* calls a signal handler made while we wrote a record */
     /* 1 + the head at which a complete record waits unpublished (a deferred
      * OPEN, interpose_file.c: tracer_open_stage), else 0 or a stale value

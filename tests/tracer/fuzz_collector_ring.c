@@ -12,7 +12,10 @@
  * flags bit 0: the region's ring clock is the TSC, converted with a
  * conversion built from the flags (else CLOCK_MONOTONIC ns); bit 1: the
  * trace is written as a --max-size ring of 2 MiB. Ring 0 is the process
- * ring (definitions), ring 1 a thread's (tid 77). */
+ * ring (definitions), ring 1 a thread's (tid 77). The last 16 bytes, when
+ * there are that many, are also ring 1's folded lock counters as the
+ * collector finds them at two looks (collector_note_folded): any values,
+ * as a scribbling app leaves them. */
 #include "collector.c"
 
 #define FUZZ_REGION_BYTES (TRACER_CONTROL_BYTES + 2 * (uint64_t)TRACER_RING_BYTES)
@@ -94,6 +97,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_drain(&c, &p, &reg, 0, data, n0);
     fuzz_drain(&c, &p, &reg, 1, data + n0, size - n0);
     (void)collector_note_losses(&c, &p, &reg, 1);
+    if (size >= 16) {
+        struct tracer_ring *r = tracer_region_ring(reg.base, 1);
+        const uint8_t *tail = data + size - 16;
+        for (int look = 0; look < 2; look++) {
+            uint32_t low, shared;
+            memcpy(&low, tail + 8 * look, 4); /* the high half from the flags */
+            uint64_t holds = low | (uint64_t)(flags >> 6) << (30 + 2 * look);
+            memcpy(&shared, tail + 8 * look + 4, 4);
+            atomic_store(&r->folded_holds, holds);
+            atomic_store(&r->folded_shared, shared);
+            (void)collector_note_folded(&c, &p, &reg, 1, look);
+        }
+    }
     trace_writer_close(p.writer, err, sizeof err);
     return 0;
 }

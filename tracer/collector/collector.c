@@ -38,12 +38,16 @@
 #define PREPLAY_VERSION "0"
 #endif
 
-#define COLLECTOR_MAX_REGIONS 4 /* per process: the current image and older ones after exec */
+/* per process: the current image (an exec retires the old image's region
+ * when the new one registers, collector_retire_regions) */
+#define COLLECTOR_MAX_REGIONS 4
 
 struct collector_region {
     void *base;
-    uint64_t last_end_ns[TRACER_RING_COUNT];  /* per ring: end of the last event */
-    uint64_t last_end_raw[TRACER_RING_COUNT]; /* the same in the ring clock */
+    uint64_t folded_seen[TRACER_RING_COUNT];        /* tracer_ring.folded_holds written */
+    uint32_t folded_shared_seen[TRACER_RING_COUNT]; /* tracer_ring.folded_shared written */
+    uint64_t last_end_ns[TRACER_RING_COUNT];        /* per ring: end of the last event */
+    uint64_t last_end_raw[TRACER_RING_COUNT];       /* the same in the ring clock */
     uint64_t lost_seen[TRACER_RING_COUNT];
     uint64_t lost_nested_seen[TRACER_RING_COUNT];
     uint64_t untraced_calls_seen; /* tracer_control.untraced_calls already written as LOSS */
@@ -223,6 +227,8 @@ static void collector_describe_options(const struct collector_options *o, char *
         COLLECTOR_ADD("--db-socket %s ", o->db_socket_suffix);
     if (o->keep_query)
         COLLECTOR_ADD("--keep-query ");
+    if (o->no_lock_folding)
+        COLLECTOR_ADD("--no-lock-folding ");
     if (o->db_max_statement && o->db_max_statement != TRACER_DB_STATEMENT_DEFAULT)
         COLLECTOR_ADD("--db-max-statement %u ", o->db_max_statement);
     if (o->drop_when_full)
@@ -332,6 +338,7 @@ static void collector_init_control(struct collector *c, struct tracer_control *c
     /* with --label rules the collector sees the query and drops it itself */
     ctl->keep_query = c->opt.keep_query || label_rules_count(c->opt.label_rules);
     ctl->stack_depth = c->opt.stack_depth;
+    ctl->lock_fold = !c->opt.no_lock_folding;
     ctl->ndb_ports = c->opt.ndb_ports > 8 ? 8 : c->opt.ndb_ports;
     memcpy(ctl->db_ports, c->opt.db_ports, sizeof ctl->db_ports);
     snprintf(ctl->db_socket_suffix, sizeof ctl->db_socket_suffix, "%s", c->db_suffix);
@@ -506,6 +513,8 @@ static int collector_peer_allowed(struct collector *c, int conn, struct ucred *c
     return c->opt.accept_descendants && collector_descends((uint32_t)cred->pid);
 }
 
+static int collector_retire_regions(struct collector *c, struct collector_process *p);
+
 /* Handles one registration: creates the region and the process's writer
  * (or, after exec, adds a region to the same process and file). */
 static void collector_register(struct collector *c, int conn)
@@ -580,8 +589,12 @@ static void collector_register(struct collector *c, int conn)
         atomic_store(&new_ctl->next_string_id, atomic_load(&old_ctl->next_string_id));
         atomic_store(&new_ctl->next_conn_id, atomic_load(&old_ctl->next_conn_id));
     }
+    if (req.is_exec && collector_retire_regions(c, p) != 0)
+        c->write_failed_pending = 1; /* c->error says why; the next poll fails */
     p->regions[p->nregions++] = r;
     collector_watch_regions(c);
+    /* dated before the new image can write its first record */
+    uint64_t registered_ns = collector_clock(CLOCK_MONOTONIC);
     int answered =
         collector_send_reply(conn, 0, memfd, c->cpu_clock_bpf ? cpuclock_bpf_map_fd() : -1) == 0;
     r->answered = answered;
@@ -599,7 +612,7 @@ static void collector_register(struct collector *c, int conn)
         ev.type = TRACE_EV_CONTROL;
         ev.op = TRACE_CTL_EXEC;
         ev.tid = req.tid;
-        ev.ts_ns = collector_clock(CLOCK_MONOTONIC);
+        ev.ts_ns = registered_ns;
         ev.u.control.arg0 = -1; /* new image registered */
         trace_writer_append(p->writer, &ev);
     }
@@ -908,6 +921,45 @@ static int collector_note_loss_counter(struct collector *c, struct collector_pro
     return collector_append(c, p, &ev);
 }
 
+/* Lock holds the ring's thread folded since the last look become a CONTROL
+ * LOCKS_FOLDED event of that thread (FORMAT.md), dated at the end of its
+ * last event drained (so its events stay in time order), or now at the
+ * last drain of a ring none of whose events was drained. */
+static int collector_note_folded(struct collector *c, struct collector_process *p,
+                                 struct collector_region *reg, unsigned idx, int final)
+{
+    struct tracer_ring *r = tracer_region_ring(reg->base, idx);
+    /* shared first: the thread counts a hold before its sharedness, so the
+     * two read this way hold no shared hold the holds do not count yet */
+    uint32_t shared = atomic_load_explicit(&r->folded_shared, memory_order_relaxed);
+    uint64_t holds = atomic_load_explicit(&r->folded_holds, memory_order_relaxed);
+    if (holds < reg->folded_seen[idx]) {
+        /* the counters live in memory the app can scribble over: one that
+         * went back is taken as the new start, never as a huge count */
+        reg->folded_seen[idx] = holds;
+        reg->folded_shared_seen[idx] = shared;
+        return 0;
+    }
+    if (holds == reg->folded_seen[idx] || (!reg->last_end_ns[idx] && !final))
+        return 0;
+    struct trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = TRACE_EV_CONTROL;
+    ev.op = TRACE_CTL_LOCKS_FOLDED;
+    ev.tid = r->tid;
+    ev.ts_ns = reg->last_end_ns[idx] ? reg->last_end_ns[idx] : collector_clock(CLOCK_MONOTONIC);
+    uint64_t n = holds - reg->folded_seen[idx];
+    uint32_t n_shared = shared - reg->folded_shared_seen[idx];
+    if (n_shared > n) /* counters the app scribbled over: the rest waits */
+        n_shared = (uint32_t)n;
+    ev.u.control.arg0 = (int64_t)(n > INT64_MAX ? INT64_MAX : n);
+    ev.u.control.arg1 = (int64_t)n_shared;
+    reg->folded_seen[idx] = holds;
+    reg->folded_shared_seen[idx] += n_shared;
+    c->stats.folded_holds += (uint64_t)ev.u.control.arg0;
+    return collector_append(c, p, &ev);
+}
+
 /* Events a ring could not take (drop mode) and calls a signal handler made
  * while the tracer was writing become LOSS events: counted, never silent. */
 static int collector_note_losses(struct collector *c, struct collector_process *p,
@@ -988,7 +1040,8 @@ static int collector_drain_region(struct collector *c, struct collector_process 
     for (unsigned k = 0; k < nused; k++) {
         unsigned i = used[k];
         struct tracer_ring *r = tracer_region_ring(reg->base, i);
-        if (collector_drain_ring(c, p, reg, i, snap[i]) || collector_note_losses(c, p, reg, i))
+        if (collector_drain_ring(c, p, reg, i, snap[i]) || collector_note_losses(c, p, reg, i) ||
+            collector_note_folded(c, p, reg, i, final || state[i] == TRACER_RING_EXITED))
             return -1;
         /* A ring whose thread ended (or, at the end, any ring) is free again
          * once empty: reset it for the next thread. Its in-use bit goes down
@@ -999,6 +1052,10 @@ static int collector_drain_region(struct collector *c, struct collector_process 
             atomic_store(&r->head, 0);
             atomic_store(&r->tail, 0);
             atomic_store(&r->lost, 0);
+            atomic_store(&r->folded_holds, 0);
+            atomic_store(&r->folded_shared, 0);
+            reg->folded_seen[i] = 0;
+            reg->folded_shared_seen[i] = 0;
             reg->last_end_ns[i] = 0;
             reg->last_end_raw[i] = 0;
             reg->lost_seen[i] = 0;
@@ -1012,6 +1069,29 @@ static int collector_drain_region(struct collector *c, struct collector_process 
         }
     }
     return 0;
+}
+
+/* Drains and unmaps every region of process p: the images it replaced by
+ * exec. Called when the new image
+ * registers: by then the kernel has ended every thread of the old one
+ * (exec waits for them), so what their rings hold, staged records
+ * included, is complete, and it goes into the trace before anything of
+ * the new image - the EXEC marker first - so each thread's events stay in
+ * time order in the file. 0, or -1 (a corrupt ring: c->error says). */
+static int collector_retire_regions(struct collector *c, struct collector_process *p)
+{
+    int rc = 0;
+    while (p->nregions > 0) {
+        struct collector_region *old = p->regions[0];
+        if (collector_drain_region(c, p, old, 1, 1) != 0)
+            rc = -1;
+        memmove(p->regions, p->regions + 1, (size_t)(p->nregions - 1) * sizeof p->regions[0]);
+        p->nregions--;
+        collector_watch_regions(c); /* before the memory goes */
+        munmap(old->base, TRACER_REGION_BYTES);
+        free(old);
+    }
+    return rc;
 }
 
 /* Has process p ended? Its pidfd says, or without one kill(0). */
@@ -1222,18 +1302,6 @@ int collector_poll(struct collector *c, int timeout_ms)
         for (int j = 0; j < p->nregions; j++)
             if (collector_drain_region(c, p, p->regions[j], 0, 0) != 0)
                 rc = -1;
-        /* after exec, older images have no live threads: retire them, with
-         * what their threads left staged */
-        while (p->nregions > 1) {
-            struct collector_region *old = p->regions[0];
-            if (collector_drain_region(c, p, old, 1, 1) != 0)
-                rc = -1;
-            memmove(p->regions, p->regions + 1, (size_t)(p->nregions - 1) * sizeof p->regions[0]);
-            p->nregions--;
-            collector_watch_regions(c); /* before the memory goes */
-            munmap(old->base, TRACER_REGION_BYTES);
-            free(old);
-        }
     }
     if (woken)
         collector_waker_rearm(c->waker);

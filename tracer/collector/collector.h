@@ -21,6 +21,7 @@ struct collector_options {
     uint32_t only_mask;  /* TRACER_ONLY_* */
     int drop_when_full;  /* --drop */
     int keep_query;      /* --keep-query */
+    int no_lock_folding; /* --no-lock-folding: every lock operation is recorded */
     /* --label rules (labels/label_rules.h), NULL or empty for none; must
      * outlive the collector. With rules the processes keep the query string
      * and the collector gives each label string its rule's NAME, or drops
@@ -72,6 +73,7 @@ struct collector_stats {
      * and the largest offset found: event times near them are off by it */
     uint32_t clock_corrections;
     uint64_t clock_worst_offset_ns;
+    uint64_t folded_holds; /* lock holds counted instead of recorded (lock folding) */
     /* registrations refused: the peer's uid (SO_PEERCRED) is not allowed;
      * the last such uid */
     uint32_t refused;

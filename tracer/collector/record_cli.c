@@ -168,6 +168,8 @@ static const char record_common_help[] =
     "      --max-size SIZE   keep each trace within SIZE (e.g. 500M), dropping the\n"
     "                        oldest chunks (the dropped span is marked)\n"
     "      --stacks N        record up to N (1-32) stack frames per non-CPU event\n"
+    "      --no-lock-folding record every mutex and rwlock operation (default: a lock\n"
+    "                        is counted, not recorded, until it is contended)\n"
     "      --off             start with tracing switched off (SIGUSR1 toggles)\n"
     "      --no-cpu-scores   do not run the CPU benchmark kernels (~2 s) first\n"
     "      --ring-clock C    what times the records: auto (the TSC when the kernel\n"
@@ -183,6 +185,7 @@ enum {
     OPT_DBPORT,
     OPT_DBSOCK,
     OPT_KEEPQ,
+    OPT_NOFOLD,
     OPT_DROP,
     OPT_MAXSIZE,
     OPT_STACKS,
@@ -207,6 +210,7 @@ static const struct option record_long_options[] = {
     {"db-socket", required_argument, 0, OPT_DBSOCK},
     {"db-max-statement", required_argument, 0, OPT_DBMAX},
     {"keep-query", no_argument, 0, OPT_KEEPQ},
+    {"no-lock-folding", no_argument, 0, OPT_NOFOLD},
     {"label", required_argument, 0, OPT_LABEL},
     {"label-file", required_argument, 0, OPT_LABELFILE},
     {"drop", no_argument, 0, OPT_DROP},
@@ -335,6 +339,9 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
         }
         case OPT_KEEPQ:
             rc->copt.keep_query = 1;
+            break;
+        case OPT_NOFOLD:
+            rc->copt.no_lock_folding = 1;
             break;
         case OPT_LABEL:
         case OPT_LABELFILE:

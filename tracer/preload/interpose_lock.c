@@ -7,7 +7,10 @@
  * F_DUPFD forms are handled here too, as dup.
  *
  * A blocking acquire first tries the lock without blocking: when that
- * succeeds (the common, uncontended case) the event needs one clock read. */
+ * succeeds (the common, uncontended case) the event needs one clock read.
+ * Uncontended mutexes and rwlocks are folded (counted, not recorded) until
+ * they are contended: lock_fold.h says when, the FOLD arguments below
+ * which locks. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include "io_events.h"
+#include "lock_fold.h"
 
 TRACER_REAL(int, pthread_mutex_lock, (pthread_mutex_t *))
 TRACER_REAL(int, pthread_mutex_trylock, (pthread_mutex_t *))
@@ -128,22 +132,90 @@ static void tracer_lock_slow(struct tracer_thread *t, uint8_t op, uint8_t kind, 
     tracer_event_end(t, end);
 }
 
+/* What folding applies to a lock operation (lock_fold.h): none (a
+ * semaphore, a mutex whose unlock can fail, a process-shared lock), an
+ * acquire in either mode, or a release. */
+enum tracer_lock_fold_op {
+    TRACER_FOLD_NONE = 0,
+    TRACER_FOLD_ACQUIRE_EXCLUSIVE,
+    TRACER_FOLD_ACQUIRE_SHARED,
+    TRACER_FOLD_RELEASE
+};
+
+/* Can this mutex be folded? Its unlock cannot fail (below), and it is
+ * not process-shared (glibc's PTHREAD_MUTEX_PSHARED_BIT): another
+ * process's holds are not in this process's table. */
+static inline int tracer_mutex_foldable(const pthread_mutex_t *m);
+
+static inline int tracer_rwlock_foldable(const pthread_rwlock_t *l)
+{
+#ifdef __GLIBC__
+    return l->__data.__shared == 0;
+#else
+    (void)l;
+    return 0;
+#endif
+}
+
+/* Writes the acquire of this thread's hold of lock `id` that was folded
+ * when the lock became recorded (lock_fold.h: LATE), before its release is
+ * recorded: dated at the thread's CPU mark when it took the lock (the end
+ * of its previous record: a folded acquire reads no clock, so the hold may
+ * start a little early) when the thread recorded nothing since, else now
+ * (its records stay in time order), with the CPU time up to it. */
+static __attribute__((noinline)) void tracer_lock_write_late(struct tracer_thread *t, uint64_t id)
+{
+    struct tracer_folded_hold h;
+    if (tracer_lock_fold_take(t, id, &h) != 0)
+        return;
+    uint64_t cpu;
+    uint64_t now = tracer_stamp(t, &cpu);
+    uint64_t ts = now;
+    if (h.head == atomic_load_explicit(&t->ring->head, memory_order_relaxed) && h.ts && h.ts <= now)
+        ts = h.ts;
+    /* the segment since the previous record is [now - cpu, now] in ring
+     * time: the acquire carries its part up to ts, the release the rest */
+    uint64_t from = now - cpu;
+    uint64_t cpu_before = ts > from ? ts - from : 0;
+    tracer_lock_quick(t, (uint8_t)(h.record_kind >> 8), (uint8_t)(h.record_kind >> 16),
+                      (uint8_t)(h.record_kind >> 24), id, ts, cpu_before);
+}
+
 /* The whole common case as a leaf (no call, so the wrapper around it keeps
  * nothing in callee-saved registers): tracing on for locks, no stacks, the
  * CPU mark holding, room in the ring. Writes the compact record of a lock
- * operation that succeeded now and returns 1; returns 0 having written
- * nothing, and the caller's general path does everything. */
-static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t record_kind,
-                                                                  const void *lockp)
+ * operation that succeeded now and returns 1, or folds it (`fold`,
+ * lock_fold.h) and returns 1; returns 0 having written nothing, and the
+ * caller's general path does everything. */
+static inline __attribute__((always_inline)) int
+tracer_lock_leaf(uint32_t record_kind, const void *lockp, enum tracer_lock_fold_op fold)
 {
     struct tracer_thread *t = &tracer_tls;
     if (TRACER_UNLIKELY(!tracer_thread_ready(t, TRACER_ONLY_LOCK) || tracer_global.stack_depth))
         return 0;
+    uint64_t id = (uint64_t)(uintptr_t)lockp;
+    if (fold == TRACER_FOLD_RELEASE && tracer_global.lock_fold) {
+        enum tracer_lock_fold_release f = tracer_lock_fold_release(t, id);
+        if (f == TRACER_LOCK_RELEASE_FOLDED)
+            return 1;
+        if (f == TRACER_LOCK_RELEASE_LATE)
+            return 0;
+    } else if (fold != TRACER_FOLD_NONE && tracer_global.lock_fold &&
+               tracer_lock_fold_acquire(t, id, record_kind,
+                                        fold == TRACER_FOLD_ACQUIRE_EXCLUSIVE)) {
+        return 1; /* no clock read: a folded operation costs a table look-up */
+    }
     uint64_t now = tracer_ring_now();
     if (TRACER_UNLIKELY(!tracer_cpu_mark_holds(&t->cpu, now)))
         return 0;
-    return tracer_lock_compact(t, record_kind, (uint64_t)(uintptr_t)lockp, now, now - t->cpu.raw);
+    return tracer_lock_compact(t, record_kind, id, now, now - t->cpu.raw);
 }
+
+/* The fold operation of an acquire in MODE of a lock that `foldable`. */
+#define TRACER_FOLD_ACQUIRE_OP(foldable, MODE)                                                     \
+    (!(foldable)                      ? TRACER_FOLD_NONE                                           \
+     : (MODE) == TRACE_LOCK_EXCLUSIVE ? TRACER_FOLD_ACQUIRE_EXCLUSIVE                              \
+                                      : TRACER_FOLD_ACQUIRE_SHARED)
 
 /* Blocking acquire of a pthread lock: try first, block only when busy. The
  * clock is read after the try, so an uncontended acquire is stamped once the
@@ -151,10 +223,11 @@ static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t recor
  * the try showed a hold overlapping the previous holder's. Defines NAME
  * (the leaf for a lock taken at once) and its general path NAME_rest,
  * which gets the try's result. */
-#define TRACER_PTHREAD_ACQUIRE_WRAPPER(NAME, TYPE, real_try, real_block, KIND, MODE)               \
+#define TRACER_PTHREAD_ACQUIRE_WRAPPER(NAME, TYPE, real_try, real_block, KIND, MODE, foldable)     \
     static __attribute__((noinline)) int tracer_##NAME##_rest(TYPE *lockp, int rc)                 \
     {                                                                                              \
-        TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE, EBUSY)                           \
+        TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE, EBUSY,                           \
+                               TRACER_FOLD_ACQUIRE_OP(foldable(lockp), MODE))                      \
     }                                                                                              \
     TRACER_EXPORT int NAME(TYPE *lockp)                                                            \
     {                                                                                              \
@@ -162,25 +235,34 @@ static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t recor
          * call that finds the lock busy blocks as the real one would */                           \
         int rc = real_try(lockp);                                                                  \
         if (TRACER_LIKELY(rc == 0) &&                                                              \
-            tracer_lock_leaf(tracer_lock_record_kind(TRACE_LOCK_ACQUIRE, KIND, MODE), lockp))      \
+            tracer_lock_leaf(tracer_lock_record_kind(TRACE_LOCK_ACQUIRE, KIND, MODE), lockp,       \
+                             TRACER_FOLD_ACQUIRE_OP(foldable(lockp), MODE)))                       \
             return 0;                                                                              \
         return tracer_##NAME##_rest(lockp, rc);                                                    \
     }
 
 /* The general path of a blocking acquire, after the try returned rc (BUSY:
- * the try found the lock taken). */
-#define TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE, BUSY)                            \
+ * the try found the lock taken); FOLD: its tracer_lock_fold_op. */
+#define TRACER_PTHREAD_ACQUIRE(lockp, rc, real_block, KIND, MODE, BUSY, FOLD)                      \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
     if (!t)                                                                                        \
         return rc == (BUSY) ? real_block(lockp) : rc;                                              \
     uint64_t cpu;                                                                                  \
     uint64_t begin = tracer_stamp(t, &cpu);                                                        \
+    int fold = (FOLD) != TRACER_FOLD_NONE && tracer_global.lock_fold;                              \
     if (TRACER_LIKELY(rc == 0)) {                                                                  \
+        if (fold &&                                                                                \
+            tracer_lock_fold_acquire(t, (uint64_t)(uintptr_t)(lockp),                              \
+                                     tracer_lock_record_kind(TRACE_LOCK_ACQUIRE, KIND, MODE),      \
+                                     (MODE) == TRACE_LOCK_EXCLUSIVE))                              \
+            return 0;                                                                              \
         tracer_lock_quick(t, TRACE_LOCK_ACQUIRE, KIND, MODE, (uint64_t)(uintptr_t)(lockp), begin,  \
                           cpu);                                                                    \
         return 0;                                                                                  \
     }                                                                                              \
     uint64_t end = begin;                                                                          \
+    if (rc == (BUSY) && fold)                                                                      \
+        tracer_lock_fold_contended((uint64_t)(uintptr_t)(lockp));                                  \
     if (rc == (BUSY)) {                                                                            \
         rc = real_block(lockp);                                                                    \
         end = tracer_ring_now();                                                                   \
@@ -190,14 +272,35 @@ static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t recor
     return rc;
 
 /* Release, try and timed acquire: stamped before the call (a release must
- * be in the trace before the next holder's acquire). */
-#define TRACER_PTHREAD_SIMPLE(call, lockp, OP, KIND, MODE)                                         \
+ * be in the trace before the next holder's acquire). `foldable`: the lock
+ * may be folded (lock_fold.h): a release is then folded or written with
+ * its hold's late acquire, a try that succeeds is an acquire, one that
+ * fails and a timed call make the lock contended. */
+#define TRACER_PTHREAD_SIMPLE(call, lockp, OP, KIND, MODE, foldable)                               \
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);                                      \
     if (!t)                                                                                        \
         return call;                                                                               \
+    uint64_t id = (uint64_t)(uintptr_t)(lockp);                                                    \
+    int fold = (foldable) && tracer_global.lock_fold;                                              \
+    if (fold && (OP) == TRACE_LOCK_RELEASE) {                                                      \
+        enum tracer_lock_fold_release f = tracer_lock_fold_release(t, id);                         \
+        if (f == TRACER_LOCK_RELEASE_FOLDED)                                                       \
+            return call;                                                                           \
+        if (f == TRACER_LOCK_RELEASE_LATE)                                                         \
+            tracer_lock_write_late(t, id);                                                         \
+    } else if (fold && (OP) == TRACE_LOCK_TIMED) {                                                 \
+        tracer_lock_fold_contended(id);                                                            \
+    }                                                                                              \
     uint64_t cpu;                                                                                  \
     uint64_t begin = tracer_stamp(t, &cpu);                                                        \
     int rc = call;                                                                                 \
+    if (fold && (OP) == TRACE_LOCK_TRY) {                                                          \
+        if (rc == 0 && tracer_lock_fold_acquire(t, id, tracer_lock_record_kind(OP, KIND, MODE),    \
+                                                (MODE) == TRACE_LOCK_EXCLUSIVE))                   \
+            return 0;                                                                              \
+        if (rc == EBUSY)                                                                           \
+            tracer_lock_fold_contended(id);                                                        \
+    }                                                                                              \
     if (TRACER_LIKELY(rc == 0 && (OP) != TRACE_LOCK_TIMED)) {                                      \
         tracer_lock_quick(t, OP, KIND, MODE, (uint64_t)(uintptr_t)(lockp), begin, cpu);            \
         return 0;                                                                                  \
@@ -209,31 +312,31 @@ static inline __attribute__((always_inline)) int tracer_lock_leaf(uint32_t recor
 TRACER_PTHREAD_ACQUIRE_WRAPPER(pthread_mutex_lock, pthread_mutex_t,
                                tracer_real_pthread_mutex_trylock(),
                                tracer_real_pthread_mutex_lock(), TRACE_LOCK_MUTEX,
-                               TRACE_LOCK_EXCLUSIVE)
+                               TRACE_LOCK_EXCLUSIVE, tracer_mutex_foldable)
 
 TRACER_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_trylock()(m), m, TRACE_LOCK_TRY,
-                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE, tracer_mutex_foldable(m))
 }
 
 TRACER_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_timedlock()(m, ts), m, TRACE_LOCK_TIMED,
-                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE, tracer_mutex_foldable(m))
 }
 
 TRACER_EXPORT
 int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *ts)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_clocklock()(m, clock, ts), m, TRACE_LOCK_TIMED,
-                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE, tracer_mutex_foldable(m))
 }
 
 static __attribute__((noinline)) int tracer_mutex_unlock_rest(pthread_mutex_t *m)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_mutex_unlock()(m), m, TRACE_LOCK_RELEASE,
-                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE, tracer_mutex_foldable(m))
 }
 
 /* Can this unlock fail? glibc's normal and adaptive mutexes never check
@@ -251,13 +354,24 @@ static inline int tracer_mutex_unlock_cannot_fail(const pthread_mutex_t *m)
 #endif
 }
 
+static inline int tracer_mutex_foldable(const pthread_mutex_t *m)
+{
+#ifdef __GLIBC__
+    return tracer_mutex_unlock_cannot_fail(m) && !(m->__data.__kind & 128);
+#else
+    (void)m;
+    return 0;
+#endif
+}
+
 TRACER_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     /* the release is in the trace before the next holder's acquire */
-    if (TRACER_LIKELY(tracer_mutex_unlock_cannot_fail(m) &&
-                      tracer_lock_leaf(tracer_lock_record_kind(TRACE_LOCK_RELEASE, TRACE_LOCK_MUTEX,
-                                                               TRACE_LOCK_EXCLUSIVE),
-                                       m)))
+    if (TRACER_LIKELY(
+            tracer_mutex_unlock_cannot_fail(m) &&
+            tracer_lock_leaf(
+                tracer_lock_record_kind(TRACE_LOCK_RELEASE, TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE),
+                m, tracer_mutex_foldable(m) ? TRACER_FOLD_RELEASE : TRACER_FOLD_NONE)))
         return tracer_real_pthread_mutex_unlock()(m);
     return tracer_mutex_unlock_rest(m);
 }
@@ -265,55 +379,57 @@ TRACER_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 TRACER_PTHREAD_ACQUIRE_WRAPPER(pthread_rwlock_rdlock, pthread_rwlock_t,
                                tracer_real_pthread_rwlock_tryrdlock(),
                                tracer_real_pthread_rwlock_rdlock(), TRACE_LOCK_RWLOCK,
-                               TRACE_LOCK_SHARED)
+                               TRACE_LOCK_SHARED, tracer_rwlock_foldable)
 
 TRACER_PTHREAD_ACQUIRE_WRAPPER(pthread_rwlock_wrlock, pthread_rwlock_t,
                                tracer_real_pthread_rwlock_trywrlock(),
                                tracer_real_pthread_rwlock_wrlock(), TRACE_LOCK_RWLOCK,
-                               TRACE_LOCK_EXCLUSIVE)
+                               TRACE_LOCK_EXCLUSIVE, tracer_rwlock_foldable)
 
 TRACER_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_tryrdlock()(l), l, TRACE_LOCK_TRY,
-                          TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED, tracer_rwlock_foldable(l))
 }
 
 TRACER_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_trywrlock()(l), l, TRACE_LOCK_TRY,
-                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE, tracer_rwlock_foldable(l))
 }
 
 TRACER_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *ts)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_timedrdlock()(l, ts), l, TRACE_LOCK_TIMED,
-                          TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED, tracer_rwlock_foldable(l))
 }
 
 TRACER_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *ts)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_timedwrlock()(l, ts), l, TRACE_LOCK_TIMED,
-                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE, tracer_rwlock_foldable(l))
 }
 
 TRACER_EXPORT
 int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *ts)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_clockrdlock()(l, clock, ts), l,
-                          TRACE_LOCK_TIMED, TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED)
+                          TRACE_LOCK_TIMED, TRACE_LOCK_RWLOCK, TRACE_LOCK_SHARED,
+                          tracer_rwlock_foldable(l))
 }
 
 TRACER_EXPORT
 int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *ts)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_clockwrlock()(l, clock, ts), l,
-                          TRACE_LOCK_TIMED, TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_TIMED, TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE,
+                          tracer_rwlock_foldable(l))
 }
 
 TRACER_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
     TRACER_PTHREAD_SIMPLE(tracer_real_pthread_rwlock_unlock()(l), l, TRACE_LOCK_RELEASE,
-                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_RWLOCK, TRACE_LOCK_EXCLUSIVE, tracer_rwlock_foldable(l))
 }
 
 /* A condition wait releases the mutex and takes it back before returning:
@@ -340,6 +456,15 @@ static int tracer_cond(enum tracer_cond_form form, pthread_cond_t *c, pthread_mu
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_LOCK);
     if (!t)
         return tracer_cond_call(form, c, m, clock, ts);
+    if (tracer_global.lock_fold && tracer_mutex_foldable(m)) {
+        /* a condition wait is how threads hand work over: the mutex is
+         * recorded from now on (and this thread's folded hold of it,
+         * which the wait releases, is written first) */
+        uint64_t id = (uint64_t)(uintptr_t)m;
+        tracer_lock_fold_contended(id);
+        if (tracer_lock_fold_release(t, id) == TRACER_LOCK_RELEASE_LATE)
+            tracer_lock_write_late(t, id);
+    }
     uint64_t cpu;
     uint64_t begin = tracer_stamp(t, &cpu);
     tracer_lock_quick(t, TRACE_LOCK_RELEASE, TRACE_LOCK_MUTEX, TRACE_LOCK_EXCLUSIVE,
@@ -398,7 +523,7 @@ static inline int tracer_sem_wait_code(sem_t *s)
 static __attribute__((noinline)) int tracer_sem_wait_rest(sem_t *s, int rc)
 {
     TRACER_PTHREAD_ACQUIRE(s, rc, tracer_sem_wait_code, TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE,
-                           EAGAIN)
+                           EAGAIN, TRACER_FOLD_NONE)
 }
 
 TRACER_EXPORT int sem_wait(sem_t *s)
@@ -408,7 +533,7 @@ TRACER_EXPORT int sem_wait(sem_t *s)
     if (TRACER_LIKELY(rc == 0) &&
         tracer_lock_leaf(
             tracer_lock_record_kind(TRACE_LOCK_ACQUIRE, TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE),
-            s))
+            s, TRACER_FOLD_NONE))
         return tracer_sem_return(0, saved);
     return tracer_sem_return(tracer_sem_wait_rest(s, rc), saved);
 }
@@ -416,7 +541,7 @@ TRACER_EXPORT int sem_wait(sem_t *s)
 static int tracer_sem_trywait(sem_t *s)
 {
     TRACER_PTHREAD_SIMPLE(tracer_sem_trywait_code(s), s, TRACE_LOCK_TRY, TRACE_LOCK_SEMAPHORE,
-                          TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_EXCLUSIVE, 0)
 }
 
 TRACER_EXPORT int sem_trywait(sem_t *s)
@@ -428,7 +553,7 @@ TRACER_EXPORT int sem_trywait(sem_t *s)
 static int tracer_sem_timedwait(sem_t *s, const struct timespec *ts)
 {
     TRACER_PTHREAD_SIMPLE(tracer_sem_code(tracer_real_sem_timedwait()(s, ts)), s, TRACE_LOCK_TIMED,
-                          TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE, 0)
 }
 
 TRACER_EXPORT int sem_timedwait(sem_t *s, const struct timespec *ts)
@@ -440,7 +565,7 @@ TRACER_EXPORT int sem_timedwait(sem_t *s, const struct timespec *ts)
 static int tracer_sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *ts)
 {
     TRACER_PTHREAD_SIMPLE(tracer_sem_code(tracer_real_sem_clockwait()(s, clock, ts)), s,
-                          TRACE_LOCK_TIMED, TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_TIMED, TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE, 0)
 }
 
 TRACER_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *ts)
@@ -453,7 +578,7 @@ TRACER_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec
 static int tracer_sem_post(sem_t *s)
 {
     TRACER_PTHREAD_SIMPLE(tracer_sem_code(tracer_real_sem_post()(s)), s, TRACE_LOCK_RELEASE,
-                          TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE)
+                          TRACE_LOCK_SEMAPHORE, TRACE_LOCK_EXCLUSIVE, 0)
 }
 
 TRACER_EXPORT int sem_post(sem_t *s)

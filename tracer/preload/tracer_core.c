@@ -26,6 +26,7 @@
 #include "fd_table.h"
 #include "interpose_stdio.h"
 #include "io_events.h"
+#include "lock_fold.h"
 #include "stacks.h"
 
 /* generation 1 before the first registration: no thread's claimed_gen (0
@@ -203,6 +204,7 @@ static int tracer_region_map(const int fds[2], size_t nfds, uint32_t pid)
     tracer_global.only_mask = ctl->only_mask;
     tracer_global.stack_depth = ctl->stack_depth;
     tracer_global.path_filter_set = ctl->path_filter[0] != 0;
+    tracer_global.lock_fold = ctl->lock_fold != 0;
     tracer_global.region = region;
     tracer_global.thread_rings = thread_rings;
     tracer_global.control = ctl;
@@ -262,6 +264,7 @@ void tracer_after_fork_child(void)
     tracer_db_wire_after_fork();
     tracer_datagram_peers_reset();
     tracer_strings_after_fork();
+    tracer_lock_fold_after_fork();
     tracer_register(0);
     tracer_fd_after_fork(); /* interns paths: after registering */
 }

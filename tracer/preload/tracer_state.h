@@ -41,6 +41,19 @@ struct tracer_cpu_mark {
     uint64_t anchor_cpu_ns;
 };
 
+/* A lock hold lock_fold.c folded (counted, not recorded), kept until its
+ * release so that the hold can still be written if its lock becomes
+ * contended meanwhile. */
+#define TRACER_FOLDED_HOLDS_MAX 8
+struct tracer_folded_hold {
+    uint64_t id;          /* the lock */
+    void *slot;           /* its entry in lock_fold.c's table */
+    uint64_t ts;          /* the CPU mark at the acquire (ring time, <= the acquire's) */
+    uint64_t head;        /* the thread's ring head then (unchanged: nothing recorded since) */
+    uint32_t record_kind; /* the acquire's compact record kind (shm_layout.h) */
+    uint32_t shared;      /* taken shared */
+};
+
 /* Per-thread tracer state (thread-local, initial-exec TLS). */
 struct tracer_thread {
     struct tracer_ring *ring; /* NULL: no ring (not claimed yet or none free) */
@@ -91,6 +104,10 @@ struct tracer_thread {
      * from when its SSL object has no socket of its own (apache2's mod_ssl
      * reads through its own BIO), interpose_tls.c */
     int32_t tls_recv_fd_plus1;
+    /* The holds of this thread lock_fold.c folded, not yet released (at
+     * most TRACER_FOLDED_HOLDS_MAX; one more is folded but not kept). */
+    uint32_t nfolded;
+    struct tracer_folded_hold folded[TRACER_FOLDED_HOLDS_MAX];
 };
 
 /* The busy mark tells a signal handler running on this thread that we are
@@ -137,6 +154,7 @@ struct tracer_state {
     uint32_t only_mask;   /* TRACER_ONLY_* */
     uint32_t stack_depth; /* --stacks N, 0 = off */
     int path_filter_set;  /* control->path_filter is not empty */
+    int lock_fold;        /* uncontended locks are counted, not recorded (lock_fold.h) */
     /* the process has a DB connection: from then on, sends on sockets call
      * tracer_db_wire_before_send before they go out (io_events.h) */
     int db_wire_in_use;
