@@ -63,14 +63,37 @@ static int duet_check_db(const struct duet_config *c, const struct plan *a, cons
     return 0;
 }
 
-/* Two recordings must have a label in common to be compared. */
+/* The distinct label ids of p's requests (malloc'ed), their count in *n. */
+static uint32_t *duet_labels(const struct plan *p, size_t *n)
+{
+    unsigned char *seen = calloc(p->nstrings ? p->nstrings : 1, 1);
+    uint32_t *ids = malloc((p->nstrings ? p->nstrings : 1) * sizeof *ids);
+    *n = 0;
+    for (uint64_t i = 0; seen && ids && i < p->nrequests; i++) {
+        uint32_t l = p->requests[i].label;
+        if (l < p->nstrings && !seen[l]) {
+            seen[l] = 1;
+            ids[(*n)++] = l;
+        }
+    }
+    free(seen);
+    return ids;
+}
+
+/* A and B must have a request label in common to be compared. */
 static int duet_check_labels(const struct duet_config *c, const struct plan *a,
                              const struct plan *b)
 {
-    for (uint64_t i = 0; i < a->nrequests; i++)
-        for (uint64_t j = 0; j < b->nrequests; j++)
-            if (!strcmp(plan_string(a, a->requests[i].label), plan_string(b, b->requests[j].label)))
-                return 0;
+    size_t na, nb;
+    uint32_t *la = duet_labels(a, &na), *lb = duet_labels(b, &nb);
+    int common = 0;
+    for (size_t i = 0; la && lb && i < na && !common; i++)
+        for (size_t j = 0; j < nb && !common; j++)
+            common = !strcmp(plan_string(a, la[i]), plan_string(b, lb[j]));
+    free(la);
+    free(lb);
+    if (common)
+        return 0;
     fprintf(stderr, "duet: %s and %s have no request label in common: nothing to compare\n",
             c->plan_a, c->plan_b);
     return -1;
@@ -264,7 +287,7 @@ int cmd_duet(int argc, char **argv)
         goto out;
     struct duet_plans pl = {.recording_a = a->recording_id, .recording_b = b->recording_id};
     pl.same_recording = !strcmp(a->recording_id, b->recording_id);
-    if (!pl.same_recording && duet_check_labels(&c, a, b))
+    if (duet_check_labels(&c, a, b))
         goto out;
     pl.cpus[0] = c.cpus[0];
     pl.cpus[1] = c.cpus[1];

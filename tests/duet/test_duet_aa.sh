@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# test_duet_aa.sh - `preplay duet --aa` end to end on the hand-built
+# two-tier plan (tests/replay/make_plan.c: GET /fast and POST /slow, 50
+# requests in 1 s): 6 runs of 4 iterations; the document has every key
+# formats/DUET.md promises, each label's and the overall interval contains
+# 1 (A against itself), the core assignment differs between runs and is
+# what the progress lines said, no request failed, the replayers are gone;
+# then the numpy oracle (oracle.py) redoes the gms, the winsorization and
+# the bootstrap interval from the ratios in the document. Also
+# --sequential on the same plan: the same document shape.
+set -euo pipefail
+: "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}" "${PREPLAY_SOURCE_DIR:?}"
+work=$(mktemp -d /tmp/duet-aa-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+"$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan" two-tier "$work/plan"
+# seed 3: assignments not all alike (checked below, so a change in the coin
+# flips cannot make this test vacuous)
+"$PREPLAY_BIN" duet "$work/plan" --aa --runs 6 --iterations 4 --seed 3 -o "$work/aa.json" \
+  2>"$work/err" || { cat "$work/err"; exit 1; }
+cat "$work/err"
+grep -q "^duet: wrote $work/aa.json\$" "$work/err"
+python3 - "$work/aa.json" "$work/err" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+err = open(sys.argv[2]).read()
+assert d["kind"] == "duet" and d["aa"] is True and d["procedure"] == "duet", d["kind"]
+assert d["plan_a"] == d["plan_b"] and d["same_recording"] is True
+assert d["runs"] == 6 and d["iterations"] == 4 and d["warmup"] == 1 and d["seed"] == 3
+assert d["statistic"] == "median" and d["replicates"] == 10000 and d["confidence"] == 0.99
+assert d["failed_a"] == 0 and d["failed_b"] == 0, (d["failed_a"], d["failed_b"])
+# the assignment: per run, as announced, both ways round
+said = [(int(a), int(b)) for a, b in re.findall(r"^duet: run \d of 6: A on CPU (\d+), B on CPU (\d+)$", err, re.M)]
+got = [(x["a_cpu"], x["b_cpu"]) for x in d["assignments"]]
+assert said == got and len(set(got)) == 2, (said, got)
+assert all(a != b for a, b in got)
+assert set(d["labels"]) == {"GET /fast", "POST /slow"} and d["labels_skipped"] == {}, d["labels"].keys()
+for name, m in [("(overall)", d["overall"])] + list(d["labels"].items()):
+    for k in ("gms", "ci_low", "ci_high", "ci_width", "equal", "runs", "iterations", "run_gms", "ratios", "winsorized"):
+        assert k in m, (name, k)
+    assert m["runs"] == 6 and m["iterations"] == 24 and len(m["ratios"]) == 6, (name, m["iterations"])
+    assert m["ci_low"] <= m["gms"] <= m["ci_high"], name
+    assert m["equal"] is True and m["ci_low"] <= 1 <= m["ci_high"], (name, m["ci_low"], m["ci_high"])
+    assert abs(m["ci_width"] - (m["ci_high"] - m["ci_low"])) < 1e-8
+    print(f"{name}: A/A B/A {m['gms']:.4f} [{m['ci_low']:.4f}, {m['ci_high']:.4f}] width {100 * m['ci_width']:.2f}%")
+# the plan's 50 requests per 1 s iteration, 24 counted iterations per side
+for side in ("samples_a", "samples_b"):
+    assert sum(m[side] for m in d["labels"].values()) == 1200, side
+PY
+/usr/bin/python3 "$PREPLAY_SOURCE_DIR/tests/duet/oracle.py" "$work/aa.json"
+# no replayer or side left behind
+if pgrep -f "preplay replay $work/plan" >/dev/null; then
+  echo "replayers left running" >&2
+  exit 1
+fi
+# --sequential: one side at a time, same document
+"$PREPLAY_BIN" duet "$work/plan" --aa --sequential --runs 2 --iterations 2 --warmup 0 --seed 3 \
+  -o "$work/seq.json" 2>"$work/err2" || { cat "$work/err2"; exit 1; }
+python3 - "$work/seq.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["procedure"] == "sequential" and d["warmup"] == 0, d["procedure"]
+assert d["overall"]["iterations"] == 4 and set(d["labels"]) == {"GET /fast", "POST /slow"}
+PY
+/usr/bin/python3 "$PREPLAY_SOURCE_DIR/tests/duet/oracle.py" "$work/seq.json"
+echo "duet A/A: ok"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# test_duet_refusals.sh - bad input to `preplay duet` fails with one line
+# naming what is wrong, exit status 2 (usage) or 1, before any replayer
+# starts: plans with DB work without a database per side, the same
+# database twice, two plans with no label in common, one CPU only, --aa
+# with two plans, bad numbers.
+set -euo pipefail
+: "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}"
+work=$(mktemp -d /tmp/duet-refuse-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mk="$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan"
+"$mk" two-tier "$work/plan"
+"$mk" db "$work/db.plan" duetdb
+"$mk" burst "$work/burst.plan"
+fails() { # STATUS EXPECTED-LINE ARGS...
+  local want=$1 line=$2
+  shift 2
+  local st=0
+  "$PREPLAY_BIN" duet "$@" -o "$work/out.json" 2>"$work/err" || st=$?
+  if [ "$st" != "$want" ] || [ "$(wc -l <"$work/err")" != 1 ] || ! grep -qF -- "$line" "$work/err"; then
+    echo "duet $*: status $st (want $want), said:" >&2
+    cat "$work/err" >&2
+    exit 1
+  fi
+  test ! -e "$work/out.json"
+}
+fails 1 "duet: $work/db.plan has DB work: give each side its own database with --db-a URL --db-b URL (two replays must not share one)" "$work/db.plan" --aa
+fails 1 "duet: --db-a and --db-b name the same database (mysql://u@h/d): each side needs its own copy" \
+  "$work/db.plan" --aa --db-a mysql://u:x@h/d --db-b mysql://u@h/d
+fails 2 "duet: --db-a and --db-b go together: each side needs its own DB" "$work/db.plan" --aa --db-a mysql://u@h/d
+fails 1 "duet: $work/plan and $work/burst.plan have no request label in common: nothing to compare" \
+  "$work/plan" "$work/burst.plan"
+fails 2 "duet: --aa replays A against itself: give one plan, not two" "$work/plan" "$work/plan" --aa
+fails 2 "duet: needs B.PLAN to compare with A.PLAN (or --aa for A/A)" "$work/plan"
+fails 2 "duet: --runs '1': expected 2..100000" "$work/plan" --aa --runs 1
+fails 2 "duet: --slice '3': expected FROM:LEN in seconds, LEN > 0" "$work/plan" --aa --slice 3
+fails 2 "duet: --seed '-1': expected an integer 0..2^63-1" "$work/plan" --aa --seed -1
+fails 2 "duet: --cpus '1,1': expected two different CPU numbers X,Y" "$work/plan" --aa --cpus 1,1
+# one CPU only: taskset gives the process a single core
+if command -v taskset >/dev/null; then
+  st=0
+  taskset -c 0 "$PREPLAY_BIN" duet "$work/plan" --aa -o "$work/out.json" 2>"$work/err" || st=$?
+  [ "$st" = 1 ] && grep -qx "duet: needs two CPUs to pin A and B to; this process may use 1" "$work/err" ||
+    { echo "one CPU: status $st: $(cat "$work/err")" >&2; exit 1; }
+  st=0
+  taskset -c 0 "$PREPLAY_BIN" duet "$work/plan" --aa --cpus 0,1 -o "$work/out.json" 2>"$work/err" || st=$?
+  [ "$st" = 1 ] && grep -qx "duet: --cpus: this process may not run on CPU 1" "$work/err" ||
+    { echo "--cpus 0,1 on one CPU: status $st: $(cat "$work/err")" >&2; exit 1; }
+fi
+echo "duet refusals: ok"
