@@ -186,17 +186,17 @@ static json_t *duet_header(const struct duet_config *c, const struct duet_plans 
                            const unsigned char *assign, const uint64_t failed[2])
 {
     json_t *doc = json_pack(
-        "{s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:b, s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:f, "
-        "s:f, s:f, s:f, s:f, s:I, s:I, s:o}",
-        "kind", "duet", "version", 1, "version_minor", 0, "plan_a", c->plan_a, "plan_b", c->plan_b,
-        "recording_a", pl->recording_a, "recording_b", pl->recording_b, "aa", c->aa,
-        "same_recording", pl->same_recording, "procedure", c->sequential ? "sequential" : "duet",
-        "statistic", c->median ? "median" : "mean", "seed", (json_int_t)c->seed, "runs",
-        (json_int_t)c->runs, "iterations", (json_int_t)c->iterations, "warmup",
-        (json_int_t)c->warmup, "confidence", c->cl, "winsorize_pct", c->winsor_pct, "slice_from_s",
-        c->slice_from, "slice_length_s", c->slice_len, "cpu_ratio_a", pl->ratio_a, "cpu_ratio_b",
-        pl->ratio_b, "failed_a", (json_int_t)failed[0], "failed_b", (json_int_t)failed[1],
-        "assignments", duet_assignments(pl, assign, c->runs));
+        "{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:b, s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:f, "
+        "s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:o}",
+        "format", "preplay-duet", "kind", "duet", "version", 1, "version_minor", 0, "plan_a",
+        c->plan_a, "plan_b", c->plan_b, "recording_a", pl->recording_a, "recording_b",
+        pl->recording_b, "aa", c->aa, "same_recording", pl->same_recording, "procedure",
+        c->sequential ? "sequential" : "duet", "statistic", c->median ? "median" : "mean", "seed",
+        (json_int_t)c->seed, "runs", (json_int_t)c->runs, "iterations", (json_int_t)c->iterations,
+        "warmup", (json_int_t)c->warmup, "confidence", c->cl, "winsorize_pct", c->winsor_pct,
+        "slice_from_s", c->slice_from, "slice_length_s", c->slice_len, "cpu_ratio_a", pl->ratio_a,
+        "cpu_ratio_b", pl->ratio_b, "failed_a", (json_int_t)failed[0], "failed_b",
+        (json_int_t)failed[1], "assignments", duet_assignments(pl, assign, c->runs));
     if (doc) {
         json_object_set_new(doc, "replicates", json_integer(c->replicates));
     }
