@@ -6,7 +6,8 @@
  * own noise, a bias in B/A), picks the two cores, and runs R runs: each
  * forks a fresh pair of side processes (duet_side.c), A pinned to one core
  * and B to the other, swapped at random per run (§V: "we randomize the
- * assignment of workloads to processors"), with a new shared barrier. A
+ * assignment of workloads to processors") but balanced, half the runs each
+ * way round (stats_duet_balanced says why), with a new shared barrier. A
  * side that fails aborts the barrier so the other stops too; nothing of a
  * failed run is reported as a measurement. The report (duet_report.c)
  * turns the sides' iterations into duet.json. Never leaves a side or a
@@ -27,6 +28,13 @@
 #include "replayer_cli.h"
 #include "results_writer.h"
 #include "stats_duet.h"
+
+static volatile sig_atomic_t duet_signal;
+
+static void duet_on_signal(int sig)
+{
+    duet_signal = sig;
+}
 
 static int duet_has_db(const struct plan *p)
 {
@@ -137,6 +145,8 @@ static pid_t duet_fork_side(const struct duet_side *sd)
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
             _exit(1);
+        signal(SIGINT, SIG_DFL); /* the session installs its own handlers */
+        signal(SIGTERM, SIG_DFL);
         _exit(duet_side_main(sd));
     }
     return pid;
@@ -150,11 +160,15 @@ static int duet_wait_sides(pid_t pids[2], struct duet_barrier *bar)
     while (left) {
         int st;
         pid_t w = waitpid(-1, &st, 0);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
+        if (w < 0 && errno == EINTR) {
+            /* Ctrl-C: the sides stop at their next barrier or drive poll */
+            duet_barrier_abort(bar);
+            for (int k = 0; k < 2; k++)
+                kill(pids[k], SIGTERM);
+            continue;
         }
+        if (w < 0)
+            return -1;
         if (w != pids[0] && w != pids[1])
             continue;
         left--;
@@ -206,14 +220,18 @@ static int duet_one_run(const struct duet_config *c, const struct duet_plans *pl
     for (int k = 0; k < 2 && !rc; k++) {
         json_error_t je;
         out[k] = json_load_file(path[k], 0, &je);
-        unlink(path[k]);
         if (!out[k]) {
             fprintf(stderr, "duet: run %ld side %c: %s: %s\n", r, "AB"[k], path[k], je.text);
             rc = -1;
         }
     }
-    if (rc)
-        fprintf(stderr, "duet: run %ld failed (side logs above); no result written\n", r);
+    for (int k = 0; k < 2; k++)
+        unlink(path[k]);
+    if (duet_signal)
+        fprintf(stderr, "duet: interrupted by signal %d during run %ld: no result written\n",
+                (int)duet_signal, r);
+    else if (rc)
+        fprintf(stderr, "duet: run %ld failed (the side's reason above): no result written\n", r);
     return rc;
 }
 
@@ -243,13 +261,14 @@ static int duet_runs(const struct duet_config *c, const struct duet_plans *pl, c
         fprintf(stderr, "duet: out of memory\n");
         goto out;
     }
-    stats_duet_coins(c->seed, assign, (size_t)c->runs);
-    stats_duet_coins(c->seed ^ 0x5e90e7ceULL, first, (size_t)c->runs * nit);
-    long r;
-    for (r = 0; r < c->runs; r++) {
+    stats_duet_balanced(c->seed, assign, (size_t)c->runs);
+    for (long r = 0; r < c->runs; r++) /* each run: half A first, half B first */
+        stats_duet_balanced(c->seed ^ (0x5e90e7ceULL + (uint64_t)r), first + (size_t)r * nit, nit);
+    for (long r = 0; r < c->runs; r++) {
         fprintf(stderr, "duet: run %ld of %ld: A on CPU %d, B on CPU %d\n", r + 1, c->runs,
                 pl->cpus[assign[r]], pl->cpus[!assign[r]]);
-        if (duet_one_run(c, pl, r + 1, assign[r], first + (size_t)r * nit, work, sides[r]))
+        if (duet_signal ||
+            duet_one_run(c, pl, r + 1, assign[r], first + (size_t)r * nit, work, sides[r]))
             goto out;
     }
     char err[1024];
@@ -296,7 +315,13 @@ int cmd_duet(int argc, char **argv)
         fprintf(stderr, "duet: %s: %s\n", work, strerror(errno));
         goto out;
     }
-    rc = duet_runs(&c, &pl, work) ? 1 : 0;
+    struct sigaction sa = {.sa_handler = duet_on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    rc = duet_runs(&c, &pl, work) ? (duet_signal ? 128 + duet_signal : 1) : 0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (rmdir(work) && rc == 0) /* the sides' files are unlinked as they are read */
         fprintf(stderr, "duet: warning: %s: %s\n", work, strerror(errno));
 out:

@@ -181,12 +181,16 @@ int duet_side_main(const struct duet_side *sd)
         status = !doc || json_dump_file(doc, sd->out_path, JSON_COMPACT) ? 1 : 0;
         json_decref(doc);
     }
+    /* logs are kept (and named) when this side failed by itself; a side
+     * stopped because the other failed or a signal came leaves nothing */
+    int keep =
+        status && (s.dead || !(atomic_load(&sd->barrier->abort) || run_session_interrupted()));
     if (status) {
         if (s.dead)
             run_session_print_death(&s, "", json_array_size(iterations) + 1);
         duet_barrier_abort(sd->barrier);
     }
     json_decref(iterations);
-    run_session_close(&s, status);
+    run_session_close(&s, keep ? status : 0);
     return status;
 }

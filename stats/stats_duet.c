@@ -130,3 +130,19 @@ void stats_duet_coins(uint64_t seed, unsigned char *out, size_t n)
     for (size_t i = 0; i < n; i++)
         out[i] = (unsigned char)(stats_rng_next(&rng) >> 63);
 }
+
+void stats_duet_balanced(uint64_t seed, unsigned char *out, size_t n)
+{
+    struct stats_rng rng;
+    stats_rng_seed(&rng, seed);
+    for (size_t i = 0; i < n; i++)
+        out[i] = i < n / 2 ? 1 : 0;
+    if (n % 2)
+        out[n - 1] = (unsigned char)(stats_rng_next(&rng) >> 63);
+    for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
+        size_t j = stats_rng_index(&rng, i);
+        unsigned char t = out[i - 1];
+        out[i - 1] = out[j];
+        out[j] = t;
+    }
+}

@@ -41,8 +41,15 @@ struct stats_duet_ci {
 int stats_duet_interval(const double *run_gms, size_t nruns, int replicates, double cl,
                         uint64_t seed, struct stats_duet_ci *out, char *err);
 
-/* n random bits (0/1) from seed into out: the controller's per-run core
- * assignment and per-iteration order, reproducible from --seed. */
+/* n random bits (0/1) from seed into out, reproducible. */
 void stats_duet_coins(uint64_t seed, unsigned char *out, size_t n);
+/* n bits in random order with as many 1s as 0s (n odd: the extra one a
+ * coin flip): the controller's per-run core assignment and per-iteration
+ * order of --sequential. Independent coins can put most runs one way
+ * round (7 of 10 in a bench run here); where one core is busier than the
+ * other, that biased an A/A gms by 40%. Balanced, a multiplicative core
+ * effect cancels in the gm over runs (c^k * c^-k) and only widens the
+ * interval, as it should. */
+void stats_duet_balanced(uint64_t seed, unsigned char *out, size_t n);
 
 #endif

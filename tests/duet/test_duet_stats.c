@@ -102,6 +102,32 @@ static void test_coins(void **state)
     assert_true(ones > 4750 && ones < 5250);
 }
 
+static void test_balanced(void **state)
+{
+    (void)state;
+    for (size_t n = 1; n <= 21; n++) {
+        unsigned char a[21], b[21];
+        stats_duet_balanced(9, a, n);
+        stats_duet_balanced(9, b, n);
+        assert_memory_equal(a, b, n);
+        size_t ones = 0;
+        for (size_t i = 0; i < n; i++) {
+            assert_true(a[i] <= 1);
+            ones += a[i];
+        }
+        assert_true(ones == n / 2 || (n % 2 && ones == n / 2 + 1));
+    }
+    /* the order is random: 20 seeds give more than one arrangement */
+    unsigned char first[10], other[10];
+    stats_duet_balanced(1, first, 10);
+    int differs = 0;
+    for (uint64_t seed = 2; seed < 22 && !differs; seed++) {
+        stats_duet_balanced(seed, other, 10);
+        differs = memcmp(first, other, 10) != 0;
+    }
+    assert_true(differs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -110,6 +136,7 @@ int main(void)
         cmocka_unit_test(test_interval_refusals),
         cmocka_unit_test(test_interval_values),
         cmocka_unit_test(test_coins),
+        cmocka_unit_test(test_balanced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
