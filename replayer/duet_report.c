@@ -122,22 +122,20 @@ out:
     return o;
 }
 
-/* Every label A's sides served, in first-seen order. */
-static json_t *duet_label_names(json_t *(*sides)[2], long runs)
+/* Every label side k served, in first-seen order, into names. */
+static void duet_label_names(json_t *(*sides)[2], long runs, int k, json_t *names)
 {
-    json_t *names = json_object();
     for (long r = 0; r < runs; r++) {
         size_t i;
         json_t *it;
-        json_array_foreach(json_object_get(sides[r][0], "iterations"), i, it)
+        json_array_foreach(json_object_get(sides[r][k], "iterations"), i, it)
         {
-            const char *k;
+            const char *l;
             json_t *v;
-            json_object_foreach(json_object_get(it, "labels"), k, v)
-                json_object_set_new(names, k, json_true());
+            json_object_foreach(json_object_get(it, "labels"), l, v)
+                json_object_set_new(names, l, json_true());
         }
     }
-    return names;
 }
 
 /* Fills label metrics (same order as names) and the overall one. */
@@ -207,7 +205,9 @@ json_t *duet_report_build(const struct duet_config *c, const struct duet_plans *
                           json_t *(*sides)[2], const unsigned char *assign, char *err,
                           size_t errlen)
 {
-    json_t *names = duet_label_names(sides, c->runs), *doc = NULL;
+    json_t *names = json_object(), *b_names = json_object(), *doc = NULL;
+    duet_label_names(sides, c->runs, 0, names);
+    duet_label_names(sides, c->runs, 1, b_names);
     size_t nl = json_object_size(names);
     struct duet_metric *lm = calloc(nl + 1, sizeof *lm), all;
     uint64_t failed[2] = {0, 0};
@@ -235,6 +235,8 @@ json_t *duet_report_build(const struct duet_config *c, const struct duet_plans *
             json_object_set_new(skipped, k, json_string(why));
         l++;
     }
+    json_object_foreach(b_names, k, v) if (!json_object_get(names, k))
+        json_object_set_new(skipped, k, json_string("served by B only"));
     json_object_set_new(doc, "labels", labels);
     json_object_set_new(doc, "labels_skipped", skipped);
 out:
@@ -244,6 +246,7 @@ out:
         duet_metric_free(&all);
     free(lm);
     json_decref(names);
+    json_decref(b_names);
     return doc;
 }
 

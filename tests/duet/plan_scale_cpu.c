@@ -1,20 +1,22 @@
-/* plan_scale_cpu.c - test helper: `plan_scale_cpu IN OUT FACTOR` rewrites
- * a replay plan with every CPU op's duration (cpu_ns and recorded_ns)
- * multiplied by FACTOR, through the plan codec (plan_read / plan_write),
- * so `preplay duet` tests get a "version B" that is FACTOR slower in CPU
- * per block without any special case in the code under test. Everything
- * else (recording id, schedule, labels) is kept. Test code: exits non-zero
- * with one line on failure. */
+/* plan_scale_cpu.c - test helper: `plan_scale_cpu IN OUT FACTOR [OLD=NEW]`
+ * rewrites a replay plan with every CPU op's duration (cpu_ns and
+ * recorded_ns) multiplied by FACTOR, through the plan codec (plan_read /
+ * plan_write), so `preplay duet` tests get a "version B" that is FACTOR
+ * slower in CPU per block without any special case in the code under test;
+ * OLD=NEW also renames the request label OLD (a version whose URL
+ * changed). Everything else (recording id, schedule) is kept. Test code:
+ * exits non-zero with one line on failure. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plan.h"
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: plan_scale_cpu IN.plan OUT.plan FACTOR\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: plan_scale_cpu IN.plan OUT.plan FACTOR [OLD=NEW]\n");
         return 2;
     }
     char *end;
@@ -36,6 +38,17 @@ int main(int argc, char **argv)
             p->ops[i].recorded_ns = (uint64_t)llround((double)p->ops[i].recorded_ns * f);
             n++;
         }
+    char *eq = argc == 5 ? strchr(argv[4], '=') : NULL;
+    if (eq) { /* the string table is the plan's own: replace the entry */
+        *eq = 0;
+        for (uint32_t i = 1; i < p->nstrings; i++)
+            if (!strcmp(p->strings[i], argv[4])) {
+                free(p->strings[i]);
+                p->strings[i] = strdup(eq + 1);
+                if (p->string_lens)
+                    p->string_lens[i] = (uint32_t)strlen(eq + 1);
+            }
+    }
     int rc = plan_write(p, argv[2], err, sizeof err);
     if (rc)
         fprintf(stderr, "plan_scale_cpu: %s\n", err);

@@ -3,7 +3,8 @@
 # naming what is wrong, exit status 2 (usage) or 1, before any replayer
 # starts: plans with DB work without a database per side, the same
 # database twice, two plans with no label in common, one CPU only, --aa
-# with two plans, bad numbers.
+# with two plans, bad numbers; and labels only one side has are named,
+# not compared.
 set -euo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}"
 work=$(mktemp -d /tmp/duet-refuse-XXXXXX)
@@ -47,4 +48,20 @@ if command -v taskset >/dev/null; then
   [ "$st" = 1 ] && grep -qx "duet: --cpus: this process may not run on CPU 1" "$work/err" ||
     { echo "--cpus 0,1 on one CPU: status $st: $(cat "$work/err")" >&2; exit 1; }
 fi
+# a label of A that B renamed: compared on the label they share, the
+# other two named with the reason (one short run: 2 runs of 1 iteration)
+"$PREPLAY_BUILD_DIR/tests/duet/duet_plan_scale_cpu" "$work/plan" "$work/renamed.plan" 1 \
+  "POST /slow=POST /slower" >/dev/null
+"$PREPLAY_BIN" duet "$work/plan" "$work/renamed.plan" --runs 2 --iterations 1 --warmup 0 \
+  -o "$work/out.json" 2>"$work/err" || { cat "$work/err"; exit 1; }
+grep -qx "  POST /slow               skipped: no iteration of run 1 had it on both sides" "$work/err"
+grep -qx "  POST /slower             skipped: served by B only" "$work/err"
+python3 - "$work/out.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert list(d["labels"]) == ["GET /fast"], d["labels"].keys()
+assert d["labels_skipped"] == {"POST /slow": "no iteration of run 1 had it on both sides",
+                               "POST /slower": "served by B only"}, d["labels_skipped"]
+assert d["overall"]["iterations"] == 2
+PY
 echo "duet refusals: ok"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# tests/bench/duet/run.sh [RUNS] [ITERATIONS] - duet against sequential
-# measurement on this machine under a synthetic noisy neighbour (hog.py:
-# a CPU and memory hog switching on and off at random), Bulej et al.'s
-# Table I question: which procedure gives the narrower interval?
+# tests/bench/duet/run.sh [RUNS] [ITERATIONS] [--unpinned] - duet against
+# sequential measurement on this machine under a synthetic noisy neighbour
+# (hog.py: a CPU and memory hog switching on and off at random, one worker
+# pinned per CPU unless --unpinned), Bulej et al.'s Table I question:
+# which procedure gives the narrower interval?
 #   1. A/A, duet and --sequential (randomized interleaving), same runs,
 #      iterations and seed: the 99% interval width per label and overall,
 #      and the ratio sequential / duet (> 1: duet is narrower);
@@ -16,7 +17,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 build=${BUILD:-$root/build/release}
-runs=${1:-10} iters=${2:-5}
+runs=${1:-10} iters=${2:-5} hogopt=${3:-}
 preplay=$build/preplay
 work=$(mktemp -d /tmp/bench-duet-XXXXXX)
 hog_pid=
@@ -27,13 +28,13 @@ cleanup() {
 trap cleanup EXIT
 "$build/tests/replay/replay_make_plan" two-tier "$work/a.plan"
 "$build/tests/duet/duet_plan_scale_cpu" "$work/a.plan" "$work/b.plan" 1.05 >/dev/null
-echo "duet benchmark: $runs runs x $iters iterations (+1 warm-up) each, two-tier plan, $(nproc) CPUs"
+echo "duet benchmark: $runs runs x $iters iterations (+1 warm-up) each, two-tier plan, $(nproc) CPUs, hog ${hogopt:-pinned one per CPU}"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 one() { # NAME ARGS... : a duet under the hog; its document in $work/NAME.json
   local name=$1
   shift
-  /usr/bin/python3 "$here/hog.py" 3600 7 >"$work/$name.hog" &
+  /usr/bin/python3 "$here/hog.py" 3600 7 $hogopt >"$work/$name.hog" &
   hog_pid=$!
   local t0=$SECONDS
   "$preplay" duet "$@" --runs "$runs" --iterations "$iters" --seed 11 -o "$work/$name.json" \
