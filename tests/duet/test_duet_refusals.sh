@@ -4,7 +4,7 @@
 # starts: plans with DB work without a database per side, the same
 # database twice, two plans with no label in common, one CPU only, --aa
 # with two plans, bad numbers; and labels only one side has are named,
-# not compared.
+# not compared; --slice replays the part of the schedule it names.
 set -euo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}"
 work=$(mktemp -d /tmp/duet-refuse-XXXXXX)
@@ -52,8 +52,9 @@ fi
 # other two named with the reason (one short run: 2 runs of 1 iteration)
 "$PREPLAY_BUILD_DIR/tests/duet/duet_plan_scale_cpu" "$work/plan" "$work/renamed.plan" 1 \
   "POST /slow=POST /slower" >/dev/null
+# --slice 0.5:0.3: requests 25-39 of the 50 (one per 20 ms), 10 of them GET /fast
 "$PREPLAY_BIN" duet "$work/plan" "$work/renamed.plan" --runs 2 --iterations 1 --warmup 0 \
-  -o "$work/out.json" 2>"$work/err" || { cat "$work/err"; exit 1; }
+  --slice 0.5:0.3 -o "$work/out.json" 2>"$work/err" || { cat "$work/err"; exit 1; }
 grep -qx "  POST /slow               skipped: no iteration of run 1 had it on both sides" "$work/err"
 grep -qx "  POST /slower             skipped: served by B only" "$work/err"
 python3 - "$work/out.json" <<'PY'
@@ -63,5 +64,8 @@ assert list(d["labels"]) == ["GET /fast"], d["labels"].keys()
 assert d["labels_skipped"] == {"POST /slow": "no iteration of run 1 had it on both sides",
                                "POST /slower": "served by B only"}, d["labels_skipped"]
 assert d["overall"]["iterations"] == 2
+assert d["slice_from_s"] == 0.5 and d["slice_length_s"] == 0.3
+fast = d["labels"]["GET /fast"]
+assert fast["samples_a"] == 20 and fast["samples_b"] == 20, (fast["samples_a"], fast["samples_b"])
 PY
 echo "duet refusals: ok"
