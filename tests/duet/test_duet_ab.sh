@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # test_duet_ab.sh - `preplay duet A B` detects a slower B: B is the
-# two-tier plan with every CPU op 30% longer (duet_plan_scale_cpu, through
+# two-tier plan with every CPU op 50% longer (duet_plan_scale_cpu, through
 # the plan codec: no special case in duet). Both labels carry enough
 # samples (about 17 and 8 per 1 s iteration); on each and overall the
 # interval must lie above 1 ("B slower", equal false) and the gms must be
 # plausible for the blocks' CPU share. The 5% step of issue 25 is not
 # reliably detectable in a test this short on this shared 2-core machine
 # (A/A widths of 3-9% under load averages of 6-11): it is in the benchmark,
-# tests/bench/duet/run.sh. Then the oracle redoes the statistics.
+# tests/bench/duet/run.sh. 30% with 5 runs failed once under ASan at load
+# 12: one run where A's core was the busier one pulled the percentile
+# bootstrap's lower end below 1; 50% over 8 runs keeps the lower end above
+# 1 even with one such run in the resample four times out of eight. Then
+# the oracle redoes the statistics.
 set -euo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}" "${PREPLAY_SOURCE_DIR:?}"
 work=$(mktemp -d /tmp/duet-ab-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 "$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan" two-tier "$work/a.plan"
-"$PREPLAY_BUILD_DIR/tests/duet/duet_plan_scale_cpu" "$work/a.plan" "$work/b.plan" 1.3
-"$PREPLAY_BIN" duet "$work/a.plan" "$work/b.plan" --runs 5 --iterations 4 -o "$work/ab.json" \
+"$PREPLAY_BUILD_DIR/tests/duet/duet_plan_scale_cpu" "$work/a.plan" "$work/b.plan" 1.5
+"$PREPLAY_BIN" duet "$work/a.plan" "$work/b.plan" --runs 8 --iterations 3 -o "$work/ab.json" \
   2>"$work/err" || { cat "$work/err"; exit 1; }
 cat "$work/err"
 python3 - "$work/ab.json" <<'PY'
@@ -26,8 +30,8 @@ assert set(d["labels"]) == {"GET /fast", "POST /slow"}, d["labels"].keys()
 for name, m in [("(overall)", d["overall"])] + list(d["labels"].items()):
     print(f"{name}: B/A {m['gms']:.4f} [{m['ci_low']:.4f}, {m['ci_high']:.4f}]")
     assert m["equal"] is False and m["ci_low"] > 1, (name, m["ci_low"], m["ci_high"])
-    # CPU is 40-65% of these blocks' time: 30% more CPU, 10-25% slower
-    assert 1.05 < m["gms"] < 1.4, (name, m["gms"])
+    # CPU is 40-65% of these blocks' time: 50% more CPU, 20-33% slower
+    assert 1.1 < m["gms"] < 1.7, (name, m["gms"])
 PY
 grep -Eq '^  POST /slow +B/A 1\.[0-9]{4} \[1\.[0-9]{4}, 1\.[0-9]{4}\] \(99%, width [0-9.]+%\) B slower$' "$work/err"
 /usr/bin/python3 "$PREPLAY_SOURCE_DIR/tests/duet/oracle.py" "$work/ab.json"
