@@ -2,13 +2,12 @@
  * own: pinned to its core before anything starts (the replayers it spawns
  * inherit the pinning), it opens a run_session for its plan (replayers,
  * dummy files, its own DB snapshot when it has one), then per iteration
- * restores the starting state, waits at the shared barrier and drives the
- * fixed slice of the schedule, keeping the mean and median successful
- * response time per label. --sequential takes turns instead: after the
- * barrier, the side that goes first drives while the other waits at a
- * second barrier, and then the other way round. Never shares anything with
- * the other side but the barrier; never leaves a replayer running (the
- * session closes them whatever happened). */
+ * restores the starting state, waits at the shared barrier, drives the
+ * fixed slice of the schedule and waits for the other side to finish it, keeping the mean and
+ * median successful response time per label. --sequential takes turns instead: after the barrier,
+ * the side that goes first drives while the other waits at a second barrier, and then the other way
+ * round. Never shares anything with the other side but the barrier; never leaves a replayer running
+ * (the session closes them whatever happened). */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +124,10 @@ static int duet_side_iterations(struct duet_side_state *st, json_t *iterations)
         if (duet_barrier_wait(sd->barrier, duet_side_should_stop, st))
             return -1;
         if (!c->sequential) {
-            if (duet_side_drive(st, iv + 1, iterations))
+            /* and wait for the other to finish too: its restore (file
+             * rewrites, syncfs, DB reload) must not overlap our drive */
+            if (duet_side_drive(st, iv + 1, iterations) ||
+                duet_barrier_wait(sd->barrier, duet_side_should_stop, st))
                 return -1;
             continue;
         }
