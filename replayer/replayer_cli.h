@@ -14,6 +14,7 @@ int cmd_prepare(int argc, char **argv);      /* prepare_cli.c */
 int cmd_replay(int argc, char **argv);       /* replay_cli.c */
 int cmd_drive(int argc, char **argv);        /* drive_cli.c */
 int cmd_run(int argc, char **argv);          /* run_cli.c */
+int cmd_duet(int argc, char **argv);         /* duet_cli.c */
 int cmd_remote_agent(int argc, char **argv); /* run_remote.c */
 
 #endif

@@ -36,6 +36,7 @@ static const struct preplay_command preplay_commands[] = {
     {"replay", cmd_replay, "serve one component's event blocks (replay server)"},
     {"drive", cmd_drive, "send a plan's requests to a replayer, record response times"},
     {"run", cmd_run, "replay a plan interval by interval until PT4Cloud says stable"},
+    {"duet", cmd_duet, "replay plans A and B side by side on two cores: is B slower?"},
     {"remote-agent", cmd_remote_agent,
      "the remote end of `preplay run --hosts` (started over ssh)"},
     {"compare", cmd_compare, "compare runs on instance types: SLO verdict, cost, HTML report"},

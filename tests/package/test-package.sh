@@ -87,7 +87,7 @@ complete_words() { # words of the command line; the last is completed
     bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _preplay
              printf "%s\n" "${COMPREPLY[@]}" | sort' _ "$completion" "$@"
 }
-[ "$(complete_words preplay du)" = dump ] || fail "completing 'preplay du': $(complete_words preplay du)"
+[ "$(complete_words preplay dum)" = dump ] || fail "completing 'preplay dum': $(complete_words preplay dum)"
 got=$(complete_words preplay '' | tr '\n' ' ')
 for c in $commands help; do
     grep -qw -- "$c" <<<"$got" || fail "completing 'preplay ': no $c in $got"
