@@ -378,8 +378,8 @@ static void test_counters_refused(void **state)
         "counters.windows[0].values: expected 2 values (one per name)",
         "counters.windows[0].values[1] (b): expected a number >= 0 or null",
         "counters.names[1]: \"a\" is listed twice",
-        "counters: expected {\"window_s\" in (0, 86400], \"tick_s\" in (0, window_s], \"names\", "
-        "\"windows\"}",
+        ("counters: expected {\"window_s\" in (0, 86400], \"tick_s\" in (0, window_s], "
+         "\"names\", \"windows\"}"),
     };
     for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
         const char *path = test_tmpdir_path("counters.json");
