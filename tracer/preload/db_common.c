@@ -256,3 +256,18 @@ void db_render_temporal(struct db_render *r, int type, unsigned year, unsigned m
     if (db_render_begin(r, len))
         db_render_put(r, tmp, len);
 }
+
+int db_fd_slot_lock(_Atomic uint32_t *owner, const struct tracer_thread *t)
+{
+    uint32_t self = t->tid ? t->tid : 1;
+    for (int spins = 0;; spins++) {
+        uint32_t expect = 0;
+        if (atomic_compare_exchange_weak_explicit(owner, &expect, self, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return 0;
+        if (expect == self)
+            return -1;
+        if (spins > 100)
+            syscall(SYS_sched_yield);
+    }
+}

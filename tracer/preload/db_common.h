@@ -14,6 +14,7 @@
 #ifndef PREPLAY_TRACER_DB_COMMON_H
 #define PREPLAY_TRACER_DB_COMMON_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -108,6 +109,13 @@ static inline uint32_t db_intern_statement(const char *s, size_t len, uint64_t *
  * cap when that was too small. fn must render the same list each time.
  * When the list is cut (longer than the cap, or fn said db_render_cut),
  * *params_len is the length it would have had, at least (else untouched). */
+/* Takes slot i of a wire parser's per-descriptor owner table for thread t
+ * (spinning, then yielding, while another thread holds it). Returns 0, or
+ * -1 when t holds it already: a signal handler's DB I/O inside our own
+ * parsing, which cannot wait for itself. Shared by db_wire.c and
+ * pg_wire.c; release with an atomic store of 0. */
+int db_fd_slot_lock(_Atomic uint32_t *owner, const struct tracer_thread *t);
+
 typedef void (*db_render_fn)(struct db_render *r, const void *ctx);
 uint32_t db_intern_params(db_render_fn fn, const void *ctx, uint64_t *params_len);
 

@@ -321,17 +321,8 @@ static struct db_wire_conn *db_wire_acquire(struct tracer_thread *t, struct trac
     if (!base || f < base || f - base >= DB_WIRE_FDS)
         return NULL;
     size_t i = (size_t)(f - base);
-    uint32_t self = t->tid ? t->tid : 1;
-    for (int spins = 0;; spins++) {
-        uint32_t expect = 0;
-        if (atomic_compare_exchange_weak_explicit(&db_wire_owner[i], &expect, self,
-                                                  memory_order_acquire, memory_order_relaxed))
-            break;
-        if (expect == self)
-            return NULL;
-        if (spins > 100)
-            syscall(SYS_sched_yield);
-    }
+    if (db_fd_slot_lock(&db_wire_owner[i], t))
+        return NULL;
     struct db_wire_conn *c = &db_wire_conns[i];
     if (c->conn_id != f->conn_id) {
         while (c->state != DB_WIRE_IDLE)

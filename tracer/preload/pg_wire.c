@@ -189,17 +189,8 @@ static struct pg_wire_conn *pg_wire_acquire(struct tracer_thread *t, struct trac
     if (!base || f < base || f - base >= PG_WIRE_FDS)
         return NULL;
     size_t i = (size_t)(f - base);
-    uint32_t self = t->tid ? t->tid : 1;
-    for (int spins = 0;; spins++) {
-        uint32_t expect = 0;
-        if (atomic_compare_exchange_weak_explicit(&pg_wire_owner[i], &expect, self,
-                                                  memory_order_acquire, memory_order_relaxed))
-            break;
-        if (expect == self)
-            return NULL;
-        if (spins > 100)
-            syscall(SYS_sched_yield);
-    }
+    if (db_fd_slot_lock(&pg_wire_owner[i], t))
+        return NULL;
     struct pg_wire_conn *c = &pg_wire_conns[i];
     if (c->conn_id != f->conn_id) {
         while (c->len)
