@@ -10,6 +10,7 @@
  * file in the run's private temp dir, named by PGPASSFILE in the tool's
  * environment only. Never prints. */
 #include "run_db_pg.h"
+#include "run_session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,23 +48,7 @@ int run_db_pg_passfile(const char *dir, const char *password, char *passfile, si
 
 static int run_db_pg_exec(char *const argv[], const char *passfile)
 {
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDONLY);
-        if (null >= 0)
-            dup2(null, 0);
-        if (passfile[0])
-            setenv("PGPASSFILE", passfile, 1);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return run_exec(argv, "/dev/null", NULL, "PGPASSFILE", passfile[0] ? passfile : NULL);
 }
 
 int run_db_pg_dump(const char *url, const char *passfile, const char *dump_path)

@@ -225,13 +225,15 @@ out:
     return text;
 }
 
-/* Runs argv with stdin/stdout redirected (NULL = inherit); exit status or -1. */
-static int run_exec(char *const argv[], const char *in, const char *out)
+int run_exec(char *const argv[], const char *in, const char *out, const char *env_name,
+             const char *env_value)
 {
     pid_t pid = fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        if (env_name && env_value)
+            setenv(env_name, env_value, 1);
         if (in) {
             int fd = open(in, O_RDONLY);
             if (fd < 0 || dup2(fd, 0) < 0)
@@ -324,7 +326,7 @@ static int run_db_client(const struct run_db *d, const char *tool, const char *i
     }
     argv[n++] = (char *)d->db;
     argv[n] = NULL;
-    return run_exec(argv, in, out);
+    return run_exec(argv, in, out, NULL, NULL);
 }
 
 /* The password for the mariadb clients, in an option file only we can
@@ -879,7 +881,7 @@ void run_session_close(struct run_session *s, int rc)
     }
     if (s->have_work && (rc == 0 || !logs)) {
         char *rm[] = {"rm", "-rf", s->work, NULL};
-        run_exec(rm, NULL, NULL);
+        run_exec(rm, NULL, NULL, NULL, NULL);
     } else if (s->have_work) {
         fprintf(stderr, "run: replayer logs kept in %s\n", s->work);
     }

@@ -108,4 +108,11 @@ void run_session_print_death(struct run_session *s, const char *prefix, size_t i
  * dir when rc is 0 (else says where the logs are), frees everything. */
 void run_session_close(struct run_session *s, int rc);
 
+/* Runs argv with stdin/stdout redirected (NULL = inherit; out is created
+ * through out_file, never through a planted link) and, when both are
+ * given, env_name=env_value set in the child; its exit status (128 + signal
+ * when killed), or -1. */
+int run_exec(char *const argv[], const char *in, const char *out, const char *env_name,
+             const char *env_value);
+
 #endif
