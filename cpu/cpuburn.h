@@ -35,7 +35,6 @@ struct cpuburn_calibration {
     uint64_t steal_ns;      /* steal on the core during the rounds (/proc/stat) */
     int steal_mode;         /* enum cpuburn_steal_mode */
     uint64_t clock_read_ns; /* CPU cost of one thread-CPU-clock read (median) */
-    uint64_t chunk_ns;      /* burns longer than this re-read the clock after each chunk */
 };
 
 /* Pins the calling thread to `cpu` (or, with cpu < 0, to the core it runs
@@ -54,9 +53,10 @@ void cpuburn_unpin(const struct cpuburn_affinity *saved);
 int cpuburn_calibrate(struct cpuburn_calibration *out, int cpu, uint64_t total_ns, char *err,
                       size_t errlen);
 
-/* Burns ns nanoseconds of this thread's CPU time. Returns the CPU time the
- * call consumed as measured by the clock reads it made (0 when it made
- * only one read, i.e. trusted the calibration for a short burn). */
+/* Burns ns nanoseconds of this thread's CPU time: the calibrated number of
+ * loop iterations, with no clock read or other syscall in between (the
+ * scheduler sees pure user-space work, as it does the recorded code's).
+ * Returns ns. */
 uint64_t cpuburn_run(const struct cpuburn_calibration *cal, uint64_t ns);
 
 /* The loop itself: n iterations; returns a value the caller may ignore. */

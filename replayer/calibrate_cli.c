@@ -168,7 +168,6 @@ int cmd_calibrate(int argc, char **argv)
         json_object_set_new(o, "steal_ns", json_integer((json_int_t)cal.steal_ns));
         json_object_set_new(o, "steal_mode", json_string(cpuburn_steal_mode_name(cal.steal_mode)));
         json_object_set_new(o, "clock_read_ns", json_integer((json_int_t)cal.clock_read_ns));
-        json_object_set_new(o, "chunk_ns", json_integer((json_int_t)cal.chunk_ns));
         json_t *arr = json_array();
         for (int i = 0; i < nscores; i++) {
             json_t *s = json_object();
@@ -195,8 +194,8 @@ int cmd_calibrate(int argc, char **argv)
     printf("calibration: %.1f ms thread CPU, %.1f ms wall, steal seen %.1f ms (%s)\n",
            (double)cal.cpu_ns / 1e6, (double)cal.wall_ns / 1e6, (double)cal.steal_ns / 1e6,
            cpuburn_steal_mode_name(cal.steal_mode));
-    printf("thread CPU clock read: %llu ns; burns over %llu us re-read it per chunk\n",
-           (unsigned long long)cal.clock_read_ns, (unsigned long long)(cal.chunk_ns / 1000));
+    printf("thread CPU clock read: %llu ns (a burn reads none)\n",
+           (unsigned long long)cal.clock_read_ns);
     if (nscores) {
         printf("kernels (thread CPU seconds on cpu %d):\n", cal.cpu);
         for (int i = 0; i < nscores; i++)

@@ -16,9 +16,8 @@
 #      medians spanned 4.4% while the prediction landed +19.7% (CPU ratio
 #      1.006), in the run before within the goal. For the p95:
 #      a short label's p95 here is ~85 samples a run of CPU queueing on the
-#      type's core, and the prediction's is 30-50% low on the shortest
-#      labels (GET /static, GET /log: an open gap, docs/accuracy.md); the
-#      full benchmark (run.sh) judges the 20% goal. A 2x tail error fails.
+#      type's core; the full benchmark (run.sh) judges the 20% goal. A 2x
+#      tail error fails.
 # One run decides: no retry, no forgiving by overlapping intervals. Real
 # runs the shared machine stalled (every label > 1.5x slower than in the
 # typical run; seen: 2 .. 4 runs of 7 at 2 .. 6x) are set aside, which can
