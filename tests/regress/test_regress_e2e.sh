@@ -21,9 +21,13 @@ cleanup() {
 }
 trap cleanup EXIT
 "$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan" two-tier "$work/plan"
-run() { # name
-  "$PREPLAY_BIN" run "$work/plan" --max-intervals 2 --interval 6s --p0 0.99999 --window 1s \
+stat_user() { awk '$1 == "cpu" { print $2 + $3, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+run() { # name: the run, and the machine's user/total jiffies around it and the run's own user s
+  stat_user >"$work/$1.stat"
+  /usr/bin/time -o "$work/$1.time" -f "%U %e" \
+    "$PREPLAY_BIN" run "$work/plan" --max-intervals 2 --interval 6s --p0 0.99999 --window 1s \
     -o "$work/$1.json" 2>"$work/$1.err" || { cat "$work/$1.err" >&2; exit 1; }
+  stat_user >>"$work/$1.stat"
 }
 run base1
 run base2
@@ -53,9 +57,10 @@ print("counters ok: %d windows, %d counters" % (len(c["windows"]), len(names)))
 PY
 "$PREPLAY_BIN" regress "$work/base1.json" "$work/base2.json" -- "$work/hog.json" -o "$work/hog-r.json"
 "$PREPLAY_BIN" regress "$work/base1.json" -- "$work/base2.json" -o "$work/aa-r.json"
-/usr/bin/python3 - "$work/hog-r.json" "$work/aa-r.json" "$expected" <<'PY'
-import json, sys
+/usr/bin/python3 - "$work/hog-r.json" "$work/aa-r.json" "$expected" "$work" <<'PY'
+import json, os, sys
 hog, aa, expected = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), set(sys.argv[3].split("|"))
+work = sys.argv[4]
 got = {f["counter"]: f for f in hog["flagged"]}
 hit = [c for c in expected if c in got and got[c]["direction"] == "up"]
 tp, fp = len(hit), len(set(got) - expected)
@@ -66,9 +71,35 @@ print("CPU hog: flagged %s; expected %d/%d, precision %.2f, recall %.2f" % (
 assert tp >= 3, "the CPU hog's counters were not flagged"
 assert hog["flagged"][0]["counter"] in expected, hog["flagged"][0]
 print("normal vs normal: flagged %s" % [(f["counter"], round(f["severity"], 2)) for f in aa["flagged"]])
+
+def outside_user(name):
+    """user CPU of everything but the run, as a fraction of the machine"""
+    (u0, t0), (u1, t1) = [map(float, l.split()) for l in open(f"{work}/{name}.stat")]
+    run_user_s = float(open(f"{work}/{name}.time").read().split()[0])
+    hz = os.sysconf("SC_CLK_TCK")
+    return ((u1 - u0) / hz - run_user_s) / ((t1 - t0) / hz)
+
+def mean_counter(name, counter):
+    c = json.load(open(f"{work}/{name}.json"))["counters"]
+    i = c["names"].index(counter)
+    v = [w["values"][i] for w in c["windows"] if w["values"][i] is not None]
+    return sum(v) / len(v)
+
+outside = outside_user("base2") - outside_user("base1")
+shift = mean_counter("base2", "cpu_user") - mean_counter("base1", "cpu_user")
+print("outside the runs, user CPU of the machine moved by %+.4f between the normal runs; "
+      "cpu_user's window mean by %+.4f" % (outside, shift))
+explained = {"cpu_user", "run_queue", "cpu_pressure", "ctx_switches_per_s", "cpu_system"}
+aa_flags = aa["flagged"]
+if shift and abs(outside) >= 0.5 * abs(shift) and outside * shift > 0:
+    excused = [f for f in aa_flags if f["counter"] in explained]
+    if excused:
+        print("set aside (the machine's other jobs moved, measured above): %s" %
+              [f["counter"] for f in excused])
+    aa_flags = [f for f in aa_flags if f["counter"] not in explained]
 # machine-wide counters of a shared machine do move between two runs a
 # minute apart (other jobs' disk and loopback traffic): a few, rarely
 # violated, are tolerated; the thesis's rule alone flags 8 to 18 here
-assert len(aa["flagged"]) <= 3 and all(f["severity"] <= 0.6 for f in aa["flagged"]), aa["flagged"]
+assert len(aa_flags) <= 3 and all(f["severity"] <= 0.6 for f in aa_flags), aa_flags
 PY
 echo "regress e2e ok"
