@@ -175,6 +175,20 @@ def judge_label(runs, pred, tols, min_count, kept, max_floor):
     return row
 
 
+def judge_summary(labels, rows):
+    """one short line per label before the wide table: a log excerpt that
+    keeps only the first lines (CI's) still shows which label missed"""
+    for label in labels:
+        r = rows[label]
+        q = []
+        for name in ("median", "p95"):
+            m = r[name]
+            if m.get("pred_s") and m.get("center_s"):
+                q.append("%s %+.1f%% (tol %.1f%%)" % (name, 100 * (m["pred_s"] / m["center_s"] - 1),
+                                                      100 * m["tolerance"]))
+        print(f"  {label}: {r['verdict']}: " + ", ".join(q))
+
+
 def judge_print(title, labels, rows):
     print(f"### {title}" if title else "")
     print("| label | n real runs / pred | real p50 ms per run ((set aside)) | center p50 | pred p50 | err | "
@@ -236,6 +250,7 @@ def main():
             rows[L]["verdict"] = "NOT JUDGED"
             rows[L]["why"] = (f"{len(kept)} real runs without a stall, at least {a.min_runs} "
                               "needed (the machine was too busy)")
+    judge_summary(labels, rows)
     judge_print(a.title, labels, rows)
     bad = []
     if failed:

@@ -144,8 +144,9 @@ grep '^run: CPU ratio' "$w/pred.log" >&2
 # 4. judge
 reals=()
 for ((k = 1; k <= runs; k++)); do reals+=(--real "$w/real$k.csv"); done
-for ((k = 1; k <= runs; k++)); do echo "load average before real run $k: $(cut -d' ' -f1-3 "$w/real$k.loadavg")"; done
-echo "load average before the prediction: $(cut -d' ' -f1-3 "$w/pred.loadavg")"
+loads=""
+for ((k = 1; k <= runs; k++)); do loads+=" $k: $(cut -d' ' -f1 "$w/real$k.loadavg"),"; done
+echo "load average (1 min) before real run$loads before the prediction: $(cut -d' ' -f1 "$w/pred.loadavg")"
 status=0
 if [ "$sanitize" = 1 ]; then
   # every label predicted, nothing failed; no timing verdict
