@@ -2,7 +2,9 @@
  * the MySQL C API interposer (interpose_db.c) and the wire-protocol parser
  * (db_wire.c) both render statement parameters as SQL-like text (`1, 'abc',
  * NULL`) for TRACE_DB_EXECUTE events, with the same quoting and limits, so a
- * statement looks the same in a trace whichever way it was captured.
+ * statement looks the same in a trace whichever way it was captured. The
+ * two wire parsers (db_wire.c for MySQL, pg_wire.c for PostgreSQL) walk a
+ * send's iovecs with one cursor (db_iov_take).
  *
  * Rendering writes into a caller-provided buffer: it never allocates and
  * never fails (values that do not fit are cut and marked with `...`).
@@ -17,10 +19,44 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
 
 #include "trace_event.h"
 #include "tracer_state.h"
 #include "tracer_strings.h"
+
+/* Where a wire parser (db_wire.c, pg_wire.c) stands in the bytes of one
+ * send or receive. */
+struct db_iov_cursor {
+    const struct iovec *iov;
+    int iovcnt, vi;
+    size_t voff;
+};
+
+/* Moves the cursor over n bytes, copying the first `room` of them to dst
+ * (NULL: none). Returns the bytes copied. */
+static inline __attribute__((always_inline)) size_t db_iov_take(struct db_iov_cursor *cur, size_t n,
+                                                                unsigned char *dst, size_t room)
+{
+    size_t kept = 0;
+    while (n && cur->vi < cur->iovcnt) {
+        size_t in = cur->iov[cur->vi].iov_len - cur->voff;
+        size_t s = n < in ? n : in;
+        if (dst && kept < room) {
+            size_t cp = room - kept < s ? room - kept : s;
+            memcpy(dst + kept, (const unsigned char *)cur->iov[cur->vi].iov_base + cur->voff, cp);
+            kept += cp;
+        }
+        cur->voff += s;
+        n -= s;
+        if (cur->voff == cur->iov[cur->vi].iov_len) {
+            cur->vi++;
+            cur->voff = 0;
+        }
+    }
+    return kept;
+}
 
 /* The per-thread buffer a parameter list is rendered into first: longer
  * lists are rendered again into a mapping of the cap. */

@@ -724,39 +724,8 @@ static int db_wire_view(const struct db_wire_conn *c, int tls_plaintext)
     return tls_plaintext ? c && c->tls : !(c && c->tls);
 }
 
-/* Where parsing stands in the bytes of one send. */
-struct db_wire_cursor {
-    const struct iovec *iov;
-    int iovcnt, vi;
-    size_t voff;
-};
-
-/* Moves the cursor over n bytes, copying the first `room` of them to dst
- * (NULL: none). Returns the bytes copied. */
-static inline __attribute__((always_inline)) size_t
-db_wire_take(struct db_wire_cursor *cur, size_t n, unsigned char *dst, size_t room)
-{
-    size_t kept = 0;
-    while (n && cur->vi < cur->iovcnt) {
-        size_t in = cur->iov[cur->vi].iov_len - cur->voff;
-        size_t s = n < in ? n : in;
-        if (dst && kept < room) {
-            size_t cp = room - kept < s ? room - kept : s;
-            memcpy(dst + kept, (const unsigned char *)cur->iov[cur->vi].iov_base + cur->voff, cp);
-            kept += cp;
-        }
-        cur->voff += s;
-        n -= s;
-        if (cur->voff == cur->iov[cur->vi].iov_len) {
-            cur->vi++;
-            cur->voff = 0;
-        }
-    }
-    return kept;
-}
-
 /* The byte at the cursor (there is one: the caller knows bytes are left). */
-static unsigned db_wire_peek_byte(const struct db_wire_cursor *cur)
+static unsigned db_wire_peek_byte(const struct db_iov_cursor *cur)
 {
     int vi = cur->vi;
     size_t voff = cur->voff;
@@ -814,10 +783,9 @@ static void db_wire_gather_end(struct tracer_thread *t, struct tracer_fd *f, str
  * (f->db_pkt_remaining). The command ends with its last packet: one
  * shorter than DB_WIRE_PKT_MAX. */
 static void db_wire_gather_add(struct tracer_thread *t, struct tracer_fd *f, struct db_wire_conn *c,
-                               struct db_wire_cursor *cur, size_t take, size_t left,
-                               uint64_t end_ns)
+                               struct db_iov_cursor *cur, size_t take, size_t left, uint64_t end_ns)
 {
-    c->g.have += db_wire_take(cur, take, c->g.buf + c->g.have, c->g.mapped - c->g.have);
+    c->g.have += db_iov_take(cur, take, c->g.buf + c->g.have, c->g.mapped - c->g.have);
     c->g.total += take;
     f->db_pkt_remaining = (uint32_t)(left - take);
     c->g.in_pkt = f->db_pkt_remaining != 0;
@@ -829,7 +797,7 @@ static void db_wire_gather_add(struct tracer_thread *t, struct tracer_fd *f, str
  * of them in this send) be gathered? A statement (QUERY, PREPARE, EXECUTE)
  * that this send does not bring whole, or that is longer than the inline
  * copy, is; so is a command whose first byte is not here yet. */
-static int db_wire_gather_wanted(const struct db_wire_cursor *cur, uint32_t len, size_t avail)
+static int db_wire_gather_wanted(const struct db_iov_cursor *cur, uint32_t len, size_t avail)
 {
     if (!avail)
         return len > 0;
@@ -843,13 +811,13 @@ static int db_wire_gather_wanted(const struct db_wire_cursor *cur, uint32_t len,
  * an earlier send (gathered, when a command is). Returns the bytes gone
  * past, 0 when nothing was to skip. */
 static size_t db_wire_skip(struct tracer_thread *t, struct tracer_fd *f, struct db_wire_conn *c,
-                           struct db_wire_cursor *cur, size_t left, uint64_t end_ns)
+                           struct db_iov_cursor *cur, size_t left, uint64_t end_ns)
 {
     if (f->db_skip) {
         /* bytes parsed for an earlier send that did not send them */
         size_t n = f->db_skip < left ? f->db_skip : left;
         f->db_skip -= (uint32_t)n;
-        db_wire_take(cur, n, NULL, 0);
+        db_iov_take(cur, n, NULL, 0);
         return n;
     }
     if (!f->db_pkt_remaining)
@@ -859,7 +827,7 @@ static size_t db_wire_skip(struct tracer_thread *t, struct tracer_fd *f, struct 
         db_wire_gather_add(t, f, c, cur, n, f->db_pkt_remaining, end_ns);
     } else {
         f->db_pkt_remaining -= (uint32_t)n;
-        db_wire_take(cur, n, NULL, 0);
+        db_iov_take(cur, n, NULL, 0);
     }
     return n;
 }
@@ -872,7 +840,7 @@ static void db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, struct db
         return;
     /* Flatten at most what we need from the front of each packet. */
     static __thread unsigned char buf[DB_WIRE_INLINE_MAX + 16];
-    struct db_wire_cursor cur = {.iov = iov, .iovcnt = iovcnt};
+    struct db_iov_cursor cur = {.iov = iov, .iovcnt = iovcnt};
     size_t pos = 0; /* position in the logical stream of this send */
     while (pos < nbytes && cur.vi < iovcnt) {
         size_t skipped = db_wire_skip(t, f, c, &cur, nbytes - pos, end_ns);
@@ -918,7 +886,7 @@ static void db_wire_sent(struct tracer_thread *t, struct tracer_fd *f, struct db
         }
         /* copy the payload part present in this send */
         size_t want = len < DB_WIRE_INLINE_MAX + 8 ? len : DB_WIRE_INLINE_MAX + 8;
-        size_t got = db_wire_take(&cur, take_total, buf, want);
+        size_t got = db_iov_take(&cur, take_total, buf, want);
         pos += take_total;
         f->db_pkt_remaining = len - (uint32_t)take_total;
         if (seq == 0)

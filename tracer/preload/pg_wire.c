@@ -815,35 +815,6 @@ static void pg_wire_received_bytes(struct tracer_thread *t, struct pg_wire_conn 
 
 /* ---- client framing ---- */
 
-/* Where parsing stands in the bytes of one send. */
-struct pg_wire_cursor {
-    const struct iovec *iov;
-    int iovcnt, vi;
-    size_t voff;
-};
-
-/* Moves the cursor over n bytes, copying the first `room` to dst. */
-static size_t pg_wire_take(struct pg_wire_cursor *cur, size_t n, unsigned char *dst, size_t room)
-{
-    size_t kept = 0;
-    while (n && cur->vi < cur->iovcnt) {
-        size_t in = cur->iov[cur->vi].iov_len - cur->voff;
-        size_t s = n < in ? n : in;
-        if (dst && kept < room) {
-            size_t cp = room - kept < s ? room - kept : s;
-            memcpy(dst + kept, (const unsigned char *)cur->iov[cur->vi].iov_base + cur->voff, cp);
-            kept += cp;
-        }
-        cur->voff += s;
-        n -= s;
-        if (cur->voff == cur->iov[cur->vi].iov_len) {
-            cur->vi++;
-            cur->voff = 0;
-        }
-    }
-    return kept;
-}
-
 /* Starts gathering a message body in c's mapping. -1: none to be had. */
 static int pg_wire_gather_start(struct pg_wire_conn *c, uint64_t begin_ns)
 {
@@ -867,13 +838,13 @@ static int pg_wire_gather_start(struct pg_wire_conn *c, uint64_t begin_ns)
 
 /* The body of the current message: `n` of its bytes at the cursor. */
 static void pg_wire_body(struct tracer_thread *t, struct tracer_fd *f, struct pg_wire_conn *c,
-                         struct pg_wire_cursor *cur, size_t n, uint64_t end_ns)
+                         struct db_iov_cursor *cur, size_t n, uint64_t end_ns)
 {
     if (c->gathering) {
-        c->ghave += pg_wire_take(cur, n, c->gbuf + c->ghave, c->gmapped - c->ghave);
+        c->ghave += db_iov_take(cur, n, c->gbuf + c->ghave, c->gmapped - c->ghave);
         c->gtotal += n;
     } else {
-        pg_wire_take(cur, n, NULL, 0);
+        db_iov_take(cur, n, NULL, 0);
     }
     c->cleft -= (uint32_t)n;
     if (!c->cleft && c->gathering) {
@@ -891,7 +862,7 @@ static void pg_wire_body(struct tracer_thread *t, struct tracer_fd *f, struct pg
  * data, passwords: only their length matters). Returns the body bytes
  * taken from the cursor now (the rest: pg_wire_body, as they come). */
 static size_t pg_wire_header(struct tracer_thread *t, struct tracer_fd *f, struct pg_wire_conn *c,
-                             struct pg_wire_cursor *cur, size_t avail, uint64_t begin_ns,
+                             struct db_iov_cursor *cur, size_t avail, uint64_t begin_ns,
                              uint64_t end_ns)
 {
     static __thread unsigned char buf[PG_WIRE_INLINE_MAX];
@@ -908,7 +879,7 @@ static size_t pg_wire_header(struct tracer_thread *t, struct tracer_fd *f, struc
     }
     if (c->cleft <= avail && c->cleft <= PG_WIRE_INLINE_MAX) {
         size_t body = c->cleft;
-        pg_wire_take(cur, body, buf, sizeof buf);
+        db_iov_take(cur, body, buf, sizeof buf);
         c->cleft = 0;
         pg_wire_client_message(t, f, c, c->ctype, buf, body, body, begin_ns, end_ns);
         return body;
@@ -923,14 +894,14 @@ static void pg_wire_sent_bytes(struct tracer_thread *t, struct tracer_fd *f, str
                                const struct iovec *iov, int iovcnt, size_t nbytes,
                                uint64_t begin_ns, uint64_t end_ns)
 {
-    struct pg_wire_cursor cur = {.iov = iov, .iovcnt = iovcnt};
+    struct db_iov_cursor cur = {.iov = iov, .iovcnt = iovcnt};
     size_t pos = 0;
     while (pos < nbytes && cur.vi < iovcnt && !c->opaque) {
         size_t left = nbytes - pos;
         if (f->db_skip) { /* parsed for an earlier send that did not send them */
             size_t n = f->db_skip < left ? f->db_skip : left;
             f->db_skip -= (uint32_t)n;
-            pg_wire_take(&cur, n, NULL, 0);
+            db_iov_take(&cur, n, NULL, 0);
             pos += n;
             continue;
         }
@@ -941,8 +912,8 @@ static void pg_wire_sent_bytes(struct tracer_thread *t, struct tracer_fd *f, str
             continue;
         }
         size_t need = c->started ? 5 : 4;
-        size_t got = pg_wire_take(&cur, need - c->chdr_have < left ? need - c->chdr_have : left,
-                                  c->chdr + c->chdr_have, need - c->chdr_have);
+        size_t got = db_iov_take(&cur, need - c->chdr_have < left ? need - c->chdr_have : left,
+                                 c->chdr + c->chdr_have, need - c->chdr_have);
         c->chdr_have += (uint8_t)got;
         pos += got;
         if (!got)
