@@ -62,6 +62,22 @@ for side in ("samples_a", "samples_b"):
     assert sum(m[side] for m in d["labels"].values()) == 1200, side
 PY
 /usr/bin/python3 "$PREPLAY_SOURCE_DIR/tests/duet/oracle.py" "$work/aa.json"
+# `preplay compare` on the file: equal overall and per label; a damaged
+# copy is refused naming the key
+"$PREPLAY_BIN" compare "$work/aa.json" >"$work/cmp" || { cat "$work/cmp"; exit 1; }
+cat "$work/cmp"
+grep -Eq '^=> A/A: equal, as A against itself should be: B/A [01]\.[0-9]{4}, 99\.9% interval \[[01]\.[0-9]{4}, [01]\.[0-9]{4}\] contains 1; its width [0-9.]+% is what this machine cannot tell apart$' "$work/cmp"
+[ "$(grep -Ec '^(\(overall\)|GET /fast|POST /slow) +[01]\.[0-9]{4}  \[[01]\.[0-9]{4}, [01]\.[0-9]{4}\] +[0-9.]+%  equal    24 \(12 x 2\)$' "$work/cmp")" -eq 3 ]
+python3 - "$work/aa.json" "$work/bad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["labels"]["GET /fast"]["equal"] = False
+json.dump(d, open(sys.argv[2], "w"), indent=1)
+PY
+rc=0
+"$PREPLAY_BIN" compare "$work/bad.json" >"$work/cmp" 2>"$work/cmperr" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -s "$work/cmp" ]
+grep -Eqx "compare: $work/bad.json: labels.\"GET /fast\".equal: false, but the interval \[[0-9.]+, [0-9.]+\] contains 1" "$work/cmperr"
 # no replayer or side left behind
 if pgrep -f "preplay replay $work/plan" >/dev/null; then
   echo "replayers left running" >&2
