@@ -5,6 +5,9 @@
  *
  * Layers, each usable alone (tests build on them):
  *   compare_run_load      one results file -> struct compare_run
+ *   compare_input_load    a results or a duet file, by its "format"
+ *   compare_duet_*        duet files (`preplay duet`): B/A per label
+ *                         with its interval, the A/A file as context
  *   compare_recording_load the plan's recorded response times per label
  *   compare_slo_parse     'p95<200ms' -> struct compare_slo
  *   compare_analyze       statistics (through stats/, never
@@ -23,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "duet_reader.h"
 #include "results_reader.h"
 
 #define COMPARE_ERR_LEN 512
@@ -133,6 +137,9 @@ struct compare_run {
 /* Loads one results file. 0, or -1 with a one-line reason in err and
  * nothing left allocated in run. */
 int compare_run_load(const char *path, struct compare_run *run, char *err, size_t errlen);
+/* The same from a parsed results document (compare_input_load). */
+int compare_run_load_json(json_t *root, const char *path, struct compare_run *run, char *err,
+                          size_t errlen);
 void compare_run_free(struct compare_run *run);
 const struct compare_label *compare_run_label(const struct compare_run *run, const char *name);
 
@@ -229,9 +236,38 @@ json_t *compare_json(const struct compare_run *runs, size_t nruns,
 void compare_print_table(FILE *out, const struct compare_run *runs, size_t nruns,
                          const struct compare_recording *rec, const struct compare_options *opt,
                          const struct compare_verdict *v);
-/* The self-contained HTML report. 0 or -1 with err. */
+/* A duet.json (formats/DUET.md) given to compare. */
+struct compare_duet {
+    char *path;
+    struct duet_file df;
+    /* the A/A file of this A/B file's recording (A's, else B's): its
+     * interval widths are the context of the verdicts; NULL: none */
+    const struct compare_duet *aa;
+};
+/* Reads path once and loads it by its "format": a duet file into duet
+ * (*is_duet 1), anything else as results into run (*is_duet 0; the
+ * results reader refuses what is neither). 0, or -1 with err and nothing
+ * left allocated. */
+int compare_input_load(const char *path, struct compare_run *run, struct compare_duet *duet,
+                       int *is_duet, char *err, size_t errlen);
+void compare_duet_free(struct compare_duet *d);
+/* Sets each A/B file's aa; refuses two A/A files of one recording. */
+int compare_duet_match(struct compare_duet *d, size_t n, char *err, size_t errlen);
+/* The A/A metric of label (NULL: overall) in d's A/A context, or NULL. */
+const struct duet_metric_read *compare_duet_aa_metric(const struct compare_duet *d,
+                                                      const char *label);
+/* Per file: a header line, one row per label and overall (B/A, interval,
+ * width, equal/slower/faster, ratios as runs x iterations, A/A width) and
+ * a verdict line. */
+void compare_duet_print(FILE *out, const struct compare_duet *d, size_t n);
+json_t *compare_duet_json(const struct compare_duet *d, size_t n);
+
+/* The self-contained HTML report: the instance types' sections when nruns
+ * (v then non-NULL), the "Versions (duet)" section when nduets. 0 or -1
+ * with err. */
 int compare_report_write(const char *path, const struct compare_run *runs, size_t nruns,
                          const struct compare_recording *rec, const struct compare_options *opt,
-                         const struct compare_verdict *v, char *err, size_t errlen);
+                         const struct compare_verdict *v, const struct compare_duet *duets,
+                         size_t nduets, char *err, size_t errlen);
 
 #endif

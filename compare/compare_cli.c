@@ -1,9 +1,11 @@
-/* compare_cli.c - `preplay compare RESULTS... [--plan PLAN] [--slo SLO]...
+/* compare_cli.c - `preplay compare FILE... [--plan PLAN] [--slo SLO]...
  * [--slo-label LABEL]... [--equivalent-p P] [--allow-failed] [-o
- * report.html] [--json]`: loads every results file, checks they belong
- * together, decides, and prints the verdict table (or JSON) and writes the
- * HTML report. Never writes a report from inputs it refused; exits 3 (after
- * printing and writing everything) when no type could be ranked. */
+ * report.html] [--json]`: loads every file as results or duet by its
+ * "format", checks they belong together, decides, and prints the verdict
+ * table and the duet tables (or JSON) and writes the HTML report. Never
+ * writes a report from inputs it refused; exits 3 (after printing and
+ * writing everything) when results were given and no type could be
+ * ranked. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +17,14 @@ static void compare_usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: preplay compare RESULTS... [--plan PLAN] [--slo SLO]... [--slo-label "
+        "usage: preplay compare FILE... [--plan PLAN] [--slo SLO]... [--slo-label "
         "LABEL]...\n"
         "                       [--equivalent-p P] [--allow-failed] [-o report.html] [--json]\n\n"
         "Compares the results of `preplay run` on candidate instance types (one file per\n"
         "type, named with --instance and priced with --price at run time) and says which\n"
-        "meet the SLOs and which of those is cheapest per million requests.\n\n"
+        "meet the SLOs and which of those is cheapest per million requests. A FILE that\n"
+        "`preplay duet` wrote shows version B against A per label (B/A with its interval:\n"
+        "equal, slower or faster); an --aa one is the A/A context of the others.\n\n"
         "  --plan PLAN        the plan the runs replayed: adds the on-premise recording\n"
         "                     (p against it per label, requests per label over time)\n"
         "  --slo SLO          METRIC<LIMIT or METRIC<=LIMIT; METRIC median|p50|p95|p99,\n"
@@ -31,18 +35,29 @@ static void compare_usage(FILE *out)
         "                     labels never replayed); without it they are not ranked\n"
         "  -o FILE            write the self-contained HTML report\n"
         "  --json             print the comparison as JSON instead of the table\n"
+        "The options other than -o and --json apply to results files only.\n"
         "Exit status: 0, 1 bad input, 2 usage, 3 no type could be ranked (every replay\n"
         "failed). See docs/preplay-compare.md.\n");
 }
 
-/* The verdict on stdout (table or JSON) and the report; -1 (said on
- * stderr) when one cannot be written. */
-static int compare_cli_emit(const struct compare_run *runs, size_t nruns,
-                            const struct compare_recording *rec, const struct compare_options *opt,
-                            const struct compare_verdict *v, int json_out, const char *out_path)
+/* What compare was given: results (runs) and duet files. */
+struct compare_inputs {
+    struct compare_run *runs;
+    size_t nruns;
+    struct compare_duet *duets;
+    size_t nduets;
+};
+
+/* The verdict and the duet tables on stdout (text or JSON) and the report;
+ * -1 (said on stderr) when one cannot be written. v is NULL without runs. */
+static int compare_cli_emit(const struct compare_inputs *in, const struct compare_recording *rec,
+                            const struct compare_options *opt, const struct compare_verdict *v,
+                            int json_out, const char *out_path)
 {
     if (json_out) {
-        json_t *j = compare_json(runs, nruns, rec, opt, v);
+        json_t *j = in->nruns ? compare_json(in->runs, in->nruns, rec, opt, v) : json_object();
+        if (j && in->nduets)
+            json_object_set_new(j, "duet", compare_duet_json(in->duets, in->nduets));
         if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
             json_decref(j);
             fprintf(stderr, "compare: cannot write JSON\n");
@@ -50,15 +65,51 @@ static int compare_cli_emit(const struct compare_run *runs, size_t nruns,
         }
         json_decref(j);
         printf("\n");
-    } else
-        compare_print_table(stdout, runs, nruns, rec, opt, v);
+    } else {
+        if (in->nruns)
+            compare_print_table(stdout, in->runs, in->nruns, rec, opt, v);
+        if (in->nruns && in->nduets)
+            printf("\n");
+        compare_duet_print(stdout, in->duets, in->nduets);
+    }
     if (out_path) {
         char err[COMPARE_ERR_LEN];
-        if (compare_report_write(out_path, runs, nruns, rec, opt, v, err, sizeof err)) {
+        if (compare_report_write(out_path, in->runs, in->nruns, rec, opt, v, in->duets, in->nduets,
+                                 err, sizeof err)) {
             fprintf(stderr, "compare: %s\n", err);
             return -1;
         }
         fprintf(stderr, "compare: report written to %s\n", out_path);
+    }
+    return 0;
+}
+
+/* Every FILE, each as results or duet; the duet files matched to their
+ * A/A context. 0, or -1 (said on stderr). */
+static int compare_cli_load(char **files, int n, struct compare_inputs *in)
+{
+    char err[COMPARE_ERR_LEN];
+    in->runs = calloc((size_t)n + 1, sizeof *in->runs);
+    in->duets = calloc((size_t)n + 1, sizeof *in->duets);
+    if (!in->runs || !in->duets) {
+        fprintf(stderr, "compare: out of memory\n");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        int is_duet = 0;
+        if (compare_input_load(files[i], &in->runs[in->nruns], &in->duets[in->nduets], &is_duet,
+                               err, sizeof err)) {
+            fprintf(stderr, "compare: %s\n", err);
+            return -1;
+        }
+        if (is_duet)
+            in->nduets++;
+        else
+            in->nruns++;
+    }
+    if (compare_duet_match(in->duets, in->nduets, err, sizeof err)) {
+        fprintf(stderr, "compare: %s\n", err);
+        return -1;
     }
     return 0;
 }
@@ -78,10 +129,10 @@ int cmd_compare(int argc, char **argv)
     int json_out = 0, rc = 2;
     struct compare_options opt;
     compare_options_default(&opt);
+    const double equivalent_default = opt.equivalent_p;
     struct compare_slo *slos = calloc((size_t)argc + 1, sizeof *slos);
     const char **slo_labels = calloc((size_t)argc + 1, sizeof *slo_labels);
-    struct compare_run *runs = NULL;
-    size_t nruns = 0;
+    struct compare_inputs in = {0};
     struct compare_recording rec = {0};
     int have_rec = 0;
     struct compare_verdict v = {0};
@@ -140,7 +191,7 @@ int cmd_compare(int argc, char **argv)
     opt.slos = slos;
     opt.slo_labels = slo_labels;
     if (optind >= argc) {
-        fprintf(stderr, "compare: needs at least one RESULTS file (see --help)\n");
+        fprintf(stderr, "compare: needs at least one results or duet FILE (see --help)\n");
         goto out;
     }
     if (opt.nslo_labels && !opt.nslos) {
@@ -148,18 +199,14 @@ int cmd_compare(int argc, char **argv)
         goto out;
     }
     rc = 1;
-    runs = calloc((size_t)(argc - optind), sizeof *runs);
-    if (!runs) {
-        fprintf(stderr, "compare: out of memory\n");
+    if (compare_cli_load(argv + optind, argc - optind, &in))
         goto out;
-    }
-    for (int i = optind; i < argc; i++) {
-        int failed = compare_run_load(argv[i], &runs[nruns], err, sizeof err);
-        nruns++;
-        if (failed) {
-            fprintf(stderr, "compare: %s\n", err);
-            goto out;
-        }
+    if (!in.nruns &&
+        (plan_path || opt.nslos || opt.equivalent_p != equivalent_default || opt.allow_failed)) {
+        fprintf(stderr, "compare: --plan, --slo, --equivalent-p and --allow-failed apply to "
+                        "results files; only duet files were given\n");
+        rc = 2;
+        goto out;
     }
     if (plan_path) {
         if (compare_recording_load(plan_path, &rec, err, sizeof err)) {
@@ -169,25 +216,31 @@ int cmd_compare(int argc, char **argv)
         }
         have_rec = 1;
     }
-    if (compare_check_consistent(runs, nruns, have_rec ? &rec : NULL, err, sizeof err)) {
-        fprintf(stderr, "compare: %s\n", err);
-        goto out;
+    if (in.nruns) {
+        if (compare_check_consistent(in.runs, in.nruns, have_rec ? &rec : NULL, err, sizeof err)) {
+            fprintf(stderr, "compare: %s\n", err);
+            goto out;
+        }
+        if (compare_analyze(in.runs, in.nruns, have_rec ? &rec : NULL, &opt, &v, err, sizeof err)) {
+            fprintf(stderr, "compare: %s\n", err);
+            rc = 2;
+            goto out;
+        }
+        have_verdict = 1;
     }
-    if (compare_analyze(runs, nruns, have_rec ? &rec : NULL, &opt, &v, err, sizeof err)) {
-        fprintf(stderr, "compare: %s\n", err);
-        rc = 2;
+    if (compare_cli_emit(&in, have_rec ? &rec : NULL, &opt, have_verdict ? &v : NULL, json_out,
+                         out_path))
         goto out;
-    }
-    have_verdict = 1;
-    if (compare_cli_emit(runs, nruns, have_rec ? &rec : NULL, &opt, &v, json_out, out_path))
-        goto out;
-    rc = v.nranked ? 0 : 3;
+    rc = !in.nruns || v.nranked ? 0 : 3;
 out:
     if (have_verdict)
         compare_verdict_free(&v);
-    for (size_t i = 0; i < nruns; i++)
-        compare_run_free(&runs[i]);
-    free(runs);
+    for (size_t i = 0; i < in.nruns; i++)
+        compare_run_free(&in.runs[i]);
+    for (size_t i = 0; i < in.nduets; i++)
+        compare_duet_free(&in.duets[i]);
+    free(in.runs);
+    free(in.duets);
     if (have_rec)
         compare_recording_free(&rec);
     free(slos);

@@ -176,6 +176,19 @@ static int compare_take(struct results_file *rf, struct compare_run *run)
 
 int compare_run_load(const char *path, struct compare_run *run, char *err, size_t errlen)
 {
+    json_t *root = results_json_load(path, err, errlen);
+    if (!root) {
+        memset(run, 0, sizeof *run);
+        return -1;
+    }
+    int rc = compare_run_load_json(root, path, run, err, errlen);
+    json_decref(root);
+    return rc;
+}
+
+int compare_run_load_json(json_t *root, const char *path, struct compare_run *run, char *err,
+                          size_t errlen)
+{
     memset(run, 0, sizeof *run);
     run->price_per_hour = NAN;
     run->cost_per_million = NAN;
@@ -185,7 +198,7 @@ int compare_run_load(const char *path, struct compare_run *run, char *err, size_
         return -1;
     }
     struct results_file rf;
-    if (results_read(path, &rf, err, errlen)) {
+    if (results_read_json(root, path, &rf, err, errlen)) {
         compare_run_free(run);
         return -1;
     }

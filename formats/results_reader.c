@@ -967,30 +967,43 @@ int results_read(const char *path, struct results_file *rf, char *err, size_t er
     memset(rf, 0, sizeof *rf);
     rf->price = rf->p0 = rf->elapsed_s = rf->failed = rf->schedule_s = rf->schedule_requests =
         rf->db_cut = NAN;
+    json_t *root = results_json_load(path, err, errlen);
+    if (!root)
+        return -1;
+    int rc = results_read_json(root, path, rf, err, errlen);
+    json_decref(root);
+    return rc;
+}
+
+int results_read_json(json_t *root, const char *path, struct results_file *rf, char *err,
+                      size_t errlen)
+{
+    memset(rf, 0, sizeof *rf);
+    rf->price = rf->p0 = rf->elapsed_s = rf->failed = rf->schedule_s = rf->schedule_requests =
+        rf->db_cut = NAN;
+    if (results_read_format(root, path, err, errlen) ||
+        results_read_minor(root, rf, path, err, errlen) ||
+        results_read_root(root, rf, path, err, errlen)) {
+        results_file_free(rf); /* a refused file leaves nothing to free */
+        return -1;
+    }
+    return 0;
+}
+
+json_t *results_json_load(const char *path, char *err, size_t errlen)
+{
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open (%s)", path, strerror(errno));
-        return -1;
+        return NULL;
     }
     json_error_t je;
     json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
     fclose(f);
-    if (!root) {
+    if (!root)
         snprintf(err, errlen, "%s: line %d column %d: not valid JSON (%s)", path, je.line,
                  je.column, je.text);
-        return -1;
-    }
-    int rc = -1;
-    if (results_read_format(root, path, err, errlen) ||
-        results_read_minor(root, rf, path, err, errlen) ||
-        results_read_root(root, rf, path, err, errlen))
-        goto out;
-    rc = 0;
-out:
-    json_decref(root);
-    if (rc)
-        results_file_free(rf); /* a refused file leaves nothing to free */
-    return rc;
+    return root;
 }
 
 void results_file_free(struct results_file *rf)

@@ -6,6 +6,7 @@
 #ifndef PREPLAY_RESULTS_READER_H
 #define PREPLAY_RESULTS_READER_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -141,6 +142,15 @@ struct results_file {
  * type and bounds (an error names path and key); keys it does not know
  * are ignored. 0, or -1 with err and nothing left allocated. */
 int results_read(const char *path, struct results_file *rf, char *err, size_t errlen);
+/* The same from a parsed document (the caller keeps root; `preplay
+ * compare` parses a file once and reads it as results or duet by its
+ * "format"); path names it in errors. */
+int results_read_json(json_t *root, const char *path, struct results_file *rf, char *err,
+                      size_t errlen);
+/* Parses the JSON file at path (duplicate keys refused); NULL with
+ * "PATH: cannot open (...)" or "PATH: line L column C: not valid JSON
+ * (...)" in err. The one loader of the results and duet readers. */
+json_t *results_json_load(const char *path, char *err, size_t errlen);
 void results_file_free(struct results_file *rf);
 /* Frees a placement's strings and leaves it "not present" (a caller that
  * took it out of a results_file frees it with this). */

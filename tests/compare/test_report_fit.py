@@ -11,7 +11,11 @@ inside the SVG viewport (0.5 px slack). The charts across types
 ("normalized to the slowest type") must use the category axis: long labels
 turned vertical, shortened with "..." past the axis' room with the whole
 label as a tooltip; and a second report with short labels only keeps
-them horizontal. Each browser run has a timeout.
+them horizontal. A third report adds duet files (A/B and its A/A,
+tests/compare/make_duet.py) with the same long labels: the "Versions
+(duet)" charts must keep every text inside too, with the long labels
+vertical and shown whole or shortened with their tooltip. Each browser
+run has a timeout.
 """
 import html
 import json
@@ -26,6 +30,8 @@ BIN = os.environ["PREPLAY_BIN"]
 SRC = os.environ["PREPLAY_SOURCE_DIR"]
 BUILD = os.environ["PREPLAY_BUILD_DIR"]
 MK = os.path.join(SRC, "tests/compare/make_results.py")
+MK_DUET = os.path.join(SRC, "tests/compare/make_duet.py")
+DUET = "per label, with 99% intervals"
 LONG = "POST /api/v2/customers/orders/checkout/confirm-payment-and-send-receipt-by-email"
 LONG_UTF8 = "GET /katalog/\u00fcbersicht/stra\u00dfen-und-pl\u00e4tze/m\u00fcnchen/alle-eintr\u00e4ge"
 ACROSS = "normalized to the slowest type"
@@ -78,7 +84,24 @@ def chromium(work, url):
     return p.stdout.decode("utf-8", "replace")
 
 
-def report(work, name, labels):
+def duet_files(work, labels):
+    """An A/B file (slower, equal, faster in turn) and its A/A file."""
+    ab, aa = os.path.join(work, "ab.json"), os.path.join(work, "aa.json")
+    specs = ["1.06:1.04:1.08", "1.0:0.98:1.02", "0.9:0.85:0.95"]
+    args = []
+    for i, lab in enumerate(labels):
+        args += ["--label", "%s=%s" % (lab, specs[i % 3])]
+    subprocess.run(["/usr/bin/python3", MK_DUET, ab, "--overall", "1.03:1.01:1.05"] + args,
+                   check=True)
+    args = []
+    for lab in labels:
+        args += ["--label", "%s=1.0:0.985:1.015" % lab]
+    subprocess.run(["/usr/bin/python3", MK_DUET, aa, "--aa", "--overall", "1.0:0.99:1.01"] + args,
+                   check=True)
+    return [ab, aa]
+
+
+def report(work, name, labels, duet_labels=None):
     files = []
     for inst, price, scale, seed in (("small", 0.05, 2.0, 1), ("medium", 0.1, 1.0, 2),
                                      ("large", 0.2, 0.97, 3)):
@@ -86,6 +109,8 @@ def report(work, name, labels):
         subprocess.run(["/usr/bin/python3", MK, path, inst, str(price), str(scale), "hand-built",
                         "--seed", str(seed), "--labels", ",".join(labels)], check=True)
         files.append(path)
+    if duet_labels:
+        files += duet_files(work, duet_labels)
     out = os.path.join(work, name + ".html")
     p = subprocess.run([BIN, "compare"] + files + ["--slo", "p95<15ms", "-o", out],
                        capture_output=True, text=True, timeout=240)
@@ -152,6 +177,19 @@ def main():
         turned = [b["text"] for b in short if b["transform"]]
         if turned:
             fail("short labels turned in the charts across types: %s" % turned)
+        boxes = report(work, "duet", ["GET /fast", "POST /slow"],
+                       duet_labels=["GET /fast", LONG, "GET /s", LONG_UTF8])
+        check_inside(boxes)
+        duet = [b for b in boxes if DUET in b["chart"] and b["cls"] == "cat"]
+        if len({b["chart"] for b in duet}) != 2 or len(duet) != 10:
+            fail("the two duet charts do not draw 5 category labels each: %s" %
+                 [(b["chart"][:30], b["text"]) for b in duet])
+        for lab in (LONG, LONG_UTF8):
+            shown = [b for b in duet if b["text"] == lab or (b["tip"] == lab and
+                                                             b["text"].endswith("..."))]
+            if len(shown) != 2 or any("rotate(-90" not in b["transform"] for b in shown):
+                fail("label %r is not vertical, whole or shortened with its tooltip, in both "
+                     "duet charts: %s" % (lab, [(b["text"], b["transform"]) for b in duet]))
         print("report fit ok: %d texts inside their charts, long labels vertical" % len(boxes))
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -6,7 +6,8 @@
 # 1 (A against itself), the core assignment is half one way and half the
 # other and is what the progress lines said, no request failed, the replayers are gone;
 # then the numpy oracle (oracle.py) redoes the gms, the winsorization and
-# the bootstrap interval from the ratios in the document. Also
+# the bootstrap interval from the ratios in the document; `preplay
+# compare` on it prints the file's verdicts and refuses a damaged copy. Also
 # --sequential on the same plan: the same document shape.
 # The interval asked is 99.9%: a percentile bootstrap over R run gms is
 # optimistic for small R (its spread is that of the R values, with no
@@ -62,6 +63,35 @@ for side in ("samples_a", "samples_b"):
     assert sum(m[side] for m in d["labels"].values()) == 1200, side
 PY
 /usr/bin/python3 "$PREPLAY_SOURCE_DIR/tests/duet/oracle.py" "$work/aa.json"
+# `preplay compare` on the file: per label and overall the file's B/A,
+# interval, width and verdict (equal, or the hair-miss above read as
+# slower/faster), and the A/A verdict line; a damaged copy is refused
+# naming the key
+"$PREPLAY_BIN" compare "$work/aa.json" >"$work/cmp" || { cat "$work/cmp"; exit 1; }
+cat "$work/cmp"
+python3 - "$work/aa.json" "$work/cmp" "$work/bad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+out = open(sys.argv[2]).read().splitlines()
+def verdict(m):
+    return "equal" if m["equal"] else "slower" if m["gms"] > 1 else "faster"
+for name, m in [("(overall)", d["overall"])] + list(d["labels"].items()):
+    row = "%-24s %7.4f  [%.4f, %.4f] %6.2f%%  %-7s  24 (12 x 2)" % (
+        name, m["gms"], m["ci_low"], m["ci_high"], 100 * m["ci_width"], verdict(m))
+    assert row in out, (row, out)
+o = d["overall"]
+head = ("=> A/A: equal, as A against itself should be: " if o["equal"]
+        else "=> A/A: NOT equal although both sides ran A: ")
+line = head + "B/A %.4f, 99.9%% interval [%.4f, %.4f] %s 1; its width %.2f%% is what this machine cannot tell apart" % (
+    o["gms"], o["ci_low"], o["ci_high"], "contains" if o["equal"] else "excludes", 100 * o["ci_width"])
+assert any(l.startswith(line) for l in out), (line, out)
+d["labels"]["GET /fast"]["ci_width"] += 0.01
+json.dump(d, open(sys.argv[3], "w"), indent=1)
+PY
+rc=0
+"$PREPLAY_BIN" compare "$work/bad.json" >"$work/cmp" 2>"$work/cmperr" || rc=$?
+[ "$rc" -eq 1 ] && [ ! -s "$work/cmp" ]
+grep -Eqx "compare: $work/bad.json: labels.\"GET /fast\".ci_width: expected ci_high - ci_low \([0-9.]+\)" "$work/cmperr"
 # no replayer or side left behind
 if pgrep -f "preplay replay $work/plan" >/dev/null; then
   echo "replayers left running" >&2

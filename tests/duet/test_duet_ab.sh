@@ -13,7 +13,8 @@
 # 12 under ASan); 50% over 10 runs keeps the lower end above 1 with one
 # such run (B/A 0.8) drawn up to five times in ten. Two such runs in ten
 # can still fail it: on this shared machine that is the load, not duet. Then
-# the oracle redoes the statistics.
+# the oracle redoes the statistics, and `preplay compare` on the file must
+# print "slower" with the interval above 1, overall and per label.
 set -euo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}" "${PREPLAY_SOURCE_DIR:?}"
 work=$(mktemp -d /tmp/duet-ab-XXXXXX)
@@ -39,4 +40,13 @@ for name, m in [("(overall)", d["overall"])] + list(d["labels"].items()):
 PY
 grep -Eq '^  POST /slow +B/A 1\.[0-9]{4} \[1\.[0-9]{4}, 1\.[0-9]{4}\] \(99%, width [0-9.]+%\) B slower$' "$work/err"
 /usr/bin/python3 "$PREPLAY_SOURCE_DIR/tests/duet/oracle.py" "$work/ab.json"
+# `preplay compare` reads the same file (formats/duet_reader.h) and says
+# slower, with the interval above 1, overall and on both labels
+"$PREPLAY_BIN" compare "$work/ab.json" >"$work/cmp" || { cat "$work/cmp"; exit 1; }
+cat "$work/cmp"
+for name in '(overall)' 'GET /fast' 'POST /slow'; do
+  grep -Eq "^$(printf '%s' "$name" | sed 's/[()]/\\&/g') +[1-9]\.[0-9]{4}  \[[1-9]\.[0-9]{4}, [1-9]\.[0-9]{4}\] +[0-9.]+%  slower   20 \(10 x 2\)" "$work/cmp" \
+    || { echo "compare: no 'slower' row above 1 for $name" >&2; exit 1; }
+done
+grep -Eq '^=> B is slower than A: B/A [1-9]\.[0-9]{4}, 99% interval \[[1-9]\.[0-9]{4}, [1-9]\.[0-9]{4}\] above 1 \(labels: 2 slower, 0 equal, 0 faster\)$' "$work/cmp"
 echo "duet A/B: ok"
