@@ -340,8 +340,9 @@ static void run_summary_print(const struct run_session *s)
 }
 
 /* The requests that failed, per label and why, and what the replayers
- * could not do; 1 when the failed requests exceed --max-failed. */
-static int run_failures_report(struct run_session *s)
+ * could not do; 1 when the failed requests exceed --max-failed (which
+ * decides the exit status when `ended`: the run ran to its end). */
+static int run_failures_report(struct run_session *s, int ended)
 {
     const struct run_config *cfg = s->cfg;
     int over = run_failures_exceed(&s->failures, cfg->max_failed, cfg->max_failed_pct);
@@ -350,22 +351,22 @@ static int run_failures_report(struct run_session *s)
         fprintf(stderr, "run: %s; %s --max-failed %g%s%s\n",
                 text ? text : "requests failed (out of memory naming them)",
                 over ? "more than" : "within", cfg->max_failed, cfg->max_failed_pct ? "%" : "",
-                over ? " (exit status 3)" : "");
+                over && ended ? " (exit status 3)" : "");
     free(text);
     uint64_t n[4] = {s->call_errors, s->file_errors, s->db_unavailable, 0};
     for (size_t i = 0; i < json_array_size(s->db_errors); i++)
         n[3] +=
             (uint64_t)json_integer_value(json_object_get(json_array_get(s->db_errors, i), "count"));
     static const char *const what[4] = {"calls to other components", "file operations",
-                                        "DB connections", "DB statements (db_errors)"};
+                                        "DB connections", "DB statements"};
     int said = 0;
     for (int k = 0; k < 4; k++)
         if (n[k])
             fprintf(stderr, "%s%llu %s",
-                    said++ ? ", " : "run: the replayers' own failures: ", (unsigned long long)n[k],
-                    what[k]);
+                    said++ ? ", " : "run: the replay did not do all the recorded work: ",
+                    (unsigned long long)n[k], what[k]);
     if (said)
-        fprintf(stderr, " (the replay did not do all the recorded work)\n");
+        fprintf(stderr, " failed%s\n", n[3] ? " (db_errors in the results)" : "");
     return over;
 }
 
@@ -391,7 +392,7 @@ static int run_finish(struct run_session *s, int rc)
                 "run: %llu DB statements were recorded cut (longer than the recording's "
                 "--db-max-statement) and replayed as waits of their recorded time, not as SQL\n",
                 (unsigned long long)s->db_cut);
-    int over = run_failures_report(s);
+    int over = run_failures_report(s, !rc);
     if (run_results_write(s, sig))
         rc = 1;
     else if (!rc && s->last.interval)
