@@ -129,8 +129,22 @@ static struct drive_job drive_heap_pop(struct drive *d)
     return top;
 }
 
-static int drive_record(struct drive *d, struct drive_conn *c, int ok, uint64_t now)
+const char *replay_fail_name(unsigned fail)
 {
+    static const char *const names[REPLAY_NFAIL] = {"answered",
+                                                    "connection refused",
+                                                    "connection failed while sending",
+                                                    "closed before the whole answer",
+                                                    "no answer within the drain time",
+                                                    "in flight when the interval was stopped",
+                                                    "driver error"};
+    return fail < REPLAY_NFAIL ? names[fail] : "unknown";
+}
+
+/* ok: REPLAY_FAIL_NONE, else why the request failed */
+static int drive_record(struct drive *d, struct drive_conn *c, enum replay_fail why, uint64_t now)
+{
+    int ok = why == REPLAY_FAIL_NONE;
     struct replay_drive_result *r = d->res;
     if (r->nsamples == d->samplecap) {
         size_t cap = d->samplecap ? d->samplecap * 2 : 1024;
@@ -150,6 +164,7 @@ static int drive_record(struct drive *d, struct drive_conn *c, int ok, uint64_t 
     s->response_s = ok && now > c->due_ns ? (double)(now - c->due_ns) / 1e9 : 0;
     s->late_s = c->sent_ns > c->due_ns ? (double)(c->sent_ns - c->due_ns) / 1e9 : 0;
     s->ok = ok;
+    s->fail = (uint8_t)why;
     if (!ok)
         r->failed++;
     return 0;
@@ -181,9 +196,10 @@ static int drive_session_next(struct drive *d, uint32_t session, uint32_t req, u
     return drive_heap_push(d, (struct drive_job){now + think, next, session});
 }
 
-static int drive_finish(struct drive *d, struct drive_conn *c, int ok, uint64_t now)
+static int drive_finish(struct drive *d, struct drive_conn *c, enum replay_fail why, uint64_t now)
 {
-    if (drive_record(d, c, ok, now))
+    int ok = why == REPLAY_FAIL_NONE;
+    if (drive_record(d, c, why, now))
         return -1;
     d->in_flight--;
     d->busy[c->busy_idx] = d->busy[--d->nbusy];
@@ -262,18 +278,18 @@ static int drive_progress(struct drive *d, struct drive_conn *c, uint64_t now)
     if (c->state == DRIVE_SENDING) {
         int r = drive_send(d, c);
         if (r < 0)
-            return drive_finish(d, c, 0, now);
+            return drive_finish(d, c, REPLAY_FAIL_SEND, now);
         if (r == 0)
-            return drive_arm(d, c, EPOLLOUT) ? drive_finish(d, c, 0, now) : 0;
+            return drive_arm(d, c, EPOLLOUT) ? drive_finish(d, c, REPLAY_FAIL_DRIVER, now) : 0;
         c->state = DRIVE_RECEIVING;
     }
     if (c->state == DRIVE_RECEIVING) {
         int r = drive_recv(c);
         if (r < 0)
-            return drive_finish(d, c, 0, now);
+            return drive_finish(d, c, REPLAY_FAIL_CLOSED, now);
         if (r == 0)
-            return drive_arm(d, c, EPOLLIN) ? drive_finish(d, c, 0, now) : 0;
-        return drive_finish(d, c, 1, drive_now());
+            return drive_arm(d, c, EPOLLIN) ? drive_finish(d, c, REPLAY_FAIL_DRIVER, now) : 0;
+        return drive_finish(d, c, REPLAY_FAIL_NONE, drive_now());
     }
     return 0;
 }
@@ -326,7 +342,7 @@ static int drive_start(struct drive *d, struct drive_job j, uint64_t now)
         if (connect(c->fd, (struct sockaddr *)&d->addr, d->addrlen) == 0 || errno == EINPROGRESS)
             return 0; /* EPOLLOUT says when it is connected */
         d->refused++;
-        return drive_finish(d, c, 0, now);
+        return drive_finish(d, c, REPLAY_FAIL_CONNECT, now);
     }
     c->state = DRIVE_SENDING;
     return drive_progress(d, c, now);
@@ -606,7 +622,7 @@ static int drive_on_event(struct drive *d, struct drive_conn *c, uint32_t events
         getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
         if (soerr || (events & (EPOLLERR | EPOLLHUP))) {
             d->refused++;
-            return drive_finish(d, c, 0, now);
+            return drive_finish(d, c, REPLAY_FAIL_CONNECT, now);
         }
         c->sent_ns = now; /* lateness includes connecting, as does the response */
         c->state = DRIVE_SENDING;
@@ -661,7 +677,8 @@ static int drive_fail_in_flight(struct drive *d)
         struct drive_conn *c = d->busy[d->nbusy - 1];
         c->state = DRIVE_CONNECTING; /* finish closes it instead of keeping it */
         c->session = UINT32_MAX;
-        if (drive_finish(d, c, 0, drive_now()))
+        if (drive_finish(d, c, d->res->aborted ? REPLAY_FAIL_ABORTED : REPLAY_FAIL_TIMEOUT,
+                         drive_now()))
             return -1;
     }
     return 0;

@@ -34,6 +34,21 @@ struct replay_drive_options {
     void *abort_arg;
 };
 
+/* Why a request failed (replay_sample.fail); replay_fail_name says it. */
+enum replay_fail {
+    REPLAY_FAIL_NONE,    /* answered whole */
+    REPLAY_FAIL_CONNECT, /* its connection was refused or could not be made */
+    REPLAY_FAIL_SEND,    /* the connection failed while the request was sent */
+    REPLAY_FAIL_CLOSED,  /* closed or reset before the whole answer came */
+    REPLAY_FAIL_TIMEOUT, /* no whole answer within the drain time after the last send */
+    REPLAY_FAIL_ABORTED, /* still in flight when the drive was stopped */
+    REPLAY_FAIL_DRIVER,  /* the driver's own epoll failed on it */
+    REPLAY_NFAIL
+};
+
+/* "connection refused", "closed before the whole answer", ... */
+const char *replay_fail_name(unsigned fail);
+
 struct replay_sample {
     uint32_t request;  /* index into plan->requests */
     uint32_t label;    /* string id */
@@ -41,6 +56,7 @@ struct replay_sample {
     double response_s; /* scheduled arrival -> last response byte (0: failed) */
     double late_s;     /* how much later than scheduled it was sent (part of response_s) */
     int ok;            /* 0: connection failed or answer incomplete */
+    uint8_t fail;      /* enum replay_fail: why not ok */
 };
 
 struct replay_drive_result {

@@ -58,6 +58,7 @@ static int run_interval_feed(struct run_session *s, long iv, const struct replay
     struct replay_label_set ls = {0};
     if (replay_label_set_add(&ls, r->samples, r->nsamples) ||
         replay_label_set_add(&s->all, r->samples, r->nsamples) ||
+        run_failures_add(&s->failures, r->samples, r->nsamples) ||
         replay_results_samples(s->samples, p, r->samples, r->nsamples, (int)iv)) {
         replay_label_set_free(&ls);
         fprintf(stderr, "run: out of memory\n");
@@ -109,6 +110,20 @@ static void run_schedule_advance(struct run_session *s, const struct replay_driv
         s->schedule_at_ns = (s->schedule_at_ns + covered) % s->schedule_ns;
 }
 
+/* What a replayer's STATS answer says went wrong in the interval: calls
+ * to other components, file operations and DB connections that failed
+ * (formats/REPLAY-PROTOCOL.md), added to the run's sums. */
+static void run_errors_add(struct run_session *s, const char *stats)
+{
+    json_t *st = json_loads(stats, 0, NULL);
+    if (!st)
+        return;
+    s->call_errors += (uint64_t)json_integer_value(json_object_get(st, "call_errors"));
+    s->file_errors += (uint64_t)json_integer_value(json_object_get(st, "file_errors"));
+    s->db_unavailable += (uint64_t)json_integer_value(json_object_get(st, "db_unavailable"));
+    json_decref(st);
+}
+
 /* One interval: the same starting state everywhere, the schedule driven
  * for the machine's interval length, every replayer's counters. */
 static enum run_step run_interval(struct run_session *s, long iv, int *stopped, char *err,
@@ -145,9 +160,11 @@ static enum run_step run_interval(struct run_session *s, long iv, int *stopped, 
         goto out;
     for (uint32_t i = 0; i < s->nchildren; i++) {
         char *stats = run_session_control(s, i, REPLAY_BLOCK_STATS, err, errlen);
-        if (stats)
+        if (stats) {
             results_resources_add(s->resources, s->db_errors, &s->db_cut, s->children[i].name,
                                   stats);
+            run_errors_add(s, stats);
+        }
         free(stats);
     }
     if (!run_interval_feed(s, iv, &r, o.duration_s, stopped))
@@ -322,8 +339,40 @@ static void run_summary_print(const struct run_session *s)
                 st->held_open_by, st->min_p, s->cfg->out);
 }
 
+/* The requests that failed, per label and why, and what the replayers
+ * could not do; 1 when the failed requests exceed --max-failed (which
+ * decides the exit status when `ended`: the run ran to its end). */
+static int run_failures_report(struct run_session *s, int ended)
+{
+    const struct run_config *cfg = s->cfg;
+    int over = run_failures_exceed(&s->failures, cfg->max_failed, cfg->max_failed_pct);
+    char *text = run_failures_text(&s->failures, s->p);
+    if (s->failures.failed)
+        fprintf(stderr, "run: %s; %s --max-failed %g%s%s\n",
+                text ? text : "requests failed (out of memory naming them)",
+                over ? "more than" : "within", cfg->max_failed, cfg->max_failed_pct ? "%" : "",
+                over && ended ? " (exit status 3)" : "");
+    free(text);
+    uint64_t n[4] = {s->call_errors, s->file_errors, s->db_unavailable, 0};
+    for (size_t i = 0; i < json_array_size(s->db_errors); i++)
+        n[3] +=
+            (uint64_t)json_integer_value(json_object_get(json_array_get(s->db_errors, i), "count"));
+    static const char *const what[4] = {"calls to other components", "file operations",
+                                        "DB connections", "DB statements"};
+    int said = 0;
+    for (int k = 0; k < 4; k++)
+        if (n[k])
+            fprintf(stderr, "%s%llu %s",
+                    said++ ? ", " : "run: the replay did not do all the recorded work: ",
+                    (unsigned long long)n[k], what[k]);
+    if (said)
+        fprintf(stderr, " failed%s\n", n[3] ? " (db_errors in the results)" : "");
+    return over;
+}
+
 /* How the run ended (a signal, a dead replayer), then the results: the
- * exit status (128 + signal, 1 for a death or a failure, else rc). */
+ * exit status (128 + signal, 1 for a death or a failure, 3 for more failed
+ * requests than --max-failed, else rc). */
 static int run_finish(struct run_session *s, int rc)
 {
     int sig = run_session_interrupted();
@@ -343,11 +392,12 @@ static int run_finish(struct run_session *s, int rc)
                 "run: %llu DB statements were recorded cut (longer than the recording's "
                 "--db-max-statement) and replayed as waits of their recorded time, not as SQL\n",
                 (unsigned long long)s->db_cut);
+    int over = run_failures_report(s, !rc);
     if (run_results_write(s, sig))
         rc = 1;
     else if (!rc && s->last.interval)
         run_summary_print(s);
-    return rc;
+    return !rc && over ? RUN_EXIT_FAILED : rc;
 }
 
 int cmd_run(int argc, char **argv)

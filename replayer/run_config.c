@@ -21,7 +21,7 @@ static void run_usage(FILE *out)
             "                   [--instance NAME] [--price USD_PER_HOUR] [--dir D]\n"
             "                   [--pool N] [--cpu-ratio R] [--no-deps]\n"
             "                   [--hosts FILE [--ssh-opts OPTS] [--ssh-timeout S]]\n"
-            "                   [--window T]\n\n"
+            "                   [--window T] [--max-failed N|P%%]\n\n"
             "Start a replayer per component (on loopback, or over ssh on the hosts FILE\n"
             "maps components to), then replay the plan's schedule interval after interval\n"
             "until PT4Cloud says the response times are stable.\n"
@@ -47,6 +47,9 @@ static void run_usage(FILE *out)
             "  --ssh-timeout S   ssh ConnectTimeout in seconds (10)\n"
             "  --window T        counters per window of T (default 10s; 0: none), for\n"
             "                    `preplay regress`\n"
+            "  --max-failed N|P%% failed requests tolerated, a count or a percentage of\n"
+            "                    those sent (0): beyond it the exit status is 3 (the\n"
+            "                    results are written either way)\n"
             "  --log             stop rule on ln(response time): robust to rare huge\n"
             "                    outliers (docs/stats-accuracy.md); default: the paper's\n"
             "                    linear scale\n");
@@ -70,6 +73,7 @@ static const struct option run_options[] = {{"db", required_argument, 0, 'd'},
                                             {"ssh-timeout", required_argument, 0, 'T'},
                                             {"log", no_argument, 0, 'G'},
                                             {"window", required_argument, 0, 'w'},
+                                            {"max-failed", required_argument, 0, 'F'},
                                             {"output", required_argument, 0, 'o'},
                                             {"help", no_argument, 0, 'h'},
                                             {0, 0, 0, 0}};
@@ -131,6 +135,21 @@ static int run_config_number(struct run_config *c, int opt, const char *arg)
         if (!strcmp(arg, "0"))
             c->window = 0;
         break;
+    case 'F': {
+        size_t n = strlen(arg);
+        c->max_failed_pct = n && arg[n - 1] == '%';
+        c->max_failed = strtod(arg, &end);
+        if (end == arg || end != arg + n - (size_t)c->max_failed_pct || !(c->max_failed >= 0) ||
+            (c->max_failed_pct ? c->max_failed > 100
+                               : c->max_failed > 1e12 || c->max_failed != floor(c->max_failed))) {
+            fprintf(stderr,
+                    "run: --max-failed '%s': expected a count of requests (e.g. 5) or a "
+                    "percentage of those sent, 0..100%% (e.g. 0.5%%)\n",
+                    arg);
+            return 2;
+        }
+        break;
+    }
     case 'T':
         c->ssh_timeout = strtol(arg, &end, 10);
         if (*end || c->ssh_timeout < 1 || c->ssh_timeout > 600) {
@@ -160,6 +179,7 @@ static int run_config_option(struct run_config *c, int opt, const char *arg)
     case 'r':
     case 'T':
     case 'w':
+    case 'F':
         return run_config_number(c, opt, arg);
     case 'm':
         if (replay_parse_mode(arg, &c->mode)) {
@@ -216,7 +236,7 @@ int run_config_parse(int argc, char **argv, struct run_config *c, int *exit_code
                              .mode = REPLAY_DRIVE_INDEPENDENT};
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "d:W:p:i:n:m:s:I:P:D:L:r:NH:S:T:Gw:o:h", run_options,
+    while ((opt = getopt_long(argc, argv, "d:W:p:i:n:m:s:I:P:D:L:r:NH:S:T:Gw:F:o:h", run_options,
                               NULL)) != -1) {
         int st = run_config_option(c, opt, optarg);
         if (st) {

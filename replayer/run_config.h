@@ -19,6 +19,10 @@ struct run_config {
     double price;    /* NAN when not given */
     double window;   /* counters window, seconds (10); 0: no counters */
     double ratio;    /* 0 when not given (measured) */
+    /* failed requests the run tolerates before exit status 3: a count, or
+     * with max_failed_pct a percentage of the requests sent (0: none) */
+    double max_failed;
+    int max_failed_pct;
     long max_intervals, ssh_timeout;
     int no_deps, ratio_given, log_scale;
     enum replay_drive_mode mode;

@@ -891,6 +891,7 @@ void run_session_close(struct run_session *s, int rc)
     json_decref(s->db_errors);
     json_decref(s->restores);
     replay_label_set_free(&s->all);
+    run_failures_free(&s->failures);
     stats_machine_free(s->m);
     dummy_files_close(s->files);
     plan_free(s->p);

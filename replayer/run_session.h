@@ -16,6 +16,7 @@
 #include "plan.h"
 #include "replay_results.h"
 #include "run_config.h"
+#include "run_failures.h"
 #include "run_remote.h"
 #include "stats.h"
 
@@ -74,6 +75,10 @@ struct run_session {
     json_t *intervals, *samples, *resources, *db_errors, *restores;
     uint64_t db_cut; /* DB statements recorded cut, replayed as waits (results) */
     struct replay_label_set all;
+    struct run_failures failures; /* failed requests per label and why */
+    /* what the replayers' STATS said went wrong, summed over intervals:
+     * calls to other components, file operations, DB connections */
+    uint64_t call_errors, file_errors, db_unavailable;
     struct run_counters *counters; /* NULL: --window 0 (run_cli.c owns it) */
 };
 

@@ -235,12 +235,30 @@ static int tracer_register(int is_exec)
     return tracer_region_map(fds, nfds, msg.req.pid);
 }
 
-/* exit() runs no thread-key destructors: the exiting thread (usually main)
- * records its end here, after the streams' last flush. */
+/* The end of the thread that calls exit (usually main), which runs no
+ * thread-key destructors: the streams' last flush, then its THREAD_EXIT. */
+static void tracer_exit_last(void *arg)
+{
+    (void)arg;
+    tracer_stdio_exit_flush();
+    tracer_thread_end(&tracer_tls);
+}
+
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
+/* exit() runs the app's atexit handlers, then the library destructors:
+ * the program's, then ours, then those of the libraries loaded before us
+ * (libc's dependents: a DB client closing its connections), which still
+ * do traced work in this thread. So ours only registers tracer_exit_last
+ * as one more exit handler (dso NULL: not run with this library's own
+ * handlers), which glibc runs after the destructors, just before it
+ * flushes the streams and ends the process; the thread's end is written
+ * last and nothing lands after it. When that registration fails (no
+ * memory), the end is written here. */
 __attribute__((destructor)) static void tracer_fini(void)
 {
-    tracer_stdio_exit_flush();
-    tracer_thread_exit_event(&tracer_tls);
+    if (!tracer_global.active || __cxa_atexit(tracer_exit_last, NULL, NULL) != 0)
+        tracer_exit_last(NULL);
 }
 
 /* ---- process lifecycle -------------------------------------------------- */

@@ -108,6 +108,12 @@ struct tracer_thread {
      * most TRACER_FOLDED_HOLDS_MAX; one more is folded but not kept). */
     uint32_t nfolded;
     struct tracer_folded_hold folded[TRACER_FOLDED_HOLDS_MAX];
+    /* Its THREAD_EXIT is written and its ring given back: a traced call it
+     * still makes (past every hook we have, tracer_thread.c) is counted as
+     * untraced, never recorded after its end in a second ring. */
+    uint32_t ended;
+    /* Rounds of thread-key destructors our key has seen (tracer_thread.c). */
+    uint32_t key_rounds;
 };
 
 /* The busy mark tells a signal handler running on this thread that we are

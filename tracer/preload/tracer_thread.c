@@ -8,6 +8,7 @@
  * finds no free ring stays untraced (and its calls are counted as lost). */
 #include "tracer_thread.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -55,7 +56,7 @@ static void tracer_window_enter(struct tracer_thread *t, uint32_t window)
 
 /* Writes THREAD_EXIT for the calling thread; the record carries the CPU
  * time of its last segment (work after its last traced call). */
-void tracer_thread_exit_event(struct tracer_thread *t)
+static void tracer_thread_exit_event(struct tracer_thread *t)
 {
     if (!t->ring || !tracer_global.active || t->busy || t->claimed_gen != tracer_global.generation)
         return;
@@ -74,12 +75,33 @@ void tracer_thread_exit_event(struct tracer_thread *t)
     }
 }
 
+void tracer_thread_end(struct tracer_thread *t)
+{
+    if (t->ended)
+        return;
+    tracer_thread_exit_event(t);
+    tracer_thread_release(t);
+    t->ended = 1;
+}
+
+/* A thread's end comes after the destructors of every key it set, and
+ * those do traced work (a DB client's per-thread connection closed, a log
+ * flushed): keys the app created after ours run after ours in a round.
+ * So ours re-arms itself for every round glibc (and musl) runs - up to
+ * PTHREAD_DESTRUCTOR_ITERATIONS while any destructor set a value - and
+ * writes THREAD_EXIT only in the last one, after every destructor that
+ * does not itself re-arm through all rounds. Keeps those events, in the
+ * thread's one ring, before its end; the alternative, recording nothing
+ * after our first call, would drop real work. Cost: three more calls of
+ * this function per thread end. */
 static void tracer_thread_destructor(void *arg)
 {
     (void)arg;
     struct tracer_thread *t = &tracer_tls;
-    tracer_thread_exit_event(t);
-    tracer_thread_release(t);
+    if (!t->ended && ++t->key_rounds < PTHREAD_DESTRUCTOR_ITERATIONS &&
+        pthread_setspecific(tracer_thread_key, (void *)1) == 0)
+        return;
+    tracer_thread_end(t);
 }
 
 /* Claims a free ring for the calling thread and writes THREAD_START. The
@@ -139,6 +161,15 @@ struct tracer_thread *tracer_enter_slow(struct tracer_thread *t, uint32_t family
     uint32_t window = atomic_load_explicit(&tracer_global.control->enabled, memory_order_relaxed);
     if (!window || !(tracer_global.only_mask & family))
         return NULL;
+    if (TRACER_UNLIKELY(t->ended)) {
+        /* past its THREAD_EXIT: a call the trace lacks, counted as one of
+         * a thread without a ring (LOSS no_ring), never recorded after
+         * the thread's end */
+        if (!t->internal)
+            atomic_fetch_add_explicit(&tracer_global.control->untraced_calls, 1,
+                                      memory_order_relaxed);
+        return NULL;
+    }
     if (TRACER_UNLIKELY(t->busy)) {
         /* A signal handler's traced call interrupted us mid-record: it
          * cannot be written now, so it is counted as lost (the trace says
@@ -218,4 +249,6 @@ void tracer_thread_after_fork(void)
     t->started_raw = 0;
     tracer_cpu_mark_reset(t);
     t->busy = 0;
+    t->ended = 0; /* a child forked at exit starts afresh */
+    t->key_rounds = 0;
 }

@@ -55,9 +55,11 @@ void tracer_set_parent_tid(uint32_t parent);
  * trampoline): notes when it started (see tracer_thread.started_raw). */
 void tracer_note_thread_start(void);
 
-/* Writes THREAD_EXIT for the calling thread t (from its key destructor, or
- * the library destructor for the thread that calls exit). */
-void tracer_thread_exit_event(struct tracer_thread *t);
+/* Ends the calling thread t in the trace: its THREAD_EXIT, written last,
+ * then its ring given back; a traced call after it is counted untraced.
+ * From the last round of its key destructor, or for the thread that calls
+ * exit, from the exit handler that runs after every library destructor. */
+void tracer_thread_end(struct tracer_thread *t);
 /* At registration: the thread key whose destructor ends each thread's
  * ring. */
 void tracer_threads_init(void);
