@@ -112,7 +112,7 @@ if [ "${1:-}" = --inside ]; then
         sleep 0.05
     done
     to_host_cgroups "$run" "$d" || fail "moving preplay run's controller out of $type"
-    wait "$run" || fail "preplay run inside $type: $(tail -5 "$d/run.err")"
+    wait "$run" || fail "preplay run inside $type: $(tail -n 5 "$d/run.err")"
     exit 0
 fi
 
@@ -198,7 +198,7 @@ for t in $types; do
         rm -rf "$w/$t-real$k"
         loadavg "$t real $k"
         emu "$w/$t-real$k" "$t" -- "$0" --inside real "$w/$t-real$k" "$rounds" "$w/real-$t-$k.tsv" "" "$t" \
-            >"$w/$t-real$k.log" 2>&1 || { tail -5 "$w/$t-real$k.log" >&2; fail "$t: real run $k"; }
+            >"$w/$t-real$k.log" 2>&1 || { tail -n 5 "$w/$t-real$k.log" >&2; fail "$t: real run $k"; }
         rm -rf "$w/$t-real$k/db"
         [ $k -eq 1 ] || continue
         log "$t: preplay run"
@@ -206,7 +206,7 @@ for t in $types; do
         loadavg "$t prediction"
         emu "$w/$t-pred" "$t" -- "$0" --inside pred "$w/$t-pred" "$rounds" "$w/pred-$t.json" "$w/plan" "$t" \
             "$interval" "$maxint" >"$w/$t-pred.log" 2>&1 ||
-            { tail -5 "$w/$t-pred.log" "$w/$t-pred/run.err" >&2; fail "$t: preplay run"; }
+            { tail -n 5 "$w/$t-pred.log" "$w/$t-pred/run.err" >&2; fail "$t: preplay run"; }
         rm -rf "$w/$t-pred/db" "$w/$t-pred/files"
     done
 done
