@@ -33,8 +33,11 @@ if [ -f "$dir/mariadbd.pid" ] && kill -0 "$(cat "$dir/mariadbd.pid")" 2>/dev/nul
   echo "db-start: a server is already running for $dir (pid $(cat "$dir/mariadbd.pid"))" >&2
   exit 1
 fi
+# its temporary files in DIR, never the shared /tmp: a test's cleanup of
+# /tmp beside it once took a file from under mariadb-install-db
+mkdir -p "$dir/tmp"
 if [ ! -d "$dir/data/mysql" ]; then
-  if ! mariadb-install-db --no-defaults --datadir="$dir/data" --user=root \
+  if ! mariadb-install-db --no-defaults --datadir="$dir/data" --tmpdir="$dir/tmp" --user=root \
       --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
       >"$dir/install.log" 2>&1; then
     echo "db-start: mariadb-install-db failed for $dir/data; its log:" >&2
@@ -49,7 +52,7 @@ else
 fi
 # Small buffers and relaxed durability: this is a test database started and
 # thrown away in seconds, on a 2-core machine shared with the app.
-setsid "$mariadbd" --no-defaults --datadir="$dir/data" --socket="$sock" \
+setsid "$mariadbd" --no-defaults --datadir="$dir/data" --tmpdir="$dir/tmp" --socket="$sock" \
   --pid-file="$dir/mariadbd.pid" --log-error="$dir/mariadbd.err" --user=root \
   --skip-name-resolve --innodb-buffer-pool-size=64M --innodb-log-file-size=16M \
   --innodb-flush-log-at-trx-commit=2 --skip-log-bin --max-connections=200 \
