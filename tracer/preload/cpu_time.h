@@ -1,7 +1,8 @@
 /* cpu_time.h - the calling thread's CPU time at an event boundary, as cheap
  * as the machine allows. Backed by the BPF sched_switch clock when the
- * collector could load it (no syscall per read), else by a fallback that
- * reads CLOCK_THREAD_CPUTIME_ID. See docs/cpu-time.md. */
+ * collector loaded it (--cpu-clock bpf: no syscall per read), else by
+ * CLOCK_THREAD_CPUTIME_ID, read by the gap clock only after long gaps.
+ * See docs/cpu-time.md. */
 #ifndef PREPLAY_TRACER_CPU_TIME_H
 #define PREPLAY_TRACER_CPU_TIME_H
 
@@ -11,8 +12,9 @@
 
 #include "cpuclock.h"
 
-/* map_fd: the BPF clock map the collector sent, or -1. Takes ownership. */
-void tracer_cpu_time_attach(int map_fd);
+/* map_fd: the BPF clock map the collector sent (is_page 0) or its clock
+ * page (is_page 1: the TSC calibration, no slots), or -1. Takes ownership. */
+void tracer_cpu_time_attach(int map_fd, int is_page);
 void tracer_cpu_time_claim_thread(uint32_t tid);
 void tracer_cpu_time_release_thread(void);
 void tracer_cpu_time_after_fork(void);

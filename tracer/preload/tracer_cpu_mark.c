@@ -54,11 +54,51 @@ void tracer_cpu_mark_reset(struct tracer_thread *t)
     t->pending_cpu = 0;
 }
 
+/* The gap clock's constant switch count: its mark never sees a switch. */
+static const _Atomic uint32_t tracer_cpu_gap_seq;
+
+/* The CPU clock the thread's records imply at ring time `at` (>= the last
+ * exact read): that read moved by the running time since (the fast path
+ * charged every span since it as running). 0 when there was none. */
+static uint64_t tracer_cpu_implied(const struct tracer_cpu_mark *m,
+                                   const struct tracer_clock_scale *scale, uint64_t at)
+{
+    if (!m->anchor_cpu_ns)
+        return 0;
+    return at >= m->anchor_raw ? m->anchor_cpu_ns + tracer_clock_span_ns(scale, at - m->anchor_raw)
+                               : m->anchor_cpu_ns - tracer_clock_span_ns(scale, m->anchor_raw - at);
+}
+
+/* The gap clock's read (also --cpu-clock thread, and a BPF-mode thread
+ * without a slot): CLOCK_THREAD_CPUTIME_ID, except right after the last
+ * exact read (no more than T ago, a call that wrote no record in between:
+ * a thread polling with EAGAIN), where that read moved by the wall time is
+ * the estimate. Sets the fast path: spans up to T charged as wall time. */
+static uint64_t tracer_cpu_gap_read(struct tracer_cpu_mark *m,
+                                    const struct tracer_clock_scale *scale, uint64_t now,
+                                    unsigned *flags)
+{
+    if (tracer_global.cpu_clock == TRACER_CPU_CLOCK_THREAD)
+        return cpuclock_thread_read_ns();
+    uint64_t gap = tracer_clock_span_raw(scale, tracer_global.cpu_gap_ns);
+    m->seq_word = &tracer_cpu_gap_seq;
+    m->seq = 0;
+    m->gap = gap;
+    m->est = TRACER_CPU_ESTIMATED_BIT;
+    m->until = UINT64_MAX;
+    if (m->anchor_cpu_ns && now >= m->anchor_raw && now - m->anchor_raw <= gap) {
+        *flags = CPUCLOCK_ESTIMATED;
+        return tracer_cpu_implied(m, scale, now);
+    }
+    return cpuclock_thread_read_ns();
+}
+
 /* The thread's CPU clock (ns) at ring time `now`, 0 when unknown; *flags
- * gets CPUCLOCK_ESTIMATED when the fallback clock estimated it. Sets the
- * mark's fast-path validity: only after a plain read of a BPF slot that no
- * switch wrote meanwhile, and only until the slot's own trust limit
- * (on_cpu_since + CPUCLOCK_BPF_VERIFY_NS, when the read asks the kernel). */
+ * gets CPUCLOCK_ESTIMATED when it was estimated, not read. Sets the mark's
+ * fast-path validity: with the BPF clock only after a plain read of a slot
+ * that no switch wrote meanwhile, and only until the slot's own trust limit
+ * (on_cpu_since + CPUCLOCK_BPF_VERIFY_NS, when the read asks the kernel);
+ * with the gap clock for spans up to T. */
 static uint64_t tracer_cpu_exact(struct tracer_thread *t, const struct tracer_clock_scale *scale,
                                  uint64_t now, unsigned *flags)
 {
@@ -68,13 +108,11 @@ static uint64_t tracer_cpu_exact(struct tracer_thread *t, const struct tracer_cl
     if (!(tracer_global.only_mask & TRACER_ONLY_CPU))
         return 0;
     struct cpuclock_thread *th = &tracer_cpu_thread;
+    if (tracer_global.cpu_clock == TRACER_CPU_CLOCK_BPF && th->mode == CPUCLOCK_MODE_NONE)
+        tracer_cpu_time_claim_thread(tracer_gettid());
+    if (tracer_global.cpu_clock != TRACER_CPU_CLOCK_BPF || th->mode != CPUCLOCK_MODE_BPF)
+        return tracer_cpu_gap_read(m, scale, now, flags);
     uint64_t mono = tracer_clock_to_mono(scale, now);
-    if (th->mode != CPUCLOCK_MODE_BPF) {
-        if (th->mode == CPUCLOCK_MODE_NONE)
-            tracer_cpu_time_claim_thread(tracer_gettid());
-        return th->mode == CPUCLOCK_MODE_BPF ? tracer_cpu_exact(t, scale, now, flags)
-                                             : cpuclock_thread_now(th, mono, flags);
-    }
     struct cpuclock_slot *slot = th->slot;
     uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
     uint64_t slow_reads = th->repairs + th->resyncs;
@@ -86,6 +124,8 @@ static uint64_t tracer_cpu_exact(struct tracer_thread *t, const struct tracer_cl
         on_since + CPUCLOCK_BPF_VERIFY_NS > mono) {
         m->seq_word = &slot->seq;
         m->seq = seq;
+        m->gap = INT64_MAX;
+        m->est = 0;
         m->until = now + tracer_clock_span_raw(scale, on_since + CPUCLOCK_BPF_VERIFY_NS - mono);
     }
     return cpu;
@@ -96,6 +136,7 @@ uint64_t tracer_cpu_begin_slow(struct tracer_thread *t, uint64_t now)
     struct tracer_cpu_mark *m = &t->cpu;
     struct tracer_clock_scale scale;
     tracer_clock_scale_read(&scale);
+    uint64_t until_before = m->until;
     unsigned flags;
     uint64_t cpu = tracer_cpu_exact(t, &scale, now, &flags);
     if (cpu == 0) {
@@ -104,21 +145,21 @@ uint64_t tracer_cpu_begin_slow(struct tracer_thread *t, uint64_t now)
         return 0;
     }
     uint64_t carried_ns = 0;
-    if (m->anchor_cpu_ns) {
-        /* the CPU clock at the mark: the last exact read moved by the
-         * running time between it and the mark (no switch in between) */
-        uint64_t at_mark =
-            m->raw >= m->anchor_raw
-                ? m->anchor_cpu_ns + tracer_clock_span_ns(&scale, m->raw - m->anchor_raw)
-                : m->anchor_cpu_ns - tracer_clock_span_ns(&scale, m->anchor_raw - m->raw);
+    /* the CPU clock at the mark: the last exact read moved by the running
+     * time between it and the mark (BPF: no switch in between; gap: what
+     * the estimates charged) */
+    uint64_t at_mark = tracer_cpu_implied(m, &scale, m->raw);
+    if (m->anchor_cpu_ns)
         carried_ns = cpu > at_mark ? cpu - at_mark : 0;
-    }
     uint64_t carried = tracer_clock_span_raw(&scale, carried_ns);
     m->anchor_raw = now;
-    m->anchor_cpu_ns = cpu;
+    /* gap clock: estimates that charged more than the thread ran (off-CPU
+     * time inside a short gap) are taken back from what follows, not
+     * forgotten, so the records' total stays the clock's */
+    m->anchor_cpu_ns = m->est && until_before && at_mark > cpu ? at_mark : cpu;
     m->raw = now > carried ? now - carried : 0;
-    /* the fallback's estimate is corrected by its next precise read, so
-     * only a slice ending in an estimate is one */
+    /* an estimate is corrected by the next exact read, so only a slice
+     * ending in an estimate is one */
     return (now - m->raw) | (flags & CPUCLOCK_ESTIMATED ? TRACER_CPU_ESTIMATED_BIT : 0);
 }
 
@@ -127,8 +168,14 @@ void tracer_cpu_end_slow(struct tracer_thread *t, uint64_t now)
     struct tracer_cpu_mark *m = &t->cpu;
     struct tracer_clock_scale scale;
     tracer_clock_scale_read(&scale);
+    uint64_t until_before = m->until;
+    /* gap clock: what the records charged up to the event's start */
+    uint64_t begin = t->begin_ns < now ? t->begin_ns : now;
+    uint64_t charged =
+        m->est && until_before && begin >= m->anchor_raw ? tracer_cpu_implied(m, &scale, begin) : 0;
     unsigned flags;
-    m->anchor_cpu_ns = tracer_cpu_exact(t, &scale, now, &flags);
+    uint64_t cpu = tracer_cpu_exact(t, &scale, now, &flags);
+    m->anchor_cpu_ns = cpu && charged > cpu ? charged : cpu;
     m->anchor_raw = now;
     m->raw = now;
 }
