@@ -18,7 +18,9 @@ of its CPU events were estimated (gap clock) rather than read.
 
 The run is made with each CPU clock (`record --cpu-clock`): gap (the
 default: the thread clock read only after a wall gap over 20 us, shorter
-gaps charged as wall time), bpf (the sched_switch program) and thread (the
+gaps charged as wall time, and a span rseq shows had no switch charged as
+wall time whatever its length; once more with glibc's rseq switched off),
+bpf (the sched_switch program) and thread (the
 clock read at every event), each under the same 5% bound; the CPU events
 the gap clock estimated instead of reading carry TRACE_F_CPU_ESTIMATED (the
 bpf and thread runs have none). Once more as an unprivileged user asking
@@ -31,6 +33,7 @@ timed with clock_gettime, `record` says so, and the BPF clock keeps the
 same 5% bound on that ring clock; on a kernel booted on kvm-clock (which
 offers no tsc clocksource), `record` says so in a plain run and
 `--ring-clock tsc` times the records with the TSC, same bound."""
+import ctypes
 import os
 
 import tracerlib as tl
@@ -47,14 +50,32 @@ GAP_NS = 20000  # TRACER_CPU_GAP_DEFAULT_NS (tracer/shm_layout.h)
 CLOCKSOURCE = "/sys/devices/system/clocksource/clocksource0/"
 
 
-def measure(label, gap, note=None, extra=(), absent=None, unprivileged=False):
+def glibc_rseq():
+    """glibc registers rseq for every thread (>= 2.35, unless its tunable
+    says no): then the gap clock uses it as its switch detector."""
+    try:
+        return ctypes.c_uint.in_dll(ctypes.CDLL(None), "__rseq_size").value >= 16
+    except (OSError, ValueError):
+        return False
+
+
+NO_RSEQ = {"GLIBC_TUNABLES": "glibc.pthread.rseq=0"}
+
+
+def measure(label, gap, note=None, extra=(), absent=None, unprivileged=False, env=None):
     """One recording of tt_cpuburn; a list of failure lines (empty: all ok).
     gap: the gap clock runs, so the tracer estimates short gaps
     (docs/cpu-time.md, "The gap clock"); else the clock is read at every
     slice. note: what record must say; absent: what it must not say (both
     mean record runs without -q); extra: more options for record (the CPU
     clock). unprivileged: record as UNPRIVILEGED_ID, whom the kernel
-    refuses BPF."""
+    refuses BPF. env: the app's environment on top of ours (NO_RSEQ: the
+    gap clock without its switch detector).
+    The gap clock with rseq charges a span with no switch in it as exact,
+    so the slice before the last write (a clock_gettime before it) is
+    exact unless the thread was switched out there; without rseq it is an
+    estimate unless the thread was switched out there."""
+    plain_gap = gap and (env == NO_RSEQ or not glibc_rseq())
     work = tl.scratch(f"cpu-{label}")
     out = os.path.join(work, "trace")
     prefix = ()
@@ -63,7 +84,8 @@ def measure(label, gap, note=None, extra=(), absent=None, unprivileged=False):
         prefix = ("setpriv", f"--reuid={UNPRIVILEGED_ID}", f"--regid={UNPRIVILEGED_ID}",
                   "--clear-groups")
     rc, stdout, stderr = tl.record(out, [tl.helper("tt_cpuburn")], timeout=120, prefix=prefix,
-                                   quiet=note is None and absent is None, extra=extra)
+                                   quiet=note is None and absent is None, extra=extra,
+                                   env=dict(os.environ, **env) if env else None)
     if rc != 0:
         return [f"{label}: tt_cpuburn exit status {rc} (stderr: {stderr.strip()})"]
     if note and note not in stderr:
@@ -72,6 +94,7 @@ def measure(label, gap, note=None, extra=(), absent=None, unprivileged=False):
         return [f"{label}: record said '{absent}' (stderr: {stderr.strip()})"]
     measured = {int(a): int(b) for a, b in (l.split() for l in stdout.splitlines())}
     last_estimated = []  # threads whose slice before the last write is an estimate
+    last_exact = []  # ... is not
     if len(measured) != 4:
         return [f"{label}: threads reported: {len(measured)}, want 4"]
     (t,) = tl.read_traces(out).values()
@@ -115,9 +138,11 @@ def measure(label, gap, note=None, extra=(), absent=None, unprivileged=False):
         if not gap and estimated:
             misses.append(f"{label}: thread {tid}: {len(estimated)} CPU events flagged "
                           "estimated with a clock read at every slice")
-        if gap and last_slice and last_slice[0] is evs[writes[-1] - 1] \
-                and last_slice[0]["flags"] & TRACE_F_CPU_ESTIMATED:
-            last_estimated.append(tid)
+        if last_slice and last_slice[0] is evs[writes[-1] - 1]:
+            if last_slice[0]["flags"] & TRACE_F_CPU_ESTIMATED:
+                last_estimated.append(tid)
+            else:
+                last_exact.append(tid)
         # an estimate covers no more than the gap clock's threshold of wall time
         long_estimates = [e for e in estimated if e["dur"] > GAP_NS]
         if long_estimates:
@@ -126,13 +151,17 @@ def measure(label, gap, note=None, extra=(), absent=None, unprivileged=False):
         if gap and len(estimated) > len(cpu) // 2:
             misses.append(f"{label}: thread {tid}: {len(estimated)} of {len(cpu)} CPU events "
                           "estimated; the rounds' long slices must be read")
-    # The slice before the last write is short, so the gap clock estimates
-    # it, unless the thread was preempted right there (4 threads on 2 cores;
-    # more often under ASan): then its clock was read. One thread of four
-    # suffices.
-    if gap and not last_estimated:
+    # The slice before the last write is short, so the gap clock without
+    # rseq estimates it, unless the thread was preempted right there (4
+    # threads on 2 cores; more often under ASan): then its clock was read.
+    # With rseq it is exact unless the thread was switched out there. One
+    # thread of four suffices.
+    if plain_gap and not last_estimated:
         misses.append(f"{label}: no thread's CPU slice just before its last write is flagged "
-                      "estimated")
+                      "estimated (the gap clock without rseq)")
+    if gap and not plain_gap and not last_exact:
+        misses.append(f"{label}: every thread's CPU slice just before its last write is "
+                      "flagged estimated: the gap clock did not use rseq")
     return misses
 
 
@@ -178,6 +207,7 @@ def measure_other_ring_clock():
 
 
 for m in (measure("gap", gap=True)
+          + measure("gap-no-rseq", gap=True, env=NO_RSEQ)
           + measure("bpf", gap=False, extra=("--cpu-clock", "bpf"))
           + measure("thread", gap=False, extra=("--cpu-clock", "thread"))
           + measure("unprivileged-bpf", gap=True, extra=("--cpu-clock", "bpf"),

@@ -22,6 +22,22 @@ void tracer_cpu_time_after_fork(void);
  * (tracer_cpu_mark.c: tracer_cpu_exact) when the thread's mark does not hold. */
 extern __thread struct cpuclock_thread tracer_cpu_thread __attribute__((tls_model("initial-exec")));
 
+/* rseq as a switch detector for the gap clock (docs/cpu-time.md): the
+ * kernel clears a thread's rseq_cs whenever it returns to the thread after
+ * a context switch, a migration or a signal, if the thread's instruction
+ * pointer is outside the critical section rseq_cs names. The tracer arms
+ * it with an empty section; while it stays armed, the thread ran without a
+ * switch, so its CPU time is the wall time. tracer_rseq_probe checks once
+ * per process that glibc registered rseq and that the kernel clears it
+ * across a sleep; tracer_rseq_usable says whether it did. */
+extern int tracer_rseq_usable;
+void tracer_rseq_probe(void);
+/* The calling thread's rseq_cs word, or NULL (rseq not usable, or not
+ * registered for this thread). */
+_Atomic uint64_t *tracer_rseq_word(void);
+/* The value the tracer arms rseq_cs with (its empty section's address). */
+uint64_t tracer_rseq_armed(void);
+
 /* The collector's TSC -> CLOCK_MONOTONIC block when it maintains one (set
  * at attach), else NULL: the ring clock is then the vDSO's CLOCK_MONOTONIC. */
 extern const struct cpuclock_tsc *tracer_cpu_time_tsc;

@@ -208,6 +208,8 @@ static int tracer_region_map(const int fds[2], size_t nfds, uint32_t clock_fd, u
     tracer_global.lock_fold = ctl->lock_fold != 0;
     tracer_global.cpu_clock = ctl->cpu_clock;
     tracer_global.cpu_gap_ns = ctl->cpu_gap_ns;
+    if (ctl->cpu_clock != TRACER_CPU_CLOCK_BPF && (ctl->only_mask & TRACER_ONLY_CPU))
+        tracer_rseq_probe();
     tracer_global.region = region;
     tracer_global.thread_rings = thread_rings;
     tracer_global.control = ctl;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cpu_time.h"
+#include "shm_layout.h"
 #include "tracer_thread.h"
 
 /* The ring clock's relation to CLOCK_MONOTONIC, read once per slow read. */
@@ -69,11 +70,22 @@ static uint64_t tracer_cpu_implied(const struct tracer_cpu_mark *m,
                                : m->anchor_cpu_ns - tracer_clock_span_ns(scale, m->anchor_raw - at);
 }
 
+/* With rseq, the longest the gap clock trusts "no switch since the last
+ * read" before it reads again: a vCPU stall is no switch (its steal time
+ * is not the thread's CPU time), so one such stall costs at most this
+ * much, as CPUCLOCK_BPF_VERIFY_NS bounds the BPF clock's. */
+#define TRACER_CPU_VERIFY_NS 2000000u
+
 /* The gap clock's read (also --cpu-clock thread, and a BPF-mode thread
- * without a slot): CLOCK_THREAD_CPUTIME_ID, except right after the last
- * exact read (no more than T ago, a call that wrote no record in between:
- * a thread polling with EAGAIN), where that read moved by the wall time is
- * the estimate. Sets the fast path: spans up to T charged as wall time. */
+ * without a slot), at ring time `now` on the slow path:
+ *  - rseq still armed since the last slow path: no switch since, the last
+ *    value moved by the wall time, exact;
+ *  - a gap since the thread's previous stamp (its mark or its last slow
+ *    path) no longer than T: that estimate, flagged;
+ *  - else, or when the clock was last read more than TRACER_CPU_VERIFY_NS
+ *    ago, CLOCK_THREAD_CPUTIME_ID (one syscall).
+ * Then arms rseq and the fast path: without rseq, spans up to T charged as
+ * wall time (flagged); with it, any span with no switch in it (exact). */
 static uint64_t tracer_cpu_gap_read(struct tracer_cpu_mark *m,
                                     const struct tracer_clock_scale *scale, uint64_t now,
                                     unsigned *flags)
@@ -81,16 +93,46 @@ static uint64_t tracer_cpu_gap_read(struct tracer_cpu_mark *m,
     if (tracer_global.cpu_clock == TRACER_CPU_CLOCK_THREAD)
         return cpuclock_thread_read_ns();
     uint64_t gap = tracer_clock_span_raw(scale, tracer_global.cpu_gap_ns);
-    m->seq_word = &tracer_cpu_gap_seq;
-    m->seq = 0;
-    m->gap = gap;
-    m->est = TRACER_CPU_ESTIMATED_BIT;
-    m->until = UINT64_MAX;
-    if (m->anchor_cpu_ns && now >= m->anchor_raw && now - m->anchor_raw <= gap) {
-        *flags = CPUCLOCK_ESTIMATED;
-        return tracer_cpu_implied(m, scale, now);
+    uint64_t verify = tracer_clock_span_raw(scale, TRACER_CPU_VERIFY_NS);
+    _Atomic uint64_t *rseq = tracer_rseq_word();
+    uint64_t armed = tracer_rseq_armed();
+    int unswitched = rseq && atomic_load_explicit(rseq, memory_order_relaxed) == armed &&
+                     m->seq_word == (const _Atomic uint32_t *)(const void *)rseq;
+    uint64_t last = m->raw > m->anchor_raw ? m->raw : m->anchor_raw;
+    int recent = m->anchor_cpu_ns && m->read_raw && now >= m->read_raw &&
+                 now - m->read_raw <= verify && now >= m->anchor_raw;
+    /* Armed before the clock is read: a switch from here on (the read's
+     * return to user space is where a thread past its slice is switched
+     * out) clears it, and the fast path then does not extend this value
+     * across the off-CPU time. */
+    if (rseq) {
+        atomic_store_explicit(rseq, armed, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
     }
-    return cpuclock_thread_read_ns();
+    uint64_t cpu;
+    if (recent && unswitched) {
+        cpu = tracer_cpu_implied(m, scale, now);
+    } else if (recent && now >= last && now - last <= gap) {
+        *flags = CPUCLOCK_ESTIMATED;
+        cpu = tracer_cpu_implied(m, scale, now);
+    } else {
+        cpu = cpuclock_thread_read_ns();
+        m->read_raw = now;
+    }
+    if (rseq) {
+        m->seq_word = (const _Atomic uint32_t *)(const void *)rseq; /* the low half */
+        m->seq = (uint32_t)armed;
+        m->gap = INT64_MAX;
+        m->est = 0;
+        m->until = m->read_raw + verify;
+    } else {
+        m->seq_word = &tracer_cpu_gap_seq;
+        m->seq = 0;
+        m->gap = gap;
+        m->est = TRACER_CPU_ESTIMATED_BIT;
+        m->until = UINT64_MAX;
+    }
+    return cpu;
 }
 
 /* The thread's CPU clock (ns) at ring time `now`, 0 when unknown; *flags
@@ -131,6 +173,13 @@ static uint64_t tracer_cpu_exact(struct tracer_thread *t, const struct tracer_cl
     return cpu;
 }
 
+/* Does the gap clock keep what its estimates charged beyond the clock
+ * (tracer_cpu_begin_slow) instead of forgetting it? */
+static int tracer_cpu_gap_floors(void)
+{
+    return tracer_global.cpu_clock == TRACER_CPU_CLOCK_GAP;
+}
+
 uint64_t tracer_cpu_begin_slow(struct tracer_thread *t, uint64_t now)
 {
     struct tracer_cpu_mark *m = &t->cpu;
@@ -156,7 +205,7 @@ uint64_t tracer_cpu_begin_slow(struct tracer_thread *t, uint64_t now)
     /* gap clock: estimates that charged more than the thread ran (off-CPU
      * time inside a short gap) are taken back from what follows, not
      * forgotten, so the records' total stays the clock's */
-    m->anchor_cpu_ns = m->est && until_before && at_mark > cpu ? at_mark : cpu;
+    m->anchor_cpu_ns = tracer_cpu_gap_floors() && until_before && at_mark > cpu ? at_mark : cpu;
     m->raw = now > carried ? now - carried : 0;
     /* an estimate is corrected by the next exact read, so only a slice
      * ending in an estimate is one */

@@ -25,9 +25,12 @@
  * carries yet is taken as now - raw: the hot path reads one word and
  * subtracts (tracer_cpu_mark_holds). With the BPF clock seq_word is the
  * slot's switch count (no switch since `raw`: exact), gap is unbounded and
- * until the slot's trust limit. With the gap clock (--cpu-clock gap)
- * seq_word is a constant, until unbounded and gap the threshold T: a gap
- * no longer than T is charged as running wall time, flagged `est`.
+ * until the slot's trust limit. With the gap clock (--cpu-clock gap) and
+ * rseq, seq_word is the low half of the thread's rseq_cs, which the kernel
+ * clears at a switch (no switch since: exact), gap unbounded and until the
+ * last read plus TRACER_CPU_VERIFY_NS; without rseq, seq_word is a
+ * constant, until unbounded and gap the threshold T: a gap no longer than T
+ * is charged as running wall time, flagged `est`.
  * Otherwise tracer_cpu_begin_slow/end_slow read the clock and move the
  * mark. `raw` may lie before the last exact read (a "virtual"
  * mark: an exact read found CPU time no record carried yet, and the mark is
@@ -39,8 +42,9 @@ struct tracer_cpu_mark {
     uint32_t seq;
     uint64_t raw;
     uint64_t until;
-    uint64_t gap; /* longest span the fast path charges (ring clock) */
-    uint64_t est; /* TRACER_CPU_ESTIMATED_BIT when the fast path estimates, else 0 */
+    uint64_t gap;      /* longest span the fast path charges (ring clock) */
+    uint64_t est;      /* TRACER_CPU_ESTIMATED_BIT when the fast path estimates, else 0 */
+    uint64_t read_raw; /* gap clock: when the thread's CPU clock was last read */
     /* The last exact read: the thread's CPU clock was anchor_cpu_ns at ring
      * time anchor_raw (0: none). Holds with the mark's seq. With the gap
      * clock, the CPU clock the records imply there (never less than read). */
