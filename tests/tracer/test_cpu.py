@@ -98,6 +98,11 @@ def measure(label, gap, note=None, extra=(), absent=None, unprivileged=False, en
     if len(measured) != 4:
         return [f"{label}: threads reported: {len(measured)}, want 4"]
     (t,) = tl.read_traces(out).values()
+    # the header names the CPU clock that ran when it is not the default
+    ran = "" if gap else extra[extra.index("--cpu-clock") + 1]
+    options = t.header["record_options"]
+    if (f"--cpu-clock {ran}" not in options) if ran else ("--cpu-clock" in options):
+        return [f"{label}: record_options {options!r} do not name the CPU clock that ran"]
     misses = []
     for tid, cpu_ns in sorted(measured.items()):
         evs = [e for e in t.events if e["tid"] == tid]

@@ -279,7 +279,6 @@ struct collector *collector_create(const struct collector_options *opt, char *er
         snprintf(c->path_prefix, sizeof c->path_prefix, "%s", opt->path_prefix);
     c->enabled = !opt->start_disabled;
     c->window = 1;
-    collector_describe_options(opt, c->record_options, sizeof c->record_options);
     collector_random_id(c->recording_id, sizeof c->recording_id);
     if (gethostname(c->host, sizeof c->host) != 0)
         snprintf(c->host, sizeof c->host, "unknown");
@@ -328,9 +327,13 @@ struct collector *collector_create(const struct collector_options *opt, char *er
             snprintf(c->cpu_clock_note, sizeof c->cpu_clock_note, "%s", why);
     }
     if (!c->cpu_clock_bpf) {
+        if (c->opt.cpu_clock == TRACER_CPU_CLOCK_BPF)
+            c->opt.cpu_clock = TRACER_CPU_CLOCK_GAP; /* what runs, for the header */
         c->clock_page_fd = cpuclock_clock_page_create(&c->clock_page, c->clock_page_note,
                                                       sizeof c->clock_page_note);
     }
+    /* the clock that runs, not the one asked for */
+    collector_describe_options(&c->opt, c->record_options, sizeof c->record_options);
     c->tsc_recalibrating = collector_tsc_table(c) != NULL;
     if (c->tsc_recalibrating) {
         c->tsc_recalibrated_ns = collector_clock(CLOCK_MONOTONIC);
