@@ -265,6 +265,27 @@ static int record_parse_cpu_clock(struct collector_options *o, const char *arg, 
     return -1;
 }
 
+/* --ring-clock (OPT_RINGCLOCK) or --cpu-clock (OPT_CPUCLOCK) `arg` into
+ * the collector's options; 0, or -1 after saying what is wrong. */
+static int record_parse_clock(struct collector_options *o, int opt, const char *arg,
+                              const char *cmd)
+{
+    if (opt == OPT_CPUCLOCK)
+        return record_parse_cpu_clock(o, arg, cmd);
+    if (!strcmp(arg, "auto")) {
+        o->ring_clock = CPUCLOCK_TSC_AUTO;
+    } else if (!strcmp(arg, "tsc")) {
+        o->ring_clock = CPUCLOCK_TSC_FORCE;
+    } else if (!strcmp(arg, "monotonic")) {
+        o->ring_clock = CPUCLOCK_TSC_NEVER;
+    } else {
+        fprintf(stderr, "preplay %s: --ring-clock takes auto, tsc or monotonic (got '%s')\n", cmd,
+                arg);
+        return -1;
+    }
+    return 0;
+}
+
 /* The --label rules of this command (the collector's options point to
  * them): freed when the command returns. */
 static struct label_rules *record_label_rules;
@@ -425,21 +446,8 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
             rc->no_cpu_scores = 1;
             break;
         case OPT_RINGCLOCK:
-            if (!strcmp(optarg, "auto")) {
-                rc->copt.ring_clock = CPUCLOCK_TSC_AUTO;
-            } else if (!strcmp(optarg, "tsc")) {
-                rc->copt.ring_clock = CPUCLOCK_TSC_FORCE;
-            } else if (!strcmp(optarg, "monotonic")) {
-                rc->copt.ring_clock = CPUCLOCK_TSC_NEVER;
-            } else {
-                fprintf(stderr,
-                        "preplay %s: --ring-clock takes auto, tsc or monotonic (got '%s')\n", cmd,
-                        optarg);
-                return 2;
-            }
-            break;
         case OPT_CPUCLOCK:
-            if (record_parse_cpu_clock(&rc->copt, optarg, cmd) != 0)
+            if (record_parse_clock(&rc->copt, opt, optarg, cmd) != 0)
                 return 2;
             break;
         case OPT_NAME:
