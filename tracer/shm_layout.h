@@ -39,8 +39,9 @@
  * untraced_calls instead of lost_events (which nothing read); 8:
  * db_max_statement, STRING pieces (TRACER_STRING_OP_MORE), DB events'
  * query_len/params_len; 9: lock folding (control lock_fold, the rings'
- * folded_holds and folded_shared) */
-#define TRACER_SHM_VERSION 9u
+ * folded_holds and folded_shared); 10: cpu_clock and cpu_gap_ns (--cpu-clock),
+ * the register reply's clock_fd kind */
+#define TRACER_SHM_VERSION 10u
 #define TRACER_NET_PORTS_MAX 16
 
 /* How long a process waits for the collector to take its registration
@@ -70,6 +71,22 @@ enum tracer_ring_clock {
     TRACER_RING_CLOCK_MONO = 0, /* CLOCK_MONOTONIC ns (no calibrated TSC) */
     TRACER_RING_CLOCK_TSC = 1   /* rdtsc ticks; the collector's TSC calibration converts */
 };
+
+/* How traced threads measure their CPU time (tracer_control.cpu_clock,
+ * `record --cpu-clock`, docs/cpu-time.md). */
+enum tracer_cpu_clock {
+    /* The thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) is read only when the
+     * wall time since the thread's CPU mark (its previous record) exceeds
+     * cpu_gap_ns; a shorter gap is charged as running wall time, and each
+     * read corrects what the estimates charged. No machine-wide hook. */
+    TRACER_CPU_CLOCK_GAP = 0,
+    /* The BPF sched_switch clock (a slot per thread, exact at every switch). */
+    TRACER_CPU_CLOCK_BPF = 1,
+    /* CLOCK_THREAD_CPUTIME_ID read at every stamp: exact, a syscall each. */
+    TRACER_CPU_CLOCK_THREAD = 2
+};
+#define TRACER_CPU_GAP_DEFAULT_NS 20000u
+#define TRACER_CPU_GAP_MAX_NS 1000000u
 
 /* Bits of tracer_control.only_mask: which families are traced. */
 #define TRACER_ONLY_FILE 0x01u
@@ -162,6 +179,8 @@ struct tracer_control {
     uint16_t net_ports[TRACER_NET_PORTS_MAX];
     uint32_t db_max_statement; /* --db-max-statement, bytes (TRACER_DB_STATEMENT_*) */
     uint32_t lock_fold;        /* 1: fold uncontended locks; 0: --no-lock-folding */
+    uint32_t cpu_clock;        /* enum tracer_cpu_clock (a BPF clock that failed to load: GAP) */
+    uint32_t cpu_gap_ns;       /* GAP: the wall gap above which the thread clock is read */
 };
 
 struct tracer_ring {
@@ -217,9 +236,9 @@ struct tracer_record_header {
     uint64_t cpu_before_ns;
 };
 
-/* Set in cpu_before_ns when the fallback clock (no BPF slot) estimated the
- * thread's CPU time at this record as running wall time instead of reading
- * it (docs/cpu-time.md); the collector flags the CPU event
+/* Set in cpu_before_ns when the thread's CPU time at this record was
+ * estimated as running wall time instead of read (the gap clock's short
+ * gaps, or the fallback of a BPF clock, docs/cpu-time.md); the collector flags the CPU event
  * TRACE_F_CPU_ESTIMATED. No CPU time comes near 2^63 ticks. */
 #define TRACER_CPU_ESTIMATED_BIT (1ull << 63)
 
@@ -316,9 +335,14 @@ struct tracer_register_request {
 
 struct tracer_register_reply {
     uint32_t magic;
-    int32_t status; /* 0 ok, else errno-like */
-    uint32_t nfds;  /* 1 (region) or 2 (region, cpu clock map) */
-    uint32_t reserved;
+    int32_t status;    /* 0 ok, else errno-like */
+    uint32_t nfds;     /* 1 (region) or 2 (region, cpu clock map) */
+    uint32_t clock_fd; /* enum tracer_clock_fd: what the second descriptor is */
 };
+
+/* The second descriptor of a register reply: the BPF clock's table (slots,
+ * header with the TSC block), or the collector's clock page (the header
+ * alone, cpuclock_clock_page_create) when no BPF clock is loaded. */
+enum tracer_clock_fd { TRACER_CLOCK_FD_BPF_TABLE = 0, TRACER_CLOCK_FD_PAGE = 1 };
 
 #endif

@@ -14,11 +14,17 @@ carried the off-CPU time; fixed in tracer/cpuclock (docs/cpu-time.md,
 "Issue 2", deterministic tests in tests/cpuclock). With 8 busy threads on 2
 cores under load: 5 of 60 runs missed before, 0 of 60 after, so the run is
 no longer repeated. A failing run prints each thread's numbers and how many
-of its CPU events were estimated (fallback clock) rather than exact.
+of its CPU events were estimated (gap clock) rather than read.
 
-The same run once more as an unprivileged user, with the fallback clock
-(no BPF): the same 5% bound, and the CPU events the fallback estimated
-instead of reading carry TRACE_F_CPU_ESTIMATED (the BPF run has none).
+The run is made with each CPU clock (`record --cpu-clock`): gap (the
+default: the thread clock read only after a wall gap over 20 us, shorter
+gaps charged as wall time, and a span rseq shows had no switch charged as
+wall time whatever its length; once more with glibc's rseq switched off),
+bpf (the sched_switch program) and thread (the
+clock read at every event), each under the same 5% bound; the CPU events
+the gap clock estimated instead of reading carry TRACE_F_CPU_ESTIMATED (the
+bpf and thread runs have none). Once more as an unprivileged user asking
+for bpf, which the kernel refuses: record says so and the gap clock runs.
 
 And once on the ring clock the machine's default did not use: with the
 kernel's clocksource switched away from the TSC (to kvm-clock or hpet,
@@ -27,37 +33,59 @@ timed with clock_gettime, `record` says so, and the BPF clock keeps the
 same 5% bound on that ring clock; on a kernel booted on kvm-clock (which
 offers no tsc clocksource), `record` says so in a plain run and
 `--ring-clock tsc` times the records with the TSC, same bound."""
+import ctypes
 import os
 
 import tracerlib as tl
 
 TRACE_F_CPU_ESTIMATED = 0x10
 
-# The fallback clock (no BPF: what an unprivileged recording gets) is run
-# as this uid/gid (nobody/nogroup); setpriv is util-linux's.
-FALLBACK_ID = 65534
+# The unprivileged pass (the kernel refuses it BPF) runs as this uid/gid
+# (nobody/nogroup); setpriv is util-linux's.
+UNPRIVILEGED_ID = 65534
 ROUNDS = 100  # tt_cpuburn's rounds per thread
-FALLBACK_THRESHOLD_NS = 20000  # CPUCLOCK_FALLBACK_THRESHOLD_NS (tracer/cpuclock/cpuclock.h)
+GAP_NS = 20000  # TRACER_CPU_GAP_DEFAULT_NS (tracer/shm_layout.h)
 
 
 CLOCKSOURCE = "/sys/devices/system/clocksource/clocksource0/"
 
 
-def measure(label, fallback, note=None, extra=(), absent=None):
+def glibc_rseq():
+    """glibc registers rseq for every thread (>= 2.35, unless its tunable
+    says no): then the gap clock uses it as its switch detector."""
+    try:
+        return ctypes.c_uint.in_dll(ctypes.CDLL(None), "__rseq_size").value >= 16
+    except (OSError, ValueError):
+        return False
+
+
+NO_RSEQ = {"GLIBC_TUNABLES": "glibc.pthread.rseq=0"}
+
+
+def measure(label, gap, note=None, extra=(), absent=None, unprivileged=False, env=None):
     """One recording of tt_cpuburn; a list of failure lines (empty: all ok).
-    fallback: record as FALLBACK_ID, whom the kernel refuses BPF, so the
-    tracer estimates short gaps (docs/cpu-time.md, "Fallback"). note: what
-    record must say; absent: what it must not say (both mean record runs
-    without -q); extra: more options for record."""
+    gap: the gap clock runs, so the tracer estimates short gaps
+    (docs/cpu-time.md, "The gap clock"); else the clock is read at every
+    slice. note: what record must say; absent: what it must not say (both
+    mean record runs without -q); extra: more options for record (the CPU
+    clock). unprivileged: record as UNPRIVILEGED_ID, whom the kernel
+    refuses BPF. env: the app's environment on top of ours (NO_RSEQ: the
+    gap clock without its switch detector).
+    The gap clock with rseq charges a span with no switch in it as exact,
+    so the slice before the last write (a clock_gettime before it) is
+    exact unless the thread was switched out there; without rseq it is an
+    estimate unless the thread was switched out there."""
+    plain_gap = gap and (env == NO_RSEQ or not glibc_rseq())
     work = tl.scratch(f"cpu-{label}")
     out = os.path.join(work, "trace")
     prefix = ()
-    if fallback:
+    if unprivileged:
         os.chmod(work, 0o777)
-        prefix = ("setpriv", f"--reuid={FALLBACK_ID}", f"--regid={FALLBACK_ID}",
+        prefix = ("setpriv", f"--reuid={UNPRIVILEGED_ID}", f"--regid={UNPRIVILEGED_ID}",
                   "--clear-groups")
     rc, stdout, stderr = tl.record(out, [tl.helper("tt_cpuburn")], timeout=120, prefix=prefix,
-                                   quiet=note is None and absent is None, extra=extra)
+                                   quiet=note is None and absent is None, extra=extra,
+                                   env=dict(os.environ, **env) if env else None)
     if rc != 0:
         return [f"{label}: tt_cpuburn exit status {rc} (stderr: {stderr.strip()})"]
     if note and note not in stderr:
@@ -66,9 +94,15 @@ def measure(label, fallback, note=None, extra=(), absent=None):
         return [f"{label}: record said '{absent}' (stderr: {stderr.strip()})"]
     measured = {int(a): int(b) for a, b in (l.split() for l in stdout.splitlines())}
     last_estimated = []  # threads whose slice before the last write is an estimate
+    last_exact = []  # ... is not
     if len(measured) != 4:
         return [f"{label}: threads reported: {len(measured)}, want 4"]
     (t,) = tl.read_traces(out).values()
+    # the header names the CPU clock that ran when it is not the default
+    ran = "" if gap else extra[extra.index("--cpu-clock") + 1]
+    options = t.header["record_options"]
+    if (f"--cpu-clock {ran}" not in options) if ran else ("--cpu-clock" in options):
+        return [f"{label}: record_options {options!r} do not name the CPU clock that ran"]
     misses = []
     for tid, cpu_ns in sorted(measured.items()):
         evs = [e for e in t.events if e["tid"] == tid]
@@ -90,11 +124,12 @@ def measure(label, fallback, note=None, extra=(), absent=None):
         if err > 0.05:
             misses.append(f"{label}: thread {tid}: traced CPU {upto} ns vs measured {cpu_ns} ns "
                           f"({err * 100:.1f}% off, limit 5%)")
-        # The BPF clock is read, never estimated. The fallback reads the
-        # thread clock when 20 us have passed since its last read: the work
-        # between the rounds' events is longer, so those slices are read;
-        # the last write comes a clock_gettime after the one before it, so
-        # the slice before it is the fallback's estimate and says so.
+        # The bpf and thread clocks are read, never estimated. The gap clock
+        # reads the thread clock when more than 20 us passed since the
+        # thread's previous record: the work between the rounds' events is
+        # longer, so those slices are read; the last write comes a
+        # clock_gettime after the one before it, so the slice before it is
+        # the gap clock's estimate and says so.
         # The thread's CPU from its start to its first record (3/4 of a
         # round's work, the EAGAIN read leaves no record) is its first CPU
         # event, which starts where the thread did (THREAD_START is dated
@@ -105,26 +140,33 @@ def measure(label, fallback, note=None, extra=(), absent=None):
             misses.append(f"{label}: thread {tid}: the CPU before its first record is not "
                           f"its first CPU event from its start: {start[:1]} {cpu[:1]}")
         last_slice = [e for e in evs[:writes[-1]] if e["type"] == "cpu"][-1:]
-        if not fallback and estimated:
+        if not gap and estimated:
             misses.append(f"{label}: thread {tid}: {len(estimated)} CPU events flagged "
-                          "estimated with the BPF clock")
-        if fallback and last_slice and last_slice[0] is evs[writes[-1] - 1] \
-                and last_slice[0]["flags"] & TRACE_F_CPU_ESTIMATED:
-            last_estimated.append(tid)
-        # an estimate covers less than the fallback's threshold of wall time
-        long_estimates = [e for e in estimated if e["dur"] > FALLBACK_THRESHOLD_NS]
+                          "estimated with a clock read at every slice")
+        if last_slice and last_slice[0] is evs[writes[-1] - 1]:
+            if last_slice[0]["flags"] & TRACE_F_CPU_ESTIMATED:
+                last_estimated.append(tid)
+            else:
+                last_exact.append(tid)
+        # an estimate covers no more than the gap clock's threshold of wall time
+        long_estimates = [e for e in estimated if e["dur"] > GAP_NS]
         if long_estimates:
-            misses.append(f"{label}: thread {tid}: CPU events longer than the fallback's "
+            misses.append(f"{label}: thread {tid}: CPU events longer than the gap clock's "
                           f"threshold flagged estimated: {long_estimates[:3]}")
-        if fallback and len(estimated) > len(cpu) // 2:
+        if gap and len(estimated) > len(cpu) // 2:
             misses.append(f"{label}: thread {tid}: {len(estimated)} of {len(cpu)} CPU events "
                           "estimated; the rounds' long slices must be read")
-    # The slice before the last write is short, so the fallback estimates it,
-    # unless the thread was preempted right there (4 threads on 2 cores; more
-    # often under ASan): then its clock was read. One thread of four suffices.
-    if fallback and not last_estimated:
+    # The slice before the last write is short, so the gap clock without
+    # rseq estimates it, unless the thread was preempted right there (4
+    # threads on 2 cores; more often under ASan): then its clock was read.
+    # With rseq it is exact unless the thread was switched out there. One
+    # thread of four suffices.
+    if plain_gap and not last_estimated:
         misses.append(f"{label}: no thread's CPU slice just before its last write is flagged "
-                      "estimated")
+                      "estimated (the gap clock without rseq)")
+    if gap and not plain_gap and not last_exact:
+        misses.append(f"{label}: every thread's CPU slice just before its last write is "
+                      "flagged estimated: the gap clock did not use rseq")
     return misses
 
 
@@ -152,9 +194,9 @@ def measure_other_ring_clock():
         if not tsc_is_invariant():
             return [f"the kernel's clocksource is {current} and the TSC is not invariant "
                     "(constant_tsc, nonstop_tsc): the TSC ring clock cannot be tested here"]
-        return (measure(f"{current}", fallback=False,
+        return (measure(f"{current}", gap=True,
                         note=f"the kernel's clocksource is {current}, not tsc")
-                + measure("forced-tsc", fallback=False, extra=("--ring-clock", "tsc"),
+                + measure("forced-tsc", gap=True, extra=("--ring-clock", "tsc"),
                           absent=NOT_TSC_NOTE))
     if not others:
         return ["no clocksource but tsc on this machine: the clock_gettime ring clock pass "
@@ -162,14 +204,19 @@ def measure_other_ring_clock():
     try:
         with open(CLOCKSOURCE + "current_clocksource", "w") as f:
             f.write(others[0])
-        return measure(f"{others[0]}", fallback=False,
+        return measure(f"{others[0]}", gap=True,
                        note=f"the kernel's clocksource is {others[0]}, not tsc")
     finally:
         with open(CLOCKSOURCE + "current_clocksource", "w") as f:
             f.write(current)
 
 
-for m in (measure("bpf", fallback=False) + measure("fallback", fallback=True)
+for m in (measure("gap", gap=True)
+          + measure("gap-no-rseq", gap=True, env=NO_RSEQ)
+          + measure("bpf", gap=False, extra=("--cpu-clock", "bpf"))
+          + measure("thread", gap=False, extra=("--cpu-clock", "thread"))
+          + measure("unprivileged-bpf", gap=True, extra=("--cpu-clock", "bpf"),
+                    note="--cpu-clock bpf is not available", unprivileged=True)
           + measure_other_ring_clock()):
     tl.fail(m)
 tl.finish()

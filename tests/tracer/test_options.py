@@ -16,7 +16,7 @@ write is known from its arguments):
   trace file within it, which reads cleanly, says which span it dropped
   (ring_wrap, a ring_overwrite LOSS with a count) and keeps the newest
   events (dd's last writes, its exit);
-- a bad --only, --max-size or --ring-clock value: exit 2 with one line
+- a bad --only, --max-size, --ring-clock or --cpu-clock value: exit 2 with one line
   naming it."""
 import json
 import os
@@ -177,7 +177,9 @@ if tl.check(info.returncode == 0, f"--max-size: preplay info: {info.stderr.decod
     tl.check(json.loads(info.stdout)["lost_events"] > 100000, "--max-size: info counts the dropped")
 
 # bad values
-for opt, val in (("--only", "file,disk"), ("--max-size", "12Q"), ("--ring-clock", "hpet")):
+for opt, val in (("--only", "file,disk"), ("--max-size", "12Q"), ("--ring-clock", "hpet"),
+                 ("--cpu-clock", "perf"), ("--cpu-clock", "gap:0"), ("--cpu-clock", "gap:1001"),
+                 ("--cpu-clock", "gap:-5")):
     r = subprocess.run(tl.record_args(os.path.join(work, "bad"), ["true"], extra=[opt, val]),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
     msg = r.stderr.decode().strip()

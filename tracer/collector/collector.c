@@ -103,8 +103,14 @@ struct collector {
     struct collector_process **procs;
     size_t nprocs, cap;
     struct collector_stats stats;
-    int cpu_clock_bpf;        /* the BPF CPU clock is loaded */
-    int tsc_recalibrating;    /* ... with a calibrated TSC block (collector_tsc_table) */
+    int cpu_clock_bpf;     /* the BPF CPU clock is loaded */
+    int tsc_recalibrating; /* a calibrated TSC block is published (collector_tsc_table) */
+    /* Without the BPF clock: the clock page carrying the TSC block
+     * (cpuclock_clock_page_create), its descriptor (-1: none) and why
+     * there is none */
+    struct cpuclock_table clock_page;
+    int clock_page_fd;
+    char clock_page_note[160];
     uint64_t drained_records; /* records drained by the current round */
     int ring_pressure;        /* a ring was > 1/4 full this round, or a producer waited */
     uint64_t round_max_bytes; /* most bytes one ring held at this round's drain */
@@ -182,15 +188,15 @@ static int collector_mkdir_p(const char *dir, char *err, size_t errlen)
 /* The loaded clock's TSC block, when the loader calibrated it (only then
  * do apps time records with the TSC, and only then is it recalibrated:
  * recalibrating an uncalibrated block would be a 10 ms busy wait). */
-static struct cpuclock_table *collector_tsc_table(void)
+static struct cpuclock_table *collector_tsc_table(struct collector *c)
 {
-    struct cpuclock_table *t = cpuclock_bpf_table();
-    return t && (t->header->flags & CPUCLOCK_HEADER_TSC_VALID) ? t : NULL;
+    struct cpuclock_table *t = c->cpu_clock_bpf ? cpuclock_bpf_table() : &c->clock_page;
+    return t && t->header && (t->header->flags & CPUCLOCK_HEADER_TSC_VALID) ? t : NULL;
 }
 
 static void collector_note_tsc(struct collector *c)
 {
-    struct cpuclock_table *t = collector_tsc_table();
+    struct cpuclock_table *t = collector_tsc_table(c);
     if (t)
         (void)cpuclock_tsc_history_note(&c->tsc_history, &t->header->tsc);
 }
@@ -237,6 +243,12 @@ static void collector_describe_options(const struct collector_options *o, char *
         COLLECTOR_ADD("--max-size %llu ", (unsigned long long)o->max_bytes);
     if (o->stack_depth)
         COLLECTOR_ADD("--stacks %u ", o->stack_depth);
+    if (o->cpu_clock == TRACER_CPU_CLOCK_BPF)
+        COLLECTOR_ADD("--cpu-clock bpf ");
+    else if (o->cpu_clock == TRACER_CPU_CLOCK_THREAD)
+        COLLECTOR_ADD("--cpu-clock thread ");
+    else if (o->cpu_gap_ns && o->cpu_gap_ns != TRACER_CPU_GAP_DEFAULT_NS)
+        COLLECTOR_ADD("--cpu-clock gap:%u ", o->cpu_gap_ns / 1000);
     if (o->ring_clock == CPUCLOCK_TSC_FORCE)
         COLLECTOR_ADD("--ring-clock tsc ");
     else if (o->ring_clock == CPUCLOCK_TSC_NEVER)
@@ -267,7 +279,6 @@ struct collector *collector_create(const struct collector_options *opt, char *er
         snprintf(c->path_prefix, sizeof c->path_prefix, "%s", opt->path_prefix);
     c->enabled = !opt->start_disabled;
     c->window = 1;
-    collector_describe_options(opt, c->record_options, sizeof c->record_options);
     collector_random_id(c->recording_id, sizeof c->recording_id);
     if (gethostname(c->host, sizeof c->host) != 0)
         snprintf(c->host, sizeof c->host, "unknown");
@@ -302,18 +313,32 @@ struct collector *collector_create(const struct collector_options *opt, char *er
         goto fail;
     }
     c->waker = collector_waker_start(c->waker_note, sizeof c->waker_note);
-    /* Per-thread CPU time without a syscall per event needs the BPF clock;
-     * without it traced threads fall back (docs/cpu-time.md). */
+    /* Per-thread CPU time: the BPF clock only when asked for (it runs on
+     * every context switch of the machine); otherwise, or when it cannot
+     * load, the gap clock, which still gets the TSC calibration from the
+     * clock page (docs/cpu-time.md). */
     char why[200];
     cpuclock_bpf_set_tsc_policy((enum cpuclock_tsc_policy)opt->ring_clock);
-    if (cpuclock_bpf_load(why, sizeof why)) {
-        c->cpu_clock_bpf = 1;
-        c->tsc_recalibrating = collector_tsc_table() != NULL;
+    c->clock_page_fd = -1;
+    if (opt->cpu_clock == TRACER_CPU_CLOCK_BPF) {
+        if (cpuclock_bpf_load(why, sizeof why))
+            c->cpu_clock_bpf = 1;
+        else
+            snprintf(c->cpu_clock_note, sizeof c->cpu_clock_note, "%s", why);
+    }
+    if (!c->cpu_clock_bpf) {
+        if (c->opt.cpu_clock == TRACER_CPU_CLOCK_BPF)
+            c->opt.cpu_clock = TRACER_CPU_CLOCK_GAP; /* what runs, for the header */
+        c->clock_page_fd = cpuclock_clock_page_create(&c->clock_page, c->clock_page_note,
+                                                      sizeof c->clock_page_note);
+    }
+    /* the clock that runs, not the one asked for */
+    collector_describe_options(&c->opt, c->record_options, sizeof c->record_options);
+    c->tsc_recalibrating = collector_tsc_table(c) != NULL;
+    if (c->tsc_recalibrating) {
         c->tsc_recalibrated_ns = collector_clock(CLOCK_MONOTONIC);
         c->tsc_recal_interval_ns = COLLECTOR_TSC_RECAL_FIRST_NS;
         collector_note_tsc(c);
-    } else {
-        snprintf(c->cpu_clock_note, sizeof c->cpu_clock_note, "%s", why);
     }
     return c;
 fail:
@@ -339,6 +364,10 @@ static void collector_init_control(struct collector *c, struct tracer_control *c
     ctl->keep_query = c->opt.keep_query || label_rules_count(c->opt.label_rules);
     ctl->stack_depth = c->opt.stack_depth;
     ctl->lock_fold = !c->opt.no_lock_folding;
+    ctl->cpu_clock = c->cpu_clock_bpf                              ? TRACER_CPU_CLOCK_BPF
+                     : c->opt.cpu_clock == TRACER_CPU_CLOCK_THREAD ? TRACER_CPU_CLOCK_THREAD
+                                                                   : TRACER_CPU_CLOCK_GAP;
+    ctl->cpu_gap_ns = c->opt.cpu_gap_ns ? c->opt.cpu_gap_ns : TRACER_CPU_GAP_DEFAULT_NS;
     ctl->ndb_ports = c->opt.ndb_ports > 8 ? 8 : c->opt.ndb_ports;
     memcpy(ctl->db_ports, c->opt.db_ports, sizeof ctl->db_ports);
     snprintf(ctl->db_socket_suffix, sizeof ctl->db_socket_suffix, "%s", c->db_suffix);
@@ -449,9 +478,10 @@ static void collector_watch_regions(struct collector *c)
     c->waker_watches_all = collector_waker_watch(c->waker, words, n) == 0;
 }
 
-static int collector_send_reply(int fd, int status, int memfd, int mapfd)
+static int collector_send_reply(int fd, int status, int memfd, int mapfd, uint32_t clock_fd)
 {
-    struct tracer_register_reply reply = {.magic = TRACER_REGISTER_MAGIC, .status = status};
+    struct tracer_register_reply reply = {
+        .magic = TRACER_REGISTER_MAGIC, .status = status, .clock_fd = clock_fd};
     struct iovec iov = {.iov_base = &reply, .iov_len = sizeof reply};
     char cbuf[CMSG_SPACE(2 * sizeof(int))];
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -527,14 +557,14 @@ static void collector_register(struct collector *c, int conn)
     if (!collector_peer_allowed(c, conn, &cred)) {
         c->stats.refused++;
         c->stats.refused_uid = cred.uid;
-        collector_send_reply(conn, EPERM, -1, -1);
+        collector_send_reply(conn, EPERM, -1, -1, 0);
         return;
     }
     struct tracer_register_request req;
     memcpy(&req, buf, sizeof req);
     if (req.magic != TRACER_REGISTER_MAGIC ||
         sizeof req + (size_t)req.exe_len + req.argv_len > (size_t)n || req.exe_len >= 4096) {
-        collector_send_reply(conn, EPROTO, -1, -1);
+        collector_send_reply(conn, EPROTO, -1, -1, 0);
         return;
     }
     req.component[sizeof req.component - 1] = 0;
@@ -550,13 +580,13 @@ static void collector_register(struct collector *c, int conn)
     if (memfd < 0 || ftruncate(memfd, (off_t)TRACER_REGION_BYTES) != 0) {
         if (memfd >= 0)
             close(memfd);
-        collector_send_reply(conn, ENOMEM, -1, -1);
+        collector_send_reply(conn, ENOMEM, -1, -1, 0);
         return;
     }
     void *base = mmap(NULL, TRACER_REGION_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
     if (base == MAP_FAILED) {
         close(memfd);
-        collector_send_reply(conn, ENOMEM, -1, -1);
+        collector_send_reply(conn, ENOMEM, -1, -1, 0);
         return;
     }
     collector_init_control(c, tracer_region_control(base));
@@ -575,7 +605,7 @@ static void collector_register(struct collector *c, int conn)
         free(r);
         munmap(base, TRACER_REGION_BYTES);
         close(memfd);
-        collector_send_reply(conn, ENOMEM, -1, -1);
+        collector_send_reply(conn, ENOMEM, -1, -1, 0);
         return;
     }
     r->base = base;
@@ -595,8 +625,9 @@ static void collector_register(struct collector *c, int conn)
     collector_watch_regions(c);
     /* dated before the new image can write its first record */
     uint64_t registered_ns = collector_clock(CLOCK_MONOTONIC);
-    int answered =
-        collector_send_reply(conn, 0, memfd, c->cpu_clock_bpf ? cpuclock_bpf_map_fd() : -1) == 0;
+    int answered = collector_send_reply(
+                       conn, 0, memfd, c->cpu_clock_bpf ? cpuclock_bpf_map_fd() : c->clock_page_fd,
+                       c->cpu_clock_bpf ? TRACER_CLOCK_FD_BPF_TABLE : TRACER_CLOCK_FD_PAGE) == 0;
     r->answered = answered;
     close(memfd);
     if (!answered) {
@@ -1270,7 +1301,7 @@ int collector_poll(struct collector *c, int timeout_ms)
         c->tsc_recal_interval_ns = c->tsc_recal_interval_ns * 2 < COLLECTOR_TSC_RECAL_NS
                                        ? c->tsc_recal_interval_ns * 2
                                        : COLLECTOR_TSC_RECAL_NS;
-        struct cpuclock_table *t = collector_tsc_table();
+        struct cpuclock_table *t = collector_tsc_table(c);
         if (t && cpuclock_tsc_recalibrate(&t->header->tsc, c->tsc_recal_interval_ns) == 0) {
             uint64_t off =
                 atomic_load_explicit(&t->header->tsc.last_offset_error_ns, memory_order_relaxed);
@@ -1369,12 +1400,14 @@ const char *collector_error(const struct collector *c)
 
 const char *collector_tsc_note(const struct collector *c)
 {
-    return c->cpu_clock_bpf ? cpuclock_bpf_tsc_note() : NULL;
+    return c->cpu_clock_bpf                                ? cpuclock_bpf_tsc_note()
+           : c->clock_page_fd < 0 && c->clock_page_note[0] ? c->clock_page_note
+                                                           : NULL;
 }
 
 const char *collector_cpu_clock_note(const struct collector *c)
 {
-    return c->cpu_clock_bpf ? NULL : c->cpu_clock_note;
+    return c->cpu_clock_note[0] ? c->cpu_clock_note : NULL;
 }
 
 const char *collector_waker_note(const struct collector *c)
@@ -1415,6 +1448,8 @@ int collector_finish(struct collector *c, char *err, size_t errlen)
     collector_waker_stop(c->waker);
     if (c->cpu_clock_bpf)
         cpuclock_bpf_unload();
+    else
+        cpuclock_clock_page_free(&c->clock_page, c->clock_page_fd);
     free(c->procs);
     if (c->pollfds != c->fixed_pollfds)
         free(c->pollfds);

@@ -31,6 +31,10 @@ struct collector_options {
     uint32_t stack_depth; /* --stacks N */
     uint64_t max_bytes;   /* --max-size, per trace file; 0 = unbounded */
     int ring_clock;       /* --ring-clock: enum cpuclock_tsc_policy (cpuclock_loader.h) */
+    /* --cpu-clock: enum tracer_cpu_clock (shm_layout.h; 0 = gap, the
+     * default) and the gap clock's threshold (0: TRACER_CPU_GAP_DEFAULT_NS) */
+    uint32_t cpu_clock;
+    uint32_t cpu_gap_ns;
     uint16_t db_ports[8];
     uint32_t ndb_ports;
     const char *db_socket_suffix;
@@ -91,12 +95,13 @@ void collector_set_enabled(struct collector *c, int enabled);
 int collector_enabled(const struct collector *c);
 void collector_stats(const struct collector *c, struct collector_stats *out);
 const char *collector_error(const struct collector *c);
-/* NULL when threads get the exact BPF CPU clock; else why they use the
- * fallback (e.g. "BPF unavailable: Operation not permitted"). */
+/* NULL when threads get the CPU clock asked for (--cpu-clock); else why
+ * the BPF clock asked for is not there and they use the gap clock (e.g.
+ * "BPF unavailable: Operation not permitted"). */
 const char *collector_cpu_clock_note(const struct collector *c);
-/* NULL when traced apps time their records with the TSC (BPF clock loaded,
- * TSC calibrated and trusted by the kernel) or when the BPF clock is off
- * (collector_cpu_clock_note says why); else why they use clock_gettime. */
+/* NULL when traced apps time their records with the TSC (calibrated and
+ * trusted by the kernel, in the BPF table or the collector's clock page);
+ * else why they use clock_gettime. */
 const char *collector_tsc_note(const struct collector *c);
 /* The longest nap when a full ring cannot wake the collector (no waker). */
 #define COLLECTOR_UNWATCHED_NAP_MS 2

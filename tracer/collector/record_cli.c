@@ -175,6 +175,12 @@ static const char record_common_help[] =
     "      --ring-clock C    what times the records: auto (the TSC when the kernel\n"
     "                        keeps time with it), tsc (also when it does not, if the\n"
     "                        TSC is invariant), monotonic (clock_gettime)\n"
+    "      --cpu-clock C     how threads measure CPU time: gap (default: the thread\n"
+    "                        CPU clock read only after a wall gap over 20 us, shorter\n"
+    "                        gaps charged as wall time; gap:US sets the gap, 1-1000),\n"
+    "                        bpf (a sched_switch program, exact, costs every context\n"
+    "                        switch of the machine; needs root), thread (the clock\n"
+    "                        read at every event: exact, a syscall each)\n"
     "      --allow-uid USER  processes of USER (a name or a uid) may register too\n"
     "                        (repeatable, at most 16; root and this user always may)\n"
     "  -q, --quiet           no progress line\n";
@@ -197,7 +203,8 @@ enum {
     OPT_LABEL,
     OPT_LABELFILE,
     OPT_DBMAX,
-    OPT_ALLOWUID
+    OPT_ALLOWUID,
+    OPT_CPUCLOCK
 };
 
 static const struct option record_long_options[] = {
@@ -220,10 +227,64 @@ static const struct option record_long_options[] = {
     {"name", required_argument, 0, OPT_NAME},
     {"no-cpu-scores", no_argument, 0, OPT_NOCPU},
     {"ring-clock", required_argument, 0, OPT_RINGCLOCK},
+    {"cpu-clock", required_argument, 0, OPT_CPUCLOCK},
     {"allow-uid", required_argument, 0, OPT_ALLOWUID},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
+
+/* --cpu-clock gap[:US] | bpf | thread into the collector's options; 0, or
+ * -1 after saying what is wrong. */
+static int record_parse_cpu_clock(struct collector_options *o, const char *arg, const char *cmd)
+{
+    o->cpu_gap_ns = 0;
+    if (!strcmp(arg, "bpf")) {
+        o->cpu_clock = TRACER_CPU_CLOCK_BPF;
+        return 0;
+    }
+    if (!strcmp(arg, "thread")) {
+        o->cpu_clock = TRACER_CPU_CLOCK_THREAD;
+        return 0;
+    }
+    o->cpu_clock = TRACER_CPU_CLOCK_GAP;
+    if (!strcmp(arg, "gap"))
+        return 0;
+    if (!strncmp(arg, "gap:", 4)) {
+        char *end;
+        errno = 0;
+        unsigned long us = strtoul(arg + 4, &end, 10);
+        if (errno == 0 && end != arg + 4 && !*end && arg[4] != '-' && us >= 1 &&
+            us <= TRACER_CPU_GAP_MAX_NS / 1000) {
+            o->cpu_gap_ns = (uint32_t)us * 1000u;
+            return 0;
+        }
+    }
+    fprintf(stderr,
+            "preplay %s: --cpu-clock takes gap, gap:US (US 1 to %u), bpf or thread (got '%s')\n",
+            cmd, TRACER_CPU_GAP_MAX_NS / 1000, arg);
+    return -1;
+}
+
+/* --ring-clock (OPT_RINGCLOCK) or --cpu-clock (OPT_CPUCLOCK) `arg` into
+ * the collector's options; 0, or -1 after saying what is wrong. */
+static int record_parse_clock(struct collector_options *o, int opt, const char *arg,
+                              const char *cmd)
+{
+    if (opt == OPT_CPUCLOCK)
+        return record_parse_cpu_clock(o, arg, cmd);
+    if (!strcmp(arg, "auto")) {
+        o->ring_clock = CPUCLOCK_TSC_AUTO;
+    } else if (!strcmp(arg, "tsc")) {
+        o->ring_clock = CPUCLOCK_TSC_FORCE;
+    } else if (!strcmp(arg, "monotonic")) {
+        o->ring_clock = CPUCLOCK_TSC_NEVER;
+    } else {
+        fprintf(stderr, "preplay %s: --ring-clock takes auto, tsc or monotonic (got '%s')\n", cmd,
+                arg);
+        return -1;
+    }
+    return 0;
+}
 
 /* The --label rules of this command (the collector's options point to
  * them): freed when the command returns. */
@@ -385,18 +446,9 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
             rc->no_cpu_scores = 1;
             break;
         case OPT_RINGCLOCK:
-            if (!strcmp(optarg, "auto")) {
-                rc->copt.ring_clock = CPUCLOCK_TSC_AUTO;
-            } else if (!strcmp(optarg, "tsc")) {
-                rc->copt.ring_clock = CPUCLOCK_TSC_FORCE;
-            } else if (!strcmp(optarg, "monotonic")) {
-                rc->copt.ring_clock = CPUCLOCK_TSC_NEVER;
-            } else {
-                fprintf(stderr,
-                        "preplay %s: --ring-clock takes auto, tsc or monotonic (got '%s')\n", cmd,
-                        optarg);
+        case OPT_CPUCLOCK:
+            if (record_parse_clock(&rc->copt, opt, optarg, cmd) != 0)
                 return 2;
-            }
             break;
         case OPT_NAME:
             if (!name)
@@ -458,8 +510,8 @@ static void record_collector_notes(struct collector *c, int quiet, const char *c
     const char *note = collector_cpu_clock_note(c);
     if (note)
         fprintf(stderr,
-                "preplay %s: CPU time per thread uses the fallback clock (%s); see "
-                "docs/cpu-time.md\n",
+                "preplay %s: --cpu-clock bpf is not available (%s): CPU time per thread "
+                "uses the gap clock; see docs/cpu-time.md\n",
                 cmd, note);
     note = collector_tsc_note(c);
     if (note)

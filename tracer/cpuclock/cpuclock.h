@@ -259,6 +259,19 @@ static inline _Atomic uint64_t *cpuclock_table_bitmap(void *map)
 int cpuclock_attach(int map_fd, struct cpuclock_table *table, char *err, size_t errlen);
 void cpuclock_detach(struct cpuclock_table *table);
 
+/* The clock page: without the BPF clock the collector still shares its TSC
+ * calibration, as a one-page memfd holding a header with no slots
+ * (slot_count 0, cpuclock_clock_page_create in cpuclock_loader.h). Maps it
+ * into `table` (header only, slots NULL). Returns 0, or -1 with a one-line
+ * reason in err. */
+#define CPUCLOCK_PAGE_BYTES 4096u
+_Static_assert(sizeof(struct cpuclock_header) <= CPUCLOCK_PAGE_BYTES, "header fits the page");
+int cpuclock_attach_page(int fd, struct cpuclock_table *table, char *err, size_t errlen);
+
+/* The calling thread's CLOCK_THREAD_CPUTIME_ID in ns (one syscall), errno
+ * left as it was; 0 when it cannot be read. */
+uint64_t cpuclock_thread_read_ns(void);
+
 /* ---- per-thread clock ---- */
 
 enum cpuclock_mode {

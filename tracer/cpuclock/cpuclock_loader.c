@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifndef MFD_CLOEXEC
+#include <linux/memfd.h>
+#endif
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -24,6 +27,72 @@ static enum cpuclock_tsc_policy cpuclock_bpf_tsc_policy = CPUCLOCK_TSC_AUTO;
 void cpuclock_bpf_set_tsc_policy(enum cpuclock_tsc_policy policy)
 {
     cpuclock_bpf_tsc_policy = policy;
+}
+
+/* Calibrates the header's TSC block when the policy lets the TSC time the
+ * traces (the kernel keeps time with it, or --ring-clock tsc and the CPU
+ * says it is invariant) and sets CPUCLOCK_HEADER_TSC_VALID; else leaves it
+ * and says why in `why` ("" when calibrated). */
+static void cpuclock_tsc_setup(struct cpuclock_header *header, char *why, size_t whylen)
+{
+    why[0] = '\0';
+    int use_tsc = 0;
+    if (cpuclock_bpf_tsc_policy == CPUCLOCK_TSC_NEVER)
+        snprintf(why, whylen, "--ring-clock monotonic was asked for");
+    else if (cpuclock_tsc_kernel_uses_it(why, whylen))
+        use_tsc = 1;
+    else if (cpuclock_bpf_tsc_policy == CPUCLOCK_TSC_FORCE)
+        use_tsc = 1; /* the note on the kernel's clocksource is replaced below */
+    if (use_tsc) {
+        why[0] = '\0';
+        if (cpuclock_tsc_calibrate(&header->tsc, 10000000u) == 0)
+            header->flags |= CPUCLOCK_HEADER_TSC_VALID;
+        else
+            snprintf(why, whylen, "TSC calibration: %s",
+                     errno == ENOTSUP ? "the TSC is not invariant (constant_tsc, nonstop_tsc)"
+                                      : strerror(errno));
+    }
+}
+
+int cpuclock_clock_page_create(struct cpuclock_table *page, char *why, size_t whylen)
+{
+    memset(page, 0, sizeof *page);
+    int fd = (int)syscall(SYS_memfd_create, "preplay-clock", MFD_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, whylen, "clock page: memfd_create: %s", strerror(errno));
+        return -1;
+    }
+    void *map = MAP_FAILED;
+    if (ftruncate(fd, CPUCLOCK_PAGE_BYTES) == 0)
+        map = mmap(NULL, CPUCLOCK_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        snprintf(why, whylen, "clock page: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    struct cpuclock_header *header = map;
+    header->version = CPUCLOCK_VERSION;
+    header->slot_count = 0; /* a page: no slots */
+    cpuclock_tsc_setup(header, why, whylen);
+    if (!(header->flags & CPUCLOCK_HEADER_TSC_VALID)) {
+        munmap(map, CPUCLOCK_PAGE_BYTES);
+        close(fd);
+        return -1;
+    }
+    atomic_thread_fence(memory_order_release);
+    header->magic = CPUCLOCK_MAGIC;
+    page->header = header;
+    page->map_bytes = CPUCLOCK_PAGE_BYTES;
+    return fd;
+}
+
+void cpuclock_clock_page_free(struct cpuclock_table *page, int fd)
+{
+    if (page->header)
+        munmap(page->header, page->map_bytes);
+    memset(page, 0, sizeof *page);
+    if (fd >= 0)
+        close(fd);
 }
 
 #ifdef PREPLAY_CPUCLOCK_HAVE_BPF
@@ -186,26 +255,7 @@ struct cpuclock_bpf *cpuclock_bpf_load(char *err, size_t errlen)
     header->pidns_ino = (uint64_t)pidns.st_ino;
     header->slot_count = CPUCLOCK_SLOT_COUNT;
     header->version = CPUCLOCK_VERSION;
-    /* the TSC times the traces only where the kernel trusts it as a clock,
-     * unless the policy says otherwise */
-    cpuclock_bpf_tsc_why[0] = '\0';
-    int use_tsc = 0;
-    if (cpuclock_bpf_tsc_policy == CPUCLOCK_TSC_NEVER)
-        snprintf(cpuclock_bpf_tsc_why, sizeof cpuclock_bpf_tsc_why,
-                 "--ring-clock monotonic was asked for");
-    else if (cpuclock_tsc_kernel_uses_it(cpuclock_bpf_tsc_why, sizeof cpuclock_bpf_tsc_why))
-        use_tsc = 1;
-    else if (cpuclock_bpf_tsc_policy == CPUCLOCK_TSC_FORCE)
-        use_tsc = 1; /* the note on the kernel's clocksource is replaced below */
-    if (use_tsc) {
-        cpuclock_bpf_tsc_why[0] = '\0';
-        if (cpuclock_tsc_calibrate(&header->tsc, 10000000u) == 0)
-            header->flags |= CPUCLOCK_HEADER_TSC_VALID;
-        else
-            snprintf(cpuclock_bpf_tsc_why, sizeof cpuclock_bpf_tsc_why, "TSC calibration: %s",
-                     errno == ENOTSUP ? "the TSC is not invariant (constant_tsc, nonstop_tsc)"
-                                      : strerror(errno));
-    }
+    cpuclock_tsc_setup(header, cpuclock_bpf_tsc_why, sizeof cpuclock_bpf_tsc_why);
     atomic_thread_fence(memory_order_release);
     header->magic = CPUCLOCK_MAGIC;
 

@@ -57,6 +57,15 @@ struct cpuclock_table *cpuclock_bpf_table(void);
  * time their records with rdtsc); else why not (they use clock_gettime). */
 const char *cpuclock_bpf_tsc_note(void);
 
+/* Without the BPF clock: creates the clock page, a one-page memfd holding a
+ * struct cpuclock_header with no slots (slot_count 0) whose TSC block the
+ * policy above calibrated, for traced apps to time their records with
+ * rdtsc (cpuclock_attach_page). Returns the descriptor, with the mapping in
+ * `page` (page->header; the owner recalibrates page->header->tsc), or -1
+ * with why in `why` (the TSC may not time the traces here, or no memfd). */
+int cpuclock_clock_page_create(struct cpuclock_table *page, char *why, size_t whylen);
+void cpuclock_clock_page_free(struct cpuclock_table *page, int fd);
+
 /* Detaches and frees the program and the loader's mapping. Idempotent. */
 void cpuclock_bpf_unload(void);
 

@@ -71,10 +71,48 @@ fail:
     return -1;
 }
 
+int cpuclock_attach_page(int fd, struct cpuclock_table *table, char *err, size_t errlen)
+{
+    int saved_errno = errno;
+    memset(table, 0, sizeof *table);
+    void *map = mmap(NULL, CPUCLOCK_PAGE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "cpuclock: cannot map the clock page (fd %d): %s", fd,
+                 strerror(errno));
+        errno = saved_errno;
+        return -1;
+    }
+    struct cpuclock_header *header = map;
+    if (header->magic != CPUCLOCK_MAGIC || header->version != CPUCLOCK_VERSION ||
+        header->slot_count != 0) {
+        snprintf(err, errlen,
+                 "cpuclock: fd %d is not a clock page of version %u (magic 0x%08x version %u "
+                 "slots %u)",
+                 fd, CPUCLOCK_VERSION, header->magic, header->version, header->slot_count);
+        munmap(map, CPUCLOCK_PAGE_BYTES);
+        errno = saved_errno;
+        return -1;
+    }
+    table->header = header;
+    table->map_bytes = CPUCLOCK_PAGE_BYTES;
+    errno = saved_errno;
+    return 0;
+}
+
+uint64_t cpuclock_thread_read_ns(void)
+{
+    int saved_errno = errno;
+    uint64_t ns = cpuclock_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    errno = saved_errno;
+    return ns;
+}
+
 void cpuclock_detach(struct cpuclock_table *table)
 {
     if (table->slots)
         munmap(table->slots, table->map_bytes);
+    else if (table->header)
+        munmap(table->header, table->map_bytes);
     memset(table, 0, sizeof *table);
 }
 

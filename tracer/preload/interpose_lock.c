@@ -175,8 +175,8 @@ static __attribute__((noinline)) void tracer_lock_write_late(struct tracer_threa
         ts = h.ts;
     /* the segment since the previous record is [now - cpu, now] in ring
      * time: the acquire carries its part up to ts, the release the rest */
-    uint64_t from = now - cpu;
-    uint64_t cpu_before = ts > from ? ts - from : 0;
+    uint64_t from = now - (cpu & ~TRACER_CPU_ESTIMATED_BIT);
+    uint64_t cpu_before = (ts > from ? ts - from : 0) | (cpu & TRACER_CPU_ESTIMATED_BIT);
     tracer_lock_quick(t, (uint8_t)(h.record_kind >> 8), (uint8_t)(h.record_kind >> 16),
                       (uint8_t)(h.record_kind >> 24), id, ts, cpu_before);
 }
@@ -208,7 +208,7 @@ tracer_lock_leaf(uint32_t record_kind, const void *lockp, enum tracer_lock_fold_
     uint64_t now = tracer_ring_now();
     if (TRACER_UNLIKELY(!tracer_cpu_mark_holds(&t->cpu, now)))
         return 0;
-    return tracer_lock_compact(t, record_kind, id, now, now - t->cpu.raw);
+    return tracer_lock_compact(t, record_kind, id, now, tracer_cpu_mark_span(&t->cpu, now));
 }
 
 /* The fold operation of an acquire in MODE of a lock that `foldable`. */

@@ -117,7 +117,7 @@ static size_t tracer_register_packet(struct tracer_register_msg *msg, char *pack
  * 0, or -1 (no collector, a refusal, or no answer within
  * TRACER_COLLECTOR_PATIENCE_MS). */
 static int tracer_register_exchange(const char *name, const char *packet, size_t len, int fds[2],
-                                    size_t *nfds)
+                                    size_t *nfds, uint32_t *clock_fd)
 {
     int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -154,6 +154,7 @@ static int tracer_register_exchange(const char *name, const char *packet, size_t
     if (!c || c->cmsg_type != SCM_RIGHTS)
         goto done;
     *nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    *clock_fd = reply.clock_fd;
     memcpy(fds, CMSG_DATA(c), (*nfds > 2 ? 2 : *nfds) * sizeof(int));
     rc = 0;
 done:
@@ -164,7 +165,7 @@ done:
 /* Maps the region the collector handed over (fds[0]), checks it, attaches
  * the CPU clock table (fds[1] when nfds > 1) and makes the process active:
  * 0, or -1 (the process runs untraced). Closes both descriptors. */
-static int tracer_region_map(const int fds[2], size_t nfds, uint32_t pid)
+static int tracer_region_map(const int fds[2], size_t nfds, uint32_t clock_fd, uint32_t pid)
 {
     /* The whole region is 1 GiB of address space: a process limited below
      * that (RLIMIT_AS) maps a prefix with fewer thread rings instead of
@@ -192,7 +193,7 @@ static int tracer_region_map(const int fds[2], size_t nfds, uint32_t pid)
         return -1;
     }
     atomic_store_explicit(&ctl->mapped_rings, thread_rings, memory_order_relaxed);
-    tracer_cpu_time_attach(nfds > 1 ? fds[1] : -1);
+    tracer_cpu_time_attach(nfds > 1 ? fds[1] : -1, clock_fd == TRACER_CLOCK_FD_PAGE);
     /* Records carry rdtsc ticks when the collector's calibration converts
      * them (it keeps the TSC block we read), else vDSO nanoseconds. Set
      * before any record: the collector reads it when it drains. */
@@ -205,6 +206,10 @@ static int tracer_region_map(const int fds[2], size_t nfds, uint32_t pid)
     tracer_global.stack_depth = ctl->stack_depth;
     tracer_global.path_filter_set = ctl->path_filter[0] != 0;
     tracer_global.lock_fold = ctl->lock_fold != 0;
+    tracer_global.cpu_clock = ctl->cpu_clock;
+    tracer_global.cpu_gap_ns = ctl->cpu_gap_ns;
+    if (ctl->cpu_clock != TRACER_CPU_CLOCK_BPF && (ctl->only_mask & TRACER_ONLY_CPU))
+        tracer_rseq_probe();
     tracer_global.region = region;
     tracer_global.thread_rings = thread_rings;
     tracer_global.control = ctl;
@@ -230,9 +235,10 @@ static int tracer_register(int is_exec)
     size_t len = tracer_register_packet(&msg, packet, is_exec, component);
     int fds[2] = {-1, -1};
     size_t nfds = 0;
-    if (tracer_register_exchange(name, packet, len, fds, &nfds) != 0)
+    uint32_t clock_fd = TRACER_CLOCK_FD_BPF_TABLE;
+    if (tracer_register_exchange(name, packet, len, fds, &nfds, &clock_fd) != 0)
         return -1;
-    return tracer_region_map(fds, nfds, msg.req.pid);
+    return tracer_region_map(fds, nfds, clock_fd, msg.req.pid);
 }
 
 /* The end of the thread that calls exit (usually main), which runs no

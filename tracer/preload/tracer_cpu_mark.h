@@ -28,13 +28,22 @@ static inline uint64_t tracer_ring_now(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Does the thread's CPU mark hold at ring time `now` (no switch since)?
- * `until` first: it is 0 whenever seq_word may not be read. */
+/* Does the thread's CPU mark hold at ring time `now` (BPF: no switch
+ * since; gap: no more than T since)? `until` before the load: it is 0
+ * whenever seq_word may not be read. */
 static inline __attribute__((always_inline)) int
 tracer_cpu_mark_holds(const struct tracer_cpu_mark *m, uint64_t now)
 {
-    return now <= m->until && now >= m->raw &&
+    return now - m->raw <= m->gap && now <= m->until &&
            atomic_load_explicit(m->seq_word, memory_order_relaxed) == m->seq;
+}
+
+/* The CPU time a record carries when the mark holds at `now`: the span
+ * since the mark, flagged when the clock estimates it. */
+static inline __attribute__((always_inline)) uint64_t
+tracer_cpu_mark_span(const struct tracer_cpu_mark *m, uint64_t now)
+{
+    return (now - m->raw) | m->est;
 }
 
 /* The slow sides of the CPU mark (tracer_cpu_mark.c): an exact read. begin
@@ -53,7 +62,7 @@ static inline __attribute__((always_inline)) uint64_t tracer_stamp(struct tracer
 {
     uint64_t now = tracer_ring_now();
     if (TRACER_LIKELY(tracer_cpu_mark_holds(&t->cpu, now)))
-        *cpu = now - t->cpu.raw;
+        *cpu = tracer_cpu_mark_span(&t->cpu, now);
     else
         *cpu = tracer_cpu_begin_slow(t, now);
     return now;

@@ -20,23 +20,34 @@
 #define TRACER_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Where a thread's CPU time stands between its records, in ring clock units
- * (tracer_ring_now, cpu_mark.h). While the BPF slot's switch count still equals `seq`
- * and now is in [raw, until], the thread has not been switched out since
- * `raw`, so the CPU time no record carries yet is exactly now - raw: the
- * hot path reads one word of the slot and subtracts (tracer_cpu_mark_holds).
- * Otherwise tracer_cpu_begin_slow/end_slow read the clock (cpuclock_thread_now)
- * and move the mark. `raw` may lie before the last exact read (a "virtual"
+ * (tracer_ring_now, cpu_mark.h). While now is in [raw, raw + gap] and
+ * [.., until] and *seq_word still equals `seq`, the CPU time no record
+ * carries yet is taken as now - raw: the hot path reads one word and
+ * subtracts (tracer_cpu_mark_holds). With the BPF clock seq_word is the
+ * slot's switch count (no switch since `raw`: exact), gap is unbounded and
+ * until the slot's trust limit. With the gap clock (--cpu-clock gap) and
+ * rseq, seq_word is the low half of the thread's rseq_cs, which the kernel
+ * clears at a switch (no switch since: exact), gap unbounded and until the
+ * last read plus TRACER_CPU_VERIFY_NS; without rseq, seq_word is a
+ * constant, until unbounded and gap the threshold T: a gap no longer than T
+ * is charged as running wall time, flagged `est`.
+ * Otherwise tracer_cpu_begin_slow/end_slow read the clock and move the
+ * mark. `raw` may lie before the last exact read (a "virtual"
  * mark: an exact read found CPU time no record carried yet, and the mark is
  * placed that much earlier), so the next record still carries it. `until`
- * is 0 when the fast path must not be used (no BPF slot, the CPU family
- * off, a read the slot could not vouch for). */
+ * is 0 when the fast path must not be used (the CPU family off, a read the
+ * slot could not vouch for, --cpu-clock thread). */
 struct tracer_cpu_mark {
     const _Atomic uint32_t *seq_word; /* the slot's switch count (read only when until != 0) */
     uint32_t seq;
     uint64_t raw;
     uint64_t until;
+    uint64_t gap;      /* longest span the fast path charges (ring clock) */
+    uint64_t est;      /* TRACER_CPU_ESTIMATED_BIT when the fast path estimates, else 0 */
+    uint64_t read_raw; /* gap clock: when the thread's CPU clock was last read */
     /* The last exact read: the thread's CPU clock was anchor_cpu_ns at ring
-     * time anchor_raw (0: none). Holds with the mark's seq. */
+     * time anchor_raw (0: none). Holds with the mark's seq. With the gap
+     * clock, the CPU clock the records imply there (never less than read). */
     uint64_t anchor_raw;
     uint64_t anchor_cpu_ns;
 };
@@ -161,6 +172,8 @@ struct tracer_state {
     uint32_t stack_depth; /* --stacks N, 0 = off */
     int path_filter_set;  /* control->path_filter is not empty */
     int lock_fold;        /* uncontended locks are counted, not recorded (lock_fold.h) */
+    uint32_t cpu_clock;   /* enum tracer_cpu_clock (shm_layout.h) */
+    uint32_t cpu_gap_ns;  /* the gap clock's threshold T */
     /* the process has a DB connection: from then on, sends on sockets call
      * tracer_db_wire_before_send before they go out (io_events.h) */
     int db_wire_in_use;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/bench/tracer/run.sh [--quick] [BUILD_DIR] - the tracer benchmark
+# tests/bench/tracer/run.sh [--quick] [--cpu-clock=C] [BUILD_DIR] - the tracer benchmark
 # (issue 2 section 6). Prints one table of medians, with every baseline
 # measured in the same run:
 #   1. added ns per traced call (64-byte write to /dev/null, pipe ping-pong,
@@ -33,15 +33,17 @@ set -euo pipefail
 mode=${PREPLAY_BENCH_TRACER_MODE:-full}
 quick_fid_max=10 # --quick: max relative error of per-thread CPU time, %
 build=${PREPLAY_BUILD_DIR:-}
+cpu_clock=
 for arg in "$@"; do
   case $arg in
+    --cpu-clock=*) cpu_clock=${arg#--cpu-clock=} ;;
     --quick) mode=quick ;;
     --full) mode=full ;;
     -h | --help)
       sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
-    -*) echo "run.sh: unknown option '$arg' (use --quick, --full or BUILD_DIR)" >&2; exit 2 ;;
+    -*) echo "run.sh: unknown option '$arg' (use --quick, --full, --cpu-clock=C or BUILD_DIR)" >&2; exit 2 ;;
     *) build=$arg ;;
   esac
 done
@@ -83,6 +85,9 @@ fi
 # (~1.5 s per recording, ~7 s under ASan) measure nothing this benchmark
 # reports and were most of the quick run's time
 record_opts=(-q --no-cpu-scores)
+# --cpu-clock=C: every recording with that CPU clock (record's default, gap,
+# otherwise); tests/bench/tracer/cpu-clock.sh compares the clocks head to head
+[ -n "$cpu_clock" ] && record_opts+=(--cpu-clock "$cpu_clock")
 
 work=$(mktemp -d /tmp/preplay-bench-tracer.XXXXXX)
 chmod 755 "$work" # nginx workers run as nobody and read the document root here
@@ -117,7 +122,7 @@ calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
 trace_events() { "$preplay" info --json "$1" | jq '[.events[]] | add'; }
 trace_json() { "$preplay" info --json "$1" | jq -r "$2"; }
 
-echo "preplay tracer benchmark ($mode) - $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "preplay tracer benchmark ($mode, --cpu-clock ${cpu_clock:-gap}) - $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "medians of repeated runs; 'added' = traced minus untraced, measured in this run"
 
 # ---- 1. added cost per traced call --------------------------------------
