@@ -50,7 +50,7 @@
 
 #define PG_WIRE_FDS 1024
 #define PG_WIRE_QUEUE 64  /* messages awaiting their answers */
-#define PG_WIRE_STMTS 16  /* prepared statements remembered (LRU) */
+#define PG_WIRE_STMTS 256 /* prepared statements remembered (LRU): Rails keeps up to 1000 */
 #define PG_WIRE_PORTALS 4 /* portals remembered (LRU) */
 #define PG_WIRE_OIDS_KEPT 32
 #define PG_WIRE_PEEK 64 /* first body bytes of a server message we look at */

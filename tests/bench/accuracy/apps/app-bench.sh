@@ -97,7 +97,7 @@ one_real() {
   "${P}_start" "$w/$name" "$port" "$@" || fail "$name: starting $app"
   "${P}_warmup" "$port"
   # recording: tracing was off (--off) during the warm-up; SIGUSR1 turns it on
-  [ $# -gt 0 ] && { kill -USR1 "$(cat "$w/$name/$APP_LAUNCHER")"; sleep 0.5; }
+  [ $# -gt 0 ] && { app_db_fresh_sessions "$w/$name"; kill -USR1 "$(cat "$w/$name/$APP_LAUNCHER")"; sleep 0.5; }
   cat /proc/loadavg >"$w/$name.loadavg"
   "${P}_load" 127.0.0.1 "$port" "$rate" "$duration" "$seed" "$w/$name.csv" 2>"$w/$name.load.log"
   cat /proc/loadavg >>"$w/$name.loadavg"

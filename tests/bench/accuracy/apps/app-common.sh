@@ -43,6 +43,19 @@ app_db_record_flags() {
   if [ "$APP_DB" = postgresql ]; then echo "--db-socket .s.PGSQL.$APP_PG_PORT"; else echo "--db-socket mariadb.sock"; fi
 }
 
+# app_db_fresh_sessions DIR: before tracing turns on (SIGUSR1 after the
+# untraced warm-up), PostgreSQL's server ends the app's sessions so the app
+# reconnects and prepares its statements again where the recording sees
+# them (Rails names each statement once per connection: one prepared
+# during the warm-up would be executed by a name whose text no trace
+# has); the first traced request pays the reconnection. MariaDB: nothing
+# (mysql2 prepares nothing).
+app_db_fresh_sessions() {
+  [ "$APP_DB" = postgresql ] || return 0
+  echo "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename <> 'preplay' AND backend_type = 'client backend';" |
+    app_db_sql "$1"
+}
+
 # app_wait_port PORT SECONDS: until something listens on APP_LISTEN:PORT
 app_wait_port() {
   local i
