@@ -21,7 +21,8 @@ check-pg-trace.py can require exactly their DB events.
              40 statements prepared by name (Parse, Sync) and each then
              executed by its name (Bind, Execute, Sync), so the recorder
              meets the connection mid-conversation and must remember
-             more than 16 statements.
+             more than 16 statements; then, 0.3 s later, a SELECT that
+             returns no row (its FETCH must take no time).
 
 HOST is a socket directory (starts with /) or an IP address."""
 import hashlib
@@ -247,6 +248,11 @@ def late_client(host, port, sync_dir):
     for i in range(1, n + 1):
         r.send(bind("", f"a{i}", [str(i).encode()]) + execute("") + SYNC)
         r.until_ready()
+    # a SELECT without rows through Execute (no RowDescription comes: the
+    # Describe is not sent), a while after the last result's rows
+    time.sleep(0.3)
+    r.send(parse("", "SELECT 1 AS none WHERE $1::int < 0") + bind("", "", [b"1"]) + execute("") + SYNC)
+    r.until_ready()
     r.send(msg(b"X", b""))
     r.s.close()
 

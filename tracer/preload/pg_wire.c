@@ -683,8 +683,10 @@ static void pg_wire_result_message(struct tracer_thread *t, struct pg_wire_conn 
             pg_wire_fetch_end(t, c, h, 0, c->rows, end);
         } else if (!c->answered) {
             pg_wire_answer(t, c, h, 0, selects ? 0 : tag_rows, end);
-            if (selects) /* a result set without rows */
+            if (selects) { /* a result set without rows: its fetch took no time */
+                pg_wire_result_begin(c, end);
                 pg_wire_fetch_end(t, c, h, 0, 0, end);
+            }
         }
         break;
     case 's':
