@@ -30,14 +30,15 @@
 #
 # usage: app-bench.sh --app NAME --out DIR [--rate R] [--duration S] [--real-runs N]
 #                     [--seed N] [--intervals N] [--type T] [--redo-prediction]
-#                     [--db mariadb|postgresql]
+#                     [--redo-recording] [--db mariadb|postgresql]
 # --db picks the database server the app runs on and the replay restores
 # and queries (default mariadb; postgresql: a private PostgreSQL 15, the
 # app's PostgreSQL driver, `preplay run --db postgresql://...`; the tag
 # gets "-postgresql" and the installed base is DIR/base-postgresql).
 # --redo-prediction keeps the recording and the real runs of an earlier run
 # with the same options and redoes analyze, prediction and tables (a new
-# preplay judged against the same truth).
+# preplay judged against the same truth). --redo-recording records again
+# too (a new tracer), the real runs still kept.
 # Must never leave a server running: every phase stops what it started
 # (trap on exit).
 set -uo pipefail
@@ -60,8 +61,9 @@ while [ $# -gt 0 ]; do
     --intervals) intervals=$2; shift 2 ;;
     --type) type=$2; shift 2 ;;
     --redo-prediction) redo=1; shift ;;
+    --redo-recording) redo=2; shift ;;
     --db) db=$2; shift 2 ;;
-    -h | --help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "app-bench: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -136,7 +138,10 @@ on_type() {
   rm -rf "$d/db" "$d/files"
 }
 
-if [ $redo -eq 0 ]; then
+if [ $redo -eq 2 ]; then
+  for ((k = 1; k <= runs; k++)); do [ -s "$w/real$k.csv" ] || fail "--redo-recording: no $w/real$k.csv"; done
+fi
+if [ $redo -ne 1 ]; then
   log "record at $rate/s for $duration s"
   rm -rf "$w/trace"
   # shellcheck disable=SC2046 # app_db_record_flags: two words
@@ -146,6 +151,7 @@ else # --redo-prediction: this tag's recording and real runs, kept from before
   for ((k = 1; k <= runs; k++)); do [ -s "$w/real$k.csv" ] || fail "--redo-prediction: no $w/real$k.csv"; done
   log "re-analyzing the kept recording, new prediction against the kept real runs"
 fi
+[ $redo -eq 2 ] && log "new recording, new prediction against the kept real runs"
 "$bin" analyze "$w/trace" -o "$w/plan" >"$w/analyze.log" 2>&1 || { cat "$w/analyze.log" >&2; fail "analyze"; }
 for ((k = 1; k <= runs && redo == 0; k++)); do
   log "real run $k of $runs${type:+ on $type}"
