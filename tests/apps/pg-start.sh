@@ -2,7 +2,9 @@
 # tests/apps/pg-start.sh DIR PORT - starts a private PostgreSQL 15 server
 # (Debian's postgresql-15) with its data directory, unix socket
 # (DIR/.s.PGSQL.PORT), log and pid file all inside DIR; initializes the
-# data directory on first use. It listens on 127.0.0.1:PORT too. Superuser
+# data directory on first use. It listens on 127.0.0.1:PORT too, unless
+# PG_START_SOCKET_ONLY=1 (then the socket alone, as db-start.sh's MariaDB:
+# any PORT, 5432 too, cannot collide with another server). Superuser
 # `preplay` with password `preplay-pw`: unix socket connections are trusted
 # (AuthenticationOk at once), TCP ones use SCRAM-SHA-256 (a SASL exchange),
 # so both openings are exercised. PostgreSQL refuses to run as root: the
@@ -19,6 +21,8 @@ bin=/usr/lib/postgresql/15/bin
 [ -x "$bin/initdb" ] && [ -x "$bin/pg_ctl" ] ||
   { echo "pg-start: $bin/initdb or pg_ctl not found (apt-get install postgresql)" >&2; exit 1; }
 id postgres >/dev/null 2>&1 || { echo "pg-start: no postgres user (apt-get install postgresql)" >&2; exit 1; }
+listen=127.0.0.1
+[ "${PG_START_SOCKET_ONLY:-0}" = 1 ] && listen="''"
 as_pg=()
 [ "$(id -u)" -eq 0 ] && as_pg=(runuser -u postgres --)
 mkdir -p "$dir"
@@ -37,6 +41,6 @@ if [ ! -f "$dir/data/PG_VERSION" ]; then
     { echo "pg-start: initdb failed: $(tail -n 3 "$dir/initdb.log")" >&2; exit 1; }
 fi
 "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB" \
+  -o "-p $port -k $dir -c listen_addresses=$listen -c fsync=off -c shared_buffers=16MB" \
   start >/dev/null ||
   { echo "pg-start: the server did not start: $(tail -n 5 "$dir/server.log")" >&2; exit 1; }

@@ -15,6 +15,14 @@ check-pg-trace.py can require exactly their DB events.
              server), a message split over sends, a long statement in
              several sends, an empty query and an asynchronous
              NotificationResponse in the middle of an answer.
+  late       the raw frontend as Rails' PostgreSQL adapter talks: a
+             statement prepared, then (TABLE is a directory: TABLE/ready
+             made, TABLE/go awaited: the test turns tracing on between)
+             40 statements prepared by name (Parse, Sync) and each then
+             executed by its name (Bind, Execute, Sync), so the recorder
+             meets the connection mid-conversation and must remember
+             more than 16 statements; then, 0.3 s later, a SELECT that
+             returns no row (its FETCH must take no time).
 
 HOST is a socket directory (starts with /) or an IP address."""
 import hashlib
@@ -219,11 +227,41 @@ def raw_client(host, port, table):
     r.s.close()
 
 
+def late_client(host, port, sync_dir):
+    import time
+
+    r = Raw(host, port)
+    r.login()
+    r.send(parse("early", "SELECT $1::int + 100") + SYNC)
+    r.until_ready()
+    open(os.path.join(sync_dir, "ready"), "w").close()
+    for _ in range(600):
+        if os.path.exists(os.path.join(sync_dir, "go")):
+            break
+        time.sleep(0.05)
+    else:
+        raise SystemExit("late: no go")
+    n = 40
+    for i in range(1, n + 1):
+        r.send(parse(f"a{i}", f"SELECT $1::int + {i}") + SYNC)
+        r.until_ready()
+    for i in range(1, n + 1):
+        r.send(bind("", f"a{i}", [str(i).encode()]) + execute("") + SYNC)
+        r.until_ready()
+    # a SELECT without rows through Execute (no RowDescription comes: the
+    # Describe is not sent), a while after the last result's rows
+    time.sleep(0.3)
+    r.send(parse("", "SELECT 1 AS none WHERE $1::int < 0") + bind("", "", [b"1"]) + execute("") + SYNC)
+    r.until_ready()
+    r.send(msg(b"X", b""))
+    r.s.close()
+
+
 def main():
     if len(sys.argv) != 5:
         raise SystemExit("usage: pg_clients.py MODE HOST PORT TABLE")
     mode, host, port, table = sys.argv[1:]
-    {"psycopg2": psycopg2_client, "raw": raw_client}[mode](host, port, table)
+    {"psycopg2": psycopg2_client, "raw": raw_client, "late": late_client}[mode](host, port, table)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@
  * (parsed before it; half of the bytes move when `split` is odd, none when
  * split & 2), 2 the server's bytes arrive, 3 TLS plaintext sent, 4 TLS
  * plaintext received, 5 a new connection on the descriptor, 6 the bytes go
- * to tracer_pg_opening and tracer_pg_answer (every prefix: MORE only while
+ * to tracer_pg_opening, tracer_pg_answer and tracer_pg_frontend_run (two
+ * iovecs; every prefix: MORE only while
  * n < cap, a verdict never changes with more bytes). `split` cuts the bytes
  * into two iovecs; its bit 4 makes a second thread do the transfer. Every
  * event written lands in a ring of our own, each checked to be a DB event
@@ -39,7 +40,11 @@ static void fuzz_pg_greeting(const uint8_t *p, size_t n, uint8_t cap)
         memcpy(s, p, k);
         int open = tracer_pg_opening(s, k);
         int v = tracer_pg_answer(s, k, cap);
+        struct iovec iov[2] = {{s, k / 2}, {s + k / 2, k - k / 2}};
+        int run = tracer_pg_frontend_run(iov, 2, k);
         free(s);
+        if (run < 0 || run > 1 || (k < 5 && run))
+            abort();
         if (open < TRACER_PG_OPEN_NO || open > TRACER_PG_OPEN_GSS || (k < 8 && open))
             abort();
         if (v < TRACER_PG_ANSWER_NO || v > TRACER_PG_ANSWER_YES)

@@ -1215,13 +1215,16 @@ static void db_wire_received(struct tracer_thread *t, struct db_wire_conn *c,
 /* The dialect of DB connection f. One known by its port or socket name
  * (--db-port, --db-socket) is told by its first bytes: a PostgreSQL client
  * speaks first, with a StartupMessage or an encryption request; a MySQL
- * server greets before its client says anything. */
+ * server greets before its client says anything. A connection opened
+ * before tracing began (`record --off`) is seen first mid-conversation:
+ * a PostgreSQL client's send is then whole typed messages
+ * (tracer_pg_frontend_run), its StartupMessage long gone. */
 static uint8_t db_wire_dialect(struct tracer_fd *f, const struct iovec *iov, int iovcnt,
                                size_t nbytes, int sending)
 {
     if (f->db_dialect != TRACER_DB_DIALECT_UNKNOWN)
         return f->db_dialect;
-    unsigned char first[8];
+    unsigned char first[8] = {0};
     size_t have = 0;
     for (int i = 0; sending && i < iovcnt && have < sizeof first && have < nbytes; i++) {
         size_t n = iov[i].iov_len < sizeof first - have ? iov[i].iov_len : sizeof first - have;
@@ -1231,8 +1234,9 @@ static uint8_t db_wire_dialect(struct tracer_fd *f, const struct iovec *iov, int
         have += n;
     }
     int pg = sending && tracer_pg_opening(first, have) != TRACER_PG_OPEN_NO;
-    f->db_dialect = pg ? TRACE_DB_POSTGRESQL : TRACE_DB_MYSQL;
-    f->db_pg_init = 0;
+    int started = !pg && sending && tracer_pg_frontend_run(iov, iovcnt, nbytes);
+    f->db_dialect = pg || started ? TRACE_DB_POSTGRESQL : TRACE_DB_MYSQL;
+    f->db_pg_init = started ? TRACER_PG_INIT_STARTED : 0;
     return f->db_dialect;
 }
 

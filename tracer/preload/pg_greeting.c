@@ -10,6 +10,9 @@
 /* An Authentication request's or an error's length, at most (SASL lists
  * a few mechanism names; an error a few fields of text). */
 #define PG_ANSWER_MAX 8192u
+/* Messages tracer_pg_frontend_run walks, at most (a batch of a pipeline:
+ * libpq sends up to its output buffer's worth at once). */
+#define PG_FRONTEND_RUN_MAX 4096u
 
 int tracer_pg_opening(const unsigned char *p, size_t n)
 {
@@ -98,4 +101,63 @@ int tracer_pg_answer(const unsigned char *p, size_t n, size_t cap)
     if (p[0] == 'v') /* the newest 3.x minor the server speaks, then options */
         return len >= 12 && tracer_pg_be32(p + 5) <= 2 ? TRACER_PG_ANSWER_YES : TRACER_PG_ANSWER_NO;
     return pg_greeting_error_field(p[5]) ? TRACER_PG_ANSWER_YES : TRACER_PG_ANSWER_NO;
+}
+
+/* Is b a message type a PostgreSQL frontend sends once started? */
+static int pg_greeting_frontend_type(unsigned char b)
+{
+    switch (b) {
+    case 'B': /* Bind */
+    case 'C': /* Close */
+    case 'c': /* CopyDone */
+    case 'd': /* CopyData */
+    case 'D': /* Describe */
+    case 'E': /* Execute */
+    case 'f': /* CopyFail */
+    case 'F': /* FunctionCall */
+    case 'H': /* Flush */
+    case 'p': /* a password or SASL response */
+    case 'P': /* Parse */
+    case 'Q': /* Query */
+    case 'S': /* Sync */
+    case 'X': /* Terminate */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The byte at offset off of the n bytes in iov (off < n). */
+static unsigned char pg_greeting_iov_byte(const struct iovec *iov, int iovcnt, size_t off)
+{
+    for (int i = 0; i < iovcnt; i++) {
+        if (off < iov[i].iov_len)
+            return ((const unsigned char *)iov[i].iov_base)[off];
+        off -= iov[i].iov_len;
+    }
+    return 0;
+}
+
+int tracer_pg_frontend_run(const struct iovec *iov, int iovcnt, size_t n)
+{
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    if (n > total || n < 5)
+        return 0;
+    size_t off = 0;
+    for (unsigned msgs = 0; off < n; msgs++) {
+        if (msgs == PG_FRONTEND_RUN_MAX || n - off < 5)
+            return 0;
+        if (!pg_greeting_frontend_type(pg_greeting_iov_byte(iov, iovcnt, off)))
+            return 0;
+        unsigned char h[4];
+        for (size_t k = 0; k < 4; k++)
+            h[k] = pg_greeting_iov_byte(iov, iovcnt, off + 1 + k);
+        uint32_t len = tracer_pg_be32(h);
+        if (len < 4 || len > n - off - 1)
+            return 0;
+        off += 1 + (size_t)len;
+    }
+    return 1;
 }

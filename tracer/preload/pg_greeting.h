@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* What a client's first message says (tracer_pg_opening). */
 enum {
@@ -43,6 +44,16 @@ enum {
  * NegotiateProtocolVersion ('v'). cap: the most bytes the caller can
  * gather; MORE implies n < cap. */
 int tracer_pg_answer(const unsigned char *p, size_t n, size_t cap);
+
+/* Are the n bytes in iov (what one send of a client carried) whole
+ * messages a started PostgreSQL frontend sends, back to back: a known
+ * type byte and a length of at least 4 each, ending exactly at n? What
+ * tells the dialect of a DB connection named by --db-port/--db-socket
+ * whose opening came before tracing did (`record --off`): a MySQL
+ * packet's little-endian length never frames like this (its 4-byte
+ * big-endian reading is under 4 for a short packet and 16 MB or more for
+ * a long one). 1 or 0; at most PG_FRONTEND_RUN_MAX messages. */
+int tracer_pg_frontend_run(const struct iovec *iov, int iovcnt, size_t n);
 
 static inline uint32_t tracer_pg_be32(const unsigned char *p)
 {

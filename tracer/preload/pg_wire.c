@@ -50,7 +50,7 @@
 
 #define PG_WIRE_FDS 1024
 #define PG_WIRE_QUEUE 64  /* messages awaiting their answers */
-#define PG_WIRE_STMTS 16  /* prepared statements remembered (LRU) */
+#define PG_WIRE_STMTS 256 /* prepared statements remembered (LRU): Rails keeps up to 1000 */
 #define PG_WIRE_PORTALS 4 /* portals remembered (LRU) */
 #define PG_WIRE_OIDS_KEPT 32
 #define PG_WIRE_PEEK 64 /* first body bytes of a server message we look at */
@@ -683,8 +683,10 @@ static void pg_wire_result_message(struct tracer_thread *t, struct pg_wire_conn 
             pg_wire_fetch_end(t, c, h, 0, c->rows, end);
         } else if (!c->answered) {
             pg_wire_answer(t, c, h, 0, selects ? 0 : tag_rows, end);
-            if (selects) /* a result set without rows */
+            if (selects) { /* a result set without rows: its fetch took no time */
+                pg_wire_result_begin(c, end);
                 pg_wire_fetch_end(t, c, h, 0, 0, end);
+            }
         }
         break;
     case 's':

@@ -40,7 +40,8 @@
 # With --app wordpress or --app redmine (first option), everything after
 # it goes to apps/app-bench.sh: WordPress or Redmine from Debian
 # (apps/wordpress.sh, apps/redmine.sh), recorded, replayed and compared
-# against >= 3 real runs, unconstrained or on an emulated type (see there).
+# against >= 3 real runs, unconstrained or on an emulated type (see there);
+# Redmine on PostgreSQL instead of MariaDB with --db postgresql.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ "${1:-}" = --short ] && { shift; exec "$here/short.sh" "$@"; }
@@ -75,7 +76,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --no-nodeps) nodeps=0; shift ;;
     --repeat-truth) repeat=1; shift ;;
-    -h | --help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "accuracy: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -30,9 +30,15 @@
 #
 # usage: app-bench.sh --app NAME --out DIR [--rate R] [--duration S] [--real-runs N]
 #                     [--seed N] [--intervals N] [--type T] [--redo-prediction]
+#                     [--redo-recording] [--db mariadb|postgresql]
+# --db picks the database server the app runs on and the replay restores
+# and queries (default mariadb; postgresql: a private PostgreSQL 15, the
+# app's PostgreSQL driver, `preplay run --db postgresql://...`; the tag
+# gets "-postgresql" and the installed base is DIR/base-postgresql).
 # --redo-prediction keeps the recording and the real runs of an earlier run
 # with the same options and redoes analyze, prediction and tables (a new
-# preplay judged against the same truth).
+# preplay judged against the same truth). --redo-recording records again
+# too (a new tracer), the real runs still kept.
 # Must never leave a server running: every phase stops what it started
 # (trap on exit).
 set -uo pipefail
@@ -41,12 +47,10 @@ here=$(cd "$(dirname "$0")" && pwd)
   { echo "app-bench: first option --app NAME (wordpress, redmine)" >&2; exit 2; }
 app=$2
 shift 2
-. "$here/$app.sh"
-P=$APP_PREFIX
 src=${PREPLAY_SOURCE_DIR:-$(cd "$here/../../../.." && pwd)}
 bin=${PREPLAY_BIN:-$src/build/release/preplay}
 [ -x "$bin" ] || { echo "app-bench: no preplay binary (set PREPLAY_BIN)" >&2; exit 2; }
-out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type="" redo=0
+out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type="" redo=0 db=mariadb
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
@@ -57,10 +61,19 @@ while [ $# -gt 0 ]; do
     --intervals) intervals=$2; shift 2 ;;
     --type) type=$2; shift 2 ;;
     --redo-prediction) redo=1; shift ;;
-    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --redo-recording) redo=2; shift ;;
+    --db) db=$2; shift 2 ;;
+    -h | --help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "app-bench: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+case $db in
+  mariadb | postgresql) export APP_DB=$db ;;
+  *) echo "app-bench: --db mariadb|postgresql, not '$db'" >&2; exit 2 ;;
+esac
+. "$here/$app.sh"
+P=$APP_PREFIX
+[[ " ${APP_DBS:-mariadb} " == *" $db "* ]] || { echo "app-bench: $app does not run on $db (only ${APP_DBS:-mariadb})" >&2; exit 2; }
 [ -n "$out" ] || { echo "app-bench: --out DIR is required (the installed base is kept there)" >&2; exit 2; }
 [ "$runs" -ge 3 ] || { echo "app-bench: --real-runs must be at least 3 (the noise floor)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "app-bench: needs root (packages, MariaDB as root)" >&2; exit 1; }
@@ -70,6 +83,7 @@ fail() { echo "app-bench $app: FAIL: $*" >&2; exit 1; }
 active="" epid=""
 trap '[ -n "$epid" ] && { kill -TERM "$epid"; wait "$epid"; }; [ -n "$active" ] && "${P}_stop" "$active"' EXIT
 tag=${type:-host}-r${rate}-d${duration}-s${seed}
+[ "$db" = mariadb ] || tag=$tag-$db
 w=$out/$tag
 mkdir -p "$w"
 
@@ -85,7 +99,7 @@ one_real() {
   "${P}_start" "$w/$name" "$port" "$@" || fail "$name: starting $app"
   "${P}_warmup" "$port"
   # recording: tracing was off (--off) during the warm-up; SIGUSR1 turns it on
-  [ $# -gt 0 ] && { kill -USR1 "$(cat "$w/$name/$APP_LAUNCHER")"; sleep 0.5; }
+  [ $# -gt 0 ] && { app_db_fresh_sessions "$w/$name"; kill -USR1 "$(cat "$w/$name/$APP_LAUNCHER")"; sleep 0.5; }
   cat /proc/loadavg >"$w/$name.loadavg"
   "${P}_load" 127.0.0.1 "$port" "$rate" "$duration" "$seed" "$w/$name.csv" 2>"$w/$name.load.log"
   cat /proc/loadavg >>"$w/$name.loadavg"
@@ -124,15 +138,20 @@ on_type() {
   rm -rf "$d/db" "$d/files"
 }
 
-if [ $redo -eq 0 ]; then
+if [ $redo -eq 2 ]; then
+  for ((k = 1; k <= runs; k++)); do [ -s "$w/real$k.csv" ] || fail "--redo-recording: no $w/real$k.csv"; done
+fi
+if [ $redo -ne 1 ]; then
   log "record at $rate/s for $duration s"
   rm -rf "$w/trace"
-  one_real rec "$bin" record -q --off -o "$w/trace" -c frontend --db-socket mariadb.sock "${APP_LABELS[@]}" --
+  # shellcheck disable=SC2046 # app_db_record_flags: two words
+  one_real rec "$bin" record -q --off -o "$w/trace" -c frontend $(app_db_record_flags) "${APP_LABELS[@]}" --
 else # --redo-prediction: this tag's recording and real runs, kept from before
   [ -d "$w/trace" ] || fail "--redo-prediction: no $w/trace"
   for ((k = 1; k <= runs; k++)); do [ -s "$w/real$k.csv" ] || fail "--redo-prediction: no $w/real$k.csv"; done
   log "re-analyzing the kept recording, new prediction against the kept real runs"
 fi
+[ $redo -eq 2 ] && log "new recording, new prediction against the kept real runs"
 "$bin" analyze "$w/trace" -o "$w/plan" >"$w/analyze.log" 2>&1 || { cat "$w/analyze.log" >&2; fail "analyze"; }
 for ((k = 1; k <= runs && redo == 0; k++)); do
   log "real run $k of $runs${type:+ on $type}"
@@ -175,7 +194,7 @@ for ((k = 1; k <= runs; k++)); do # the noise floor: each real run against the o
     tee -a "$w/floor.md"
   floors+=("$w/floor$k.json")
 done
-echo "$app on ${type:-host} at $rate/s, $duration s: prediction vs $runs real runs pooled (floor: largest error of one real run vs the others)" | tee "$table"
+echo "$app ($db) on ${type:-host} at $rate/s, $duration s: prediction vs $runs real runs pooled (floor: largest error of one real run vs the others)" | tee "$table"
 python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-all.csv" --pred "$w/pred.json" \
   --type "${type:-host}" --level "$rate/s (pred vs $runs real pooled)" --json "$w/compare.json" --header \
   --floor "${floors[@]}" | tee -a "$table"

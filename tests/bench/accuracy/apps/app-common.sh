@@ -11,6 +11,12 @@
 # _db_url DIR (what `preplay replay --db` gets), plus APP_LABELS (the
 # `--label` rules), APP_LAUNCHER (DIR's pid file of what _start launched:
 # SIGUSR1 to it turns recording on); the database socket is DIR/db/mariadb.sock.
+# APP_DB (exported: the modules run as scripts inside tools/emulate too)
+# picks the database server: mariadb (default) or postgresql (a module
+# that speaks it lists it in APP_DBS); with postgresql DIR/db is a private
+# PostgreSQL 15 (tests/apps/pg-start.sh, socket only: DIR/db/.s.PGSQL.5432,
+# superuser `preplay` trusted on the socket) and the installed database is
+# OUT/base-postgresql instead of OUT/base.
 # Must never touch the system's services (apache2, MariaDB, thin) nor
 # leave a server running: every start has its stop.
 app_common_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,6 +29,33 @@ app_packages() {
   "$app_common_here/../../../../tools/install-deps" --accuracy-apps
 }
 
+APP_DB=${APP_DB:-mariadb}
+APP_PG_PORT=5432 # socket only (PG_START_SOCKET_ONLY): the port names the socket, no TCP
+case $APP_DB in
+  mariadb) APP_BASE=base ;;
+  postgresql) APP_BASE=base-postgresql ;;
+  *) echo "accuracy: APP_DB '$APP_DB' is neither mariadb nor postgresql" >&2; exit 2 ;;
+esac
+
+# app_db_record_flags: the recorder's override naming the DB's socket
+# (its connections open during the untraced warm-up: --off)
+app_db_record_flags() {
+  if [ "$APP_DB" = postgresql ]; then echo "--db-socket .s.PGSQL.$APP_PG_PORT"; else echo "--db-socket mariadb.sock"; fi
+}
+
+# app_db_fresh_sessions DIR: before tracing turns on (SIGUSR1 after the
+# untraced warm-up), PostgreSQL's server ends the app's sessions so the app
+# reconnects and prepares its statements again where the recording sees
+# them (Rails names each statement once per connection: one prepared
+# during the warm-up would be executed by a name whose text no trace
+# has); the first traced request pays the reconnection. MariaDB: nothing
+# (mysql2 prepares nothing).
+app_db_fresh_sessions() {
+  [ "$APP_DB" = postgresql ] || return 0
+  echo "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename <> 'preplay' AND backend_type = 'client backend';" |
+    app_db_sql "$1"
+}
+
 # app_wait_port PORT SECONDS: until something listens on APP_LISTEN:PORT
 app_wait_port() {
   local i
@@ -33,16 +66,37 @@ app_wait_port() {
   return 1
 }
 
-# app_db_start DIR: the private MariaDB in DIR/db (socket DIR/db/mariadb.sock)
+# app_db_start DIR: the private MariaDB in DIR/db (socket DIR/db/mariadb.sock),
+# or PostgreSQL (APP_DB=postgresql: socket DIR/db/.s.PGSQL.5432)
 app_db_start() {
+  if [ "$APP_DB" = postgresql ]; then
+    [ -f "$1/db/data/postmaster.pid" ] && [ -S "$1/db/.s.PGSQL.$APP_PG_PORT" ] && return 0
+    chmod 755 "$1"
+    PG_START_SOCKET_ONLY=1 "$app_apps/pg-start.sh" "$1/db" "$APP_PG_PORT" >/dev/null
+    return
+  fi
   [ -f "$1/db/mariadbd.pid" ] && kill -0 "$(cat "$1/db/mariadbd.pid")" 2>/dev/null && return 0
   "$app_apps/db-start.sh" "$1/db" >/dev/null || return 1
   chmod 755 "$1" "$1/db"
 }
 
-# app_db_sql DIR [DATABASE]: SQL on stdin to DIR's MariaDB as root
+# app_db_sql DIR [DATABASE]: SQL on stdin to DIR's database server as its
+# superuser (MariaDB's root, PostgreSQL's preplay), stopping at an error
 app_db_sql() {
-  mariadb --no-defaults -S "$1/db/mariadb.sock" -uroot ${2:+"$2"}
+  if [ "$APP_DB" = postgresql ]; then
+    psql -X -q -v ON_ERROR_STOP=1 -h "$1/db" -p "$APP_PG_PORT" -U preplay -d "${2:-postgres}" >/dev/null
+  else
+    mariadb --no-defaults -S "$1/db/mariadb.sock" -uroot ${2:+"$2"}
+  fi
+}
+
+# app_db_stop DIR: DIR's database server, quiet when none runs
+app_db_stop() {
+  if [ "$APP_DB" = postgresql ]; then
+    "$app_apps/pg-stop.sh" "$1/db" >/dev/null
+  else
+    "$app_apps/db-stop.sh" "$1/db" >/dev/null
+  fi
 }
 
 # app_stop DIR PIDFILE...: SIGTERM to each pid (a recorder forwards it),
@@ -58,16 +112,17 @@ app_stop() {
     kill -0 "$pid" 2>/dev/null && { echo "accuracy: pid $pid did not stop, SIGKILL" >&2; kill -KILL "$pid"; }
     rm -f "$dir/$f"
   done
-  "$app_apps/db-stop.sh" "$dir/db" >/dev/null
+  app_db_stop "$dir"
 }
 
-# app_fresh OUT RUN: RUN/db, a fresh copy of the installed database OUT/base/db
+# app_fresh OUT RUN: RUN/db, a fresh copy of the installed database
+# OUT/$APP_BASE/db (a stopped server's files)
 app_fresh() {
   rm -rf "$2"
   mkdir -p "$2"
   chmod 755 "$2"
-  cp -a "$1/base/db" "$2/db"
-  rm -f "$2/db/mariadbd.pid" "$2/db/mariadb.sock"
+  cp -a "$1/$APP_BASE/db" "$2/db"
+  rm -f "$2/db/mariadbd.pid" "$2/db/mariadb.sock" "$2/db/data/postmaster.pid" "$2/db"/.s.PGSQL.*
 }
 
 # app_serve DIR PORT real|replay [BIN PLAN]: what runs inside tools/emulate
