@@ -30,9 +30,15 @@
 #
 # usage: app-bench.sh --app NAME --out DIR [--rate R] [--duration S] [--real-runs N]
 #                     [--seed N] [--intervals N] [--type T] [--redo-prediction]
+#                     [--pred-tag NAME]
 # --redo-prediction keeps the recording and the real runs of an earlier run
 # with the same options and redoes analyze, prediction and tables (a new
 # preplay judged against the same truth).
+# --pred-tag NAME names this prediction's files plan-NAME, pred-NAME.json,
+# pred-NAME/ (replay.log: the CPU ratio), table-NAME.md, compare-NAME.json
+# instead of plan, pred.json, ..., so an earlier prediction is kept: with
+# --redo-prediction and PREPLAY_BIN, an A/B of two preplay builds judged
+# against the same recording, real runs and noise floor (docs/accuracy.md).
 # Must never leave a server running: every phase stops what it started
 # (trap on exit).
 set -uo pipefail
@@ -46,7 +52,7 @@ P=$APP_PREFIX
 src=${PREPLAY_SOURCE_DIR:-$(cd "$here/../../../.." && pwd)}
 bin=${PREPLAY_BIN:-$src/build/release/preplay}
 [ -x "$bin" ] || { echo "app-bench: no preplay binary (set PREPLAY_BIN)" >&2; exit 2; }
-out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type="" redo=0
+out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type="" redo=0 ptag=""
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
@@ -57,10 +63,14 @@ while [ $# -gt 0 ]; do
     --intervals) intervals=$2; shift 2 ;;
     --type) type=$2; shift 2 ;;
     --redo-prediction) redo=1; shift ;;
-    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --pred-tag) ptag=$2; shift 2 ;;
+    -h | --help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "app-bench: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+case $ptag in
+  *[!A-Za-z0-9_.-]* | .*) echo "app-bench: --pred-tag '$ptag': letters, digits, '_', '-', '.' only" >&2; exit 2 ;;
+esac
 [ -n "$out" ] || { echo "app-bench: --out DIR is required (the installed base is kept there)" >&2; exit 2; }
 [ "$runs" -ge 3 ] || { echo "app-bench: --real-runs must be at least 3 (the noise floor)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "app-bench: needs root (packages, MariaDB as root)" >&2; exit 1; }
@@ -72,6 +82,7 @@ trap '[ -n "$epid" ] && { kill -TERM "$epid"; wait "$epid"; }; [ -n "$active" ] 
 tag=${type:-host}-r${rate}-d${duration}-s${seed}
 w=$out/$tag
 mkdir -p "$w"
+pt=${ptag:+-$ptag} # suffix of this prediction's files (--pred-tag)
 
 "${P}_setup" "$out" || fail "setup"
 
@@ -103,7 +114,7 @@ on_type() {
   port=$(python3 "$src/tests/common/free_port.py")
   app_fresh "$out" "$d"
   timeout 900 "$src/tools/emulate" --data-dir "$w" "$type" -- "$here/$app.sh" serve "$d" "$port" \
-    "$mode" "$bin" "$w/plan" >"$w/$name.emu.log" 2>&1 &
+    "$mode" "$bin" "$w/plan$pt" >"$w/$name.emu.log" 2>&1 &
   epid=$!
   for ((i = 0; i < 3000; i++)); do # Rails boots in minutes on small
     [ -s "$d/addr" ] && break
@@ -133,7 +144,7 @@ else # --redo-prediction: this tag's recording and real runs, kept from before
   for ((k = 1; k <= runs; k++)); do [ -s "$w/real$k.csv" ] || fail "--redo-prediction: no $w/real$k.csv"; done
   log "re-analyzing the kept recording, new prediction against the kept real runs"
 fi
-"$bin" analyze "$w/trace" -o "$w/plan" >"$w/analyze.log" 2>&1 || { cat "$w/analyze.log" >&2; fail "analyze"; }
+"$bin" analyze "$w/trace" -o "$w/plan$pt" >"$w/analyze$pt.log" 2>&1 || { cat "$w/analyze$pt.log" >&2; fail "analyze"; }
 for ((k = 1; k <= runs && redo == 0; k++)); do
   log "real run $k of $runs${type:+ on $type}"
   if [ -n "$type" ]; then
@@ -144,17 +155,17 @@ for ((k = 1; k <= runs && redo == 0; k++)); do
 done
 if [ -n "$type" ]; then
   log "preplay replay on $type, preplay drive on the host"
-  on_type pred replay "$bin" drive "$w/plan" --target ADDR:PORT --token 0123456789abcdef -o "$w/pred.json"
-  [ -s "$w/pred.json" ] || fail "pred: preplay drive wrote no results"
+  on_type "pred$pt" replay "$bin" drive "$w/plan$pt" --target ADDR:PORT --token 0123456789abcdef -o "$w/pred$pt.json"
+  [ -s "$w/pred$pt.json" ] || fail "pred$pt: preplay drive wrote no results"
 else
   log "preplay run"
-  app_fresh "$out" "$w/pred"
-  active=$w/pred
-  app_db_start "$w/pred" || fail "pred: database"
-  "$bin" run "$w/plan" --max-intervals "$intervals" \
-    --db "$("${P}_db_url" "$w/pred")" \
-    -o "$w/pred.json" >"$w/pred.log" 2>&1 || { tail -20 "$w/pred.log" >&2; fail "preplay run"; }
-  "${P}_stop" "$w/pred"
+  app_fresh "$out" "$w/pred$pt"
+  active=$w/pred$pt
+  app_db_start "$w/pred$pt" || fail "pred$pt: database"
+  "$bin" run "$w/plan$pt" --max-intervals "$intervals" \
+    --db "$("${P}_db_url" "$w/pred$pt")" \
+    -o "$w/pred$pt.json" >"$w/pred$pt.log" 2>&1 || { tail -20 "$w/pred$pt.log" >&2; fail "preplay run"; }
+  "${P}_stop" "$w/pred$pt"
   active=""
 fi
 
@@ -163,11 +174,12 @@ pool() { awk 'FNR > 1 || NR == 1' "$@"; }
 all=()
 for ((k = 1; k <= runs; k++)); do all+=("$w/real$k.csv"); done
 pool "${all[@]}" >"$w/real-all.csv"
-table=$w/table.md floors=()
+table=$w/table$pt.md floors=()
 for ((k = 1; k <= runs; k++)); do # the noise floor: each real run against the others pooled
   others=()
   for ((j = 1; j <= runs; j++)); do [ $j -ne $k ] && others+=("$w/real$j.csv"); done
   pool "${others[@]}" >"$w/real-not$k.csv"
+  [ -n "$pt" ] && [ -s "$w/floor$k.json" ] && { floors+=("$w/floor$k.json"); continue; } # kept (--pred-tag)
   hdr=()
   [ $k -eq 1 ] && hdr=(--header)
   python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-not$k.csv" --pred "$w/real$k.csv" \
@@ -176,8 +188,8 @@ for ((k = 1; k <= runs; k++)); do # the noise floor: each real run against the o
   floors+=("$w/floor$k.json")
 done
 echo "$app on ${type:-host} at $rate/s, $duration s: prediction vs $runs real runs pooled (floor: largest error of one real run vs the others)" | tee "$table"
-python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-all.csv" --pred "$w/pred.json" \
-  --type "${type:-host}" --level "$rate/s (pred vs $runs real pooled)" --json "$w/compare.json" --header \
+python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-all.csv" --pred "$w/pred$pt.json" \
+  --type "${type:-host}" --level "$rate/s (pred$pt vs $runs real pooled)" --json "$w/compare$pt.json" --header \
   --floor "${floors[@]}" | tee -a "$table"
 for f in "$w"/*.loadavg; do # the host's 1/5/15-min load average before/after each load
   echo "load average $(basename "$f" .loadavg): $(awk '{ printf "%s%s %s %s", (NR > 1 ? " -> " : ""), $1, $2, $3 }' "$f")"
