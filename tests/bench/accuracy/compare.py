@@ -33,6 +33,7 @@ client wake-up on this VM and under-predict short requests by up to 40%."""
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys

@@ -184,13 +184,13 @@ for ((k = 1; k <= runs; k++)); do # the noise floor: each real run against the o
   [ $k -eq 1 ] && hdr=(--header)
   python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-not$k.csv" --pred "$w/real$k.csv" \
     --type "${type:-host}" --level "$rate/s (real $k vs other real)" --json "$w/floor$k.json" "${hdr[@]}" |
-    tee -a "$w/floor.md"
+    tee -a "$w/floor.md" || fail "compare.py: the noise floor of real run $k"
   floors+=("$w/floor$k.json")
 done
 echo "$app on ${type:-host} at $rate/s, $duration s: prediction vs $runs real runs pooled (floor: largest error of one real run vs the others)" | tee "$table"
 python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-all.csv" --pred "$w/pred$pt.json" \
   --type "${type:-host}" --level "$rate/s (pred$pt vs $runs real pooled)" --json "$w/compare$pt.json" --header \
-  --floor "${floors[@]}" | tee -a "$table"
+  --floor "${floors[@]}" | tee -a "$table" || fail "compare.py: the prediction's table"
 for f in "$w"/*.loadavg; do # the host's 1/5/15-min load average before/after each load
   echo "load average $(basename "$f" .loadavg): $(awk '{ printf "%s%s %s %s", (NR > 1 ? " -> " : ""), $1, $2, $3 }' "$f")"
 done | tee -a "$w/loadavg.txt" >&2
