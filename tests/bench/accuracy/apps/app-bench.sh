@@ -30,7 +30,7 @@
 #
 # usage: app-bench.sh --app NAME --out DIR [--rate R] [--duration S] [--real-runs N]
 #                     [--seed N] [--intervals N] [--type T] [--redo-prediction]
-#                     [--redo-recording] [--db mariadb|postgresql]
+#                     [--redo-recording] [--db mariadb|postgresql] [--pred-tag NAME]
 # --db picks the database server the app runs on and the replay restores
 # and queries (default mariadb; postgresql: a private PostgreSQL 15, the
 # app's PostgreSQL driver, `preplay run --db postgresql://...`; the tag
@@ -39,6 +39,11 @@
 # with the same options and redoes analyze, prediction and tables (a new
 # preplay judged against the same truth). --redo-recording records again
 # too (a new tracer), the real runs still kept.
+# --pred-tag NAME names this prediction's files plan-NAME, pred-NAME.json,
+# pred-NAME/ (replay.log: the CPU ratio), table-NAME.md, compare-NAME.json
+# instead of plan, pred.json, ..., so an earlier prediction is kept: with
+# --redo-prediction and PREPLAY_BIN, an A/B of two preplay builds judged
+# against the same recording, real runs and noise floor (docs/accuracy.md).
 # Must never leave a server running: every phase stops what it started
 # (trap on exit).
 set -uo pipefail
@@ -50,7 +55,7 @@ shift 2
 src=${PREPLAY_SOURCE_DIR:-$(cd "$here/../../../.." && pwd)}
 bin=${PREPLAY_BIN:-$src/build/release/preplay}
 [ -x "$bin" ] || { echo "app-bench: no preplay binary (set PREPLAY_BIN)" >&2; exit 2; }
-out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type="" redo=0 db=mariadb
+out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type="" redo=0 db=mariadb ptag=""
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
@@ -63,7 +68,8 @@ while [ $# -gt 0 ]; do
     --redo-prediction) redo=1; shift ;;
     --redo-recording) redo=2; shift ;;
     --db) db=$2; shift 2 ;;
-    -h | --help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --pred-tag) ptag=$2; shift 2 ;;
+    -h | --help) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "app-bench: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -74,6 +80,9 @@ esac
 . "$here/$app.sh"
 P=$APP_PREFIX
 [[ " ${APP_DBS:-mariadb} " == *" $db "* ]] || { echo "app-bench: $app does not run on $db (only ${APP_DBS:-mariadb})" >&2; exit 2; }
+case $ptag in
+  *[!A-Za-z0-9_.-]* | .*) echo "app-bench: --pred-tag '$ptag': letters, digits, '_', '-', '.' only" >&2; exit 2 ;;
+esac
 [ -n "$out" ] || { echo "app-bench: --out DIR is required (the installed base is kept there)" >&2; exit 2; }
 [ "$runs" -ge 3 ] || { echo "app-bench: --real-runs must be at least 3 (the noise floor)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "app-bench: needs root (packages, MariaDB as root)" >&2; exit 1; }
@@ -86,6 +95,7 @@ tag=${type:-host}-r${rate}-d${duration}-s${seed}
 [ "$db" = mariadb ] || tag=$tag-$db
 w=$out/$tag
 mkdir -p "$w"
+pt=${ptag:+-$ptag} # suffix of this prediction's files (--pred-tag)
 
 "${P}_setup" "$out" || fail "setup"
 
@@ -117,7 +127,7 @@ on_type() {
   port=$(python3 "$src/tests/common/free_port.py")
   app_fresh "$out" "$d"
   timeout 900 "$src/tools/emulate" --data-dir "$w" "$type" -- "$here/$app.sh" serve "$d" "$port" \
-    "$mode" "$bin" "$w/plan" >"$w/$name.emu.log" 2>&1 &
+    "$mode" "$bin" "$w/plan$pt" >"$w/$name.emu.log" 2>&1 &
   epid=$!
   for ((i = 0; i < 3000; i++)); do # Rails boots in minutes on small
     [ -s "$d/addr" ] && break
@@ -152,7 +162,7 @@ else # --redo-prediction: this tag's recording and real runs, kept from before
   log "re-analyzing the kept recording, new prediction against the kept real runs"
 fi
 [ $redo -eq 2 ] && log "new recording, new prediction against the kept real runs"
-"$bin" analyze "$w/trace" -o "$w/plan" >"$w/analyze.log" 2>&1 || { cat "$w/analyze.log" >&2; fail "analyze"; }
+"$bin" analyze "$w/trace" -o "$w/plan$pt" >"$w/analyze$pt.log" 2>&1 || { cat "$w/analyze$pt.log" >&2; fail "analyze"; }
 for ((k = 1; k <= runs && redo == 0; k++)); do
   log "real run $k of $runs${type:+ on $type}"
   if [ -n "$type" ]; then
@@ -163,17 +173,17 @@ for ((k = 1; k <= runs && redo == 0; k++)); do
 done
 if [ -n "$type" ]; then
   log "preplay replay on $type, preplay drive on the host"
-  on_type pred replay "$bin" drive "$w/plan" --target ADDR:PORT --token 0123456789abcdef -o "$w/pred.json"
-  [ -s "$w/pred.json" ] || fail "pred: preplay drive wrote no results"
+  on_type "pred$pt" replay "$bin" drive "$w/plan$pt" --target ADDR:PORT --token 0123456789abcdef -o "$w/pred$pt.json"
+  [ -s "$w/pred$pt.json" ] || fail "pred$pt: preplay drive wrote no results"
 else
   log "preplay run"
-  app_fresh "$out" "$w/pred"
-  active=$w/pred
-  app_db_start "$w/pred" || fail "pred: database"
-  "$bin" run "$w/plan" --max-intervals "$intervals" \
-    --db "$("${P}_db_url" "$w/pred")" \
-    -o "$w/pred.json" >"$w/pred.log" 2>&1 || { tail -20 "$w/pred.log" >&2; fail "preplay run"; }
-  "${P}_stop" "$w/pred"
+  app_fresh "$out" "$w/pred$pt"
+  active=$w/pred$pt
+  app_db_start "$w/pred$pt" || fail "pred$pt: database"
+  "$bin" run "$w/plan$pt" --max-intervals "$intervals" \
+    --db "$("${P}_db_url" "$w/pred$pt")" \
+    -o "$w/pred$pt.json" >"$w/pred$pt.log" 2>&1 || { tail -20 "$w/pred$pt.log" >&2; fail "preplay run"; }
+  "${P}_stop" "$w/pred$pt"
   active=""
 fi
 
@@ -182,22 +192,23 @@ pool() { awk 'FNR > 1 || NR == 1' "$@"; }
 all=()
 for ((k = 1; k <= runs; k++)); do all+=("$w/real$k.csv"); done
 pool "${all[@]}" >"$w/real-all.csv"
-table=$w/table.md floors=()
+table=$w/table$pt.md floors=()
 for ((k = 1; k <= runs; k++)); do # the noise floor: each real run against the others pooled
   others=()
   for ((j = 1; j <= runs; j++)); do [ $j -ne $k ] && others+=("$w/real$j.csv"); done
   pool "${others[@]}" >"$w/real-not$k.csv"
+  [ -n "$pt" ] && [ -s "$w/floor$k.json" ] && { floors+=("$w/floor$k.json"); continue; } # kept (--pred-tag)
   hdr=()
   [ $k -eq 1 ] && hdr=(--header)
   python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-not$k.csv" --pred "$w/real$k.csv" \
     --type "${type:-host}" --level "$rate/s (real $k vs other real)" --json "$w/floor$k.json" "${hdr[@]}" |
-    tee -a "$w/floor.md"
+    tee -a "$w/floor.md" || fail "compare.py: the noise floor of real run $k"
   floors+=("$w/floor$k.json")
 done
 echo "$app ($db) on ${type:-host} at $rate/s, $duration s: prediction vs $runs real runs pooled (floor: largest error of one real run vs the others)" | tee "$table"
-python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-all.csv" --pred "$w/pred.json" \
-  --type "${type:-host}" --level "$rate/s (pred vs $runs real pooled)" --json "$w/compare.json" --header \
-  --floor "${floors[@]}" | tee -a "$table"
+python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-all.csv" --pred "$w/pred$pt.json" \
+  --type "${type:-host}" --level "$rate/s (pred$pt vs $runs real pooled)" --json "$w/compare$pt.json" --header \
+  --floor "${floors[@]}" | tee -a "$table" || fail "compare.py: the prediction's table"
 for f in "$w"/*.loadavg; do # the host's 1/5/15-min load average before/after each load
   echo "load average $(basename "$f" .loadavg): $(awk '{ printf "%s%s %s %s", (NR > 1 ? " -> " : ""), $1, $2, $3 }' "$f")"
 done | tee -a "$w/loadavg.txt" >&2
