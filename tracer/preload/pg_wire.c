@@ -111,8 +111,14 @@ struct pg_wire_conn {
     uint32_t lru;
     struct pg_wire_stmt stmts[PG_WIRE_STMTS];
     struct pg_wire_portal portals[PG_WIRE_PORTALS];
+    uint32_t slot; /* its index in pg_wire_conns */
 };
-static struct pg_wire_conn pg_wire_conns[PG_WIRE_FDS];
+/* One state per descriptor, mapped when the descriptor first carries a
+ * PostgreSQL conversation (~45 KB with 256 statements) and kept for it:
+ * a static array of them was 48 MB of address space in every traced
+ * process, and a program under a small RLIMIT_AS could no longer load the
+ * tracer. Touched only by the holder of pg_wire_owner[i]. */
+static struct pg_wire_conn *pg_wire_conns[PG_WIRE_FDS];
 static _Atomic uint32_t pg_wire_owner[PG_WIRE_FDS];
 
 static uint64_t pg_wire_hash(const unsigned char *p, size_t n)
@@ -191,12 +197,24 @@ static struct pg_wire_conn *pg_wire_acquire(struct tracer_thread *t, struct trac
     size_t i = (size_t)(f - base);
     if (db_fd_slot_lock(&pg_wire_owner[i], t))
         return NULL;
-    struct pg_wire_conn *c = &pg_wire_conns[i];
+    struct pg_wire_conn *c = pg_wire_conns[i];
+    if (!c) { /* raw mmap: no malloc inside the app's calls */
+        void *m = (void *)syscall(SYS_mmap, NULL, sizeof *c, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+            atomic_store_explicit(&pg_wire_owner[i], 0, memory_order_release);
+            return NULL; /* not parsed, as a descriptor beyond PG_WIRE_FDS */
+        }
+        c = pg_wire_conns[i] = m;
+        c->slot = (uint32_t)i;
+        pg_wire_init(c, f);
+    }
     if (c->conn_id != f->conn_id) {
         while (c->len)
             pg_wire_flush_head(t, c, c->queue[c->head].begin_ns);
         pg_wire_gather_drop(c);
         memset(c, 0, sizeof *c);
+        c->slot = (uint32_t)i;
         pg_wire_init(c, f);
     }
     return c;
@@ -205,7 +223,7 @@ static struct pg_wire_conn *pg_wire_acquire(struct tracer_thread *t, struct trac
 static void pg_wire_release(struct pg_wire_conn *c)
 {
     if (c)
-        atomic_store_explicit(&pg_wire_owner[c - pg_wire_conns], 0, memory_order_release);
+        atomic_store_explicit(&pg_wire_owner[c->slot], 0, memory_order_release);
 }
 
 void tracer_pg_wire_after_fork(void)
