@@ -962,14 +962,22 @@ static int results_read_root(json_t *root, struct results_file *rf, const char *
                : 0;
 }
 
-int results_read(const char *path, struct results_file *rf, char *err, size_t errlen)
+/* What a results_file holds before anything is read: nothing, and the
+ * optional numbers absent (NAN). */
+static void results_file_init(struct results_file *rf)
 {
     memset(rf, 0, sizeof *rf);
     rf->price = rf->p0 = rf->elapsed_s = rf->failed = rf->schedule_s = rf->schedule_requests =
         rf->db_cut = NAN;
+}
+
+int results_read(const char *path, struct results_file *rf, char *err, size_t errlen)
+{
     json_t *root = results_json_load(path, err, errlen);
-    if (!root)
+    if (!root) {
+        results_file_init(rf);
         return -1;
+    }
     int rc = results_read_json(root, path, rf, err, errlen);
     json_decref(root);
     return rc;
@@ -978,9 +986,7 @@ int results_read(const char *path, struct results_file *rf, char *err, size_t er
 int results_read_json(json_t *root, const char *path, struct results_file *rf, char *err,
                       size_t errlen)
 {
-    memset(rf, 0, sizeof *rf);
-    rf->price = rf->p0 = rf->elapsed_s = rf->failed = rf->schedule_s = rf->schedule_requests =
-        rf->db_cut = NAN;
+    results_file_init(rf);
     if (results_read_format(root, path, err, errlen) ||
         results_read_minor(root, rf, path, err, errlen) ||
         results_read_root(root, rf, path, err, errlen)) {
