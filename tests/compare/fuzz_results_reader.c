@@ -11,11 +11,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "compare.h"
 #include "results_reader.h"
+#include "../fuzz/fuzz_input_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -78,15 +78,10 @@ static void fuzz_check_compare(const char *path)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int fd = memfd_create("fuzz_results", MFD_CLOEXEC);
+    char path[64];
+    int fd = fuzz_input_file(data, size, "fuzz_results", path, sizeof path);
     if (fd < 0)
         return 0;
-    if (write(fd, data, size) != (ssize_t)size) {
-        close(fd);
-        return 0;
-    }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     fuzz_check_results(path);
     fuzz_check_compare(path);
     close(fd);

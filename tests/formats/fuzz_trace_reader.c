@@ -4,24 +4,19 @@
  * string id seen. The reader must never crash, hang or read out of bounds. */
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "trace_file.h"
+#include "../fuzz/fuzz_input_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int fd = memfd_create("fuzz_trace", MFD_CLOEXEC);
+    char path[64], err[512];
+    int fd = fuzz_input_file(data, size, "fuzz_trace", path, sizeof path);
     if (fd < 0)
         return 0;
-    if (write(fd, data, size) != (ssize_t)size) {
-        close(fd);
-        return 0;
-    }
-    char path[64], err[512];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     for (int salvage = 0; salvage < 2; salvage++) {
         struct trace_reader_options o = {.salvage = salvage};
         struct trace_reader *r = trace_reader_open(path, &o, err, sizeof err);

@@ -5,24 +5,19 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "plan.h"
+#include "../fuzz/fuzz_input_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int fd = memfd_create("fuzz_plan", MFD_CLOEXEC);
+    char path[64], err[1024];
+    int fd = fuzz_input_file(data, size, "fuzz_plan", path, sizeof path);
     if (fd < 0)
         return 0;
-    if (write(fd, data, size) != (ssize_t)size) {
-        close(fd);
-        return 0;
-    }
-    char path[64], err[1024];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     struct plan *p = plan_read(path, err, sizeof err);
     if (p) {
         for (uint32_t b = 0; b < p->nblocks; b++) {
