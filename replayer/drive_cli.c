@@ -14,13 +14,14 @@
 #include "replay_proto.h"
 #include "replay_results.h"
 #include "results_writer.h"
+#include "run_failures.h"
 
 static void drive_usage(FILE *out)
 {
     fprintf(out,
             "usage: preplay drive PLAN --target HOST:PORT (--token T | --token-file F)\n"
             "                     [--mode independent|session] [--speed X] [--duration T]\n"
-            "                     -o RESULTS\n\n"
+            "                     [--max-failed N|P%%] -o RESULTS\n\n"
             "Send the plan's front-end requests to a replayer and record every response time.\n"
             "  --mode independent  open loop at the recorded arrival times (default)\n"
             "  --mode session      closed loop per session, keeping think times\n"
@@ -28,6 +29,8 @@ static void drive_usage(FILE *out)
             "  --duration T        repeat the schedule for T (e.g. 30s, 2m); default one pass\n"
             "  --token-file F      read the token from F's first line (- = stdin): --token\n"
             "                      is visible in `ps`\n"
+            "  --max-failed N|P%%   failed requests tolerated, a count or a percentage of\n"
+            "                      those sent (default 0); more: exit status 3\n"
             "  -o RESULTS          results JSON (formats/RESULTS.md)\n");
 }
 
@@ -66,6 +69,8 @@ struct drive_config {
     uint64_t token;
     enum replay_drive_mode mode;
     double speed, duration;
+    double max_failed; /* --max-failed: a count, or with max_failed_pct a percentage */
+    int max_failed_pct;
 };
 
 /* The options into c. 0: go on; -1: exit with *exit_code (2 for a bad
@@ -79,6 +84,7 @@ static int drive_parse(int argc, char **argv, struct drive_config *c, int *exit_
                                          {"duration", required_argument, 0, 'd'},
                                          {"output", required_argument, 0, 'o'},
                                          {"token-file", required_argument, 0, 'F'},
+                                         {"max-failed", required_argument, 0, 'M'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *token_text = NULL, *token_file = NULL;
@@ -86,7 +92,7 @@ static int drive_parse(int argc, char **argv, struct drive_config *c, int *exit_
     *exit_code = 2;
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "T:t:F:m:s:d:o:h", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "T:t:F:M:m:s:d:o:h", opts, NULL)) != -1) {
         char *end;
         switch (opt) {
         case 'T':
@@ -119,6 +125,13 @@ static int drive_parse(int argc, char **argv, struct drive_config *c, int *exit_
             break;
         case 'o':
             c->out = optarg;
+            break;
+        case 'M':
+            if (run_failures_parse_max(optarg, &c->max_failed, &c->max_failed_pct)) {
+                fprintf(stderr, "drive: --max-failed '%s': %s\n", optarg,
+                        RUN_FAILURES_MAX_EXPECTED);
+                return -1;
+            }
             break;
         case 'h':
             drive_usage(stdout);
@@ -188,6 +201,26 @@ out:
     return rc;
 }
 
+/* Some requests failed: which, per label and why, and whether more than
+ * --max-failed allows. 0, RUN_EXIT_FAILED when more, 1 out of memory. */
+static int drive_failures_report(const struct drive_config *c, const struct plan *p,
+                                 const struct replay_drive_result *r)
+{
+    if (!r->failed)
+        return 0;
+    struct run_failures f = {0};
+    char *text = run_failures_add(&f, r->samples, r->nsamples) ? NULL : run_failures_text(&f, p);
+    int over = run_failures_exceed(&f, c->max_failed, c->max_failed_pct);
+    if (text)
+        fprintf(stderr, "drive: %s; %s --max-failed %g%s%s\n", text, over ? "more than" : "within",
+                c->max_failed, c->max_failed_pct ? "%" : "", over ? " (exit status 3)" : "");
+    else
+        fprintf(stderr, "drive: out of memory naming the failed requests\n");
+    free(text);
+    run_failures_free(&f);
+    return !text ? 1 : over ? RUN_EXIT_FAILED : 0;
+}
+
 int cmd_drive(int argc, char **argv)
 {
     struct drive_config c;
@@ -222,7 +255,7 @@ int cmd_drive(int argc, char **argv)
                 c.target);
         goto out;
     }
-    rc = 0;
+    rc = drive_failures_report(&c, p, &r);
 out:
     replay_drive_result_free(&r);
     plan_free(p);

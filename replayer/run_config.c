@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "replay_cli.h"
+#include "run_failures.h"
 
 static void run_usage(FILE *out)
 {
@@ -135,21 +136,12 @@ static int run_config_number(struct run_config *c, int opt, const char *arg)
         if (!strcmp(arg, "0"))
             c->window = 0;
         break;
-    case 'F': {
-        size_t n = strlen(arg);
-        c->max_failed_pct = n && arg[n - 1] == '%';
-        c->max_failed = strtod(arg, &end);
-        if (end == arg || end != arg + n - (size_t)c->max_failed_pct || !(c->max_failed >= 0) ||
-            (c->max_failed_pct ? c->max_failed > 100
-                               : c->max_failed > 1e12 || c->max_failed != floor(c->max_failed))) {
-            fprintf(stderr,
-                    "run: --max-failed '%s': expected a count of requests (e.g. 5) or a "
-                    "percentage of those sent, 0..100%% (e.g. 0.5%%)\n",
-                    arg);
+    case 'F':
+        if (run_failures_parse_max(arg, &c->max_failed, &c->max_failed_pct)) {
+            fprintf(stderr, "run: --max-failed '%s': %s\n", arg, RUN_FAILURES_MAX_EXPECTED);
             return 2;
         }
         break;
-    }
     case 'T':
         c->ssh_timeout = strtol(arg, &end, 10);
         if (*end || c->ssh_timeout < 1 || c->ssh_timeout > 600) {

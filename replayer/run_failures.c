@@ -2,6 +2,7 @@
  * and words them (run_failures.h). Must never print: run_cli.c says it. */
 #include "run_failures.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,17 @@ int run_failures_add(struct run_failures *f, const struct replay_sample *s, size
         f->counts[slot][s[i].fail < REPLAY_NFAIL ? s[i].fail : REPLAY_FAIL_DRIVER]++;
     }
     return 0;
+}
+
+int run_failures_parse_max(const char *arg, double *max, int *pct)
+{
+    size_t n = strlen(arg);
+    char *end;
+    *pct = n && arg[n - 1] == '%';
+    *max = strtod(arg, &end);
+    if (end == arg || end != arg + n - (size_t)*pct || !(*max >= 0))
+        return -1;
+    return (*pct ? *max > 100 : *max > 1e12 || *max != floor(*max)) ? -1 : 0;
 }
 
 int run_failures_exceed(const struct run_failures *f, double max, int pct)

@@ -25,6 +25,13 @@ struct run_failures {
 
 /* Counts an interval's samples. 0, or -1 out of memory. */
 int run_failures_add(struct run_failures *f, const struct replay_sample *s, size_t n);
+/* `--max-failed` text (a count, or a percentage ending in '%') into *max
+ * and *pct: 0, or -1 when it is neither (a count is a whole number up to
+ * 1e12, a percentage 0..100). The caller words the refusal
+ * (RUN_FAILURES_MAX_EXPECTED). */
+int run_failures_parse_max(const char *arg, double *max, int *pct);
+#define RUN_FAILURES_MAX_EXPECTED                                                                  \
+    "expected a count of requests (e.g. 5) or a percentage of those sent, 0..100% (e.g. 0.5%)"
 /* More failed than allowed: max is a count, or with pct a percentage of
  * the requests sent. */
 int run_failures_exceed(const struct run_failures *f, double max, int pct);

@@ -5,6 +5,8 @@
 # on stderr how many requests failed per label and why, keeps the replayer
 # logs, and exits 3; `--max-failed` with room for them exits 0 and says
 # they were within it; bad --max-failed values are refused (exit 2).
+# `preplay drive` against such a replayer does the same: exit 3 with the
+# failures named, 0 within --max-failed, 2 for a bad value.
 set -uo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}"
 work=$(mktemp -d /tmp/replay-failed-XXXXXX)
@@ -78,4 +80,43 @@ for v in abc -1 101% 1.5 5%% ""; do
     fail "--max-failed '$v': rc $rc '$out'"
 done
 [ ! -e "$work/x.json" ] || fail "a refused option wrote results"
+
+# 4. drive against one faulty replayer: some requests fail, not all
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait; rm -rf "$work"' EXIT
+LD_PRELOAD="$shim" FAULT_ACCEPT_COMPONENT=web FAULT_ACCEPT_EVERY=3 \
+  "$PREPLAY_BIN" replay "$work/plan" --component web --listen 127.0.0.1:0 \
+  --token 0123456789abcdef --cpu-ratio 1 >"$work/listen" 2>"$work/replay.log" &
+pids+=($!)
+for _ in $(seq 1 100); do grep -q listening "$work/listen" 2>/dev/null && break; sleep 0.1; done
+addr=$(sed -n 's/^listening //p' "$work/listen")
+[ -n "$addr" ] || fail "replayer did not start: $(cat "$work/replay.log")"
+drive() {
+  local name=$1
+  shift
+  "$PREPLAY_BIN" drive "$work/plan" --target "$addr" --token 0123456789abcdef --speed 50 \
+    -o "$work/$name.json" "$@" 2>"$work/$name.err"
+  echo $? >"$work/$name.rc"
+}
+drive dstrict
+python3 - "$work/dstrict.json" "$work/dstrict.err" <<'PY' || fail "drive strict: $(cat "$work/dstrict.err")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+err = open(sys.argv[2]).read()
+bad = [s for s in d["samples"] if not s["ok"]]
+assert 0 < d["failed"] == len(bad) < d["requests"], (d["failed"], len(bad), d["requests"])
+line = [l for l in err.splitlines() if " requests failed (" in l]
+assert len(line) == 1 and line[0].startswith(
+    "drive: %d of %d requests failed (" % (d["failed"], d["requests"])), err
+assert line[0].endswith("; more than --max-failed 0 (exit status 3)"), line
+PY
+[ "$(cat "$work/dstrict.rc")" = 3 ] || fail "drive strict: exit $(cat "$work/dstrict.rc"), want 3"
+drive dpct --max-failed 100%
+[ "$(cat "$work/dpct.rc")" = 0 ] && grep -q "; within --max-failed 100%\$" "$work/dpct.err" ||
+  fail "drive 100%: exit $(cat "$work/dpct.rc"): $(cat "$work/dpct.err")"
+out=$("$PREPLAY_BIN" drive "$work/plan" --target "$addr" --token 0123456789abcdef --max-failed 1.5 \
+  -o "$work/y.json" 2>&1)
+rc=$?
+[ $rc = 2 ] && echo "$out" | grep -q "^drive: --max-failed '1.5': expected a count of requests" ||
+  fail "drive --max-failed 1.5: rc $rc '$out'"
 echo "run failed ok"
