@@ -17,6 +17,7 @@
  * stops them and removes their temp dir. */
 #include "run_session.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -255,6 +256,30 @@ int run_exec(char *const argv[], const char *in, const char *out, const char *en
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* libpq's default socket directory on Debian */
+#define RUN_DB_PG_SOCKET_DIR "/var/run/postgresql"
+
+/* A URL query value [v, end) into out, %XX decoded (a socket path is
+ * written %2F...), cut at outlen. */
+static void run_db_param(char *out, size_t outlen, const char *v, const char *end)
+{
+    size_t n = 0;
+    while (v < end && n + 1 < outlen) {
+        if (*v == '%' && end - v >= 3 && isxdigit((unsigned char)v[1]) &&
+            isxdigit((unsigned char)v[2])) {
+            char hex[3] = {v[1], v[2], 0};
+            out[n++] = (char)strtol(hex, NULL, 16);
+            v += 3;
+        } else {
+            out[n++] = *v++;
+        }
+    }
+    out[n] = 0;
+}
+
+/* The --db URL's parts: user, password, host, port, database, and the
+ * socket (mysql: ?socket=; postgresql: ?host=DIR or no host, libpq's
+ * socket file there), for the dump clients and the run's placement. */
 static int run_db_parse(const char *url, struct run_db *d, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
@@ -282,12 +307,33 @@ static int run_db_parse(const char *url, struct run_db *d, char *err, size_t err
         const char *q = strchr(slash + 1, '?');
         snprintf(d->db, sizeof d->db, "%.*s", (int)(q ? q - slash - 1 : (long)strlen(slash + 1)),
                  slash + 1);
-        if (q && !strncmp(q + 1, "socket=", 7))
-            snprintf(d->socket, sizeof d->socket, "%s", q + 8);
+        int pg = replay_db_pg_url(url);
+        for (const char *k = q; k && *k;) {
+            k++;
+            const char *amp = strchr(k, '&'), *end = amp ? amp : k + strlen(k);
+            if (!pg && !strncmp(k, "socket=", 7))
+                run_db_param(d->socket, sizeof d->socket, k + 7, end);
+            else if (pg && !strncmp(k, "host=", 5))
+                run_db_param(d->host, sizeof d->host, k + 5, end);
+            else if (pg && !strncmp(k, "port=", 5))
+                run_db_param(d->port, sizeof d->port, k + 5, end);
+            k = amp;
+        }
     }
     if (!d->db[0]) {
         snprintf(err, errlen, "--db '%s': no database name (…/DBNAME)", url);
         return -1;
+    }
+    /* libpq's defaults: port 5432; no host, or a directory as the host,
+     * is a Unix socket named by the port in that directory */
+    if (replay_db_pg_url(url)) {
+        if (!d->port[0])
+            snprintf(d->port, sizeof d->port, "5432");
+        if (!d->host[0] || d->host[0] == '/') {
+            snprintf(d->socket, sizeof d->socket, "%.200s/.s.PGSQL.%.8s",
+                     d->host[0] ? d->host : RUN_DB_PG_SOCKET_DIR, d->port);
+            d->host[0] = 0;
+        }
     }
     return 0;
 }

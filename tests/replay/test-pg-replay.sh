@@ -80,7 +80,7 @@ psql -d postgres -c "ALTER SYSTEM SET log_statement = 'all'" \
 PREPLAY_DB_PASSWORD=preplay-pw "$PREPLAY_BIN" run "$work/plan" \
   --db "postgresql://preplay@127.0.0.1:$port/appdb" --max-intervals 2 \
   --cpu-ratio 1 -o "$work/out.json" 2>"$work/run.err" || fail "run: $(cat "$work/run.err")"
-"$py" - "$work/out.json" <<'PY' || fail "replay results: $(cat "$work/run.err")"
+"$py" - "$work/out.json" "$port" <<'PY' || fail "replay results: $(cat "$work/run.err")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 errs = d["db_errors"]
@@ -91,6 +91,9 @@ if len(d["intervals"]) < 2 or not reqs:
     sys.exit("%d intervals, %d requests" % (len(d["intervals"]), reqs))
 if "pg_restore" not in d["state_restore"]["db_method"]:
     sys.exit("db_method %r" % d["state_restore"]["db_method"])
+db = d["placement"]["db"]
+if (db["address"], db["transport"], db["where"]) != ("127.0.0.1:" + sys.argv[2], "tcp", "local"):
+    sys.exit("placement.db %r" % db)
 print("replay: %d intervals, %d requests, no DB error" % (len(d["intervals"]), reqs))
 PY
 # what the replay sent, as the server logged it
@@ -100,4 +103,13 @@ missing=$(comm -23 "$work/recorded.txt" "$work/replayed.txt")
 [ -z "$missing" ] || fail "statements the app sent that the replay did not: $missing"
 grep -q '^preplay-replay|LOG:  execute preplay_0: SELECT score FROM items WHERE id = \$1' \
   "$work/db/server.log" || fail "/raw was not replayed as an execute of its prepared statement"
+# the same database through its socket directory (libpq's ?host=DIR, as
+# Debian's Redmine and the accuracy bench give it): the run's placement
+# names that socket, not MariaDB's
+PREPLAY_DB_PASSWORD=preplay-pw "$PREPLAY_BIN" run "$work/plan" \
+  --db "postgresql://preplay@/appdb?host=$work/db&port=$port" --max-intervals 1 \
+  --cpu-ratio 1 -o "$work/sock.json" 2>"$work/sock.err" || fail "run by socket: $(cat "$work/sock.err")"
+jq -e --arg a "$work/db/.s.PGSQL.$port" \
+  '.placement.db | .address == $a and .transport == "unix" and .where == "local" and .cpu_cgroup != null' \
+  "$work/sock.json" >/dev/null || fail "placement by socket: $(jq -c .placement.db "$work/sock.json")"
 echo "test-pg-replay: ok ($(grep -c . "$work/recorded.txt") statements recorded, all replayed)"
