@@ -19,6 +19,6 @@
  * which in "version_minor" (absent: 0). 1: "placement" (where a run's
  * database and clients were). 2: "counters" (machine and replay counters
  * per time window, for `preplay regress`). */
-#define RESULTS_VERSION_MINOR 2
+#define RESULTS_VERSION_MINOR 3
 
 #endif

@@ -53,8 +53,8 @@ static const char *const results_keys_run[] = {"format",
 static const char *const results_keys_label[] = {"count",    "mean_s",   "median_s", "p95_s",
                                                  "p99_s",    "min_s",    "max_s",    "median_ci_s",
                                                  "p95_ci_s", "p99_ci_s", NULL};
-static const char *const results_keys_sample[] = {"label", "sent_s",   "response_s", "late_s",
-                                                  "ok",    "interval", NULL};
+static const char *const results_keys_sample[] = {"label", "sent_s",  "response_s", "late_s",
+                                                  "ok",    "failure", "interval",   NULL};
 static const char *const results_keys_lateness[] = {"median_s", "p99_s", "max_s", NULL};
 static const char *const results_keys_interval[] = {
     "interval",        "requests",      "failed",   "length_s",

@@ -36,12 +36,14 @@ json_t *results_summary_json(const struct results_summary *s)
 }
 
 int results_sample_append(json_t *samples, const char *label, double sent_s, double response_s,
-                          double late_s, int ok, long interval)
+                          double late_s, const char *failure, long interval)
 {
     json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:b}", "label", label, "sent_s", sent_s,
-                          "response_s", response_s, "late_s", late_s, "ok", ok);
+                          "response_s", response_s, "late_s", late_s, "ok", !failure);
     if (!o)
         return -1;
+    if (failure)
+        json_object_set_new(o, "failure", json_string(failure));
     if (interval > 0)
         json_object_set_new(o, "interval", json_integer(interval));
     return json_array_append_new(samples, o);

@@ -24,10 +24,12 @@ struct results_summary {
 };
 json_t *results_summary_json(const struct results_summary *s);
 
-/* Appends {"label", "sent_s", "response_s", "late_s", "ok"[, "interval"]}
- * to samples; interval 0 leaves "interval" out. 0 or -1. */
+/* Appends {"label", "sent_s", "response_s", "late_s", "ok"[, "failure"]
+ * [, "interval"]} to samples: failure NULL for an answered request (ok
+ * true), else why it failed (ok false); interval 0 leaves "interval" out.
+ * 0 or -1. */
 int results_sample_append(json_t *samples, const char *label, double sent_s, double response_s,
-                          double late_s, int ok, long interval);
+                          double late_s, const char *failure, long interval);
 
 /* {"median_s", "p99_s", "max_s"} of the sends' lateness. */
 json_t *results_lateness_json(double median_s, double p99_s, double max_s);

@@ -153,7 +153,8 @@ int replay_results_samples(json_t *arr, const struct plan *p, const struct repla
 {
     for (size_t i = 0; i < n; i++)
         if (results_sample_append(arr, plan_string(p, s[i].label), s[i].sent_s, s[i].response_s,
-                                  s[i].late_s, s[i].ok, interval))
+                                  s[i].late_s, s[i].ok ? NULL : replay_fail_name(s[i].fail),
+                                  interval))
             return -1;
     return 0;
 }

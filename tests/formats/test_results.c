@@ -49,8 +49,9 @@ static json_t *test_samples(long interval)
     static const double rt[3] = {0.01, 0.02, 0.04};
     for (int i = 0; i < 3; i++)
         assert_int_equal(
-            results_sample_append(samples, "GET /", 0.1 * i, rt[i], 0.001, 1, interval), 0);
-    assert_int_equal(results_sample_append(samples, "GET /", 0.5, 0, 0.002, 0, interval), 0);
+            results_sample_append(samples, "GET /", 0.1 * i, rt[i], 0.001, NULL, interval), 0);
+    assert_int_equal(
+        results_sample_append(samples, "GET /", 0.5, 0, 0.002, "connection refused", interval), 0);
     return samples;
 }
 

@@ -49,6 +49,11 @@ for label in {s["label"] for s in bad}:
     m = re.search(re.escape(label) + r" (\d+) \(((?:(?:%s) \d+(?:, )?)+)\)" % reasons, line)
     assert m and int(m.group(1)) == n, (label, n, line)
     assert sum(int(x) for x in re.findall(r"\d+", m.group(2))) == n, (label, m.group(2))
+    # the results say why each failed, as the line counts them
+    for why in {s["failure"] for s in bad if s["label"] == label}:
+        k = sum(1 for s in bad if s["label"] == label and s["failure"] == why)
+        assert "%s %d" % (why, k) in m.group(2), (label, why, k, m.group(2))
+assert all("failure" not in s for s in d["samples"] if s["ok"]), "an answered sample has a failure"
 print("%s: %d of %d failed, line ok" % (sys.argv[1], failed, sent))
 PY
 }
