@@ -108,7 +108,7 @@ static size_t compare_regress_changed(const struct regress_file *rf)
     return n;
 }
 
-/* The two lines under a flagged counter's row. */
+/* The three lines under a flagged counter's row. */
 static void compare_regress_detail(FILE *out, const struct compare_regress *r, size_t i)
 {
     const struct regress_file_flag *f = &r->rf.flagged[i];
@@ -123,15 +123,15 @@ static void compare_regress_detail(FILE *out, const struct compare_regress *r, s
                 l->max);
     if (!r->rf.equal_width && !isnan(l->low))
         fprintf(out, ", medium [%.4g, %.4g]", l->low, l->high);
+    fprintf(out, "\n          target:    ");
     if (!f->target_values)
-        fprintf(out, "; target: no per-window values (regress.json before 1.1)\n");
+        fprintf(out, "no per-window values (regress.json before 1.1)\n");
     else if (!g.measured)
-        fprintf(out, "; target: never measured\n");
+        fprintf(out, "never measured\n");
     else if (isnan(l->min))
-        fprintf(out, "; target: median %.4g over %zu measured windows\n", g.target_median,
-                g.measured);
+        fprintf(out, "median %.4g over %zu measured windows\n", g.target_median, g.measured);
     else
-        fprintf(out, "; target: median %.4g, %zu of %zu windows above the range, %zu below\n",
+        fprintf(out, "median %.4g; %zu of %zu windows above the range, %zu below\n",
                 g.target_median, g.above, g.measured, g.below);
     const struct regress_file_rule *rule = r->rule[i];
     if (!rule) {
