@@ -86,7 +86,7 @@ void compare_regress_range(const struct regress_file_flag *f, struct compare_reg
 /* "local (base.json)", or the path alone when the file names no instance. */
 static void compare_regress_input(FILE *out, const struct regress_file_input *in)
 {
-    if (in->instance)
+    if (in->instance && *in->instance)
         fprintf(out, "%s (%s)", in->instance, in->path);
     else
         fprintf(out, "%s", in->path);
@@ -135,7 +135,8 @@ static void compare_regress_detail(FILE *out, const struct compare_regress *r, s
                 g.target_median, g.above, g.measured, g.below);
     const struct regress_file_rule *rule = r->rule[i];
     if (!rule) {
-        fprintf(out, "          rule broken: none among the %zu rules written\n", r->rf.nrules);
+        fprintf(out, "          rule broken: not among the %zu rules written (--max-rules)\n",
+                r->rf.nrules);
         return;
     }
     fprintf(out, "          rule broken: ");

@@ -158,7 +158,7 @@ static void report_regress_row(FILE *f, const struct compare_regress *r, size_t 
     fprintf(f, "</td><td>");
     const struct regress_file_rule *rule = r->rule[i];
     if (!rule)
-        fprintf(f, "-");
+        fprintf(f, "not among the %zu rules written (--max-rules)", r->rf.nrules);
     else {
         for (size_t k = 0; k < rule->npremise; k++) {
             fprintf(f, "%s", k ? ", " : "");
@@ -178,7 +178,7 @@ static void report_regress_row(FILE *f, const struct compare_regress *r, size_t 
 
 static void report_regress_input(FILE *f, const struct regress_file_input *in)
 {
-    if (in->instance) {
+    if (in->instance && *in->instance) {
         report_escape(f, in->instance);
         fprintf(f, " (");
         report_escape(f, in->path);

@@ -12,9 +12,11 @@ static json_t *regress_num(double x)
     return isfinite(x) ? json_real(x) : json_null();
 }
 
+/* A string, or null when there is none (an instance `run` was not given
+ * is "" in the results). */
 static json_t *regress_str(const char *s)
 {
-    return s ? json_string(s) : json_null();
+    return s && *s ? json_string(s) : json_null();
 }
 
 static json_t *regress_item_json(const struct regress_table *t, const struct regress_result *res,

@@ -122,6 +122,15 @@ if grep -q '<svg class="chart"' old.html; then fail "a chart from a 1.0 file"; f
 grep -q 'disk_write_bytes_per_s: no per-window values in this file (regress.json before 1.1)' old.html \
   || fail "1.0 note"
 
+# a run without --instance ("" in its results): null in regress.json, the path alone in compare
+/usr/bin/python3 -c "
+import json; d = json.load(open('disk.json')); d['instance'] = ''; json.dump(d, open('anon.json', 'w'))"
+"$PREPLAY_BIN" regress base.json base2.json -- anon.json -o anon-r.json --quiet
+/usr/bin/python3 -c "
+import json; d = json.load(open('anon-r.json')); assert d['target']['instance'] is None, d['target']"
+"$PREPLAY_BIN" compare anon-r.json | head -1 | grep -q '^Why is this type slower? anon-r.json: target anon.json, 40 windows' \
+  || fail "a target without instance: $("$PREPLAY_BIN" compare anon-r.json | head -1)"
+
 # refusals
 /usr/bin/python3 - r.json bad.json <<'PY'
 import json, sys
