@@ -87,6 +87,18 @@ rf = r["flagged"][0]
 assert f["counter"] == "disk_write_bytes_per_s" and f["direction"] == "up" and f["severity"] == 0.2
 assert f["violating_windows"] == rf["violating_windows"]
 lv = r["levels"]["disk_write_bytes_per_s"]
+# the baselines' range and median are the pooled baseline windows' (regress.json 1.1)
+pooled = []
+for b in ("base.json", "base2.json"):
+    c = json.load(open(b))["counters"]
+    i = c["names"].index("disk_write_bytes_per_s")
+    pooled += [w["values"][i] for w in c["windows"]]
+import statistics
+for k, want in (("min", min(pooled)), ("max", max(pooled)), ("median", statistics.median(pooled))):
+    assert abs(lv[k] - want) <= 1e-8 * want, (k, lv[k], want)
+t = json.load(open("disk.json"))["counters"]
+ti = t["names"].index("disk_write_bytes_per_s")
+assert all(abs(a - w["values"][ti]) <= 1e-8 * a for a, w in zip(r["flagged"][0]["target_values"], t["windows"]))
 assert f["baseline"] == {k: lv[k] for k in ("min", "median", "max", "low", "high")}, f["baseline"]
 vals = rf["target_values"]
 assert f["target"]["values"] == vals and f["target"]["measured"] == 40
