@@ -5,9 +5,12 @@
  *
  * Layers, each usable alone (tests build on them):
  *   compare_run_load      one results file -> struct compare_run
- *   compare_input_load    a results or a duet file, by its "format"
+ *   compare_input_load    a results, duet or regress file, by its "format"
  *   compare_duet_*        duet files (`preplay duet`): B/A per label
  *                         with its interval, the A/A file as context
+ *   compare_regress_*     regress files (`preplay regress`): "why is this
+ *                         type slower?", the flagged counters against
+ *                         the baselines' range
  *   compare_recording_load the plan's recorded response times per label
  *   compare_slo_parse     'p95<200ms' -> struct compare_slo
  *   compare_analyze       statistics (through stats/, never
@@ -27,6 +30,7 @@
 #include <stdio.h>
 
 #include "duet_reader.h"
+#include "regress_reader.h"
 #include "results_reader.h"
 
 #define COMPARE_ERR_LEN 512
@@ -244,12 +248,31 @@ struct compare_duet {
      * interval widths are the context of the verdicts; NULL: none */
     const struct compare_duet *aa;
 };
-/* Reads path once and loads it by its "format": a duet file into duet
- * (*is_duet 1), anything else as results into run (*is_duet 0; the
- * results reader refuses what is neither). 0, or -1 with err and nothing
- * left allocated. */
+/* A regress.json (formats/REGRESS.md) given to compare. */
+struct compare_regress {
+    char *path;
+    struct regress_file rf;
+    /* per flagged counter: the most changed flagged rule with it as
+     * consequent among the file's rules (NULL: none written) */
+    const struct regress_file_rule **rule;
+};
+
+/* What one counter's target windows did against the baselines' range
+ * (the chart's numbers, in words): NAN/0 when the file has no values. */
+struct compare_regress_range {
+    double target_median;          /* of its measured windows; NAN: none */
+    size_t measured, above, below; /* windows measured, above the baselines' max, below the min */
+};
+void compare_regress_range(const struct regress_file_flag *f, struct compare_regress_range *r);
+
+enum compare_input_kind { COMPARE_INPUT_RESULTS, COMPARE_INPUT_DUET, COMPARE_INPUT_REGRESS };
+/* Reads path once and loads it by its "format": a duet file into duet, a
+ * regress file into regress, anything else as results into run (the
+ * results reader refuses what is none of them); *kind says which. 0, or
+ * -1 with err and nothing left allocated. */
 int compare_input_load(const char *path, struct compare_run *run, struct compare_duet *duet,
-                       int *is_duet, char *err, size_t errlen);
+                       struct compare_regress *regress, enum compare_input_kind *kind, char *err,
+                       size_t errlen);
 void compare_duet_free(struct compare_duet *d);
 /* Sets each A/B file's aa; refuses two A/A files of one recording. */
 int compare_duet_match(struct compare_duet *d, size_t n, char *err, size_t errlen);
@@ -262,12 +285,32 @@ const struct duet_metric_read *compare_duet_aa_metric(const struct compare_duet 
 void compare_duet_print(FILE *out, const struct compare_duet *d, size_t n);
 json_t *compare_duet_json(const struct compare_duet *d, size_t n);
 
+/* A parsed regress document into r (compare_input_load). 0 or -1 with
+ * err and nothing left allocated. */
+int compare_regress_load_json(const json_t *root, const char *path, struct compare_regress *r,
+                              char *err, size_t errlen);
+void compare_regress_free(struct compare_regress *r);
+/* Per file: a header line (target, baselines, method), one row per
+ * flagged counter by severity (direction, violating windows) with the
+ * baselines' range against the target's windows and the rule that broke,
+ * and a line that names the flagged counters. */
+void compare_regress_print(FILE *out, const struct compare_regress *r, size_t n);
+json_t *compare_regress_json(const struct compare_regress *r, size_t n);
+
+/* What the report shows: the inputs compare was given. */
+struct compare_report_inputs {
+    const struct compare_run *runs;
+    size_t nruns;
+    const struct compare_duet *duets;
+    size_t nduets;
+    const struct compare_regress *regress;
+    size_t nregress;
+};
 /* The self-contained HTML report: the instance types' sections when nruns
- * (v then non-NULL), the "Versions (duet)" section when nduets. 0 or -1
- * with err. */
-int compare_report_write(const char *path, const struct compare_run *runs, size_t nruns,
+ * (v then non-NULL), the "Versions (duet)" section when nduets, "Why is
+ * this type slower?" when nregress. 0 or -1 with err. */
+int compare_report_write(const char *path, const struct compare_report_inputs *in,
                          const struct compare_recording *rec, const struct compare_options *opt,
-                         const struct compare_verdict *v, const struct compare_duet *duets,
-                         size_t nduets, char *err, size_t errlen);
+                         const struct compare_verdict *v, char *err, size_t errlen);
 
 #endif

@@ -1,8 +1,9 @@
 /* compare_cli.c - `preplay compare FILE... [--plan PLAN] [--slo SLO]...
  * [--slo-label LABEL]... [--equivalent-p P] [--allow-failed] [-o
- * report.html] [--json]`: loads every file as results or duet by its
- * "format", checks they belong together, decides, and prints the verdict
- * table and the duet tables (or JSON) and writes the HTML report. Never
+ * report.html] [--json]`: loads every file as results, duet or regress by
+ * its "format", checks they belong together, decides, and prints the
+ * verdict table, the duet tables and the regress "why" blocks (or JSON)
+ * and writes the HTML report. Never
  * writes a report from inputs it refused; exits 3 (after printing and
  * writing everything) when results were given and no type could be
  * ranked. */
@@ -24,7 +25,9 @@ static void compare_usage(FILE *out)
         "type, named with --instance and priced with --price at run time) and says which\n"
         "meet the SLOs and which of those is cheapest per million requests. A FILE that\n"
         "`preplay duet` wrote shows version B against A per label (B/A with its interval:\n"
-        "equal, slower or faster); an --aa one is the A/A context of the others.\n\n"
+        "equal, slower or faster); an --aa one is the A/A context of the others. A FILE\n"
+        "that `preplay regress` wrote says why the target is slower: its flagged\n"
+        "counters by severity, each against the baselines' range.\n\n"
         "  --plan PLAN        the plan the runs replayed: adds the on-premise recording\n"
         "                     (p against it per label, requests per label over time)\n"
         "  --slo SLO          METRIC<LIMIT or METRIC<=LIMIT; METRIC median|p50|p95|p99,\n"
@@ -40,12 +43,14 @@ static void compare_usage(FILE *out)
         "failed). See docs/preplay-compare.md.\n");
 }
 
-/* What compare was given: results (runs) and duet files. */
+/* What compare was given: results (runs), duet and regress files. */
 struct compare_inputs {
     struct compare_run *runs;
     size_t nruns;
     struct compare_duet *duets;
     size_t nduets;
+    struct compare_regress *regress;
+    size_t nregress;
 };
 
 /* The verdict and the duet tables on stdout (text or JSON) and the report;
@@ -58,6 +63,8 @@ static int compare_cli_emit(const struct compare_inputs *in, const struct compar
         json_t *j = in->nruns ? compare_json(in->runs, in->nruns, rec, opt, v) : json_object();
         if (j && in->nduets)
             json_object_set_new(j, "duet", compare_duet_json(in->duets, in->nduets));
+        if (j && in->nregress)
+            json_object_set_new(j, "regress", compare_regress_json(in->regress, in->nregress));
         if (!j || json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
             json_decref(j);
             fprintf(stderr, "compare: cannot write JSON\n");
@@ -71,11 +78,15 @@ static int compare_cli_emit(const struct compare_inputs *in, const struct compar
         if (in->nruns && in->nduets)
             printf("\n");
         compare_duet_print(stdout, in->duets, in->nduets);
+        if ((in->nruns || in->nduets) && in->nregress)
+            printf("\n");
+        compare_regress_print(stdout, in->regress, in->nregress);
     }
     if (out_path) {
         char err[COMPARE_ERR_LEN];
-        if (compare_report_write(out_path, in->runs, in->nruns, rec, opt, v, in->duets, in->nduets,
-                                 err, sizeof err)) {
+        struct compare_report_inputs ri = {in->runs,   in->nruns,   in->duets,
+                                           in->nduets, in->regress, in->nregress};
+        if (compare_report_write(out_path, &ri, rec, opt, v, err, sizeof err)) {
             fprintf(stderr, "compare: %s\n", err);
             return -1;
         }
@@ -84,26 +95,29 @@ static int compare_cli_emit(const struct compare_inputs *in, const struct compar
     return 0;
 }
 
-/* Every FILE, each as results or duet; the duet files matched to their
- * A/A context. 0, or -1 (said on stderr). */
+/* Every FILE, each as results, duet or regress; the duet files matched to
+ * their A/A context. 0, or -1 (said on stderr). */
 static int compare_cli_load(char **files, int n, struct compare_inputs *in)
 {
     char err[COMPARE_ERR_LEN];
     in->runs = calloc((size_t)n + 1, sizeof *in->runs);
     in->duets = calloc((size_t)n + 1, sizeof *in->duets);
-    if (!in->runs || !in->duets) {
+    in->regress = calloc((size_t)n + 1, sizeof *in->regress);
+    if (!in->runs || !in->duets || !in->regress) {
         fprintf(stderr, "compare: out of memory\n");
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        int is_duet = 0;
-        if (compare_input_load(files[i], &in->runs[in->nruns], &in->duets[in->nduets], &is_duet,
-                               err, sizeof err)) {
+        enum compare_input_kind kind;
+        if (compare_input_load(files[i], &in->runs[in->nruns], &in->duets[in->nduets],
+                               &in->regress[in->nregress], &kind, err, sizeof err)) {
             fprintf(stderr, "compare: %s\n", err);
             return -1;
         }
-        if (is_duet)
+        if (kind == COMPARE_INPUT_DUET)
             in->nduets++;
+        else if (kind == COMPARE_INPUT_REGRESS)
+            in->nregress++;
         else
             in->nruns++;
     }
@@ -191,7 +205,7 @@ int cmd_compare(int argc, char **argv)
     opt.slos = slos;
     opt.slo_labels = slo_labels;
     if (optind >= argc) {
-        fprintf(stderr, "compare: needs at least one results or duet FILE (see --help)\n");
+        fprintf(stderr, "compare: needs at least one results, duet or regress FILE (see --help)\n");
         goto out;
     }
     if (opt.nslo_labels && !opt.nslos) {
@@ -203,8 +217,12 @@ int cmd_compare(int argc, char **argv)
         goto out;
     if (!in.nruns &&
         (plan_path || opt.nslos || opt.equivalent_p != equivalent_default || opt.allow_failed)) {
-        fprintf(stderr, "compare: --plan, --slo, --equivalent-p and --allow-failed apply to "
-                        "results files; only duet files were given\n");
+        fprintf(stderr,
+                "compare: --plan, --slo, --equivalent-p and --allow-failed apply to "
+                "results files; only %s files were given\n",
+                !in.nregress ? "duet"
+                : !in.nduets ? "regress"
+                             : "duet and regress");
         rc = 2;
         goto out;
     }
@@ -239,8 +257,11 @@ out:
         compare_run_free(&in.runs[i]);
     for (size_t i = 0; i < in.nduets; i++)
         compare_duet_free(&in.duets[i]);
+    for (size_t i = 0; i < in.nregress; i++)
+        compare_regress_free(&in.regress[i]);
     free(in.runs);
     free(in.duets);
+    free(in.regress);
     if (have_rec)
         compare_recording_free(&rec);
     free(slos);

@@ -1,6 +1,6 @@
 /* compare_duet.c - the duet files (`preplay duet`, formats/DUET.md) that
- * `preplay compare` was given: loading an input as results or duet by its
- * "format" (one parse), matching each A/B file to the A/A file of its
+ * `preplay compare` was given (compare_input_load, compare_load.c, tells
+ * them from results by their "format"): matching each A/B file to the A/A file of its
  * recording (the A/A interval width is the context of its verdicts), and
  * the text and JSON outputs: per label and overall B/A (gms) with its
  * interval, equal / slower / faster, runs x iterations. Only formatting:
@@ -13,28 +13,6 @@
 #include "compare.h"
 #include "duet_reader.h"
 #include "results_reader.h"
-
-int compare_input_load(const char *path, struct compare_run *run, struct compare_duet *duet,
-                       int *is_duet, char *err, size_t errlen)
-{
-    json_t *root = results_json_load(path, err, errlen);
-    if (!root)
-        return -1;
-    int rc;
-    *is_duet = duet_is_duet(root);
-    if (*is_duet) {
-        memset(duet, 0, sizeof *duet);
-        rc = duet_read_json(root, path, &duet->df, err, errlen);
-        if (!rc && !(duet->path = strdup(path))) {
-            duet_file_free(&duet->df);
-            snprintf(err, errlen, "%s: out of memory", path);
-            rc = -1;
-        }
-    } else
-        rc = compare_run_load_json(root, path, run, err, errlen);
-    json_decref(root);
-    return rc;
-}
 
 void compare_duet_free(struct compare_duet *d)
 {

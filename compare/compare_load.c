@@ -1,5 +1,7 @@
-/* compare_load.c - one results file of `preplay run` (or `preplay drive`)
- * into struct compare_run, through the format's own reader (results_read,
+/* compare_load.c - one input of `preplay compare` by its "format"
+ * (compare_input_load: results, duet or regress, one parse), and one
+ * results file of `preplay run` (or `preplay drive`) into struct
+ * compare_run, through the format's own reader (results_read,
  * formats/results.h: it validates, this file only takes over what compare
  * uses and fills compare's defaults), and the plan's recording into struct
  * compare_recording. Never parses the results JSON itself, never computes
@@ -366,4 +368,31 @@ void compare_recording_free(struct compare_recording *rec)
     free(rec->facts);
     free(rec->path);
     memset(rec, 0, sizeof *rec);
+}
+
+int compare_input_load(const char *path, struct compare_run *run, struct compare_duet *duet,
+                       struct compare_regress *regress, enum compare_input_kind *kind, char *err,
+                       size_t errlen)
+{
+    json_t *root = results_json_load(path, err, errlen);
+    if (!root)
+        return -1;
+    int rc;
+    *kind = duet_is_duet(root)              ? COMPARE_INPUT_DUET
+            : regress_file_is_regress(root) ? COMPARE_INPUT_REGRESS
+                                            : COMPARE_INPUT_RESULTS;
+    if (*kind == COMPARE_INPUT_DUET) {
+        memset(duet, 0, sizeof *duet);
+        rc = duet_read_json(root, path, &duet->df, err, errlen);
+        if (!rc && !(duet->path = compare_strdup(path))) {
+            duet_file_free(&duet->df);
+            snprintf(err, errlen, "%s: out of memory", path);
+            rc = -1;
+        }
+    } else if (*kind == COMPARE_INPUT_REGRESS)
+        rc = compare_regress_load_json(root, path, regress, err, errlen);
+    else
+        rc = compare_run_load_json(root, path, run, err, errlen);
+    json_decref(root);
+    return rc;
 }

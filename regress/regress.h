@@ -25,6 +25,7 @@ struct regress_test {
     const char *env[8];
 };
 #define REGRESS_NENV 7 /* host, cpus, memory, cpu_model, kernel, emulated_type, instance */
+#define REGRESS_ENV_INSTANCE 6
 
 /* The counters common to every test, baselines first, the target last. */
 struct regress_table {
@@ -46,6 +47,9 @@ struct regress_bins {
     double lo, hi; /* 3-level: median -/+ 1 sd; equal width: min, max */
     int k;         /* equal width: the number of bins (Eq. 6-2) */
     int nlevels;   /* 3, or k + 2 */
+    /* the baseline's range and median, whichever the scheme (NAN: nothing
+     * measured): what the compare report draws the target against */
+    double min, median, max;
 };
 
 /* Fits one counter's levels on its baseline values x (NAN skipped). */

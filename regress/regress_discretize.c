@@ -32,16 +32,20 @@ void regress_bins_fit(struct regress_bins *b, enum regress_discretization how, c
         if (isfinite(x[i]))
             v[m++] = x[i];
     if (!m) { /* nothing measured: every value is one level, none matches */
-        b->lo = b->hi = NAN;
+        b->lo = b->hi = b->min = b->median = b->max = NAN;
         free(v);
         return;
     }
     qsort(v, m, sizeof *v, regress_cmp_double);
+    /* median (numpy's linear interpolation) */
+    double pos = 0.5 * (double)(m - 1), med = v[(size_t)pos];
+    if ((size_t)pos + 1 < m)
+        med += (pos - floor(pos)) * (v[(size_t)pos + 1] - v[(size_t)pos]);
+    b->min = v[0];
+    b->median = med;
+    b->max = v[m - 1];
     if (how == REGRESS_3LEVEL) {
-        /* median (numpy's linear interpolation) and sample standard deviation */
-        double pos = 0.5 * (double)(m - 1), med = v[(size_t)pos];
-        if ((size_t)pos + 1 < m)
-            med += (pos - floor(pos)) * (v[(size_t)pos + 1] - v[(size_t)pos]);
+        /* and the sample standard deviation */
         double mean = 0, ss = 0;
         for (size_t i = 0; i < m; i++)
             mean += v[i];

@@ -12,6 +12,13 @@ static json_t *regress_num(double x)
     return isfinite(x) ? json_real(x) : json_null();
 }
 
+/* A string, or null when there is none (an instance `run` was not given
+ * is "" in the results). */
+static json_t *regress_str(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
 static json_t *regress_item_json(const struct regress_table *t, const struct regress_result *res,
                                  const struct regress_item *it)
 {
@@ -35,16 +42,19 @@ static json_t *regress_rule_json(const struct regress_table *t, const struct reg
 
 static json_t *regress_flag_json(const struct regress_table *t, const struct regress_flag *f)
 {
-    size_t nw = t->tests[t->ntests - 1].nwindows;
-    json_t *w = json_array();
-    for (size_t i = 0; w && i < nw; i++)
+    const struct regress_test *target = &t->tests[t->ntests - 1];
+    json_t *w = json_array(), *values = json_array();
+    for (size_t i = 0; w && values && i < target->nwindows; i++) {
         if (f->violating[i])
             json_array_append_new(w, json_integer((json_int_t)i));
-    return json_pack("{s:s, s:f, s:s, s:i, s:f, s:o, s:i, s:i, s:o}", "counter",
+        json_array_append_new(values,
+                              regress_num(target->values[i * t->ncounters + (size_t)f->counter]));
+    }
+    return json_pack("{s:s, s:f, s:s, s:i, s:f, s:o, s:i, s:i, s:o, s:o}", "counter",
                      t->names[f->counter], "severity", f->severity, "direction",
                      regress_direction(f), "votes", f->votes, "weight", f->weight, "shift_p",
                      regress_num(f->shift_p), "windows_up", f->up, "windows_down", f->down,
-                     "violating_windows", w);
+                     "violating_windows", w, "target_values", values);
 }
 
 static json_t *regress_levels_json(const struct regress_table *t, const struct regress_result *res)
@@ -52,7 +62,9 @@ static json_t *regress_levels_json(const struct regress_table *t, const struct r
     json_t *o = json_object();
     for (size_t c = 0; o && c < t->ncounters; c++) {
         const struct regress_bins *b = &res->bins[c];
-        json_t *e = json_pack("{s:o, s:o}", "low", regress_num(b->lo), "high", regress_num(b->hi));
+        json_t *e = json_pack("{s:o, s:o, s:o, s:o, s:o}", "low", regress_num(b->lo), "high",
+                              regress_num(b->hi), "min", regress_num(b->min), "median",
+                              regress_num(b->median), "max", regress_num(b->max));
         if (b->how == REGRESS_EQUAL_WIDTH)
             json_object_set_new(e, "bins", json_integer(b->k));
         json_object_set_new(o, t->names[c], e);
@@ -77,7 +89,8 @@ json_t *regress_output_json(const struct regress_table *t, const struct regress_
     for (size_t i = 0; i < nb; i++)
         json_array_append_new(
             bases,
-            json_pack("{s:s, s:I, s:o}", "path", t->tests[i].name, "windows",
+            json_pack("{s:s, s:o, s:I, s:o}", "path", t->tests[i].name, "instance",
+                      regress_str(t->tests[i].env[REGRESS_ENV_INSTANCE]), "windows",
                       (json_int_t)t->tests[i].nwindows, "weight",
                       o->method == REGRESS_SINGLE ? json_null() : json_real(res->weights[i])));
     for (size_t i = 0; i < res->nflags; i++)
@@ -86,6 +99,7 @@ json_t *regress_output_json(const struct regress_table *t, const struct regress_
         json_array_append_new(rules, regress_rule_json(t, res, &res->rules[i]));
     json_object_set_new(root, "format", json_string(REGRESS_FORMAT));
     json_object_set_new(root, "version", json_integer(REGRESS_VERSION));
+    json_object_set_new(root, "version_minor", json_integer(REGRESS_VERSION_MINOR));
     json_object_set_new(root, "method", json_string(methods[o->method]));
     json_object_set_new(root, "discretization",
                         json_string(o->discretization == REGRESS_3LEVEL ? "3level" : "ew"));
@@ -97,7 +111,8 @@ json_t *regress_output_json(const struct regress_table *t, const struct regress_
     json_object_set_new(root, "window_s", json_real(window_s));
     json_object_set_new(root, "baselines", bases);
     json_object_set_new(root, "target",
-                        json_pack("{s:s, s:I}", "path", t->tests[nb].name, "windows",
+                        json_pack("{s:s, s:o, s:I}", "path", t->tests[nb].name, "instance",
+                                  regress_str(t->tests[nb].env[REGRESS_ENV_INSTANCE]), "windows",
                                   (json_int_t)t->tests[nb].nwindows));
     json_object_set_new(root, "levels", regress_levels_json(t, res));
     json_object_set_new(root, "flagged", flags);

@@ -8,9 +8,7 @@
 #include <stdio.h>
 
 #include "regress.h"
-
-#define REGRESS_FORMAT "preplay-regress"
-#define REGRESS_VERSION 1
+#include "regress_reader.h" /* REGRESS_FORMAT, REGRESS_VERSION(_MINOR) */
 
 /* The whole document; at most max_rules rules (the most changed first).
  * NULL out of memory. */

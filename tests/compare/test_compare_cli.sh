@@ -170,7 +170,7 @@ expect_error 2 "compare: --slo: SLO 'p95<200': missing unit after 200 (use us, m
   "$work/small.json" --slo 'p95<200'
 expect_error 2 "compare: --slo-label 'GET /nope': no results have this label" \
   "$work/small.json" --slo 'p95<1s' --slo-label 'GET /nope'
-expect_error 2 "compare: needs at least one results or duet FILE (see --help)" --slo 'p95<1s'
+expect_error 2 "compare: needs at least one results, duet or regress FILE (see --help)" --slo 'p95<1s'
 expect_error 2 "compare: --equivalent-p '2': expected a number in (0, 1]" "$work/small.json" --equivalent-p 2
 if [ -x "$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan" ]; then
   "$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan" two-tier "$work/plan"

@@ -14,8 +14,12 @@ label as a tooltip; and a second report with short labels only keeps
 them horizontal. A third report adds duet files (A/B and its A/A,
 tests/compare/make_duet.py) with the same long labels: the "Versions
 (duet)" charts must keep every text inside too, with the long labels
-vertical and shown whole or shortened with their tooltip. Each browser
-run has a timeout.
+vertical and shown whole or shortened with their tooltip. A fourth adds
+regress files (`preplay regress` on tests/regress/make_counters.py
+counters whose label is one of the long ones, its median shifted): the
+"Why is this type slower?" chart of each flagged counter (named after the
+long label) must keep every text inside, its title whole or shortened
+with "...". Each browser run has a timeout.
 """
 import html
 import json
@@ -31,6 +35,7 @@ SRC = os.environ["PREPLAY_SOURCE_DIR"]
 BUILD = os.environ["PREPLAY_BUILD_DIR"]
 MK = os.path.join(SRC, "tests/compare/make_results.py")
 MK_DUET = os.path.join(SRC, "tests/compare/make_duet.py")
+MK_COUNTERS = os.path.join(SRC, "tests/regress/make_counters.py")
 DUET = "per label, with 99% intervals"
 LONG = "POST /api/v2/customers/orders/checkout/confirm-payment-and-send-receipt-by-email"
 LONG_UTF8 = "GET /katalog/\u00fcbersicht/stra\u00dfen-und-pl\u00e4tze/m\u00fcnchen/alle-eintr\u00e4ge"
@@ -101,7 +106,23 @@ def duet_files(work, labels):
     return [ab, aa]
 
 
-def report(work, name, labels, duet_labels=None):
+def regress_files(work, labels):
+    """Per label, a regress.json whose target's median of that label tripled."""
+    out = []
+    for i, lab in enumerate(labels):
+        paths = [os.path.join(work, "c%d-%s.json" % (i, k)) for k in ("b1", "b2", "t")]
+        for path, seed in zip(paths, (1, 2, 4)):
+            extra = ["--shift", "median_s:%s=3" % lab] if seed == 4 else []
+            subprocess.run(["/usr/bin/python3", MK_COUNTERS, path, "--seed", str(seed),
+                            "--label", lab] + extra, check=True)
+        r = os.path.join(work, "regress%d.json" % i)
+        subprocess.run([BIN, "regress", paths[0], paths[1], "--", paths[2], "-o", r,
+                        "--method", "single", "--quiet"], check=True)
+        out.append(r)
+    return out
+
+
+def report(work, name, labels, duet_labels=None, regress_labels=None):
     files = []
     for inst, price, scale, seed in (("small", 0.05, 2.0, 1), ("medium", 0.1, 1.0, 2),
                                      ("large", 0.2, 0.97, 3)):
@@ -111,6 +132,8 @@ def report(work, name, labels, duet_labels=None):
         files.append(path)
     if duet_labels:
         files += duet_files(work, duet_labels)
+    if regress_labels:
+        files += regress_files(work, regress_labels)
     out = os.path.join(work, name + ".html")
     p = subprocess.run([BIN, "compare"] + files + ["--slo", "p95<15ms", "-o", out],
                        capture_output=True, text=True, timeout=240)
@@ -190,6 +213,19 @@ def main():
             if len(shown) != 2 or any("rotate(-90" not in b["transform"] for b in shown):
                 fail("label %r is not vertical, whole or shortened with its tooltip, in both "
                      "duet charts: %s" % (lab, [(b["text"], b["transform"]) for b in duet]))
+        boxes = report(work, "regress", ["GET /fast", "POST /slow"],
+                       regress_labels=[LONG, LONG_UTF8])
+        check_inside(boxes)
+        why = [b for b in boxes if b["chart"].startswith("median_s:") and "(severity " in b["chart"]]
+        titles = {b["chart"] for b in why}
+        named = {re.sub(r" \(severity [0-9.]+, up\)$", "", t) for t in titles}
+        if len(titles) != 2 or named != {"median_s:" + LONG, "median_s:" + LONG_UTF8}:
+            fail("want one why chart per long label's median: %s" % sorted(titles))
+        for t in titles:
+            shown = [b["text"] for b in why if b["chart"] == t and b["text"].startswith("median_s:")]
+            if len(shown) != 1 or not (shown[0] == t or (shown[0].endswith("...") and
+                                                         t.startswith(shown[0][:-3]))):
+                fail("why chart title %r shown as %r" % (t, shown))
         print("report fit ok: %d texts inside their charts, long labels vertical" % len(boxes))
     finally:
         shutil.rmtree(work, ignore_errors=True)

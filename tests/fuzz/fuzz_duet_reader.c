@@ -73,14 +73,18 @@ static void fuzz_check_compare(const char *path)
     char err[COMPARE_ERR_LEN] = "";
     struct compare_run run;
     struct compare_duet d[2];
-    int is_duet = 0;
-    if (compare_input_load(path, &run, &d[0], &is_duet, err, sizeof err)) {
+    struct compare_regress reg;
+    enum compare_input_kind kind;
+    if (compare_input_load(path, &run, &d[0], &reg, &kind, err, sizeof err)) {
         if (!err[0])
             abort();
         return;
     }
-    if (!is_duet) {
-        compare_run_free(&run);
+    if (kind == COMPARE_INPUT_REGRESS)
+        compare_regress_free(&reg);
+    if (kind != COMPARE_INPUT_DUET) {
+        if (kind == COMPARE_INPUT_RESULTS)
+            compare_run_free(&run);
         return;
     }
     size_t n = 1;

@@ -1,7 +1,7 @@
 /* fuzz_input_file.h - the fuzz targets whose reader takes a path (trace,
- * plan, results and duet readers) get libFuzzer's input as a file: an
- * in-memory one (memfd), named /proc/self/fd/N. Must never touch the disk
- * or keep the descriptor: the caller closes it. */
+ * plan, results, duet and regress readers) get libFuzzer's input as a
+ * file: an in-memory one (memfd), named /proc/self/fd/N. Must never touch
+ * the disk or keep the descriptor: the caller closes it. */
 #ifndef PREPLAY_FUZZ_INPUT_FILE_H
 #define PREPLAY_FUZZ_INPUT_FILE_H
 

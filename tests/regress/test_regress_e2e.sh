@@ -12,7 +12,10 @@
 # run wrote counters per 1 s window, that regress flags at least 3 of the
 # 7 expected counters, up, with the top one expected, and that a normal
 # run against a normal baseline flags at most 3 counters, none in more
-# than 60 % of its windows.
+# than 60 % of its windows. Then `preplay compare` reads the CPU hog's
+# real regress.json beside the runs: its "why" block, --json and report
+# section name the same flagged counters in the same order, with one
+# chart per flagged counter of the target's windows.
 set -euo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}"
 expected='median_s:GET /fast|median_s:POST /slow|p95_s:GET /fast|p95_s:POST /slow|run_queue|cpu_pressure|cpu_user'
@@ -115,5 +118,29 @@ for key, members in families.items():
 # minute apart (other jobs' disk and loopback traffic): a few, rarely
 # violated, are tolerated; the thesis's rule alone flags 8 to 18 here
 assert len(aa_flags) <= 3 and all(f["severity"] <= 0.6 for f in aa_flags), aa_flags
+PY
+# compare reads the real regress.json (beside the target results file it came from)
+"$PREPLAY_BIN" compare "$work/hog.json" "$work/hog-r.json" --allow-failed \
+  -o "$work/report.html" >"$work/compare.txt" 2>"$work/compare.err" \
+  || { cat "$work/compare.err" >&2; exit 1; }
+"$PREPLAY_BIN" compare "$work/hog-r.json" --json >"$work/compare.json"
+/usr/bin/python3 - "$work/hog-r.json" "$work/compare.txt" "$work/compare.json" "$work/report.html" <<'PY'
+import html, json, re, sys
+r = json.load(open(sys.argv[1]))
+text, cj, report = open(sys.argv[2]).read(), json.load(open(sys.argv[3])), open(sys.argv[4]).read()
+names = [f["counter"] for f in r["flagged"]]
+assert names, "the CPU hog flagged nothing"
+rows = re.findall(r"^ +([0-9.]+)  (up|down|mixed) +\d+ of (\d+) +(.+)$", text, re.M)
+assert [x[3] for x in rows] == names, (rows, names)
+assert all(x[2] == str(r["target"]["windows"]) for x in rows), rows
+assert "Why is this type slower? %s: target " % sys.argv[1] in text, text[:300]
+(w,) = cj["regress"]
+assert [f["counter"] for f in w["flagged"]] == names
+for f, rf in zip(w["flagged"], r["flagged"]):
+    assert f["target"]["values"] == rf["target_values"] and len(rf["target_values"]) == r["target"]["windows"]
+    assert f["severity"] == rf["severity"] and f["direction"] == rf["direction"]
+titles = [html.unescape(t) for t in re.findall(r'<svg class="chart"[^>]*>\n<title>(.*?) \(severity [0-9.]+, (?:up|down|mixed)\)</title>', report)]
+assert titles[-len(names):] == names, (titles, names)
+print("compare on the real regress.json: %d flagged counters, %d charts" % (len(names), len(names)))
 PY
 echo "regress e2e ok"
