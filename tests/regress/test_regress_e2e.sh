@@ -27,11 +27,13 @@ cleanup() {
 }
 trap cleanup EXIT
 "$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan" two-tier "$work/plan"
-stat_machine() { # user and total CPU jiffies; sectors read and written by the whole disks
+stat_machine() { # user and total CPU jiffies; sectors read and written by the whole disks;
+  # bytes received and sent on every interface (as run's net counters count them)
   local disks
   disks=$(ls /sys/block | grep -Ev '^(loop|ram|zram)' | paste -sd'|')
   echo "$(awk '$1 == "cpu" { print $2 + $3, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)" \
-    "$(awk -v d="^($disks)\$" '$3 ~ d { r += $6; w += $10 } END { print r + 0, w + 0 }' /proc/diskstats)"
+    "$(awk -v d="^($disks)\$" '$3 ~ d { r += $6; w += $10 } END { print r + 0, w + 0 }' /proc/diskstats)" \
+    "$(awk -F: 'NR > 2 { split($2, f, " "); r += f[1]; t += f[9] } END { print r + 0, t + 0 }' /proc/net/dev)"
 }
 run() { # name: the run, and the machine's user/total jiffies around it and the run's own user s
   stat_machine >"$work/$1.stat"
@@ -85,13 +87,18 @@ print("normal vs normal: flagged %s" % [(f["counter"], round(f["severity"], 2)) 
 
 def outside(name):
     """per second of the run: the user CPU of everything but the run (a
-    fraction of the machine, as cpu_user), bytes read and written on disk"""
-    (u0, t0, r0, w0), (u1, t1, r1, w1) = [map(float, l.split()) for l in open(f"{work}/{name}.stat")]
+    fraction of the machine, as cpu_user), bytes read and written on disk,
+    bytes received and sent on the network (the run's own loopback traffic
+    is the same in both normal runs, so what moves is the other jobs')"""
+    (u0, t0, r0, w0, n0, x0), (u1, t1, r1, w1, n1, x1) = [
+        map(float, l.split()) for l in open(f"{work}/{name}.stat")]
     run_user_s, elapsed = map(float, open(f"{work}/{name}.time").read().split())
     hz = os.sysconf("SC_CLK_TCK")
     return {"cpu_user": ((u1 - u0) / hz - run_user_s) / ((t1 - t0) / hz),
             "disk_read_bytes_per_s": 512 * (r1 - r0) / elapsed,
-            "disk_write_bytes_per_s": 512 * (w1 - w0) / elapsed}
+            "disk_write_bytes_per_s": 512 * (w1 - w0) / elapsed,
+            "net_rx_bytes_per_s": (n1 - n0) / elapsed,
+            "net_tx_bytes_per_s": (x1 - x0) / elapsed}
 
 def mean_counter(name, counter):
     c = json.load(open(f"{work}/{name}.json"))["counters"]
@@ -102,7 +109,9 @@ def mean_counter(name, counter):
 # a family of machine-wide counters, and the counter the outside measure checks
 families = {"cpu_user": {"cpu_user", "cpu_system", "run_queue", "cpu_pressure", "ctx_switches_per_s"},
             "disk_read_bytes_per_s": {"disk_read_bytes_per_s", "disk_read_iops"},
-            "disk_write_bytes_per_s": {"disk_write_bytes_per_s", "disk_write_iops"}}
+            "disk_write_bytes_per_s": {"disk_write_bytes_per_s", "disk_write_iops"},
+            "net_rx_bytes_per_s": {"net_rx_bytes_per_s"},
+            "net_tx_bytes_per_s": {"net_tx_bytes_per_s"}}
 o1, o2 = outside("base1"), outside("base2")
 aa_flags = aa["flagged"]
 for key, members in families.items():
