@@ -16,8 +16,8 @@ event's own time, so the estimate's off-CPU part stayed in the clock the
 records imply, and the next exact read (after the untraced poll's switch)
 took it from the records as an overcharge (the mechanism found for
 WordPress recording 14-17% less CPU per request with gap than with bpf on
-a quiet machine). This program, before the fix: gap -8.1..-8.8% against
-thread +2.9..+3.0% and bpf -1.6..-2.6%; after: gap +2.6..+2.7%. Without
+a quiet machine). This program, before the fix: gap -8.1..-9.7% against
+thread +2.9..+3.0% and bpf -1.6..-2.6%; after: gap +2.6..+3.0%. Without
 rseq the gap clock still estimates and still loses (-9%): not run here."""
 import os
 

@@ -90,7 +90,7 @@ static uint64_t tracer_cpu_implied(const struct tracer_cpu_mark *m,
  *    carries; when such an event held the switch (a short blocking round
  *    trip), its off-CPU part stayed in that clock and the next exact read
  *    took it from the records as an overcharge (tracer_cpu_begin_slow's
- *    floor): tt_cpuping recorded 8-9% less CPU than it used, and this is
+ *    floor): tt_cpuping recorded 8-10% less CPU than it used, and this is
  *    the mechanism found for WordPress's 14-17% less than bpf on a quiet
  *    machine (docs/cpu-time.md, "Short switched calls"). A read per
  *    switch costs ~0.5 us where the switch itself costs several. Without
