@@ -17,9 +17,10 @@ no longer repeated. A failing run prints each thread's numbers and how many
 of its CPU events were estimated (gap clock) rather than read.
 
 The run is made with each CPU clock (`record --cpu-clock`): gap (the
-default: the thread clock read only after a wall gap over 20 us, shorter
-gaps charged as wall time, and a span rseq shows had no switch charged as
-wall time whatever its length; once more with glibc's rseq switched off),
+default: a span rseq shows had no switch charged as wall time whatever its
+length, the thread clock read after every switch; once more with glibc's
+rseq switched off: read only after a wall gap over 20 us, shorter gaps
+charged as wall time),
 bpf (the sched_switch program) and thread (the
 clock read at every event), each under the same 5% bound; the CPU events
 the gap clock estimated instead of reading carry TRACE_F_CPU_ESTIMATED (the

@@ -1,7 +1,8 @@
 /* cpu_time.h - the calling thread's CPU time at an event boundary, as cheap
  * as the machine allows. Backed by the BPF sched_switch clock when the
  * collector loaded it (--cpu-clock bpf: no syscall per read), else by
- * CLOCK_THREAD_CPUTIME_ID, read by the gap clock only after long gaps.
+ * CLOCK_THREAD_CPUTIME_ID, read by the gap clock only after a switch
+ * (rseq) or, without rseq, after long gaps.
  * See docs/cpu-time.md. */
 #ifndef PREPLAY_TRACER_CPU_TIME_H
 #define PREPLAY_TRACER_CPU_TIME_H

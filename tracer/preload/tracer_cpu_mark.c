@@ -80,10 +80,21 @@ static uint64_t tracer_cpu_implied(const struct tracer_cpu_mark *m,
  * without a slot), at ring time `now` on the slow path:
  *  - rseq still armed since the last slow path: no switch since, the last
  *    value moved by the wall time, exact;
- *  - a gap since the thread's previous stamp (its mark or its last slow
- *    path) no longer than T: that estimate, flagged;
+ *  - without rseq, a gap since the thread's previous stamp (its mark or
+ *    its last slow path) no longer than T: that estimate, flagged;
  *  - else, or when the clock was last read more than TRACER_CPU_VERIFY_NS
  *    ago, CLOCK_THREAD_CPUTIME_ID (one syscall).
+ * With rseq the slow path means the thread was switched out: it is read,
+ *    never estimated. An estimate runs the clock the records imply at wall
+ *    speed, also across the events in the gap, whose own time no record
+ *    carries; when such an event held the switch (a short blocking round
+ *    trip), its off-CPU part stayed in that clock and the next exact read
+ *    took it from the records as an overcharge (tracer_cpu_begin_slow's
+ *    floor): tt_cpuping recorded 8-10% less CPU than it used, and this is
+ *    the mechanism found for WordPress's 14-17% less than bpf on a quiet
+ *    machine (docs/cpu-time.md, "Short switched calls"). A read per
+ *    switch costs ~0.5 us where the switch itself costs several. Without
+ *    rseq the same loss remains (tt_cpuping: -9%).
  * Then arms rseq and the fast path: without rseq, spans up to T charged as
  * wall time (flagged); with it, any span with no switch in it (exact). */
 static uint64_t tracer_cpu_gap_read(struct tracer_cpu_mark *m,
@@ -112,7 +123,7 @@ static uint64_t tracer_cpu_gap_read(struct tracer_cpu_mark *m,
     uint64_t cpu;
     if (recent && unswitched) {
         cpu = tracer_cpu_implied(m, scale, now);
-    } else if (recent && now >= last && now - last <= gap) {
+    } else if (!rseq && recent && now >= last && now - last <= gap) {
         *flags = CPUCLOCK_ESTIMATED;
         cpu = tracer_cpu_implied(m, scale, now);
     } else {
