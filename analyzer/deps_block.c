@@ -321,9 +321,7 @@ static void deps_block_hand_over(struct deps_state *s, struct deps_block *b, uin
     if (!e->connection)
         e->connection = ++s->next_connection;
     sv.connection = e->connection;
-    sv.think_ns =
-        e->last_resp_end && b->start_raw > e->last_resp_end ? b->start_raw - e->last_resp_end : 0;
-    e->last_resp_end = b->last_send_end_raw;
+    sv.think_ns = b->think_ns;
     e->refs++; /* keep e while deciding below */
     deps_block_release(s, b);
     if (e->peer == DEPS_PEER_UNTRACED) {
@@ -541,6 +539,8 @@ struct deps_block *deps_block_start(struct deps_state *s, struct deps_thread *t,
      * began long before the client sent anything. */
     b->start_raw = ev->ts_ns + ev->dur_ns;
     b->start_c = common;
+    b->think_ns =
+        e->last_resp_end && b->start_raw > e->last_resp_end ? b->start_raw - e->last_resp_end : 0;
     if (!s->have_origin) {
         s->have_origin = 1;
         s->origin_c = common;

@@ -357,6 +357,7 @@ static void deps_on_server_send(struct deps_state *s, struct deps_thread *t, str
     b->th_events_at_send = t->res_events;
     b->last_send_end_raw = ev->ts_ns + ev->dur_ns;
     b->last_send_end_c = common;
+    e->last_resp_end = b->last_send_end_raw;
 }
 
 /* The block event loop t's traffic on client end e belongs to: the block

@@ -74,6 +74,8 @@ struct deps_end {
     struct deps_block *cur; /* open server block */
     uint32_t pending_label;
     uint32_t connection; /* front-end connection number, 0 = none yet */
+    /* end of the last response bytes sent on this (server) end, as they
+     * are sent: a block starting here takes its think time from it */
     uint64_t last_resp_end;
     struct deps_served *served; /* finished blocks awaiting the peer decision */
     struct deps_served *served_last;
@@ -141,6 +143,11 @@ struct deps_block {
     uint32_t nops_at_finish, ncalls_at_finish;
     uint64_t covered_at_finish, th_events_at_finish, finish_c, finish_raw;
     uint64_t tail_ns; /* recorded time from the last send to the tail's end */
+    /* the client's think time before this request: its start minus the
+     * end of the previous response on its end, taken when it starts (the
+     * previous block may be handed over after this one: a callee's
+     * post-response tail holds it) */
+    uint64_t think_ns;
     int unresolved;
     int finished;
 };

@@ -1067,6 +1067,88 @@ static uint32_t fx_block_by_request(const struct fx *f, const char *component, u
     return 0;
 }
 
+/* ---- a request's think time is its client's pause after the previous
+ * response on its connection, whatever order the blocks are finished in:
+ * nginx -> php-fpm, where php's post-response tail (closing its DB
+ * connection, the request's shutdown) holds the nginx block that called
+ * it until the tail ends, while the client already had its answer and
+ * sent the next request (a static file, no call) that finished first.
+ * Its think time was taken from the response before the held one, so
+ * static files after a POST showed the POST's whole time as think (LEMP:
+ * 35% of each recorded session's span, replayed as idle clients) ---- */
+
+static void test_think_after_held_block(void **state)
+{
+    struct fx *f = *state;
+    struct synth_proc fe, app;
+    synth_open(&fe, f->fe, "web", "h1", "rec-fe", 100, 0);
+    synth_open(&app, f->app, "php", "h1", "rec-app", 200, 0);
+    fx_accept_client(&fe, 1, 50030, T0);
+    struct synth_thread w, a;
+    synth_thread_init(&w, &fe, 101, T0 + 1 * MS);
+    synth_thread_init(&a, &app, 201, T0);
+    struct synth_addr up = {{10, 0, 0, 1}, 40030};
+    uint64_t start[4], send_end[4];
+    /* X: answered by the front end itself */
+    synth_net(&w, TRACE_NET_RECV, 1, 50, 3 * US);
+    start[0] = w.now;
+    synth_cpu(&w, 20 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 500, 3 * US);
+    send_end[0] = w.now;
+    /* A, 40 us later: a call to php, whose worker goes on after answering */
+    synth_net(&w, TRACE_NET_RECV, 1, 100, 40 * US);
+    start[1] = w.now;
+    synth_conn_tcp(&w, TRACE_CONN_CONNECT, 5, 11, &up, &app_addr);
+    fx_api_accept(&a, 1, &up, w.now + 1 * US);
+    synth_net(&w, TRACE_NET_SEND, 5, 33, 2 * US);
+    fx_api_answer(&a, 1, 33, 216, w.now + 20 * US);
+    w.now = a.now + 10 * US;
+    synth_net(&w, TRACE_NET_RECV, 5, 216, 2 * US);
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 5, 11);
+    synth_net(&w, TRACE_NET_SEND, 1, 226, 3 * US);
+    send_end[1] = w.now;
+    /* php reads the EOF and works on (its tail, to the recording's end) */
+    synth_net(&a, TRACE_NET_RECV, 1, 0, w.now - a.now);
+    synth_conn_end(&a, TRACE_CONN_CLOSE, 1, 12);
+    synth_cpu(&a, 2 * MS);
+    /* B, 30 us after A's answer, served and answered while php's tail runs */
+    synth_net(&w, TRACE_NET_RECV, 1, 60, 30 * US);
+    start[2] = w.now;
+    synth_cpu(&w, 20 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 600, 3 * US);
+    send_end[2] = w.now;
+    /* C, 25 us later: B is over and written while A waits for php */
+    synth_net(&w, TRACE_NET_RECV, 1, 70, 25 * US);
+    start[3] = w.now;
+    synth_cpu(&w, 20 * US);
+    synth_net(&w, TRACE_NET_SEND, 1, 700, 3 * US);
+    send_end[3] = w.now;
+    synth_net(&w, TRACE_NET_RECV, 1, 0, 10 * US); /* the client closes */
+    synth_conn_end(&w, TRACE_CONN_CLOSE, 1, 9);
+    synth_close(&fe);
+    synth_close(&app);
+
+    assert_int_equal(fx_analyze(f, 0, 2, f->fe, f->app), 0);
+    assert_int_equal(f->r.requests, 4);
+    assert_int_equal(f->r.calls, 1);
+    assert_int_equal(f->plan->nrequests, 4);
+    static const uint64_t req[4] = {50, 100, 60, 70};
+    for (int i = 0; i < 4; i++) {
+        uint32_t b = fx_block_by_request(f, "web", req[i]);
+        const struct plan_request *rq = NULL;
+        for (uint64_t r = 0; r < f->plan->nrequests; r++)
+            if (f->plan->requests[r].block == b)
+                rq = &f->plan->requests[r];
+        assert_non_null(rq);
+        assert_int_equal(rq->session, f->plan->requests[0].session);
+        assert_int_equal(rq->arrival_ns, start[i] - start[0]);
+        /* 0, 40, 30, 25 us: never B's 30 us plus A's whole time */
+        assert_int_equal(rq->think_ns, i ? start[i] - send_end[i - 1] : 0);
+    }
+    /* A called php (whose tail, running to the recording's end, held it) */
+    fx_expect_kinds(f, fx_block_by_request(f, "web", 100), "RKS");
+}
+
 static void test_loop_pooled_upstream(void **state)
 {
     struct fx *f = *state;
@@ -1220,6 +1302,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unix_pairing_connect_without_peer, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_think_after_held_block, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_post_close_tail, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_tail_thread_exit, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_clock_backwards, fx_setup, fx_teardown),
