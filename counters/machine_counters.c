@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +30,30 @@ double machine_counters_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int counters_parse_window(const char *text, double *seconds)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (!strcmp(text, "0")) {
+        *seconds = 0;
+        return 0;
+    }
+    if (end == text || !isfinite(v))
+        return -1;
+    if (!strcmp(end, "ms"))
+        v /= 1000;
+    else if (!strcmp(end, "m"))
+        v *= 60;
+    else if (!strcmp(end, "h"))
+        v *= 3600;
+    else if (strcmp(end, "") && strcmp(end, "s"))
+        return -1;
+    if (!(v >= COUNTERS_MIN_WINDOW_S) || v > COUNTERS_MAX_WINDOW_S)
+        return -1;
+    *seconds = v;
+    return 0;
 }
 
 double machine_counters_tick(double window_s)

@@ -74,6 +74,10 @@ void machine_counters_rates(const struct machine_snap *a, const struct machine_s
                             double rq_mean, double *v);
 /* (b - a) / secs, NAN when either is unknown or it went backwards. */
 double machine_counters_rate(double a, double b, double secs);
+/* `--window T` of run, record and collect: "0" (no counters: *seconds 0)
+ * or a duration (N, Ns, Nms, Nm, Nh) within the bounds above. 0, or -1
+ * (the callers say: expected 0 (no counters) or 0.1s..24h, e.g. 10s). */
+int counters_parse_window(const char *text, double *seconds);
 /* How often to tick for window_s: a tenth of it, 50 ms to 1 s. */
 double machine_counters_tick(double window_s);
 double machine_counters_now(void);
