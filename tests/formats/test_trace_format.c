@@ -137,6 +137,27 @@ static void make_pg_db_event(struct trace_event *x)
     x->u.db.stmt_id = 3;
 }
 
+/* 2.5: a window of counters, a value not measured, one at 0, a name at
+ * the length limit. */
+static void make_counters_event(struct trace_event *x)
+{
+    static char longname[TRACE_MAX_COUNTER_NAME];
+    memset(longname, 'n', sizeof longname);
+    static const struct trace_counter counters[] = {
+        {"cpu_user", 8, 0.25}, {"run_queue", 9, NAN}, {longname, sizeof longname, 0}};
+    static uint8_t cpayload[600];
+    memset(x, 0, sizeof *x);
+    x->type = TRACE_EV_COUNTERS;
+    x->op = TRACE_COUNTERS_WINDOW;
+    x->ts_ns = 5000000000ULL;
+    x->dur_ns = UINT64_MAX;
+    x->u.counters.nvalues = 3;
+    x->u.counters.bytes = (uint32_t)trace_counters_encode(counters, 3, cpayload, sizeof cpayload);
+    x->u.counters.window_ns = 10000000000ULL;
+    x->u.counters.tick_ns = UINT64_MAX;
+    x->data = cpayload;
+}
+
 static size_t make_extreme_events(struct trace_event *e)
 {
     static const char path[] = "/data/db/ibdata1";
@@ -281,21 +302,6 @@ static size_t make_extreme_events(struct trace_event *e)
     x = NEW(TRACE_EV_CONTROL, TRACE_CTL_FORK);
     x->u.control.arg0 = INT64_MIN;
     x->u.control.arg1 = INT64_MAX;
-    /* 2.5: a window of counters, a value not measured, one at 0, a name
-     * at the length limit */
-    static char longname[TRACE_MAX_COUNTER_NAME];
-    memset(longname, 'n', sizeof longname);
-    static const struct trace_counter counters[] = {
-        {"cpu_user", 8, 0.25}, {"run_queue", 9, NAN}, {longname, sizeof longname, 0}};
-    static uint8_t cpayload[600];
-    x = NEW(TRACE_EV_COUNTERS, TRACE_COUNTERS_WINDOW);
-    x->ts_ns = 5000000000ULL;
-    x->dur_ns = UINT64_MAX;
-    x->u.counters.nvalues = 3;
-    x->u.counters.bytes = (uint32_t)trace_counters_encode(counters, 3, cpayload, sizeof cpayload);
-    x->u.counters.window_ns = 10000000000ULL;
-    x->u.counters.tick_ns = UINT64_MAX;
-    x->data = cpayload;
     x = NEW(TRACE_EV_THREAD_EXIT, 0);
     x->tid = UINT32_MAX;
     x->ts_ns = 0;
@@ -309,6 +315,7 @@ static void test_roundtrip_every_type_and_extreme(void **state)
     struct trace_event evs[64], got[64];
     size_t n = make_extreme_events(evs), m;
     make_cut_db_event(&evs[n++]);
+    make_counters_event(&evs[n++]);
     make_pg_db_event(&evs[n++]);
     char sqlstate[6];
     trace_db_sqlstate_text(evs[n - 1].u.db.error, sqlstate);
