@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,7 +158,14 @@ struct collector_counters *collector_counters_start(const char *dir, double wind
     pthread_cond_init(&cc->cv, &ca);
     pthread_condattr_destroy(&ca);
     cc_snapshot(cc, &cc->open);
-    if (pthread_create(&cc->thread, NULL, cc_thread, cc) != 0) {
+    /* the thread takes no signal: record's handlers (forwarding, SIGUSR1)
+     * run in the thread that polls, as before there was a sampler */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int started = pthread_create(&cc->thread, NULL, cc_thread, cc);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (started != 0) {
         snprintf(err, errlen, "cannot start the counters thread");
         trace_writer_close(cc->writer, NULL, 0);
         pthread_mutex_destroy(&cc->mu);
