@@ -7,8 +7,11 @@
  * amortized and are cleared, not freed, at every frame start. */
 #include "trace_codec.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
+
+#include "trace_file.h"
 
 /* ---- CRC-32 ------------------------------------------------------------ */
 
@@ -219,6 +222,9 @@ static const struct trace_field trace_fields_stack[] = {
 static const struct trace_field trace_fields_control[] = {TRACE_COMMON_FIELDS,
                                                           TF(u.control.arg0, TF_SIGNED, TP_ZERO),
                                                           TF(u.control.arg1, TF_SIGNED, TP_ZERO)};
+static const struct trace_field trace_fields_counters[] = {
+    TRACE_COMMON_FIELDS, TF(u.counters.nvalues, 0, TP_ZERO), TF(u.counters.bytes, 0, TP_ZERO),
+    TF(u.counters.window_ns, 0, TP_ZERO), TF(u.counters.tick_ns, 0, TP_ZERO)};
 
 struct trace_type_desc {
     const struct trace_field *fields;
@@ -244,6 +250,7 @@ static const struct trace_type_desc trace_types[TRACE_EV_TYPE_COUNT] = {
     [TRACE_EV_STRING] = TD(trace_fields_string),
     [TRACE_EV_STACK] = TD(trace_fields_stack),
     [TRACE_EV_CONTROL] = TD(trace_fields_control),
+    [TRACE_EV_COUNTERS] = TD(trace_fields_counters),
 };
 
 static uint64_t trace_field_load(const struct trace_event *ev, const struct trace_field *f)
@@ -592,6 +599,8 @@ size_t trace_codec_record_bound(const struct trace_event *ev)
         n += ev->u.string.len;
     else if (ev->type == TRACE_EV_STACK)
         n += (size_t)ev->u.stack.nframes * 10;
+    else if (ev->type == TRACE_EV_COUNTERS)
+        n += ev->u.counters.bytes;
     return n;
 }
 
@@ -619,6 +628,8 @@ size_t trace_codec_encode_generic(struct trace_codec *c, const struct trace_even
     const uint64_t *frames = NULL;
     if (ev->type == TRACE_EV_STRING) {
         payload = ev->u.string.len;
+    } else if (ev->type == TRACE_EV_COUNTERS) {
+        payload = ev->u.counters.bytes;
     } else if (ev->type == TRACE_EV_STACK) {
         frames = ev->data;
         uint8_t tmp[10];
@@ -639,7 +650,7 @@ size_t trace_codec_encode_generic(struct trace_codec *c, const struct trace_even
     n += nmask;
     memcpy(out + n, fields, nfield_bytes);
     n += nfield_bytes;
-    if (ev->type == TRACE_EV_STRING && payload) {
+    if ((ev->type == TRACE_EV_STRING || ev->type == TRACE_EV_COUNTERS) && payload) {
         memcpy(out + n, ev->data, payload);
         n += payload;
     } else if (frames) {
@@ -872,6 +883,98 @@ size_t trace_codec_encode_flagged(struct trace_codec *c, const struct trace_even
 
 /* ---- decoding ----------------------------------------------------------- */
 
+/* ---- COUNTERS payload (FORMAT.md §9) ------------------------------------ */
+
+/* One entry: u8 name length (1..255), the name, 8 bytes IEEE-754 binary64
+ * (LE). 0 with the entry and *p past it, or -1 with why. */
+static int trace_counter_entry(const uint8_t **p, const uint8_t *end, struct trace_counter *out,
+                               const char **why)
+{
+    const uint8_t *q = *p;
+    if (q >= end) {
+        *why = "COUNTERS entry runs past the payload";
+        return -1;
+    }
+    uint32_t len = *q++;
+    if (!len) {
+        *why = "COUNTERS entry has an empty name";
+        return -1;
+    }
+    if ((size_t)(end - q) < (size_t)len + 8) {
+        *why = "COUNTERS entry runs past the payload";
+        return -1;
+    }
+    for (uint32_t i = 0; i < len; i++)
+        if (q[i] < 0x20 || q[i] == 0x7f) {
+            *why = "COUNTERS name holds a control byte";
+            return -1;
+        }
+    uint64_t bits = trace_get_le64(q + len);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    if (!isnan(v) && !(v >= 0 && isfinite(v))) {
+        *why = "COUNTERS value is negative or infinite";
+        return -1;
+    }
+    *out = (struct trace_counter){.name = (const char *)q, .name_len = len, .value = v};
+    *p = q + len + 8;
+    return 0;
+}
+
+int trace_counters_check(const struct trace_event *ev, const uint8_t *q, const uint8_t *rec_end,
+                         const char **why)
+{
+    if (ev->u.counters.bytes > (uint64_t)(rec_end - q)) {
+        *why = "COUNTERS bytes run past the end of the record";
+        return -1;
+    }
+    if (!(ev->dur_ns > 0)) {
+        *why = "COUNTERS window has no length (dur_ns 0)";
+        return -1;
+    }
+    const uint8_t *end = q + ev->u.counters.bytes;
+    struct trace_counter c;
+    for (uint32_t i = 0; i < ev->u.counters.nvalues; i++)
+        if (trace_counter_entry(&q, end, &c, why) != 0)
+            return -1;
+    if (q != end) {
+        *why = "COUNTERS bytes hold more than nvalues entries";
+        return -1;
+    }
+    return 0;
+}
+
+size_t trace_counters_decode(const struct trace_event *ev, struct trace_counter *out)
+{
+    const uint8_t *q = ev->data, *end = q + ev->u.counters.bytes;
+    const char *why;
+    size_t n = 0;
+    while (n < ev->u.counters.nvalues && trace_counter_entry(&q, end, &out[n], &why) == 0)
+        n++;
+    return n;
+}
+
+size_t trace_counters_encode(const struct trace_counter *c, size_t n, uint8_t *out, size_t cap)
+{
+    size_t at = 0;
+    if (n > TRACE_MAX_COUNTERS)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = c[i].value;
+        if (!c[i].name_len || c[i].name_len > TRACE_MAX_COUNTER_NAME ||
+            (!isnan(v) && !(v >= 0 && isfinite(v))) || cap - at < 1 + (size_t)c[i].name_len + 8)
+            return 0;
+        out[at++] = (uint8_t)c[i].name_len;
+        memcpy(out + at, c[i].name, c[i].name_len);
+        at += c[i].name_len;
+        uint64_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        trace_put_le64(out + at, bits);
+        at += 8;
+    }
+    return at;
+}
+
 int trace_codec_decode(struct trace_codec *c, const uint8_t **p, const uint8_t *end,
                        struct trace_event *ev, const char **why)
 {
@@ -962,6 +1065,10 @@ int trace_codec_decode(struct trace_codec *c, const uint8_t **p, const uint8_t *
             c->stack_frames[i] = prev;
         }
         ev->data = nframes ? c->stack_frames : NULL;
+    } else if (type == TRACE_EV_COUNTERS) {
+        if (trace_counters_check(ev, q, rec_end, why) != 0)
+            return TRACE_CODEC_DAMAGED;
+        ev->data = q;
     }
     /* field 1 (ts) predicted from the thread's end: cur.thread is set */
     c->decoded_thread_end = cur.thread ? cur.thread->end_ts : 0;

@@ -197,6 +197,11 @@ uint64_t trace_codec_thread_end(struct trace_codec *c, uint64_t tid);
 size_t trace_codec_encode_generic(struct trace_codec *c, const struct trace_event *ev,
                                   uint8_t *out);
 
+/* A COUNTERS record's payload at [q, rec_end) against its fields (FORMAT.md
+ * §9): 0, or -1 with why (static). */
+int trace_counters_check(const struct trace_event *ev, const uint8_t *q, const uint8_t *rec_end,
+                         const char **why);
+
 enum trace_codec_result {
     TRACE_CODEC_OK = 0,
     TRACE_CODEC_SKIPPED = 1, /* a record of a type this reader does not know */

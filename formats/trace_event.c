@@ -22,6 +22,7 @@ static const char *const trace_type_names[TRACE_EV_TYPE_COUNT] = {
     [TRACE_EV_STRING] = "string",
     [TRACE_EV_STACK] = "stack",
     [TRACE_EV_CONTROL] = "control",
+    [TRACE_EV_COUNTERS] = "counters",
 };
 
 const char *trace_event_type_name(unsigned type)
@@ -42,6 +43,8 @@ static const char *const trace_db_ops[] = {NULL,      "connect", "query", "prepa
 static const char *const trace_control_ops[] = {NULL,   "tracing_on", "tracing_off", "fork",
                                                 "exec", "ring_wrap",  "locks_folded"};
 
+static const char *const trace_counters_ops[] = {NULL, "window"};
+
 #define TRACE_OP_NAME(arr, op) ((op) < sizeof(arr) / sizeof(arr[0]) ? arr[op] : NULL)
 
 const char *trace_event_op_name(unsigned type, unsigned op)
@@ -59,6 +62,8 @@ const char *trace_event_op_name(unsigned type, unsigned op)
         return TRACE_OP_NAME(trace_db_ops, op);
     case TRACE_EV_CONTROL:
         return TRACE_OP_NAME(trace_control_ops, op);
+    case TRACE_EV_COUNTERS:
+        return TRACE_OP_NAME(trace_counters_ops, op);
     default:
         return NULL;
     }

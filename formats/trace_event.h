@@ -30,6 +30,9 @@ enum trace_event_type {
     TRACE_EV_STRING = 12,  /* string table entry: id -> bytes */
     TRACE_EV_STACK = 13,   /* stack table entry: id -> frames (addresses) */
     TRACE_EV_CONTROL = 14, /* tracing switched on/off, process fork/exec markers */
+    /* 2.5: one time window of machine and process counters, written by the
+     * collector into the recording's .counters file (FORMAT.md §9) */
+    TRACE_EV_COUNTERS = 15,
     TRACE_EV_TYPE_COUNT
 };
 
@@ -118,6 +121,9 @@ enum trace_control_op {
      * them taken shared */
     TRACE_CTL_LOCKS_FOLDED
 };
+
+/* TRACE_EV_COUNTERS ops */
+enum trace_counters_op { TRACE_COUNTERS_WINDOW = 1 };
 
 /* TRACE_EV_STACK ops */
 enum trace_stack_op {
@@ -239,6 +245,16 @@ struct trace_control_event {
     int64_t arg0, arg1;
 };
 
+/* 2.5: a window [ts_ns, ts_ns + dur_ns) of counters; data: `bytes` bytes
+ * holding nvalues entries (FORMAT.md §9), read with trace_counters_decode
+ * (trace_file.h) */
+struct trace_counters_event {
+    uint32_t nvalues;
+    uint32_t bytes;
+    uint64_t window_ns; /* the window length asked for (`--window`) */
+    uint64_t tick_ns;   /* how often the run queue was read */
+};
+
 struct trace_thread_event {
     uint32_t parent_tid; /* creating thread, or 0 */
 };
@@ -264,10 +280,11 @@ struct trace_event {
         struct trace_stack_event stack;
         struct trace_control_event control;
         struct trace_thread_event thread;
+        struct trace_counters_event counters;
     } u;
     /* STRING: the bytes (u.string.len of them); STACK: u.stack.nframes
-     * uint64_t addresses. Owned by whoever filled the event; valid until
-     * the next call on that reader. NULL for other types. */
+     * uint64_t addresses; COUNTERS: u.counters.bytes encoded entries. Owned by whoever filled the
+     * event; valid until the next call on that reader. NULL for other types. */
     const void *data;
 };
 

@@ -20,9 +20,10 @@
  * query_len, params_len (a 2.1 reader skips the fields). 2.3: DB field
  * dialect (MySQL or PostgreSQL; a 2.2 reader skips it, and reads every
  * DB event as MySQL's). 2.4: CONTROL op LOCKS_FOLDED (a 2.3 reader keeps
- * it as a number). */
+ * it as a number). 2.5: record type COUNTERS, the counter windows of a
+ * recording's .counters file (a 2.4 reader skips the records). */
 #define TRACE_FORMAT_MAJOR 2
-#define TRACE_FORMAT_MINOR 4
+#define TRACE_FORMAT_MINOR 5
 #define TRACE_FORMAT_MAJOR_OLDEST 1
 #define TRACE_MAX_CPU_SCORES 8
 
@@ -35,6 +36,25 @@
 #define TRACE_MAX_STACK_FRAMES 4096u              /* one STACK's nframes */
 #define TRACE_MAX_STRINGS (1u << 26)              /* distinct string ids per file */
 #define TRACE_MAX_STRING_TABLE_BYTES (4ull << 30) /* their bytes, per file */
+#define TRACE_MAX_COUNTERS 4096u                  /* one COUNTERS record's nvalues */
+#define TRACE_MAX_COUNTER_NAME 255u               /* bytes of one counter's name */
+
+/* One counter of a COUNTERS record (FORMAT.md §9): name_len bytes of name
+ * (not NUL-terminated), value NAN (not measured) or finite >= 0. */
+struct trace_counter {
+    const char *name;
+    uint32_t name_len;
+    double value;
+};
+/* Encodes n counters as a COUNTERS record's payload into out (cap bytes):
+ * the bytes written, 0 when a name is empty or longer than
+ * TRACE_MAX_COUNTER_NAME, a value is negative or infinite, n exceeds
+ * TRACE_MAX_COUNTERS, or out is too small. */
+size_t trace_counters_encode(const struct trace_counter *c, size_t n, uint8_t *out, size_t cap);
+/* The entries of a COUNTERS event the reader delivered (already checked)
+ * into out (room for ev->u.counters.nvalues): their number. Names point
+ * into the event's data (valid until the next trace_reader_next). */
+size_t trace_counters_decode(const struct trace_event *ev, struct trace_counter *out);
 
 struct trace_cpu_score {
     char name[24];  /* benchmark kernel name, e.g. "zstd-compress" */

@@ -137,6 +137,12 @@ static int trace_reader_check_limits(struct trace_reader *r, const struct trace_
         *why = r->limit_why;
         return -1;
     }
+    if (ev->type == TRACE_EV_COUNTERS && ev->u.counters.nvalues > TRACE_MAX_COUNTERS) {
+        snprintf(r->limit_why, sizeof r->limit_why, "COUNTERS nvalues %u exceeds the limit %u",
+                 ev->u.counters.nvalues, TRACE_MAX_COUNTERS);
+        *why = r->limit_why;
+        return -1;
+    }
     if (ev->type != TRACE_EV_STRING)
         return 0;
     if (ev->u.string.len > TRACE_MAX_STRING_BYTES)

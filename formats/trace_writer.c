@@ -632,6 +632,15 @@ fail:
     return NULL;
 }
 
+/* 1 when a COUNTERS event would not read back (FORMAT.md §9). */
+static int trace_writer_counters_bad(const struct trace_event *ev)
+{
+    const char *why;
+    const uint8_t *p = ev->data;
+    return ev->u.counters.nvalues > TRACE_MAX_COUNTERS || (ev->u.counters.bytes && !p) ||
+           trace_counters_check(ev, p, p + ev->u.counters.bytes, &why) != 0;
+}
+
 int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
 {
     if (w->failed)
@@ -641,7 +650,8 @@ int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
      * find without doing anything). */
     if (!w->ring && ev->type != TRACE_EV_NONE && ev->type < TRACE_EV_TYPE_COUNT &&
         ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK &&
-        !(ev->flags & TRACE_F_AFTER_CPU) && w->raw_len + TRACE_RECORD_FIXED_MAX <= w->frame_bytes)
+        ev->type != TRACE_EV_COUNTERS && !(ev->flags & TRACE_F_AFTER_CPU) &&
+        w->raw_len + TRACE_RECORD_FIXED_MAX <= w->frame_bytes)
         return trace_writer_put(w, ev, 0);
     if (ev->type == TRACE_EV_NONE || ev->type >= TRACE_EV_TYPE_COUNT)
         return trace_writer_fail(w, "event type %u is not a trace event type", ev->type);
@@ -659,6 +669,13 @@ int trace_writer_append(struct trace_writer *w, const struct trace_event *ev)
         return trace_writer_fail(w, "stack %u: %u frames (limit %u, data must not be NULL)",
                                  ev->u.stack.id, ev->u.stack.nframes,
                                  TRACE_WRITER_MAX_FRAMES_PER_STACK);
+    if (ev->type == TRACE_EV_COUNTERS && trace_writer_counters_bad(ev))
+        return trace_writer_fail(w,
+                                 "counters at %llu ns: %u values in %u bytes that do not "
+                                 "decode (limit %u values, names 1-%u bytes, values NAN or "
+                                 "finite >= 0, dur_ns > 0)",
+                                 (unsigned long long)ev->ts_ns, ev->u.counters.nvalues,
+                                 ev->u.counters.bytes, TRACE_MAX_COUNTERS, TRACE_MAX_COUNTER_NAME);
     return trace_writer_reserve_put(w, NULL, ev);
 }
 

@@ -6,6 +6,7 @@
  * 1 damaged or unreadable trace, 2 usage, 3 damaged but salvaged. Damage
  * is always reported on stderr: it must never end a partial dump as if it
  * were complete. */
+#include <math.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -179,6 +180,25 @@ static void dump_json_stack(json_t *o, const struct trace_event *ev)
 
 /* One event as a JSON object: the fields every event has, then those of
  * its type (key order is the output order of both text and JSON lines). */
+/* COUNTERS (FORMAT.md §9): window_ns, tick_ns and values {name: number
+ * or null}, in the record's order. */
+static void dump_json_counters(json_t *o, const struct trace_event *ev)
+{
+    J_INT(o, "window_ns", ev->u.counters.window_ns);
+    J_INT(o, "tick_ns", ev->u.counters.tick_ns);
+    struct trace_counter *c = malloc((ev->u.counters.nvalues + 1) * sizeof *c);
+    json_t *v = json_object();
+    size_t n = c ? trace_counters_decode(ev, c) : 0;
+    for (size_t i = 0; i < n; i++) {
+        char name[TRACE_MAX_COUNTER_NAME + 1];
+        memcpy(name, c[i].name, c[i].name_len);
+        name[c[i].name_len] = 0;
+        json_object_set_new(v, name, isnan(c[i].value) ? json_null() : json_real(c[i].value));
+    }
+    free(c);
+    json_object_set_new(o, "values", v);
+}
+
 static json_t *dump_event_json(const struct trace_event *ev, struct trace_reader *r, uint32_t pid)
 {
     json_t *o = json_object();
@@ -249,6 +269,9 @@ static json_t *dump_event_json(const struct trace_event *ev, struct trace_reader
         J_INT(o, "arg1", ev->u.control.arg1);
         if (ev->op == TRACE_CTL_EXEC && ev->u.control.arg0 > 0 && ev->u.control.arg0 <= UINT32_MAX)
             dump_resolve(o, "path", r, (uint32_t)ev->u.control.arg0);
+        break;
+    case TRACE_EV_COUNTERS:
+        dump_json_counters(o, ev);
         break;
     default:
         break;

@@ -19,6 +19,7 @@
 
 #include "inspect_cli.h"
 #include "info_plan.h"
+#include "info_counters.h"
 #include "info_summary.h"
 #include "inspect.h"
 #include "plan.h"
@@ -786,7 +787,49 @@ static void info_print_details(const struct info_process *p, json_t *pj)
 
 /* The summary of the n processes read: totals, then each process (its
  * table entries sorted for output). */
-static void info_report(struct info_process *procs, size_t n, int as_json)
+/* The counter windows of a recording directory's *.counters files, for
+ * info_report (an array, maybe empty); a damaged one is said on stderr
+ * and makes *status INSPECT_EXIT_DAMAGED. */
+static json_t *info_dir_counters(const char *dir, int *status)
+{
+    size_t n;
+    char **files = inspect_list_counters(dir, &n);
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++) {
+        char err[512];
+        json_t *c = info_counters_json(files[i], err, sizeof err);
+        if (c) {
+            json_array_append_new(list, c);
+        } else {
+            fprintf(stderr, "preplay: %s\n", err);
+            *status = INSPECT_EXIT_DAMAGED;
+        }
+        free(files[i]);
+    }
+    free(files);
+    return list;
+}
+
+/* `info FILE.counters`: its summary alone. */
+static int info_counters_file(const char *path, int as_json)
+{
+    char err[512];
+    json_t *c = info_counters_json(path, err, sizeof err);
+    if (!c) {
+        fprintf(stderr, "preplay: %s\n", err);
+        return INSPECT_EXIT_DAMAGED;
+    }
+    if (as_json) {
+        json_dumpf(c, stdout, JSON_INDENT(2));
+        printf("\n");
+    } else {
+        info_counters_print(c);
+    }
+    json_decref(c);
+    return 0;
+}
+
+static void info_report(struct info_process *procs, size_t n, int as_json, json_t *counters)
 {
     info_paths_from_other_processes(procs, n);
     struct info_counts total;
@@ -810,6 +853,7 @@ static void info_report(struct info_process *procs, size_t n, int as_json)
         json_object_set_new(o, "by_component", info_summary_components(list));
         json_object_set_new(o, "by_label", info_summary_labels(list));
         json_object_set_new(o, "process_list", list);
+        json_object_set_new(o, "counters", counters);
         json_dumpf(o, stdout, JSON_INDENT(2));
         printf("\n");
         json_decref(o);
@@ -824,7 +868,11 @@ static void info_report(struct info_process *procs, size_t n, int as_json)
             info_print_process(pj);
             info_print_details(&procs[i], pj);
         }
+        size_t i;
+        json_t *c;
+        json_array_foreach(counters, i, c) info_counters_print(c);
         json_decref(list);
+        json_decref(counters);
     }
 }
 
@@ -859,6 +907,9 @@ int cmd_info(int argc, char **argv)
         fprintf(stderr, "preplay: %s: empty file (neither a preplay trace nor a plan)\n", a.target);
         return INSPECT_EXIT_DAMAGED;
     }
+    size_t len = strlen(a.target);
+    if (len > 9 && !strcmp(a.target + len - 9, ".counters"))
+        return info_counters_file(a.target, a.json);
     size_t n;
     int is_dir;
     char **files = inspect_list_traces(a.target, &n, &is_dir);
@@ -883,7 +934,11 @@ int cmd_info(int argc, char **argv)
                             "the damage)\n");
         goto out;
     }
-    info_report(procs, n, a.json);
+    int counters_status = 0;
+    info_report(procs, n, a.json,
+                is_dir ? info_dir_counters(a.target, &counters_status) : json_array());
+    if (counters_status && !status)
+        status = counters_status;
 out:
     for (size_t i = 0; i < n; i++) {
         info_free_process(&procs[i]);

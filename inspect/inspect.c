@@ -85,6 +85,45 @@ static int inspect_cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The files of directory dir whose name ends in ext, sorted; NULL with
+ * *n 0 when there are none, or the directory cannot be read (-1 in *rc). */
+static char **inspect_list_dir(const char *dir, const char *ext, size_t *n, int *rc)
+{
+    char **v = NULL;
+    size_t cap = 0, elen = strlen(ext);
+    *n = 0;
+    *rc = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "preplay: %s: %s\n", dir, strerror(errno));
+        *rc = -1;
+        return NULL;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len <= elen || strcmp(e->d_name + len - elen, ext) != 0)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            v = inspect_xalloc(realloc(v, cap * sizeof *v));
+        }
+        size_t plen = strlen(dir) + len + 2;
+        v[*n] = inspect_xalloc(malloc(plen));
+        snprintf(v[*n], plen, "%s/%s", dir, e->d_name);
+        (*n)++;
+    }
+    closedir(d);
+    inspect_sort(v, *n, sizeof *v, inspect_cmp_str);
+    return v;
+}
+
+char **inspect_list_counters(const char *dir, size_t *n)
+{
+    int rc;
+    return inspect_list_dir(dir, ".counters", n, &rc);
+}
+
 char **inspect_list_traces(const char *target, size_t *n, int *is_dir)
 {
     struct stat st;
@@ -101,32 +140,14 @@ char **inspect_list_traces(const char *target, size_t *n, int *is_dir)
         return v;
     }
     *is_dir = 1;
-    DIR *d = opendir(target);
-    if (!d) {
-        fprintf(stderr, "preplay: %s: %s\n", target, strerror(errno));
+    int rc;
+    v = inspect_list_dir(target, ".trace", n, &rc);
+    if (rc)
         return NULL;
-    }
-    struct dirent *e;
-    size_t cap = 0;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len <= 6 || strcmp(e->d_name + len - 6, ".trace") != 0)
-            continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            v = inspect_xalloc(realloc(v, cap * sizeof *v));
-        }
-        size_t plen = strlen(target) + len + 2;
-        v[*n] = inspect_xalloc(malloc(plen));
-        snprintf(v[*n], plen, "%s/%s", target, e->d_name);
-        (*n)++;
-    }
-    closedir(d);
     if (!*n) {
         fprintf(stderr, "preplay: %s: no *.trace files in this directory\n", target);
         free(v);
         return NULL;
     }
-    inspect_sort(v, *n, sizeof *v, inspect_cmp_str);
     return v;
 }

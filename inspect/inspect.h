@@ -39,6 +39,8 @@ json_t *inspect_json_str(const char *s);
  * array. NULL (the reason on stderr) when the target cannot be read or the
  * directory holds no *.trace file. */
 char **inspect_list_traces(const char *target, size_t *n, int *is_dir);
+/* The *.counters files of directory dir (sorted; NULL when none). */
+char **inspect_list_counters(const char *dir, size_t *n);
 
 /* Parses [--json] [--salvage] [--help] TARGET. Returns -1 to go on, or the
  * exit status to return now (0 after --help, INSPECT_EXIT_USAGE after a

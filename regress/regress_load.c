@@ -4,8 +4,10 @@
  * `run --window 0`), fewer windows than the analysis needs, window
  * lengths that differ (counters over 10 s and 2 s windows do not vary
  * alike), a target with no label in common with a baseline (results of
- * different apps). Keeps the counters every file has. Never prints. */
+ * different apps). A recording (regress_trace.h) reads like a results
+ * file. Keeps the counters every file has. Never prints. */
 #include "regress_load.h"
+#include "regress_trace.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,7 +32,9 @@ static int regress_load_one(const char *path, size_t i, size_t n, size_t min_win
     struct results_file *rf = &in->files[i];
     char rerr[RESULTS_ERR_LEN];
     const char *role = i + 1 == n ? "target" : "baseline";
-    if (results_read(path, rf, rerr, sizeof rerr)) {
+    int recording = regress_trace_is_recording(path);
+    if (recording ? regress_trace_load(path, role, rf, rerr, sizeof rerr)
+                  : results_read(path, rf, rerr, sizeof rerr)) {
         snprintf(err, errlen, "%s", rerr);
         return -1;
     }
@@ -44,9 +48,10 @@ static int regress_load_one(const char *path, size_t i, size_t n, size_t min_win
     }
     if (rf->counters.nwindows < min_windows) {
         snprintf(err, errlen,
-                 "%s: %s has %zu counter windows, regress needs at least %zu (run longer, a "
-                 "smaller run --window, or --min-windows)",
-                 path, role, rf->counters.nwindows, min_windows);
+                 "%s: %s has %zu counter windows, regress needs at least %zu (%s longer, a "
+                 "smaller %s --window, or --min-windows)",
+                 path, role, rf->counters.nwindows, min_windows, recording ? "record" : "run",
+                 recording ? "record" : "run");
         return -1;
     }
     double w0 = in->files[0].counters.window_s, w = rf->counters.window_s;

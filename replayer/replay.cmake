@@ -22,4 +22,4 @@ endif()
 target_sources(preplay_replay_cli PRIVATE replay_cli.c drive_cli.c run_cli.c run_config.c run_session.c
   run_remote.c run_placement.c run_counters.c run_db_pg.c run_failures.c
   duet_cli.c duet_config.c duet_side.c duet_barrier.c duet_report.c)
-target_link_libraries(preplay_replay_cli PUBLIC preplay_replay_core)
+target_link_libraries(preplay_replay_cli PUBLIC preplay_replay_core preplay_counters)

@@ -2,6 +2,7 @@
  * checks and messages of each value (exit status 2), the defaults
  * (--p0 0.9, --interval: the whole recording, --max-intervals 20, --pool
  * 64, ssh options from $PREPLAY_SSH_OPTS). Never starts or opens anything. */
+#include "machine_counters.h"
 #include "run_config.h"
 
 #include <getopt.h>
@@ -127,14 +128,11 @@ static int run_config_number(struct run_config *c, int opt, const char *arg)
         c->ratio_given = 1;
         break;
     case 'w':
-        if (strcmp(arg, "0") &&
-            (replay_parse_duration(arg, &c->window) || !(c->window >= 0.1) || c->window > 86400)) {
+        if (counters_parse_window(arg, &c->window)) {
             fprintf(stderr, "run: --window '%s': expected 0 (no counters) or 0.1s..24h, e.g. 10s\n",
                     arg);
             return 2;
         }
-        if (!strcmp(arg, "0"))
-            c->window = 0;
         break;
     case 'F':
         if (run_failures_parse_max(arg, &c->max_failed, &c->max_failed_pct)) {

@@ -21,63 +21,26 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "machine_counters.h"
 #include "replay_results.h"
 #include "results_writer.h"
 #include "run_placement.h"
 
-/* How often /proc is read for the run-queue mean (and how late a window
- * can close): a tenth of the window, at most 1 s, at least 50 ms. */
-#define RUN_COUNTERS_MAX_TICK_S 1.0
-#define RUN_COUNTERS_MIN_TICK_S 0.05
-#define RUN_COUNTERS_MAX_DISKS 64
-
-/* The fixed counters, in their order in every window (RESULTS.md). */
+/* The fixed counters, in their order in every window (RESULTS.md): the
+ * machine's (counters/machine_counters.h, MC_*), then the run's own. */
 enum rc_counter {
-    RC_CPU_USER,
-    RC_CPU_SYSTEM,
-    RC_RUN_QUEUE,
-    RC_CPU_PRESSURE,
-    RC_CTX,
-    RC_DISK_RB,
-    RC_DISK_WB,
-    RC_DISK_RIOPS,
-    RC_DISK_WIOPS,
-    RC_NET_RX,
-    RC_NET_TX,
-    RC_RUN_CPU,
-    RC_TYPE_THROTTLED,
+    RC_TYPE_THROTTLED = MACHINE_COUNTERS_N,
     RC_LOCK_WAIT,
     RC_DB_TIME,
     RC_DB_QPS,
     RC_NFIXED
 };
-static const char *const rc_names[RC_NFIXED] = {"cpu_user",
-                                                "cpu_system",
-                                                "run_queue",
-                                                "cpu_pressure",
-                                                "ctx_switches_per_s",
-                                                "disk_read_bytes_per_s",
-                                                "disk_write_bytes_per_s",
-                                                "disk_read_iops",
-                                                "disk_write_iops",
-                                                "net_rx_bytes_per_s",
-                                                "net_tx_bytes_per_s",
-                                                "run_cpu",
-                                                "type_throttled",
-                                                "lock_wait",
-                                                "db_time",
-                                                "db_queries_per_s"};
-/* Per-label counters: name prefix + label. */
-static const char *const rc_label_prefix[3] = {"throughput_per_s:", "median_s:", "p95_s:"};
+static const char *const rc_own_names[RC_NFIXED - MACHINE_COUNTERS_N] = {
+    "type_throttled", COUNTERS_LOCK_WAIT, COUNTERS_DB_TIME, COUNTERS_DB_QPS};
 
 /* Cumulative counters at one moment; NAN: could not be read. */
 struct rc_snap {
-    double t;
-    double cpu_user, cpu_sys, cpu_total; /* jiffies */
-    double ctxt, psi_us;
-    double rd_ios, rd_sect, wr_ios, wr_sect;
-    double net_rx, net_tx;
-    double tree_ticks;
+    struct machine_snap m;
     double throttled_ns;
     double lock_s, db_s, db_q;
 };
@@ -94,8 +57,7 @@ struct run_counters {
     size_t npids;
     run_counters_stats_fn stats;
     void *stats_arg;
-    char disks[RUN_COUNTERS_MAX_DISKS][32];
-    int ndisks;
+    struct machine_counters machine;
     char cgroup_stat[4352]; /* the type's cpu.stat; "" outside a type */
     pthread_t thread;
     pthread_mutex_t mu;
@@ -111,121 +73,15 @@ struct run_counters {
     size_t nwindows, cap_windows;
 };
 
-static double rc_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* /proc/stat: the "cpu" line, ctxt; procs_running into *running. */
-static void rc_read_stat(struct rc_snap *s, double *running)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    char line[512];
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long long v[10] = {0};
-        if (!strncmp(line, "cpu ", 4) &&
-            sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]) == 8) {
-            s->cpu_user = (double)(v[0] + v[1]);
-            s->cpu_sys = (double)(v[2] + v[5] + v[6]);
-            s->cpu_total = (double)(v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]);
-        } else if (!strncmp(line, "ctxt ", 5) && sscanf(line + 5, "%llu", &v[0]) == 1) {
-            s->ctxt = (double)v[0];
-        } else if (running && !strncmp(line, "procs_running ", 14) &&
-                   sscanf(line + 14, "%llu", &v[0]) == 1) {
-            *running = (double)v[0];
-        }
-    }
-    fclose(f);
-}
-
-static void rc_read_psi(struct rc_snap *s)
-{
-    FILE *f = fopen("/proc/pressure/cpu", "r");
-    char line[256];
-    unsigned long long total;
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f)) {
-        char *t = strstr(line, "total=");
-        if (!strncmp(line, "some ", 5) && t && sscanf(t + 6, "%llu", &total) == 1)
-            s->psi_us = (double)total;
-    }
-    fclose(f);
-}
-
-static void rc_read_disks(const struct run_counters *rc, struct rc_snap *s)
-{
-    FILE *f = fopen("/proc/diskstats", "r");
-    char line[512], name[64];
-    unsigned long long rd, rs, wr, ws, skip;
-    if (!f)
-        return;
-    s->rd_ios = s->rd_sect = s->wr_ios = s->wr_sect = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%*u %*u %63s %llu %llu %llu %llu %llu %llu %llu", name, &rd, &skip, &rs,
-                   &skip, &wr, &skip, &ws) != 8)
-            continue;
-        for (int i = 0; i < rc->ndisks; i++)
-            if (!strcmp(name, rc->disks[i])) {
-                s->rd_ios += (double)rd;
-                s->rd_sect += (double)rs;
-                s->wr_ios += (double)wr;
-                s->wr_sect += (double)ws;
-            }
-    }
-    fclose(f);
-}
-
-static void rc_read_net(struct rc_snap *s)
-{
-    FILE *f = fopen("/proc/net/dev", "r");
-    char line[512];
-    if (!f)
-        return;
-    s->net_rx = s->net_tx = 0;
-    while (fgets(line, sizeof line, f)) {
-        char *c = strchr(line, ':');
-        unsigned long long rx, tx;
-        if (c && sscanf(c + 1, "%llu %*u %*u %*u %*u %*u %*u %*u %llu", &rx, &tx) == 2) {
-            s->net_rx += (double)rx;
-            s->net_tx += (double)tx;
-        }
-    }
-    fclose(f);
-}
-
-/* utime + stime (clock ticks) of pid (0: this process); -1 when gone. */
-static double rc_proc_ticks(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, pid ? "/proc/%d/stat" : "/proc/self/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-    unsigned long long ut, st;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st);
-}
-
 static void rc_read_tree(const struct run_counters *rc, struct rc_snap *s)
 {
-    double t = rc_proc_ticks(0);
+    double t = machine_counters_proc_ticks(0);
     for (size_t i = 0; t >= 0 && i < rc->npids; i++) {
-        double c = rc_proc_ticks(rc->pids[i]);
+        double c = machine_counters_proc_ticks(rc->pids[i]);
         if (c >= 0) /* a replayer that died is the run's to report */
             t += c;
     }
-    s->tree_ticks = t >= 0 ? t : NAN;
+    s->m.proc_ticks = t >= 0 ? t : NAN;
 }
 
 static void rc_read_cgroup(const struct run_counters *rc, struct rc_snap *s)
@@ -247,41 +103,13 @@ static void rc_read_cgroup(const struct run_counters *rc, struct rc_snap *s)
  * sampler or from end (never both at once). */
 static void rc_snapshot(struct run_counters *rc, struct rc_snap *s)
 {
-    double nan = NAN;
-    *s = (struct rc_snap){.t = rc_now(),
-                          .cpu_user = nan,
-                          .cpu_sys = nan,
-                          .cpu_total = nan,
-                          .ctxt = nan,
-                          .psi_us = nan,
-                          .rd_ios = nan,
-                          .rd_sect = nan,
-                          .wr_ios = nan,
-                          .wr_sect = nan,
-                          .net_rx = nan,
-                          .net_tx = nan,
-                          .tree_ticks = nan,
-                          .throttled_ns = nan,
-                          .lock_s = nan,
-                          .db_s = nan,
-                          .db_q = nan};
-    rc_read_stat(s, NULL);
-    rc_read_psi(s);
-    rc_read_disks(rc, s);
-    rc_read_net(s);
+    s->throttled_ns = s->lock_s = s->db_s = s->db_q = NAN;
+    machine_counters_snapshot(&rc->machine, &s->m);
     rc_read_tree(rc, s);
     rc_read_cgroup(rc, s);
     if (rc->stats && rc->stats(rc->stats_arg, &s->lock_s, &s->db_s, &s->db_q)) {
         s->lock_s = s->db_s = s->db_q = NAN;
     }
-}
-
-/* (b - a) / secs, NAN when either is unknown or it went backwards. */
-static double rc_rate(double a, double b, double secs)
-{
-    if (!isfinite(a) || !isfinite(b) || b < a || !(secs > 0))
-        return NAN;
-    return (b - a) / secs;
 }
 
 static int rc_grow_names(struct run_counters *rc)
@@ -317,30 +145,18 @@ static int rc_add_window(struct run_counters *rc, const struct rc_snap *a, const
         rc->windows = w;
         rc->cap_windows = cap;
     }
-    double *v = malloc(rc->cap_names * sizeof *v), len = b->t - a->t;
+    double *v = malloc(rc->cap_names * sizeof *v), len = b->m.t - a->m.t;
     if (!v)
         return -1;
     for (size_t i = 0; i < rc->cap_names; i++)
         v[i] = NAN;
-    double jiffies = b->cpu_total - a->cpu_total, hz = (double)sysconf(_SC_CLK_TCK);
-    v[RC_CPU_USER] = jiffies > 0 ? rc_rate(a->cpu_user, b->cpu_user, jiffies) : NAN;
-    v[RC_CPU_SYSTEM] = jiffies > 0 ? rc_rate(a->cpu_sys, b->cpu_sys, jiffies) : NAN;
-    v[RC_RUN_QUEUE] = rc->rq_n > 0 ? rc->rq_sum / rc->rq_n : NAN;
-    v[RC_CPU_PRESSURE] = rc_rate(a->psi_us, b->psi_us, len * 1e6);
-    v[RC_CTX] = rc_rate(a->ctxt, b->ctxt, len);
-    v[RC_DISK_RB] = rc_rate(a->rd_sect * 512, b->rd_sect * 512, len);
-    v[RC_DISK_WB] = rc_rate(a->wr_sect * 512, b->wr_sect * 512, len);
-    v[RC_DISK_RIOPS] = rc_rate(a->rd_ios, b->rd_ios, len);
-    v[RC_DISK_WIOPS] = rc_rate(a->wr_ios, b->wr_ios, len);
-    v[RC_NET_RX] = rc_rate(a->net_rx, b->net_rx, len);
-    v[RC_NET_TX] = rc_rate(a->net_tx, b->net_tx, len);
-    v[RC_RUN_CPU] = rc_rate(a->tree_ticks, b->tree_ticks, len * hz);
-    v[RC_TYPE_THROTTLED] = rc_rate(a->throttled_ns, b->throttled_ns, len * 1e9);
-    v[RC_LOCK_WAIT] = rc_rate(a->lock_s, b->lock_s, len);
-    v[RC_DB_TIME] = rc_rate(a->db_s, b->db_s, len);
-    v[RC_DB_QPS] = rc_rate(a->db_q, b->db_q, len);
+    machine_counters_rates(&a->m, &b->m, rc->rq_n > 0 ? rc->rq_sum / rc->rq_n : NAN, v);
+    v[RC_TYPE_THROTTLED] = machine_counters_rate(a->throttled_ns, b->throttled_ns, len * 1e9);
+    v[RC_LOCK_WAIT] = machine_counters_rate(a->lock_s, b->lock_s, len);
+    v[RC_DB_TIME] = machine_counters_rate(a->db_s, b->db_s, len);
+    v[RC_DB_QPS] = machine_counters_rate(a->db_q, b->db_q, len);
     rc->windows[rc->nwindows++] =
-        (struct rc_window){.interval = rc->interval, .start = a->t, .length = len, .values = v};
+        (struct rc_window){.interval = rc->interval, .start = a->m.t, .length = len, .values = v};
     return 0;
 }
 
@@ -368,37 +184,16 @@ static void *rc_thread(void *arg)
         pthread_cond_timedwait(&rc->cv, &rc->mu, &ts);
         if (rc->quit || !rc->active)
             continue;
-        struct rc_snap tick = {0};
-        double running = NAN;
-        rc_read_stat(&tick, &running);
+        double running = machine_counters_running();
         if (isfinite(running)) {
             rc->rq_sum += running;
             rc->rq_n++;
         }
-        if (rc_now() - rc->open.t >= rc->window_s - rc->tick_s / 2)
+        if (machine_counters_now() - rc->open.m.t >= rc->window_s - rc->tick_s / 2)
             (void)rc_roll(rc, 1); /* out of memory: that window is lost, the run goes on */
     }
     pthread_mutex_unlock(&rc->mu);
     return NULL;
-}
-
-/* Whole disks of /sys/block, without loop, ram, zram and device-mapper
- * devices (their I/O is counted on the disks under them). */
-static void rc_find_disks(struct run_counters *rc)
-{
-    FILE *f = fopen("/proc/diskstats", "r");
-    char line[512], name[64], path[128];
-    if (!f)
-        return;
-    while (rc->ndisks < RUN_COUNTERS_MAX_DISKS && fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%*u %*u %31s", name) != 1 || !strncmp(name, "loop", 4) ||
-            !strncmp(name, "ram", 3) || !strncmp(name, "zram", 4) || !strncmp(name, "dm-", 3))
-            continue;
-        snprintf(path, sizeof path, "/sys/block/%s", name);
-        if (!access(path, F_OK))
-            snprintf(rc->disks[rc->ndisks++], sizeof rc->disks[0], "%s", name);
-    }
-    fclose(f);
 }
 
 struct run_counters *run_counters_new(double window_s, const pid_t *pids, size_t npids,
@@ -408,20 +203,23 @@ struct run_counters *run_counters_new(double window_s, const pid_t *pids, size_t
     if (!rc)
         return NULL;
     rc->window_s = window_s;
-    rc->tick_s = fmin(RUN_COUNTERS_MAX_TICK_S, fmax(RUN_COUNTERS_MIN_TICK_S, window_s / 10));
+    rc->tick_s = machine_counters_tick(window_s);
     rc->stats = stats;
     rc->stats_arg = stats_arg;
     rc->pids = malloc((npids ? npids : 1) * sizeof *pids);
     if (rc->pids)
         memcpy(rc->pids, pids, npids * sizeof *pids);
     rc->npids = npids;
-    rc_find_disks(rc);
+    machine_counters_init(&rc->machine);
     char cg[4096];
     if (!run_placement_cpu_cgroup(0, cg, sizeof cg) && strcmp(cg, "/"))
         snprintf(rc->cgroup_stat, sizeof rc->cgroup_stat, "/sys/fs/cgroup/cpu%s/cpu.stat", cg);
     int ok = rc->pids && !rc_grow_names(rc);
     for (int i = 0; ok && i < RC_NFIXED; i++)
-        ok = (rc->names[rc->nnames] = strdup(rc_names[i])) != NULL && ++rc->nnames;
+        ok = (rc->names[rc->nnames] =
+                  strdup(i < MACHINE_COUNTERS_N ? machine_counters_names[i]
+                                                : rc_own_names[i - MACHINE_COUNTERS_N])) != NULL &&
+             ++rc->nnames;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -445,7 +243,7 @@ void run_counters_begin(struct run_counters *rc, long iv)
     rc_snapshot(rc, &rc->open);
     rc->rq_sum = rc->rq_n = 0;
     if (!rc->have_t0) {
-        rc->t0 = rc->open.t;
+        rc->t0 = rc->open.m.t;
         rc->have_t0 = 1;
     }
     rc->active = 1;
@@ -495,8 +293,8 @@ static int rc_label_values(struct run_counters *rc, struct rc_window *w, double 
         const char *label = plan_string(p, labels[l]);
         long idx[3];
         for (int m = 0; m < 3; m++)
-            if ((idx[m] =
-                     rc_name_index(rc, rc_label_prefix[m], label[0] ? label : "(unlabelled)")) < 0)
+            if ((idx[m] = rc_name_index(rc, counters_label_prefix[m],
+                                        label[0] ? label : COUNTERS_UNLABELLED)) < 0)
                 return -1;
         w->values[idx[0]] = (double)k / w->length;
         if (k) {
@@ -529,8 +327,8 @@ int run_counters_end(struct run_counters *rc, const struct plan *p,
     pthread_mutex_lock(&rc->mu);
     rc->active = 0;
     double begin =
-        rc->nwindows > rc->interval_first ? rc->windows[rc->interval_first].start : rc->open.t;
-    int ret = rc_roll(rc, rc_now() - rc->open.t >= rc->window_s / 2);
+        rc->nwindows > rc->interval_first ? rc->windows[rc->interval_first].start : rc->open.m.t;
+    int ret = rc_roll(rc, machine_counters_now() - rc->open.m.t >= rc->window_s / 2);
     double *buf = malloc((nsamples ? nsamples : 1) * sizeof *buf);
     uint32_t *labels = malloc((nsamples ? nsamples : 1) * sizeof *labels);
     if (!buf || !labels)

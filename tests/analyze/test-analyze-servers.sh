@@ -259,7 +259,7 @@ apache_conf "$work/apache-fork" "$fport" "$bport"
 start_tiers f apache-fork "$fport" "$bport" --fork
 curl_load "$fport" 3 "$rounds" /small /medium /large
 stop "$fe"; stop "$be"
-[ "$(ls "$work/trace/fbackend" | wc -l)" -ge 2 ] || fail "the forking backend's children were not traced"
+[ "$(ls "$work/trace/fbackend"/*.trace | wc -l)" -ge 2 ] || fail "the forking backend's children were not traced"
 "$bin" analyze "$work/trace/ffrontend" "$work/trace/fbackend" -o "$work/fork.plan" \
     --blocks "$work/fork.tsv" >"$work/fork.analyze" 2>"$work/fork.analyze.err" ||
     fail "analyze apache2 + forking Python: $(cat "$work/fork.analyze.err")"

@@ -4,6 +4,7 @@
  * wrong magic, unknown major version), forward compatibility (higher minor
  * with unknown records, fields and frames), salvage, the max_bytes ring and
  * the file mode. Every test asserts on decoded contents. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include <zstd.h>
 
 #include "trace_codec.h"
+#include "trace_counters.h"
 #include "trace_file.h"
 #include "test_tmpdir.h"
 #include "trace_test_events.h"
@@ -35,6 +37,8 @@ static void assert_event_equal(const struct trace_event *a, const struct trace_e
         assert_memory_equal(a->data, b->data, a->u.string.len);
     if (a->type == TRACE_EV_STACK && a->u.stack.nframes)
         assert_memory_equal(a->data, b->data, a->u.stack.nframes * sizeof(uint64_t));
+    if (a->type == TRACE_EV_COUNTERS && a->u.counters.bytes)
+        assert_memory_equal(a->data, b->data, a->u.counters.bytes);
 }
 
 static struct trace_writer *test_writer_open(const char *path,
@@ -131,6 +135,27 @@ static void make_pg_db_event(struct trace_event *x)
     x->u.db.dialect = TRACE_DB_POSTGRESQL;
     x->u.db.error = trace_db_sqlstate("42601");
     x->u.db.stmt_id = 3;
+}
+
+/* 2.5: a window of counters, a value not measured, one at 0, a name at
+ * the length limit. */
+static void make_counters_event(struct trace_event *x)
+{
+    static char longname[TRACE_MAX_COUNTER_NAME];
+    memset(longname, 'n', sizeof longname);
+    static const struct trace_counter counters[] = {
+        {"cpu_user", 8, 0.25}, {"run_queue", 9, NAN}, {longname, sizeof longname, 0}};
+    static uint8_t cpayload[600];
+    memset(x, 0, sizeof *x);
+    x->type = TRACE_EV_COUNTERS;
+    x->op = TRACE_COUNTERS_WINDOW;
+    x->ts_ns = 5000000000ULL;
+    x->dur_ns = UINT64_MAX;
+    x->u.counters.nvalues = 3;
+    x->u.counters.bytes = (uint32_t)trace_counters_encode(counters, 3, cpayload, sizeof cpayload);
+    x->u.counters.window_ns = 10000000000ULL;
+    x->u.counters.tick_ns = UINT64_MAX;
+    x->data = cpayload;
 }
 
 static size_t make_extreme_events(struct trace_event *e)
@@ -290,6 +315,7 @@ static void test_roundtrip_every_type_and_extreme(void **state)
     struct trace_event evs[64], got[64];
     size_t n = make_extreme_events(evs), m;
     make_cut_db_event(&evs[n++]);
+    make_counters_event(&evs[n++]);
     make_pg_db_event(&evs[n++]);
     char sqlstate[6];
     trace_db_sqlstate_text(evs[n - 1].u.db.error, sqlstate);
@@ -1108,6 +1134,166 @@ static void test_string_and_stack_limits(void **state)
     free(raw);
 }
 
+/* A COUNTERS window (2.5) of n entries in payload, at ts 1 s, 1 s long. */
+static struct trace_event counters_event(const uint8_t *payload, uint32_t bytes, uint32_t n)
+{
+    struct trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = TRACE_EV_COUNTERS;
+    ev.op = TRACE_COUNTERS_WINDOW;
+    ev.ts_ns = 1000000000ULL;
+    ev.dur_ns = 1000000000ULL;
+    ev.u.counters = (struct trace_counters_event){
+        .nvalues = n, .bytes = bytes, .window_ns = 1000000000ULL, .tick_ns = 100000000ULL};
+    ev.data = payload;
+    return ev;
+}
+
+/* Writes ev past the writer's checks (raw codec, then cut drop bytes off
+ * the end of the record) and expects exactly "PATH: frame at offset N:
+ * record 0: why". */
+static void expect_counters_damage(const struct trace_event *ev, size_t drop, const char *why)
+{
+    const char *p = test_tmpdir_path("counters_bad.trace");
+    write_trace(p, NULL, 0, NULL, NULL, 0); /* the header */
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    uint8_t *raw = malloc(TRACE_RECORD_FIXED_MAX + ev->u.counters.bytes);
+    struct trace_codec codec;
+    trace_codec_init(&codec);
+    size_t len = trace_codec_encode(&codec, ev, raw);
+    trace_codec_free(&codec);
+    if (drop) { /* a record shorter than its payload: its length is one varint byte */
+        assert_true(raw[1] < 0x80 && raw[1] >= drop);
+        raw[1] = (uint8_t)(raw[1] - drop);
+        len -= drop;
+    }
+    FILE *f = fopen(p, "ab");
+    append_chunk(f, raw, len, 0, 1);
+    fclose(f);
+    free(raw);
+    char msg[600], want[600];
+    struct trace_event got[2];
+    size_t n;
+    assert_int_equal(read_all(p, 0, got, 2, &n, msg, sizeof msg), -1);
+    snprintf(want, sizeof want, "%s: frame at offset %lld: record 0: %s", p, (long long)st.st_size,
+             why);
+    assert_string_equal(msg, want);
+}
+
+/* COUNTERS (2.5): a window reads back entry by entry and through
+ * trace_counters_read; the writer refuses one that would not; every
+ * damaged record is refused with its exact message, and the count it
+ * carries is bounded. */
+static void test_counters_records(void **state)
+{
+    (void)state;
+    struct trace_counter in[3] = {{"cpu_user", 8, 0.5}, {"disk_read_iops", 14, NAN}, {"x", 1, 0}};
+    uint8_t payload[256];
+    uint32_t bytes = (uint32_t)trace_counters_encode(in, 3, payload, sizeof payload);
+    assert_int_equal(bytes, 3 * 9 + 8 + 14 + 1);
+    struct trace_event ev[2] = {counters_event(payload, bytes, 3), counters_event(payload, 17, 1)};
+    ev[1].ts_ns = 2000000000ULL;
+    ev[1].dur_ns = 600000000ULL; /* a shorter last window */
+    const char *p = test_tmpdir_path("counters.trace");
+    write_trace(p, ev, 2, NULL, NULL, 0);
+    struct trace_event got[4];
+    struct trace_counter out[3];
+    size_t n;
+    char msg[600];
+    assert_int_equal(read_all(p, 0, got, 4, &n, msg, sizeof msg), 0);
+    assert_int_equal(n, 2);
+    assert_event_equal(&ev[0], &got[0]);
+    struct trace_counters_file cf;
+    assert_int_equal(trace_counters_read(p, &cf, msg, sizeof msg), 0);
+    assert_int_equal(cf.nwindows, 2);
+    assert_int_equal(cf.nnames, 3);
+    assert_string_equal(cf.names[1], "disk_read_iops");
+    assert_true(cf.window_s == 1.0 && cf.tick_s == 0.1);
+    assert_true(cf.windows[0].values[0] == 0.5 && isnan(cf.windows[0].values[1]));
+    assert_true(cf.windows[1].values[0] == 0.5 && isnan(cf.windows[1].values[1]) &&
+                isnan(cf.windows[1].values[2]));
+    assert_true(cf.windows[1].length_ns == 600000000ULL);
+    trace_counters_file_free(&cf);
+    (void)out;
+
+    /* the encoder and the writer refuse what would not read */
+    struct trace_counter neg = {"cpu_user", 8, -1};
+    assert_int_equal(trace_counters_encode(&neg, 1, payload, sizeof payload), 0);
+    struct trace_counter inf = {"cpu_user", 8, INFINITY};
+    assert_int_equal(trace_counters_encode(&inf, 1, payload, sizeof payload), 0);
+    struct trace_counter empty = {"", 0, 1};
+    assert_int_equal(trace_counters_encode(&empty, 1, payload, sizeof payload), 0);
+    bytes = (uint32_t)trace_counters_encode(in, 3, payload, sizeof payload);
+    struct trace_event bad = counters_event(payload, bytes, 2); /* 3 entries in the bytes */
+    struct trace_writer *w = test_writer_open(test_tmpdir_path("counters_w.trace"), NULL);
+    assert_int_equal(trace_writer_append(w, &bad), -1);
+    assert_non_null(strstr(trace_writer_error(w), "2 values in 50 bytes that do not decode"));
+    trace_writer_close(w, NULL, 0);
+
+    /* damage */
+    expect_counters_damage(&bad, 0, "COUNTERS bytes hold more than nvalues entries");
+    bad = counters_event(payload, bytes, 4);
+    expect_counters_damage(&bad, 0, "COUNTERS entry runs past the payload");
+    bad = counters_event(payload, bytes, 3);
+    expect_counters_damage(&bad, 5, "COUNTERS bytes run past the end of the record");
+    bad.dur_ns = 0;
+    expect_counters_damage(&bad, 0, "COUNTERS window has no length (dur_ns 0)");
+    uint8_t raw[32] = {0};
+    bad = counters_event(raw, 9, 1); /* a name of length 0 */
+    expect_counters_damage(&bad, 0, "COUNTERS entry has an empty name");
+    raw[0] = 1;
+    raw[1] = '\n';
+    bad = counters_event(raw, 10, 1);
+    expect_counters_damage(&bad, 0, "COUNTERS name holds a control byte");
+    raw[1] = 'x';
+    double minus = -0.5;
+    uint64_t bits;
+    memcpy(&bits, &minus, sizeof bits);
+    trace_put_le64(raw + 2, bits);
+    expect_counters_damage(&bad, 0, "COUNTERS value is negative or infinite");
+    /* the count is bounded: at the limit it reads, one more is damage */
+    struct trace_counter *many = calloc(TRACE_MAX_COUNTERS + 1, sizeof *many);
+    uint8_t *big = malloc((TRACE_MAX_COUNTERS + 1) * 10);
+    for (size_t i = 0; i <= TRACE_MAX_COUNTERS; i++)
+        many[i] = (struct trace_counter){"c", 1, 1};
+    assert_int_equal(trace_counters_encode(many, TRACE_MAX_COUNTERS + 1, big, 50000), 0);
+    bytes = (uint32_t)trace_counters_encode(many, TRACE_MAX_COUNTERS, big, 50000);
+    memcpy(big + bytes, big, 10);
+    bad = counters_event(big, bytes + 10, TRACE_MAX_COUNTERS + 1);
+    expect_counters_damage(&bad, 0, "COUNTERS nvalues 4097 exceeds the limit 4096");
+    free(many);
+    free(big);
+}
+
+/* trace_counters_read: one window length throughout, windows in order. */
+static void test_counters_file_checks(void **state)
+{
+    (void)state;
+    struct trace_counter in = {"cpu_user", 8, 0.5};
+    uint8_t payload[32];
+    uint32_t bytes = (uint32_t)trace_counters_encode(&in, 1, payload, sizeof payload);
+    struct trace_event ev[2] = {counters_event(payload, bytes, 1),
+                                counters_event(payload, bytes, 1)};
+    ev[1].ts_ns = 2000000000ULL;
+    ev[1].u.counters.window_ns = 2000000000ULL;
+    const char *p = test_tmpdir_path("counters_mixed.trace");
+    write_trace(p, ev, 2, NULL, NULL, 0);
+    struct trace_counters_file cf;
+    char msg[600], want[600];
+    assert_int_equal(trace_counters_read(p, &cf, msg, sizeof msg), -1);
+    snprintf(want, sizeof want,
+             "%s: window 1: window_ns 2000000000 differs from the first window's 1000000000", p);
+    assert_string_equal(msg, want);
+    ev[1].u.counters.window_ns = 1000000000ULL;
+    ev[1].ts_ns = 1500000000ULL; /* inside the first */
+    write_trace(p, ev, 2, NULL, NULL, 0);
+    assert_int_equal(trace_counters_read(p, &cf, msg, sizeof msg), -1);
+    snprintf(want, sizeof want,
+             "%s: window 1 starts at 1500000000 ns, before the previous one ended", p);
+    assert_string_equal(msg, want);
+}
+
 static void test_file_mode_0600(void **state)
 {
     (void)state;
@@ -1145,6 +1331,8 @@ int main(void)
         cmocka_unit_test(test_after_cpu_damage_and_1x),
         cmocka_unit_test(test_cut_flag_damage),
         cmocka_unit_test(test_string_and_stack_limits),
+        cmocka_unit_test(test_counters_records),
+        cmocka_unit_test(test_counters_file_checks),
         cmocka_unit_test(test_file_mode_0600),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);

@@ -71,10 +71,12 @@ traces = tl.read_traces(out)
 with_events = {pid: t for pid, t in traces.items() if t.events}
 tl.check_eq(len(traces), 3, "trace files (two dd runs, one that gave up waiting)")
 tl.check_eq(len(with_events), 2, "traces with events")
+counters = [p for p in os.listdir(out) if p.endswith(".counters")]
+tl.check_eq(counters, [f"machine-{col.pid}.counters"], "the collector's counter windows")
 for path in os.listdir(out):
     mode = stat.S_IMODE(os.stat(os.path.join(out, path)).st_mode)
     tl.check_eq(oct(mode), oct(0o600), f"{path}: mode")
-    tl.check(path.startswith("batch-"), f"{path}: named after the component")
+    tl.check(path.startswith("batch-") or path in counters, f"{path}: named after the component")
 seen = set()
 for pid, t in with_events.items():
     tl.check_eq((t.header["component"], os.path.basename(t.header["exe"])), ("batch", "dd"),

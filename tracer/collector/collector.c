@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector_counters.h"
 #include "collector_pieces.h"
 #include "collector_waker.h"
 #include "cpuclock_loader.h"
@@ -133,9 +134,10 @@ struct collector {
      * rings in TSC ring clock convert with the one in force when a value
      * was taken, as the app would have converted it. */
     struct cpuclock_tsc_history tsc_history;
-    char record_options[512]; /* collector_describe_options, for every trace header */
-    char cpu_clock_note[256]; /* why the fallback is used, when it is */
-    char waker_note[128];     /* why there is no waker, when there is none */
+    char record_options[512];            /* collector_describe_options, for every trace header */
+    struct collector_counters *counters; /* NULL: --window 0, or stopped */
+    char cpu_clock_note[256];            /* why the fallback is used, when it is */
+    char waker_note[128];                /* why there is no waker, when there is none */
     char error[512];
 };
 
@@ -263,6 +265,29 @@ static void collector_describe_options(const struct collector_options *o, char *
         out[--n] = '\0';
 }
 
+/* The header every trace file of the recording shares; the process's own
+ * fields (pid, exe, argv, component) are the caller's to fill. */
+static void collector_header(const struct collector *c, struct trace_header *h)
+{
+    memset(h, 0, sizeof *h);
+    snprintf(h->host, sizeof h->host, "%s", c->host);
+    snprintf(h->recording_id, sizeof h->recording_id, "%s", c->recording_id);
+    snprintf(h->tracer_version, sizeof h->tracer_version, "%s", PREPLAY_VERSION);
+    h->mono_anchor_ns = collector_clock(CLOCK_MONOTONIC);
+    h->real_anchor_ns = collector_clock(CLOCK_REALTIME);
+    for (uint32_t i = 0; i < c->opt.ncpu_scores && i < TRACE_MAX_CPU_SCORES; i++)
+        h->cpu_scores[h->ncpu_scores++] = c->opt.cpu_scores[i];
+    snprintf(h->record_options, sizeof h->record_options, "%s", c->record_options);
+}
+
+static int collector_start_counters(struct collector *c, char *err, size_t errlen)
+{
+    struct trace_header h;
+    collector_header(c, &h);
+    c->counters = collector_counters_start(c->out_dir, c->opt.window_s, &h, err, errlen);
+    return c->counters ? 0 : -1;
+}
+
 struct collector *collector_create(const struct collector_options *opt, char *err, size_t errlen)
 {
     struct collector *c = calloc(1, sizeof *c);
@@ -340,6 +365,10 @@ struct collector *collector_create(const struct collector_options *opt, char *er
         c->tsc_recal_interval_ns = COLLECTOR_TSC_RECAL_FIRST_NS;
         collector_note_tsc(c);
     }
+    if (opt->window_s > 0 && collector_start_counters(c, err, errlen) != 0) {
+        collector_finish(c, NULL, 0);
+        return NULL;
+    }
     return c;
 fail:
     if (c->listen_fd > 0)
@@ -414,21 +443,13 @@ static struct collector_process *collector_new_process(struct collector *c,
     snprintf(p->path, sizeof p->path, "%s/%s-%u.trace", c->out_dir, base, req->pid);
 
     struct trace_header h;
-    memset(&h, 0, sizeof h);
-    snprintf(h.host, sizeof h.host, "%s", c->host);
+    collector_header(c, &h);
     snprintf(h.component, sizeof h.component, "%s", req->component);
-    snprintf(h.recording_id, sizeof h.recording_id, "%s", c->recording_id);
-    snprintf(h.tracer_version, sizeof h.tracer_version, "%s", PREPLAY_VERSION);
     snprintf(h.exe, sizeof h.exe, "%s", exe);
     h.argv_joined = (char *)argv;
     h.argv_len = argv_len;
     h.pid = req->pid;
     h.ppid = req->ppid;
-    h.mono_anchor_ns = collector_clock(CLOCK_MONOTONIC);
-    h.real_anchor_ns = collector_clock(CLOCK_REALTIME);
-    for (uint32_t i = 0; i < c->opt.ncpu_scores && i < TRACE_MAX_CPU_SCORES; i++)
-        h.cpu_scores[h.ncpu_scores++] = c->opt.cpu_scores[i];
-    snprintf(h.record_options, sizeof h.record_options, "%s", c->record_options);
     /* zstd level -1 (fast): on nginx at saturation the collector spent
      * 86-91 ns of CPU per event against 106-109 at the default level 3, for
      * 2.15-2.19 bytes per event instead of 2.00-2.05 (docs/benchmarks.md). */
@@ -457,6 +478,7 @@ static struct collector_process *collector_new_process(struct collector *c,
     }
     c->procs[c->nprocs++] = p;
     c->stats.processes++;
+    collector_counters_add_pid(c->counters, p->pid);
     return p;
 }
 
@@ -1436,6 +1458,13 @@ int collector_close_all(struct collector *c, char *err, size_t errlen)
     }
     if (rc != 0 && err)
         snprintf(err, errlen, "%s", c->error);
+    char cerr[512];
+    if (collector_counters_stop(c->counters, cerr, sizeof cerr) != 0 && rc == 0) {
+        rc = -1;
+        if (err)
+            snprintf(err, errlen, "%s", cerr);
+    }
+    c->counters = NULL;
     return rc;
 }
 

@@ -55,6 +55,9 @@ struct collector_options {
     uint32_t allow_uids[16];
     uint32_t nallow_uids;
     int accept_descendants;
+    /* --window: seconds per counter window written to DIR/machine-PID.counters
+     * (collector_counters.h); 0: none */
+    double window_s;
 };
 
 struct collector_stats {

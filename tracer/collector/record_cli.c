@@ -25,6 +25,7 @@
 #include "cpuclock.h"
 #include "cpuclock_loader.h"
 #include "label_rules.h"
+#include "machine_counters.h"
 #include "record_cli.h"
 #include "shm_layout.h"
 
@@ -184,6 +185,9 @@ static const char record_common_help[] =
     "                        read at every event: exact, a syscall each)\n"
     "      --allow-uid USER  processes of USER (a name or a uid) may register too\n"
     "                        (repeatable, at most 16; root and this user always may)\n"
+    "      --window T        counters per window of T (default 10s; 0: none): CPU,\n"
+    "                        run queue, disks, network, the traced processes' CPU,\n"
+    "                        into DIR/machine-PID.counters, for preplay regress\n"
     "  -q, --quiet           no progress line\n";
 
 enum {
@@ -205,7 +209,8 @@ enum {
     OPT_LABELFILE,
     OPT_DBMAX,
     OPT_ALLOWUID,
-    OPT_CPUCLOCK
+    OPT_CPUCLOCK,
+    OPT_WINDOW
 };
 
 static const struct option record_long_options[] = {
@@ -230,6 +235,7 @@ static const struct option record_long_options[] = {
     {"ring-clock", required_argument, 0, OPT_RINGCLOCK},
     {"cpu-clock", required_argument, 0, OPT_CPUCLOCK},
     {"allow-uid", required_argument, 0, OPT_ALLOWUID},
+    {"window", required_argument, 0, OPT_WINDOW},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
@@ -266,13 +272,22 @@ static int record_parse_cpu_clock(struct collector_options *o, const char *arg, 
     return -1;
 }
 
-/* --ring-clock (OPT_RINGCLOCK) or --cpu-clock (OPT_CPUCLOCK) `arg` into
- * the collector's options; 0, or -1 after saying what is wrong. */
+/* --ring-clock (OPT_RINGCLOCK), --cpu-clock (OPT_CPUCLOCK) or the
+ * counters' --window (OPT_WINDOW, run's grammar and bounds) `arg` into the
+ * collector's options; 0, or -1 after saying what is wrong. */
 static int record_parse_clock(struct collector_options *o, int opt, const char *arg,
                               const char *cmd)
 {
     if (opt == OPT_CPUCLOCK)
         return record_parse_cpu_clock(o, arg, cmd);
+    if (opt == OPT_WINDOW) {
+        if (!counters_parse_window(arg, &o->window_s))
+            return 0;
+        fprintf(stderr,
+                "preplay %s: --window '%s': expected 0 (no counters) or 0.1s..24h, e.g. 10s\n", cmd,
+                arg);
+        return -1;
+    }
     if (!strcmp(arg, "auto")) {
         o->ring_clock = CPUCLOCK_TSC_AUTO;
     } else if (!strcmp(arg, "tsc")) {
@@ -335,6 +350,7 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
 {
     memset(rc, 0, sizeof *rc);
     rc->out_dir = "preplay-trace";
+    rc->copt.window_s = 10; /* as run's default: a recording and a run compare */
     rc->copt.only_mask = TRACER_ONLY_ALL;
     rc->copt.db_socket_suffix = COLLECTOR_DEFAULT_DB_SOCKET;
     int opt;
@@ -448,6 +464,7 @@ static int record_parse(int argc, char **argv, struct record_common *rc, const c
             break;
         case OPT_RINGCLOCK:
         case OPT_CPUCLOCK:
+        case OPT_WINDOW:
             if (record_parse_clock(&rc->copt, opt, optarg, cmd) != 0)
                 return 2;
             break;
