@@ -6,8 +6,9 @@
  * parameter rendering, a driver run against an in-process server
  * (good token and bad token), a send made late counted in its response
  * time, an event-loop engine (one request's CPU at a time per loop,
- * waits overlapping), and a worker's memory bounded whatever the plan's
- * files, locks and FILE op sizes. */
+ * waits overlapping), a worker's memory bounded whatever the plan's
+ * files, locks and FILE op sizes, and FILE writes never through a link
+ * planted among the dummy files. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -528,6 +529,63 @@ static void test_worker_state_bounded(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The replayer's own writes to the dummy files never go through a link
+ * planted among them after they were made (issue 24 item 2: they used to
+ * follow one, as root): a symlink, then a hard link, put at a dummy file's
+ * name that reach a file elsewhere; a FILE write to it is counted as a
+ * file error and the file elsewhere keeps its content. */
+static void test_file_write_links(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/replay-links-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char victim[300];
+    snprintf(victim, sizeof victim, "%s.victim", dir);
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 1, 1);
+    uint32_t f = fixture_file(p, 4096);
+    uint32_t b = fixture_block(p, c, "io");
+    fixture_op(p, fixture_fileop(PLAN_FILE_WRITE, f, 0, 100));
+    char err[256], path[400];
+    for (int hard = 0; hard < 2; hard++) {
+        FILE *v = fopen(victim, "w");
+        assert_non_null(v);
+        fputs("precious\n", v);
+        fclose(v);
+        struct replay_config cfg = {.plan = p, .component = c, .dir = dir, .cpu_ratio = 1};
+        struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+        assert_non_null(e);
+        struct dummy_files *df = dummy_files_open_plan(dir, p, err, sizeof err);
+        assert_non_null(df);
+        snprintf(path, sizeof path, "%s", dummy_files_path(df, f));
+        dummy_files_close(df);
+        unlink(path); /* made by prepare, or not yet */
+        assert_int_equal(hard ? link(victim, path) : symlink(victim, path), 0);
+        struct replay_thread *t = replay_thread_new(e);
+        assert_int_equal(replay_exec_block(t, b, -1, 0, 0, err, sizeof err), 0);
+        char *json = replay_engine_stats_json(e);
+        if (!strstr(json, "\"file_errors\":1"))
+            fail_msg("%s link: %s", hard ? "hard" : "symbolic", json);
+        free(json);
+        char got[32] = "";
+        v = fopen(victim, "r");
+        assert_non_null(v);
+        assert_non_null(fgets(got, sizeof got, v));
+        fclose(v);
+        if (strcmp(got, "precious\n"))
+            fail_msg("a write through a %s link reached the file elsewhere",
+                     hard ? "hard" : "symbolic");
+        replay_thread_free(t);
+        replay_engine_free(e);
+        unlink(path);
+    }
+    fixture_plan_free(p);
+    unlink(victim);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_db_render(void **state)
 {
     (void)state;
@@ -898,13 +956,21 @@ static void test_event_loop(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_header_bytes),         cmocka_unit_test(test_block_net_bytes),
-        cmocka_unit_test(test_call_segments_pooled), cmocka_unit_test(test_call_segments_per_call),
-        cmocka_unit_test(test_lock_semantics),       cmocka_unit_test(test_file_offsets),
-        cmocka_unit_test(test_worker_state_bounded), cmocka_unit_test(test_db_render),
-        cmocka_unit_test(test_db_pg_params),         cmocka_unit_test(test_server_and_driver),
-        cmocka_unit_test(test_post_response_tail),   cmocka_unit_test(test_session_mode),
-        cmocka_unit_test(test_event_loop),           cmocka_unit_test(test_late_send_counts),
+        cmocka_unit_test(test_header_bytes),
+        cmocka_unit_test(test_block_net_bytes),
+        cmocka_unit_test(test_call_segments_pooled),
+        cmocka_unit_test(test_call_segments_per_call),
+        cmocka_unit_test(test_lock_semantics),
+        cmocka_unit_test(test_file_offsets),
+        cmocka_unit_test(test_worker_state_bounded),
+        cmocka_unit_test(test_file_write_links),
+        cmocka_unit_test(test_db_render),
+        cmocka_unit_test(test_db_pg_params),
+        cmocka_unit_test(test_server_and_driver),
+        cmocka_unit_test(test_post_response_tail),
+        cmocka_unit_test(test_session_mode),
+        cmocka_unit_test(test_event_loop),
+        cmocka_unit_test(test_late_send_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
