@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -44,6 +45,10 @@ struct plan_load {
         uint64_t used, frame_offset;
         uint32_t record_index, block, op;
     } * conn_use;
+    /* memory the plan takes (its arrays and strings) and the most it may:
+     * a plan of 150 KB once decoded to 3.5 GB (2^26 ops of 48 bytes) */
+    uint64_t mem, mem_max;
+    char oom[160]; /* why an allocation failed, for messages */
 };
 
 static int plan_fail(struct plan_load *L, const char *fmt, ...)
@@ -86,22 +91,43 @@ static int plan_pread_full(int fd, void *buf, size_t len, uint64_t off)
     return 0;
 }
 
-/* Grows array *v (element size `size`) so index n fits. */
-static int plan_reserve(void **v, size_t *cap, uint64_t n, size_t size)
+/* Counts `bytes` more against the plan's memory; -1 with L->oom when
+ * they would take it beyond L->mem_max. */
+static int plan_charge(struct plan_load *L, uint64_t bytes)
+{
+    if (L->mem + bytes > L->mem_max) {
+        snprintf(L->oom, sizeof L->oom, "the plan needs more memory than the %.0f MB available",
+                 (double)L->mem_max / 1e6);
+        return -1;
+    }
+    L->mem += bytes;
+    return 0;
+}
+
+/* Grows array *v (element size `size`) so index n fits, within the
+ * plan's memory (doubling, or only as far as that allows). */
+static int plan_reserve(struct plan_load *L, void **v, size_t *cap, uint64_t n, size_t size)
 {
     if (n < *cap)
         return 0;
-    size_t ncap = *cap ? *cap * 2 : 64;
+    uint64_t ncap = *cap ? *cap * 2 : 64;
     while (ncap <= n)
         ncap *= 2;
-    void *a = realloc(*v, ncap * size);
-    if (!a)
+    if (L->mem + (ncap - *cap) * size > L->mem_max)
+        ncap = n + 1 + n / 16; /* near the limit: a smaller step */
+    if (plan_charge(L, (ncap - *cap) * size) != 0 &&
+        (ncap = n + 1, plan_charge(L, (ncap - *cap) * size) != 0))
         return -1;
+    void *a = realloc(*v, (size_t)ncap * size);
+    if (!a) {
+        snprintf(L->oom, sizeof L->oom, "out of memory");
+        return -1;
+    }
     *v = a;
-    *cap = ncap;
+    *cap = (size_t)ncap;
     return 0;
 }
-#define PLAN_PUSH(L, arr, cap, n) plan_reserve((void **)&(arr), &(L)->cap, (n), sizeof *(arr))
+#define PLAN_PUSH(L, arr, cap, n) plan_reserve((L), (void **)&(arr), &(L)->cap, (n), sizeof *(arr))
 
 /* ---- header (PLAN.md §2) --------------------------------------------------------- */
 
@@ -191,13 +217,17 @@ out:
 static int plan_add_string(struct plan_load *L, const uint8_t *s, uint32_t len)
 {
     struct plan *p = L->p;
-    if (plan_reserve((void **)&p->strings, &L->cap_strings, p->nstrings, sizeof *p->strings) != 0)
+    if (PLAN_PUSH(L, p->strings, cap_strings, p->nstrings) != 0)
         return -1;
     if (PLAN_PUSH(L, p->string_lens, cap_string_lens, p->nstrings) != 0)
         return -1;
-    char *c = malloc((size_t)len + 1);
-    if (!c)
+    if (plan_charge(L, (uint64_t)len + 1) != 0) /* malloc's overhead: in the slack */
         return -1;
+    char *c = malloc((size_t)len + 1);
+    if (!c) {
+        snprintf(L->oom, sizeof L->oom, "out of memory");
+        return -1;
+    }
     if (len)
         memcpy(c, s, len);
     c[len] = '\0';
@@ -229,7 +259,7 @@ static int plan_decode_block(struct plan_load *L, struct plan_cursor *c)
     if ((b.nops && PLAN_PUSH(L, p->ops, cap_ops, L->d.ops + b.nops - 1) != 0) ||
         (nsegs && PLAN_PUSH(L, p->segments, cap_segments, L->d.segments + nsegs - 1) != 0) ||
         PLAN_PUSH(L, p->blocks, cap_blocks, id) != 0)
-        return plan_record_fail(L, PLAN_REC_BLOCK, id, "out of memory");
+        return plan_record_fail(L, PLAN_REC_BLOCK, id, L->oom);
     struct plan_op *ops = p->ops + L->d.ops;
     struct plan_segment *segs = p->segments + L->d.segments;
     for (uint32_t i = 0; i < b.nops; i++) {
@@ -306,7 +336,7 @@ static int plan_decode_record(struct plan_load *L, unsigned type, struct plan_cu
         if (c->bad || len > (uint64_t)(c->end - c->p))
             return plan_record_fail(L, type, p->nstrings, "string runs past the record");
         if (p->nstrings == UINT32_MAX || plan_add_string(L, c->p, (uint32_t)len) != 0)
-            return plan_record_fail(L, type, p->nstrings, "out of memory");
+            return plan_record_fail(L, type, p->nstrings, L->oom);
         return 0;
     }
     case PLAN_REC_COMPONENT:
@@ -326,7 +356,7 @@ static int plan_decode_record(struct plan_load *L, unsigned type, struct plan_cu
             if (L->d.components == UINT32_MAX - 1 ||
                 PLAN_PUSH(L, p->components, cap_components, id) != 0 ||
                 PLAN_PUSH(L, L->conn_use, cap_conn_use, id) != 0)
-                return plan_record_fail(L, type, id, "out of memory");
+                return plan_record_fail(L, type, id, L->oom);
             memset(&L->conn_use[id], 0, sizeof *L->conn_use);
             p->ncomponents = ++L->d.components;
         }
@@ -342,7 +372,7 @@ static int plan_decode_record(struct plan_load *L, unsigned type, struct plan_cu
         if (plan_check_file(&f, &L->d, why, sizeof why) != 0)
             return plan_record_fail(L, type, L->d.files, why);
         if (L->d.files == UINT32_MAX - 1 || PLAN_PUSH(L, p->files, cap_files, L->d.files) != 0)
-            return plan_record_fail(L, type, L->d.files, "out of memory");
+            return plan_record_fail(L, type, L->d.files, L->oom);
         p->files[L->d.files] = f;
         p->nfiles = ++L->d.files;
         return 0;
@@ -354,7 +384,7 @@ static int plan_decode_record(struct plan_load *L, unsigned type, struct plan_cu
         if (c->bad)
             return plan_record_fail(L, type, L->d.locks, "truncated");
         if (L->d.locks == UINT32_MAX - 1 || PLAN_PUSH(L, p->locks, cap_locks, L->d.locks) != 0)
-            return plan_record_fail(L, type, L->d.locks, "out of memory");
+            return plan_record_fail(L, type, L->d.locks, L->oom);
         p->locks[L->d.locks] = l;
         p->nlocks = ++L->d.locks;
         return 0;
@@ -368,7 +398,7 @@ static int plan_decode_record(struct plan_load *L, unsigned type, struct plan_cu
             return plan_record_fail(L, type, L->d.db_endpoints, why);
         if (L->d.db_endpoints == UINT32_MAX - 1 ||
             PLAN_PUSH(L, p->db_endpoints, cap_endpoints, L->d.db_endpoints) != 0)
-            return plan_record_fail(L, type, L->d.db_endpoints, "out of memory");
+            return plan_record_fail(L, type, L->d.db_endpoints, L->oom);
         p->db_endpoints[L->d.db_endpoints] = e;
         p->ndb_endpoints = ++L->d.db_endpoints;
         return 0;
@@ -391,7 +421,7 @@ static int plan_decode_record(struct plan_load *L, unsigned type, struct plan_cu
         if (plan_check_request(&L->d, &r, why, sizeof why) != 0)
             return plan_record_fail(L, type, id, why);
         if (PLAN_PUSH(L, p->requests, cap_requests, p->nrequests) != 0)
-            return plan_record_fail(L, type, id, "out of memory");
+            return plan_record_fail(L, type, id, L->oom);
         p->requests[p->nrequests++] = r;
         L->prev_arrival = r.arrival_ns;
         return 0;
@@ -570,10 +600,78 @@ static int plan_check_conns(struct plan_load *L)
     return 0;
 }
 
+/* A number from a file of one line ("max": none), or UINT64_MAX. */
+static uint64_t plan_file_number(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    unsigned long long v;
+    int ok = f && fscanf(f, "%llu", &v) == 1;
+    if (f)
+        fclose(f);
+    return ok ? (uint64_t)v : UINT64_MAX;
+}
+
+/* Room left under a memory cgroup limit: v2 memory.max - memory.current,
+ * v1 memory.limit_in_bytes - memory.usage_in_bytes (UINT64_MAX: none). */
+static uint64_t plan_cgroup_room(void)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[1024], path[1200];
+    uint64_t room = UINT64_MAX;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *ctrl = strchr(line, ':'), *cg = ctrl ? strchr(ctrl + 1, ':') : NULL;
+        if (!cg)
+            continue;
+        *cg++ = '\0';
+        uint64_t max = UINT64_MAX, used = 0;
+        if (!strcmp(ctrl + 1, "")) { /* v2: 0::/path */
+            snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", cg);
+            max = plan_file_number(path);
+            snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.current", cg);
+            used = plan_file_number(path);
+        } else if (strstr(ctrl + 1, "memory")) {
+            snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", cg);
+            max = plan_file_number(path);
+            snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", cg);
+            used = plan_file_number(path);
+        }
+        if (max != UINT64_MAX && used != UINT64_MAX) {
+            uint64_t r = max > used ? max - used : 0;
+            room = r < room ? r : room;
+        }
+    }
+    if (f)
+        fclose(f);
+    return room;
+}
+
+uint64_t plan_memory_available(void)
+{
+    uint64_t avail = UINT64_MAX;
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[256];
+    unsigned long long kb;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            avail = (uint64_t)kb * 1024;
+    if (f)
+        fclose(f);
+    uint64_t room = plan_cgroup_room();
+    return room < avail ? room : avail;
+}
+
 struct plan *plan_read(const char *path, char *err, size_t errlen)
+{
+    return plan_read_within(path, plan_memory_available(), err, errlen);
+}
+
+struct plan *plan_read_within(const char *path, uint64_t max_bytes, char *err, size_t errlen)
 {
     struct plan_load L;
     memset(&L, 0, sizeof L);
+    L.mem_max = max_bytes;
+    snprintf(L.oom, sizeof L.oom, "out of memory");
     L.path = path;
     L.err = err;
     L.errlen = errlen;
@@ -594,7 +692,7 @@ struct plan *plan_read(const char *path, char *err, size_t errlen)
     }
     L.file_size = (uint64_t)st.st_size;
     if (plan_add_string(&L, (const uint8_t *)"", 0) != 0 || !(L.dctx = ZSTD_createDCtx())) {
-        plan_fail(&L, "out of memory");
+        plan_fail(&L, "%s", L.oom);
         goto fail;
     }
     if (plan_read_header(&L) != 0)

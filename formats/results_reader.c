@@ -339,6 +339,11 @@ static int results_read_intervals(json_t *iv, struct results_file *rf, const cha
             return -1;
         }
         x->requests = (size_t)req;
+        if (!isnan(x->p) && !(x->p >= 0 && x->p <= 1)) {
+            snprintf(err, errlen, "%s: intervals[%zu].p: expected a probability in [0, 1] or null",
+                     path, i);
+            return -1;
+        }
         if (results_seconds(o, "length_s", 0, &x->length_s)) {
             snprintf(err, errlen, "%s: intervals[%zu].length_s: expected seconds in [0, %g]", path,
                      i, RESULTS_MAX_SECONDS);
@@ -694,8 +699,10 @@ static int results_read_head(json_t *root, struct results_file *rf, const char *
     }
     if (inst && !(rf->instance = results_strdup(json_string_value(inst))))
         goto oom;
-    if (results_number(root, "price", &rf->price) || (!isnan(rf->price) && rf->price < 0)) {
-        snprintf(err, errlen, "%s: price: expected a number >= 0 (USD per hour) or null", path);
+    if (results_number(root, "price", &rf->price) ||
+        (!isnan(rf->price) && !(rf->price >= 0 && rf->price <= RESULTS_MAX_PRICE))) {
+        snprintf(err, errlen, "%s: price: expected a number in [0, %g] (USD per hour) or null",
+                 path, RESULTS_MAX_PRICE);
         return -1;
     }
     json_t *rid = json_object_get(root, "recording_id"), *plan = json_object_get(root, "plan");
@@ -708,8 +715,10 @@ static int results_read_head(json_t *root, struct results_file *rf, const char *
     }
     rf->stopped = json_is_true(stopped);
     rf->error = results_strdup(json_is_string(note) ? json_string_value(note) : "");
-    if (results_number(root, "p0", &rf->p0) || !(rf->p0 > 0 && rf->p0 <= 1))
-        rf->p0 = NAN;
+    if (results_number(root, "p0", &rf->p0) || (!isnan(rf->p0) && !(rf->p0 > 0 && rf->p0 <= 1))) {
+        snprintf(err, errlen, "%s: p0: expected a probability in (0, 1] or null", path);
+        return -1;
+    }
     if (!rf->recording_id || !rf->plan || !rf->error)
         goto oom;
     if (results_seconds(root, "elapsed_s", 1, &rf->elapsed_s)) {

@@ -25,6 +25,7 @@
 #define RESULTS_MAX_DB_ERRORS 65536u
 #define RESULTS_MAX_COUNT (1ull << 40)       /* requests, failed, count, blocks */
 #define RESULTS_MAX_SECONDS (31.0 * 86400.0) /* any time: response, elapsed, interval */
+#define RESULTS_MAX_PRICE 1e6                /* "price", USD per hour */
 #define RESULTS_MAX_COUNTERS 4096u           /* "counters" names */
 #define RESULTS_MAX_COUNTER_NAME 512u        /* bytes of one counter name */
 #define RESULTS_MAX_COUNTER_WINDOWS 1000000u /* "counters" windows */

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,7 +95,11 @@ struct replay_engine {
 
 struct replay_thread {
     struct replay_engine *e;
-    int *fds;                  /* cached descriptor per plan file, -1 = not open */
+    /* cached descriptor + 1 per plan file, 0 = not open (replay_table:
+     * a plan's 2^20 files cost a worker only the pages it touches) */
+    int *fds;
+    uint32_t *opened; /* the files with a cached descriptor, to close them */
+    uint32_t nopened, opened_cap;
     uint32_t files_generation; /* of the engine when fds were opened */
     void *db;
     uint8_t *held; /* per lock: 0, 1 = write, 2 = read */
@@ -214,21 +219,47 @@ const struct replay_config *replay_engine_config(const struct replay_engine *e)
     return &e->cfg;
 }
 
+/* A worker's zeroed table of n entries (files, locks): mapped, not
+ * allocated, when large, so only the pages a worker touches are resident.
+ * calloc clears what a thread's malloc arena reuses: 4096 workers of a
+ * plan with 2^20 files (within every plan.h limit) held 1.2 GB that way,
+ * and 16 GB when the table was filled with -1. */
+#define REPLAY_TABLE_MAPPED ((size_t)64 << 10)
+
+static void *replay_table_new(uint64_t n, size_t size)
+{
+    size_t bytes = replay_alloc_count(n) * size;
+    if (bytes < REPLAY_TABLE_MAPPED)
+        return calloc(1, bytes);
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+static void replay_table_free(void *table, uint64_t n, size_t size)
+{
+    size_t bytes = replay_alloc_count(n) * size;
+    if (!table)
+        return;
+    if (bytes < REPLAY_TABLE_MAPPED)
+        free(table);
+    else
+        munmap(table, bytes);
+}
+
 struct replay_thread *replay_thread_new(struct replay_engine *e)
 {
     struct replay_thread *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->e = e;
-    t->fds = malloc(replay_alloc_count(e->plan->nfiles) * sizeof *t->fds);
-    t->held = calloc(replay_alloc_count(e->plan->nlocks), 1);
-    t->held_list = malloc(replay_alloc_count(e->plan->nlocks) * sizeof *t->held_list);
+    t->fds = replay_table_new(e->plan->nfiles, sizeof *t->fds);
+    t->held = replay_table_new(e->plan->nlocks, 1);
+    t->held_list = replay_table_new(e->plan->nlocks, sizeof *t->held_list);
     if (!t->fds || !t->held || !t->held_list) {
         replay_thread_free(t);
         return NULL;
     }
-    for (uint32_t i = 0; i < e->plan->nfiles; i++)
-        t->fds[i] = -1;
     return t;
 }
 
@@ -240,9 +271,11 @@ void replay_thread_free(struct replay_thread *t)
         replay_file_close_all(t);
     if (t->db)
         replay_db_release(t->e->db, t->db);
-    free(t->fds);
-    free(t->held);
-    free(t->held_list);
+    const struct plan *p = t->e->plan;
+    replay_table_free(t->fds, p->nfiles, sizeof *t->fds);
+    free(t->opened);
+    replay_table_free(t->held, p->nlocks, 1);
+    replay_table_free(t->held_list, p->nlocks, sizeof *t->held_list);
     free(t->buf);
     free(t);
 }
@@ -267,11 +300,11 @@ void replay_block_bytes(const struct plan *p, uint32_t block, uint64_t *request_
 
 static void replay_file_close_all(struct replay_thread *t)
 {
-    for (uint32_t i = 0; i < t->e->plan->nfiles; i++)
-        if (t->fds[i] >= 0) {
-            close(t->fds[i]);
-            t->fds[i] = -1;
-        }
+    for (uint32_t i = 0; i < t->nopened; i++) {
+        close(t->fds[t->opened[i]] - 1);
+        t->fds[t->opened[i]] = 0;
+    }
+    t->nopened = 0;
 }
 
 static int replay_file_fd(struct replay_thread *t, uint32_t file)
@@ -281,14 +314,29 @@ static int replay_file_fd(struct replay_thread *t, uint32_t file)
         replay_file_close_all(t);
         t->files_generation = gen;
     }
-    if (t->fds[file] >= 0)
-        return t->fds[file];
+    if (t->fds[file] > 0)
+        return t->fds[file] - 1;
+    if (t->nopened == t->opened_cap) {
+        uint32_t cap = t->opened_cap ? 2 * t->opened_cap : 16;
+        uint32_t *o = realloc(t->opened, cap * sizeof *o);
+        if (!o)
+            return -1;
+        t->opened = o;
+        t->opened_cap = cap;
+    }
     const char *path = dummy_files_path(t->e->files, file);
     /* never through a symlink or hard link planted among the dummy files */
     char err[512];
-    t->fds[file] = path ? out_file_open(path, O_RDWR, 0644, err, sizeof err) : -1;
-    return t->fds[file];
+    int fd = path ? out_file_open(path, O_RDWR, 0644, err, sizeof err) : -1;
+    if (fd >= 0) {
+        t->fds[file] = fd + 1;
+        t->opened[t->nopened++] = file;
+    }
+    return fd;
 }
+
+/* The most a worker buffers for one FILE read or write (replay_file_rw). */
+#define REPLAY_IO_CHUNK ((uint64_t)1 << 20)
 
 static int replay_buffer(struct replay_thread *t, uint64_t size)
 {
@@ -310,6 +358,33 @@ static int replay_buffer(struct replay_thread *t, uint64_t size)
     return 0;
 }
 
+/* One FILE read or write of `size` bytes at `off` (< 0: at the file
+ * position), through a buffer of at most REPLAY_IO_CHUNK: a plan may ask
+ * for 2 GiB per op (PLAN_MAX_IO_BYTES) and every worker keeps its buffer,
+ * so whole-op buffers would hold workers x 2 GiB. The bytes done, or -1
+ * when the first call fails; stops at end of file or a short transfer. */
+static ssize_t replay_file_rw(struct replay_thread *t, int fd, int write_op, int64_t off,
+                              uint64_t size)
+{
+    if (replay_buffer(t, size < REPLAY_IO_CHUNK ? size : REPLAY_IO_CHUNK))
+        return -1;
+    uint64_t done = 0;
+    while (done < size) {
+        size_t len = (size_t)(size - done < t->buflen ? size - done : t->buflen);
+        ssize_t n;
+        if (write_op)
+            n = off >= 0 ? pwrite(fd, t->buf, len, off + (off_t)done) : write(fd, t->buf, len);
+        else
+            n = off >= 0 ? pread(fd, t->buf, len, off + (off_t)done) : read(fd, t->buf, len);
+        if (n < 0)
+            return done ? (ssize_t)done : -1;
+        done += (uint64_t)n;
+        if ((size_t)n < len)
+            break;
+    }
+    return (ssize_t)done;
+}
+
 static void replay_file_op(struct replay_thread *t, const struct plan_op *op)
 {
     struct replay_engine *e = t->e;
@@ -329,16 +404,8 @@ static void replay_file_op(struct replay_thread *t, const struct plan_op *op)
     switch (op->op) {
     case PLAN_FILE_READ:
     case PLAN_FILE_WRITE:
-        if (replay_buffer(t, size)) {
-            atomic_fetch_add(&e->file_errors, 1);
-            return;
-        }
-        if (op->op == PLAN_FILE_READ) {
-            n = off >= 0 ? pread(fd, t->buf, (size_t)size, off) : read(fd, t->buf, (size_t)size);
-            break;
-        }
-        n = off >= 0 ? pwrite(fd, t->buf, (size_t)size, off) : write(fd, t->buf, (size_t)size);
-        if (n > 0) { /* remembered so the next interval restores only this range */
+        n = replay_file_rw(t, fd, op->op == PLAN_FILE_WRITE, off, size);
+        if (n > 0 && op->op == PLAN_FILE_WRITE) { /* the next interval restores only this range */
             off_t at = off >= 0 ? (off_t)off : lseek(fd, 0, SEEK_CUR) - (off_t)n;
             if (at >= 0)
                 dummy_files_note_write(e->files, file, (uint64_t)at, (uint64_t)n);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "replay_cli.h"
+#include "results_reader.h"
 #include "run_failures.h"
 
 static void run_usage(FILE *out)
@@ -114,8 +115,9 @@ static int run_config_number(struct run_config *c, int opt, const char *arg)
         break;
     case 'P':
         c->price = strtod(arg, &end);
-        if (*end || !(c->price >= 0)) {
-            fprintf(stderr, "run: --price '%s': expected USD per hour\n", arg);
+        if (*end || !(c->price >= 0 && c->price <= RESULTS_MAX_PRICE)) {
+            fprintf(stderr, "run: --price '%s': expected USD per hour in [0, %g]\n", arg,
+                    RESULTS_MAX_PRICE);
             return 2;
         }
         break;

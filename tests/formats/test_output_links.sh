@@ -6,7 +6,8 @@
 # results JSON and dummy files of `run`, the --stats JSON of `replay`, the
 # --svg of `stats pt4cloud`, the HTML report of `compare` (also at the
 # temporary name it used to write first). The replayer's writes to the
-# dummy files (out_file_open) are tested in tests/formats/test_out_file.c. Each time the
+# dummy files are tested in tests/replay/test_replay_unit.c
+# (test_file_write_links), out_file_open in tests/formats/test_out_file.c. Each time the
 # file elsewhere keeps its content and mode, and the output name ends up a
 # regular file of its own (one link). Also: an output directory every user
 # may write to without the sticky bit is refused with one line naming it.

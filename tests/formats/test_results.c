@@ -583,6 +583,22 @@ static void test_ranges_refused(void **state)
                                          ", \"intervals\": [{\"requests\": 1, \"length_s\": -2}]",
                                          good),
                         "intervals[0].length_s: expected seconds in [0, 2.6784e+06]");
+    /* a price of 1e308 USD per hour showed as inf in compare's cost column;
+     * a p0 or an interval's p outside a probability was taken (p0 as
+     * absent, p drawn off the chart) */
+    path = test_write_drive("price-ok.json", ", \"price\": 1000000, \"p0\": 1", good);
+    if (results_read(path, &rf, err, sizeof err))
+        fail_msg("%s", err);
+    results_file_free(&rf);
+    test_expect_refused(test_write_drive("price.json", ", \"price\": 1e308", good),
+                        "price: expected a number in [0, 1e+06] (USD per hour) or null");
+    test_expect_refused(test_write_drive("p0.json", ", \"p0\": 7", good),
+                        "p0: expected a probability in (0, 1] or null");
+    test_expect_refused(test_write_drive("p0neg.json", ", \"p0\": -1e308", good),
+                        "p0: expected a probability in (0, 1] or null");
+    test_expect_refused(
+        test_write_drive("ivp.json", ", \"intervals\": [{\"requests\": 1, \"p\": 5}]", good),
+        "intervals[0].p: expected a probability in [0, 1] or null");
     /* RESULTS_MAX_INTERVALS intervals read; one more is refused */
     for (unsigned extra = 0; extra < 2; extra++) {
         size_t n = RESULTS_MAX_INTERVALS + extra, len = 32 + n * 16;

@@ -321,12 +321,63 @@ static void test_counts_in_files(void **state)
     }
 }
 
+/* What a plan decodes to is held within the memory given (plan.h
+ * plan_read_within; plan_read gives what the machine has available): a
+ * plan of 150 KB within every PLAN_MAX_* limit decoded to 3.5 GB (2^26 ops
+ * of 48 bytes), 14 GB at the limits. 20000 blocks of 16 CPU ops take
+ * ~17 MB here: refused within 4 MB naming the record, read within 64 MB. */
+static void test_memory_budget(void **state)
+{
+    (void)state;
+    const char *path = test_tmpdir_path("wide.plan");
+    static struct plan_craft c;
+    const uint32_t nblocks = 20000, nops = 16;
+    plan_craft_header(&c, 1, PLAN_FORMAT_MINOR, "budget");
+    plan_craft_string(&c, "a");
+    plan_craft_varints(&c, PLAN_REC_COMPONENT, 6, 1ull, 0ull, 1ull, 0ull, 80ull, 2ull);
+    uint8_t blk[256];
+    size_t n = 0;
+    uint64_t head[] = {0, 1, 0, 100, nops, 0};
+    for (int i = 0; i < 6; i++)
+        n += trace_put_varint(blk + n, head[i]);
+    for (uint32_t i = 0; i < nops; i++)
+        n += limits_op(blk + n, PLAN_OP_CPU, 0, 100, 1, 100ull);
+    n += trace_put_varint(blk + n, 0); /* worker */
+    n += trace_put_varint(blk + n, 0); /* start_ns */
+    n += trace_put_varint(blk + n, 0); /* tail_ns */
+    for (uint32_t b = 0; b < nblocks; b++) {
+        if (c.frame_len + n + 16 > sizeof c.frame)
+            plan_craft_frame(&c);
+        plan_craft_record(&c, PLAN_REC_BLOCK, blk, n);
+    }
+    plan_craft_varints(&c, PLAN_REC_REQUEST, 6, 0ull, 0ull, 1ull, 0ull, 0ull, 0ull);
+    plan_craft_varints(&c, PLAN_REC_END, 9, 2ull, 1ull, 0ull, 0ull, 0ull, (uint64_t)nblocks,
+                       (uint64_t)nblocks * nops, 0ull, 1ull);
+    plan_craft_frame(&c);
+    assert_int_equal(plan_craft_save(&c, path), 0);
+    char err[512];
+    assert_null(plan_read_within(path, 4000000, err, sizeof err));
+    if (!strstr(err, "(BLOCK #") ||
+        !strstr(err, ": the plan needs more memory than the 4 MB available"))
+        fail_msg("%s", err);
+    struct plan *p = plan_read_within(path, 64000000, err, sizeof err);
+    if (!p)
+        fail_msg("%s", err);
+    assert_int_equal(p->nblocks, nblocks);
+    assert_int_equal(p->nops, (uint64_t)nblocks * nops);
+    plan_free(p);
+    /* what plan_read allows: the machine's, something, not everything */
+    uint64_t avail = plan_memory_available();
+    assert_true(avail > 0 && avail < UINT64_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fields_at_extremes),
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_counts_in_files),
+        cmocka_unit_test(test_memory_budget),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

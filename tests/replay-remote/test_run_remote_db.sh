@@ -40,8 +40,15 @@ seen=0
 for _ in $(seq 1 300); do
   if q=$(fixture_replayer_among $(fixture_descendants "$sshd_lo")); then
     seen=1
-    ! tr '\0' ' ' <"/proc/$q/cmdline" | grep -q "mysql://" || fail "DB URL on the remote command line"
-    ! tr '\0' ' ' <"/proc/$q/cmdline" | grep -q "Remote-pw" || fail "DB password on the remote command line"
+    # every process of the session, both ends: the run, its ssh client,
+    # the agent and the replayer under sshd (the token too: 16 hex digits)
+    for p in "$run" $(fixture_descendants "$run") $(fixture_descendants "$sshd_lo"); do
+      c=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
+      ! echo "$c" | grep -q "mysql://" || [ "$p" = "$run" ] || fail "DB URL on a command line: $c"
+      ! echo "$c" | grep -q "Remote-pw" || fail "DB password on a command line: $c"
+      ! echo "$c" | grep -Eq "(^|[^0-9a-fA-F])[0-9a-fA-F]{16}([^0-9a-fA-F]|$)" ||
+        fail "a token on a command line: $c"
+    done
     break
   fi
   kill -0 "$run" 2>/dev/null || break

@@ -10,8 +10,13 @@
  *                            end (the whole-schedule tests).
  *   make_plan db OUT DBNAME  one component doing INSERT/SELECT on table t of
  *                            DBNAME (the DB replay and restore test).
+ *   make_plan wide OUT W     one front end "web" of W workers in a plan with
+ *                            2^20 files and 2^20 locks (plan.h's limits),
+ *                            "GET /" a CPU op of 100 us: what a worker's
+ *                            state costs in a wide plan (issue 24 item 1).
  * Test code: exits non-zero with a message on failure. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "replay_exec.h"
@@ -28,7 +33,7 @@ static struct plan_op db_op(struct plan *p, uint8_t kind, const char *sql, const
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: make_plan two-tier|burst|db OUT [DBNAME]\n");
+        fprintf(stderr, "usage: make_plan two-tier|burst|db|wide OUT [DBNAME|WORKERS]\n");
         return 2;
     }
     struct plan *p = fixture_plan_new();
@@ -99,6 +104,17 @@ int main(int argc, char **argv)
         fixture_request(p, ins, 0, 0, 0);
         for (int i = 1; i < 40; i++)
             fixture_request(p, sel, (uint64_t)i * 10000000, 0, 0);
+    } else if (!strcmp(argv[1], "wide") && argc == 4) {
+        uint32_t web = fixture_component(p, "web", (uint32_t)atoi(argv[3]), 1);
+        for (uint32_t i = 0; i < PLAN_MAX_FILES; i++)
+            fixture_file(p, 0);
+        for (uint32_t i = 0; i < PLAN_MAX_LOCKS; i++)
+            fixture_lock(p);
+        uint32_t get = fixture_block(p, web, "GET /");
+        fixture_op(p, fixture_net(0, 100, 0));
+        fixture_op(p, fixture_cpu(100000));
+        fixture_op(p, fixture_net(1, 100, 0));
+        fixture_request(p, get, 0, 0, 0);
     } else {
         fprintf(stderr, "make_plan: unknown plan '%s'\n", argv[1]);
         return 2;

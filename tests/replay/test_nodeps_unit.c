@@ -144,6 +144,35 @@ static void test_no_blocks(void **state)
     fixture_plan_free(p);
 }
 
+/* --no-deps starts one thread per recorded worker: a block naming worker
+ * 1048575 (plan.h's limit) once meant 2^20 threads; at most PLAN_MAX_WORKERS
+ * recorded workers are taken (issue 24 item 1), and exactly that many
+ * still are. */
+static void test_too_many_workers(void **state)
+{
+    (void)state;
+    for (int over = 0; over < 2; over++) {
+        struct plan *p = fixture_plan_new();
+        uint32_t fe = fixture_component(p, "fe", 1, 1);
+        uint32_t blk = fixture_block(p, fe, "GET /");
+        p->blocks[blk].worker = over ? PLAN_MAX_WORKER_INDEX : PLAN_MAX_WORKERS - 1;
+        fixture_request(p, blk, 0, 0, 0);
+        char err[256] = "";
+        struct replay_nodeps *n = replay_nodeps_new(p, fe, 0.1, err, sizeof err);
+        if (over) {
+            assert_null(n);
+            assert_string_equal(err, "--no-deps: component 0's blocks name 1048576 recorded "
+                                     "workers, more than the limit 4096 (one thread each)");
+        } else {
+            if (!n)
+                fail_msg("%s", err);
+            assert_int_equal(replay_nodeps_workers(n), PLAN_MAX_WORKERS);
+            replay_nodeps_free(n);
+        }
+        fixture_plan_free(p);
+    }
+}
+
 /* Takes worker w's next block and checks it is `want`. */
 static void nodeps_expect(struct replay_nodeps *n, uint32_t w, uint32_t want)
 {
@@ -270,7 +299,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_and_hold), cmocka_unit_test(test_stop_wakes),
         cmocka_unit_test(test_no_blocks),      cmocka_unit_test(test_shared_blocks),
-        cmocka_unit_test(test_too_many_uses),  cmocka_unit_test(test_empty_worker),
+        cmocka_unit_test(test_too_many_uses),  cmocka_unit_test(test_too_many_workers),
+        cmocka_unit_test(test_empty_worker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

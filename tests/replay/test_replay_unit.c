@@ -5,8 +5,10 @@
  * locks left held), file offsets and sizes on the dummy files, EXECUTE
  * parameter rendering, a driver run against an in-process server
  * (good token and bad token), a send made late counted in its response
- * time, and an event-loop engine (one request's CPU at a time per loop,
- * waits overlapping). */
+ * time, an event-loop engine (one request's CPU at a time per loop,
+ * waits overlapping), a worker's memory bounded whatever the plan's
+ * files, locks and FILE op sizes, and FILE writes never through a link
+ * planted among the dummy files. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -437,6 +439,153 @@ static void test_file_offsets(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Resident bytes of this process (/proc/self/statm). */
+static uint64_t resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, res = 0;
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%llu %llu", &size, &res), 2);
+    fclose(f);
+    return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+struct thread_new_arg {
+    struct replay_engine *e;
+    struct replay_thread *t;
+};
+
+static void *thread_new_in(void *arg)
+{
+    struct thread_new_arg *a = arg;
+    a->t = replay_thread_new(a->e);
+    return NULL;
+}
+
+/* A worker's state does not grow with the plan's files and locks (issue
+ * 24 item 1): 4096 workers of a plan with 2^20 files (a 1.3 KB plan, every
+ * count within plan.h) took 4 MB each at start, 16 GB in all, before any
+ * request came. 64 workers here must stay under 64 MB together (they took
+ * 256 MB), and a 64 MiB FILE write and read go through a bounded buffer
+ * (they took a 64 MiB buffer per worker, 4096 x 2 GiB at the format's
+ * limit), with every byte still written and read. */
+static void test_worker_state_bounded(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/replay-bounded-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 64, 1);
+    for (uint32_t i = 0; i < (1u << 20); i++) {
+        fixture_file(p, 0);
+        fixture_lock(p);
+    }
+    uint32_t last = p->nfiles - 1;
+    uint32_t b = fixture_block(p, c, "io");
+    fixture_op(p, fixture_fileop(PLAN_FILE_WRITE, last, 0, 64u << 20));
+    fixture_op(p, fixture_fileop(PLAN_FILE_READ, last, 0, 64u << 20));
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .dir = dir, .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    assert_non_null(e);
+    struct replay_thread *t[64];
+    pthread_t th[64];
+    struct thread_new_arg args[64];
+    uint64_t before = resident_bytes();
+    /* each from its own thread, as the server starts them: a thread's
+     * allocations come from its own malloc arena, where calloc clears */
+    for (int i = 0; i < 64; i++) {
+        args[i].e = e;
+        assert_int_equal(pthread_create(&th[i], NULL, thread_new_in, &args[i]), 0);
+    }
+    for (int i = 0; i < 64; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_non_null(t[i] = args[i].t);
+    }
+    uint64_t grew = resident_bytes() - before;
+    if (grew > (64u << 20))
+        fail_msg("64 workers of a plan with 2^20 files took %.1f MB", grew / 1e6);
+    before = resident_bytes();
+    assert_int_equal(replay_exec_block(t[0], b, -1, 0, 0, err, sizeof err), 0);
+    grew = resident_bytes() - before;
+    if (grew > (16u << 20))
+        fail_msg("a 64 MiB FILE write and read took %.1f MB", grew / 1e6);
+    struct stat st;
+    struct dummy_files *df = dummy_files_open_plan(dir, p, err, sizeof err);
+    assert_non_null(df);
+    assert_int_equal(stat(dummy_files_path(df, last), &st), 0);
+    assert_int_equal(st.st_size, 64 << 20);
+    assert_true(st.st_blocks * 512 >= (64 << 20)); /* written, not a hole */
+    char *json = replay_engine_stats_json(e);
+    assert_non_null(strstr(json, "\"file_errors\":0"));
+    free(json);
+    dummy_files_close(df);
+    for (int i = 0; i < 64; i++)
+        replay_thread_free(t[i]);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The replayer's own writes to the dummy files never go through a link
+ * planted among them after they were made (issue 24 item 2: they used to
+ * follow one, as root): a symlink, then a hard link, put at a dummy file's
+ * name that reach a file elsewhere; a FILE write to it is counted as a
+ * file error and the file elsewhere keeps its content. */
+static void test_file_write_links(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/replay-links-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char victim[300];
+    snprintf(victim, sizeof victim, "%s.victim", dir);
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 1, 1);
+    uint32_t f = fixture_file(p, 4096);
+    uint32_t b = fixture_block(p, c, "io");
+    fixture_op(p, fixture_fileop(PLAN_FILE_WRITE, f, 0, 100));
+    char err[256], path[400];
+    for (int hard = 0; hard < 2; hard++) {
+        FILE *v = fopen(victim, "w");
+        assert_non_null(v);
+        fputs("precious\n", v);
+        fclose(v);
+        struct replay_config cfg = {.plan = p, .component = c, .dir = dir, .cpu_ratio = 1};
+        struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+        assert_non_null(e);
+        struct dummy_files *df = dummy_files_open_plan(dir, p, err, sizeof err);
+        assert_non_null(df);
+        snprintf(path, sizeof path, "%s", dummy_files_path(df, f));
+        dummy_files_close(df);
+        unlink(path); /* made by prepare, or not yet */
+        assert_int_equal(hard ? link(victim, path) : symlink(victim, path), 0);
+        struct replay_thread *t = replay_thread_new(e);
+        assert_int_equal(replay_exec_block(t, b, -1, 0, 0, err, sizeof err), 0);
+        char *json = replay_engine_stats_json(e);
+        if (!strstr(json, "\"file_errors\":1"))
+            fail_msg("%s link: %s", hard ? "hard" : "symbolic", json);
+        free(json);
+        char got[32] = "";
+        v = fopen(victim, "r");
+        assert_non_null(v);
+        assert_non_null(fgets(got, sizeof got, v));
+        fclose(v);
+        if (strcmp(got, "precious\n"))
+            fail_msg("a write through a %s link reached the file elsewhere",
+                     hard ? "hard" : "symbolic");
+        replay_thread_free(t);
+        replay_engine_free(e);
+        unlink(path);
+    }
+    fixture_plan_free(p);
+    unlink(victim);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_db_render(void **state)
 {
     (void)state;
@@ -813,6 +962,8 @@ int main(void)
         cmocka_unit_test(test_call_segments_per_call),
         cmocka_unit_test(test_lock_semantics),
         cmocka_unit_test(test_file_offsets),
+        cmocka_unit_test(test_worker_state_bounded),
+        cmocka_unit_test(test_file_write_links),
         cmocka_unit_test(test_db_render),
         cmocka_unit_test(test_db_pg_params),
         cmocka_unit_test(test_server_and_driver),

@@ -84,6 +84,14 @@ for v in abc -1 101% 1.5 5%% ""; do
     echo "$out" | grep -q "^run: --max-failed '$v': expected a count of requests" ||
     fail "--max-failed '$v': rc $rc '$out'"
 done
+# a price compare could not show (1e308 USD per hour printed as inf; issue
+# 24 item 7): refused like the results reader refuses it
+for v in 1e308 1000001 -1 abc; do
+  out=$("$PREPLAY_BIN" run "$work/plan" --price "$v" -o "$work/x.json" 2>&1)
+  rc=$?
+  [ $rc = 2 ] && [ "$out" = "run: --price '$v': expected USD per hour in [0, 1e+06]" ] ||
+    fail "--price '$v': rc $rc '$out'"
+done
 [ ! -e "$work/x.json" ] || fail "a refused option wrote results"
 
 # 4. drive against one faulty replayer: some requests fail, not all
