@@ -61,10 +61,11 @@ if [ ! -d "$dir/data/mysql" ]; then
     (
       flock 9
       if [ ! -d "$template/mysql" ]; then
-        rm -rf "$template.new"
+        rm -rf "$template" "$template.new"
         install_db "$template.new" && mv "$template.new" "$template"
       fi
-      [ -d "$template/mysql" ] && cp -a "$template" "$dir/data"
+      [ -d "$template/mysql" ] && cp -a "$template" "$dir/data" ||
+        { echo "db-start: no fresh datadir in $template to copy" >&2; exit 1; }
     ) 9>"$cache/mariadb-datadir.lock" || exit 1
   else
     install_db "$dir/data" || exit 1

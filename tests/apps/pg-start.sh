@@ -59,7 +59,8 @@ if [ ! -f "$dir/data/PG_VERSION" ]; then
         init_db "$dir/template" && cp -a "$dir/template" "$template.new" && mv "$template.new" "$template"
         rm -rf "$dir/template"
       fi
-      [ -f "$template/PG_VERSION" ] && cp -a "$template" "$dir/data"
+      [ -f "$template/PG_VERSION" ] && cp -a "$template" "$dir/data" ||
+        { echo "pg-start: no fresh data directory in $template to copy" >&2; exit 1; }
     ) 9>"$cache/pg-datadir.lock" || exit 1
   else
     init_db "$dir/data" || exit 1
