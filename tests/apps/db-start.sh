@@ -2,7 +2,8 @@
 # tests/apps/db-start.sh DIR [PORT] [-- MARIADBD_OPTION...] - starts a
 # private MariaDB server for the sample application with its datadir, socket
 # (DIR/mariadb.sock, or DIR/$PREPLAY_DB_SOCKET_NAME), pid file and error log all inside DIR; initializes the
-# datadir on first use. Without PORT the server has no networking (socket
+# datadir on first use (under ctest: a copy of one made per build tree, see
+# below). Without PORT the server has no networking (socket
 # only); with PORT it listens on 127.0.0.1:PORT. Options after -- go to
 # mariadbd as they are (e.g. --ssl-cert/--ssl-key). Runs as root with
 # --user=root. Never touches a system MariaDB service or /etc/mysql settings
@@ -36,13 +37,38 @@ fi
 # its temporary files in DIR, never the shared /tmp: a test's cleanup of
 # /tmp beside it once took a file from under mariadb-install-db
 mkdir -p "$dir/tmp"
-if [ ! -d "$dir/data/mysql" ]; then
-  if ! mariadb-install-db --no-defaults --datadir="$dir/data" --tmpdir="$dir/tmp" --user=root \
+install_db() { # DATADIR: a fresh datadir, as on first use
+  if ! mariadb-install-db --no-defaults --datadir="$1" --tmpdir="$dir/tmp" --user=root \
       --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
       >"$dir/install.log" 2>&1; then
-    echo "db-start: mariadb-install-db failed for $dir/data; its log:" >&2
+    echo "db-start: mariadb-install-db failed for $1; its log:" >&2
     tail -n 20 "$dir/install.log" >&2
-    exit 1
+    return 1
+  fi
+}
+# mariadb-install-db is most of a first start (3 .. 13 s here, a restart
+# takes 1 s) and its result depends only on the server's version: under
+# ctest (PREPLAY_BUILD_DIR set) it runs once per build tree and version,
+# into PREPLAY_BUILD_DIR/test-cache, and each first start gets a copy of
+# that stopped, fresh datadir (the same files a fresh install writes).
+# PREPLAY_DB_NO_TEMPLATE=1 installs every time, as without ctest.
+if [ ! -d "$dir/data/mysql" ]; then
+  cache=${PREPLAY_BUILD_DIR:+$PREPLAY_BUILD_DIR/test-cache}
+  [ "${PREPLAY_DB_NO_TEMPLATE:-0}" = 1 ] && cache=""
+  if [ -n "$cache" ] && mkdir -p "$cache"; then
+    version=$("$mariadbd" --version | md5sum | cut -c1-12)
+    template=$cache/mariadb-datadir-$version
+    (
+      flock 9
+      if [ ! -d "$template/mysql" ]; then
+        rm -rf "$template" "$template.new"
+        install_db "$template.new" && mv "$template.new" "$template"
+      fi
+      [ -d "$template/mysql" ] && cp -a "$template" "$dir/data" ||
+        { echo "db-start: no fresh datadir in $template to copy" >&2; exit 1; }
+    ) 9>"$cache/mariadb-datadir.lock" || exit 1
+  else
+    install_db "$dir/data" || exit 1
   fi
 fi
 if [ -n "$port" ]; then
