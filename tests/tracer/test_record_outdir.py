@@ -4,10 +4,13 @@ traces cannot go to (issue 24, item 3; docs/preplay-record.md): a read-only
 mount, an immutable directory (chattr +i), -o naming a regular file, and a
 directory every user may write to without the sticky bit. Each must give
 one error line naming the directory, exit 1, and never start the app (it
-would run untraced); a sticky world-writable directory (/tmp's kind) works.
+would run untraced); a sticky world-writable directory (/tmp's kind) works,
+and the size record then says it wrote is the directory's, counter windows
+included.
 Runs as root (mount, chattr)."""
 import atexit
 import os
+import re
 import subprocess
 import tempfile
 
@@ -65,7 +68,16 @@ refused(open_dir, "world-writable directory without sticky bit", "sticky")
 sticky = os.path.join(work, "sticky")
 os.mkdir(sticky)
 os.chmod(sticky, 0o1777)
-rc, _, err = tl.record(sticky, ["sh", "-c", f"echo ran > {marker}"])
+rc, _, err = tl.record(sticky, ["sh", "-c", f"echo ran > {marker}; sleep 1"], quiet=False,
+                       extra=["--window", "0.1s"])
 tl.check_eq(rc, 0, f"sticky world-writable directory: exit status ({err.strip()!r})")
 tl.check(any(n.endswith(".trace") for n in os.listdir(sticky)), "sticky directory: traces written")
+# the size record says it wrote is what the directory holds, counter windows included
+said = re.search(r"processes in \S+ \(([0-9.]+) (B|KB|MB)\)", err)
+if tl.check(said is not None, f"record's last line names the size: {err!r}"):
+    said_bytes = float(said.group(1)) * {"B": 1, "KB": 1e3, "MB": 1e6}[said.group(2)]
+    disk = sum(os.path.getsize(os.path.join(sticky, n)) for n in os.listdir(sticky))
+    tl.check(any(n.endswith(".counters") for n in os.listdir(sticky)), "counter windows written")
+    tl.check(abs(said_bytes - disk) <= 0.02 * disk + 50,
+             f"record said {said.group(1)} {said.group(2)}, the directory holds {disk} bytes")
 tl.finish()

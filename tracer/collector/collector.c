@@ -1459,7 +1459,10 @@ int collector_close_all(struct collector *c, char *err, size_t errlen)
     if (rc != 0 && err)
         snprintf(err, errlen, "%s", c->error);
     char cerr[512];
-    if (collector_counters_stop(c->counters, cerr, sizeof cerr) != 0 && rc == 0) {
+    uint64_t counters_bytes;
+    int crc = collector_counters_stop(c->counters, &counters_bytes, cerr, sizeof cerr);
+    c->stats.bytes += counters_bytes; /* what `record` says it wrote counts the file */
+    if (crc != 0 && rc == 0) {
         rc = -1;
         if (err)
             snprintf(err, errlen, "%s", cerr);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -202,8 +203,10 @@ void collector_counters_add_pid(struct collector_counters *cc, uint32_t pid)
     pthread_mutex_unlock(&cc->mu);
 }
 
-int collector_counters_stop(struct collector_counters *cc, char *err, size_t errlen)
+int collector_counters_stop(struct collector_counters *cc, uint64_t *bytes, char *err,
+                            size_t errlen)
 {
+    *bytes = 0;
     if (!cc)
         return 0;
     pthread_mutex_lock(&cc->mu);
@@ -220,6 +223,9 @@ int collector_counters_stop(struct collector_counters *cc, char *err, size_t err
         snprintf(err, errlen, "%s: %s", cc->path, cerr);
         rc = -1;
     }
+    struct stat st;
+    if (stat(cc->path, &st) == 0)
+        *bytes = (uint64_t)st.st_size;
     pthread_mutex_destroy(&cc->mu);
     pthread_cond_destroy(&cc->cv);
     free(cc->pids);

@@ -23,7 +23,10 @@ struct collector_counters *collector_counters_start(const char *dir, double wind
 /* pid is traced from now on: its CPU counts in run_cpu. */
 void collector_counters_add_pid(struct collector_counters *cc, uint32_t pid);
 /* Closes the last window (kept when at least half a window long), the
- * file, and frees; NULL is fine. 0, or -1 with err (a write failed). */
-int collector_counters_stop(struct collector_counters *cc, char *err, size_t errlen);
+ * file, and frees; NULL is fine. *bytes gets the file's size on disk (0
+ * for NULL), so the collector's total counts it. 0, or -1 with err (a
+ * write failed). */
+int collector_counters_stop(struct collector_counters *cc, uint64_t *bytes, char *err,
+                            size_t errlen);
 
 #endif
