@@ -78,7 +78,6 @@ struct compare_label {
     size_t stop_rule_n;   /* samples the stop rule's last comparison had (its d1) */
     int judged;           /* 1 the stop rule judged it, 0 too few samples, -1 unknown/no rule */
     int unlike_recording; /* p_recording < COMPARE_RESEMBLE_P with enough samples */
-    int ratio_widened;    /* bands hold the CPU ratio's interval (compare_verdict.c) */
 };
 
 /* Time per resource of one component's blocks of one label, mean per block. */

@@ -13,6 +13,7 @@
 #include "compare.h"
 #include "plan.h"
 #include "report_plan.h"
+#include "results_bands.h"
 #include "results_reader.h"
 
 const char *const compare_resource_names[COMPARE_NRES] = {"CPU", "file", "network", "lock", "DB"};
@@ -200,6 +201,7 @@ int compare_run_load_json(json_t *root, const char *path, struct compare_run *ru
         return -1;
     }
     struct results_file rf;
+    results_widen_ratio_bands(root); /* a file before 2.4: its bands without the ratio's interval */
     if (results_read_json(root, path, &rf, err, errlen)) {
         compare_run_free(run);
         return -1;

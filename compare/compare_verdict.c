@@ -14,8 +14,8 @@
  *  - the recommendation is the cheapest type that meets the SLOs;
  *  - a type whose replay failed takes part in neither unless
  *    --allow-failed (compare_trust.c decides which);
- *  - a band also holds what the CPU ratio's own 95% interval could move:
- *    compare_ratio_widen. */
+ *  - a band also holds what the CPU ratio's own 95% interval could move
+ *    (results_widen_ratio_bands, applied when a file is loaded). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,65 +227,6 @@ static void compare_recording_p(struct compare_label *lab, const struct compare_
                          &lab->p_recording);
 }
 
-/* Mean CPU seconds a request of `label` spent, over the tiers: its own
- * blocks' CPU plus, for the time its blocks waited for nested components
- * (call_s), the CPU share of the blocks no label of the verdict names (the
- * inner tiers), which the results cannot attribute per front-end label. An
- * inner tier whose label equals a front-end label is counted twice: the
- * estimate errs on the wide side. */
-static double compare_label_cpu_s(const struct compare_run *r, const char *label)
-{
-    double inner_cpu = 0, inner_all = 0, cpu = 0, call = 0;
-    for (size_t k = 0; k < r->nresources; k++) {
-        const struct compare_resources *g = &r->resources[k];
-        if (!g->label)
-            continue;
-        if (compare_run_label(r, g->label)) {
-            if (!strcmp(g->label, label)) {
-                cpu += g->s[COMPARE_RES_CPU];
-                call += g->call_s;
-            }
-            continue;
-        }
-        for (int i = 0; i < COMPARE_NRES; i++)
-            inner_all += g->s[i] * (double)g->blocks;
-        inner_cpu += g->s[COMPARE_RES_CPU] * (double)g->blocks;
-    }
-    return cpu + (inner_all > 0 ? call * inner_cpu / inner_all : 0);
-}
-
-/* Widens a label's bands by what the CPU ratio's interval [lo, hi] could
- * change (mean response time: of the samples, else the median): every replayed CPU second was
- * recorded CPU * ratio, so with the ratio at lo (hi) a request's CPU part would be lo/ratio
- * (hi/ratio) of what it was. The CPU part is the label's share f of its mean response time, applied
- * to each percentile alike (queueing may amplify it; the doc says this is a first-order band). */
-static void compare_ratio_widen(const struct compare_run *r, struct compare_label *lab)
-{
-    if (lab->ratio_widened || !(r->cpu_ratio > 0) || !(r->cpu_ratio_lo > 0) ||
-        !(r->cpu_ratio_hi >= r->cpu_ratio_lo))
-        return;
-    lab->ratio_widened = 1;                        /* once, however often the runs are analyzed */
-    double mean = lab->stat[COMPARE_MEDIAN].value; /* without samples */
-    if (lab->nsamples) {
-        mean = 0;
-        for (size_t i = 0; i < lab->nsamples; i++)
-            mean += lab->samples[i];
-        mean /= (double)lab->nsamples;
-    }
-    if (!(mean > 0))
-        return;
-    double f = compare_label_cpu_s(r, lab->name) / mean;
-    f = f < 0 ? 0 : f > 1 ? 1 : f;
-    double down = f * (1 - r->cpu_ratio_lo / r->cpu_ratio);
-    double up = f * (r->cpu_ratio_hi / r->cpu_ratio - 1);
-    for (int m = 0; m < COMPARE_NMETRICS; m++) {
-        if (!lab->stat[m].has_band)
-            continue;
-        lab->stat[m].lo *= 1 - (down > 0 ? down : 0);
-        lab->stat[m].hi *= 1 + (up > 0 ? up : 0);
-    }
-}
-
 /* One run's numbers: every label's bands and p against the recording, the
  * score (geometric mean of the rank metric over its labels), requests per
  * hour and cost per million requests. -1 with err when a bootstrap failed. */
@@ -301,7 +242,6 @@ static int compare_score_run(struct compare_run *r, const struct compare_recordi
                      lab->name);
             return -1;
         }
-        compare_ratio_widen(r, lab);
         compare_recording_p(lab, rec);
         if (lab->count && lab->stat[rank_metric].value > 0) {
             logsum += log(lab->stat[rank_metric].value);

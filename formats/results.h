@@ -18,7 +18,9 @@
 /* Minor versions only add keys an older reader ignores; the writer says
  * which in "version_minor" (absent: 0). 1: "placement" (where a run's
  * database and clients were). 2: "counters" (machine and replay counters
- * per time window, for `preplay regress`). */
-#define RESULTS_VERSION_MINOR 3
+ * per time window, for `preplay regress`). 3: a failed sample's "failure".
+ * 4: "cpu_ratio_in_bands" and a label's "cpu_share": the bands hold the
+ * CPU ratio's interval (results_bands.h). */
+#define RESULTS_VERSION_MINOR 4
 
 #endif

@@ -32,6 +32,7 @@ static const char *const results_keys_run[] = {"format",
                                                "speed",
                                                "cpu_ratio",
                                                "cpu_ratio_ci",
+                                               "cpu_ratio_in_bands",
                                                "no_deps",
                                                "p0",
                                                "scale",
@@ -50,9 +51,9 @@ static const char *const results_keys_run[] = {"format",
                                                "state_restore",
                                                "samples",
                                                NULL};
-static const char *const results_keys_label[] = {"count",    "mean_s",   "median_s", "p95_s",
-                                                 "p99_s",    "min_s",    "max_s",    "median_ci_s",
-                                                 "p95_ci_s", "p99_ci_s", NULL};
+static const char *const results_keys_label[] = {"count",    "mean_s",   "median_s",  "p95_s",
+                                                 "p99_s",    "min_s",    "max_s",     "median_ci_s",
+                                                 "p95_ci_s", "p99_ci_s", "cpu_share", NULL};
 static const char *const results_keys_sample[] = {"label", "sent_s",  "response_s", "late_s",
                                                   "ok",    "failure", "interval",   NULL};
 static const char *const results_keys_lateness[] = {"median_s", "p99_s", "max_s", NULL};

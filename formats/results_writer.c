@@ -261,6 +261,8 @@ static void results_run_fill(json_t *root, struct results_run *r)
         isfinite(r->cpu_ratio_hi))
         json_object_set_new(root, "cpu_ratio_ci",
                             json_pack("[f, f]", r->cpu_ratio_lo, r->cpu_ratio_hi));
+    if (json_object_get(root, "cpu_ratio_ci")) /* results_widen_ratio_bands makes it true */
+        json_object_set_new(root, "cpu_ratio_in_bands", json_false());
     json_object_set_new(root, "no_deps", json_boolean(r->no_deps));
     json_object_set_new(root, "p0", json_real(r->p0));
     json_object_set_new(root, "scale", json_string(r->scale));

@@ -108,7 +108,8 @@ json_t *results_counters_json(double window_s, double tick_s, const struct resul
 /* The whole document of `preplay run`. price NAN and error NULL are
  * written as null; hosts NULL leaves "hosts" out; "cpu_ratio_ci" is
  * written only when 0 < cpu_ratio_lo <= cpu_ratio <= cpu_ratio_hi (left
- * zero: no interval). */
+ * zero: no interval), and with it "cpu_ratio_in_bands": false until
+ * results_widen_ratio_bands (results_bands.h) widens the bands. */
 struct results_run {
     const char *plan, *recording_id, *instance, *mode, *scale, *error;
     double price, speed, cpu_ratio, p0;

@@ -16,6 +16,7 @@
 #include "replay_drive.h"
 #include "replay_proto.h"
 #include "replay_results.h"
+#include "results_bands.h"
 #include "results_writer.h"
 #include "run_config.h"
 #include "run_counters.h"
@@ -305,6 +306,7 @@ static int run_results_write(struct run_session *s, int sig)
                               .restores = s->restores};
     s->intervals = s->resources = s->db_errors = s->restores = s->samples = NULL;
     json_t *root = results_run_json(&doc);
+    results_widen_ratio_bands(root); /* the bands hold the CPU ratio's interval */
     free(error);
     int rc = 0;
     if (!root)

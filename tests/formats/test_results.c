@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "results_bands.h"
 #include "results_reader.h"
 #include "results_writer.h"
 #include "test_tmpdir.h"
@@ -236,6 +237,7 @@ static void test_writer_keys_are_known(void **state)
     for (int o = 0; o < RESULTS_NOBJECTS; o++)
         seen.keys[o] = json_object();
     json_t *run = test_run_doc(), *drive = test_drive_doc();
+    assert_int_equal(results_widen_ratio_bands(run), 1); /* as run does: "cpu_share" */
     test_walk(&seen, run);
     test_walk(&seen, drive);
     for (int o = 0; o < RESULTS_NOBJECTS; o++) {
@@ -620,14 +622,65 @@ static void test_ranges_refused(void **state)
     }
 }
 
+/* A run's bands hold the CPU ratio's interval: with the label's CPU share
+ * f (its own blocks' CPU plus its wait for an inner tier times that tier's
+ * CPU share) over its mean response time, low edges x (1 - f (1 -
+ * lo/ratio)), high edges x (1 + f (hi/ratio - 1)); values untouched; once
+ * only; nothing without an interval. */
+static void test_ratio_widens_bands(void **state)
+{
+    (void)state;
+    struct results_summary s = {.count = 3,
+                                .mean_s = 0.1,
+                                .median_s = 0.1,
+                                .p95_s = 0.2,
+                                .p99_s = 0.3,
+                                .min_s = 0.05,
+                                .max_s = 0.3,
+                                .has_band = 1,
+                                .band = {{0.09, 0.11}, {0.18, 0.22}, {0.27, 0.33}}};
+    json_t *root =
+        json_pack("{s:f, s:[f, f], s:{s:o}, s:{s:{s:{s:i, s:f, s:f}}, s:{s:{s:i, s:f, "
+                  "s:f}}}}",
+                  "cpu_ratio", 1.0, "cpu_ratio_ci", 0.9, 1.2, "labels", "GET /a",
+                  results_summary_json(&s), "resources", "web", "GET /a", "blocks", 10, "cpu_s",
+                  0.2, "call_s", 0.6, "php", "php: /a", "blocks", 10, "cpu_s", 0.3, "db_s", 0.3);
+    assert_non_null(root);
+    json_t *resources = json_object_get(root, "resources"),
+           *labels = json_object_get(root, "labels");
+    /* 0.02 s of its own CPU + 0.06 s waiting for php, half of whose time is CPU */
+    assert_float_equal(results_label_cpu_s(resources, labels, "GET /a"), 0.05, 1e-12);
+    assert_int_equal(results_widen_ratio_bands(root), 1);
+    json_t *lab = json_object_get(labels, "GET /a");
+    json_t *p95 = json_object_get(lab, "p95_ci_s");
+    /* f = 0.05 / 0.1: low x (1 - 0.5 x 0.1), high x (1 + 0.5 x 0.2) */
+    assert_float_equal(json_number_value(json_array_get(p95, 0)), 0.18 * 0.95, 1e-12);
+    assert_float_equal(json_number_value(json_array_get(p95, 1)), 0.22 * 1.10, 1e-12);
+    assert_float_equal(json_number_value(json_object_get(lab, "p95_s")), 0.2, 0);
+    assert_float_equal(json_number_value(json_object_get(lab, "cpu_share")), 0.5, 1e-12);
+    assert_true(json_is_true(json_object_get(root, "cpu_ratio_in_bands")));
+    /* once: a second call (compare loading a 2.4 file) changes nothing */
+    assert_int_equal(results_widen_ratio_bands(root), 0);
+    assert_float_equal(json_number_value(json_array_get(p95, 1)), 0.22 * 1.10, 1e-12);
+    json_decref(root);
+    /* no interval: nothing widened */
+    root =
+        json_pack("{s:f, s:{s:o}}", "cpu_ratio", 1.0, "labels", "GET /a", results_summary_json(&s));
+    assert_int_equal(results_widen_ratio_bands(root), 0);
+    p95 = json_object_get(json_object_get(json_object_get(root, "labels"), "GET /a"), "p95_ci_s");
+    assert_float_equal(json_number_value(json_array_get(p95, 1)), 0.22, 0);
+    json_decref(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writer_keys_are_known), cmocka_unit_test(test_run_round_trip),
         cmocka_unit_test(test_drive_round_trip),      cmocka_unit_test(test_version_refused),
         cmocka_unit_test(test_version_1_refused),     cmocka_unit_test(test_schedule_refused),
-        cmocka_unit_test(test_minor_0_reads),         cmocka_unit_test(test_placement_refused),
-        cmocka_unit_test(test_counters_refused),      cmocka_unit_test(test_ranges_refused),
+        cmocka_unit_test(test_minor_0_reads),         cmocka_unit_test(test_ratio_widens_bands),
+        cmocka_unit_test(test_placement_refused),     cmocka_unit_test(test_counters_refused),
+        cmocka_unit_test(test_ranges_refused),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }
