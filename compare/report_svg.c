@@ -256,7 +256,11 @@ static void report_chart_open(struct report_chart *c, const char *title, const c
     fprintf(f, "</text>\n");
     /* grid and y ticks */
     double ystep = report_nice_step(c->ymax - c->ymin, 5);
-    for (double y = ceil(c->ymin / ystep) * ystep; y <= c->ymax + ystep * 1e-9; y += ystep) {
+    double y0 = ceil(c->ymin / ystep) * ystep;
+    for (int i = 0; i < REPORT_MAX_TICKS; i++) {
+        double y = y0 + i * ystep;
+        if (!(y <= c->ymax + ystep * 1e-9) || (i && y == y0 + (i - 1) * ystep))
+            break;
         double py = report_chart_y(c, y);
         fprintf(f,
                 "<path d=\"M%.1f,%.1f H%.1f\" stroke=\"#ddd\"/>"
@@ -269,7 +273,11 @@ static void report_chart_open(struct report_chart *c, const char *title, const c
         double xstep = report_nice_step(c->xmax - c->xmin, 8);
         if (xcats == REPORT_X_INTEGER && xstep < 1)
             xstep = 1;
-        for (double x = ceil(c->xmin / xstep) * xstep; x <= c->xmax + xstep * 1e-9; x += xstep) {
+        double x0 = ceil(c->xmin / xstep) * xstep;
+        for (int i = 0; i < REPORT_MAX_TICKS; i++) {
+            double x = x0 + i * xstep;
+            if (!(x <= c->xmax + xstep * 1e-9) || (i && x == x0 + (i - 1) * xstep))
+                break;
             double px = report_chart_x(c, x);
             fprintf(f,
                     "<path d=\"M%.1f,%.1f v5\" stroke=\"#000\"/>"

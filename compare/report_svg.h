@@ -34,6 +34,10 @@ void report_escape(FILE *f, const char *s);
 
 /* A "nice" tick step for the range (1, 2 or 5 times a power of ten). */
 double report_nice_step(double range, int target_ticks);
+/* Ticks an axis draws at most: a range whose step is lost in its values'
+ * magnitude (1e308 + 1 == 1e308) ends there instead of looping on one
+ * value, writing without end. */
+#define REPORT_MAX_TICKS 64
 
 enum report_x_axis {
     REPORT_X_NUMERIC = 0,

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "compare.h"
+#include "report_svg.h"
 #include "results.h"
 #include "test_tmpdir.h"
 
@@ -378,6 +379,35 @@ static void test_flagged_blocks_named(void **state)
  * 60 ms waiting for an inner tier that is half CPU), so a ratio of 1.0 in
  * [0.9, 1.2] takes 5% off the lower edges and adds 10% to the upper ones,
  * once however often the runs are analyzed. */
+/* An axis whose step is lost in its values' magnitude (1e308 + 1 ==
+ * 1e308, from a hostile results file) draws at most REPORT_MAX_TICKS
+ * ticks: the tick loop used to add the step forever, writing an endless
+ * report (66 GB before it was stopped). */
+static void test_chart_ticks_bounded(void **state)
+{
+    (void)state;
+    static const double ranges[][4] = {
+        {0, 1, 1e308, 1e308}, {1e308, 1e308, 0, 1}, {-1e308, 1e308, -1e308, 1e308}, {0, 10, 0, 1}};
+    for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; k++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        assert_non_null(f);
+        struct report_chart c;
+        report_chart_begin(&c, f, 1, "t", "x", "y", ranges[k][0], ranges[k][1], ranges[k][2],
+                           ranges[k][3], REPORT_X_NUMERIC);
+        fclose(f);
+        size_t ticks = 0;
+        for (const char *p = buf; (p = strstr(p, "text-anchor=\"end\"")); p++)
+            ticks++;
+        if (ticks > REPORT_MAX_TICKS || len > 64 * 1024)
+            fail_msg("range %zu: %zu y ticks, %zu bytes", k, ticks, len);
+        if (k == 3 && ticks < 2)
+            fail_msg("a plain range lost its ticks: %zu", ticks);
+        free(buf);
+    }
+}
+
 static void test_ratio_interval_widens_bands(void **state)
 {
     (void)state;
@@ -424,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_failed_replay_not_ranked),
         cmocka_unit_test(test_flagged_blocks_named),
         cmocka_unit_test(test_ratio_interval_widens_bands),
+        cmocka_unit_test(test_chart_ticks_bounded),
     };
     return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }
