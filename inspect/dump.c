@@ -484,6 +484,11 @@ static int dump_file(const struct inspect_args *a)
  * is printed late and counted. STRING and STACK records have no time (0):
  * they come out as soon as they are read. */
 #define DUMP_WINDOW_NS 200000000ull
+/* The most the merge holds (JSON bytes, estimated): beyond, the earliest
+ * held event is printed before its window closes (counted late if one
+ * before it comes after). A trace whose events all share one time held
+ * every event: two traces of 4 GiB strings got `dump DIR` killed in 2 GiB. */
+#define DUMP_MAX_HELD_BYTES (64ull << 20)
 
 struct dump_source {
     struct trace_reader *r;
@@ -496,14 +501,32 @@ struct dump_source {
 /* An event read and waiting for its turn: ordered by time, then by trace
  * (name order) and by position in it, so equal times keep a stable order. */
 struct dump_pending {
-    uint64_t ts, seq;
+    uint64_t ts, seq, bytes;
     json_t *j;
 };
 
 struct dump_heap {
     struct dump_pending *v;
     size_t n, cap;
+    uint64_t bytes; /* what the held events take, estimated */
 };
+
+/* What a converted event takes, roughly: its strings' bytes and 48 per
+ * other value (enough to bound what the merge holds, not to account). */
+static uint64_t dump_json_bytes(json_t *j)
+{
+    uint64_t n = 48;
+    const char *key;
+    json_t *v;
+    size_t i;
+    if (json_is_string(j))
+        n += json_string_length(j);
+    else if (json_is_object(j))
+        json_object_foreach(j, key, v) n += strlen(key) + dump_json_bytes(v);
+    else if (json_is_array(j))
+        json_array_foreach(j, i, v) n += dump_json_bytes(v);
+    return n;
+}
 
 static int dump_pending_before(const struct dump_pending *x, const struct dump_pending *y)
 {
@@ -516,6 +539,7 @@ static void dump_heap_push(struct dump_heap *h, struct dump_pending p)
         h->cap = h->cap ? h->cap * 2 : 256;
         h->v = inspect_xalloc(realloc(h->v, h->cap * sizeof *h->v));
     }
+    h->bytes += p.bytes;
     size_t i = h->n++;
     while (i > 0 && dump_pending_before(&p, &h->v[(i - 1) / 2])) {
         h->v[i] = h->v[(i - 1) / 2];
@@ -527,6 +551,7 @@ static void dump_heap_push(struct dump_heap *h, struct dump_pending p)
 static struct dump_pending dump_heap_pop(struct dump_heap *h)
 {
     struct dump_pending top = h->v[0], last = h->v[--h->n];
+    h->bytes -= top.bytes;
     size_t i = 0;
     for (;;) {
         size_t c = 2 * i + 1;
@@ -560,7 +585,8 @@ static void dump_release(struct dump_heap *h, long next, const struct dump_sourc
                          uint64_t *last_ts, uint64_t *late)
 {
     uint64_t low = next < 0 ? UINT64_MAX : src[next].frontier;
-    while (h->n && (next < 0 || (low >= DUMP_WINDOW_NS && h->v[0].ts <= low - DUMP_WINDOW_NS))) {
+    while (h->n && (next < 0 || h->bytes > DUMP_MAX_HELD_BYTES ||
+                    (low >= DUMP_WINDOW_NS && h->v[0].ts <= low - DUMP_WINDOW_NS))) {
         struct dump_pending p = dump_heap_pop(h);
         if (p.ts < *last_ts && p.ts) /* strings and stacks have no time (0) */
             (*late)++;
@@ -598,7 +624,9 @@ static int dump_dir(const struct inspect_args *a, char **files, size_t n)
         int rc = trace_reader_next(s->r, &ev);
         if (rc == 1) {
             json_t *j = dump_convert(&s->stacks, &ev, s->r, s->pid);
-            dump_heap_push(&heap, (struct dump_pending){.ts = ev.ts_ns, .seq = seq++, .j = j});
+            dump_heap_push(&heap,
+                           (struct dump_pending){
+                               .ts = ev.ts_ns, .seq = seq++, .bytes = dump_json_bytes(j), .j = j});
             if (ev.ts_ns > s->frontier)
                 s->frontier = ev.ts_ns;
         } else {

@@ -147,4 +147,15 @@ set +e
 "$PREPLAY_BIN" info --bogus "$dir" > /dev/null 2>&1; rc=$?
 set -e
 [ "$rc" -eq 2 ] || { echo "usage error: exit $rc, want 2"; exit 1; }
+# dump DIR holds at most 64 MiB of events while it merges (issue 24 item
+# 1): two traces of 16 STRINGs of 16 MiB each, all at one time (10 KB each
+# on disk). The readers keep 2 x 256 MiB of string table; the merge held
+# every event's JSON besides (1090 MB max RSS), now at most 64 MiB (631 MB).
+mkdir "$dir/wide"
+"$TRACE_GEN" big-strings "$dir/wide/a.trace" 16 16777216
+"$TRACE_GEN" big-strings "$dir/wide/b.trace" 16 16777216
+/usr/bin/time -f %M -o "$dir/rss" "$PREPLAY_BIN" dump "$dir/wide" > "$dir/wide.out"
+[ "$(grep -c ' string ' "$dir/wide.out")" -eq 32 ] || { echo "dump of wide: not 32 strings"; exit 1; }
+rss=$(tail -1 "$dir/rss")
+[ "$rss" -lt 900000 ] || { echo "dump of wide: max RSS ${rss} KB, want < 900000"; exit 1; }
 echo "test_trace_cli: ok"
