@@ -15,6 +15,7 @@
 
 #include "inspect_cli.h"
 #include "inspect.h"
+#include "mem_budget.h"
 #include "trace_file.h"
 #include "trace_u64map.h"
 
@@ -324,7 +325,48 @@ struct dump_stacks {
     uint64_t **frames;
     uint32_t *nframes;
     size_t n, cap;
+    /* at most DUMP_MAX_STACK_BYTES of frames and index; full: a STACK was
+     * refused (said once), later ones are not kept */
+    struct mem_budget mem;
+    int full;
+    const char *path;
 };
+
+/* The most the stack table of one trace holds: 10000 distinct STACKs of
+ * 4096 frames (32 KB each, a few bytes compressed) made dump hold 330 MB,
+ * and a trace may carry 2^32 of them. Beyond, one line says so, the exit
+ * status is 1, and events still print, their later stacks unresolved. */
+#define DUMP_MAX_STACK_BYTES (256ull << 20)
+
+static void dump_stacks_init(struct dump_stacks *st, const char *path)
+{
+    memset(st, 0, sizeof *st);
+    trace_u64map_init(&st->symbol_of);
+    trace_u64map_init(&st->index_of);
+    mem_budget_init(&st->mem, DUMP_MAX_STACK_BYTES);
+    st->path = path;
+}
+
+/* Room for what ev adds (a symbol: its map slot; a stack: its frames,
+ * map slot and index): 0, or -1 (said once) beyond DUMP_MAX_STACK_BYTES. */
+static int dump_stacks_charge(struct dump_stacks *st, const struct trace_event *ev)
+{
+    uint64_t add = 32; /* a map slot, with the map's slack */
+    if (ev->op != TRACE_STACK_SYMBOL) {
+        add += (uint64_t)ev->u.stack.nframes * sizeof(uint64_t);
+        if (st->n == st->cap)
+            add += (st->cap ? st->cap : 64) * (sizeof *st->frames + sizeof *st->nframes);
+    }
+    if (!st->full && mem_budget_charge(&st->mem, add) == 0)
+        return 0;
+    if (!st->full)
+        fprintf(stderr,
+                "preplay: %s: STACK id %u: the stack table (%zu stacks) would pass its limit of "
+                "%llu bytes; later stacks are not resolved\n",
+                st->path, ev->u.stack.id, st->n + 1, (unsigned long long)DUMP_MAX_STACK_BYTES);
+    st->full = 1;
+    return -1;
+}
 
 static void dump_stacks_note(struct dump_stacks *st, const struct trace_event *ev)
 {
@@ -333,11 +375,15 @@ static void dump_stacks_note(struct dump_stacks *st, const struct trace_event *e
         return;
     int inserted;
     if (ev->op == TRACE_STACK_SYMBOL) {
+        if (!trace_u64map_find(&st->symbol_of, f[0]) && dump_stacks_charge(st, ev) != 0)
+            return;
         uint32_t *v = trace_u64map_upsert(&st->symbol_of, f[0], ev->u.stack.id, &inserted);
         if (v)
             *v = ev->u.stack.id;
         return;
     }
+    if (trace_u64map_find(&st->index_of, ev->u.stack.id) || dump_stacks_charge(st, ev) != 0)
+        return; /* a repeat (ring mode) keeps the first */
     uint32_t *idx = trace_u64map_upsert(&st->index_of, ev->u.stack.id, (uint32_t)st->n, &inserted);
     if (!idx || !inserted)
         return;
@@ -458,9 +504,8 @@ static int dump_file(const struct inspect_args *a)
         return INSPECT_EXIT_DAMAGED;
     }
     struct trace_event ev;
-    struct dump_stacks stacks = {0};
-    trace_u64map_init(&stacks.symbol_of);
-    trace_u64map_init(&stacks.index_of);
+    struct dump_stacks stacks;
+    dump_stacks_init(&stacks, a->target);
     int rc;
     while ((rc = trace_reader_next(r, &ev)) == 1) {
         json_t *j = dump_convert(&stacks, &ev, r, 0);
@@ -468,7 +513,7 @@ static int dump_file(const struct inspect_args *a)
         json_decref(j);
     }
     fflush(stdout);
-    int status = dump_reader_end(r, rc);
+    int status = dump_worse(dump_reader_end(r, rc), stacks.full ? INSPECT_EXIT_DAMAGED : 0);
     trace_reader_close(r);
     dump_stacks_free(&stacks);
     return status;
@@ -604,8 +649,7 @@ static int dump_dir(const struct inspect_args *a, char **files, size_t n)
     for (size_t i = 0; i < n; i++) {
         char err[1024];
         struct trace_reader_options o = {.salvage = a->salvage};
-        trace_u64map_init(&src[i].stacks.symbol_of);
-        trace_u64map_init(&src[i].stacks.index_of);
+        dump_stacks_init(&src[i].stacks, files[i]);
         src[i].r = trace_reader_open(files[i], &o, err, sizeof err);
         if (!src[i].r) { /* the others are still printed */
             fprintf(stderr, "preplay: %s\n", err);
@@ -645,6 +689,7 @@ static int dump_dir(const struct inspect_args *a, char **files, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (src[i].r)
             trace_reader_close(src[i].r);
+        status = dump_worse(status, src[i].stacks.full ? INSPECT_EXIT_DAMAGED : 0);
         dump_stacks_free(&src[i].stacks);
     }
     free(src);

@@ -209,4 +209,35 @@ trace_test_write_big_strings(const char *path, uint32_t n, uint32_t len, char *e
     return rc;
 }
 
+/* A hostile trace for stack tables: n distinct STACKs of
+ * TRACE_MAX_STACK_FRAMES zero addresses (32 KB each, a few bytes on disk).
+ * 0, or -1 with err. */
+__attribute__((unused)) static int trace_test_write_big_stacks(const char *path, uint32_t n,
+                                                               char *err, size_t errlen)
+{
+    struct trace_header h;
+    trace_test_header(&h, 4243, "stacks");
+    struct trace_writer *w = trace_writer_open(path, &h, NULL, err, errlen);
+    uint64_t *frames = calloc(TRACE_MAX_STACK_FRAMES, sizeof *frames);
+    int rc = w && frames ? 0 : -1;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        struct trace_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = TRACE_EV_STACK;
+        ev.op = TRACE_STACK_FRAMES;
+        ev.tid = 4243;
+        ev.u.stack.id = i + 1;
+        ev.u.stack.nframes = TRACE_MAX_STACK_FRAMES;
+        ev.data = frames;
+        if (trace_writer_append(w, &ev) != 0) {
+            snprintf(err, errlen, "%s", trace_writer_error(w));
+            rc = -1;
+        }
+    }
+    free(frames);
+    if (w && trace_writer_close(w, rc ? NULL : err, errlen) != 0)
+        rc = -1;
+    return rc;
+}
+
 #endif
