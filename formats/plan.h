@@ -294,10 +294,9 @@ struct plan *plan_read(const char *path, char *err, size_t errlen);
 /* plan_read taking at most max_bytes for the plan's arrays and strings:
  * beyond, NULL and "the plan needs more memory than the N MB available"
  * naming the record (a plan of 150 KB can decode to gigabytes within
- * every PLAN_MAX_* limit). plan_read passes plan_memory_available(). */
+ * every PLAN_MAX_* limit). plan_read passes mem_budget_available()
+ * (mem_budget.h). */
 struct plan *plan_read_within(const char *path, uint64_t max_bytes, char *err, size_t errlen);
-/* MemAvailable, or less when the process's memory cgroup has less room. */
-uint64_t plan_memory_available(void);
 void plan_free(struct plan *p);
 /* 1 when path starts like a plan file (its magic), 0 when not, -1 when it
  * cannot be read (errno set). Reads 16 bytes; validates nothing else. */

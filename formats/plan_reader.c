@@ -9,6 +9,7 @@
  * and the format's limits, and never return a plan with a dangling id. */
 #include "plan.h"
 #include "plan_codec.h"
+#include "mem_budget.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +48,7 @@ struct plan_load {
     } * conn_use;
     /* memory the plan takes (its arrays and strings) and the most it may:
      * a plan of 150 KB once decoded to 3.5 GB (2^26 ops of 48 bytes) */
-    uint64_t mem, mem_max;
+    struct mem_budget mem;
     char oom[160]; /* why an allocation failed, for messages */
 };
 
@@ -92,15 +93,14 @@ static int plan_pread_full(int fd, void *buf, size_t len, uint64_t off)
 }
 
 /* Counts `bytes` more against the plan's memory; -1 with L->oom when
- * they would take it beyond L->mem_max. */
+ * they would take it beyond L->mem.max. */
 static int plan_charge(struct plan_load *L, uint64_t bytes)
 {
-    if (L->mem + bytes > L->mem_max) {
+    if (mem_budget_charge(&L->mem, bytes) != 0) {
         snprintf(L->oom, sizeof L->oom, "the plan needs more memory than the %.0f MB available",
-                 (double)L->mem_max / 1e6);
+                 mem_budget_mb(&L->mem));
         return -1;
     }
-    L->mem += bytes;
     return 0;
 }
 
@@ -113,7 +113,7 @@ static int plan_reserve(struct plan_load *L, void **v, size_t *cap, uint64_t n, 
     uint64_t ncap = *cap ? *cap * 2 : 64;
     while (ncap <= n)
         ncap *= 2;
-    if (L->mem + (ncap - *cap) * size > L->mem_max)
+    if (L->mem.used + (ncap - *cap) * size > L->mem.max)
         ncap = n + 1 + n / 16; /* near the limit: a smaller step */
     if (plan_charge(L, (ncap - *cap) * size) != 0 &&
         (ncap = n + 1, plan_charge(L, (ncap - *cap) * size) != 0))
@@ -600,77 +600,16 @@ static int plan_check_conns(struct plan_load *L)
     return 0;
 }
 
-/* A number from a file of one line ("max": none), or UINT64_MAX. */
-static uint64_t plan_file_number(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    unsigned long long v;
-    int ok = f && fscanf(f, "%llu", &v) == 1;
-    if (f)
-        fclose(f);
-    return ok ? (uint64_t)v : UINT64_MAX;
-}
-
-/* Room left under a memory cgroup limit: v2 memory.max - memory.current,
- * v1 memory.limit_in_bytes - memory.usage_in_bytes (UINT64_MAX: none). */
-static uint64_t plan_cgroup_room(void)
-{
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    char line[1024], path[1200];
-    uint64_t room = UINT64_MAX;
-    while (f && fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        char *ctrl = strchr(line, ':'), *cg = ctrl ? strchr(ctrl + 1, ':') : NULL;
-        if (!cg)
-            continue;
-        *cg++ = '\0';
-        uint64_t max = UINT64_MAX, used = 0;
-        if (!strcmp(ctrl + 1, "")) { /* v2: 0::/path */
-            snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", cg);
-            max = plan_file_number(path);
-            snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.current", cg);
-            used = plan_file_number(path);
-        } else if (strstr(ctrl + 1, "memory")) {
-            snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", cg);
-            max = plan_file_number(path);
-            snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", cg);
-            used = plan_file_number(path);
-        }
-        if (max != UINT64_MAX && used != UINT64_MAX) {
-            uint64_t r = max > used ? max - used : 0;
-            room = r < room ? r : room;
-        }
-    }
-    if (f)
-        fclose(f);
-    return room;
-}
-
-uint64_t plan_memory_available(void)
-{
-    uint64_t avail = UINT64_MAX;
-    FILE *f = fopen("/proc/meminfo", "re");
-    char line[256];
-    unsigned long long kb;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-            avail = (uint64_t)kb * 1024;
-    if (f)
-        fclose(f);
-    uint64_t room = plan_cgroup_room();
-    return room < avail ? room : avail;
-}
-
 struct plan *plan_read(const char *path, char *err, size_t errlen)
 {
-    return plan_read_within(path, plan_memory_available(), err, errlen);
+    return plan_read_within(path, mem_budget_available(), err, errlen);
 }
 
 struct plan *plan_read_within(const char *path, uint64_t max_bytes, char *err, size_t errlen)
 {
     struct plan_load L;
     memset(&L, 0, sizeof L);
-    L.mem_max = max_bytes;
+    L.mem = (struct mem_budget){0, max_bytes, 0};
     snprintf(L.oom, sizeof L.oom, "out of memory");
     L.path = path;
     L.err = err;

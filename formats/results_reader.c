@@ -290,6 +290,17 @@ static int results_read_samples(json_t *samples, struct results_file *rf, const 
                      path, i, RESULTS_MAX_SECONDS);
             return -1;
         }
+        /* compare counts the samples of the stop rule's intervals by it:
+         * -1 or 1e308 were taken as "not given" */
+        json_t *iv = json_object_get(s, "interval");
+        if (iv && !json_is_null(iv) &&
+            (!json_is_integer(iv) || json_integer_value(iv) < 1 ||
+             json_integer_value(iv) > RESULTS_MAX_INTERVALS)) {
+            snprintf(err, errlen,
+                     "%s: samples[%zu].interval: expected an integer in [1, %u] or null", path, i,
+                     RESULTS_MAX_INTERVALS);
+            return -1;
+        }
         const char *name = json_string_value(label);
         struct results_label *l = results_file_label(rf, name[0] ? name : "(unlabelled)");
         if (ok && !json_is_true(ok))
@@ -298,10 +309,9 @@ static int results_read_samples(json_t *samples, struct results_file *rf, const 
             snprintf(err, errlen, "%s: samples[%zu]: label \"%s\" is not in labels", path, i, name);
             return -1;
         }
-        double iv;
-        if (results_number(s, "interval", &iv) || iv < 0 || iv > UINT32_MAX)
-            iv = 0; /* informative: a sample without its interval is still a sample */
-        if (results_push_u32(&l->sample_interval, l->nsamples, isnan(iv) ? 0 : (uint32_t)iv) ||
+        uint32_t ivn =
+            json_is_integer(iv) ? (uint32_t)json_integer_value(iv) : 0; /* 0: not given */
+        if (results_push_u32(&l->sample_interval, l->nsamples, ivn) ||
             results_push(&l->samples, &l->nsamples, rt)) {
             snprintf(err, errlen, "%s: out of memory", path);
             return -1;
@@ -392,10 +402,17 @@ static int results_read_resource(json_t *o, const char *comp, const char *name,
     }
     rf->nresources++;
     r->blocks = (uint64_t)blocks;
+    /* a total over the label's blocks, each at most RESULTS_MAX_SECONDS
+     * (1e308 made the report's time chart loop over ticks without end) */
+    double most = (double)(blocks ? blocks : 1) * RESULTS_MAX_SECONDS;
     for (int k = 0; k < RESULTS_NKINDS; k++)
-        if (results_number(o, results_kind_keys[k], &r->s[k]) || (!isnan(r->s[k]) && r->s[k] < 0)) {
-            snprintf(err, errlen, "%s: resources.\"%s\".\"%s\".%s: expected a number >= 0", path,
-                     comp, name, results_kind_keys[k]);
+        if (results_number(o, results_kind_keys[k], &r->s[k]) ||
+            (!isnan(r->s[k]) && !(r->s[k] >= 0 && r->s[k] <= most))) {
+            snprintf(err, errlen,
+                     "%s: resources.\"%s\".\"%s\".%s: expected seconds in [0, %g] (%lld blocks "
+                     "x %g)",
+                     path, comp, name, results_kind_keys[k], most, blocks ? blocks : 1,
+                     RESULTS_MAX_SECONDS);
             return -1;
         }
     return 0;
@@ -468,12 +485,14 @@ static int results_read_db_errors(json_t *de, struct results_file *rf, const cha
     json_t *o;
     json_array_foreach(de, i, o)
     {
-        json_t *count = json_object_get(o, "count"), *code = json_object_get(o, "code");
-        if (!json_is_object(o) || !json_is_integer(count) || json_integer_value(count) < 0 ||
+        json_t *code = json_object_get(o, "code");
+        long long count;
+        if (!json_is_object(o) || results_count(o, "count", 1, &count) ||
             (code && !json_is_integer(code))) {
             snprintf(err, errlen,
-                     "%s: db_errors[%zu]: expected {\"count\": integer >= 0, \"code\": integer}",
-                     path, i);
+                     "%s: db_errors[%zu]: expected {\"count\": integer in [0, %llu], \"code\": "
+                     "integer}",
+                     path, i, RESULTS_MAX_COUNT);
             return -1;
         }
         struct results_db_error *e = &rf->db_errors[rf->ndb_errors++];
@@ -488,7 +507,7 @@ static int results_read_db_errors(json_t *de, struct results_file *rf, const cha
                      "%s: db_errors[%zu]: component, query and message must be strings", path, i);
             return -1;
         }
-        e->count = (uint64_t)json_integer_value(count);
+        e->count = (uint64_t)count;
         e->code = code ? (long long)json_integer_value(code) : 0;
     }
     return 0;

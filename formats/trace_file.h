@@ -117,6 +117,12 @@ struct trace_reader;
 
 struct trace_reader_options {
     int salvage; /* keep everything valid before damage instead of failing */
+    /* the most the string table and frame buffers may take (mem_budget.h):
+     * 0 = a live budget shared by the process's open readers (FORMAT.md
+     * §7). Beyond, the STRING (or frame) is damage: "frame at offset O:
+     * record N: STRING id I: the string table (S strings, B bytes) needs
+     * more memory than the M MB available" (the limits above allow ~7 GB) */
+    uint64_t max_bytes;
 };
 
 /* Opens a trace and reads its header. NULL + one-line reason on failure

@@ -10,6 +10,7 @@
  * checking it against the file size and the format's limits. */
 #include "trace_codec.h"
 #include "trace_file.h"
+#include "mem_budget.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +62,11 @@ struct trace_reader {
     size_t nstrings, cap_strings;
     char *arena;
     size_t arena_len, arena_cap;
-    char limit_why[128]; /* the reason trace_reader_check_limits gave */
+    char limit_why[160]; /* the reason trace_reader_check_limits gave */
+    /* what the string table (ids, slots, bytes) takes and the most it may:
+     * 256 STRINGs of 16 MiB of zeros compress to ~130 KB and made `info`
+     * hold 4 GiB */
+    struct mem_budget mem;
 };
 
 static void trace_reader_format(char *buf, size_t cap, const char *path, const char *fmt,
@@ -164,34 +169,71 @@ static int trace_reader_check_limits(struct trace_reader *r, const struct trace_
     return -1;
 }
 
+/* Capacities that hold one more string of len bytes: the slots, the arena
+ * (doubling, or only what is needed when doubling would pass the budget)
+ * and the id map's table (trace_u64map grows at half full). Charges what
+ * they add to the budget: 0, or -1 with r->limit_why. */
+static int trace_reader_charge_string(struct trace_reader *r, uint32_t id, size_t len,
+                                      size_t *slots_cap, size_t *arena_cap)
+{
+    uint64_t add = 0;
+    *slots_cap = r->cap_strings;
+    if (r->nstrings == r->cap_strings) {
+        *slots_cap = r->cap_strings ? r->cap_strings * 2 : 256;
+        add += (uint64_t)(*slots_cap - r->cap_strings) * sizeof *r->strings;
+    }
+    const struct trace_u64map *m = &r->string_index;
+    if ((m->count + 1) * 2 > m->cap)
+        add += (uint64_t)(m->cap ? m->cap : 64) * sizeof *m->slots;
+    uint64_t need = (uint64_t)r->arena_len + len + 1, ncap = r->arena_cap;
+    if (need > r->arena_cap) {
+        ncap = r->arena_cap ? r->arena_cap : 4096;
+        while (ncap < need)
+            ncap *= 2;
+    }
+    *arena_cap = (size_t)ncap;
+    if (mem_budget_charge(&r->mem, add + (ncap - r->arena_cap)) == 0)
+        return 0;
+    /* near the budget: only what this string needs */
+    if (need > r->arena_cap && ncap > need &&
+        mem_budget_charge(&r->mem, add + (need - r->arena_cap)) == 0) {
+        *arena_cap = (size_t)need;
+        return 0;
+    }
+    snprintf(r->limit_why, sizeof r->limit_why,
+             "STRING id %u: the string table (%zu strings, %zu bytes) needs more memory than "
+             "the %.0f MB available",
+             id, r->nstrings + 1, r->arena_len + len + 1, mem_budget_mb(&r->mem));
+    return -1;
+}
+
+/* Keeps a STRING in the table (a repeat, in ring mode, adds nothing):
+ * 0, or -1 with r->limit_why (beyond the budget, or out of memory). */
 static int trace_reader_keep_string(struct trace_reader *r, const struct trace_event *ev)
 {
-    int inserted;
-    uint32_t *slot =
-        trace_u64map_upsert(&r->string_index, ev->u.string.id, (uint32_t)r->nstrings, &inserted);
-    if (!slot)
-        return -1;
-    if (!inserted)
+    if (trace_u64map_find(&r->string_index, ev->u.string.id))
         return 0; /* ring mode repeats strings; the first copy stays */
-    size_t len = ev->u.string.len;
-    if (r->nstrings == r->cap_strings) {
-        size_t ncap = r->cap_strings ? r->cap_strings * 2 : 256;
-        void *n = realloc(r->strings, ncap * sizeof *r->strings);
+    size_t len = ev->u.string.len, slots_cap, arena_cap;
+    if (trace_reader_charge_string(r, ev->u.string.id, len, &slots_cap, &arena_cap) != 0)
+        return -1;
+    snprintf(r->limit_why, sizeof r->limit_why, "out of memory for the string table");
+    if (slots_cap != r->cap_strings) {
+        void *n = realloc(r->strings, slots_cap * sizeof *r->strings);
         if (!n)
             return -1;
         r->strings = n;
-        r->cap_strings = ncap;
+        r->cap_strings = slots_cap;
     }
-    if (r->arena_len + len + 1 > r->arena_cap) {
-        size_t ncap = r->arena_cap ? r->arena_cap : 4096;
-        while (ncap < r->arena_len + len + 1)
-            ncap *= 2;
-        char *n = realloc(r->arena, ncap);
+    if (arena_cap != r->arena_cap) {
+        char *n = realloc(r->arena, arena_cap);
         if (!n)
             return -1;
         r->arena = n;
-        r->arena_cap = ncap;
+        r->arena_cap = arena_cap;
     }
+    int inserted;
+    if (!trace_u64map_upsert(&r->string_index, ev->u.string.id, (uint32_t)r->nstrings, &inserted))
+        return -1;
     if (len)
         memcpy(r->arena + r->arena_len, ev->data, len);
     r->arena[r->arena_len + len] = '\0';
@@ -408,10 +450,14 @@ out:
 
 /* ---- chunks (FORMAT.md §4) ------------------------------------------------ */
 
-static int trace_reader_grow(uint8_t **buf, size_t *cap, size_t need)
+/* Grows a frame buffer to need bytes, charged to the reader's budget
+ * (frames are at most TRACE_FRAME_MAX_RAW, but two of them count). */
+static int trace_reader_grow(struct trace_reader *r, uint8_t **buf, size_t *cap, size_t need)
 {
     if (need <= *cap)
         return 0;
+    if (mem_budget_charge(&r->mem, need - *cap) != 0)
+        return -1;
     uint8_t *n = realloc(*buf, need);
     if (!n)
         return -1;
@@ -528,11 +574,13 @@ static int trace_reader_read_frame(struct trace_reader *r, struct trace_event *e
     const struct trace_chunk_header *c = &r->chunk;
     uint64_t avail = r->file_size - zoff;
     *zlen = c->compressed_size < avail ? c->compressed_size : (size_t)avail;
-    if (trace_reader_grow(&r->zbuf, &r->zcap, *zlen + 1) != 0 ||
-        trace_reader_grow(&r->raw, &r->raw_cap, (size_t)c->raw_size + 1) != 0) {
+    if (trace_reader_grow(r, &r->zbuf, &r->zcap, *zlen + 1) != 0 ||
+        trace_reader_grow(r, &r->raw, &r->raw_cap, (size_t)c->raw_size + 1) != 0) {
         *damage = 1;
-        return trace_reader_damage(r, ev, "frame at offset %llu: out of memory",
-                                   (unsigned long long)at);
+        return trace_reader_damage(r, ev,
+                                   "frame at offset %llu: a frame of %u bytes needs more memory "
+                                   "than the %.0f MB available",
+                                   (unsigned long long)at, c->raw_size, mem_budget_mb(&r->mem));
     }
     if (trace_pread_full(r->fd, r->zbuf, *zlen, zoff) != 0) {
         *damage = 1;
@@ -686,6 +734,7 @@ struct trace_reader *trace_reader_open(const char *path, const struct trace_read
         return NULL;
     }
     r->salvage = opt ? opt->salvage : 0;
+    mem_budget_init(&r->mem, opt ? opt->max_bytes : 0);
     trace_codec_init(&r->codec);
     trace_u64map_init(&r->string_index);
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -805,7 +854,9 @@ int trace_reader_next(struct trace_reader *r, struct trace_event *ev)
                 r->record_index++;
                 if (ev->type == TRACE_EV_STRING) {
                     if (trace_reader_keep_string(r, ev) != 0)
-                        return trace_reader_damage(r, ev, "out of memory for the string table");
+                        return trace_reader_damage(r, ev, "frame at offset %llu: record %u: %s",
+                                                   (unsigned long long)r->chunk_offset,
+                                                   r->record_index - 1, r->limit_why);
                 } else if (ev->type != TRACE_EV_STACK) {
                     r->events_in_frame++;
                 }
@@ -885,6 +936,7 @@ void trace_reader_close(struct trace_reader *r)
     ZSTD_freeDCtx(r->dctx);
     trace_codec_free(&r->codec);
     trace_u64map_free(&r->string_index);
+    mem_budget_release(&r->mem);
     free(r->hdr.argv_joined);
     free(r->strings);
     free(r->arena);

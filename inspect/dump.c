@@ -15,6 +15,7 @@
 
 #include "inspect_cli.h"
 #include "inspect.h"
+#include "mem_budget.h"
 #include "trace_file.h"
 #include "trace_u64map.h"
 
@@ -324,7 +325,48 @@ struct dump_stacks {
     uint64_t **frames;
     uint32_t *nframes;
     size_t n, cap;
+    /* at most DUMP_MAX_STACK_BYTES of frames and index; full: a STACK was
+     * refused (said once), later ones are not kept */
+    struct mem_budget mem;
+    int full;
+    const char *path;
 };
+
+/* The most the stack table of one trace holds: 10000 distinct STACKs of
+ * 4096 frames (32 KB each, a few bytes compressed) made dump hold 330 MB,
+ * and a trace may carry 2^32 of them. Beyond, one line says so, the exit
+ * status is 1, and events still print, their later stacks unresolved. */
+#define DUMP_MAX_STACK_BYTES (256ull << 20)
+
+static void dump_stacks_init(struct dump_stacks *st, const char *path)
+{
+    memset(st, 0, sizeof *st);
+    trace_u64map_init(&st->symbol_of);
+    trace_u64map_init(&st->index_of);
+    mem_budget_init(&st->mem, DUMP_MAX_STACK_BYTES);
+    st->path = path;
+}
+
+/* Room for what ev adds (a symbol: its map slot; a stack: its frames,
+ * map slot and index): 0, or -1 (said once) beyond DUMP_MAX_STACK_BYTES. */
+static int dump_stacks_charge(struct dump_stacks *st, const struct trace_event *ev)
+{
+    uint64_t add = 32; /* a map slot, with the map's slack */
+    if (ev->op != TRACE_STACK_SYMBOL) {
+        add += (uint64_t)ev->u.stack.nframes * sizeof(uint64_t);
+        if (st->n == st->cap)
+            add += (st->cap ? st->cap : 64) * (sizeof *st->frames + sizeof *st->nframes);
+    }
+    if (!st->full && mem_budget_charge(&st->mem, add) == 0)
+        return 0;
+    if (!st->full)
+        fprintf(stderr,
+                "preplay: %s: STACK id %u: the stack table (%zu stacks) would pass its limit of "
+                "%llu bytes; later stacks are not resolved\n",
+                st->path, ev->u.stack.id, st->n + 1, (unsigned long long)DUMP_MAX_STACK_BYTES);
+    st->full = 1;
+    return -1;
+}
 
 static void dump_stacks_note(struct dump_stacks *st, const struct trace_event *ev)
 {
@@ -333,11 +375,15 @@ static void dump_stacks_note(struct dump_stacks *st, const struct trace_event *e
         return;
     int inserted;
     if (ev->op == TRACE_STACK_SYMBOL) {
+        if (!trace_u64map_find(&st->symbol_of, f[0]) && dump_stacks_charge(st, ev) != 0)
+            return;
         uint32_t *v = trace_u64map_upsert(&st->symbol_of, f[0], ev->u.stack.id, &inserted);
         if (v)
             *v = ev->u.stack.id;
         return;
     }
+    if (trace_u64map_find(&st->index_of, ev->u.stack.id) || dump_stacks_charge(st, ev) != 0)
+        return; /* a repeat (ring mode) keeps the first */
     uint32_t *idx = trace_u64map_upsert(&st->index_of, ev->u.stack.id, (uint32_t)st->n, &inserted);
     if (!idx || !inserted)
         return;
@@ -458,9 +504,8 @@ static int dump_file(const struct inspect_args *a)
         return INSPECT_EXIT_DAMAGED;
     }
     struct trace_event ev;
-    struct dump_stacks stacks = {0};
-    trace_u64map_init(&stacks.symbol_of);
-    trace_u64map_init(&stacks.index_of);
+    struct dump_stacks stacks;
+    dump_stacks_init(&stacks, a->target);
     int rc;
     while ((rc = trace_reader_next(r, &ev)) == 1) {
         json_t *j = dump_convert(&stacks, &ev, r, 0);
@@ -468,7 +513,7 @@ static int dump_file(const struct inspect_args *a)
         json_decref(j);
     }
     fflush(stdout);
-    int status = dump_reader_end(r, rc);
+    int status = dump_worse(dump_reader_end(r, rc), stacks.full ? INSPECT_EXIT_DAMAGED : 0);
     trace_reader_close(r);
     dump_stacks_free(&stacks);
     return status;
@@ -484,6 +529,11 @@ static int dump_file(const struct inspect_args *a)
  * is printed late and counted. STRING and STACK records have no time (0):
  * they come out as soon as they are read. */
 #define DUMP_WINDOW_NS 200000000ull
+/* The most the merge holds (JSON bytes, estimated): beyond, the earliest
+ * held event is printed before its window closes (counted late if one
+ * before it comes after). A trace whose events all share one time held
+ * every event: two traces of 4 GiB strings got `dump DIR` killed in 2 GiB. */
+#define DUMP_MAX_HELD_BYTES (64ull << 20)
 
 struct dump_source {
     struct trace_reader *r;
@@ -496,14 +546,32 @@ struct dump_source {
 /* An event read and waiting for its turn: ordered by time, then by trace
  * (name order) and by position in it, so equal times keep a stable order. */
 struct dump_pending {
-    uint64_t ts, seq;
+    uint64_t ts, seq, bytes;
     json_t *j;
 };
 
 struct dump_heap {
     struct dump_pending *v;
     size_t n, cap;
+    uint64_t bytes; /* what the held events take, estimated */
 };
+
+/* What a converted event takes, roughly: its strings' bytes and 48 per
+ * other value (enough to bound what the merge holds, not to account). */
+static uint64_t dump_json_bytes(json_t *j)
+{
+    uint64_t n = 48;
+    const char *key;
+    json_t *v;
+    size_t i;
+    if (json_is_string(j))
+        n += json_string_length(j);
+    else if (json_is_object(j))
+        json_object_foreach(j, key, v) n += strlen(key) + dump_json_bytes(v);
+    else if (json_is_array(j))
+        json_array_foreach(j, i, v) n += dump_json_bytes(v);
+    return n;
+}
 
 static int dump_pending_before(const struct dump_pending *x, const struct dump_pending *y)
 {
@@ -516,6 +584,7 @@ static void dump_heap_push(struct dump_heap *h, struct dump_pending p)
         h->cap = h->cap ? h->cap * 2 : 256;
         h->v = inspect_xalloc(realloc(h->v, h->cap * sizeof *h->v));
     }
+    h->bytes += p.bytes;
     size_t i = h->n++;
     while (i > 0 && dump_pending_before(&p, &h->v[(i - 1) / 2])) {
         h->v[i] = h->v[(i - 1) / 2];
@@ -527,6 +596,7 @@ static void dump_heap_push(struct dump_heap *h, struct dump_pending p)
 static struct dump_pending dump_heap_pop(struct dump_heap *h)
 {
     struct dump_pending top = h->v[0], last = h->v[--h->n];
+    h->bytes -= top.bytes;
     size_t i = 0;
     for (;;) {
         size_t c = 2 * i + 1;
@@ -560,7 +630,8 @@ static void dump_release(struct dump_heap *h, long next, const struct dump_sourc
                          uint64_t *last_ts, uint64_t *late)
 {
     uint64_t low = next < 0 ? UINT64_MAX : src[next].frontier;
-    while (h->n && (next < 0 || (low >= DUMP_WINDOW_NS && h->v[0].ts <= low - DUMP_WINDOW_NS))) {
+    while (h->n && (next < 0 || h->bytes > DUMP_MAX_HELD_BYTES ||
+                    (low >= DUMP_WINDOW_NS && h->v[0].ts <= low - DUMP_WINDOW_NS))) {
         struct dump_pending p = dump_heap_pop(h);
         if (p.ts < *last_ts && p.ts) /* strings and stacks have no time (0) */
             (*late)++;
@@ -578,8 +649,7 @@ static int dump_dir(const struct inspect_args *a, char **files, size_t n)
     for (size_t i = 0; i < n; i++) {
         char err[1024];
         struct trace_reader_options o = {.salvage = a->salvage};
-        trace_u64map_init(&src[i].stacks.symbol_of);
-        trace_u64map_init(&src[i].stacks.index_of);
+        dump_stacks_init(&src[i].stacks, files[i]);
         src[i].r = trace_reader_open(files[i], &o, err, sizeof err);
         if (!src[i].r) { /* the others are still printed */
             fprintf(stderr, "preplay: %s\n", err);
@@ -598,7 +668,9 @@ static int dump_dir(const struct inspect_args *a, char **files, size_t n)
         int rc = trace_reader_next(s->r, &ev);
         if (rc == 1) {
             json_t *j = dump_convert(&s->stacks, &ev, s->r, s->pid);
-            dump_heap_push(&heap, (struct dump_pending){.ts = ev.ts_ns, .seq = seq++, .j = j});
+            dump_heap_push(&heap,
+                           (struct dump_pending){
+                               .ts = ev.ts_ns, .seq = seq++, .bytes = dump_json_bytes(j), .j = j});
             if (ev.ts_ns > s->frontier)
                 s->frontier = ev.ts_ns;
         } else {
@@ -617,6 +689,7 @@ static int dump_dir(const struct inspect_args *a, char **files, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (src[i].r)
             trace_reader_close(src[i].r);
+        status = dump_worse(status, src[i].stacks.full ? INSPECT_EXIT_DAMAGED : 0);
         dump_stacks_free(&src[i].stacks);
     }
     free(src);

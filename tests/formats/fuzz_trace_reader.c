@@ -1,7 +1,8 @@
 /* fuzz_trace_reader.c - libFuzzer target for the streaming trace reader:
  * any byte string, opened as a trace (through a memfd, since the reader
  * takes a path), read to the end with and without salvage, looking up every
- * string id seen, every COUNTERS window's entries decoded (2.5), and the
+ * string id seen, every COUNTERS window's entries decoded (2.5), within
+ * the machine's memory budget and an explicit 8 MB one, and the
  * same bytes through the counters file reader (trace_counters.h). The
  * reader must never crash, hang or read out of bounds. */
 #include <stdint.h>
@@ -21,7 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fd < 0)
         return 0;
     for (int salvage = 0; salvage < 2; salvage++) {
-        struct trace_reader_options o = {.salvage = salvage};
+        /* with salvage, an explicit memory budget (8 MB) as well as the
+         * machine's: both ways of refusing a string table */
+        struct trace_reader_options o = {.salvage = salvage, .max_bytes = salvage ? 8u << 20 : 0};
         struct trace_reader *r = trace_reader_open(path, &o, err, sizeof err);
         if (!r)
             continue;

@@ -601,6 +601,61 @@ static void test_ranges_refused(void **state)
     test_expect_refused(
         test_write_drive("ivp.json", ", \"intervals\": [{\"requests\": 1, \"p\": 5}]", good),
         "intervals[0].p: expected a probability in [0, 1] or null");
+    /* what compare reads of resources, db_errors and samples (issue 24
+     * item 1): a resource time of 1e308 made the report's time chart loop
+     * over ticks without end (13 GB of HTML in 15 s); a count of 2^63 - 1
+     * failed queries was summed; a sample's interval of -1, 1e308 or
+     * "NaN" was taken as "not given" by the stop rule's sample count */
+    path = test_write_drive("res-ok.json",
+                            ", \"resources\": {\"web\": {\"GET /\": {\"blocks\": 2, "
+                            "\"cpu_s\": 5356800}}}, \"db_errors\": [{\"count\": 1099511627776, "
+                            "\"code\": -1}], \"samples\": [{\"label\": \"GET /\", "
+                            "\"response_s\": 0.1, \"interval\": 65536}]",
+                            good);
+    if (results_read(path, &rf, err, sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(rf.nresources, 1);
+    assert_true(rf.resources[0].s[RESULTS_CPU] == 5356800);
+    assert_int_equal(rf.db_errors[0].count, 1099511627776ull);
+    assert_int_equal(rf.labels[0].nsamples, 1);
+    assert_int_equal(rf.labels[0].sample_interval[0], 65536);
+    results_file_free(&rf);
+    const char *const res_bad[] = {"1e308", "5356800.5", "-1"};
+    for (size_t i = 0; i < 3; i++) {
+        char root[160];
+        snprintf(root, sizeof root,
+                 ", \"resources\": {\"web\": {\"GET /\": {\"blocks\": 2, \"net_s\": %s}}}",
+                 res_bad[i]);
+        test_expect_refused(test_write_drive("res.json", root, good),
+                            "resources.\"web\".\"GET /\".net_s: expected seconds in [0, "
+                            "5.3568e+06] (2 blocks x 2.6784e+06)");
+    }
+    test_expect_refused(
+        test_write_drive("res0.json",
+                         ", \"resources\": {\"web\": {\"GET /\": {\"blocks\": 0, \"cpu_s\": "
+                         "1e300}}}",
+                         good),
+        "resources.\"web\".\"GET /\".cpu_s: expected seconds in [0, 2.6784e+06] (1 blocks x "
+        "2.6784e+06)");
+    const char *const count_bad[] = {"9223372036854775807", "1099511627777", "-1", "1.5"};
+    for (size_t i = 0; i < 4; i++) {
+        char root[96];
+        snprintf(root, sizeof root, ", \"db_errors\": [{\"count\": %s}]", count_bad[i]);
+        test_expect_refused(test_write_drive("dbe.json", root, good),
+                            "db_errors[0]: expected {\"count\": integer in [0, 1099511627776], "
+                            "\"code\": integer}");
+    }
+    const char *const iv_bad[] = {"-1", "0", "1e308", "\"NaN\"", "1.5", "65537"};
+    for (size_t i = 0; i < 6; i++)
+        for (int ok = 0; ok < 2; ok++) { /* a failed sample's too */
+            char root[160];
+            snprintf(root, sizeof root,
+                     ", \"samples\": [{\"label\": \"GET /\", \"response_s\": 0.1, \"ok\": %s, "
+                     "\"interval\": %s}]",
+                     ok ? "true" : "false", iv_bad[i]);
+            test_expect_refused(test_write_drive("siv.json", root, good),
+                                "samples[0].interval: expected an integer in [1, 65536] or null");
+        }
     /* RESULTS_MAX_INTERVALS intervals read; one more is refused */
     for (unsigned extra = 0; extra < 2; extra++) {
         size_t n = RESULTS_MAX_INTERVALS + extra, len = 32 + n * 16;

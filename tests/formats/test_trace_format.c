@@ -1134,6 +1134,68 @@ static void test_string_and_stack_limits(void **state)
     free(raw);
 }
 
+/* The string table and the frame buffers stay within the reader's memory
+ * budget (issue 24 item 1): 8 distinct STRINGs of 1 MiB (669 bytes on
+ * disk, one frame of 8.4 MB) need 8.4 MB of table. Within 4 MB the frame
+ * is refused; within 15 MB the seventh string (frame 8.4 + table 7.3 MB);
+ * each naming the file, the record or frame and the budget (salvage keeps
+ * what came before); within 64 MB and with the machine's budget (0) all
+ * read. */
+static void test_string_table_budget(void **state)
+{
+    (void)state;
+    const char *p = test_tmpdir_path("big_strings.trace");
+    char err[600] = "";
+    if (trace_test_write_big_strings(p, 8, 1u << 20, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_true(st.st_size < 4096); /* a few hundred bytes declare 8 MiB */
+    const struct {
+        uint64_t budget;
+        uint32_t strings;
+        const char *why; /* NULL: reads */
+    } cases[] = {
+        {4000000, 0,
+         ": frame at offset 250: a frame of 8388699 bytes needs more memory than the 4 MB "
+         "available"},
+        {15000000, 6,
+         ": frame at offset 250: record 6: STRING id 7: the string table (7 strings, 7340039 "
+         "bytes) needs more memory than the 15 MB available"},
+        {64000000, 8, NULL},
+        {0, 8, NULL},
+    };
+    for (int salvage = 0; salvage < 2; salvage++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            struct trace_reader_options o = {.salvage = salvage, .max_bytes = cases[i].budget};
+            struct trace_reader *r = trace_reader_open(p, &o, err, sizeof err);
+            if (!r)
+                fail_msg("%s", err);
+            struct trace_event ev;
+            uint32_t strings = 0, len = 0;
+            int rc;
+            while ((rc = trace_reader_next(r, &ev)) == 1)
+                strings += ev.type == TRACE_EV_STRING;
+            const char *why = salvage ? trace_reader_warning(r) : trace_reader_error(r);
+            if (cases[i].why) {
+                assert_int_equal(rc, salvage ? 0 : -1);
+                assert_non_null(why);
+                char want[600];
+                snprintf(want, sizeof want, "%s%s", p, cases[i].why);
+                assert_string_equal(why, want);
+            } else if (rc != 0 || why) {
+                fail_msg("case %zu: %s", i, why ? why : "");
+            }
+            assert_int_equal(strings, cases[i].strings);
+            if (strings) {
+                assert_non_null(trace_reader_string(r, strings, &len));
+                assert_int_equal(len, 1u << 20);
+            }
+            assert_null(trace_reader_string(r, strings + 1, NULL));
+            trace_reader_close(r);
+        }
+}
+
 /* A COUNTERS window (2.5) of n entries in payload, at ts 1 s, 1 s long. */
 static struct trace_event counters_event(const uint8_t *payload, uint32_t bytes, uint32_t n)
 {
@@ -1331,6 +1393,7 @@ int main(void)
         cmocka_unit_test(test_after_cpu_damage_and_1x),
         cmocka_unit_test(test_cut_flag_damage),
         cmocka_unit_test(test_string_and_stack_limits),
+        cmocka_unit_test(test_string_table_budget),
         cmocka_unit_test(test_counters_records),
         cmocka_unit_test(test_counters_file_checks),
         cmocka_unit_test(test_file_mode_0600),

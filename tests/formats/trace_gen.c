@@ -3,6 +3,10 @@
  *   trace_gen dir DIR    two processes with exactly the events counted in
  *                        test_trace_cli.sh (keep the two in sync)
  *   trace_gen seeds DIR  small seed files for fuzz_trace_reader
+ *   trace_gen big-strings FILE N LEN  a hostile trace: N distinct STRINGs
+ *                        of LEN zero bytes (256 16777216: a 4 GiB string
+ *                        table in ~130 KB), for measuring readers
+ *   trace_gen big-stacks FILE N  N distinct STACKs of 4096 frames
  * It never writes outside DIR. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,8 +244,28 @@ static void gen_seeds(const char *dir)
 
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "big-stacks")) {
+        char err[512];
+        if (trace_test_write_big_stacks(argv[2], (uint32_t)strtoul(argv[3], NULL, 10), err,
+                                        sizeof err) != 0) {
+            fprintf(stderr, "trace_gen: %s\n", err);
+            return 1;
+        }
+        return 0;
+    }
+    if (argc == 5 && !strcmp(argv[1], "big-strings")) {
+        char err[512];
+        if (trace_test_write_big_strings(argv[2], (uint32_t)strtoul(argv[3], NULL, 10),
+                                         (uint32_t)strtoul(argv[4], NULL, 10), err,
+                                         sizeof err) != 0) {
+            fprintf(stderr, "trace_gen: %s\n", err);
+            return 1;
+        }
+        return 0;
+    }
     if (argc != 3 || (strcmp(argv[1], "dir") && strcmp(argv[1], "seeds"))) {
-        fprintf(stderr, "usage: trace_gen dir|seeds DIR\n");
+        fprintf(stderr,
+                "usage: trace_gen dir|seeds DIR | big-strings FILE N LEN | big-stacks FILE N\n");
         return 2;
     }
     if (!strcmp(argv[1], "dir")) {

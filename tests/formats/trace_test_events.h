@@ -8,6 +8,8 @@
 #define PREPLAY_TRACE_TEST_EVENTS_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trace_event.h"
@@ -170,6 +172,72 @@ static size_t trace_test_mix_preamble(struct trace_test_mix *m, struct trace_eve
         m->clock[t] += 3000;
     }
     return n;
+}
+
+/* A hostile trace (issue 24 item 1): n distinct STRINGs of len zero bytes
+ * each (len <= TRACE_MAX_STRING_BYTES, so each record is valid), which
+ * zstd squeezes to a few KB per 64 MiB frame: 256 of 16 MiB (~130 KB on
+ * disk) declare the whole 4 GiB TRACE_MAX_STRING_TABLE_BYTES. 0, or -1
+ * with err. */
+__attribute__((unused)) static int
+trace_test_write_big_strings(const char *path, uint32_t n, uint32_t len, char *err, size_t errlen)
+{
+    struct trace_header h;
+    trace_test_header(&h, 4242, "hostile");
+    struct trace_writer_options o = {.frame_bytes = 64u << 20};
+    struct trace_writer *w = trace_writer_open(path, &h, &o, err, errlen);
+    static const uint8_t zero[1];
+    uint8_t *zeros = len ? calloc(len, 1) : NULL;
+    int rc = w && (zeros || !len) ? 0 : -1;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        struct trace_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = TRACE_EV_STRING;
+        ev.tid = 4242;
+        ev.ts_ns = 1000 + i;
+        ev.u.string.id = i + 1;
+        ev.u.string.len = len;
+        ev.data = zeros ? zeros : zero;
+        if (trace_writer_append(w, &ev) != 0) {
+            snprintf(err, errlen, "%s", trace_writer_error(w));
+            rc = -1;
+        }
+    }
+    free(zeros);
+    if (w && trace_writer_close(w, rc ? NULL : err, errlen) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* A hostile trace for stack tables: n distinct STACKs of
+ * TRACE_MAX_STACK_FRAMES zero addresses (32 KB each, a few bytes on disk).
+ * 0, or -1 with err. */
+__attribute__((unused)) static int trace_test_write_big_stacks(const char *path, uint32_t n,
+                                                               char *err, size_t errlen)
+{
+    struct trace_header h;
+    trace_test_header(&h, 4243, "stacks");
+    struct trace_writer *w = trace_writer_open(path, &h, NULL, err, errlen);
+    uint64_t *frames = calloc(TRACE_MAX_STACK_FRAMES, sizeof *frames);
+    int rc = w && frames ? 0 : -1;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        struct trace_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = TRACE_EV_STACK;
+        ev.op = TRACE_STACK_FRAMES;
+        ev.tid = 4243;
+        ev.u.stack.id = i + 1;
+        ev.u.stack.nframes = TRACE_MAX_STACK_FRAMES;
+        ev.data = frames;
+        if (trace_writer_append(w, &ev) != 0) {
+            snprintf(err, errlen, "%s", trace_writer_error(w));
+            rc = -1;
+        }
+    }
+    free(frames);
+    if (w && trace_writer_close(w, rc ? NULL : err, errlen) != 0)
+        rc = -1;
+    return rc;
 }
 
 #endif

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "mem_budget.h"
 #include "plan.h"
 #include "plan_codec.h"
 #include "plan_craft.h"
@@ -367,7 +368,7 @@ static void test_memory_budget(void **state)
     assert_int_equal(p->nops, (uint64_t)nblocks * nops);
     plan_free(p);
     /* what plan_read allows: the machine's, something, not everything */
-    uint64_t avail = plan_memory_available();
+    uint64_t avail = mem_budget_available();
     assert_true(avail > 0 && avail < UINT64_MAX);
 }
 
