@@ -568,8 +568,23 @@ static void replay_sleep_ns(uint64_t ns)
         ;
 }
 
+/* Consumes n request bytes: first those read with the header (*pre). */
+static int replay_take_request(int fd, uint64_t n, uint64_t *pre)
+{
+    uint64_t had = n < *pre ? n : *pre;
+    *pre -= had;
+    return n > had ? replay_recv_discard(fd, n - had) : 0;
+}
+
 int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t request_bytes,
                       uint64_t response_bytes, char *err, size_t errlen)
+{
+    return replay_exec_block_preread(t, block, fd, request_bytes, 0, response_bytes, err, errlen);
+}
+
+int replay_exec_block_preread(struct replay_thread *t, uint32_t block, int fd,
+                              uint64_t request_bytes, uint64_t preread, uint64_t response_bytes,
+                              char *err, size_t errlen)
 {
     struct replay_engine *e = t->e;
     const struct plan *p = e->plan;
@@ -581,6 +596,7 @@ int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t 
     atomic_fetch_add(&e->in_flight, 1);
     uint64_t kind_ns[REPLAY_NKINDS] = {0};
     uint64_t req_left = request_bytes, resp_left = response_bytes;
+    uint64_t pre = fd < 0 ? 0 : preread < request_bytes ? preread : request_bytes;
     uint32_t last_send = UINT32_MAX, nrecv = 0;
     for (uint32_t i = 0; i < b->nops; i++) {
         uint8_t k = p->ops[b->first_op + i].kind;
@@ -591,7 +607,7 @@ int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t 
     int rc = 0, held = 0;
     uint64_t t0 = replay_now_ns(CLOCK_MONOTONIC), t1;
     if (fd >= 0 && nrecv == 0 && req_left) { /* no RECV op: take the request first */
-        if (replay_recv_discard(fd, req_left))
+        if (replay_take_request(fd, req_left, &pre))
             goto net_fail;
         req_left = 0;
     }
@@ -630,7 +646,7 @@ int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t 
         case PLAN_OP_RECV: {
             kind = REPLAY_KIND_NET;
             uint64_t n = op->a.net.bytes < req_left ? op->a.net.bytes : req_left;
-            if (fd >= 0 && n && replay_recv_discard(fd, n))
+            if (fd >= 0 && n && replay_take_request(fd, n, &pre))
                 goto net_fail;
             req_left -= n;
             break;
@@ -638,7 +654,7 @@ int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t 
         case PLAN_OP_SEND: {
             kind = REPLAY_KIND_NET;
             if (fd >= 0 && req_left) { /* the client's bytes come before any answer */
-                if (replay_recv_discard(fd, req_left))
+                if (replay_take_request(fd, req_left, &pre))
                     goto net_fail;
                 req_left = 0;
             }
@@ -665,7 +681,7 @@ int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t 
         kind_ns[kind] += t1 - t0;
         t0 = t1;
     }
-    if (fd >= 0 && req_left && replay_recv_discard(fd, req_left))
+    if (fd >= 0 && req_left && replay_take_request(fd, req_left, &pre))
         goto net_fail;
     if (fd >= 0 && resp_left && replay_send_filler(fd, resp_left, 0))
         goto net_fail;

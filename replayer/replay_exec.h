@@ -81,6 +81,12 @@ void replay_thread_free(struct replay_thread *t);
  * errors, failed nested calls) are counted and replay goes on. */
 int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t request_bytes,
                       uint64_t response_bytes, char *err, size_t errlen);
+/* The same, when the first `preread` (<= request_bytes) request bytes were
+ * already read with the header (replay_server: one recv(2) for both): the
+ * RECV ops take them first, in order, and read only the rest. */
+int replay_exec_block_preread(struct replay_thread *t, uint32_t block, int fd,
+                              uint64_t request_bytes, uint64_t preread, uint64_t response_bytes,
+                              char *err, size_t errlen);
 
 /* Sums of a block's RECV and SEND op bytes (what a driver sends/expects). */
 void replay_block_bytes(const struct plan *p, uint32_t block, uint64_t *request_bytes,

@@ -205,9 +205,18 @@ int replay_peers_call(struct replay_peers *ps, const struct plan *p, const struc
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         }
-        /* the header rides with the first segment (MSG_MORE): no extra packet */
-        int fail = replay_send_exact(fd, hb, sizeof hb, rq ? MSG_MORE : 0);
-        for (uint32_t i = 0; !fail && i < op->a.call.nsegments; i++) {
+        /* the header goes out in the first segment's send: one send(2),
+         * one packet (it went with MSG_MORE before, a syscall more) */
+        uint32_t i = 0;
+        int fail;
+        if (op->a.call.nsegments && segs[0].dir == 0) {
+            fail = replay_send_head_filler(fd, hb, sizeof hb, segs[0].bytes,
+                                           (segs[0].flags & PLAN_SEG_MORE) ? MSG_MORE : 0);
+            i = 1;
+        } else {
+            fail = replay_send_exact(fd, hb, sizeof hb, rq ? MSG_MORE : 0);
+        }
+        for (; !fail && i < op->a.call.nsegments; i++) {
             if (segs[i].dir == 0)
                 fail = replay_send_filler(fd, segs[i].bytes,
                                           (segs[i].flags & PLAN_SEG_MORE) ? MSG_MORE : 0);

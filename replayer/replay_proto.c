@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define REPLAY_FILLER_SIZE (1u << 20)
@@ -227,6 +229,32 @@ int replay_send_filler(int fd, uint64_t len, int flags)
         len -= REPLAY_FILLER_SIZE;
     }
     return replay_send_exact(fd, replay_filler, (size_t)len, flags);
+}
+
+int replay_send_head_filler(int fd, const void *head, size_t hlen, uint64_t len, int flags)
+{
+    if (len > REPLAY_FILLER_SIZE) /* pieces anyway: the header leads the first */
+        return replay_send_exact(fd, head, hlen, MSG_MORE) || replay_send_filler(fd, len, flags);
+    struct iovec iov[2] = {{(void *)head, hlen}, {replay_filler, (size_t)len}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    while (m.msg_iovlen) {
+        ssize_t n = sendmsg(fd, &m, flags | MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        while (m.msg_iovlen && (size_t)n >= m.msg_iov[0].iov_len) {
+            n -= (ssize_t)m.msg_iov[0].iov_len;
+            m.msg_iov++;
+            m.msg_iovlen--;
+        }
+        if (m.msg_iovlen) {
+            m.msg_iov[0].iov_base = (char *)m.msg_iov[0].iov_base + n;
+            m.msg_iov[0].iov_len -= (size_t)n;
+        }
+    }
+    return 0;
 }
 
 int replay_recv_exact(int fd, void *buf, size_t len)

@@ -47,6 +47,10 @@ int replay_connect(const char *text, int nodelay, char *err, size_t errlen);
  * bytes are out; the payload is zero filler. 0 on success, -1 on error or EOF. */
 int replay_send_exact(int fd, const void *buf, size_t len, int flags);
 int replay_send_filler(int fd, uint64_t len, int flags);
+/* `head` (a request header) then `len` filler bytes as one send: one
+ * sendmsg(2) where replay_send_exact + replay_send_filler would be two
+ * (the header sent with MSG_MORE rode in the same packet anyway). */
+int replay_send_head_filler(int fd, const void *head, size_t hlen, uint64_t len, int flags);
 int replay_recv_exact(int fd, void *buf, size_t len);
 int replay_recv_discard(int fd, uint64_t len);
 

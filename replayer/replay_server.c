@@ -7,9 +7,9 @@
  * kernel wakes for a request is the one that serves it: no dispatcher
  * thread hands the connection over (that hand-off was a second thread
  * wake-up per request, ~20 us of the shortest request's response time on
- * this VM; bench_replay_latency measures it). A worker reads the header,
- * replays, answers, and re-arms the connection (or serves the next request
- * on it at once when it is already there). Never blocks on a client
+ * this VM; bench_replay_latency measures it). A worker reads the header
+ * (and, in the same recv, what of the request already arrived), replays,
+ * answers, and re-arms the connection. Never blocks on a client
  * without a timeout, never replays a request whose token is wrong. */
 #include "replay_server.h"
 
@@ -71,21 +71,47 @@ static void replay_server_admit(void *arg, int fd)
         close(fd);
 }
 
+/* Request bytes a worker reads together with the header, in the same
+ * recv(2) (one request at a time per connection, formats/REPLAY-PROTOCOL.md:
+ * whatever follows the header belongs to this request). */
+#define REPLAY_SERVER_PREREAD 16384
+static _Thread_local unsigned char replay_server_inbuf[REPLAY_HEADER_SIZE + REPLAY_SERVER_PREREAD];
+
+/* Reads the header and, in the same recv(2), what of the request already
+ * arrived (none with --no-deps: a worker sequence replays it). The bytes
+ * read, 0 when the client closed first, -1 on a failure, -2 on a header
+ * cut short by the client closing. */
+static ssize_t replay_server_read_header(struct replay_server *s, int fd)
+{
+    size_t cap = s->nodeps ? REPLAY_HEADER_SIZE : sizeof replay_server_inbuf;
+    size_t have = 0;
+    while (have < REPLAY_HEADER_SIZE) {
+        ssize_t n = recv(fd, replay_server_inbuf + have, cap - have, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return have ? -2 : 0;
+        have += (size_t)n;
+    }
+    return (ssize_t)have;
+}
+
 /* Serves one request on fd. 0 = keep the connection, -1 = close it, 1 = handed
  * to a --no-deps worker sequence (which re-arms or closes it). */
 static int replay_server_serve(struct replay_server *s, struct replay_thread *t, int fd)
 {
-    unsigned char hb[REPLAY_HEADER_SIZE];
-    ssize_t got = recv(fd, hb, sizeof hb, MSG_WAITALL);
+    ssize_t got = replay_server_read_header(s, fd);
     if (got == 0)
         return -1; /* the client closed: normal end of a connection */
-    if (got != (ssize_t)sizeof hb) {
-        if (got > 0)
+    if (got < 0) {
+        if (got == -2)
             replay_server_log(s, fd, "truncated request header");
         return -1;
     }
     struct replay_header h;
-    if (replay_header_decode(hb, &h)) {
+    if (replay_header_decode(replay_server_inbuf, &h)) {
         atomic_fetch_add(&s->rejected, 1);
         replay_server_log(s, fd, "rejected: not a replay client (bad magic)");
         return -1;
@@ -93,6 +119,13 @@ static int replay_server_serve(struct replay_server *s, struct replay_thread *t,
     if (h.token != s->cfg->token) {
         atomic_fetch_add(&s->rejected, 1);
         replay_server_log(s, fd, "rejected: bad token");
+        return -1;
+    }
+    uint64_t preread = (uint64_t)got - REPLAY_HEADER_SIZE;
+    if (preread > h.request_bytes) {
+        /* a second request sent before the first was answered */
+        atomic_fetch_add(&s->rejected, 1);
+        replay_server_log(s, fd, "rejected: more bytes than the request header announced");
         return -1;
     }
     if (h.block == REPLAY_BLOCK_STATS || h.block == REPLAY_BLOCK_RESET) {
@@ -132,7 +165,8 @@ static int replay_server_serve(struct replay_server *s, struct replay_thread *t,
     if (s->nodeps && replay_nodeps_offer(s->nodeps, h.block, fd, h.request_bytes, h.response_bytes))
         return 1;
     char err[256];
-    if (replay_exec_block(t, h.block, fd, h.request_bytes, h.response_bytes, err, sizeof err)) {
+    if (replay_exec_block_preread(t, h.block, fd, h.request_bytes, preread, h.response_bytes, err,
+                                  sizeof err)) {
         replay_server_log(s, fd, err);
         return -1;
     }
@@ -172,17 +206,10 @@ static void *replay_server_work(void *arg)
                 close(fd);
                 continue;
             }
-            int keep, rc;
-            for (;;) {
-                rc = replay_server_serve(s, t, fd);
-                keep = rc == 0;
-                if (!keep)
-                    break;
-                /* the next request already there: serve it at once */
-                char c;
-                if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
-                    break;
-            }
+            /* re-armed at once: a client sends its next request only after
+             * the answer (no MSG_PEEK for one already there: a syscall per
+             * request that found nothing) */
+            int rc = replay_server_serve(s, t, fd), keep = rc == 0;
             if (rc == 1)
                 continue; /* a worker sequence owns it now */
             struct epoll_event rev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = fd};

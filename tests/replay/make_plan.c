@@ -14,6 +14,11 @@
  *                            2^20 files and 2^20 locks (plan.h's limits),
  *                            "GET /" a CPU op of 100 us: what a worker's
  *                            state costs in a wide plan (issue 24 item 1).
+ *   make_plan lemp OUT       nginx + php-fpm in miniature: "web" (one event
+ *                            loop, CPU 30 us) calls "php" (4 workers, CPU
+ *                            150 us, a 4 KiB file read) per "GET /page",
+ *                            100 requests/s for 1 s (the replayer-cost
+ *                            bench: its own CPU beside the recorded CPU).
  * Test code: exits non-zero with a message on failure. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +38,7 @@ static struct plan_op db_op(struct plan *p, uint8_t kind, const char *sql, const
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: make_plan two-tier|burst|db|wide OUT [DBNAME|WORKERS]\n");
+        fprintf(stderr, "usage: make_plan two-tier|burst|db|wide|lemp OUT [DBNAME|WORKERS]\n");
         return 2;
     }
     struct plan *p = fixture_plan_new();
@@ -115,6 +120,24 @@ int main(int argc, char **argv)
         fixture_op(p, fixture_cpu(100000));
         fixture_op(p, fixture_net(1, 100, 0));
         fixture_request(p, get, 0, 0, 0);
+    } else if (!strcmp(argv[1], "lemp")) {
+        uint32_t web = fixture_component(p, "web", 1, 1);
+        p->components[web].event_loop = 1;
+        uint32_t php = fixture_component(p, "php", 4, 0);
+        uint32_t file = fixture_file(p, 1 << 20);
+        uint32_t script = fixture_block(p, php, "php:/page");
+        fixture_op(p, fixture_net(0, 800, 0));
+        fixture_op(p, fixture_fileop(PLAN_FILE_READ, file, 8192, 4096));
+        fixture_op(p, fixture_cpu(150000));
+        fixture_op(p, fixture_net(1, 3000, 0));
+        uint32_t page = fixture_block(p, web, "GET /page");
+        fixture_op(p, fixture_net(0, 450, 0));
+        fixture_op(p, fixture_cpu(30000));
+        static const int32_t segs[] = {800, -3000};
+        fixture_call(p, script, segs, 2, 0, REPLAY_CALL_NODELAY);
+        fixture_op(p, fixture_net(1, 3100, 0));
+        for (int i = 0; i < 100; i++)
+            fixture_request(p, page, (uint64_t)i * 10000000, 0, 0);
     } else {
         fprintf(stderr, "make_plan: unknown plan '%s'\n", argv[1]);
         return 2;
