@@ -16,16 +16,7 @@ trap 'rm -rf "$work"' EXIT
 mk="$PREPLAY_SOURCE_DIR/tests/compare/make_results.py"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# expect_error EXIT_CODE MESSAGE ARGS...: stderr must be exactly MESSAGE
-expect_error() {
-  local want_rc=$1 want_msg=$2
-  shift 2
-  local rc=0
-  "$PREPLAY_BIN" compare "$@" >"$work/out" 2>"$work/err" || rc=$?
-  [ "$rc" -eq "$want_rc" ] || fail "compare $* exited $rc, want $want_rc ($(cat "$work/err"))"
-  [ "$(cat "$work/err")" = "$want_msg" ] || fail "compare $*: stderr '$(cat "$work/err")', want '$want_msg'"
-  [ ! -s "$work/out" ] || fail "compare $* printed a verdict on bad input"
-}
+. "$PREPLAY_SOURCE_DIR/tests/compare/expect_error.sh"
 
 /usr/bin/python3 "$mk" "$work/small.json" small 0.05 2.0 hand-built
 /usr/bin/python3 "$mk" "$work/medium.json" medium 0.10 1.0 hand-built --seed 2

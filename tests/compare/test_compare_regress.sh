@@ -20,16 +20,7 @@ cd "$work"
 mk="$PREPLAY_SOURCE_DIR/tests/regress/make_counters.py"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# expect_error EXIT_CODE MESSAGE ARGS...: stderr must be exactly MESSAGE
-expect_error() {
-  local want_rc=$1 want_msg=$2
-  shift 2
-  local rc=0
-  "$PREPLAY_BIN" compare "$@" >out 2>err || rc=$?
-  [ "$rc" -eq "$want_rc" ] || fail "compare $* exited $rc, want $want_rc ($(cat err))"
-  [ "$(cat err)" = "$want_msg" ] || fail "compare $*: stderr '$(cat err)', want '$want_msg'"
-  [ ! -s out ] || fail "compare $* printed on bad input"
-}
+. "$PREPLAY_SOURCE_DIR/tests/compare/expect_error.sh"
 
 /usr/bin/python3 "$mk" base.json --seed 1
 /usr/bin/python3 "$mk" base2.json --seed 2
