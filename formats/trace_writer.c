@@ -378,7 +378,7 @@ static int trace_writer_pair_fits(const struct trace_event *cpu, const struct tr
            cpu->tid == ev->tid && cpu->ts_ns + cpu->dur_ns == ev->ts_ns &&
            ev->type != TRACE_EV_NONE && ev->type < TRACE_EV_TYPE_COUNT &&
            ev->type != TRACE_EV_CPU && ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK &&
-           !(ev->flags & TRACE_F_AFTER_CPU);
+           ev->type != TRACE_EV_COUNTERS && !(ev->flags & TRACE_F_AFTER_CPU);
 }
 
 /* ---- ring-mode identity re-emission (FORMAT.md §5.3) ------------------------ */

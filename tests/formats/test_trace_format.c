@@ -1292,6 +1292,18 @@ static void test_counters_records(void **state)
     assert_int_equal(trace_writer_append(w, &bad), -1);
     assert_non_null(strstr(trace_writer_error(w), "2 values in 50 bytes that do not decode"));
     trace_writer_close(w, NULL, 0);
+    /* ... also behind a CPU slice (the collector's path for a ring record;
+     * a scribbled one claimed 16 MiB of payload with no data) */
+    struct trace_event cpu;
+    memset(&cpu, 0, sizeof cpu);
+    cpu.type = TRACE_EV_CPU;
+    cpu.ts_ns = bad.ts_ns - 1000;
+    cpu.dur_ns = 1000;
+    struct trace_event scribbled = counters_event(NULL, 16777215, 1);
+    w = test_writer_open(test_tmpdir_path("counters_w.trace"), NULL);
+    assert_int_equal(trace_writer_append_after_cpu(w, &cpu, &scribbled), -1);
+    assert_non_null(strstr(trace_writer_error(w), "1 values in 16777215 bytes that do not decode"));
+    trace_writer_close(w, NULL, 0);
 
     /* damage */
     expect_counters_damage(&bad, 0, "COUNTERS bytes hold more than nvalues entries");
