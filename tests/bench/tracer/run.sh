@@ -25,13 +25,19 @@
 # cannot blur: per-thread CPU time in the trace within 10% (quick_fid_max)
 # of the threads' own clock (CPU time against CPU time: 1.1 .. 1.8% in 6
 # runs at load average ~10; 47.9% with the thread CPU clock made 1.5x
-# fast), and no write whose end in the trace comes after the app's next
-# clock read.
+# fast), and no write whose end in the trace comes more than 1 us
+# (quick_late_max_ns) after the app's next clock read. The app reads its
+# clock some 26-150 ns after the write returns, and the TSC conversion
+# is calibrated over 10 ms, then slewed (docs/cpu-time.md): its offset of
+# tens of ns may put a write's end a few ns past that read, which the full
+# run reports against its target of 0; a wrong conversion (a stale segment,
+# raw ticks, a clock mixed up) is off by far more than 1 us.
 # Never a timing target (added ns, throughput).
 set -euo pipefail
 
 mode=${PREPLAY_BENCH_TRACER_MODE:-full}
-quick_fid_max=10 # --quick: max relative error of per-thread CPU time, %
+quick_fid_max=10        # --quick: max relative error of per-thread CPU time, %
+quick_late_max_ns=1000 # --quick: max ns a write's end in the trace may pass the app's next read
 build=${PREPLAY_BUILD_DIR:-}
 cpu_clock=
 for arg in "$@"; do
@@ -478,18 +484,19 @@ out=$(bounded 120 "clock program" "$preplay" record "${record_opts[@]}" -o "$wor
   jq -r 'select(.type == "file" and .op == "write" and .path == "/dev/null") | .ts + .dur' >"$work/clock.trace"
 summary=$(paste "$work/clock.app" "$work/clock.trace" |
   awk -F'\t' '$1 == "" || $2 == "" { print "unpaired"; exit } { print $1 - $2 }' | sort -n |
-  awk '$1 == "unpaired" { bad = 1; exit } { d[++n] = $1; if ($1 < 0) early++ }
+  awk -v lim="$quick_late_max_ns" '$1 == "unpaired" { bad = 1; exit }
+    { d[++n] = $1; if ($1 < 0) early++; if ($1 < -lim) far++ }
     END { if (bad || n < 10) { print "unpaired"; exit }
           p99 = int(n * 0.99); if (p99 < 1) p99 = 1
-          printf "%d %d %d %d %d %d", n, early + 0, d[1], d[int((n + 1) / 2)], d[p99], d[n] }')
-read -r clock_n clock_early clock_min clock_med clock_p99 clock_max <<<"$summary"
+          printf "%d %d %d %d %d %d %d", n, early + 0, far + 0, d[1], d[int((n + 1) / 2)], d[p99], d[n] }')
+read -r clock_n clock_early clock_far clock_min clock_med clock_p99 clock_max <<<"$summary"
 [[ ${clock_n:-} =~ ^[0-9]+$ ]] || fail "event times: the app wrote $(wc -l <"$work/clock.app") times, the trace has $(wc -l <"$work/clock.trace") writes to /dev/null ($out)"
 [ "$(wc -l <"$work/clock.app")" = "$(wc -l <"$work/clock.trace")" ] ||
   fail "event times: the app wrote $(wc -l <"$work/clock.app") times, the trace has $(wc -l <"$work/clock.trace") writes to /dev/null"
 echo "app's clock read minus the write's end in the trace, ns: min $clock_min, median $clock_med, 99th percentile $clock_p99, max $clock_max ($clock_n writes)"
 echo "writes the trace ends after the app's later clock read: $clock_early (target 0: $([ "$clock_early" -eq 0 ] && echo PASS || echo MISS))"
-[ "$mode" = quick ] && [ "$clock_early" -ne 0 ] &&
-  fail "event times: $clock_early writes end in the trace after the app's later clock read"
+[ "$mode" = quick ] && [ "$clock_far" -ne 0 ] &&
+  fail "event times: $clock_far of $clock_n writes end in the trace more than $quick_late_max_ns ns after the app's later clock read (min of the app's read minus the end: $clock_min ns)"
 rm -rf "$work/clock" "$work/clock.app" "$work/clock.trace"
 echo
 echo "done ($mode)"
