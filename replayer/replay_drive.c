@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,6 +311,15 @@ static int drive_start(struct drive *d, struct drive_job j, uint64_t now)
             snprintf(d->err, d->errlen, "socket: %s", strerror(errno));
             free(c);
             return -1;
+        }
+        /* The driver decides every segment itself (MSG_MORE where the
+         * recording joined two), so Nagle only delays: a request the
+         * client wrote in two sends (headers, then a POST body) waited for
+         * the replayer's delayed ACK, 40 ms. Clients set it too (Python's
+         * http.client, curl, browsers). */
+        if (d->addr.ss_family == AF_INET || d->addr.ss_family == AF_INET6) {
+            int one = 1;
+            setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         }
         d->open_conns++;
         d->res->connections_opened++;

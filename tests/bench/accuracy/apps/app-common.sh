@@ -143,7 +143,8 @@ app_serve() {
     app_db_start "$dir" || return 1
     "$bin" prepare "$plan" --dir "$dir/files" >/dev/null || { "${APP_PREFIX}_stop" "$dir"; return 1; }
     "$bin" replay "$plan" --component frontend --listen "$APP_LISTEN:$port" --token 0123456789abcdef \
-      --db "$("${APP_PREFIX}_db_url" "$dir")" --dir "$dir/files" >"$dir/replay.out" 2>"$dir/replay.log" &
+      --db "$("${APP_PREFIX}_db_url" "$dir")" --dir "$dir/files" --stats "$dir/replay-stats.json" \
+      >"$dir/replay.out" 2>"$dir/replay.log" &
     rp=$!
     app_wait_port "$port" 60 || { kill -TERM "$rp"; "${APP_PREFIX}_stop" "$dir"; return 1; }
     "$bin" drive "$plan" --target "$APP_LISTEN:$port" --token 0123456789abcdef --duration 8s \
