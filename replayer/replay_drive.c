@@ -733,7 +733,10 @@ int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive
     if (drive_sessions_begin(&d))
         goto oom;
     drive_cursor_begin(&d);
-    if (drive_loop(&d) || drive_fail_in_flight(&d))
+    int slack = replay_precise_timers_begin(); /* sends leave when due */
+    int loop_rc = drive_loop(&d) || drive_fail_in_flight(&d);
+    replay_precise_timers_end(slack);
+    if (loop_rc)
         goto oom;
     res->elapsed_s = (double)(drive_now() - d.start_ns) / 1e9;
     drive_coverage(&d);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -284,4 +285,17 @@ int replay_recv_discard(int fd, uint64_t len)
         len -= (uint64_t)n;
     }
     return 0;
+}
+
+int replay_precise_timers_begin(void)
+{
+    int saved = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+    return saved;
+}
+
+void replay_precise_timers_end(int saved)
+{
+    if (saved > 0)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)saved, 0, 0, 0);
 }

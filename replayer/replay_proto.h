@@ -54,4 +54,14 @@ int replay_send_head_filler(int fd, const void *head, size_t hlen, uint64_t len,
 int replay_recv_exact(int fd, void *buf, size_t len);
 int replay_recv_discard(int fd, uint64_t len);
 
+/* Timers of the calling thread, and of the threads it creates until
+ * replay_precise_timers_end, fire when due instead of up to the thread's
+ * timer slack later (50 us by default: the kernel batches wake-ups). The
+ * driver's sends and the replayer's recorded waits are timed by sleeps,
+ * and that slack counted in every response time. Per thread, never the
+ * process's: a recorded app or a DB server started from the same process
+ * keeps its own. Returns the slack to restore (-1: none was read). */
+int replay_precise_timers_begin(void);
+void replay_precise_timers_end(int saved);
+
 #endif

@@ -255,6 +255,7 @@ static void *replay_server_sequence(void *arg)
 struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd, int workers,
                                           FILE *log, char *err, size_t errlen)
 {
+    int slack = -1; /* the caller's timer slack, restored before returning */
     struct replay_server *s = calloc(1, sizeof *s);
     if (!s) {
         close(listen_fd);
@@ -279,6 +280,8 @@ struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd
         snprintf(err, errlen, "epoll: %s", strerror(errno));
         goto fail;
     }
+    /* every thread started here replays recorded waits with sleeps */
+    slack = replay_precise_timers_begin();
     if (s->cfg->no_deps) {
         if (s->cfg->plan->version_major == 1 && s->cfg->plan->version_minor < 1) {
             snprintf(err, errlen,
@@ -330,8 +333,10 @@ struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd
     s->gate = replay_gate_start(&gc, err, errlen);
     if (!s->gate)
         goto fail;
+    replay_precise_timers_end(slack);
     return s;
 fail:
+    replay_precise_timers_end(slack);
     replay_server_stop(s);
     return NULL;
 }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -822,6 +823,75 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static void *slack_of_thread(void *arg)
+{
+    *(int *)arg = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    return NULL;
+}
+
+static int drive_slack_seen; /* the driver thread's timer slack, from its abort check */
+static int slack_abort_check(void *arg)
+{
+    (void)arg;
+    drive_slack_seen = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    return 0;
+}
+
+/* The replayer's threads and the driver's loop sleep with a timer slack of
+ * 1 ns (the default 50 us fired sleeps up to that late: 30-50 us more
+ * lateness per request, a sixth of nginx's static file); the caller's own
+ * slack is back afterwards. */
+static void test_precise_timers(void **state)
+{
+    (void)state;
+    prctl(PR_SET_TIMERSLACK, 50000, 0, 0, 0);
+    int saved = replay_precise_timers_begin();
+    assert_int_equal(saved, 50000);
+    int child = 0;
+    pthread_t th;
+    pthread_create(&th, NULL, slack_of_thread, &child);
+    pthread_join(th, NULL);
+    assert_int_equal(child, 1); /* inherited by the threads it starts */
+    replay_precise_timers_end(saved);
+    assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 50000);
+
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 1, 1);
+    uint32_t b = fixture_block(p, c, "GET /t");
+    fixture_op(p, fixture_net(0, 10, 0));
+    fixture_op(p, fixture_net(1, 10, 0));
+    fixture_request(p, b, 0, 0, 0);
+    fixture_request(p, b, 120000000, 0, 0); /* the abort check runs every 50 ms */
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .token = 42, .cpu_ratio = 1};
+    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
+    int l = replay_listen("127.0.0.1:0", err, sizeof err);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(l, (struct sockaddr *)&ss, &sl);
+    char addr[64];
+    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
+    struct replay_server *s = replay_server_start(e, l, 1, NULL, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 50000);
+    struct replay_drive_options o = {.plan = p,
+                                     .target = addr,
+                                     .token = 42,
+                                     .mode = REPLAY_DRIVE_INDEPENDENT,
+                                     .speed = 1,
+                                     .should_abort = slack_abort_check};
+    struct replay_drive_result r;
+    drive_slack_seen = 0;
+    assert_int_equal(replay_drive_run(&o, &r, err, sizeof err), 0);
+    assert_int_equal(r.nsamples, 2);
+    assert_int_equal(drive_slack_seen, 1);
+    assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 50000);
+    replay_drive_result_free(&r);
+    replay_server_stop(s);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+}
+
 /* A request the client wrote in two pieces (headers, then a form body:
  * Python's http.client, curl and browsers write a POST that way, with
  * TCP_NODELAY) comes as two RECV segments; the driver sends them as two
@@ -1136,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_db_pg_params),
         cmocka_unit_test(test_server_and_driver),
         cmocka_unit_test(test_drive_split_request_no_delay),
+        cmocka_unit_test(test_precise_timers),
         cmocka_unit_test(test_post_response_tail),
         cmocka_unit_test(test_session_mode),
         cmocka_unit_test(test_event_loop),
