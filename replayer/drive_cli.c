@@ -247,6 +247,8 @@ int cmd_drive(int argc, char **argv)
         goto out;
     fprintf(stderr, "drive: %zu requests, %llu failed, %.3f s -> %s\n", r.nsamples,
             (unsigned long long)r.failed, r.elapsed_s, c.out);
+    if (!r.realtime)
+        fprintf(stderr, "drive: %s\n", REPLAY_DRIVE_NOT_REALTIME);
     if (r.failed && r.failed == r.nsamples) {
         fprintf(stderr,
                 r.refused ? "drive: %s refused every connection (is the replayer running?)\n"

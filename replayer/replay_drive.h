@@ -67,10 +67,17 @@ struct replay_drive_result {
     int aborted;
     int connections_opened;
     uint64_t refused; /* connections the target refused */
+    int realtime;     /* the loop ran at real-time priority (replay_drive.c) */
     /* the part of the repeating schedule sent, in recorded seconds from
      * its first arrival: [from, to); schedule_s is one pass (its period) */
     double schedule_from_s, schedule_to_s, schedule_s;
 };
+
+/* What drive and run say when the loop could not run at real-time priority. */
+#define REPLAY_DRIVE_NOT_REALTIME                                                                  \
+    "the driver ran at normal priority (real-time priority needs root or CAP_SYS_NICE): on a "     \
+    "busy host its sends may leave late, which counts in every response time (lateness in the "    \
+    "results)"
 
 int replay_drive_run(const struct replay_drive_options *opt, struct replay_drive_result *res,
                      char *err, size_t errlen);

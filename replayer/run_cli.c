@@ -154,6 +154,10 @@ static enum run_step run_interval(struct run_session *s, long iv, int *stopped, 
         return RUN_STEP_FAILED;
     }
     run_schedule_advance(s, &r);
+    if (!r.realtime && !s->said_priority) {
+        s->said_priority = 1;
+        fprintf(stderr, "run: %s\n", REPLAY_DRIVE_NOT_REALTIME);
+    }
     if (s->counters && run_counters_end(s->counters, s->p, r.samples, r.nsamples))
         fprintf(stderr, "run: interval %ld: out of memory for its counters\n", iv);
     enum run_step rc = RUN_STEP_FAILED;

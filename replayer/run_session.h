@@ -51,9 +51,10 @@ struct run_session {
     struct plan *p;
     struct run_child *children;
     uint32_t nchildren, nremote;
-    int frontend;     /* component the driver sends to */
-    const char *dead; /* name of a replayer that died */
-    int tty;          /* stderr is a terminal: progress on one line */
+    int frontend;      /* component the driver sends to */
+    const char *dead;  /* name of a replayer that died */
+    int tty;           /* stderr is a terminal: progress on one line */
+    int said_priority; /* REPLAY_DRIVE_NOT_REALTIME said once */
     uint64_t token;
     char tokbuf[17], ratiobuf[32];
     double ratio;
