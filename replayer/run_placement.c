@@ -193,8 +193,14 @@ json_t *run_placement_json(pid_t frontend_pid, const char *db_host, const char *
                                    .client_cpu_cgroup = have_mine ? mine : NULL,
                                    .client_in_type = frontend_pid ? -1 : 0,
                                    .db_in_type = -1};
-    if (frontend_pid && have_mine && run_placement_cpu_cgroup(frontend_pid, fe, sizeof fe) == 0)
+    int have_fe = frontend_pid && run_placement_cpu_cgroup(frontend_pid, fe, sizeof fe) == 0;
+    if (have_fe && have_mine)
         pl.client_in_type = !strcmp(mine, fe);
+    /* The type is where the replayers run: the controller may have left it
+     * (a client outside the instance: the accuracy benchmarks move it to
+     * the host's cgroups once the replayers started), and a DB beside the
+     * replayers is still inside the type. */
+    const char *type_cg = have_fe ? fe : have_mine ? mine : NULL;
     if (db_host) {
         int is_unix = (db_socket && db_socket[0]) || !db_host[0] || !strcmp(db_host, "localhost");
         const char *sock = db_socket && db_socket[0] ? db_socket : RUN_PLACEMENT_DEFAULT_SOCKET;
@@ -216,8 +222,8 @@ json_t *run_placement_json(pid_t frontend_pid, const char *db_host, const char *
             pl.db_in_type = 0; /* on the emulation's host or another machine */
         else if (!pl.emulated_type)
             pl.db_in_type = 1; /* this machine: the candidate itself */
-        else if (pl.db_cpu_cgroup && have_mine)
-            pl.db_in_type = !strcmp(pl.db_cpu_cgroup, mine);
+        else if (pl.db_cpu_cgroup && type_cg)
+            pl.db_in_type = !strcmp(pl.db_cpu_cgroup, type_cg);
     }
     return results_placement_json(&pl);
 }

@@ -9,6 +9,9 @@
 #   small inside tools/emulate small, the DB on the host at
 #         $PREPLAY_EMU_HOST_ADDR: the clients inside the type's CPU cgroup,
 #         the DB outside it ("host")
+#   inside inside tools/emulate small with the DB inside too, the
+#         controller moved out to the host's cgroups once its replayers
+#         run: the DB is in the type, the client not
 # then `compare --json` carries each run's placement, the report's run
 # table names the DB address and the type's cgroup and warns that the runs
 # placed their DB differently, and a 2.0 results file (no placement)
@@ -43,6 +46,46 @@ run unix --db "mysql://root@localhost/rt?socket=$sock"
     --db "mysql://rp:pw@$PREPLAY_EMU_HOST_ADDR:$3/rt"' "$PREPLAY_BIN" "$work/plan" \
     "$work/small.json" "$port" >"$work/small.out" 2>&1 ||
     fail "run inside emulate small: $(tail -3 "$work/small.out")"
+# inside: the DB inside the type beside the replayers, and the controller
+# with its driver moved out to the host's cgroups once the replayers run
+# (a client outside the instance, as the accuracy benchmarks place it): the
+# DB is still in the type (it was said to be outside: compared with the
+# controller's cgroup, not the replayers')
+port2=$(/usr/bin/python3 "$PREPLAY_SOURCE_DIR/tests/common/free_port.py")
+"$PREPLAY_SOURCE_DIR/tools/emulate" --timeout 90 small -- sh -c '
+    "$0/db-start.sh" "$1/dbin" "$2" >/dev/null 2>&1 || exit 1
+    mariadb --no-defaults --socket="$1/dbin/mariadb.sock" -uroot -e \
+        "CREATE DATABASE rt; CREATE TABLE rt.t (id INT PRIMARY KEY, name VARCHAR(20));"
+    "$3" run "$4" --max-intervals 1 --interval 4s --cpu-ratio 1 --instance inside \
+        -o "$1/inside.json" --db "mysql://root@localhost/rt?socket=$1/dbin/mariadb.sock" \
+        >"$1/inside.out" 2>&1 &
+    run=$!
+    i=0
+    while [ $i -lt 200 ] && [ "$(pgrep -c -P $run)" -lt 1 ]; do sleep 0.05; i=$((i + 1)); done
+    echo $run >"$1/move-me.tmp" && mv "$1/move-me.tmp" "$1/move-me"
+    wait $run; rc=$?
+    "$0/db-stop.sh" "$1/dbin" >/dev/null 2>&1
+    exit $rc' "$apps" "$work" "$port2" "$PREPLAY_BIN" "$work/plan" >"$work/inside.emu" 2>&1 &
+emu=$!
+for ((i = 0; i < 1200; i++)); do # the host side: moves the controller out of the type
+    if [ -s "$work/move-me" ]; then
+        for c in cpu cpuset; do cat "$work/move-me" >"/sys/fs/cgroup/$c/cgroup.procs"; done
+        rm "$work/move-me"
+        break
+    fi
+    kill -0 "$emu" 2>/dev/null || break
+    sleep 0.05
+done
+wait "$emu" || fail "run inside emulate small with its DB: $(tail -3 "$work/inside.out" "$work/inside.emu")"
+/usr/bin/python3 - "$work/inside.json" <<'PY'
+import json, sys
+pl = json.load(open(sys.argv[1]))["placement"]
+if pl["client"]["cpu_cgroup"] != "/" or pl["client"]["in_type"] is not False:
+    sys.exit("FAIL: inside: the controller was not moved out: %r" % pl["client"])
+if not (pl["db"]["cpu_cgroup"] or "").startswith("/preplay-emu-small-") or pl["db"]["in_type"] is not True:
+    sys.exit("FAIL: inside: the DB beside the replayers is not in the type: %r" % pl["db"])
+PY
+
 # a 2.0 file: the tcp run without what 2.1 added
 /usr/bin/python3 - "$work/tcp.json" "$work/old.json" <<'PY'
 import json, sys
