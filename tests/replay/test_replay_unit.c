@@ -824,6 +824,26 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A one-worker replay server for component c of p on a free loopback
+ * port (token 42), its address in addr. */
+static struct replay_server *start_local_server(struct plan *p, uint32_t c,
+                                                struct replay_engine **e, char addr[64])
+{
+    char err[256];
+    struct replay_config cfg = {.plan = p, .component = c, .token = 42, .cpu_ratio = 1};
+    *e = replay_engine_new(&cfg, err, sizeof err);
+    assert_non_null(*e);
+    int l = replay_listen("127.0.0.1:0", err, sizeof err);
+    assert_true(l >= 0);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(l, (struct sockaddr *)&ss, &sl);
+    replay_addr_format((struct sockaddr *)&ss, addr, 64);
+    struct replay_server *s = replay_server_start(*e, l, 1, NULL, err, sizeof err);
+    assert_non_null(s);
+    return s;
+}
+
 static void *slack_of_thread(void *arg)
 {
     *(int *)arg = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
@@ -877,17 +897,9 @@ static void test_precise_timers(void **state)
     fixture_op(p, fixture_net(1, 10, 0));
     fixture_request(p, b, 0, 0, 0);
     fixture_request(p, b, 120000000, 0, 0); /* the abort check runs every 50 ms */
-    char err[256];
-    struct replay_config cfg = {.plan = p, .component = c, .token = 42, .cpu_ratio = 1};
-    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
-    int l = replay_listen("127.0.0.1:0", err, sizeof err);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    getsockname(l, (struct sockaddr *)&ss, &sl);
-    char addr[64];
-    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
-    struct replay_server *s = replay_server_start(e, l, 1, NULL, err, sizeof err);
-    assert_non_null(s);
+    char err[256], addr[64];
+    struct replay_engine *e;
+    struct replay_server *s = start_local_server(p, c, &e, addr);
     assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 50000);
     struct replay_drive_options o = {.plan = p,
                                      .target = addr,
@@ -936,17 +948,9 @@ static void test_drive_split_request_no_delay(void **state)
     fixture_op(p, fixture_net(1, 1050, 0));
     for (int i = 0; i < 25; i++)
         fixture_request(p, b, (uint64_t)i * 50000000, 0, 0);
-    char err[256];
-    struct replay_config cfg = {.plan = p, .component = c, .token = 42, .cpu_ratio = 1};
-    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
-    int l = replay_listen("127.0.0.1:0", err, sizeof err);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    getsockname(l, (struct sockaddr *)&ss, &sl);
-    char addr[64];
-    replay_addr_format((struct sockaddr *)&ss, addr, sizeof addr);
-    struct replay_server *s = replay_server_start(e, l, 1, NULL, err, sizeof err);
-    assert_non_null(s);
+    char err[256], addr[64];
+    struct replay_engine *e;
+    struct replay_server *s = start_local_server(p, c, &e, addr);
     struct replay_drive_options o = {
         .plan = p, .target = addr, .token = 42, .mode = REPLAY_DRIVE_INDEPENDENT, .speed = 1};
     struct replay_drive_result r;
