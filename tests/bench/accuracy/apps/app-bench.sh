@@ -99,6 +99,12 @@ pt=${ptag:+-$ptag} # suffix of this prediction's files (--pred-tag)
 
 "${P}_setup" "$out" || fail "setup"
 
+# The clients (the app's load client, preplay drive) stand for users on
+# other machines: both run at the lowest real-time priority where allowed
+# (drive takes it itself), so neither measures this host's other load
+# (a client woken late to read an answer counts that in the response time).
+client_prio() { (chrt -f -p 1 "$BASHPID" 2>/dev/null; "$@"); } # a subshell: commands and functions
+
 # one_real NAME [PREFIX...]: fresh DB, app (under PREFIX), load -> $w/NAME.csv
 one_real() {
   local name=$1 port
@@ -111,7 +117,7 @@ one_real() {
   # recording: tracing was off (--off) during the warm-up; SIGUSR1 turns it on
   [ $# -gt 0 ] && { app_db_fresh_sessions "$w/$name"; kill -USR1 "$(cat "$w/$name/$APP_LAUNCHER")"; sleep 0.5; }
   cat /proc/loadavg >"$w/$name.loadavg"
-  "${P}_load" 127.0.0.1 "$port" "$rate" "$duration" "$seed" "$w/$name.csv" 2>"$w/$name.load.log"
+  client_prio "${P}_load" 127.0.0.1 "$port" "$rate" "$duration" "$seed" "$w/$name.csv" 2>"$w/$name.load.log"
   cat /proc/loadavg >>"$w/$name.loadavg"
   "${P}_stop" "$w/$name"
   active=""
@@ -139,7 +145,7 @@ on_type() {
   [ "$mode" = real ] && "${P}_warmup" "$port" "$addr"
   for a in "$@"; do a=${a//ADDR/$addr}; cmd+=("${a//PORT/$port}"); done
   cat /proc/loadavg >"$w/$name.loadavg"
-  "${cmd[@]}" 2>"$w/$name.load.log"
+  client_prio "${cmd[@]}" 2>"$w/$name.load.log"
   cat /proc/loadavg >>"$w/$name.loadavg"
   touch "$d/stop"
   wait "$epid" || log "$name: tools/emulate exited $? (see $w/$name.emu.log)"
