@@ -217,7 +217,8 @@ static int deps_analyze_open(struct deps_state *s, const char *const *inputs, in
                              const char *plan_path, char *err, size_t errlen)
 {
     const struct analyze_options *opt = s->opt;
-    if (deps_input_open(&s->in, inputs, ninputs, opt->salvage, opt->window_ns) != 0) {
+    if (deps_input_open(&s->in, inputs, ninputs, opt->salvage, opt->window_ns,
+                        opt->max_table_bytes) != 0) {
         snprintf(err, errlen, "%s", s->in.err);
         return -1;
     }

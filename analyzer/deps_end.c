@@ -25,12 +25,19 @@ void deps_end_addr_text(const struct deps_end *e, char *buf, size_t cap)
     snprintf(buf, cap, e->family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, e->remote_port);
 }
 
+/* An end and its entries in its process's table and the pairing index. */
+#define DEPS_END_BYTES (sizeof(struct deps_end) + 2 * DEPS_MAP_ENTRY_BYTES)
+
 struct deps_end *deps_end_get(struct deps_state *s, uint32_t file, uint64_t conn_id)
 {
     struct deps_proc *p = &s->procs[file];
     struct deps_end *e = deps_map_get(&p->ends, conn_id);
     if (e)
         return e;
+    char key[40];
+    snprintf(key, sizeof key, "conn_id %" PRIu64, conn_id);
+    if (deps_state_charge(s, file, "connection", p->ends.count + 1, key, DEPS_END_BYTES) != 0)
+        return NULL;
     e = calloc(1, sizeof *e);
     if (!e || deps_map_put(&p->ends, conn_id, e) != 0) {
         free(e);
@@ -53,7 +60,7 @@ void deps_end_unref(struct deps_state *s, struct deps_end *e)
 {
     if (!e || --e->refs > 0)
         return;
-    (void)s;
+    deps_state_uncharge(s, DEPS_END_BYTES);
     e->prev->next = e->next;
     e->next->prev = e->prev;
     while (e->waiters) { /* stale: their calls were given up at the end */

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,10 +333,11 @@ static void deps_input_presync(struct deps_input *in, int salvage)
 }
 
 int deps_input_open(struct deps_input *in, const char *const *inputs, int ninputs, int salvage,
-                    uint64_t window_ns)
+                    uint64_t window_ns, uint64_t max_table_bytes)
 {
     memset(in, 0, sizeof *in);
     in->window_ns = window_ns;
+    mem_budget_init(&in->tables, max_table_bytes ? max_table_bytes : DEPS_MAX_TABLE_BYTES);
     for (int i = 0; i < ninputs; i++) {
         struct stat st;
         if (stat(inputs[i], &st) != 0) {
@@ -456,16 +458,38 @@ static void deps_heap_remove_top(struct deps_input *in)
     }
 }
 
+int deps_input_charge(struct deps_input *in, uint32_t file, const char *table, uint64_t entries,
+                      const char *key, uint64_t bytes)
+{
+    if (mem_budget_charge(&in->tables, bytes) == 0)
+        return 0;
+    const char *path = file < in->nfiles && in->files[file].path ? in->files[file].path : "?";
+    snprintf(in->err, sizeof in->err,
+             "%s: %s: the %s table (%" PRIu64 " %ss) would pass the analyzer's limit of %llu "
+             "bytes for its tables",
+             path, key, table, entries, table, (unsigned long long)in->tables.max);
+    return -1;
+}
+
 static struct deps_fifo *deps_input_fifo(struct deps_input *in, uint32_t fi, uint64_t id)
 {
     struct deps_input_file *f = &in->files[fi];
     struct deps_fifo *q = deps_map_get(&f->fifos, id);
     if (q)
         return q;
+    char key[32];
+    if (id)
+        snprintf(key, sizeof key, "tid %" PRIu64, id - 1);
+    else
+        snprintf(key, sizeof key, "connection definitions");
+    if (deps_input_charge(in, fi, "thread", f->nall + 1u, key,
+                          sizeof *q + sizeof *f->all + DEPS_MAP_ENTRY_BYTES) != 0)
+        return NULL;
     q = calloc(1, sizeof *q);
     if (!q)
         return NULL;
     q->file = fi;
+    q->id = id;
     if (f->nall == f->capall) {
         uint32_t nc = f->capall ? f->capall * 2 : 16;
         struct deps_fifo **na = realloc(f->all, nc * sizeof *na);
@@ -486,7 +510,15 @@ static int deps_fifo_push(struct deps_input *in, struct deps_fifo *q, uint64_t k
                           const struct trace_event *ev)
 {
     if (q->n == q->cap) {
-        uint32_t nc = q->cap ? q->cap * 2 : 64;
+        uint32_t nc = q->cap ? q->cap * 2 : 8;
+        char what[48];
+        if (q->id)
+            snprintf(what, sizeof what, "tid %" PRIu64 "'s event queue", q->id - 1);
+        else
+            snprintf(what, sizeof what, "the connection definitions' queue");
+        if (deps_input_charge(in, q->file, "thread", in->files[q->file].nall, what,
+                              (uint64_t)(nc - q->cap) * sizeof *q->q) != 0)
+            return -1;
         struct deps_queued *nq = malloc(nc * sizeof *nq);
         if (!nq)
             return -1;
@@ -578,7 +610,8 @@ static int deps_input_fill(struct deps_input *in, uint32_t fi, uint64_t until)
         last_qid = qid;
         last_q = q;
         if (!q || deps_fifo_push(in, q, key, &ev) != 0) {
-            snprintf(in->err, sizeof in->err, "out of memory");
+            if (!in->err[0]) /* else the table limit's reason */
+                snprintf(in->err, sizeof in->err, "out of memory");
             return -1;
         }
     }

@@ -26,7 +26,22 @@
 #include <stdint.h>
 
 #include "deps_map.h"
+#include "mem_budget.h"
 #include "trace_file.h"
+
+/* The most the analyzer's tables may hold together: its event queues and
+ * state per thread, per open connection, per descriptor, file and lock
+ * (issue 24 item 1). They grow with the distinct tids, connections,
+ * descriptors, inodes and locks a trace names, and a trace naming 2
+ * million tids (4 MB compressed) made analyze hold 8.8 GB. Real
+ * recordings hold a few MB here (a thread costs about 4.5 KB, an open
+ * connection 0.5 KB: 240000 threads or 2 million open connections fit).
+ * Beyond, analyze fails with one line naming the file, the table and
+ * this limit. */
+#define DEPS_MAX_TABLE_BYTES (1ull << 30)
+/* What one entry of a deps_map costs, with the map's slack (it doubles at
+ * 3/4 full: up to 8/3 slots per entry). */
+#define DEPS_MAP_ENTRY_BYTES (3 * sizeof(struct deps_map_slot))
 
 struct deps_queued {
     uint64_t key; /* merge key on the common timeline */
@@ -37,6 +52,7 @@ struct deps_fifo {
     struct deps_queued *q;
     uint32_t cap, head, n; /* ring buffer */
     uint64_t last_key;
+    uint64_t id; /* tid + 1; 0: the file's connection definitions */
     uint32_t file;
 };
 
@@ -94,6 +110,9 @@ struct deps_input {
      * "FILE: why", skipped so the valid ones are analyzed */
     char **skipped;
     uint32_t nskipped;
+    /* what the analyzer's tables hold (DEPS_MAX_TABLE_BYTES), charged by
+     * deps_input_charge */
+    struct mem_budget tables;
     char err[1024];
 };
 
@@ -106,9 +125,17 @@ struct deps_input {
  * and checks that files of one directory share a recording id. 0 or -1
  * with a one-line reason in in->err (also for an input without traces).
  * With salvage, a directory's file that cannot be opened is skipped and
- * listed in in->skipped (a directory with none left is an error). */
+ * listed in in->skipped (a directory with none left is an error). The
+ * analyzer's tables may hold max_table_bytes (0: DEPS_MAX_TABLE_BYTES). */
 int deps_input_open(struct deps_input *in, const char *const *inputs, int ninputs, int salvage,
-                    uint64_t window_ns);
+                    uint64_t window_ns, uint64_t max_table_bytes);
+/* Charges bytes for a new entry of one of the analyzer's tables (table:
+ * "thread", "connection", ...; entries: how many it holds with this one;
+ * key: what the entry is for, as "tid 12"): 0, or -1 with "FILE: KEY: the
+ * TABLE table (N entries) would pass the analyzer's limit of X bytes" in
+ * in->err. */
+int deps_input_charge(struct deps_input *in, uint32_t file, const char *table, uint64_t entries,
+                      const char *key, uint64_t bytes);
 /* Next event in merge order: 1 (*file, *ev set; valid until the next call),
  * 0 at the end, -1 on damage (in->err). */
 int deps_input_next(struct deps_input *in, uint32_t *file, struct deps_queued **ev);

@@ -23,6 +23,7 @@
  * PLAN_BLOCK_VIOLATION. A loop's event no request can be named for (bytes
  * on an upstream connection with no call open) is counted, never guessed.
  * Never writes a block that silently mixes requests. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -96,6 +97,11 @@ static struct deps_file_rec *deps_on_file_seen(struct deps_state *s, uint32_t fi
     uint64_t key = deps_map_mix(deps_map_mix(s->in.files[file].host, fe->dev), fe->ino);
     struct deps_file_rec *r = deps_map_get(&s->files, key);
     if (!r) {
+        char what[64];
+        snprintf(what, sizeof what, "dev %" PRIu64 " ino %" PRIu64, fe->dev, fe->ino);
+        if (deps_state_charge(s, file, "file", s->files.count + 1, what,
+                              sizeof *r + DEPS_MAP_ENTRY_BYTES) != 0)
+            return NULL;
         r = calloc(1, sizeof *r);
         if (!r || deps_map_put(&s->files, key, r) != 0) {
             free(r);
@@ -136,6 +142,10 @@ static uint32_t deps_on_lock_id(struct deps_state *s, uint32_t file,
     void *v = deps_map_get(&s->locks, key);
     if (v)
         return (uint32_t)(uintptr_t)v - 1;
+    char what[40];
+    snprintf(what, sizeof what, "lock 0x%" PRIx64, le->lock_id);
+    if (deps_state_charge(s, file, "lock", s->locks.count + 1, what, DEPS_MAP_ENTRY_BYTES) != 0)
+        return UINT32_MAX;
     struct plan_lock pl = {.kind = le->kind, .recorded_id = le->lock_id};
     uint32_t id = plan_writer_lock(s->w, &pl);
     if (id == UINT32_MAX) {
@@ -155,6 +165,11 @@ static struct deps_thread *deps_on_thread(struct deps_state *s, uint32_t file, u
     struct deps_thread *t = deps_map_get(&p->threads, (uint64_t)tid + 1);
     if (t)
         return p->last_thread = t;
+    char what[24];
+    snprintf(what, sizeof what, "tid %u", tid);
+    if (deps_state_charge(s, file, "thread", p->nall + 1u, what,
+                          sizeof *t + sizeof *p->all + DEPS_MAP_ENTRY_BYTES) != 0)
+        return NULL;
     t = calloc(1, sizeof *t);
     if (!t)
         goto oom;
@@ -493,6 +508,7 @@ static void deps_on_pending_opts(struct deps_state *s, uint32_t file, struct dep
     struct deps_pending_opt *po = deps_map_del(m, (uint64_t)ev->u.conn.fd + 1);
     if (!po)
         return;
+    deps_state_uncharge(s, sizeof *po + DEPS_MAP_ENTRY_BYTES);
     if (po->ts_ns <= ev->ts_ns + ev->dur_ns) { /* else it belongs to a later socket */
         if (po->nodelay_set && !e->nodelay_set) {
             e->nodelay_set = 1;
@@ -645,18 +661,27 @@ static void deps_on_file_owner(struct deps_state *s, struct deps_thread *t,
         if (fe->result < 0)
             return;
         struct deps_block *b = deps_block_of(t);
-        if (!b)
-            deps_map_del(&p->file_owner, (uint64_t)fe->result + 1);
-        else if (deps_map_put(&p->file_owner, (uint64_t)fe->result + 1,
-                              (void *)(uintptr_t)b->end->conn_id) != 0)
+        if (!b) {
+            if (deps_map_del(&p->file_owner, (uint64_t)fe->result + 1))
+                deps_state_uncharge(s, DEPS_MAP_ENTRY_BYTES);
+            return;
+        }
+        char what[40];
+        snprintf(what, sizeof what, "fd %" PRId64, fe->result);
+        if (!deps_map_get(&p->file_owner, (uint64_t)fe->result + 1) &&
+            deps_state_charge(s, t->file, "descriptor", p->file_owner.count + 1, what,
+                              DEPS_MAP_ENTRY_BYTES) != 0)
+            return;
+        if (deps_map_put(&p->file_owner, (uint64_t)fe->result + 1,
+                         (void *)(uintptr_t)b->end->conn_id) != 0)
             deps_state_fail(s, "out of memory");
         return;
     }
     if (fe->fd < 0 || !p->file_owner.count)
         return;
     uint64_t conn = (uint64_t)(uintptr_t)deps_map_get(&p->file_owner, (uint64_t)fe->fd + 1);
-    if (ev->op == TRACE_FILE_CLOSE)
-        deps_map_del(&p->file_owner, (uint64_t)fe->fd + 1);
+    if (ev->op == TRACE_FILE_CLOSE && deps_map_del(&p->file_owner, (uint64_t)fe->fd + 1))
+        deps_state_uncharge(s, DEPS_MAP_ENTRY_BYTES);
     if (!conn || !t->event_loop)
         return;
     struct deps_end *e = deps_map_get(&p->ends, conn);
@@ -744,6 +769,11 @@ static void deps_on_sockopt_state(struct deps_state *s, uint32_t file, const str
     struct deps_map *m = &s->procs[file].pending_opts;
     struct deps_pending_opt *po = deps_map_get(m, (uint64_t)so->fd + 1);
     if (!po) {
+        char what[24];
+        snprintf(what, sizeof what, "fd %d", so->fd);
+        if (deps_state_charge(s, file, "socket option", m->count + 1, what,
+                              sizeof *po + DEPS_MAP_ENTRY_BYTES) != 0)
+            return;
         po = calloc(1, sizeof *po);
         if (!po || deps_map_put(m, (uint64_t)so->fd + 1, po) != 0) {
             free(po);

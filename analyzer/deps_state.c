@@ -19,6 +19,8 @@ struct deps_state *deps_state_new(const struct analyze_options *opt, struct anal
     s->res = res;
     s->live.next = s->live.prev = &s->live;
     s->live.refs = 1 << 30;
+    /* deps_input_open sets it again, with the options' limit */
+    mem_budget_init(&s->in.tables, DEPS_MAX_TABLE_BYTES);
     return s;
 }
 
@@ -31,6 +33,20 @@ void deps_state_fail(struct deps_state *s, const char *fmt, ...)
     vsnprintf(s->err, sizeof s->err, fmt, ap);
     va_end(ap);
     s->failed = 1;
+}
+
+int deps_state_charge(struct deps_state *s, uint32_t file, const char *table, uint64_t entries,
+                      const char *key, uint64_t bytes)
+{
+    if (deps_input_charge(&s->in, file, table, entries, key, bytes) == 0)
+        return 0;
+    deps_state_fail(s, "%s", s->in.err);
+    return -1;
+}
+
+void deps_state_uncharge(struct deps_state *s, uint64_t bytes)
+{
+    mem_budget_uncharge(&s->in.tables, bytes);
 }
 
 void *deps_state_grow(struct deps_state *s, void *p, uint32_t *cap, size_t elem)

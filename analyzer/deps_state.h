@@ -302,6 +302,12 @@ void deps_state_free(struct deps_state *s);
 /* Records the first failure (printf-style one line); later ones are dropped. */
 void deps_state_fail(struct deps_state *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Charges a new table entry to the analyzer's tables (deps_input_charge):
+ * 0, or -1 and the state has failed, naming the file, key, table and
+ * limit. deps_state_uncharge gives an entry's bytes back when it is freed. */
+int deps_state_charge(struct deps_state *s, uint32_t file, const char *table, uint64_t entries,
+                      const char *key, uint64_t bytes);
+void deps_state_uncharge(struct deps_state *s, uint64_t bytes);
 /* Doubles an array's capacity (8 at first); NULL when out of memory (the
  * state has failed, p is untouched). */
 void *deps_state_grow(struct deps_state *s, void *p, uint32_t *cap, size_t elem);

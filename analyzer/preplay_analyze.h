@@ -22,6 +22,9 @@ struct analyze_options {
      * NULL for none; --drop-query: cut unmatched labels at their '?' */
     const struct label_rules *label_rules;
     int drop_query;
+    /* the most its tables of threads, connections, descriptors, files and
+     * locks may hold (0 = DEPS_MAX_TABLE_BYTES, 1 GiB; tests set less) */
+    uint64_t max_table_bytes;
 };
 
 /* Work of the traced threads that belongs to no request (docs/preplay-analyze.md,

@@ -78,7 +78,9 @@ void compare_regress_range(const struct regress_file_flag *f, struct compare_reg
     r->measured = n;
     if (v && n) {
         qsort(v, n, sizeof *v, compare_regress_cmp);
-        r->target_median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+        r->target_median =
+            n % 2 ? v[n / 2]
+                  : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2; /* sorted: never past 1e308 */
     }
     free(v);
 }

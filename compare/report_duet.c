@@ -7,16 +7,65 @@
  * escaped. Only drawing: the numbers and verdicts are the file's. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "report_duet.h"
 #include "report_svg.h"
 
-/* The metrics a chart shows: overall first, then the labels with one. */
+/* The most categories a chart draws: a file may hold 65536 labels of 4 KB
+ * names, and a category per label (its name three times, escaped) made a
+ * chart of gigabytes nobody could read. Past it the chart shows overall
+ * and the labels furthest from 1, and says so; the table has them all. */
+#define REPORT_DUET_MAX_CATS 64u
+
+/* The metrics a chart shows: overall first, then the labels with one (at
+ * most REPORT_DUET_MAX_CATS in all; of: how many there were). */
 struct report_duet_cats {
     const char **names;
     const struct duet_metric_read **m, **aa;
-    size_t n;
+    size_t n, of;
 };
+
+static int report_duet_cmp_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* How far a metric is from "equal": |log gms| (gms > 0, reader-checked). */
+static double report_duet_distance(const struct duet_metric_read *m)
+{
+    return fabs(log(m->gms));
+}
+
+/* Keeps the first category (overall, when there) and the max - 1 others
+ * furthest from 1, in their order. */
+static void report_duet_cats_keep(struct report_duet_cats *c, size_t max)
+{
+    c->of = c->n;
+    if (c->n <= max)
+        return;
+    size_t first = c->names[0] && !strcmp(c->names[0], "(overall)") ? 1 : 0, keep = max - first;
+    /* the distance the keep-th furthest has: a selection by repeated
+     * passes would be quadratic; sort a copy of the distances */
+    double *d = malloc((c->n - first) * sizeof *d);
+    double cut = 0;
+    if (d) {
+        for (size_t i = first; i < c->n; i++)
+            d[i - first] = report_duet_distance(c->m[i]);
+        qsort(d, c->n - first, sizeof *d, report_duet_cmp_desc);
+        cut = d[keep - 1];
+        free(d);
+    }
+    size_t n = first;
+    for (size_t i = first; i < c->n && n < max; i++)
+        if (!d || report_duet_distance(c->m[i]) >= cut) {
+            c->names[n] = c->names[i];
+            c->m[n] = c->m[i];
+            c->aa[n++] = c->aa[i];
+        }
+    c->n = n;
+}
 
 static int report_duet_cats(const struct compare_duet *d, struct report_duet_cats *c)
 {
@@ -38,6 +87,7 @@ static int report_duet_cats(const struct compare_duet *d, struct report_duet_cat
             c->aa[c->n] = compare_duet_aa_metric(d, d->df.labels[l].name);
             c->m[c->n++] = &d->df.labels[l].m;
         }
+    report_duet_cats_keep(c, REPORT_DUET_MAX_CATS);
     return 0;
 }
 
@@ -208,6 +258,11 @@ int report_duet_write(FILE *f, int *next_id, const struct compare_duet *d, size_
         int rc = report_duet_cats(&d[i], &k);
         if (!rc && k.n)
             report_duet_chart(f, (*next_id)++, &d[i], &k);
+        if (!rc && k.of > k.n)
+            fprintf(f,
+                    "<p class=\"note\">The chart shows %zu of the %zu: overall and the labels "
+                    "furthest from 1 (B/A); the table above has them all.</p>\n",
+                    k.n, k.of);
         report_duet_cats_free(&k);
         if (rc)
             return -1;

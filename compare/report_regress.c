@@ -9,6 +9,7 @@
  * escaped and the chart's texts are fixed short words or shortened by the
  * kit, so no counter name (a label may be long) overflows a chart. Only
  * drawing: the numbers are the file's (compare_regress.c counts them). */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -41,11 +42,13 @@ static void report_regress_yrange(const struct regress_file *rf, const struct re
         lo = 0;
         hi = 1;
     }
-    double span = hi > lo ? hi - lo : fmax(fabs(hi), 1e-9), pad = span * 0.08;
-    *ymin = lo - pad;
+    /* in halves and clamped: values near DBL_MAX (finite, as a file may
+     * hold them) made the range infinite and every mark one point */
+    double span = hi > lo ? hi / 2 - lo / 2 : fmax(fabs(hi), 1e-9) / 2, pad = span * 0.16;
+    *ymin = fmax(lo - pad, -DBL_MAX);
     if (lo >= 0 && *ymin < 0)
         *ymin = 0;
-    *ymax = hi + pad + (hi + pad - *ymin) * 0.55; /* the legend's room */
+    *ymax = fmin(hi + pad + (hi / 2 + pad / 2 - *ymin / 2) * 1.1, DBL_MAX); /* the legend's room */
 }
 
 /* A horizontal band between y0 and y1 (clipped to the plot) over the whole x range. */
@@ -64,40 +67,86 @@ static void report_regress_band(struct report_chart *c, double y0, double y1, si
             c->left, top, c->right - c->left, fmax(bottom - top, 1), fill, what, y0, y1);
 }
 
+/* The most marks a chart draws: past it, consecutive windows share one
+ * (their range, their count of violations). A file may hold 1000000
+ * windows: a mark each made an 8 MB regress file a 165 MB report. */
+#define REPORT_REGRESS_MAX_MARKS 1000u
+
+/* Windows [from, to): their measured values' min and max (n of them) and
+ * how many violate (k: the next violating index, advanced). */
+struct report_regress_group {
+    double min, max;
+    size_t n, violating;
+};
+
+static void report_regress_group(const struct regress_file_flag *fl, size_t from, size_t to,
+                                 size_t *k, struct report_regress_group *g)
+{
+    g->min = HUGE_VAL;
+    g->max = -HUGE_VAL;
+    g->n = g->violating = 0;
+    for (size_t i = from; i < to; i++) {
+        while (*k < fl->nviolating && fl->violating[*k] < i)
+            (*k)++;
+        if (*k < fl->nviolating && fl->violating[*k] == i)
+            g->violating++;
+        double v = fl->target_values[i];
+        if (isnan(v))
+            continue;
+        g->min = fmin(g->min, v);
+        g->max = fmax(g->max, v);
+        g->n++;
+    }
+}
+
 /* The target's windows: a line through the measured ones (broken where a
- * window measured nothing), a mark per window, filled when it violates. */
+ * window measured nothing), a mark per window, filled when it violates;
+ * past REPORT_REGRESS_MAX_MARKS windows, a mark per group of windows, the
+ * line through each group's min and max. */
 static void report_regress_series(struct report_chart *c, const struct regress_file *rf,
                                   const struct regress_file_flag *fl)
 {
     FILE *f = c->f;
     const struct report_style *line = report_style(0), *bad = report_style(4);
+    size_t per = (fl->nvalues + REPORT_REGRESS_MAX_MARKS - 1) / REPORT_REGRESS_MAX_MARKS, k = 0;
+    if (!per)
+        per = 1;
+    struct report_regress_group g;
     fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" d=\"", line->color);
     int pen = 0;
-    for (size_t i = 0; i < fl->nvalues; i++) {
-        double v = fl->target_values[i];
-        if (isnan(v)) {
+    for (size_t i = 0; i < fl->nvalues; i += per) {
+        report_regress_group(fl, i, fmin(i + per, fl->nvalues), &k, &g);
+        if (!g.n) {
             pen = 0;
             continue;
         }
-        fprintf(f, "%c%.1f,%.1f ", pen ? 'L' : 'M',
-                report_chart_x(c, ((double)i + 0.5) * rf->window_s), report_chart_y(c, v));
+        double x = report_chart_x(c, ((double)i + 0.5 * (double)per) * rf->window_s);
+        fprintf(f, "%c%.1f,%.1f ", pen ? 'L' : 'M', x, report_chart_y(c, g.min));
+        if (g.max > g.min)
+            fprintf(f, "L%.1f,%.1f ", x, report_chart_y(c, g.max));
         pen = 1;
     }
     fprintf(f, "\"/>\n");
-    size_t k = 0; /* next violating window (increasing, reader-checked) */
-    for (size_t i = 0; i < fl->nvalues; i++) {
-        int violates = k < fl->nviolating && fl->violating[k] == i;
-        k += (size_t)violates;
-        double v = fl->target_values[i];
-        if (isnan(v))
+    k = 0;
+    for (size_t i = 0; i < fl->nvalues; i += per) {
+        size_t to = i + per < fl->nvalues ? i + per : fl->nvalues;
+        report_regress_group(fl, i, to, &k, &g);
+        if (!g.n)
             continue;
+        int violates = g.violating > 0;
         fprintf(f,
                 "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\" stroke=\"%s\" "
-                "stroke-width=\"1.5\"><title>window %zu (from %g s): %.4g%s</title></circle>\n",
-                report_chart_x(c, ((double)i + 0.5) * rf->window_s), report_chart_y(c, v),
-                violates ? "4.5" : "2.5", violates ? bad->color : "#fff",
-                violates ? bad->color : line->color, i, (double)i * rf->window_s, v,
-                violates ? ", violates a rule" : "");
+                "stroke-width=\"1.5\"><title>",
+                report_chart_x(c, ((double)i + 0.5 * (double)(to - i)) * rf->window_s),
+                report_chart_y(c, g.max), violates ? "4.5" : "2.5", violates ? bad->color : "#fff",
+                violates ? bad->color : line->color);
+        if (per == 1)
+            fprintf(f, "window %zu (from %g s): %.4g%s", i, (double)i * rf->window_s, g.max,
+                    violates ? ", violates a rule" : "");
+        else
+            fprintf(f, "windows %zu to %zu (from %g s): %.4g to %.4g, %zu violate a rule", i,
+                    to - 1, (double)i * rf->window_s, g.min, g.max, g.violating);
+        fprintf(f, "</title></circle>\n");
     }
 }
 

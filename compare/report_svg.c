@@ -2,6 +2,7 @@
  * report (report_svg.h). Only drawing: never computes statistics. The
  * style table alternates dark and light colors and pairs each with its own
  * dash and hatch, so series stay apart when printed in grayscale. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -59,16 +60,35 @@ double report_nice_step(double range, int target_ticks)
     return (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10) * mag;
 }
 
+/* Where v falls in [lo, hi] as a fraction (0.5 for an empty range or a
+ * NAN), kept in [-1, 2]: in halves, so [-DBL_MAX, DBL_MAX] has a finite
+ * span (a file's -1e308..1e308 drew every mark at one place), and a value
+ * far outside the range is drawn just outside the plot, never at a
+ * coordinate of 300 digits. */
+static double report_fraction(double v, double lo, double hi)
+{
+    double span = hi / 2 - lo / 2;
+    if (!(span > 0) || !isfinite(span))
+        return 0.5;
+    double t = (v / 2 - lo / 2) / span;
+    return isnan(t) ? 0.5 : fmin(fmax(t, -1), 2);
+}
+
+/* hi - lo for a tick step, DBL_MAX where it overflows. */
+static double report_span(double lo, double hi)
+{
+    double s = hi - lo;
+    return isfinite(s) ? s : DBL_MAX;
+}
+
 double report_chart_x(const struct report_chart *c, double x)
 {
-    double span = c->xmax - c->xmin;
-    return c->left + (c->right - c->left) * (span > 0 ? (x - c->xmin) / span : 0.5);
+    return c->left + (c->right - c->left) * report_fraction(x, c->xmin, c->xmax);
 }
 
 double report_chart_y(const struct report_chart *c, double y)
 {
-    double span = c->ymax - c->ymin;
-    return c->bottom - (c->bottom - c->top) * (span > 0 ? (y - c->ymin) / span : 0.5);
+    return c->bottom - (c->bottom - c->top) * report_fraction(y, c->ymin, c->ymax);
 }
 
 /* Hatch patterns: 0 solid, then hatches of different directions/densities. */
@@ -255,11 +275,11 @@ static void report_chart_open(struct report_chart *c, const char *title, const c
         report_escape(f, title);
     fprintf(f, "</text>\n");
     /* grid and y ticks */
-    double ystep = report_nice_step(c->ymax - c->ymin, 5);
+    double ystep = report_nice_step(report_span(c->ymin, c->ymax), 5);
     double y0 = ceil(c->ymin / ystep) * ystep;
     for (int i = 0; i < REPORT_MAX_TICKS; i++) {
         double y = y0 + i * ystep;
-        if (!(y <= c->ymax + ystep * 1e-9) || (i && y == y0 + (i - 1) * ystep))
+        if (!isfinite(y) || !(y <= c->ymax + ystep * 1e-9) || (i && y == y0 + (i - 1) * ystep))
             break;
         double py = report_chart_y(c, y);
         fprintf(f,
@@ -270,13 +290,13 @@ static void report_chart_open(struct report_chart *c, const char *title, const c
         fprintf(f, "</text>\n");
     }
     if (xcats != REPORT_X_CATEGORIES) {
-        double xstep = report_nice_step(c->xmax - c->xmin, 8);
+        double xstep = report_nice_step(report_span(c->xmin, c->xmax), 8);
         if (xcats == REPORT_X_INTEGER && xstep < 1)
             xstep = 1;
         double x0 = ceil(c->xmin / xstep) * xstep;
         for (int i = 0; i < REPORT_MAX_TICKS; i++) {
             double x = x0 + i * xstep;
-            if (!(x <= c->xmax + xstep * 1e-9) || (i && x == x0 + (i - 1) * xstep))
+            if (!isfinite(x) || !(x <= c->xmax + xstep * 1e-9) || (i && x == x0 + (i - 1) * xstep))
                 break;
             double px = report_chart_x(c, x);
             fprintf(f,

@@ -25,6 +25,32 @@ const char *const machine_counters_names[MACHINE_COUNTERS_N] = {"cpu_user",
                                                                 "run_cpu"};
 const char *const counters_label_prefix[3] = {"throughput_per_s:", "median_s:", "p95_s:"};
 
+double machine_counters_max(const char *name, const char **why)
+{
+    static const struct {
+        const char *name;
+        double max;
+        const char *why;
+    } bounds[] = {
+        {"cpu_user", 1.0, "a share of the CPU time"},
+        {"cpu_system", 1.0, "a share of the CPU time"},
+        {"cpu_pressure", 1.1, "a share of the window's time"},
+        {"run_queue", 4194304.0, "a count of runnable tasks (PID_MAX_LIMIT)"},
+    };
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++)
+        if (!strcmp(name, bounds[i].name)) {
+            *why = bounds[i].why;
+            return bounds[i].max;
+        }
+    for (int m = 1; m < 3; m++) /* median_s:, p95_s: */
+        if (!strncmp(name, counters_label_prefix[m], strlen(counters_label_prefix[m]))) {
+            *why = "a response time (31 days)";
+            return 31.0 * 86400.0;
+        }
+    *why = "";
+    return INFINITY;
+}
+
 double machine_counters_now(void)
 {
     struct timespec ts;

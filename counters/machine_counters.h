@@ -40,6 +40,16 @@ extern const char *const machine_counters_names[MACHINE_COUNTERS_N];
 #define COUNTERS_UNLABELLED "(unlabelled)"
 extern const char *const counters_label_prefix[3]; /* throughput, median, p95 */
 
+/* The most a window's value of counter `name` can be, where a bound has a
+ * meaning (issue 24 item 2): cpu_user and cpu_system are shares of the
+ * CPU's jiffies (1), cpu_pressure a share of the window's time stalled
+ * (1, and 10% for the PSI total and the clock being read apart),
+ * run_queue a mean count of runnable tasks (PID_MAX_LIMIT, 4194304), a
+ * label's median_s and p95_s a response time (RESULTS_MAX_SECONDS, 31
+ * days). INFINITY for rates and the rest (the readers keep them finite
+ * and >= 0). *why: what the bound is, for messages. */
+double machine_counters_max(const char *name, const char **why);
+
 /* Run's and record's window bounds (`--window`): 0.1 s to 24 h. */
 #define COUNTERS_MIN_WINDOW_S 0.1
 #define COUNTERS_MAX_WINDOW_S 86400.0

@@ -109,6 +109,18 @@ int mem_budget_charge(struct mem_budget *b, uint64_t bytes)
     return 0;
 }
 
+void mem_budget_uncharge(struct mem_budget *b, uint64_t bytes)
+{
+    if (bytes > b->used)
+        bytes = b->used;
+    if (b->live) {
+        pthread_mutex_lock(&mem_budget_lock);
+        mem_budget_live_used -= bytes;
+        pthread_mutex_unlock(&mem_budget_lock);
+    }
+    b->used -= bytes;
+}
+
 void mem_budget_release(struct mem_budget *b)
 {
     if (b->live) {

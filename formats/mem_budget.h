@@ -31,6 +31,9 @@ void mem_budget_init(struct mem_budget *b, uint64_t max);
  * (live: when the live budgets together would pass theirs, or bytes are
  * more than is available now; max becomes what this one could have). */
 int mem_budget_charge(struct mem_budget *b, uint64_t bytes);
+/* Gives back bytes charged earlier (a table freed one entry): at most what
+ * is charged. */
+void mem_budget_uncharge(struct mem_budget *b, uint64_t bytes);
 /* Gives a live budget's charges back to the process's (its owner freed
  * the memory); a fixed budget just forgets them. */
 void mem_budget_release(struct mem_budget *b);

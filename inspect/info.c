@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "inspect_cli.h"
+#include "mem_budget.h"
 #include "info_plan.h"
 #include "info_counters.h"
 #include "info_summary.h"
@@ -27,6 +28,25 @@
 #include "trace_u64map.h"
 
 #define INFO_TOP 10
+
+/* The most the per-process tables of one `info` run may hold together
+ * (threads, files, connections, locks, queries and labels of every trace,
+ * with the JSON each becomes; issue 24 item 1): they grow with the
+ * distinct tids, inodes, connections and ids a trace names, and 2 million
+ * tids (a 4 MB trace) made info hold 8.4 GB. A thread costs about 4.5 KB
+ * here (its counts and their JSON), a connection 1.3 KB: 230000 threads or
+ * 800000 connections fit, where real recordings have tens to thousands.
+ * Beyond, one line per trace names the file, the table and this limit;
+ * later entries count in the totals only, the summary is still printed,
+ * and the exit status is 1. */
+#define INFO_MAX_TABLE_BYTES (1ull << 30)
+/* A table entry's share of its index (trace_u64map: 16-byte slots, at
+ * most half full, doubling) and of its array (doubling). */
+#define INFO_MAP_ENTRY_BYTES 64
+/* What an entry's JSON costs (jansson objects of its fields, measured):
+ * a thread's counts by type, a connection's endpoints and counts. */
+#define INFO_JSON_THREAD_BYTES 4096
+#define INFO_JSON_CONN_BYTES 1024
 
 /* ---- aggregates ---------------------------------------------------------- */
 
@@ -103,6 +123,10 @@ struct info_process {
     INFO_TABLE(struct info_lock) locks;
     INFO_TABLE(struct info_query) queries;
     INFO_TABLE(struct info_label) labels;
+    /* the run's budget for all tables (INFO_MAX_TABLE_BYTES); full: an
+     * entry was refused (said once), later new ones are not kept */
+    struct mem_budget *tables;
+    int tables_full;
     /* images the process exec'd (CONTROL EXEC's path string ids), in order;
      * past INFO_MAX_EXECS the last slot keeps the newest */
     uint32_t exec_ids[INFO_MAX_EXECS];
@@ -110,11 +134,34 @@ struct info_process {
     size_t nexecs;
 };
 
-/* Finds or adds the entry for key in table t (element type T, zeroed when
- * new); `match` decides when two entries share a hash key. */
-#define INFO_TABLE_GET(t, key, out)                                                                \
+/* Room in p's budget for a new entry of table `name` (its n-th; what:
+ * the key, for the message) of `bytes`: 0, or -1 (said once per trace). */
+static int info_table_admit(struct info_process *p, const char *name, size_t n, const char *what,
+                            uint64_t key, uint64_t bytes)
+{
+    if (!p->tables_full && mem_budget_charge(p->tables, bytes) == 0)
+        return 0;
+    if (!p->tables_full)
+        fprintf(stderr,
+                "preplay: %s: %s %" PRIu64 ": the %s table (%zu entries) would pass info's limit "
+                "of %llu bytes for its tables; later ones count in the totals only\n",
+                p->path, what, key, name, n, INFO_MAX_TABLE_BYTES);
+    p->tables_full = 1;
+    return -1;
+}
+
+/* Finds or adds the entry for key in process p's table t (element type T,
+ * zeroed when new); NULL when a new one would pass the budget (name, what:
+ * the table and its key for the message; json: what its JSON costs). */
+#define INFO_TABLE_GET(p, t, key, out, name, what, json)                                           \
     do {                                                                                           \
         int ins_;                                                                                  \
+        if (!trace_u64map_find(&(t)->index, (key)) &&                                              \
+            info_table_admit((p), (name), (t)->n + 1, (what), (key),                               \
+                             2 * sizeof *(t)->v + INFO_MAP_ENTRY_BYTES + (json)) != 0) {           \
+            (out) = NULL;                                                                          \
+            break;                                                                                 \
+        }                                                                                          \
         uint32_t *slot_ =                                                                          \
             inspect_xalloc(trace_u64map_upsert(&(t)->index, (key), (uint32_t)(t)->n, &ins_));      \
         if (ins_) {                                                                                \
@@ -157,14 +204,17 @@ static const struct info_file *info_file_find(const struct info_process *p, uint
     }
 }
 
-/* Process p's entry of file (dev, ino), added when new. */
+/* Process p's entry of file (dev, ino), added when new (NULL: beyond the
+ * budget). */
 static struct info_file *info_file_get(struct info_process *p, uint64_t dev, uint64_t ino)
 {
     /* Probe past hash collisions: the key mixes dev and ino. */
     uint64_t key = info_file_key(dev, ino);
     struct info_file *e;
     for (;; key++) {
-        INFO_TABLE_GET(&p->files, key, e);
+        INFO_TABLE_GET(p, &p->files, key, e, "file", "ino", 0);
+        if (!e)
+            return NULL;
         if ((!e->dev && !e->ino) || (e->dev == dev && e->ino == ino))
             break;
     }
@@ -251,9 +301,11 @@ static void info_aggregate(struct info_process *p, const struct trace_event *ev)
     if (ev->type != TRACE_EV_STRING && ev->type != TRACE_EV_STACK && ev->type != TRACE_EV_LOSS &&
         !(ev->type == TRACE_EV_CONTROL && ev->op == TRACE_CTL_RING_WRAP)) {
         struct info_thread *t;
-        INFO_TABLE_GET(&p->threads, ev->tid, t);
-        t->tid = ev->tid;
-        info_count(&t->c, ev);
+        INFO_TABLE_GET(p, &p->threads, ev->tid, t, "thread", "tid", INFO_JSON_THREAD_BYTES);
+        if (t) {
+            t->tid = ev->tid;
+            info_count(&t->c, ev);
+        }
     }
     switch (ev->type) {
     case TRACE_EV_FILE: {
@@ -261,6 +313,8 @@ static void info_aggregate(struct info_process *p, const struct trace_event *ev)
         if (!f->dev && !f->ino)
             break;
         struct info_file *e = info_file_get(p, f->dev, f->ino);
+        if (!e)
+            break;
         e->ops++;
         if (f->path_id && !e->path_id)
             e->path_id = f->path_id;
@@ -274,7 +328,10 @@ static void info_aggregate(struct info_process *p, const struct trace_event *ev)
         struct info_conn *c;
         if (!ev->u.conn.conn_id)
             break;
-        INFO_TABLE_GET(&p->conns, ev->u.conn.conn_id, c);
+        INFO_TABLE_GET(p, &p->conns, ev->u.conn.conn_id, c, "connection", "conn_id",
+                       INFO_JSON_CONN_BYTES);
+        if (!c)
+            break;
         c->conn_id = ev->u.conn.conn_id;
         if (!c->have_ident && (ev->op == TRACE_CONN_ACCEPT || ev->op == TRACE_CONN_CONNECT ||
                                ev->op == TRACE_CONN_IDENT)) {
@@ -285,7 +342,10 @@ static void info_aggregate(struct info_process *p, const struct trace_event *ev)
     }
     case TRACE_EV_NET: {
         struct info_conn *c;
-        INFO_TABLE_GET(&p->conns, ev->u.net.conn_id, c);
+        INFO_TABLE_GET(p, &p->conns, ev->u.net.conn_id, c, "connection", "conn_id",
+                       INFO_JSON_CONN_BYTES);
+        if (!c)
+            break;
         c->conn_id = ev->u.net.conn_id;
         uint64_t done = ev->u.net.result > 0 ? (uint64_t)ev->u.net.result : 0;
         if (ev->op == TRACE_NET_SEND)
@@ -298,7 +358,9 @@ static void info_aggregate(struct info_process *p, const struct trace_event *ev)
         if (ev->op == TRACE_LOCK_RELEASE)
             break;
         struct info_lock *l;
-        INFO_TABLE_GET(&p->locks, ev->u.lock.lock_id, l);
+        INFO_TABLE_GET(p, &p->locks, ev->u.lock.lock_id, l, "lock", "lock", 0);
+        if (!l)
+            break;
         l->lock_id = ev->u.lock.lock_id;
         l->kind = ev->u.lock.kind;
         l->acquires++;
@@ -309,7 +371,9 @@ static void info_aggregate(struct info_process *p, const struct trace_event *ev)
     }
     case TRACE_EV_LABEL: {
         struct info_label *l;
-        INFO_TABLE_GET(&p->labels, ev->u.label.label_id, l);
+        INFO_TABLE_GET(p, &p->labels, ev->u.label.label_id, l, "label", "label id", 0);
+        if (!l)
+            break;
         l->label_id = ev->u.label.label_id;
         l->count++;
         break;
@@ -319,7 +383,9 @@ static void info_aggregate(struct info_process *p, const struct trace_event *ev)
             (ev->op != TRACE_DB_QUERY && ev->op != TRACE_DB_EXECUTE && ev->op != TRACE_DB_PREPARE))
             break;
         struct info_query *q;
-        INFO_TABLE_GET(&p->queries, ev->u.db.query_id, q);
+        INFO_TABLE_GET(p, &p->queries, ev->u.db.query_id, q, "query", "query id", 0);
+        if (!q)
+            break;
         q->query_id = ev->u.db.query_id;
         if (ev->op == TRACE_DB_PREPARE)
             q->prepares++;
@@ -340,10 +406,13 @@ static char *info_strdup_or_null(const char *s)
     return s ? inspect_xalloc(strdup(s)) : NULL;
 }
 
-/* Reads one trace into p. Returns 0, or INSPECT_EXIT_* on damage. */
-static int info_read_process(const char *path, int salvage, struct info_process *p)
+/* Reads one trace into p, its tables within `tables`. Returns 0, or
+ * INSPECT_EXIT_* on damage (past the budget: 0, p->tables_full set). */
+static int info_read_process(const char *path, int salvage, struct mem_budget *tables,
+                             struct info_process *p)
 {
     memset(p, 0, sizeof *p);
+    p->tables = tables;
     p->path = inspect_xalloc(strdup(path));
     trace_u64map_init(&p->threads.index);
     trace_u64map_init(&p->files.index);
@@ -885,7 +954,8 @@ static const char info_usage[] =
     "coverage, unmatched bytes and model violations.\n"
     "  --json     machine-readable output (see docs/preplay-info.md)\n"
     "  --salvage  on damage, summarize what precedes it (exit status 3) instead of failing\n"
-    "Exit: 0 ok, 1 damaged/unreadable trace, 2 usage, 3 damaged but salvaged.\n";
+    "Exit: 0 ok, 1 damaged/unreadable trace or tables past their 1 GiB, 2 usage,\n"
+    "3 damaged but salvaged.\n";
 
 int cmd_info(int argc, char **argv)
 {
@@ -916,9 +986,12 @@ int cmd_info(int argc, char **argv)
     if (!files)
         return INSPECT_EXIT_DAMAGED;
     struct info_process *procs = inspect_xalloc(calloc(n, sizeof *procs));
-    int status = 0, salvageable = 0;
+    int status = 0, salvageable = 0, tables_full = 0;
+    struct mem_budget tables;
+    mem_budget_init(&tables, INFO_MAX_TABLE_BYTES);
     for (size_t i = 0; i < n; i++) {
-        int s = info_read_process(files[i], a.salvage, &procs[i]);
+        int s = info_read_process(files[i], a.salvage, &tables, &procs[i]);
+        tables_full |= procs[i].tables_full;
         if (s == INSPECT_EXIT_DAMAGED)
             status = INSPECT_EXIT_DAMAGED;
         else if (s && !status)
@@ -939,6 +1012,8 @@ int cmd_info(int argc, char **argv)
                 is_dir ? info_dir_counters(a.target, &counters_status) : json_array());
     if (counters_status && !status)
         status = counters_status;
+    if (tables_full) /* the summary holds what fit, said on stderr */
+        status = INSPECT_EXIT_DAMAGED;
 out:
     for (size_t i = 0; i < n; i++) {
         info_free_process(&procs[i]);

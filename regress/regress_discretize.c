@@ -6,6 +6,7 @@
  * baseline windows only, never from the target: a target value outside
  * the baseline's range gets a level of its own (below / above), so a
  * shift is never hidden by clamping. Must never read NAN as a level. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,16 +46,22 @@ void regress_bins_fit(struct regress_bins *b, enum regress_discretization how, c
     b->median = med;
     b->max = v[m - 1];
     if (how == REGRESS_3LEVEL) {
-        /* and the sample standard deviation */
-        double mean = 0, ss = 0;
+        /* and the sample standard deviation, in units of the largest
+         * magnitude: a sum of values near DBL_MAX (finite, as a hostile
+         * file may hold) overflowed, and the counter's levels became NAN,
+         * "never measured" */
+        double scale = fmax(fabs(v[0]), fabs(v[m - 1])), mean = 0, ss = 0;
+        if (!(scale > 0))
+            scale = 1;
         for (size_t i = 0; i < m; i++)
-            mean += v[i];
+            mean += v[i] / scale;
         mean /= (double)m;
         for (size_t i = 0; i < m; i++)
-            ss += (v[i] - mean) * (v[i] - mean);
-        double sd = m > 1 ? sqrt(ss / (double)(m - 1)) : 0;
-        b->lo = med - sd;
-        b->hi = med + sd;
+            ss += (v[i] / scale - mean) * (v[i] / scale - mean);
+        double sd = m > 1 ? scale * sqrt(ss / (double)(m - 1)) : 0;
+        /* finite levels: median +- sd may pass DBL_MAX */
+        b->lo = fmax(med - sd, -DBL_MAX);
+        b->hi = fmin(med + sd, DBL_MAX);
     } else {
         size_t u = 1;
         for (size_t i = 1; i < m; i++)

@@ -7,6 +7,7 @@
  * different apps). A recording (regress_trace.h) reads like a results
  * file. Keeps the counters every file has. Never prints. */
 #include "regress_load.h"
+#include "machine_counters.h"
 #include "regress_trace.h"
 
 #include <math.h>
@@ -98,20 +99,33 @@ static int regress_common_names(struct regress_input *in, char *err, size_t errl
     return 0;
 }
 
-/* File f's windows, its columns picked by name; its environment. */
-static int regress_fill_test(struct regress_input *in, size_t f)
+/* File f's windows, its columns picked by name; its environment. 0, or -1
+ * with err: out of memory, or a value past its counter's bound
+ * (machine_counters_max: a hostile 1e308 for a share of the CPU). */
+static int regress_fill_test(struct regress_input *in, size_t f, char *err, size_t errlen)
 {
     const struct results_counters_read *c = &in->files[f].counters;
     struct regress_test *t = &in->table.tests[f];
     size_t nc = in->table.ncounters;
     t->nwindows = c->nwindows;
     t->values = malloc((c->nwindows * nc + 1) * sizeof *t->values);
-    if (!t->values)
+    if (!t->values) {
+        snprintf(err, errlen, "out of memory");
         return -1;
+    }
     for (size_t k = 0; k < nc; k++) {
         long col = results_counter_index(c, in->names[k]);
-        for (size_t w = 0; w < c->nwindows; w++)
-            t->values[w * nc + k] = c->windows[w].values[col];
+        const char *why;
+        double max = machine_counters_max(in->names[k], &why);
+        for (size_t w = 0; w < c->nwindows; w++) {
+            double v = c->windows[w].values[col];
+            if (v > max) {
+                snprintf(err, errlen, "%s: window %zu: %s is %.6g, above its bound %.6g (%s)",
+                         t->name, w, in->names[k], v, max, why);
+                return -1;
+            }
+            t->values[w * nc + k] = v;
+        }
     }
     snprintf(in->num_env[f][0], sizeof in->num_env[f][0], "%ld", c->cpus);
     snprintf(in->num_env[f][1], sizeof in->num_env[f][1], "%.0f", c->memory_bytes);
@@ -146,10 +160,8 @@ int regress_load(const char *const *paths, size_t n, size_t min_windows, struct 
     if (regress_common_names(in, err, errlen))
         goto fail;
     for (size_t f = 0; f < n; f++)
-        if (regress_fill_test(in, f)) {
-            snprintf(err, errlen, "out of memory");
+        if (regress_fill_test(in, f, err, errlen))
             goto fail;
-        }
     return 0;
 fail:
     regress_input_free(in);

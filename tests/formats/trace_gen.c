@@ -7,6 +7,9 @@
  *                        of LEN zero bytes (256 16777216: a 4 GiB string
  *                        table in ~130 KB), for measuring readers
  *   trace_gen big-stacks FILE N  N distinct STACKs of 4096 frames
+ *   trace_gen many FILE KIND N  N distinct tids, conns, fds or locks
+ *                        (trace_test_write_many), for analyze's and
+ *                        info's tables
  * It never writes outside DIR. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,6 +256,15 @@ int main(int argc, char **argv)
         }
         return 0;
     }
+    if (argc == 5 && !strcmp(argv[1], "many")) {
+        char err[512];
+        if (trace_test_write_many(argv[2], argv[3], (uint32_t)strtoul(argv[4], NULL, 10), err,
+                                  sizeof err) != 0) {
+            fprintf(stderr, "trace_gen: %s\n", err);
+            return 1;
+        }
+        return 0;
+    }
     if (argc == 5 && !strcmp(argv[1], "big-strings")) {
         char err[512];
         if (trace_test_write_big_strings(argv[2], (uint32_t)strtoul(argv[3], NULL, 10),
@@ -265,7 +277,8 @@ int main(int argc, char **argv)
     }
     if (argc != 3 || (strcmp(argv[1], "dir") && strcmp(argv[1], "seeds"))) {
         fprintf(stderr,
-                "usage: trace_gen dir|seeds DIR | big-strings FILE N LEN | big-stacks FILE N\n");
+                "usage: trace_gen dir|seeds DIR | big-strings FILE N LEN | big-stacks FILE N | "
+                "many FILE tids|conns|fds|locks N\n");
         return 2;
     }
     if (!strcmp(argv[1], "dir")) {

@@ -56,7 +56,8 @@ struct trace_test_mix {
     uint32_t step[16];
 };
 
-static void trace_test_mix_init(struct trace_test_mix *m, uint32_t nthreads, uint64_t seed)
+__attribute__((unused)) static void trace_test_mix_init(struct trace_test_mix *m, uint32_t nthreads,
+                                                        uint64_t seed)
 {
     memset(m, 0, sizeof *m);
     m->rng = seed | 1;
@@ -68,7 +69,8 @@ static void trace_test_mix_init(struct trace_test_mix *m, uint32_t nthreads, uin
 /* Next event of the mix (never STRING/CONN: those come from the caller's
  * preamble, see trace_test_mix_preamble). Per thread the cycle is:
  * recv, cpu, lock acquire, cpu, file write, lock release, cpu, send, cpu. */
-static void trace_test_mix_next(struct trace_test_mix *m, struct trace_event *ev)
+__attribute__((unused)) static void trace_test_mix_next(struct trace_test_mix *m,
+                                                        struct trace_event *ev)
 {
     uint32_t t = (uint32_t)(trace_test_rng(&m->rng) % m->nthreads);
     uint64_t r = trace_test_rng(&m->rng);
@@ -123,7 +125,8 @@ static void trace_test_mix_next(struct trace_test_mix *m, struct trace_event *ev
 
 /* Identity records the mix refers to: the log file's path and one
  * accepted TCP connection per thread. Returns how many were written to evs. */
-static size_t trace_test_mix_preamble(struct trace_test_mix *m, struct trace_event *evs)
+__attribute__((unused)) static size_t trace_test_mix_preamble(struct trace_test_mix *m,
+                                                              struct trace_event *evs)
 {
     static const char path[] = "/var/log/server.log";
     size_t n = 0;
@@ -235,6 +238,136 @@ __attribute__((unused)) static int trace_test_write_big_stacks(const char *path,
         }
     }
     free(frames);
+    if (w && trace_writer_close(w, rc ? NULL : err, errlen) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* Hostile traces for the tables analyze and info keep per distinct key
+ * (issue 24 item 1): n events that each name a new one, which zstd
+ * squeezes to a few bytes each. kind "tids": a CPU slice of tid i;
+ * "conns": an accepted TCP connection i, never closed, with a send on it;
+ * "fds": a socket option on descriptor i (before any CONN) and a file
+ * opened as descriptor i with its own inode, never closed; "locks": an
+ * acquire and release of lock i, all serving one request. 0, or -1 with
+ * err. "closed": as conns, each closed after its send (the table never
+ * holds more than one). */
+__attribute__((unused)) static int trace_test_write_many(const char *path, const char *kind,
+                                                         uint32_t n, char *err, size_t errlen)
+{
+    static const char *const kinds[] = {"tids", "conns", "fds", "locks", "closed"};
+    int k = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(kind, kinds[i]))
+            k = i;
+    if (k < 0) {
+        snprintf(err, errlen, "unknown kind %s (tids, conns, fds, locks, closed)", kind);
+        return -1;
+    }
+    struct trace_header h;
+    trace_test_header(&h, 4244, "many");
+    struct trace_writer *w = trace_writer_open(path, &h, NULL, err, errlen);
+    int rc = w ? 0 : -1;
+    uint64_t clock = 1000000000ull;
+    if (w && k == 3) { /* the locks are taken serving a request */
+        struct trace_event ev[2];
+        memset(ev, 0, sizeof ev);
+        ev[0].type = TRACE_EV_CONN;
+        ev[0].op = TRACE_CONN_ACCEPT;
+        ev[0].tid = 1000;
+        ev[0].ts_ns = clock;
+        ev[0].dur_ns = 1000;
+        ev[0].u.conn = (struct trace_conn_event){.fd = 5,
+                                                 .proto = TRACE_PROTO_TCP,
+                                                 .family = 2,
+                                                 .local_port = 8080,
+                                                 .remote_port = 40000,
+                                                 .conn_id = 1,
+                                                 .result = 5,
+                                                 .local_addr = {10, 0, 0, 1},
+                                                 .remote_addr = {10, 0, 0, 9}};
+        ev[1] = ev[0];
+        ev[1].type = TRACE_EV_NET;
+        ev[1].op = TRACE_NET_RECV;
+        ev[1].ts_ns = clock + 2000;
+        ev[1].u.net = (struct trace_net_event){.fd = 5, .conn_id = 1, .size = 100, .result = 100};
+        clock += 100000;
+        for (int j = 0; rc == 0 && j < 2; j++)
+            if (trace_writer_append(w, &ev[j]) != 0) {
+                snprintf(err, errlen, "%s", trace_writer_error(w));
+                rc = -1;
+            }
+    }
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        struct trace_event ev[3];
+        int nev = 1;
+        memset(ev, 0, sizeof ev);
+        ev[0].tid = k == 0 ? 1000 + i : 1000;
+        ev[0].ts_ns = clock;
+        ev[0].dur_ns = 1000;
+        if (k == 0) {
+            ev[0].type = TRACE_EV_CPU;
+        } else if (k == 1 || k == 4) {
+            ev[0].type = TRACE_EV_CONN;
+            ev[0].op = TRACE_CONN_ACCEPT;
+            ev[0].u.conn = (struct trace_conn_event){.fd = (int32_t)(10 + i % 1000000),
+                                                     .proto = TRACE_PROTO_TCP,
+                                                     .family = 2,
+                                                     .local_port = 8080,
+                                                     .remote_port = (uint16_t)(1024 + i % 60000),
+                                                     .conn_id = 1 + (uint64_t)i,
+                                                     .result = (int32_t)(10 + i % 1000000)};
+            ev[0].u.conn.local_addr[0] = ev[0].u.conn.remote_addr[0] = 127;
+            ev[0].u.conn.local_addr[3] = 1;
+            memcpy(&ev[0].u.conn.remote_addr[1], &i, 3);
+            ev[1] = ev[0];
+            ev[1].type = TRACE_EV_NET;
+            ev[1].op = TRACE_NET_SEND;
+            ev[1].ts_ns = clock + 1500;
+            ev[1].u.net = (struct trace_net_event){
+                .fd = ev[0].u.conn.fd, .conn_id = 1 + (uint64_t)i, .size = 10, .result = 10};
+            nev = 2;
+            if (k == 4) {
+                ev[2] = ev[0];
+                ev[2].op = TRACE_CONN_CLOSE;
+                ev[2].ts_ns = clock + 3000;
+                nev = 3;
+            }
+        } else if (k == 2) {
+            ev[0].type = TRACE_EV_SOCKOPT;
+            ev[0].u.sockopt.fd = (int32_t)(3 + i);
+            ev[0].u.sockopt.level = 6;
+            ev[0].u.sockopt.name = 1;
+            ev[0].u.sockopt.value = 1;
+            ev[1].type = TRACE_EV_FILE;
+            ev[1].op = TRACE_FILE_OPEN;
+            ev[1].tid = 1000;
+            ev[1].ts_ns = clock + 1500;
+            ev[1].dur_ns = 1000;
+            ev[1].u.file = (struct trace_file_event){.fd = (int32_t)(3 + i),
+                                                     .dev = 2049,
+                                                     .ino = 1 + (uint64_t)i,
+                                                     .offset = -1,
+                                                     .result = (int64_t)(3 + i),
+                                                     .fd2 = -1};
+            nev = 2;
+        } else {
+            ev[0].type = TRACE_EV_LOCK;
+            ev[0].op = TRACE_LOCK_ACQUIRE;
+            ev[0].u.lock = (struct trace_lock_event){
+                .kind = TRACE_LOCK_MUTEX, .mode = TRACE_LOCK_EXCLUSIVE, .lock_id = 0x1000 + i};
+            ev[1] = ev[0];
+            ev[1].op = TRACE_LOCK_RELEASE;
+            ev[1].ts_ns = clock + 1500;
+            nev = 2;
+        }
+        clock += 100000; /* 2000 in the analyzer's 200 ms window: its queues stay small */
+        for (int j = 0; rc == 0 && j < nev; j++)
+            if (trace_writer_append(w, &ev[j]) != 0) {
+                snprintf(err, errlen, "%s", trace_writer_error(w));
+                rc = -1;
+            }
+    }
     if (w && trace_writer_close(w, rc ? NULL : err, errlen) != 0)
         rc = -1;
     return rc;

@@ -90,4 +90,34 @@ expect_error "needs BASELINE... -- TARGET -o REGRESS.json" "$work/base.json" -- 
 expect_error "--support '2': expected a number in (0, 1]" "$work/base.json" -- "$work/same.json" -o "$work/bad.json" --support 2
 expect_error "--method 'vote': expected single, bagging or stacking" "$work/base.json" -- "$work/same.json" -o "$work/bad.json" --method vote
 expect_error "$work/nope.json: cannot open" "$work/nope.json" -- "$work/same.json" -o "$work/bad.json"
+# hostile but finite counter values (issue 24 item 2): a share of the CPU
+# at 1e308 is refused naming the file, window, counter and bound; disk
+# writes near DBL_MAX (no bound has a meaning for a rate) are flagged as
+# the same shift at its real scale is (their sum overflowed: the counter's
+# levels were NAN, "never measured", and nothing was flagged)
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+for src, dst, name, f in (("base.json", "cpu.json", "cpu_user", lambda i, v: 1e308 if i == 3 else v),
+                          ("base.json", "hbase.json", "disk_write_bytes_per_s", lambda i, v: v * 1e302),
+                          ("base2.json", "hbase2.json", "disk_write_bytes_per_s", lambda i, v: v * 1e302),
+                          ("disk.json", "hdisk.json", "disk_write_bytes_per_s", lambda i, v: min(v * 1e302, 1.79e308))):
+    d = json.load(open(f"{w}/{src}"))
+    k = d["counters"]["names"].index(name)
+    for i, win in enumerate(d["counters"]["windows"]):
+        win["values"][k] = f(i, win["values"][k])
+    json.dump(d, open(f"{w}/{dst}", "w"))
+PY
+expect_error "$work/cpu.json: window 3: cpu_user is 1e+308, above its bound 1 (a share of the CPU time)" \
+  "$work/base.json" -- "$work/cpu.json" -o "$work/bad.json"
+expect_error "$work/cpu.json: window 3: cpu_user is 1e+308" "$work/cpu.json" -- "$work/base.json" -o "$work/bad.json"
+"$PREPLAY_BIN" regress "$work/hbase.json" "$work/hbase2.json" -- "$work/hdisk.json" -o "$work/h.json" \
+  --method single --quiet
+/usr/bin/python3 - "$work/h.json" <<'PY'
+import json, math, sys
+d = json.load(open(sys.argv[1]), parse_constant=lambda c: sys.exit(f"regress.json holds {c}"))
+assert [x["counter"] for x in d["flagged"]] == ["disk_write_bytes_per_s"], d["flagged"]
+lv = d["levels"]["disk_write_bytes_per_s"]
+assert all(isinstance(lv[k], float) and math.isfinite(lv[k]) for k in ("low", "high", "min", "median", "max")), lv
+PY
 echo "regress cli ok"

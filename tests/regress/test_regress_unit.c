@@ -4,6 +4,7 @@
  * thesis's own stacking-weight example (Table 6-3), and a whole analysis
  * whose flagged counter, severity and direction are known. The random
  * cases against an independent oracle are test_apriori_oracle.py. */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,6 +60,35 @@ static void test_equal_width(void **state)
     assert_int_equal(b.k, 1);
     assert_int_equal(regress_level(&b, 7), 1);
     assert_int_equal(regress_level(&b, 8), 2);
+}
+
+/* Values near DBL_MAX (finite, as a hostile file may hold; issue 24 item
+ * 2): the same levels as the values scaled down, never NAN or infinite
+ * (their sum overflowed, and the counter read as never measured). */
+static void test_three_levels_huge(void **state)
+{
+    (void)state;
+    const double small[] = {5, 1, 3, 2, 4, 5, 5};
+    double huge[7];
+    for (int i = 0; i < 7; i++)
+        huge[i] = small[i] * 3e307;
+    struct regress_bins b, s;
+    regress_bins_fit(&s, REGRESS_3LEVEL, small, 7);
+    regress_bins_fit(&b, REGRESS_3LEVEL, huge, 7);
+    assert_true(isfinite(b.lo) && isfinite(b.hi) && isfinite(b.median));
+    assert_true(fabs(b.lo / 3e307 - s.lo) < 1e-9 && fabs(b.hi / 3e307 - s.hi) < 1e-9);
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(regress_level(&b, huge[i]), regress_level(&s, small[i]));
+    assert_int_equal(regress_level(&b, DBL_MAX), 2);
+    assert_int_equal(regress_level(&b, 0), 0);
+    /* two values whose median + sd passes DBL_MAX: the levels stay finite */
+    const double two[] = {DBL_MAX, DBL_MAX / 4};
+    regress_bins_fit(&b, REGRESS_3LEVEL, two, 2);
+    assert_true(isfinite(b.lo) && isfinite(b.hi) && b.hi == DBL_MAX);
+    /* denormals and zeros */
+    const double tiny[] = {0, 4.9e-324, 9.9e-324, 0, 4.9e-324};
+    regress_bins_fit(&b, REGRESS_3LEVEL, tiny, 5);
+    assert_true(isfinite(b.lo) && isfinite(b.hi) && b.lo <= b.median && b.median <= b.hi);
 }
 
 /* A: 1 1 1 1 0, B: 1 1 1 0 0; support >= 0.4 (2 windows), confidence
@@ -210,10 +240,11 @@ static void test_analyze_known(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_three_levels),  cmocka_unit_test(test_equal_width),
-        cmocka_unit_test(test_apriori_small), cmocka_unit_test(test_confidence_change),
-        cmocka_unit_test(test_fisher),        cmocka_unit_test(test_stacking_weights),
-        cmocka_unit_test(test_analyze_known), cmocka_unit_test(test_rank_sum),
+        cmocka_unit_test(test_three_levels),      cmocka_unit_test(test_three_levels_huge),
+        cmocka_unit_test(test_equal_width),       cmocka_unit_test(test_apriori_small),
+        cmocka_unit_test(test_confidence_change), cmocka_unit_test(test_fisher),
+        cmocka_unit_test(test_stacking_weights),  cmocka_unit_test(test_analyze_known),
+        cmocka_unit_test(test_rank_sum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
