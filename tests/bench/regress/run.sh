@@ -75,37 +75,4 @@ for s in "${scenarios[@]}"; do
   printf '%s\t%s\n' "$s" "${expected[$s]}" >>"$work/expected.tsv"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-/usr/bin/python3 - "$work" "${methods[@]}" <<'PY'
-import json, sys
-work, methods = sys.argv[1], [m.split() for m in sys.argv[2:]]
-exp = {}
-for line in open(work + "/expected.tsv"):
-    s, e = line.rstrip("\n").split("\t")
-    exp[s] = set(e.split("|")) if e else set()
-def prf(flagged, expected):
-    # Eq. 6-4, 6-5: a flagged counter is right when expected and moving up
-    total = len(flagged)
-    right = sum(1 for f in flagged if f["counter"] in expected and f["direction"] == "up")
-    p = 1 - (total - right) / total if total else 1.0
-    r = right / len(expected) if expected else 1.0
-    f = 2 * p * r / (p + r) if p + r else 0.0
-    return p, r, f
-names = ["%s %s%s" % (m, d, "" if a == "1" else " a=" + a) for m, d, a in methods]
-print("| scenario | " + " | ".join(names) + " |")
-print("|---|" + "---|" * len(names))
-sums = [[0, 0, 0] for _ in methods]
-for s, e in exp.items():
-    cells = []
-    for i, (m, d, a) in enumerate(methods):
-        r = json.load(open("%s/%s.%s.%s.%s.r.json" % (work, s, m, d, a)))
-        p, rc, f = prf(r["flagged"], e)
-        sums[i] = [sums[i][0] + p, sums[i][1] + rc, sums[i][2] + f]
-        cells.append("P %.2f R %.2f F %.2f (%d)" % (p, rc, f, len(r["flagged"])))
-    print("| %s | %s |" % (s, " | ".join(cells)))
-n = len(exp)
-print("| **average** | " + " | ".join("P %.2f R %.2f F %.2f" % (a / n, b / n, c / n) for a, b, c in sums) + " |")
-print("(n): counters flagged. Flagged per scenario with the default:")
-for s in exp:
-    r = json.load(open("%s/%s.stacking.3level.0.001.r.json" % (work, s)))
-    print("  %-10s %s" % (s, ", ".join("%s %.2f %s" % (f["counter"], f["severity"], f["direction"]) for f in r["flagged"]) or "-"))
-PY
+/usr/bin/python3 "$src/tests/bench/regress/table.py" "$work" "${methods[@]}"

@@ -99,29 +99,14 @@ pt=${ptag:+-$ptag} # suffix of this prediction's files (--pred-tag)
 
 "${P}_setup" "$out" || fail "setup"
 
-# The clients (the app's load client, preplay drive) stand for users on
-# other machines: both run at the lowest real-time priority where allowed
-# (drive takes it itself), so neither measures this host's other load
-# (a client woken late to read an answer counts that in the response time).
-client_prio() { (chrt -f -p 1 "$BASHPID" 2>/dev/null; "$@"); } # a subshell: commands and functions
-
 # one_real NAME [PREFIX...]: fresh DB, app (under PREFIX), load -> $w/NAME.csv
+# (the load client at real-time priority: app_client_prio, app-common.sh)
 one_real() {
-  local name=$1 port
+  local name=$1
   shift
-  port=$(python3 "$src/tests/common/free_port.py")
-  app_fresh "$out" "$w/$name"
   active=$w/$name
-  "${P}_start" "$w/$name" "$port" "$@" || fail "$name: starting $app"
-  "${P}_warmup" "$port"
-  # recording: tracing was off (--off) during the warm-up; SIGUSR1 turns it on
-  [ $# -gt 0 ] && { app_db_fresh_sessions "$w/$name"; kill -USR1 "$(cat "$w/$name/$APP_LAUNCHER")"; sleep 0.5; }
-  cat /proc/loadavg >"$w/$name.loadavg"
-  client_prio "${P}_load" 127.0.0.1 "$port" "$rate" "$duration" "$seed" "$w/$name.csv" 2>"$w/$name.load.log"
-  cat /proc/loadavg >>"$w/$name.loadavg"
-  "${P}_stop" "$w/$name"
+  app_one_run "$out" "$w/$name" "$rate" "$duration" "$seed" "$w/$name.csv" "$@" || fail "$name: starting $app"
   active=""
-  cat "$w/$name.load.log" >&2
   rm -rf "$w/$name/db"
 }
 
@@ -145,7 +130,7 @@ on_type() {
   [ "$mode" = real ] && "${P}_warmup" "$port" "$addr"
   for a in "$@"; do a=${a//ADDR/$addr}; cmd+=("${a//PORT/$port}"); done
   cat /proc/loadavg >"$w/$name.loadavg"
-  client_prio "${cmd[@]}" 2>"$w/$name.load.log"
+  app_client_prio "${cmd[@]}" 2>"$w/$name.load.log"
   cat /proc/loadavg >>"$w/$name.loadavg"
   touch "$d/stop"
   wait "$epid" || log "$name: tools/emulate exited $? (see $w/$name.emu.log)"

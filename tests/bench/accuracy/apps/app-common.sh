@@ -67,7 +67,9 @@ app_wait_port() {
 }
 
 # app_db_start DIR: the private MariaDB in DIR/db (socket DIR/db/mariadb.sock),
-# or PostgreSQL (APP_DB=postgresql: socket DIR/db/.s.PGSQL.5432)
+# or PostgreSQL (APP_DB=postgresql: socket DIR/db/.s.PGSQL.5432); MariaDB
+# gets the words of APP_MARIADBD_OPTS as options when set (e.g.
+# --innodb-buffer-pool-size=2M: tests/bench/regress/real-app.sh's faults)
 app_db_start() {
   if [ "$APP_DB" = postgresql ]; then
     [ -f "$1/db/data/postmaster.pid" ] && [ -S "$1/db/.s.PGSQL.$APP_PG_PORT" ] && return 0
@@ -76,7 +78,8 @@ app_db_start() {
     return
   fi
   [ -f "$1/db/mariadbd.pid" ] && kill -0 "$(cat "$1/db/mariadbd.pid")" 2>/dev/null && return 0
-  "$app_apps/db-start.sh" "$1/db" >/dev/null || return 1
+  # shellcheck disable=SC2086 # APP_MARIADBD_OPTS: words for mariadbd
+  "$app_apps/db-start.sh" "$1/db" ${APP_MARIADBD_OPTS:+-- $APP_MARIADBD_OPTS} >/dev/null || return 1
   chmod 755 "$1" "$1/db"
 }
 
@@ -113,6 +116,36 @@ app_stop() {
     rm -f "$dir/$f"
   done
   app_db_stop "$dir"
+}
+
+# app_client_prio CMD...: the clients (the app's load client, preplay
+# drive) stand for users on other machines: both run at the lowest
+# real-time priority where allowed (drive takes it itself), so neither
+# measures this host's other load (a client woken late to read an answer
+# counts that in the response time)
+app_client_prio() { (chrt -f -p 1 "$BASHPID" 2>/dev/null; "$@"); } # a subshell: commands and functions
+
+# app_one_run OUT RUN RATE DURATION SEED CSV [PREFIX...]: one run of the app
+# on a fresh copy of OUT's database in RUN (under PREFIX, e.g. `preplay
+# record --off ... --`): start, the untraced warm-up, tracing on (SIGUSR1
+# to the launcher, when PREFIX is given), the fixed load (CSV, the client
+# at real-time priority: app_client_prio), stop. The
+# host's load average before/after the load in RUN.loadavg, the load
+# client's messages in RUN.load.log. The app listens on APP_LISTEN
+# (default 127.0.0.1), the load client comes from there too.
+app_one_run() {
+  local out=$1 run=$2 rate=$3 duration=$4 seed=$5 csv=$6 port
+  shift 6
+  port=$(python3 "$app_apps/../common/free_port.py")
+  app_fresh "$out" "$run"
+  "${APP_PREFIX}_start" "$run" "$port" "$@" || return 1
+  "${APP_PREFIX}_warmup" "$port" "${APP_LISTEN:-127.0.0.1}"
+  [ $# -gt 0 ] && { app_db_fresh_sessions "$run"; kill -USR1 "$(cat "$run/$APP_LAUNCHER")"; sleep 0.5; }
+  cat /proc/loadavg >"$run.loadavg"
+  app_client_prio "${APP_PREFIX}_load" "${APP_LISTEN:-127.0.0.1}" "$port" "$rate" "$duration" "$seed" "$csv" 2>"$run.load.log"
+  cat /proc/loadavg >>"$run.loadavg"
+  "${APP_PREFIX}_stop" "$run"
+  cat "$run.load.log" >&2
 }
 
 # app_fresh OUT RUN: RUN/db, a fresh copy of the installed database

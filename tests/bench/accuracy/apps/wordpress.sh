@@ -59,7 +59,9 @@ PHP
 
 # wp_apache_conf DIR PORT: DIR/apache/httpd.conf, prefork + mod_php,
 # listening on APP_LISTEN (default 127.0.0.1; inside tools/emulate the
-# namespace's own address, for a client on the host)
+# namespace's own address, for a client on the host); WP_APACHE_EXTRA, when
+# set, is appended as configuration lines (e.g. a php_admin_value
+# auto_prepend_file: tests/bench/regress/real-app.sh's CPU-heavy plugin)
 wp_apache_conf() {
   local d=$1/apache port=$2 m=/usr/lib/apache2/modules
   mkdir -p "$d"
@@ -97,6 +99,7 @@ SetEnv PREPLAY_WP_SOCKET $1/db/mariadb.sock
 <FilesMatch "\.php\$">
     SetHandler application/x-httpd-php
 </FilesMatch>
+${WP_APACHE_EXTRA:-}
 CONF
 }
 
