@@ -235,13 +235,53 @@ static struct rt_open *rt_conn(struct rt_conns *c, uint64_t conn, int create)
     return &c->open[*slot - 1];
 }
 
-/* ev (its end shifted into the counters' clock: end) into a's windows. */
-static int rt_event(struct rt_acc *a, struct rt_conns *c, struct trace_reader *r,
+/* One event of a request's life (LABEL, a send, a close or shutdown),
+ * kept to be replayed in time order: a trace file's records are not in
+ * time order (the tracer writes a connection's LABEL, receives and sends
+ * after its shutdown and close, or before, depending on how its records
+ * were batched), and a close read before the send it follows would end
+ * the request with nothing sent. */
+struct rt_conn_event {
+    uint64_t start, end, conn, seq;
+    uint32_t label; /* LABEL: the label's index */
+    uint8_t type;   /* TRACE_EV_LABEL, TRACE_EV_NET (a send), TRACE_EV_CONN (close/shutdown) */
+};
+
+struct rt_conn_events {
+    struct rt_conn_event *v;
+    size_t n, cap;
+};
+
+static int rt_push(struct rt_conn_events *e, struct rt_conn_event x)
+{
+    if (e->n == e->cap) {
+        size_t cap = e->cap ? e->cap * 2 : 1024;
+        struct rt_conn_event *v = realloc(e->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        e->v = v;
+        e->cap = cap;
+    }
+    x.seq = e->n;
+    e->v[e->n++] = x;
+    return 0;
+}
+
+static int rt_cmp_conn_event(const void *x, const void *y)
+{
+    const struct rt_conn_event *a = x, *b = y;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* ev (its times shifted into the counters' clock) into a's windows, or,
+ * for a request's events, into e. */
+static int rt_event(struct rt_acc *a, struct rt_conn_events *e, struct trace_reader *r,
                     const struct trace_event *ev, int64_t shift)
 {
     uint64_t start = ev->ts_ns + (uint64_t)shift, end = start + ev->dur_ns;
     long w = rt_window(a->cf, end);
-    struct rt_open *o;
     switch (ev->type) {
     case TRACE_EV_LOCK:
         if (w >= 0 && (ev->op == TRACE_LOCK_ACQUIRE || ev->op == TRACE_LOCK_TIMED))
@@ -257,28 +297,61 @@ static int rt_event(struct rt_acc *a, struct rt_conns *c, struct trace_reader *r
         uint32_t len;
         const char *s = trace_reader_string(r, ev->u.label.label_id, &len);
         long l = rt_label(a, s && len ? s : COUNTERS_UNLABELLED);
-        if (l < 0 || !(o = rt_conn(c, ev->u.label.conn_id, 1)) ||
-            (o->label != UINT32_MAX && rt_finish(a, o)))
+        if (l < 0)
             return -1;
-        *o = (struct rt_open){.label = (uint32_t)l, .start_ns = start};
-        return 0;
+        return rt_push(e, (struct rt_conn_event){.start = start,
+                                                 .end = end,
+                                                 .conn = ev->u.label.conn_id,
+                                                 .label = (uint32_t)l,
+                                                 .type = TRACE_EV_LABEL});
     }
     case TRACE_EV_NET:
-        if (ev->op == TRACE_NET_SEND && ev->u.net.result > 0 &&
-            (o = rt_conn(c, ev->u.net.conn_id, 0)) && o->label != UINT32_MAX)
-            o->end_ns = end;
-        return 0;
+        if (ev->op != TRACE_NET_SEND || ev->u.net.result <= 0)
+            return 0;
+        return rt_push(
+            e, (struct rt_conn_event){
+                   .start = start, .end = end, .conn = ev->u.net.conn_id, .type = TRACE_EV_NET});
     case TRACE_EV_CONN:
-        if ((ev->op == TRACE_CONN_CLOSE || ev->op == TRACE_CONN_SHUTDOWN) &&
-            (o = rt_conn(c, ev->u.conn.conn_id, 0)) && o->label != UINT32_MAX) {
-            if (rt_finish(a, o))
-                return -1;
-            o->label = UINT32_MAX;
-        }
-        return 0;
+        if (ev->op != TRACE_CONN_CLOSE && ev->op != TRACE_CONN_SHUTDOWN)
+            return 0;
+        return rt_push(
+            e, (struct rt_conn_event){
+                   .start = start, .end = end, .conn = ev->u.conn.conn_id, .type = TRACE_EV_CONN});
     default:
         return 0;
     }
+}
+
+/* The requests of one file's events e, in time order, into a. */
+static int rt_requests(struct rt_acc *a, struct rt_conn_events *e)
+{
+    qsort(e->v, e->n, sizeof *e->v, rt_cmp_conn_event);
+    struct rt_conns c = {0};
+    trace_u64map_init(&c.map);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < e->n; i++) {
+        const struct rt_conn_event *x = &e->v[i];
+        struct rt_open *o = rt_conn(&c, x->conn, x->type == TRACE_EV_LABEL);
+        if (x->type == TRACE_EV_LABEL) {
+            if (!o || (o->label != UINT32_MAX && rt_finish(a, o)))
+                rc = -1;
+            else
+                *o = (struct rt_open){.label = x->label, .start_ns = x->start};
+        } else if (o && o->label != UINT32_MAX) {
+            if (x->type == TRACE_EV_NET)
+                o->end_ns = x->end;
+            else if (rt_finish(a, o))
+                rc = -1;
+            else
+                o->label = UINT32_MAX;
+        }
+    }
+    for (size_t i = 0; !rc && i < c.n; i++)
+        if (c.open[i].label != UINT32_MAX && rt_finish(a, &c.open[i]))
+            rc = -1;
+    trace_u64map_free(&c.map);
+    free(c.open);
+    return rc;
 }
 
 /* The events of one trace file of the recording (another recording's
@@ -297,25 +370,21 @@ static int rt_events(struct rt_acc *a, const char *path, char *err, size_t errle
     /* its CLOCK_MONOTONIC into the counters' one, through the realtime anchors */
     int64_t shift = (int64_t)(h->real_anchor_ns - h->mono_anchor_ns) -
                     (int64_t)(a->cf->real_anchor_ns - a->cf->mono_anchor_ns);
-    struct rt_conns c = {0};
-    trace_u64map_init(&c.map);
+    struct rt_conn_events e = {0};
     struct trace_event ev;
     int got, rc = 0;
     while (!rc && (got = trace_reader_next(r, &ev)) == 1)
-        rc = rt_event(a, &c, r, &ev, shift);
+        rc = rt_event(a, &e, r, &ev, shift);
     if (rc)
         snprintf(err, errlen, "%s: out of memory (or more than %u labels)", path, RT_MAX_LABELS);
     else if (got < 0) {
         snprintf(err, errlen, "%s", trace_reader_error(r));
         rc = -1;
+    } else if (rt_requests(a, &e)) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        rc = -1;
     }
-    for (size_t i = 0; !rc && i < c.n; i++)
-        if (c.open[i].label != UINT32_MAX && rt_finish(a, &c.open[i])) {
-            snprintf(err, errlen, "%s: out of memory", path);
-            rc = -1;
-        }
-    trace_u64map_free(&c.map);
-    free(c.open);
+    free(e.v);
     trace_reader_close(r);
     return rc;
 }
