@@ -91,7 +91,10 @@ int regress_apriori(const struct regress_levels *lv, double min_support, double 
                     char *err, size_t errlen);
 void regress_rules_free(struct regress_rule *rules, size_t n);
 /* Support count of the rule's premise alone and with the consequent in
- * lv: the rule's confidence there is both / premise (NAN when 0). */
+ * lv, over the windows where the consequent's counter is measured (a
+ * window missing it neither keeps nor breaks the rule, as Apriori's
+ * confidences count it): the rule's confidence there is both / premise
+ * (NAN when 0; *premise_windows: that premise count). */
 double regress_confidence(const struct regress_rule *r, const struct regress_levels *lv,
                           size_t *premise_windows);
 /* Eq. 5-1..5-3: cosine distance of (c1, 1 - c1) and (c2, 1 - c2), in

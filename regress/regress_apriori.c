@@ -137,12 +137,33 @@ void regress_rules_free(struct regress_rule *rules, size_t n)
     free(rules);
 }
 
+/* Windows of lv holding every item of prem (k of them) where counter is
+ * measured: a rule's confidence is measured where its consequent is. */
+static size_t regress_count_measured(const struct regress_levels *lv, int nlev, const int *prem,
+                                     int k, int counter)
+{
+    size_t n = 0;
+    for (size_t w = 0; w < lv->nwindows; w++) {
+        const int *row = lv->level + w * lv->ncounters;
+        int all = row[counter] >= 0;
+        for (int i = 0; all && i < k; i++)
+            all = row[prem[i] / nlev] == prem[i] % nlev;
+        n += (size_t)all;
+    }
+    return n;
+}
+
 /* Rules of the itemsets of sets[k - 1] (k items): each item as the
- * consequent of the others. */
-static int regress_rules_of(const struct regress_level_sets *sets, int k, int nlev, size_t nwindows,
+ * consequent of the others. Confidence: the windows holding every item
+ * over those holding the premise with the consequent's counter measured
+ * (a window missing it, a label with no request, neither keeps nor
+ * breaks the rule; missing[c]: counter c has such windows). */
+static int regress_rules_of(const struct regress_levels *lv, const unsigned char *missing,
+                            const struct regress_level_sets *sets, int k, int nlev,
                             double min_confidence, struct regress_rule **rules, size_t *n,
                             size_t *cap)
 {
+    size_t nwindows = lv->nwindows;
     const struct regress_level_sets *s = &sets[k - 1], *p = &sets[k - 2];
     int prem[64];
     for (size_t i = 0; i < s->n; i++) {
@@ -154,7 +175,10 @@ static int regress_rules_of(const struct regress_level_sets *sets, int k, int nl
             long pi = regress_sets_find(p, prem);
             if (pi < 0 || !p->counts[pi])
                 continue; /* cannot happen: subsets of frequent sets are frequent */
-            double conf = (double)s->counts[i] / (double)p->counts[pi];
+            size_t measured = missing[it[c] / nlev]
+                                  ? regress_count_measured(lv, nlev, prem, k - 1, it[c] / nlev)
+                                  : p->counts[pi];
+            double conf = (double)s->counts[i] / (double)measured;
             if (conf < min_confidence)
                 continue;
             if (*n == *cap) {
@@ -218,14 +242,18 @@ int regress_apriori(const struct regress_levels *lv, double min_support, double 
     size_t min_count = (size_t)ceil(min_support * (double)lv->nwindows - 1e-9);
     if (min_count < 1)
         min_count = 1;
+    unsigned char *missing = calloc(lv->ncounters ? lv->ncounters : 1, 1);
+    for (size_t i = 0; missing && i < lv->nwindows * lv->ncounters; i++)
+        if (lv->level[i] < 0)
+            missing[i % lv->ncounters] = 1;
     int nlev = regress_nlev(lv),
-        rc = sets ? regress_first_level(lv, nlev, min_count, &sets[0]) : -1;
+        rc = sets && missing ? regress_first_level(lv, nlev, min_count, &sets[0]) : -1;
     total = sets ? sets[0].n : 0;
     for (int k = 2; !rc && k <= max_len && sets[k - 2].n; k++) {
         rc = regress_next_level(lv, nlev, min_count, &sets[k - 2], &sets[k - 1], &total,
                                 max_itemsets);
         if (!rc)
-            rc = regress_rules_of(sets, k, nlev, lv->nwindows, min_confidence, rules, nrules, &cap);
+            rc = regress_rules_of(lv, missing, sets, k, nlev, min_confidence, rules, nrules, &cap);
     }
     if (rc > 0)
         snprintf(err, errlen,
@@ -239,6 +267,7 @@ int regress_apriori(const struct regress_levels *lv, double min_support, double 
         free(sets[k].counts);
     }
     free(sets);
+    free(missing);
     if (rc) {
         regress_rules_free(*rules, *nrules);
         *rules = NULL;
@@ -257,8 +286,8 @@ double regress_confidence(const struct regress_rule *r, const struct regress_lev
         int all = 1;
         for (int i = 0; all && i < r->npremise; i++)
             all = row[r->premise[i].counter] == r->premise[i].level;
-        if (!all)
-            continue;
+        if (!all || row[r->consequent.counter] < 0)
+            continue; /* a window missing the consequent neither keeps nor breaks the rule */
         p++;
         both += row[r->consequent.counter] == r->consequent.level;
     }

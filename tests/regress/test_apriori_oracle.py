@@ -3,8 +3,9 @@
 against a brute force written here independently: every itemset of up to
 max_len items with one level per counter, its support counted directly,
 every single-consequent rule above the thresholds. Random tables with
-correlated columns and missing values; the rule sets must be equal and
-every support and confidence equal to 1e-9."""
+correlated columns and missing values (a rule's confidence counts only
+the windows where its consequent's counter is measured); the rule sets
+must be equal and every support and confidence equal to 1e-9."""
 import itertools
 import os
 import random
@@ -31,7 +32,10 @@ def brute(rows, nc, minsup, minconf, maxlen):
                     prem = items[:j] + items[j + 1:]
                     # Apriori keeps a rule only when its premise is frequent, which a
                     # superset's support implies
-                    conf = both / count(prem)
+                    # confidence over the windows where the consequent's counter is
+                    # measured: a missing value neither keeps nor breaks the rule
+                    c = items[j][0]
+                    conf = both / sum(all(r[x] == l for x, l in prem) and r[c] >= 0 for r in rows)
                     if conf >= minconf:
                         rules[(prem, items[j])] = (both / n, conf)
     return rules

@@ -128,6 +128,37 @@ static void test_apriori_small(void **state)
     assert_non_null(strstr(err, "raise --support"));
 }
 
+/* A: 1 1 1 1 1 1, B: 1 1 1 1 - - (B missing in the last two windows, a
+ * label with no request there): A1 -> B1 holds in every window that
+ * measures B, confidence 4/4, not 4/6; on a target where B is missing but
+ * once at level 0, 0/1 (the missing windows count for neither side). */
+static void test_confidence_missing(void **state)
+{
+    (void)state;
+    int lv[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, -1, 1, -1};
+    struct regress_levels l = {.nwindows = 6, .ncounters = 2, .level = lv};
+    struct regress_rule *r;
+    size_t n;
+    char err[REGRESS_ERR_LEN];
+    assert_int_equal(regress_apriori(&l, 0.5, 0.8, 2, 1000, &r, &n, err, sizeof err), 0);
+    int seen = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].consequent.counter == 1) {
+            assert_true(r[i].confidence == 1);
+            assert_true(fabs(r[i].support - 4.0 / 6) < 1e-12);
+            size_t pw;
+            assert_true(regress_confidence(&r[i], &l, &pw) == 1);
+            assert_int_equal(pw, 4);
+            int tv[6] = {1, 0, 1, -1, 1, -1};
+            struct regress_levels t = {.nwindows = 3, .ncounters = 2, .level = tv};
+            assert_true(regress_confidence(&r[i], &t, &pw) == 0);
+            assert_int_equal(pw, 1);
+            seen = 1;
+        }
+    assert_int_equal(seen, 1);
+    regress_rules_free(r, n);
+}
+
 static void test_confidence_change(void **state)
 {
     (void)state;
@@ -244,7 +275,7 @@ int main(void)
         cmocka_unit_test(test_equal_width),       cmocka_unit_test(test_apriori_small),
         cmocka_unit_test(test_confidence_change), cmocka_unit_test(test_fisher),
         cmocka_unit_test(test_stacking_weights),  cmocka_unit_test(test_analyze_known),
-        cmocka_unit_test(test_rank_sum),
+        cmocka_unit_test(test_rank_sum),          cmocka_unit_test(test_confidence_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
