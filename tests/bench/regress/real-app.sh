@@ -46,7 +46,7 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../../.." && pwd)
 apps=$src/tests/bench/accuracy/apps
-# shellcheck source=../accuracy/apps/wordpress.sh
+# shellcheck source=/dev/null # wordpress.sh (over app-common.sh)
 . "$apps/wordpress.sh"
 
 # --inside OUT RUN CSV TRACE RATE DURATION BIN: one recording, run by
