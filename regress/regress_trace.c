@@ -325,7 +325,8 @@ static int rt_event(struct rt_acc *a, struct rt_conn_events *e, struct trace_rea
 /* The requests of one file's events e, in time order, into a. */
 static int rt_requests(struct rt_acc *a, struct rt_conn_events *e)
 {
-    qsort(e->v, e->n, sizeof *e->v, rt_cmp_conn_event);
+    if (e->n) /* a file without requests: no array at all */
+        qsort(e->v, e->n, sizeof *e->v, rt_cmp_conn_event);
     struct rt_conns c = {0};
     trace_u64map_init(&c.map);
     int rc = 0;
