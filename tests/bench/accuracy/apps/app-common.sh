@@ -69,7 +69,7 @@ app_wait_port() {
 # app_db_start DIR: the private MariaDB in DIR/db (socket DIR/db/mariadb.sock),
 # or PostgreSQL (APP_DB=postgresql: socket DIR/db/.s.PGSQL.5432); MariaDB
 # gets the words of APP_MARIADBD_OPTS as options when set (e.g.
-# --innodb-buffer-pool-size=2M: tests/bench/regress/real-app.sh's faults)
+# --innodb-buffer-pool-size=6M: tests/bench/regress/real-app.sh's faults)
 app_db_start() {
   if [ "$APP_DB" = postgresql ]; then
     [ -f "$1/db/data/postmaster.pid" ] && [ -S "$1/db/.s.PGSQL.$APP_PG_PORT" ] && return 0
