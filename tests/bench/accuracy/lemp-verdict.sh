@@ -39,7 +39,13 @@
 #
 # usage: lemp-verdict.sh [--out DIR] [--types "small medium"] [--rounds N]
 #                        [--real-runs N] [--slo SLO] [--interval T] [--max-intervals N]
+#                        [--reuse DIR]
 #   --interval, --max-intervals  for preplay run (default: one pass each, 6)
+#   --reuse DIR  take the recording (DIR/trace, DIR/recorded.tsv) and the
+#          real runs (DIR/real-TYPE-K.tsv) of an earlier --out DIR instead of
+#          making them: analyze that trace with this binary and run only the
+#          predictions (two builds judged on one recording and one set of
+#          real runs, their predictions interleaved; --out must differ)
 #   --slo  METRIC<LIMIT, or auto (default): a p95 limit in the gap between
 #          the types' real runs (docs/accuracy.md, "nginx + php-fpm: does
 #          the verdict agree?")
@@ -121,7 +127,7 @@ if [ "${1:-}" = --inside ]; then
     exit 0
 fi
 
-out="" types="small medium" rounds=40 runs=3 slo=auto interval="" maxint=6
+out="" types="small medium" rounds=40 runs=3 slo=auto interval="" maxint=6 reuse=""
 while [ $# -gt 0 ]; do
     case $1 in
     --out) out=$2; shift 2 ;;
@@ -131,7 +137,8 @@ while [ $# -gt 0 ]; do
     --slo) slo=$2; shift 2 ;;
     --interval) interval=$2; shift 2 ;;
     --max-intervals) maxint=$2; shift 2 ;;
-    -h | --help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --reuse) reuse=$2; shift 2 ;;
+    -h | --help) sed -n '2,55p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "lemp-verdict: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -149,33 +156,52 @@ else
 fi
 loadavg() { echo "$1: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$w/loadavg.txt"; }
 : >"$w/loadavg.txt"
+if [ -n "$reuse" ]; then
+    reuse=$(cd "$reuse" && pwd) || exit 2
+    [ "$reuse" != "$w" ] || { echo "lemp-verdict: --reuse DIR must not be the --out DIR" >&2; exit 2; }
+    [ -d "$reuse/trace" ] && [ -f "$reuse/recorded.tsv" ] ||
+        { echo "lemp-verdict: --reuse $reuse: no trace/ or recorded.tsv (not an earlier --out DIR)" >&2; exit 2; }
+    for t in $types; do
+        for ((k = 1; k <= runs; k++)); do
+            [ -f "$reuse/real-$t-$k.tsv" ] ||
+                { echo "lemp-verdict: --reuse $reuse: no real-$t-$k.tsv (--types, --real-runs as its run)" >&2; exit 2; }
+            cp "$reuse/real-$t-$k.tsv" "$w/"
+        done
+    done
+    grep -v -e prediction -e '^end' "$reuse/loadavg.txt" | sed 's/^/reused /' >>"$w/loadavg.txt"
+    rm -rf "$w/trace"
+    cp -r "$reuse/trace" "$w/trace" && cp "$reuse/recorded.tsv" "$w/" || exit 1
+fi
 
 # ---- 1. record on this host ----
-log "recording on this host: $clients clients x $rounds rounds"
-rec=$w/rec
-rm -rf "$rec" "$w/trace"
-mkdir -p "$rec"
-pids=()
-trap 'for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done; lemp_db_stop "$rec"' EXIT
-dbport=$(lemp_free_port)
-lemp_db_start "$rec" "$dbport"
-lemp_orders_app "$rec" "$dbport"
-lemp_fpm_conf "$rec" 4
-port=$(lemp_free_port)
-lemp_nginx_conf "$rec" "$port"
-lemp_start_fpm "$rec" "$bin" record -q --db-port "$dbport" -o "$w/trace/php" -c php --
-lemp_start_nginx "$rec" "$bin" record -q -o "$w/trace/web" -c web --
-lemp_wait "$rec" "$port"
-/usr/bin/python3 "$load_py" "$port" "$clients" 1 "$rec/warm.tsv" "${reqs[@]}" || fail "warming up"
-loadavg record
-client_prio /usr/bin/python3 "$load_py" "$port" "$clients" "$rounds" "$w/recorded.tsv" "${reqs[@]}" ||
-    fail "recording load"
-for p in "${pids[@]}"; do kill -TERM "$p"; done
-for p in "${pids[@]}"; do wait "$p"; done
-pids=()
-lemp_db_stop "$rec"
-trap - EXIT
-[ -z "$out" ] && trap 'rm -rf "$w"' EXIT
+record() {
+    log "recording on this host: $clients clients x $rounds rounds"
+    rec=$w/rec
+    rm -rf "$rec" "$w/trace"
+    mkdir -p "$rec"
+    pids=()
+    trap 'for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done; lemp_db_stop "$rec"' EXIT
+    dbport=$(lemp_free_port)
+    lemp_db_start "$rec" "$dbport"
+    lemp_orders_app "$rec" "$dbport"
+    lemp_fpm_conf "$rec" 4
+    port=$(lemp_free_port)
+    lemp_nginx_conf "$rec" "$port"
+    lemp_start_fpm "$rec" "$bin" record -q --db-port "$dbport" -o "$w/trace/php" -c php --
+    lemp_start_nginx "$rec" "$bin" record -q -o "$w/trace/web" -c web --
+    lemp_wait "$rec" "$port"
+    /usr/bin/python3 "$load_py" "$port" "$clients" 1 "$rec/warm.tsv" "${reqs[@]}" || fail "warming up"
+    loadavg record
+    client_prio /usr/bin/python3 "$load_py" "$port" "$clients" "$rounds" "$w/recorded.tsv" "${reqs[@]}" ||
+        fail "recording load"
+    for p in "${pids[@]}"; do kill -TERM "$p"; done
+    for p in "${pids[@]}"; do wait "$p"; done
+    pids=()
+    lemp_db_stop "$rec"
+    trap - EXIT
+    [ -z "$out" ] && trap 'rm -rf "$w"' EXIT
+}
+[ -n "$reuse" ] || record
 "$bin" analyze "$w/trace/web" "$w/trace/php" -o "$w/plan" >"$w/analyze.out" 2>"$w/analyze.err" ||
     fail "analyze: $(cat "$w/analyze.err")"
 cat "$w/analyze.out" >&2
@@ -200,12 +226,15 @@ emu() {
 }
 for t in $types; do
     for ((k = 1; k <= runs; k++)); do
-        log "$t: real run $k of $runs"
-        rm -rf "$w/$t-real$k"
-        loadavg "$t real $k"
-        emu "$w/$t-real$k" "$t" -- "$0" --inside real "$w/$t-real$k" "$rounds" "$w/real-$t-$k.tsv" "" "$t" \
-            >"$w/$t-real$k.log" 2>&1 || { tail -n 5 "$w/$t-real$k.log" >&2; fail "$t: real run $k"; }
-        rm -rf "$w/$t-real$k/db"
+        [ -z "$reuse" ] || [ $k -eq 1 ] || continue
+        [ -n "$reuse" ] || {
+            log "$t: real run $k of $runs"
+            rm -rf "$w/$t-real$k"
+            loadavg "$t real $k"
+            emu "$w/$t-real$k" "$t" -- "$0" --inside real "$w/$t-real$k" "$rounds" "$w/real-$t-$k.tsv" "" "$t" \
+                >"$w/$t-real$k.log" 2>&1 || { tail -n 5 "$w/$t-real$k.log" >&2; fail "$t: real run $k"; }
+            rm -rf "$w/$t-real$k/db"
+        }
         [ $k -eq 1 ] || continue
         log "$t: preplay run"
         rm -rf "$w/$t-pred"
