@@ -430,7 +430,7 @@ echo " <= 8 bytes/event; access log on, sendfile on)"
 
 # ---- 3. collector throughput ---------------------------------------------
 echo
-echo "== 3. collector: $coll_threads threads x $coll_iters mutex lock+unlock, lossless, collector CPU from /proc/PID/stat =="
+echo "== 3. collector: $coll_threads threads x $coll_iters mutex lock+unlock, lossless, collector CPU from its threads' schedstat =="
 # --no-lock-folding: the uncontended mutexes are the cheap events this
 # measures the collector with (folded, they would leave no record)
 out=$(bounded 300 "collector benchmark" "$preplay" record "${record_opts[@]}" --no-lock-folding -o "$work/coll" -- "$loops" collector "$coll_threads" "$coll_iters")
