@@ -51,7 +51,15 @@ def parent(pid):
     except (OSError, IndexError, ValueError):
         return -1
 
-while os.path.exists(f"/proc/{run}") and open(f"/proc/{run}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+def running(pid):
+    # the shell reaps the run when it ends: its /proc entry can go between
+    # any two reads (a FileNotFoundError here lost a whole scan's result)
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+while running(run):
     scans += 1
     for d in os.listdir("/proc"):
         if not d.isdigit():
