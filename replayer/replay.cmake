@@ -4,7 +4,7 @@
 #                        server, driver, results (used by the CLI and tests)
 #   cmd_replay / cmd_drive / cmd_run / cmd_remote_agent go into preplay_replay_cli.
 add_library(preplay_replay_core STATIC
-  replay_proto.c replay_exec.c replay_db.c replay_db_pg.c replay_peers.c replay_gate.c replay_server.c replay_nodeps.c
+  replay_proto.c replay_exec.c replay_db.c replay_db_pg.c replay_peers.c replay_gate.c replay_server.c replay_loop.c replay_nodeps.c
   replay_drive.c
   replay_results.c)
 target_include_directories(preplay_replay_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})

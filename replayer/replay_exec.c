@@ -5,9 +5,9 @@
  * rwlocks in the recorded modes; DB queries on the thread's connection;
  * nested calls over pooled peer connections; external calls as a sleep of
  * their recorded duration; the request and response bytes as recorded.
- * An event-loop component's blocks run one at a time per loop (a counting
- * semaphore of loops), except while they wait (a DB op recorded as a
- * blocking library call is not such a wait). Never prints and never
+ * A block is a resumable run (replay_block_begin/step/end): a worker runs
+ * it to the end; an event loop (replay_loop.c) runs it up to an op it must
+ * not sit through and resumes it when that is over. Never prints and never
  * stops on a failed op: it counts it. */
 #include "replay_exec.h"
 
@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -82,15 +81,15 @@ struct replay_engine {
     _Atomic uint64_t blocks, db_queries, db_unavailable, call_errors, file_errors;
     _Atomic uint64_t db_cut; /* statements recorded cut: waited, not sent */
     _Atomic uint64_t lock_try_failed, locks_left_held, lock_bad_release;
+    /* an event loop's acquire found its lock held: not waited for (the
+     * holder may be a request of the same loop, which only it can run) */
+    _Atomic uint64_t lock_loop_busy;
     /* blocks started and not yet counted: a block's last send reaches the
      * driver before the block is counted, so STATS waits for these */
     _Atomic uint64_t in_flight;
     /* bumped by replay_engine_restore_files: threads reopen their cached
      * descriptors, so position-relative ops start from offset 0 again */
     _Atomic uint32_t files_generation;
-    /* event loops free to run a request's work (cfg.event_loops > 0) */
-    sem_t loops;
-    int loops_init;
 };
 
 struct replay_thread {
@@ -136,14 +135,6 @@ struct replay_engine *replay_engine_new(const struct replay_config *cfg, char *e
     if (!(e->cfg.no_deps_hold_s > 0))
         e->cfg.no_deps_hold_s = 5;
     pthread_mutex_init(&e->db_errors_mu, NULL);
-    if (e->cfg.event_loops) {
-        if (sem_init(&e->loops, 0, e->cfg.event_loops) != 0) {
-            snprintf(err, errlen, "event loops: %s", strerror(errno));
-            replay_engine_free(e);
-            return NULL;
-        }
-        e->loops_init = 1;
-    }
     e->locks = calloc(replay_alloc_count(p->nlocks), sizeof *e->locks);
     e->label_of_string = malloc(replay_alloc_count(p->nstrings) * sizeof *e->label_of_string);
     e->db_errors = calloc(replay_alloc_count(p->nstrings), sizeof *e->db_errors);
@@ -206,8 +197,6 @@ void replay_engine_free(struct replay_engine *e)
     free(e->label_blocks);
     free(e->db_errors);
     pthread_mutex_destroy(&e->db_errors_mu);
-    if (e->loops_init)
-        sem_destroy(&e->loops);
     replay_db_pool_free(e->db);
     dummy_files_close(e->files);
     replay_peers_free(e->peers);
@@ -442,7 +431,7 @@ static void replay_lock_forget(struct replay_thread *t, uint32_t lock)
         }
 }
 
-static void replay_lock_op(struct replay_thread *t, const struct plan_op *op)
+static void replay_lock_op(struct replay_thread *t, const struct plan_op *op, int loop)
 {
     struct replay_engine *e = t->e;
     uint32_t lock = op->a.lock.lock;
@@ -459,7 +448,12 @@ static void replay_lock_op(struct replay_thread *t, const struct plan_op *op)
             atomic_fetch_add(&e->lock_bad_release, 1);
             return;
         }
-        if (op->op == PLAN_LOCK_ACQUIRE) {
+        if (op->op == PLAN_LOCK_ACQUIRE && loop) {
+            if (shared ? pthread_rwlock_tryrdlock(rw) : pthread_rwlock_trywrlock(rw)) {
+                atomic_fetch_add(&e->lock_loop_busy, 1);
+                return;
+            }
+        } else if (op->op == PLAN_LOCK_ACQUIRE) {
             if (shared ? pthread_rwlock_rdlock(rw) : pthread_rwlock_wrlock(rw))
                 return;
         } else if (shared ? pthread_rwlock_tryrdlock(rw) : pthread_rwlock_trywrlock(rw)) {
@@ -533,34 +527,6 @@ static void replay_db_op(struct replay_thread *t, const struct plan_op *op)
 
 /* ---- the block ---------------------------------------------------------- */
 
-/* An event-loop engine: op runs on a loop (held) or is a wait the loop
- * does not sit through (released); *held tracks this thread's loop. A DB
- * op recorded as a client-library call (PLAN_DB_BLOCKING) held its loop:
- * the thread sat in the call until the answer. */
-static void replay_loop_release(struct replay_engine *e, int *held)
-{
-    if (e->loops_init && *held) {
-        sem_post(&e->loops);
-        *held = 0;
-    }
-}
-
-static void replay_loop_for(struct replay_engine *e, const struct plan_op *op, int *held)
-{
-    if (!e->loops_init)
-        return;
-    uint8_t k = op->kind;
-    int wait = k == PLAN_OP_CALL || k == PLAN_OP_EXTERNAL || k == PLAN_OP_RECV ||
-               k == PLAN_OP_SEND || (k == PLAN_OP_DB && !(op->flags & PLAN_DB_BLOCKING));
-    if (wait) {
-        replay_loop_release(e, held);
-    } else if (!*held) {
-        while (sem_wait(&e->loops) != 0 && errno == EINTR)
-            ;
-        *held = 1;
-    }
-}
-
 static void replay_sleep_ns(uint64_t ns)
 {
     struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
@@ -568,12 +534,274 @@ static void replay_sleep_ns(uint64_t ns)
         ;
 }
 
-/* Consumes n request bytes: first those read with the header (*pre). */
-static int replay_take_request(int fd, uint64_t n, uint64_t *pre)
+/* Stages of a run (struct replay_block_run.stage). */
+enum { RUN_TAKE_FIRST, RUN_OPS, RUN_TAKE_REST, RUN_SEND_REST, RUN_OVER };
+
+int replay_block_begin(struct replay_thread *t, struct replay_block_run *r, uint32_t block, int fd,
+                       uint64_t request_bytes, uint64_t preread, uint64_t response_bytes, char *err,
+                       size_t errlen)
 {
-    uint64_t had = n < *pre ? n : *pre;
-    *pre -= had;
-    return n > had ? replay_recv_discard(fd, n - had) : 0;
+    const struct plan *p = t->e->plan;
+    if (block >= p->nblocks) {
+        snprintf(err, errlen, "block %u out of range (plan has %u)", block, p->nblocks);
+        return -1;
+    }
+    const struct plan_block *b = &p->blocks[block];
+    memset(r, 0, sizeof *r);
+    r->block = block;
+    r->fd = fd;
+    r->req_left = request_bytes;
+    r->resp_left = response_bytes;
+    r->pre = fd < 0 ? 0 : preread < request_bytes ? preread : request_bytes;
+    r->last_send = UINT32_MAX;
+    for (uint32_t i = 0; i < b->nops; i++) {
+        uint8_t k = p->ops[b->first_op + i].kind;
+        if (k == PLAN_OP_SEND)
+            r->last_send = i;
+        r->nrecv += k == PLAN_OP_RECV;
+    }
+    atomic_fetch_add(&t->e->in_flight, 1);
+    r->t0 = replay_now_ns(CLOCK_MONOTONIC);
+    return 0;
+}
+
+/* Sets up taking n request bytes: first those read with the header. */
+static void replay_run_take(struct replay_block_run *r, uint64_t n)
+{
+    uint64_t had = n < r->pre ? n : r->pre;
+    r->pre -= had;
+    r->xfer_send = 0;
+    r->xfer_left = n - had;
+}
+
+static void replay_run_send(struct replay_block_run *r, uint64_t n, int flags)
+{
+    r->xfer_send = 1;
+    r->xfer_left = n;
+    r->xfer_flags = flags;
+}
+
+/* The current op is over: its time goes to `kind`, the next op is due. */
+static void replay_run_next(struct replay_block_run *r, int kind)
+{
+    if (kind >= 0) {
+        uint64_t t1 = replay_now_ns(CLOCK_MONOTONIC);
+        r->kind_ns[kind] += t1 - r->t0;
+        r->t0 = t1;
+    }
+    r->op++;
+    r->phase = 0;
+}
+
+/* An op an event loop hands to a helper thread: it waits on something the
+ * loop cannot wait for in its epoll set (a DB op recorded as a blocking
+ * client-library call is not one: the thread sat in the call until the
+ * answer, so the loop does too). Nested calls stay on the loop, which
+ * waits for their connections as the recorded loop did. */
+static int replay_op_waits(const struct plan_op *op)
+{
+    uint8_t k = op->kind;
+    return k == PLAN_OP_EXTERNAL || (k == PLAN_OP_DB && !(op->flags & PLAN_DB_BLOCKING));
+}
+
+/* A nested call on a loop: started, or on from where it waited. */
+static enum replay_step replay_run_call(struct replay_thread *t, struct replay_block_run *r,
+                                        const struct plan_op *op)
+{
+    struct replay_engine *e = t->e;
+    char cerr[256];
+    if (!r->call_open) {
+        if (replay_peers_call_begin(e->peers, e->plan, op, &r->call, cerr, sizeof cerr)) {
+            atomic_fetch_add(&e->call_errors, 1);
+            replay_run_next(r, REPLAY_KIND_CALL);
+            return REPLAY_STEP_DONE;
+        }
+        r->call_open = 1;
+    }
+    int s = replay_peers_call_step(e->peers, &r->call, 1, cerr, sizeof cerr);
+    if (s == 1 || s == 2) {
+        r->wait_fd = r->call.fd;
+        return s == 1 ? REPLAY_STEP_WANT_READ : REPLAY_STEP_WANT_WRITE;
+    }
+    replay_peers_call_end(e->peers, &r->call, s == 0);
+    r->call_open = 0;
+    if (s < 0)
+        atomic_fetch_add(&e->call_errors, 1);
+    replay_run_next(r, REPLAY_KIND_CALL);
+    return REPLAY_STEP_DONE;
+}
+
+/* Runs an op that does not touch the request connection; its kind, or -1
+ * for an op kind this build does not know (skipped, not timed). */
+static int replay_op_run(struct replay_thread *t, const struct plan_op *op, int loop)
+{
+    struct replay_engine *e = t->e;
+    switch (op->kind) {
+    case PLAN_OP_CPU:
+        replay_cpu_burn((uint64_t)((double)op->a.cpu_ns * e->cfg.cpu_ratio + 0.5));
+        return REPLAY_KIND_CPU;
+    case PLAN_OP_FILE:
+        replay_file_op(t, op);
+        return REPLAY_KIND_FILE;
+    case PLAN_OP_LOCK:
+        replay_lock_op(t, op, loop);
+        return REPLAY_KIND_LOCK;
+    case PLAN_OP_DB:
+        replay_db_op(t, op);
+        return REPLAY_KIND_DB;
+    case PLAN_OP_CALL: {
+        char cerr[256];
+        if (replay_peers_call(e->peers, e->plan, op, cerr, sizeof cerr))
+            atomic_fetch_add(&e->call_errors, 1);
+        return REPLAY_KIND_CALL;
+    }
+    case PLAN_OP_EXTERNAL:
+        replay_sleep_ns(op->recorded_ns);
+        return REPLAY_KIND_EXTERNAL;
+    default:
+        return -1;
+    }
+}
+
+void replay_block_offloop(struct replay_thread *t, struct replay_block_run *r)
+{
+    const struct plan *p = t->e->plan;
+    const struct plan_op *op = &p->ops[p->blocks[r->block].first_op + r->op];
+    replay_run_next(r, replay_op_run(t, op, 0));
+}
+
+/* Starts the current op, or finishes it when its transfers are done.
+ * DONE: go on; OFFLOOP: a loop hands it off (replay_op_waits); WANT_*: a
+ * loop's nested call waits for its connection. */
+static enum replay_step replay_run_op(struct replay_thread *t, struct replay_block_run *r, int loop)
+{
+    const struct plan *p = t->e->plan;
+    const struct plan_op *op = &p->ops[p->blocks[r->block].first_op + r->op];
+    if (op->kind == PLAN_OP_CALL && loop)
+        return replay_run_call(t, r, op);
+    if (op->kind == PLAN_OP_RECV) {
+        if (r->phase) { /* received */
+            replay_run_next(r, REPLAY_KIND_NET);
+            return REPLAY_STEP_DONE;
+        }
+        uint64_t n = op->a.net.bytes < r->req_left ? op->a.net.bytes : r->req_left;
+        r->req_left -= n;
+        r->phase = 1;
+        if (r->fd >= 0 && n)
+            replay_run_take(r, n);
+    } else if (op->kind == PLAN_OP_SEND) {
+        if (r->phase == 2) { /* sent */
+            replay_run_next(r, REPLAY_KIND_NET);
+            return REPLAY_STEP_DONE;
+        }
+        if (r->phase == 0 && r->fd >= 0 && r->req_left) {
+            /* the client's bytes come before any answer */
+            replay_run_take(r, r->req_left);
+            r->req_left = 0;
+            r->phase = 1;
+            return REPLAY_STEP_DONE;
+        }
+        uint64_t n = r->op == r->last_send            ? r->resp_left
+                     : op->a.net.bytes < r->resp_left ? op->a.net.bytes
+                                                      : r->resp_left;
+        int more = (op->flags & PLAN_SEG_MORE) && r->op != r->last_send ? MSG_MORE : 0;
+        r->resp_left -= n;
+        r->phase = 2;
+        if (r->fd >= 0 && n)
+            replay_run_send(r, n, more);
+    } else if (op->kind == PLAN_OP_SOCKOPT) {
+        int v = (int)op->a.sockopt.value;
+        if (r->fd >= 0)
+            setsockopt(r->fd, op->a.sockopt.level, op->a.sockopt.name, &v, sizeof v);
+        replay_run_next(r, REPLAY_KIND_NET);
+    } else if (loop && replay_op_waits(op)) {
+        return REPLAY_STEP_OFFLOOP;
+    } else {
+        replay_run_next(r, replay_op_run(t, op, loop));
+    }
+    return REPLAY_STEP_DONE;
+}
+
+enum replay_step replay_block_step(struct replay_thread *t, struct replay_block_run *r, int loop)
+{
+    const struct plan_block *b = &t->e->plan->blocks[r->block];
+    for (;;) {
+        if (r->xfer_left) {
+            ssize_t n = replay_xfer_once(r->fd, r->xfer_send, r->xfer_left,
+                                         r->xfer_send ? r->xfer_flags : 0, loop);
+            if (n < 0 && loop && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                r->wait_fd = r->fd;
+                return r->xfer_send ? REPLAY_STEP_WANT_WRITE : REPLAY_STEP_WANT_READ;
+            }
+            if (n <= 0) {
+                r->failed_errno = n < 0 ? errno : 0;
+                return REPLAY_STEP_FAILED;
+            }
+            r->xfer_left -= (uint64_t)n;
+            continue;
+        }
+        switch (r->stage) {
+        case RUN_TAKE_FIRST: /* no RECV op: take the request first */
+            r->stage = RUN_OPS;
+            if (r->fd >= 0 && r->nrecv == 0 && r->req_left) {
+                replay_run_take(r, r->req_left);
+                r->req_left = 0;
+            }
+            break;
+        case RUN_OPS:
+            if (r->op == b->nops) {
+                r->stage = RUN_TAKE_REST;
+                break;
+            }
+            enum replay_step st = replay_run_op(t, r, loop);
+            if (st != REPLAY_STEP_DONE)
+                return st;
+            break;
+        case RUN_TAKE_REST:
+            r->stage = RUN_SEND_REST;
+            if (r->fd >= 0 && r->req_left) {
+                replay_run_take(r, r->req_left);
+                r->req_left = 0;
+            }
+            break;
+        case RUN_SEND_REST:
+            r->stage = RUN_OVER;
+            if (r->fd >= 0 && r->resp_left) {
+                replay_run_send(r, r->resp_left, 0);
+                r->resp_left = 0;
+            }
+            break;
+        default:
+            return REPLAY_STEP_DONE;
+        }
+    }
+}
+
+int replay_block_end(struct replay_thread *t, struct replay_block_run *r, int failed, char *err,
+                     size_t errlen)
+{
+    struct replay_engine *e = t->e;
+    const struct plan *p = e->plan;
+    const struct plan_block *b = &p->blocks[r->block];
+    if (failed)
+        snprintf(err, errlen, "block %u: request connection: %s", r->block,
+                 r->failed_errno ? strerror(r->failed_errno) : "closed by peer");
+    if (r->call_open) { /* cut short in a nested call (a loop's timeout or stop) */
+        replay_peers_call_end(e->peers, &r->call, 0);
+        r->call_open = 0;
+        atomic_fetch_add(&e->call_errors, 1);
+    }
+    replay_lock_release_all(t);
+    atomic_fetch_add(&e->blocks, 1);
+    uint32_t label = e->label_of_string[b->label < p->nstrings ? b->label : 0];
+    if (label != UINT32_MAX) {
+        atomic_fetch_add(&e->label_blocks[label], 1);
+        for (int k = 0; k < REPLAY_NKINDS; k++)
+            if (r->kind_ns[k])
+                atomic_fetch_add(&e->label_ns[(size_t)label * REPLAY_NKINDS + k], r->kind_ns[k]);
+    }
+    atomic_fetch_sub(&e->in_flight, 1);
+    return failed ? -1 : 0;
 }
 
 int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t request_bytes,
@@ -586,123 +814,11 @@ int replay_exec_block_preread(struct replay_thread *t, uint32_t block, int fd,
                               uint64_t request_bytes, uint64_t preread, uint64_t response_bytes,
                               char *err, size_t errlen)
 {
-    struct replay_engine *e = t->e;
-    const struct plan *p = e->plan;
-    if (block >= p->nblocks) {
-        snprintf(err, errlen, "block %u out of range (plan has %u)", block, p->nblocks);
+    struct replay_block_run r;
+    if (replay_block_begin(t, &r, block, fd, request_bytes, preread, response_bytes, err, errlen))
         return -1;
-    }
-    const struct plan_block *b = &p->blocks[block];
-    atomic_fetch_add(&e->in_flight, 1);
-    uint64_t kind_ns[REPLAY_NKINDS] = {0};
-    uint64_t req_left = request_bytes, resp_left = response_bytes;
-    uint64_t pre = fd < 0 ? 0 : preread < request_bytes ? preread : request_bytes;
-    uint32_t last_send = UINT32_MAX, nrecv = 0;
-    for (uint32_t i = 0; i < b->nops; i++) {
-        uint8_t k = p->ops[b->first_op + i].kind;
-        if (k == PLAN_OP_SEND)
-            last_send = i;
-        nrecv += k == PLAN_OP_RECV;
-    }
-    int rc = 0, held = 0;
-    uint64_t t0 = replay_now_ns(CLOCK_MONOTONIC), t1;
-    if (fd >= 0 && nrecv == 0 && req_left) { /* no RECV op: take the request first */
-        if (replay_take_request(fd, req_left, &pre))
-            goto net_fail;
-        req_left = 0;
-    }
-    for (uint32_t i = 0; i < b->nops; i++) {
-        const struct plan_op *op = &p->ops[b->first_op + i];
-        int kind;
-        replay_loop_for(e, op, &held);
-        switch (op->kind) {
-        case PLAN_OP_CPU:
-            kind = REPLAY_KIND_CPU;
-            replay_cpu_burn((uint64_t)((double)op->a.cpu_ns * e->cfg.cpu_ratio + 0.5));
-            break;
-        case PLAN_OP_FILE:
-            kind = REPLAY_KIND_FILE;
-            replay_file_op(t, op);
-            break;
-        case PLAN_OP_LOCK:
-            kind = REPLAY_KIND_LOCK;
-            replay_lock_op(t, op);
-            break;
-        case PLAN_OP_DB:
-            kind = REPLAY_KIND_DB;
-            replay_db_op(t, op);
-            break;
-        case PLAN_OP_CALL: {
-            kind = REPLAY_KIND_CALL;
-            char cerr[256];
-            if (replay_peers_call(e->peers, p, op, cerr, sizeof cerr))
-                atomic_fetch_add(&e->call_errors, 1);
-            break;
-        }
-        case PLAN_OP_EXTERNAL:
-            kind = REPLAY_KIND_EXTERNAL;
-            replay_sleep_ns(op->recorded_ns);
-            break;
-        case PLAN_OP_RECV: {
-            kind = REPLAY_KIND_NET;
-            uint64_t n = op->a.net.bytes < req_left ? op->a.net.bytes : req_left;
-            if (fd >= 0 && n && replay_take_request(fd, n, &pre))
-                goto net_fail;
-            req_left -= n;
-            break;
-        }
-        case PLAN_OP_SEND: {
-            kind = REPLAY_KIND_NET;
-            if (fd >= 0 && req_left) { /* the client's bytes come before any answer */
-                if (replay_take_request(fd, req_left, &pre))
-                    goto net_fail;
-                req_left = 0;
-            }
-            uint64_t n = i == last_send                ? resp_left
-                         : op->a.net.bytes < resp_left ? op->a.net.bytes
-                                                       : resp_left;
-            int more = (op->flags & PLAN_SEG_MORE) && i != last_send ? MSG_MORE : 0;
-            if (fd >= 0 && n && replay_send_filler(fd, n, more))
-                goto net_fail;
-            resp_left -= n;
-            break;
-        }
-        case PLAN_OP_SOCKOPT: {
-            kind = REPLAY_KIND_NET;
-            int v = (int)op->a.sockopt.value;
-            if (fd >= 0)
-                setsockopt(fd, op->a.sockopt.level, op->a.sockopt.name, &v, sizeof v);
-            break;
-        }
-        default:
-            continue;
-        }
-        t1 = replay_now_ns(CLOCK_MONOTONIC);
-        kind_ns[kind] += t1 - t0;
-        t0 = t1;
-    }
-    if (fd >= 0 && req_left && replay_take_request(fd, req_left, &pre))
-        goto net_fail;
-    if (fd >= 0 && resp_left && replay_send_filler(fd, resp_left, 0))
-        goto net_fail;
-    goto done;
-net_fail:
-    snprintf(err, errlen, "block %u: request connection: %s", block,
-             errno ? strerror(errno) : "closed by peer");
-    rc = -1;
-done:
-    replay_loop_release(e, &held); /* the block is over: the loop is free */
-    replay_lock_release_all(t);
-    atomic_fetch_add(&e->blocks, 1);
-    uint32_t label = e->label_of_string[b->label < p->nstrings ? b->label : 0];
-    if (label != UINT32_MAX) {
-        atomic_fetch_add(&e->label_blocks[label], 1);
-        for (int k = 0; k < REPLAY_NKINDS; k++)
-            if (kind_ns[k])
-                atomic_fetch_add(&e->label_ns[(size_t)label * REPLAY_NKINDS + k], kind_ns[k]);
-    }
-    atomic_fetch_sub(&e->in_flight, 1);
-    return rc;
+    enum replay_step s = replay_block_step(t, &r, 0);
+    return replay_block_end(t, &r, s == REPLAY_STEP_FAILED, err, errlen);
 }
 
 /* ---- stats -------------------------------------------------------------- */
@@ -767,17 +883,18 @@ char *replay_engine_stats_json(struct replay_engine *e)
         nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
     replay_text_add(&t, "{\"component\":");
     replay_text_json_string(&t, plan_string(p, p->components[e->cfg.component].name));
-    replay_text_add(&t,
-                    ",\"blocks\":%" PRIu64 ",\"db_queries\":%" PRIu64 ",\"db_cut\":%" PRIu64
-                    ",\"db_unavailable\":%" PRIu64 ",\"call_errors\":%" PRIu64
-                    ",\"file_errors\":%" PRIu64 ",\"lock_try_failed\":%" PRIu64
-                    ",\"locks_left_held\":%" PRIu64 ",\"lock_bad_release\":%" PRIu64
-                    ",\"calls_connections\":%" PRIu64 ",\"in_flight\":%" PRIu64 ",\"labels\":{",
-                    atomic_load(&e->blocks), atomic_load(&e->db_queries), atomic_load(&e->db_cut),
-                    atomic_load(&e->db_unavailable), atomic_load(&e->call_errors),
-                    atomic_load(&e->file_errors), atomic_load(&e->lock_try_failed),
-                    atomic_load(&e->locks_left_held), atomic_load(&e->lock_bad_release),
-                    replay_peers_opened(e->peers), atomic_load(&e->in_flight));
+    replay_text_add(
+        &t,
+        ",\"blocks\":%" PRIu64 ",\"db_queries\":%" PRIu64 ",\"db_cut\":%" PRIu64
+        ",\"db_unavailable\":%" PRIu64 ",\"call_errors\":%" PRIu64 ",\"file_errors\":%" PRIu64
+        ",\"lock_try_failed\":%" PRIu64 ",\"locks_left_held\":%" PRIu64
+        ",\"lock_bad_release\":%" PRIu64 ",\"lock_loop_busy\":%" PRIu64
+        ",\"calls_connections\":%" PRIu64 ",\"in_flight\":%" PRIu64 ",\"labels\":{",
+        atomic_load(&e->blocks), atomic_load(&e->db_queries), atomic_load(&e->db_cut),
+        atomic_load(&e->db_unavailable), atomic_load(&e->call_errors), atomic_load(&e->file_errors),
+        atomic_load(&e->lock_try_failed), atomic_load(&e->locks_left_held),
+        atomic_load(&e->lock_bad_release), atomic_load(&e->lock_loop_busy),
+        replay_peers_opened(e->peers), atomic_load(&e->in_flight));
     int first = 1;
     for (uint32_t l = 0; l < e->nlabels; l++) {
         uint64_t n = atomic_load(&e->label_blocks[l]);
@@ -838,6 +955,7 @@ void replay_engine_stats_reset(struct replay_engine *e)
     atomic_store(&e->lock_try_failed, 0);
     atomic_store(&e->locks_left_held, 0);
     atomic_store(&e->lock_bad_release, 0);
+    atomic_store(&e->lock_loop_busy, 0);
     for (uint32_t l = 0; l < e->nlabels; l++) {
         atomic_store(&e->label_blocks[l], 0);
         for (int k = 0; k < REPLAY_NKINDS; k++)

@@ -41,9 +41,9 @@ struct replay_config {
     double cpu_ratio;        /* recorded CPU time is multiplied by this */
     int io_timeout_s;        /* receive/send timeout on every socket (deadlock guard) */
     int no_deps;             /* CloudProphet's strawman: workers replay in recorded order */
-    /* an event-loop component (plan 1.2): this many loops, each running one
-     * request's work at a time while any number of requests wait on peers
-     * (replay_exec_block); 0 = a worker pool, each worker one request */
+    /* an event-loop component (plan 1.2): this many loops, each one thread
+     * serving many connections (replay_loop.c); 0 = a worker pool, each
+     * worker one request */
     uint32_t event_loops;
     double no_deps_hold_s; /* --no-deps: skip a block not arrived after this long (5) */
 };
@@ -65,20 +65,18 @@ struct replay_thread *replay_thread_new(struct replay_engine *e);
 /* Closes cached descriptors, returns the DB connection to the pool. */
 void replay_thread_free(struct replay_thread *t);
 
-/* Threads a replay server runs per event loop: requests one loop can have
- * in flight at once (each waits on its peers on a thread of its own). */
+/* Helper threads a replay server runs per event loop: the ops a loop does
+ * not sit through (nested and external calls, DB ops not recorded as
+ * blocking) that one loop can have waiting at once. */
 #define REPLAY_LOOP_THREADS 64
 
 /* Replays `block` for a request whose header said request_bytes follow on
  * fd and response_bytes are expected back (fd < 0: no request connection,
- * net ops are skipped). In an event-loop engine the calling thread holds
- * one of the loops while it runs CPU, file, lock and socket-option ops and
- * lets go of it while it waits: on a call, an external call, the DB, the
- * request's bytes or the client taking the response, as a loop serves other
- * connections then. Consumes every request byte and sends exactly
- * response_bytes, shaped by the block's RECV/SEND ops. Returns 0, or -1
- * when the request connection failed (err says why); other failures (DB
- * errors, failed nested calls) are counted and replay goes on. */
+ * net ops are skipped), on the calling thread, to the end. Consumes every
+ * request byte and sends exactly response_bytes, shaped by the block's
+ * RECV/SEND ops. Returns 0, or -1 when the request connection failed (err
+ * says why); other failures (DB errors, failed nested calls) are counted
+ * and replay goes on. */
 int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t request_bytes,
                       uint64_t response_bytes, char *err, size_t errlen);
 /* The same, when the first `preread` (<= request_bytes) request bytes were
@@ -87,6 +85,61 @@ int replay_exec_block(struct replay_thread *t, uint32_t block, int fd, uint64_t 
 int replay_exec_block_preread(struct replay_thread *t, uint32_t block, int fd,
                               uint64_t request_bytes, uint64_t preread, uint64_t response_bytes,
                               char *err, size_t errlen);
+
+struct replay_peer;
+/* A nested call in progress (replay_peers_call_begin/step/end). */
+struct replay_call_run {
+    int fd; /* the connection to the callee; -1 when none */
+    int pooled, attempt, nodelay, has_request;
+    struct replay_peer *peer;
+    const char *name;
+    char addr[128];
+    uint32_t callee, seg, nsegs;
+    const struct plan_segment *segs;
+    uint64_t seg_left;      /* bytes of segment seg still to move */
+    size_t hleft;           /* header bytes still to send */
+    unsigned char head[24]; /* REPLAY_HEADER_SIZE */
+};
+/* The same block as a resumable run, for an event loop (replay_loop.c),
+ * which runs every op of a request on its one thread except those it must
+ * not sit through, and never blocks on a connection. */
+struct replay_block_run {
+    uint32_t block, op; /* op: the next op, an index within the block */
+    int fd;
+    uint64_t req_left, resp_left, pre; /* request bytes owed, answer bytes owed, read ahead */
+    uint32_t last_send, nrecv;
+    int stage, phase; /* where the run is; where the current op is */
+    int xfer_send, xfer_flags;
+    uint64_t xfer_left; /* bytes of the current transfer still to move */
+    int failed_errno;
+    int wait_fd;   /* WANT_READ/WANT_WRITE: the descriptor to wait for */
+    int call_open; /* call: a nested call in progress (loop) */
+    struct replay_call_run call;
+    uint64_t t0, kind_ns[REPLAY_NKINDS];
+};
+enum replay_step {
+    REPLAY_STEP_DONE,       /* the block is over: replay_block_end */
+    REPLAY_STEP_FAILED,     /* the request connection failed: replay_block_end */
+    REPLAY_STEP_WANT_READ,  /* step again once fd is readable */
+    REPLAY_STEP_WANT_WRITE, /* step again once fd is writable */
+    REPLAY_STEP_OFFLOOP     /* replay_block_offloop on another thread, then step again */
+};
+/* -1 with err when block is out of range; else the run is set up. */
+int replay_block_begin(struct replay_thread *t, struct replay_block_run *r, uint32_t block, int fd,
+                       uint64_t request_bytes, uint64_t preread, uint64_t response_bytes, char *err,
+                       size_t errlen);
+/* loop = 0: to the end, blocking (DONE or FAILED). loop = 1: never blocks
+ * on a socket (MSG_DONTWAIT: WANT_READ/WANT_WRITE on wait_fd, the request
+ * connection or a nested call's), stops before an op that waits on
+ * something else (OFFLOOP: an external call, a DB op not recorded as
+ * blocking), and a lock found held is not waited for (lock_loop_busy). */
+enum replay_step replay_block_step(struct replay_thread *t, struct replay_block_run *r, int loop);
+/* Runs the op a step returned OFFLOOP for (blocking) and moves past it. */
+void replay_block_offloop(struct replay_thread *t, struct replay_block_run *r);
+/* Counts the block, releases the locks it left held; failed: the last
+ * step said FAILED, and err gets why (then -1). */
+int replay_block_end(struct replay_thread *t, struct replay_block_run *r, int failed, char *err,
+                     size_t errlen);
 
 /* Sums of a block's RECV and SEND op bytes (what a driver sends/expects). */
 void replay_block_bytes(const struct plan *p, uint32_t block, uint64_t *request_bytes,
@@ -124,6 +177,16 @@ void replay_peers_free(struct replay_peers *peers);
 /* Performs one nested call: header, then the segments in order. 0 or -1 with err. */
 int replay_peers_call(struct replay_peers *peers, const struct plan *p, const struct plan_op *op,
                       char *err, size_t errlen);
+/* The same call a step at a time: begin (0, or -1 with err: counted as a
+ * failed call); step: 0 done, 1 = wait until cr->fd is readable, 2 =
+ * writable (dontwait; never with dontwait = 0), -1 failed with err; end:
+ * the connection back to the pool (ok) or closed. */
+int replay_peers_call_begin(struct replay_peers *peers, const struct plan *p,
+                            const struct plan_op *op, struct replay_call_run *cr, char *err,
+                            size_t errlen);
+int replay_peers_call_step(struct replay_peers *peers, struct replay_call_run *cr, int dontwait,
+                           char *err, size_t errlen);
+void replay_peers_call_end(struct replay_peers *peers, struct replay_call_run *cr, int ok);
 /* Connections opened so far (tests check pooling). */
 uint64_t replay_peers_opened(const struct replay_peers *peers);
 

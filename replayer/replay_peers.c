@@ -2,9 +2,10 @@
  * §3.3): persistent connections pooled per callee component (and per
  * TCP_NODELAY setting), the request header, then the recorded segments one
  * send(2) or exact receive each, in the recorded order, with MSG_MORE where
- * recorded. Must never coalesce segments. The peers file ("component
- * address" per line, # comments) is read at the first call, so `preplay
- * run` can write it after every replayer has bound its port. */
+ * recorded; blocking (a worker) or one step at a time (an event loop, which
+ * waits for the connection in its epoll set). Must never coalesce segments. The peers file
+ * ("component address" per line, # comments) is read at the first call, so `preplay run` can write
+ * it after every replayer has bound its port. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -164,78 +165,142 @@ static void replay_peers_put(struct replay_peers *ps, struct replay_peer *peer, 
         close(fd);
 }
 
-int replay_peers_call(struct replay_peers *ps, const struct plan *p, const struct plan_op *op,
-                      char *err, size_t errlen)
+/* A fresh connection to the callee, or an idle pooled one. 0 or -1. */
+static int replay_call_connect(struct replay_peers *ps, struct replay_call_run *cr, char *err,
+                               size_t errlen)
 {
+    int fd = cr->attempt ? -2
+                         : replay_peers_get(ps, cr->name, cr->nodelay, cr->addr, sizeof cr->addr,
+                                            &cr->peer, err, errlen);
+    if (fd == -1)
+        return -1;
+    cr->pooled = fd >= 0;
+    if (!cr->pooled) {
+        fd = replay_connect(cr->addr, cr->nodelay, err, errlen);
+        if (fd < 0)
+            return -1;
+        atomic_fetch_add(&ps->opened, 1);
+        struct timeval tv = {ps->timeout_s, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    cr->fd = fd;
+    cr->hleft = REPLAY_HEADER_SIZE;
+    cr->seg = 0;
+    cr->seg_left = cr->nsegs ? cr->segs[0].bytes : 0;
+    return 0;
+}
+
+int replay_peers_call_begin(struct replay_peers *ps, const struct plan *p, const struct plan_op *op,
+                            struct replay_call_run *cr, char *err, size_t errlen)
+{
+    memset(cr, 0, sizeof *cr);
+    cr->fd = -1;
     uint32_t callee = op->a.call.callee_block;
     if (callee >= p->nblocks ||
         op->a.call.first_segment + (uint64_t)op->a.call.nsegments > p->nsegments) {
         snprintf(err, errlen, "call to block %u: out of range", callee);
         return -1;
     }
-    const char *name = plan_string(p, p->components[p->blocks[callee].component].name);
-    int nodelay = (op->flags & REPLAY_CALL_NODELAY) ? 1 : 0;
-    const struct plan_segment *segs = &p->segments[op->a.call.first_segment];
+    cr->name = plan_string(p, p->components[p->blocks[callee].component].name);
+    cr->nodelay = (op->flags & REPLAY_CALL_NODELAY) ? 1 : 0;
+    cr->segs = &p->segments[op->a.call.first_segment];
+    cr->nsegs = op->a.call.nsegments;
+    cr->callee = callee;
     struct replay_header h = {.block = callee, .token = ps->token};
     uint64_t rq = 0, rs = 0;
-    for (uint32_t i = 0; i < op->a.call.nsegments; i++)
-        *(segs[i].dir ? &rs : &rq) += segs[i].bytes;
+    for (uint32_t i = 0; i < cr->nsegs; i++)
+        *(cr->segs[i].dir ? &rs : &rq) += cr->segs[i].bytes;
     if (rq > REPLAY_MAX_MESSAGE || rs > REPLAY_MAX_MESSAGE) {
         snprintf(err, errlen, "call to block %u: message over 1 GiB", callee);
         return -1;
     }
     h.request_bytes = (uint32_t)rq;
     h.response_bytes = (uint32_t)rs;
-    unsigned char hb[REPLAY_HEADER_SIZE];
-    replay_header_encode(&h, hb);
-    char addr[128];
-    struct replay_peer *peer;
-    /* a pooled connection may have been closed by the callee: retry once fresh */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = replay_peers_get(ps, name, nodelay, addr, sizeof addr, &peer, err, errlen);
-        if (fd == -1)
-            return -1;
-        int pooled = fd >= 0;
-        if (!pooled) {
-            fd = replay_connect(addr, nodelay, err, errlen);
-            if (fd < 0)
-                return -1;
-            atomic_fetch_add(&ps->opened, 1);
-            struct timeval tv = {ps->timeout_s, 0};
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    cr->has_request = rq > 0;
+    replay_header_encode(&h, cr->head);
+    return replay_call_connect(ps, cr, err, errlen);
+}
+
+/* One send(2)/recv(2) toward the call: the header (in the first segment's
+ * send when the call starts with one: one syscall, one packet), then the
+ * segments in order. Bytes moved, or -1 with errno; *sending: its way. */
+static ssize_t replay_call_move(struct replay_call_run *cr, int dontwait, int *sending)
+{
+    const struct plan_segment *sg = cr->seg < cr->nsegs ? &cr->segs[cr->seg] : NULL;
+    *sending = 1;
+    if (cr->hleft) {
+        uint64_t with = sg && cr->seg == 0 && sg->dir == 0 ? cr->seg_left : 0;
+        int flags =
+            with ? ((sg->flags & PLAN_SEG_MORE) ? MSG_MORE : 0) : (cr->has_request ? MSG_MORE : 0);
+        ssize_t n = replay_send_head_once(cr->fd, cr->head + REPLAY_HEADER_SIZE - cr->hleft,
+                                          cr->hleft, with, flags, dontwait);
+        if (n > 0) {
+            size_t h = (size_t)n < cr->hleft ? (size_t)n : cr->hleft;
+            cr->hleft -= h;
+            cr->seg_left -= (uint64_t)n - h;
         }
-        /* the header goes out in the first segment's send: one send(2),
-         * one packet (it went with MSG_MORE before, a syscall more) */
-        uint32_t i = 0;
-        int fail;
-        if (op->a.call.nsegments && segs[0].dir == 0) {
-            fail = replay_send_head_filler(fd, hb, sizeof hb, segs[0].bytes,
-                                           (segs[0].flags & PLAN_SEG_MORE) ? MSG_MORE : 0);
-            i = 1;
-        } else {
-            fail = replay_send_exact(fd, hb, sizeof hb, rq ? MSG_MORE : 0);
-        }
-        for (; !fail && i < op->a.call.nsegments; i++) {
-            if (segs[i].dir == 0)
-                fail = replay_send_filler(fd, segs[i].bytes,
-                                          (segs[i].flags & PLAN_SEG_MORE) ? MSG_MORE : 0);
-            else
-                fail = replay_recv_discard(fd, segs[i].bytes);
-            if (fail && pooled && i == 0 && attempt == 0)
-                break;
-        }
-        if (!fail) {
-            replay_peers_put(ps, peer, nodelay, fd);
-            return 0;
-        }
-        int saved = errno;
-        close(fd);
-        if (!pooled || attempt == 1) {
-            snprintf(err, errlen, "call to %s (%s) block %u: %s", name, addr, callee,
-                     saved ? strerror(saved) : "connection closed");
-            return -1;
-        }
+        return n;
     }
-    return -1;
+    *sending = sg->dir == 0;
+    int flags = *sending && (sg->flags & PLAN_SEG_MORE) ? MSG_MORE : 0;
+    ssize_t n = replay_xfer_once(cr->fd, *sending, cr->seg_left, flags, dontwait);
+    if (n > 0)
+        cr->seg_left -= (uint64_t)n;
+    return n;
+}
+
+int replay_peers_call_step(struct replay_peers *ps, struct replay_call_run *cr, int dontwait,
+                           char *err, size_t errlen)
+{
+    for (;;) {
+        if (!cr->hleft && cr->seg < cr->nsegs && !cr->seg_left) { /* this segment is done */
+            cr->seg++;
+            cr->seg_left = cr->seg < cr->nsegs ? cr->segs[cr->seg].bytes : 0;
+            continue;
+        }
+        if (!cr->hleft && cr->seg == cr->nsegs)
+            return 0;
+        int sending;
+        ssize_t n = replay_call_move(cr, dontwait, &sending);
+        if (n > 0)
+            continue;
+        if (n < 0 && dontwait && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return sending ? 2 : 1;
+        int saved = n < 0 ? errno : 0;
+        close(cr->fd);
+        cr->fd = -1;
+        /* a pooled connection may have been closed by the callee: retry once fresh */
+        if (cr->pooled && cr->attempt == 0) {
+            cr->attempt = 1;
+            if (replay_call_connect(ps, cr, err, errlen) == 0)
+                continue;
+            return -1;
+        }
+        snprintf(err, errlen, "call to %s (%s) block %u: %s", cr->name, cr->addr, cr->callee,
+                 saved ? strerror(saved) : "connection closed");
+        return -1;
+    }
+}
+
+void replay_peers_call_end(struct replay_peers *ps, struct replay_call_run *cr, int ok)
+{
+    if (cr->fd < 0)
+        return;
+    if (ok)
+        replay_peers_put(ps, cr->peer, cr->nodelay, cr->fd);
+    else
+        close(cr->fd);
+    cr->fd = -1;
+}
+
+int replay_peers_call(struct replay_peers *ps, const struct plan *p, const struct plan_op *op,
+                      char *err, size_t errlen)
+{
+    struct replay_call_run cr;
+    if (replay_peers_call_begin(ps, p, op, &cr, err, errlen))
+        return -1;
+    int rc = replay_peers_call_step(ps, &cr, 0, err, errlen);
+    replay_peers_call_end(ps, &cr, rc == 0);
+    return rc ? -1 : 0;
 }

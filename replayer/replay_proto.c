@@ -232,6 +232,44 @@ int replay_send_filler(int fd, uint64_t len, int flags)
     return replay_send_exact(fd, replay_filler, (size_t)len, flags);
 }
 
+ssize_t replay_xfer_once(int fd, int send_dir, uint64_t len, int flags, int dontwait)
+{
+    int dw = dontwait ? MSG_DONTWAIT : 0;
+    for (;;) {
+        ssize_t n;
+        if (send_dir) {
+            size_t k = len > REPLAY_FILLER_SIZE ? REPLAY_FILLER_SIZE : (size_t)len;
+            int f = len > REPLAY_FILLER_SIZE ? flags | MSG_MORE : flags;
+            n = send(fd, replay_filler, k, f | MSG_NOSIGNAL | dw);
+        } else {
+            size_t k = len < sizeof replay_sink ? (size_t)len : sizeof replay_sink;
+            n = recv(fd, replay_sink, k, dw);
+            if (n == 0) {
+                errno = 0; /* the peer closed */
+                return -1;
+            }
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n;
+    }
+}
+
+ssize_t replay_send_head_once(int fd, const void *head, size_t hlen, uint64_t len, int flags,
+                              int dontwait)
+{
+    size_t k = len > REPLAY_FILLER_SIZE ? REPLAY_FILLER_SIZE : (size_t)len;
+    struct iovec iov[2] = {{(void *)head, hlen}, {replay_filler, k}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = k ? 2 : 1};
+    int f = (len > REPLAY_FILLER_SIZE ? flags | MSG_MORE : flags) | MSG_NOSIGNAL |
+            (dontwait ? MSG_DONTWAIT : 0);
+    ssize_t n;
+    do
+        n = sendmsg(fd, &m, f);
+    while (n < 0 && errno == EINTR);
+    return n;
+}
+
 int replay_send_head_filler(int fd, const void *head, size_t hlen, uint64_t len, int flags)
 {
     if (len > REPLAY_FILLER_SIZE) /* pieces anyway: the header leads the first */

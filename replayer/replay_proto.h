@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #define REPLAY_MAGIC 0x31505250u /* "PRP1" little-endian */
 #define REPLAY_HEADER_SIZE 24
@@ -52,6 +53,18 @@ int replay_send_filler(int fd, uint64_t len, int flags);
  * (the header sent with MSG_MORE rode in the same packet anyway). */
 int replay_send_head_filler(int fd, const void *head, size_t hlen, uint64_t len, int flags);
 int replay_recv_exact(int fd, void *buf, size_t len);
+/* One sendmsg(2) of `head` (hlen > 0 bytes) and up to one filler buffer of
+ * the `len` filler bytes that follow it (MSG_MORE when more than that
+ * remains, else `flags`); dontwait as replay_xfer_once. Bytes sent (the
+ * head's first), or -1 with errno. */
+ssize_t replay_send_head_once(int fd, const void *head, size_t hlen, uint64_t len, int flags,
+                              int dontwait);
+/* One send(2) of filler (MSG_MORE while more than one filler buffer
+ * remains, else `flags`) or one recv(2) into a sink, toward a transfer of
+ * `len` (> 0) bytes; dontwait adds MSG_DONTWAIT (-1 with EAGAIN when the
+ * socket is not ready: an event loop waits for it elsewhere). The bytes
+ * moved, or -1 with errno (0 when the peer closed during a receive). */
+ssize_t replay_xfer_once(int fd, int send_dir, uint64_t len, int flags, int dontwait);
 int replay_recv_discard(int fd, uint64_t len);
 
 /* Timers of the calling thread, and of the threads it creates until

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "replay_gate.h"
+#include "replay_loop.h"
 #include "replay_nodeps.h"
 #include "replay_proto.h"
 
@@ -37,6 +38,8 @@ struct replay_server {
     int nworkers, started_workers;
     pthread_mutex_t log_mu;
     _Atomic uint64_t served, rejected;
+    /* an event-loop component: its loops instead of the workers */
+    struct replay_loops *loops;
     /* --no-deps: one thread per recorded worker replays its blocks in order */
     struct replay_nodeps *nodeps;
     pthread_t *seq_threads;
@@ -48,7 +51,7 @@ struct replay_server_seq_arg {
     uint32_t worker;
 };
 
-static void replay_server_log(struct replay_server *s, int fd, const char *what)
+void replay_server_log(struct replay_server *s, int fd, const char *what)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
@@ -62,10 +65,14 @@ static void replay_server_log(struct replay_server *s, int fd, const char *what)
 }
 
 /* The gate's hand-over: an authenticated connection joins the set,
- * one-shot (one worker is woken per request). */
+ * one-shot (one worker is woken per request), or one of the event loops. */
 static void replay_server_admit(void *arg, int fd)
 {
     struct replay_server *s = arg;
+    if (s->loops) {
+        replay_loops_admit(s->loops, fd);
+        return;
+    }
     struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.fd = fd};
     if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev))
         close(fd);
@@ -111,57 +118,11 @@ static int replay_server_serve(struct replay_server *s, struct replay_thread *t,
         return -1;
     }
     struct replay_header h;
-    if (replay_header_decode(replay_server_inbuf, &h)) {
-        atomic_fetch_add(&s->rejected, 1);
-        replay_server_log(s, fd, "rejected: not a replay client (bad magic)");
-        return -1;
-    }
-    if (h.token != s->cfg->token) {
-        atomic_fetch_add(&s->rejected, 1);
-        replay_server_log(s, fd, "rejected: bad token");
-        return -1;
-    }
     uint64_t preread = (uint64_t)got - REPLAY_HEADER_SIZE;
-    if (preread > h.request_bytes) {
-        /* a second request sent before the first was answered */
-        atomic_fetch_add(&s->rejected, 1);
-        replay_server_log(s, fd, "rejected: more bytes than the request header announced");
+    if (replay_server_check(s, fd, replay_server_inbuf, preread, &h))
         return -1;
-    }
-    if (h.block == REPLAY_BLOCK_STATS || h.block == REPLAY_BLOCK_RESET) {
-        char *json = h.block == REPLAY_BLOCK_STATS ? replay_engine_stats_json(s->e) : NULL;
-        if (h.block == REPLAY_BLOCK_RESET) {
-            /* a new interval: the dummy-file ranges this replayer wrote are
-             * rewritten and write-back settles before the answer, so the
-             * controller starts the driver on the same files every time */
-            char ferr[256];
-            double restore_s;
-            if (replay_engine_restore_files(s->e, &restore_s, ferr, sizeof ferr)) {
-                pthread_mutex_lock(&s->log_mu);
-                fprintf(s->log, "replay: restoring dummy files: %s\n", ferr);
-                fflush(s->log);
-                pthread_mutex_unlock(&s->log_mu);
-            }
-            replay_engine_stats_reset(s->e);
-            if (s->nodeps)
-                replay_nodeps_reset(s->nodeps);
-        }
-        uint32_t len = json ? (uint32_t)strlen(json) : 0;
-        unsigned char lb[4] = {(unsigned char)len, (unsigned char)(len >> 8),
-                               (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
-        int rc = replay_send_exact(fd, lb, 4, len ? MSG_MORE : 0) ||
-                 (len && replay_send_exact(fd, json, len, 0));
-        free(json);
-        return rc ? -1 : 0;
-    }
-    if (h.block >= s->cfg->plan->nblocks) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "rejected: block %u not in the plan (%u blocks)", h.block,
-                 s->cfg->plan->nblocks);
-        atomic_fetch_add(&s->rejected, 1);
-        replay_server_log(s, fd, msg);
-        return -1;
-    }
+    if (h.block == REPLAY_BLOCK_STATS || h.block == REPLAY_BLOCK_RESET)
+        return replay_server_control(s, fd, h.block);
     if (s->nodeps && replay_nodeps_offer(s->nodeps, h.block, fd, h.request_bytes, h.response_bytes))
         return 1;
     char err[256];
@@ -172,6 +133,63 @@ static int replay_server_serve(struct replay_server *s, struct replay_thread *t,
     }
     atomic_fetch_add(&s->served, 1);
     return 0;
+}
+
+int replay_server_check(struct replay_server *s, int fd, const unsigned char *head,
+                        uint64_t preread, struct replay_header *h)
+{
+    const char *why = NULL;
+    if (replay_header_decode(head, h))
+        why = "rejected: not a replay client (bad magic)";
+    else if (h->token != s->cfg->token)
+        why = "rejected: bad token";
+    else if (preread > h->request_bytes) /* a second request sent before the first was answered */
+        why = "rejected: more bytes than the request header announced";
+    char msg[96];
+    if (!why && h->block != REPLAY_BLOCK_STATS && h->block != REPLAY_BLOCK_RESET &&
+        h->block >= s->cfg->plan->nblocks) {
+        snprintf(msg, sizeof msg, "rejected: block %u not in the plan (%u blocks)", h->block,
+                 s->cfg->plan->nblocks);
+        why = msg;
+    }
+    if (!why)
+        return 0;
+    atomic_fetch_add(&s->rejected, 1);
+    replay_server_log(s, fd, why);
+    return -1;
+}
+
+int replay_server_control(struct replay_server *s, int fd, uint32_t block)
+{
+    char *json = block == REPLAY_BLOCK_STATS ? replay_engine_stats_json(s->e) : NULL;
+    if (block == REPLAY_BLOCK_RESET) {
+        /* a new interval: the dummy-file ranges this replayer wrote are
+         * rewritten and write-back settles before the answer, so the
+         * controller starts the driver on the same files every time */
+        char ferr[256];
+        double restore_s;
+        if (replay_engine_restore_files(s->e, &restore_s, ferr, sizeof ferr)) {
+            pthread_mutex_lock(&s->log_mu);
+            fprintf(s->log, "replay: restoring dummy files: %s\n", ferr);
+            fflush(s->log);
+            pthread_mutex_unlock(&s->log_mu);
+        }
+        replay_engine_stats_reset(s->e);
+        if (s->nodeps)
+            replay_nodeps_reset(s->nodeps);
+    }
+    uint32_t len = json ? (uint32_t)strlen(json) : 0;
+    unsigned char lb[4] = {(unsigned char)len, (unsigned char)(len >> 8),
+                           (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
+    int rc = replay_send_exact(fd, lb, 4, len ? MSG_MORE : 0) ||
+             (len && replay_send_exact(fd, json, len, 0));
+    free(json);
+    return rc ? -1 : 0;
+}
+
+void replay_server_count_served(struct replay_server *s)
+{
+    atomic_fetch_add(&s->served, 1);
 }
 
 static void *replay_server_work(void *arg)
@@ -312,7 +330,13 @@ struct replay_server *replay_server_start(struct replay_engine *e, int listen_fd
             s->seq_started++;
         }
     }
-    for (int i = 0; i < s->nworkers; i++) {
+    if (s->cfg->event_loops && !s->nodeps) { /* `workers` threads help its loops */
+        s->loops =
+            replay_loops_start(s, s->e, s->cfg->event_loops, s->nworkers, s->stop_fd, err, errlen);
+        if (!s->loops)
+            goto fail;
+    }
+    for (int i = 0; !s->loops && i < s->nworkers; i++) {
         if (pthread_create(&s->workers[i], NULL, replay_server_work, s)) {
             snprintf(err, errlen, "starting worker %d: %s", i, strerror(errno));
             goto fail;
@@ -355,6 +379,7 @@ void replay_server_stop(struct replay_server *s)
     replay_gate_stop(s->gate);
     for (int i = 0; i < s->started_workers; i++)
         pthread_join(s->workers[i], NULL);
+    replay_loops_stop(s->loops);
     if (s->nodeps) {
         replay_nodeps_stop(s->nodeps);
         for (uint32_t w = 0; w < s->seq_started; w++)

@@ -5,10 +5,10 @@
  * locks left held), file offsets and sizes on the dummy files, EXECUTE
  * parameter rendering, a driver run against an in-process server
  * (good token and bad token), a send made late counted in its response
- * time, an event-loop engine (one request's CPU at a time per loop,
- * waits overlapping), a worker's memory bounded whatever the plan's
- * files, locks and FILE op sizes, and FILE writes never through a link
- * planted among the dummy files. */
+ * time, an event-loop server (every request's own work on the loop's one
+ * thread, waits overlapping, no client holding the loop up), a worker's memory bounded whatever the
+ * plan's files, locks and FILE op sizes, and FILE writes never through a link planted among the
+ * dummy files. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -323,7 +323,80 @@ static void *callee_main(void *arg)
     return NULL;
 }
 
-static void run_call_test(int pool, int expect_conns)
+/* A client of the replay protocol: one request for `block` on its own
+ * connection; sends `req` request bytes (after `stall_ms`, the first 10 of
+ * them at once), reads `resp` (after `read_after_ms`). */
+struct loop_client {
+    const char *addr;
+    uint32_t block, req, resp;
+    int stall_ms, read_after_ms;
+    int rc;
+    double done_at;
+};
+
+static void *loop_client_main(void *arg)
+{
+    struct loop_client *c = arg;
+    char err[256];
+    c->rc = -1;
+    int fd = replay_connect(c->addr, 1, err, sizeof err);
+    if (fd < 0)
+        return NULL;
+    struct replay_header h = {
+        .block = c->block, .token = 42, .request_bytes = c->req, .response_bytes = c->resp};
+    unsigned char hb[REPLAY_HEADER_SIZE];
+    replay_header_encode(&h, hb);
+    uint32_t first = c->stall_ms && c->req > 10 ? 10 : c->req;
+    int bad = replay_send_head_filler(fd, hb, sizeof hb, first, 0);
+    if (!bad && first < c->req) {
+        nanosleep(&(struct timespec){c->stall_ms / 1000, (c->stall_ms % 1000) * 1000000L}, NULL);
+        bad = replay_send_filler(fd, c->req - first, 0);
+    }
+    if (!bad && c->read_after_ms)
+        nanosleep(&(struct timespec){0, c->read_after_ms * 1000000L}, NULL);
+    if (!bad && !replay_recv_discard(fd, c->resp))
+        c->rc = 0;
+    c->done_at = now_s();
+    close(fd);
+    return NULL;
+}
+
+static struct replay_server *loop_server_peers(struct plan *p, uint32_t c, uint32_t event_loops,
+                                               const char *peers, struct replay_engine **e,
+                                               char addr[64])
+{
+    char err[256];
+    p->components[c].event_loop = event_loops > 0;
+    struct replay_config cfg = {.plan = p,
+                                .component = c,
+                                .token = 42,
+                                .cpu_ratio = 1,
+                                .event_loops = event_loops,
+                                .peers_path = peers,
+                                .pool = 4};
+    *e = replay_engine_new(&cfg, err, sizeof err);
+    assert_non_null(*e);
+    int l = replay_listen("127.0.0.1:0", err, sizeof err);
+    assert_true(l >= 0);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(l, (struct sockaddr *)&ss, &sl);
+    replay_addr_format((struct sockaddr *)&ss, addr, 64);
+    /* 4 workers, or 4 helpers beside the loops */
+    struct replay_server *s = replay_server_start(*e, l, 4, NULL, err, sizeof err);
+    assert_non_null(s);
+    return s;
+}
+
+static struct replay_server *loop_server(struct plan *p, uint32_t c, uint32_t event_loops,
+                                         struct replay_engine **e, char addr[64])
+{
+    return loop_server_peers(p, c, event_loops, NULL, e, addr);
+}
+
+/* loop: the calls made by an event-loop server (a step at a time, waiting
+ * in its epoll set), driven by a client; else by replay_exec_block */
+static void run_call_test(int pool, int expect_conns, int loop)
 {
     struct plan *p = fixture_plan_new();
     uint32_t front = fixture_component(p, "front", 1, 1);
@@ -357,24 +430,40 @@ static void run_call_test(int pool, int expect_conns)
                                 .token = 0xabcdef0123456789ull,
                                 .pool = pool,
                                 .cpu_ratio = 1};
-    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
-    assert_non_null(e);
-    struct replay_thread *t = replay_thread_new(e);
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(replay_exec_block(t, 1, -1, 0, 0, err, sizeof err), 0);
+    struct replay_engine *e = NULL;
+    struct replay_thread *t = NULL;
+    struct replay_server *s = NULL;
+    if (loop) {
+        char faddr[64];
+        s = loop_server_peers(p, front, 1, peers, &e, faddr);
+        /* loop_server_peers runs with token 42 and a pool of 4 */
+        assert_int_equal(pool, 4);
+        for (int i = 0; i < 3; i++) {
+            struct loop_client c = {.addr = faddr, .block = 1, .resp = 1};
+            loop_client_main(&c);
+            assert_int_equal(c.rc, 0);
+        }
+    } else {
+        e = replay_engine_new(&cfg, err, sizeof err);
+        assert_non_null(e);
+        t = replay_thread_new(e);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(replay_exec_block(t, 1, -1, 0, 0, err, sizeof err), 0);
+    }
     pthread_join(th, NULL);
     assert_true(cs.ok);
     assert_int_equal(cs.conns, expect_conns);
     struct replay_header h;
     assert_int_equal(replay_header_decode(cs.header, &h), 0);
     assert_int_equal(h.block, cb);
-    assert_true(h.token == 0xabcdef0123456789ull);
+    assert_true(h.token == (loop ? 42 : 0xabcdef0123456789ull));
     assert_int_equal(h.request_bytes, 150);
     assert_int_equal(h.response_bytes, 60);
     char *json = replay_engine_stats_json(e);
     assert_non_null(strstr(json, "\"call_errors\":0"));
     free(json);
     replay_thread_free(t);
+    replay_server_stop(s);
     replay_engine_free(e);
     close(cs.listen_fd);
     unlink(peers);
@@ -384,13 +473,14 @@ static void run_call_test(int pool, int expect_conns)
 static void test_call_segments_pooled(void **state)
 {
     (void)state;
-    run_call_test(4, 1);
+    run_call_test(4, 1, 0);
+    run_call_test(4, 1, 1);
 }
 
 static void test_call_segments_per_call(void **state)
 {
     (void)state;
-    run_call_test(0, 3);
+    run_call_test(0, 3, 0);
 }
 
 struct lock_run {
@@ -1117,10 +1207,12 @@ static void test_late_send_counts(void **state)
     fixture_plan_free(p);
 }
 
-/* ---- event loops: CPU ops of blocks running on several threads never
- * overlap on one loop, while their external waits do ---- */
+/* ---- event loops: one thread per loop runs every request's own work
+ * (the scheduler sees one busy thread, as it saw the recorded loop), its
+ * waits overlap, and no client holds it up ---- */
 
-static _Atomic int loop_inside, loop_most;
+static _Atomic int loop_inside, loop_most, loop_nthreads;
+static _Atomic long loop_threads[16];
 
 static void loop_burn(uint64_t ns)
 {
@@ -1128,58 +1220,51 @@ static void loop_burn(uint64_t ns)
     int m = atomic_load(&loop_most);
     while (n > m && !atomic_compare_exchange_weak(&loop_most, &m, n))
         ;
+    long me = (long)gettid();
+    int k, seen = 0, nt = atomic_load(&loop_nthreads);
+    for (k = 0; k < nt; k++)
+        seen |= atomic_load(&loop_threads[k]) == me;
+    if (!seen && nt < 16)
+        atomic_store(&loop_threads[atomic_fetch_add(&loop_nthreads, 1)], me);
     struct timespec ts = {0, (long)ns};
     nanosleep(&ts, NULL);
     atomic_fetch_sub(&loop_inside, 1);
 }
 
-struct loop_arg {
-    struct replay_engine *e;
-    uint32_t block;
-};
-
-static void *loop_thread(void *arg)
-{
-    struct loop_arg *a = arg;
-    struct replay_thread *t = replay_thread_new(a->e);
-    char err[256];
-    int rc = replay_exec_block(t, a->block, -1, 0, 0, err, sizeof err);
-    replay_thread_free(t);
-    return (void *)(intptr_t)rc;
-}
-
-/* 4 blocks of CPU 5 ms, WAIT (60 ms), CPU 5 ms on 4 threads: wall time
- * and the most CPU ops running at once */
-static double loop_run(uint32_t event_loops, struct plan_op wait, int *most)
+/* 4 requests at once, each CPU 5 ms, WAIT (60 ms), CPU 5 ms and a 1-byte
+ * answer: wall time, the most CPU ops running at once, and on how many
+ * threads they ran */
+static double loop_run(uint32_t event_loops, struct plan_op wait, int *most, int *threads)
 {
     struct plan *p = fixture_plan_new();
     uint32_t c = fixture_component(p, "front", 1, 1);
-    p->components[c].event_loop = event_loops > 0;
     uint32_t b = fixture_block(p, c, "GET /a");
     fixture_op(p, fixture_cpu(5000000));
     fixture_op(p, wait);
     fixture_op(p, fixture_cpu(5000000));
-    char err[256];
-    struct replay_config cfg = {
-        .plan = p, .component = c, .cpu_ratio = 1, .event_loops = event_loops};
-    struct replay_engine *e = replay_engine_new(&cfg, err, sizeof err);
-    assert_non_null(e);
+    struct replay_engine *e;
+    char addr[64];
+    struct replay_server *s = loop_server(p, c, event_loops, &e, addr);
     replay_cpu_burn_fn saved = replay_cpu_burn;
     replay_cpu_burn = loop_burn;
     atomic_store(&loop_most, 0);
+    atomic_store(&loop_nthreads, 0);
     pthread_t th[4];
-    struct loop_arg a = {e, b};
+    struct loop_client cl[4];
     double t0 = now_s();
-    for (int i = 0; i < 4; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, loop_thread, &a), 0);
     for (int i = 0; i < 4; i++) {
-        void *rc;
-        pthread_join(th[i], &rc);
-        assert_int_equal((intptr_t)rc, 0);
+        cl[i] = (struct loop_client){.addr = addr, .block = b, .resp = 1};
+        assert_int_equal(pthread_create(&th[i], NULL, loop_client_main, &cl[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(cl[i].rc, 0);
     }
     double wall = now_s() - t0;
     replay_cpu_burn = saved;
     *most = atomic_load(&loop_most);
+    *threads = atomic_load(&loop_nthreads);
+    replay_server_stop(s);
     replay_engine_free(e);
     fixture_plan_free(p);
     return wall;
@@ -1198,23 +1283,135 @@ static struct plan_op loop_db(uint16_t flags)
 static void test_event_loop(void **state)
 {
     (void)state;
-    int most;
-    double wall = loop_run(1, fixture_external(60000000), &most);
-    assert_int_equal(most, 1); /* one loop: one request's work at a time */
+    int most, threads;
+    double wall = loop_run(1, fixture_external(60000000), &most, &threads);
+    assert_int_equal(most, 1);    /* one loop: one request's work at a time */
+    assert_int_equal(threads, 1); /* ... on one thread, whichever request */
     /* the waits overlap: at least one block's 70 ms, far less than 4 x 70
      * ms in a row */
     assert_true(wall >= 0.068 && wall < 0.250);
-    loop_run(0, fixture_external(60000000), &most);
+    /* two loops: two threads */
+    loop_run(2, fixture_external(60000000), &most, &threads);
+    assert_int_equal(threads, 2);
+    loop_run(0, fixture_external(60000000), &most, &threads);
     assert_true(most > 1); /* a worker pool: CPU ops of several requests at once */
     /* a wire-parsed DB op (no PLAN_DB_BLOCKING) is a wait like the external */
-    wall = loop_run(1, loop_db(0), &most);
+    wall = loop_run(1, loop_db(0), &most, &threads);
     assert_int_equal(most, 1);
+    assert_int_equal(threads, 1);
     assert_true(wall >= 0.068 && wall < 0.250);
     /* a client-library DB op held the recorded loop (thin running Rails):
      * the four blocks run one after another, 4 x 70 ms */
-    wall = loop_run(1, loop_db(PLAN_DB_BLOCKING), &most);
+    wall = loop_run(1, loop_db(PLAN_DB_BLOCKING), &most, &threads);
     assert_int_equal(most, 1);
     assert_true(wall >= 0.278);
+}
+
+/* A loop never waits for one client: a request whose bytes stall for 300
+ * ms, and one whose 8 MiB answer is not read for 300 ms, do not hold up a
+ * request that arrives meanwhile; both finish whole afterwards. */
+static void test_event_loop_slow_clients(void **state)
+{
+    (void)state;
+    struct plan *p = fixture_plan_new();
+    uint32_t c = fixture_component(p, "front", 1, 1);
+    uint32_t slow_in = fixture_block(p, c, "POST /upload");
+    fixture_op(p, fixture_net(0, 100000, 0));
+    fixture_op(p, fixture_net(1, 1, 0));
+    uint32_t slow_out = fixture_block(p, c, "GET /big");
+    fixture_op(p, fixture_net(0, 100, 0));
+    fixture_op(p, fixture_net(1, 8u << 20, 0));
+    uint32_t quick = fixture_block(p, c, "GET /a");
+    fixture_op(p, fixture_cpu(1000000));
+    fixture_op(p, fixture_net(1, 10, 0));
+    struct replay_engine *e;
+    char addr[64];
+    struct replay_server *s = loop_server(p, c, 1, &e, addr);
+    struct loop_client cl[3] = {
+        {.addr = addr, .block = slow_in, .req = 100000, .resp = 1, .stall_ms = 300},
+        {.addr = addr, .block = slow_out, .req = 100, .resp = 8u << 20, .read_after_ms = 300},
+        {.addr = addr, .block = quick, .resp = 10}};
+    pthread_t th[3];
+    double t0 = now_s();
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, loop_client_main, &cl[i]), 0);
+    nanosleep(&(struct timespec){0, 50000000}, NULL); /* both are stalled now */
+    assert_int_equal(pthread_create(&th[2], NULL, loop_client_main, &cl[2]), 0);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(cl[i].rc, 0);
+    }
+    assert_true(cl[2].done_at - t0 < 0.250);
+    assert_true(cl[0].done_at - t0 >= 0.300 && cl[1].done_at - t0 >= 0.300);
+    assert_int_equal(replay_server_served(s), 3);
+    replay_server_stop(s);
+    replay_engine_free(e);
+    fixture_plan_free(p);
+}
+
+/* A loop's nested calls wait in its epoll set: 4 requests at once, each
+ * CPU 1 ms, a call to a worker-pool component that takes 60 ms, CPU 1 ms:
+ * the calls overlap (well under 4 x 62 ms), every CPU op runs on the
+ * loop's one thread, and the pooled connections carry the calls whole. */
+static void test_event_loop_calls(void **state)
+{
+    (void)state;
+    struct plan *p = fixture_plan_new();
+    uint32_t front = fixture_component(p, "front", 1, 1);
+    uint32_t back = fixture_component(p, "back", 4, 0);
+    uint32_t cb = fixture_block(p, back, "back-op");
+    fixture_op(p, fixture_net(0, 150, 0));
+    fixture_op(p, fixture_external(60000000));
+    fixture_op(p, fixture_net(1, 60000, 0));
+    uint32_t fb = fixture_block(p, front, "GET /call");
+    fixture_op(p, fixture_cpu(1000000));
+    static const int32_t segs[] = {150, -60000};
+    fixture_call(p, cb, segs, 2, 0, REPLAY_CALL_NODELAY);
+    fixture_op(p, fixture_cpu(1000000));
+    struct replay_engine *be, *fe;
+    char baddr[64], faddr[64], peers[] = "/tmp/replay-peers-XXXXXX";
+    struct replay_server *bs = loop_server(p, back, 0, &be, baddr);
+    int pf = mkstemp(peers);
+    dprintf(pf, "back %s\n", baddr);
+    close(pf);
+    struct replay_server *fs = loop_server_peers(p, front, 1, peers, &fe, faddr);
+    replay_cpu_burn_fn saved = replay_cpu_burn;
+    replay_cpu_burn = loop_burn;
+    atomic_store(&loop_most, 0);
+    atomic_store(&loop_nthreads, 0);
+    pthread_t th[4];
+    struct loop_client cl[4];
+    double t0 = now_s();
+    for (int round = 0; round < 2; round++) { /* the second on pooled connections */
+        for (int i = 0; i < 4; i++) {
+            cl[i] = (struct loop_client){.addr = faddr, .block = fb, .resp = 1};
+            assert_int_equal(pthread_create(&th[i], NULL, loop_client_main, &cl[i]), 0);
+        }
+        for (int i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            assert_int_equal(cl[i].rc, 0);
+        }
+    }
+    double wall = now_s() - t0;
+    replay_cpu_burn = saved;
+    assert_true(wall >= 0.120 && wall < 0.400); /* 2 rounds of ~62 ms, not 8 x 62 */
+    assert_int_equal(atomic_load(&loop_most), 1);
+    assert_int_equal(atomic_load(&loop_nthreads), 1);
+    assert_int_equal(replay_server_served(bs), 8);
+    char *json = replay_engine_stats_json(fe);
+    assert_non_null(strstr(json, "\"call_errors\":0"));
+    /* at most one connection per call in flight, kept for the next round */
+    const char *cc = strstr(json, "\"calls_connections\":");
+    assert_non_null(cc);
+    unsigned long opened = strtoul(cc + strlen("\"calls_connections\":"), NULL, 10);
+    assert_true(opened >= 1 && opened <= 4);
+    free(json);
+    replay_server_stop(fs);
+    replay_server_stop(bs);
+    replay_engine_free(fe);
+    replay_engine_free(be);
+    unlink(peers);
+    fixture_plan_free(p);
 }
 
 int main(void)
@@ -1238,6 +1435,8 @@ int main(void)
         cmocka_unit_test(test_post_response_tail),
         cmocka_unit_test(test_session_mode),
         cmocka_unit_test(test_event_loop),
+        cmocka_unit_test(test_event_loop_slow_clients),
+        cmocka_unit_test(test_event_loop_calls),
         cmocka_unit_test(test_late_send_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
