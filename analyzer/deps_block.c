@@ -19,6 +19,7 @@
 #include "deps_call.h"
 #include "deps_end.h"
 #include "deps_outside.h"
+#include "grow_array.h"
 
 struct plan_op *deps_block_op_add(struct deps_state *s, struct deps_block *b, uint8_t kind,
                                   uint8_t op_code, uint64_t recorded_ns)
@@ -99,15 +100,9 @@ static void deps_block_release(struct deps_state *s, struct deps_block *b)
 
 void deps_block_schedule_push(struct deps_state *s, const struct deps_served *sv)
 {
-    if (s->nsched == s->capsched) {
-        size_t nc = s->capsched ? s->capsched * 2 : 256;
-        struct deps_sched *n = realloc(s->sched, nc * sizeof *n);
-        if (!n) {
-            deps_state_fail(s, "out of memory");
-            return;
-        }
-        s->sched = n;
-        s->capsched = nc;
+    if (grow_array((void **)&s->sched, &s->capsched, s->nsched + 1, sizeof *s->sched, 256) != 0) {
+        deps_state_fail(s, "out of memory");
+        return;
     }
     /* min-heap by arrival */
     size_t i = s->nsched++;

@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "grow_array.h"
+
 static int deps_input_cmpstr(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -434,14 +436,9 @@ static void deps_heap_down(struct deps_input *in, uint32_t i)
 
 static int deps_heap_push(struct deps_input *in, struct deps_fifo *q, uint64_t key)
 {
-    if (in->nheap == in->capheap) {
-        uint32_t nc = in->capheap ? in->capheap * 2 : 64;
-        struct deps_heap_entry *nh = realloc(in->heap, nc * sizeof *nh);
-        if (!nh)
-            return -1;
-        in->heap = nh;
-        in->capheap = nc;
-    }
+    if (grow_array((void **)&in->heap, &in->capheap, (size_t)in->nheap + 1, sizeof *in->heap, 64) !=
+        0)
+        return -1;
     in->heap[in->nheap].key = key;
     in->heap[in->nheap].q = q;
     in->nheap++;
@@ -490,15 +487,9 @@ static struct deps_fifo *deps_input_fifo(struct deps_input *in, uint32_t fi, uin
         return NULL;
     q->file = fi;
     q->id = id;
-    if (f->nall == f->capall) {
-        uint32_t nc = f->capall ? f->capall * 2 : 16;
-        struct deps_fifo **na = realloc(f->all, nc * sizeof *na);
-        if (!na) {
-            free(q);
-            return NULL;
-        }
-        f->all = na;
-        f->capall = nc;
+    if (grow_array((void **)&f->all, &f->capall, (size_t)f->nall + 1, sizeof *f->all, 16) != 0) {
+        free(q);
+        return NULL;
     }
     f->all[f->nall++] = q;
     if (deps_map_put(&f->fifos, id, q) != 0)

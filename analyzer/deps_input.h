@@ -73,7 +73,8 @@ struct deps_input_file {
     uint64_t bytes;        /* file size */
     struct deps_map fifos; /* tid -> fifo; key 0 = definitions */
     struct deps_fifo **all;
-    uint32_t nall, capall;
+    uint32_t nall;
+    size_t capall;
 };
 
 struct deps_input_host {
@@ -91,7 +92,8 @@ struct deps_input {
     struct deps_input_host *hosts;
     uint32_t nhosts;
     struct deps_heap_entry *heap; /* FIFOs with events, by head key */
-    uint32_t nheap, capheap;
+    uint32_t nheap;
+    size_t capheap;
     uint64_t window_ns;
     uint64_t events; /* popped */
     uint64_t late;   /* popped with a key below an earlier popped key (CPU, LOSS aside) */

@@ -9,6 +9,7 @@
 
 #include "deps_block.h"
 #include "deps_state.h"
+#include "grow_array.h"
 
 struct deps_state *deps_state_new(const struct analyze_options *opt, struct analyze_result *res)
 {
@@ -51,14 +52,14 @@ void deps_state_uncharge(struct deps_state *s, uint64_t bytes)
 
 void *deps_state_grow(struct deps_state *s, void *p, uint32_t *cap, size_t elem)
 {
-    uint32_t nc = *cap ? *cap * 2 : 8;
-    void *np = realloc(p, nc * elem);
-    if (!np) {
+    size_t nc = *cap;
+    /* the capacity stays a uint32_t: refused before doubling would wrap it */
+    if (*cap > UINT32_MAX / 2 || grow_array(&p, &nc, nc + 1, elem, 8) != 0) {
         deps_state_fail(s, "out of memory");
         return NULL;
     }
-    *cap = nc;
-    return np;
+    *cap = (uint32_t)nc;
+    return p;
 }
 
 uint32_t deps_state_literal(struct deps_state *s, const char *str)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow_array.h"
 #include "plan.h"
 #include "report_plan.h"
 #include "trace_u64map.h"
@@ -139,13 +140,8 @@ static int report_plan_tiers(const struct plan *p, const size_t *label_index,
                 uint32_t callee = p->blocks[o->a.call.callee_block].component;
                 if (bid == q->block && callee < f->ncomponents)
                     f->call_s[label * f->ncomponents + callee] += (double)o->recorded_ns / 1e9;
-                if (n == cap) {
-                    uint32_t *ns = realloc(stack, 2 * cap * sizeof *ns);
-                    if (!ns)
-                        goto out;
-                    stack = ns;
-                    cap *= 2;
-                }
+                if (grow_array((void **)&stack, &cap, n + 1, sizeof *stack, 64) != 0)
+                    goto out;
                 stack[n++] = o->a.call.callee_block;
             }
         }

@@ -11,6 +11,7 @@
  * at plan_writer_close (temp file in the same directory + fsync + rename);
  * a failed write removes the temp file and never leaves a partial plan
  * under the final name. */
+#include "grow_array.h"
 #include "out_file.h"
 #include "plan.h"
 #include "plan_codec.h"
@@ -80,19 +81,10 @@ static int plan_writer_fail(struct plan_writer *w, const char *fmt, ...)
     return -1;
 }
 
+/* A byte buffer with room for need bytes (4096 at first, doubling). */
 static int plan_writer_grow(uint8_t **buf, size_t *cap, size_t need)
 {
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap : 4096;
-    while (ncap < need)
-        ncap *= 2;
-    uint8_t *n = realloc(*buf, ncap);
-    if (!n)
-        return -1;
-    *buf = n;
-    *cap = ncap;
-    return 0;
+    return grow_array((void **)buf, cap, need, 1, 4096);
 }
 
 static int plan_writer_write_all(struct plan_writer *w, const uint8_t *buf, size_t len)
@@ -341,15 +333,10 @@ uint32_t plan_writer_string(struct plan_writer *w, const char *s, size_t len)
         return UINT32_MAX;
     }
     uint32_t id = w->d.strings;
-    if (id >= w->cap_strings) {
-        size_t ncap = w->cap_strings ? w->cap_strings * 2 : 1024;
-        void *n = realloc(w->strings, ncap * sizeof *w->strings);
-        if (!n) {
-            plan_writer_fail(w, "out of memory for the string table");
-            return UINT32_MAX;
-        }
-        w->strings = n;
-        w->cap_strings = ncap;
+    if (grow_array((void **)&w->strings, &w->cap_strings, (size_t)id + 1, sizeof *w->strings,
+                   1024) != 0) {
+        plan_writer_fail(w, "out of memory for the string table");
+        return UINT32_MAX;
     }
     if (plan_writer_grow((uint8_t **)&w->arena, &w->arena_cap, w->arena_len + len) != 0) {
         plan_writer_fail(w, "out of memory for the string table");

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "grow_array.h"
 #include "trace_file.h"
 
 /* ---- CRC-32 ------------------------------------------------------------ */
@@ -347,14 +348,9 @@ static struct trace_codec_thread *trace_codec_thread_state_lookup(struct trace_c
     if (!slot)
         return NULL;
     if (inserted) {
-        if (c->nthreads == c->cap_threads) {
-            size_t ncap = c->cap_threads ? c->cap_threads * 2 : 16;
-            void *n = realloc(c->threads, ncap * sizeof *c->threads);
-            if (!n)
-                return NULL;
-            c->threads = n;
-            c->cap_threads = ncap;
-        }
+        if (grow_array((void **)&c->threads, &c->cap_threads, c->nthreads + 1, sizeof *c->threads,
+                       16) != 0)
+            return NULL;
         memset(&c->threads[c->nthreads++], 0, sizeof *c->threads);
     }
     c->cached_tid = tid;
@@ -378,14 +374,8 @@ static struct trace_codec_fd *trace_codec_fd_state_lookup(struct trace_codec *c,
         index = *slot;
     }
     if (inserted) {
-        if (c->nfds == c->cap_fds) {
-            size_t ncap = c->cap_fds ? c->cap_fds * 2 : 16;
-            void *n = realloc(c->fds, ncap * sizeof *c->fds);
-            if (!n)
-                return NULL;
-            c->fds = n;
-            c->cap_fds = ncap;
-        }
+        if (grow_array((void **)&c->fds, &c->cap_fds, c->nfds + 1, sizeof *c->fds, 16) != 0)
+            return NULL;
         memset(&c->fds[c->nfds++], 0, sizeof *c->fds);
         if (fd < TRACE_CODEC_SMALL_FDS)
             c->small_fd_slot[fd] = index + 1;

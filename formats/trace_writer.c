@@ -9,6 +9,7 @@
  * syscall is per chunk, not per event. It must never write a byte the reader
  * could not account for: a failed write leaves the writer failed, not
  * half-consistent. */
+#include "grow_array.h"
 #include "out_file.h"
 #include "trace_codec.h"
 #include "trace_file.h"
@@ -407,14 +408,9 @@ static int trace_writer_retain(struct trace_writer *w, const struct trace_event 
     if (!e) {
         if (w->retained_bytes + bytes + sizeof *e > TRACE_WRITER_RETAIN_BYTES)
             return 0; /* over budget: not repeated (FORMAT.md §5.3) */
-        if (w->nentries == w->cap_entries) {
-            size_t ncap = w->cap_entries ? w->cap_entries * 2 : 64;
-            void *n = realloc(w->entries, ncap * sizeof *w->entries);
-            if (!n)
-                return trace_writer_fail(w, "out of memory retaining identity records");
-            w->entries = n;
-            w->cap_entries = ncap;
-        }
+        if (grow_array((void **)&w->entries, &w->cap_entries, w->nentries + 1, sizeof *w->entries,
+                       64) != 0)
+            return trace_writer_fail(w, "out of memory retaining identity records");
         if (!trace_u64map_upsert(map, key, (uint32_t)w->nentries, NULL))
             return trace_writer_fail(w, "out of memory retaining identity records");
         e = &w->entries[w->nentries++];

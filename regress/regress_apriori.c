@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow_array.h"
 #include "regress.h"
 
 /* The frequent itemsets of one size: items[i * k ..], counts[i]; sorted
@@ -181,14 +182,8 @@ static int regress_rules_of(const struct regress_levels *lv, const unsigned char
             double conf = (double)s->counts[i] / (double)measured;
             if (conf < min_confidence)
                 continue;
-            if (*n == *cap) {
-                size_t nc = *cap ? *cap * 2 : 64;
-                struct regress_rule *r = realloc(*rules, nc * sizeof *r);
-                if (!r)
-                    return -1;
-                *rules = r;
-                *cap = nc;
-            }
+            if (grow_array((void **)rules, cap, *n + 1, sizeof **rules, 64) != 0)
+                return -1;
             struct regress_rule *r = &(*rules)[*n];
             if (!(r->premise = malloc((size_t)(k - 1) * sizeof *r->premise)))
                 return -1;

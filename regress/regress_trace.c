@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "grow_array.h"
 #include "machine_counters.h"
 #include "trace_counters.h"
 #include "trace_file.h"
@@ -192,14 +193,8 @@ static int rt_finish(struct rt_acc *a, const struct rt_open *o)
     long w = o->end_ns ? rt_window(a->cf, o->end_ns) : -1;
     if (w < 0)
         return 0;
-    if (a->nreq == a->cap_req) {
-        size_t cap = a->cap_req ? a->cap_req * 2 : 1024;
-        struct rt_request *r = realloc(a->req, cap * sizeof *r);
-        if (!r)
-            return -1;
-        a->req = r;
-        a->cap_req = cap;
-    }
+    if (grow_array((void **)&a->req, &a->cap_req, a->nreq + 1, sizeof *a->req, 1024) != 0)
+        return -1;
     a->req[a->nreq++] = (struct rt_request){.label = o->label,
                                             .window = (uint32_t)w,
                                             .response_s = (double)(o->end_ns - o->start_ns) / 1e9};
@@ -221,14 +216,8 @@ static struct rt_open *rt_conn(struct rt_conns *c, uint64_t conn, int create)
     if (!slot)
         return NULL;
     if (!*slot) {
-        if (c->n == c->cap) {
-            size_t cap = c->cap ? c->cap * 2 : 64;
-            struct rt_open *o = realloc(c->open, cap * sizeof *o);
-            if (!o)
-                return NULL;
-            c->open = o;
-            c->cap = cap;
-        }
+        if (grow_array((void **)&c->open, &c->cap, c->n + 1, sizeof *c->open, 64) != 0)
+            return NULL;
         c->open[c->n] = (struct rt_open){.label = UINT32_MAX};
         *slot = (uint32_t)++c->n;
     }
@@ -254,14 +243,8 @@ struct rt_conn_events {
 
 static int rt_push(struct rt_conn_events *e, struct rt_conn_event x)
 {
-    if (e->n == e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 1024;
-        struct rt_conn_event *v = realloc(e->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        e->v = v;
-        e->cap = cap;
-    }
+    if (grow_array((void **)&e->v, &e->cap, e->n + 1, sizeof *e->v, 1024) != 0)
+        return -1;
     x.seq = e->n;
     e->v[e->n++] = x;
     return 0;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow_array.h"
 #include "replay_db_pg.h"
 #include "replay_exec.h"
 
@@ -180,16 +181,11 @@ static void replay_db_my_release(struct replay_db_my_pool *pool, void *conn)
     if (!pool || !conn)
         return;
     pthread_mutex_lock(&pool->mu);
-    if (pool->nidle == pool->cap) {
-        size_t cap = pool->cap ? pool->cap * 2 : 16;
-        MYSQL **n = realloc(pool->idle, cap * sizeof *n);
-        if (!n) {
-            pthread_mutex_unlock(&pool->mu);
-            mysql_close(conn);
-            return;
-        }
-        pool->idle = n;
-        pool->cap = cap;
+    if (grow_array((void **)&pool->idle, &pool->cap, pool->nidle + 1, sizeof *pool->idle, 16) !=
+        0) {
+        pthread_mutex_unlock(&pool->mu);
+        mysql_close(conn);
+        return;
     }
     pool->idle[pool->nidle++] = conn;
     pthread_mutex_unlock(&pool->mu);

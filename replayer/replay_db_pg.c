@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow_array.h"
 #include "trace_event.h"
 
 int replay_db_pg_url(const char *url)
@@ -192,16 +193,11 @@ void replay_db_pg_release(struct replay_db_pg_pool *pool, void *conn)
     if (!pool || !conn)
         return;
     pthread_mutex_lock(&pool->mu);
-    if (pool->nidle == pool->cap) {
-        size_t cap = pool->cap ? pool->cap * 2 : 16;
-        struct replay_pg_conn **n = realloc(pool->idle, cap * sizeof *n);
-        if (!n) {
-            pthread_mutex_unlock(&pool->mu);
-            replay_pg_conn_free(conn);
-            return;
-        }
-        pool->idle = n;
-        pool->cap = cap;
+    if (grow_array((void **)&pool->idle, &pool->cap, pool->nidle + 1, sizeof *pool->idle, 16) !=
+        0) {
+        pthread_mutex_unlock(&pool->mu);
+        replay_pg_conn_free(conn);
+        return;
     }
     pool->idle[pool->nidle++] = conn;
     pthread_mutex_unlock(&pool->mu);

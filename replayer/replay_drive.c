@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow_array.h"
 #include "replay_exec.h"
 #include "replay_proto.h"
 
@@ -96,14 +97,8 @@ static uint64_t drive_now(void)
 
 static int drive_heap_push(struct drive *d, struct drive_job j)
 {
-    if (d->nheap == d->heapcap) {
-        size_t cap = d->heapcap ? d->heapcap * 2 : 256;
-        struct drive_job *n = realloc(d->heap, cap * sizeof *n);
-        if (!n)
-            return -1;
-        d->heap = n;
-        d->heapcap = cap;
-    }
+    if (grow_array((void **)&d->heap, &d->heapcap, d->nheap + 1, sizeof *d->heap, 256) != 0)
+        return -1;
     size_t i = d->nheap++;
     while (i && d->heap[(i - 1) / 2].due_ns > j.due_ns) {
         d->heap[i] = d->heap[(i - 1) / 2];
@@ -150,14 +145,9 @@ static int drive_record(struct drive *d, struct drive_conn *c, enum replay_fail 
 {
     int ok = why == REPLAY_FAIL_NONE;
     struct replay_drive_result *r = d->res;
-    if (r->nsamples == d->samplecap) {
-        size_t cap = d->samplecap ? d->samplecap * 2 : 1024;
-        struct replay_sample *n = realloc(r->samples, cap * sizeof *n);
-        if (!n)
-            return -1;
-        r->samples = n;
-        d->samplecap = cap;
-    }
+    if (grow_array((void **)&r->samples, &d->samplecap, r->nsamples + 1, sizeof *r->samples,
+                   1024) != 0)
+        return -1;
     struct replay_sample *s = &r->samples[r->nsamples++];
     s->request = c->req;
     s->label = d->p->requests[c->req].label;

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow_array.h"
+
 struct replay_nodeps_held {
     struct replay_nodeps_held *next;
     int fd;
@@ -86,7 +88,8 @@ static uint64_t *replay_nodeps_uses(const struct plan *p)
 static int replay_nodeps_fill(struct replay_nodeps *n, uint32_t component)
 {
     const struct plan *p = n->plan;
-    uint32_t cap = 64, top = 0;
+    size_t cap = 64;
+    uint32_t top = 0;
     uint32_t *stack = malloc(cap * sizeof *stack);
     if (!stack)
         return -1;
@@ -105,14 +108,9 @@ static int replay_nodeps_fill(struct replay_nodeps *n, uint32_t component)
                 const struct plan_op *op = &p->ops[blk->first_op + i];
                 if (op->kind != PLAN_OP_CALL || op->a.call.callee_block >= b)
                     continue;
-                if (top == cap) {
-                    uint32_t *s = realloc(stack, 2 * (size_t)cap * sizeof *stack);
-                    if (!s) {
-                        free(stack);
-                        return -1;
-                    }
-                    stack = s;
-                    cap *= 2;
+                if (grow_array((void **)&stack, &cap, (size_t)top + 1, sizeof *stack, 64) != 0) {
+                    free(stack);
+                    return -1;
                 }
                 stack[top++] = op->a.call.callee_block;
             }

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow_array.h"
 #include "machine_counters.h"
 #include "replay_results.h"
 #include "results_writer.h"
@@ -137,14 +138,9 @@ static int rc_grow_names(struct run_counters *rc)
  * replay values. -1 out of memory. */
 static int rc_add_window(struct run_counters *rc, const struct rc_snap *a, const struct rc_snap *b)
 {
-    if (rc->nwindows == rc->cap_windows) {
-        size_t cap = rc->cap_windows ? rc->cap_windows * 2 : 64;
-        struct rc_window *w = realloc(rc->windows, cap * sizeof *w);
-        if (!w)
-            return -1;
-        rc->windows = w;
-        rc->cap_windows = cap;
-    }
+    if (grow_array((void **)&rc->windows, &rc->cap_windows, rc->nwindows + 1, sizeof *rc->windows,
+                   64) != 0)
+        return -1;
     double *v = malloc(rc->cap_names * sizeof *v), len = b->m.t - a->m.t;
     if (!v)
         return -1;

@@ -30,6 +30,7 @@
 #include "collector_pieces.h"
 #include "collector_waker.h"
 #include "cpuclock_loader.h"
+#include "grow_array.h"
 #include "label_rules.h"
 #include "out_file.h"
 #include "shm_layout.h"
@@ -465,16 +466,10 @@ static struct collector_process *collector_new_process(struct collector *c,
         free(p);
         return NULL;
     }
-    if (c->nprocs == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 16;
-        struct collector_process **np = realloc(c->procs, ncap * sizeof *np);
-        if (!np) {
-            trace_writer_close(p->writer, NULL, 0);
-            free(p);
-            return NULL;
-        }
-        c->procs = np;
-        c->cap = ncap;
+    if (grow_array((void **)&c->procs, &c->cap, c->nprocs + 1, sizeof *c->procs, 16) != 0) {
+        trace_writer_close(p->writer, NULL, 0);
+        free(p);
+        return NULL;
     }
     c->procs[c->nprocs++] = p;
     c->stats.processes++;

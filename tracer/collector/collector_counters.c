@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow_array.h"
 #include "machine_counters.h"
 #include "trace_file.h"
 
@@ -188,15 +189,10 @@ void collector_counters_add_pid(struct collector_counters *cc, uint32_t pid)
             pthread_mutex_unlock(&cc->mu);
             return;
         }
-    if (cc->npids == cc->cap_pids) {
-        size_t cap = cc->cap_pids ? cc->cap_pids * 2 : 16;
-        struct cc_pid *p = realloc(cc->pids, cap * sizeof *p);
-        if (!p) { /* its CPU is missing from run_cpu; the recording goes on */
-            pthread_mutex_unlock(&cc->mu);
-            return;
-        }
-        cc->pids = p;
-        cc->cap_pids = cap;
+    if (grow_array((void **)&cc->pids, &cc->cap_pids, cc->npids + 1, sizeof *cc->pids, 16) != 0) {
+        /* its CPU is missing from run_cpu; the recording goes on */
+        pthread_mutex_unlock(&cc->mu);
+        return;
     }
     t = t >= 0 ? t : 0;
     cc->pids[cc->npids++] = (struct cc_pid){.pid = pid, .base = t, .last = t};

@@ -61,13 +61,11 @@ load_py=$src/tests/analyze/keepalive_load.py
 reqs=("GET /item.php?id=1" "POST /order.php 300" "GET /static.bin" "GET /item.php?id=3")
 clients=4
 fail() { echo "lemp-verdict: FAIL: $*" >&2; exit 1; }
-# the clients stand for users on other machines: the real ones at the
-# lowest real-time priority where allowed, as `preplay run`'s driver takes
-# it (a client woken late to read an answer counts that in the response)
-# (checked where it runs: a type's cgroup may have no real-time time)
-client_prio() { (chrt -f -p 1 "$BASHPID" 2>/dev/null; "$@"); } # a subshell: commands and functions
 log() { echo "lemp-verdict: $*" >&2; }
 . "$src/tests/common/lemp.sh"
+# the clients stand for users on other machines: the real ones run under
+# client_prio (checked where it runs: a type's cgroup may have no real-time time)
+. "$src/tests/common/client_prio.sh"
 export LEMP_WAIT_S=180
 
 # to_host_cgroups PID DIR (inside the type): asks the script outside

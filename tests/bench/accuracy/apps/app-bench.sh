@@ -100,7 +100,7 @@ pt=${ptag:+-$ptag} # suffix of this prediction's files (--pred-tag)
 "${P}_setup" "$out" || fail "setup"
 
 # one_real NAME [PREFIX...]: fresh DB, app (under PREFIX), load -> $w/NAME.csv
-# (the load client at real-time priority: app_client_prio, app-common.sh)
+# (the load client at real-time priority: client_prio, tests/common/client_prio.sh)
 one_real() {
   local name=$1
   shift
@@ -130,7 +130,7 @@ on_type() {
   [ "$mode" = real ] && "${P}_warmup" "$port" "$addr"
   for a in "$@"; do a=${a//ADDR/$addr}; cmd+=("${a//PORT/$port}"); done
   cat /proc/loadavg >"$w/$name.loadavg"
-  app_client_prio "${cmd[@]}" 2>"$w/$name.load.log"
+  client_prio "${cmd[@]}" 2>"$w/$name.load.log"
   cat /proc/loadavg >>"$w/$name.loadavg"
   touch "$d/stop"
   wait "$epid" || log "$name: tools/emulate exited $? (see $w/$name.emu.log)"

@@ -118,18 +118,17 @@ app_stop() {
   app_db_stop "$dir"
 }
 
-# app_client_prio CMD...: the clients (the app's load client, preplay
-# drive) stand for users on other machines: both run at the lowest
-# real-time priority where allowed (drive takes it itself), so neither
-# measures this host's other load (a client woken late to read an answer
-# counts that in the response time)
-app_client_prio() { (chrt -f -p 1 "$BASHPID" 2>/dev/null; "$@"); } # a subshell: commands and functions
+# the clients (the app's load client, preplay drive) stand for users on
+# other machines: the load client runs under client_prio (drive takes the
+# same priority itself)
+# shellcheck source=tests/common/client_prio.sh
+. "$app_common_here/../../../common/client_prio.sh"
 
 # app_one_run OUT RUN RATE DURATION SEED CSV [PREFIX...]: one run of the app
 # on a fresh copy of OUT's database in RUN (under PREFIX, e.g. `preplay
 # record --off ... --`): start, the untraced warm-up, tracing on (SIGUSR1
 # to the launcher, when PREFIX is given), the fixed load (CSV, the client
-# at real-time priority: app_client_prio), stop. The
+# at real-time priority: client_prio), stop. The
 # host's load average before/after the load in RUN.loadavg, the load
 # client's messages in RUN.load.log. The app listens on APP_LISTEN
 # (default 127.0.0.1), the load client comes from there too.
@@ -142,7 +141,7 @@ app_one_run() {
   "${APP_PREFIX}_warmup" "$port" "${APP_LISTEN:-127.0.0.1}"
   [ $# -gt 0 ] && { app_db_fresh_sessions "$run"; kill -USR1 "$(cat "$run/$APP_LAUNCHER")"; sleep 0.5; }
   cat /proc/loadavg >"$run.loadavg"
-  app_client_prio "${APP_PREFIX}_load" "${APP_LISTEN:-127.0.0.1}" "$port" "$rate" "$duration" "$seed" "$csv" 2>"$run.load.log"
+  client_prio "${APP_PREFIX}_load" "${APP_LISTEN:-127.0.0.1}" "$port" "$rate" "$duration" "$seed" "$csv" 2>"$run.load.log"
   cat /proc/loadavg >>"$run.loadavg"
   "${APP_PREFIX}_stop" "$run"
   cat "$run.load.log" >&2
