@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "plan.h"
+#include "replay_proto.h"
 
 /* CALL op flag (plan_op.flags): the caller's connection had TCP_NODELAY. */
 #define REPLAY_CALL_NODELAY 0x0001
@@ -96,9 +97,9 @@ struct replay_call_run {
     char addr[128];
     uint32_t callee, seg, nsegs;
     const struct plan_segment *segs;
-    uint64_t seg_left;      /* bytes of segment seg still to move */
-    size_t hleft;           /* header bytes still to send */
-    unsigned char head[24]; /* REPLAY_HEADER_SIZE */
+    uint64_t seg_left; /* bytes of segment seg still to move */
+    size_t hleft;      /* header bytes still to send */
+    unsigned char head[REPLAY_HEADER_SIZE];
 };
 /* The same block as a resumable run, for an event loop (replay_loop.c),
  * which runs every op of a request on its one thread except those it must

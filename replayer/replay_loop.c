@@ -26,9 +26,6 @@
 
 #include "replay_proto.h"
 
-/* Request bytes read with the header in its first recv(2), as the worker
- * pool does (replay_server.c). */
-#define REPLAY_LOOP_PREREAD 16384
 /* How often a loop looks for connections past their I/O deadline. */
 #define REPLAY_LOOP_TICK_MS 100
 
@@ -212,7 +209,7 @@ static void replay_conn_continue(struct replay_conn *c)
  * arrived; starts the request once the header is whole. */
 static void replay_conn_read_header(struct replay_conn *c)
 {
-    static _Thread_local unsigned char buf[REPLAY_HEADER_SIZE + REPLAY_LOOP_PREREAD];
+    static _Thread_local unsigned char buf[REPLAY_HEADER_SIZE + REPLAY_SERVER_PREREAD];
     struct replay_loops *l = c->loop->all;
     size_t cap = c->have ? REPLAY_HEADER_SIZE - c->have : sizeof buf;
     ssize_t n;
@@ -291,17 +288,23 @@ static void replay_loop_take_done(struct replay_loop *lp)
     }
 }
 
+/* The loop's connection after c (the first when c is NULL). Only the
+ * loop removes connections; the gate adds at the head, so a walk from a
+ * snapshot may close the one it stands on once it has its successor. */
+static struct replay_conn *replay_loop_conn_after(struct replay_loop *lp, struct replay_conn *c)
+{
+    pthread_mutex_lock(&lp->mu);
+    struct replay_conn *n = c ? c->next : lp->conns;
+    pthread_mutex_unlock(&lp->mu);
+    return n;
+}
+
 /* A wait on a connection that outlived the I/O timeout fails its request
  * (a stalled client must not hold anything forever). */
 static void replay_loop_expire(struct replay_loop *lp, uint64_t now)
 {
-    pthread_mutex_lock(&lp->mu);
-    struct replay_conn *c = lp->conns;
-    pthread_mutex_unlock(&lp->mu);
-    while (c) {
-        pthread_mutex_lock(&lp->mu);
-        struct replay_conn *next = c->next;
-        pthread_mutex_unlock(&lp->mu);
+    for (struct replay_conn *c = replay_loop_conn_after(lp, NULL), *next; c; c = next) {
+        next = replay_loop_conn_after(lp, c);
         if (c->deadline_ns && now >= c->deadline_ns &&
             (c->state == CONN_BLOCK || c->state == CONN_HEADER)) {
             char err[256];
@@ -314,7 +317,6 @@ static void replay_loop_expire(struct replay_loop *lp, uint64_t now)
             }
             replay_conn_close(c);
         }
-        c = next;
     }
 }
 
@@ -322,13 +324,8 @@ static void replay_loop_expire(struct replay_loop *lp, uint64_t now)
  * as failed); those a helper has, once it gives them back. */
 static void replay_loop_close_idle(struct replay_loop *lp)
 {
-    pthread_mutex_lock(&lp->mu);
-    struct replay_conn *c = lp->conns;
-    pthread_mutex_unlock(&lp->mu);
-    while (c) {
-        pthread_mutex_lock(&lp->mu);
-        struct replay_conn *next = c->next;
-        pthread_mutex_unlock(&lp->mu);
+    for (struct replay_conn *c = replay_loop_conn_after(lp, NULL), *next; c; c = next) {
+        next = replay_loop_conn_after(lp, c);
         if (c->state == CONN_BLOCK) {
             char err[256];
             c->run.failed_errno = ECANCELED;
@@ -336,7 +333,6 @@ static void replay_loop_close_idle(struct replay_loop *lp)
         }
         if (c->state == CONN_BLOCK || c->state == CONN_HEADER)
             replay_conn_close(c);
-        c = next;
     }
 }
 

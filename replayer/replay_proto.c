@@ -224,12 +224,13 @@ int replay_send_exact(int fd, const void *buf, size_t len, int flags)
 
 int replay_send_filler(int fd, uint64_t len, int flags)
 {
-    while (len > REPLAY_FILLER_SIZE) {
-        if (replay_send_exact(fd, replay_filler, REPLAY_FILLER_SIZE, flags | MSG_MORE))
+    while (len) {
+        ssize_t n = replay_xfer_once(fd, 1, len, flags, 0);
+        if (n <= 0)
             return -1;
-        len -= REPLAY_FILLER_SIZE;
+        len -= (uint64_t)n;
     }
-    return replay_send_exact(fd, replay_filler, (size_t)len, flags);
+    return 0;
 }
 
 ssize_t replay_xfer_once(int fd, int send_dir, uint64_t len, int flags, int dontwait)
@@ -272,28 +273,17 @@ ssize_t replay_send_head_once(int fd, const void *head, size_t hlen, uint64_t le
 
 int replay_send_head_filler(int fd, const void *head, size_t hlen, uint64_t len, int flags)
 {
-    if (len > REPLAY_FILLER_SIZE) /* pieces anyway: the header leads the first */
-        return replay_send_exact(fd, head, hlen, MSG_MORE) || replay_send_filler(fd, len, flags);
-    struct iovec iov[2] = {{(void *)head, hlen}, {replay_filler, (size_t)len}};
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
-    while (m.msg_iovlen) {
-        ssize_t n = sendmsg(fd, &m, flags | MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
+    const char *h = head;
+    while (hlen) { /* the header, with as much of the filler as goes along */
+        ssize_t n = replay_send_head_once(fd, h, hlen, len, flags, 0);
+        if (n <= 0)
             return -1;
-        }
-        while (m.msg_iovlen && (size_t)n >= m.msg_iov[0].iov_len) {
-            n -= (ssize_t)m.msg_iov[0].iov_len;
-            m.msg_iov++;
-            m.msg_iovlen--;
-        }
-        if (m.msg_iovlen) {
-            m.msg_iov[0].iov_base = (char *)m.msg_iov[0].iov_base + n;
-            m.msg_iov[0].iov_len -= (size_t)n;
-        }
+        size_t took = (size_t)n < hlen ? (size_t)n : hlen;
+        h += took;
+        hlen -= took;
+        len -= (uint64_t)n - took;
     }
-    return 0;
+    return replay_send_filler(fd, len, flags);
 }
 
 int replay_recv_exact(int fd, void *buf, size_t len)
@@ -314,10 +304,7 @@ int replay_recv_exact(int fd, void *buf, size_t len)
 int replay_recv_discard(int fd, uint64_t len)
 {
     while (len) {
-        size_t want = len < sizeof replay_sink ? (size_t)len : sizeof replay_sink;
-        ssize_t n = recv(fd, replay_sink, want, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
+        ssize_t n = replay_xfer_once(fd, 0, len, 0, 0);
         if (n <= 0)
             return -1;
         len -= (uint64_t)n;

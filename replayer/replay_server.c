@@ -78,10 +78,6 @@ static void replay_server_admit(void *arg, int fd)
         close(fd);
 }
 
-/* Request bytes a worker reads together with the header, in the same
- * recv(2) (one request at a time per connection, formats/REPLAY-PROTOCOL.md:
- * whatever follows the header belongs to this request). */
-#define REPLAY_SERVER_PREREAD 16384
 static _Thread_local unsigned char replay_server_inbuf[REPLAY_HEADER_SIZE + REPLAY_SERVER_PREREAD];
 
 /* Reads the header and, in the same recv(2), what of the request already

@@ -30,6 +30,12 @@ void replay_server_stop(struct replay_server *s);
 uint64_t replay_server_served(const struct replay_server *s);
 uint64_t replay_server_rejected(const struct replay_server *s);
 
+/* Request bytes a worker or a loop reads together with the header, in the
+ * same recv(2) (one request at a time per connection,
+ * formats/REPLAY-PROTOCOL.md: whatever follows the header belongs to this
+ * request). */
+#define REPLAY_SERVER_PREREAD 16384
+
 /* For the event loops (replay_loop.c), which read headers themselves. */
 /* Checks a request header read on fd (magic, token, read-ahead within the
  * request, a block of the plan or a control block): 0 with h filled, or -1
