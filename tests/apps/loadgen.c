@@ -64,6 +64,7 @@ struct lg_record {
     unsigned label;
     int status; /* HTTP status, 0 when the exchange failed */
     uint64_t start_ns, response_ns, request_id, session, think_ns;
+    uint64_t late_ns; /* open loop: from the scheduled arrival until a client thread took it */
 };
 
 struct lg_http {
@@ -307,6 +308,8 @@ static void lg_open_serve(struct lg_client *c, const struct lg_job *job)
 {
     struct lg_state *st = c->state;
     struct lg_record r = {.label = job->label, .start_ns = job->arrival_ns};
+    uint64_t taken_ns = app_now_ns(); /* the client's own delay, as the driver's lateness */
+    r.late_ns = taken_ns > job->arrival_ns ? taken_ns - job->arrival_ns : 0;
     lg_http_get(st, &c->http, st->labels[job->label].path, &r.status, &r.request_id);
     r.response_ns = app_now_ns() - job->arrival_ns;
     lg_record(st, &r);
@@ -598,13 +601,13 @@ static int lg_write_csv(struct lg_state *st)
         fprintf(stderr, "loadgen: %s: %s\n", st->opt.csv_path, strerror(errno));
         return -1;
     }
-    fprintf(f, "label,start_ns,response_ns,status,request_id,session,think_ns\n");
+    fprintf(f, "label,start_ns,response_ns,status,request_id,session,think_ns,late_ns\n");
     for (size_t i = 0; i < st->record_count; i++) {
         const struct lg_record *r = &st->records[i];
-        fprintf(f, "%s,%llu,%llu,%d,%llu,%llu,%llu\n", st->labels[r->label].label,
+        fprintf(f, "%s,%llu,%llu,%d,%llu,%llu,%llu,%llu\n", st->labels[r->label].label,
                 (unsigned long long)r->start_ns, (unsigned long long)r->response_ns, r->status,
                 (unsigned long long)r->request_id, (unsigned long long)r->session,
-                (unsigned long long)r->think_ns);
+                (unsigned long long)r->think_ns, (unsigned long long)r->late_ns);
     }
     if (ferror(f) | (fclose(f) != 0)) {
         fprintf(stderr, "loadgen: writing %s failed\n", st->opt.csv_path);
@@ -702,7 +705,7 @@ static const char lg_usage[] =
     "  --count N              stop after N requests\n"
     "  --duration S           stop issuing after S seconds (default 10; 3600 with --count)\n"
     "  --csv FILE             one line per request: label,start_ns,response_ns,status,\n"
-    "                         request_id,session,think_ns\n"
+    "                         request_id,session,think_ns,late_ns\n"
     "  --seed N               random seed (default 1)\n"
     "  --timeout-ms N         per-request socket timeout (default 10000)\n"
     "  --idle-close-ms N      open: close connections idle this long (default 500)\n"

@@ -39,7 +39,10 @@ stderr); 2 on bad input. There is no second chance: no retry, no forgiving a
 miss because two confidence intervals overlap.
 
 Response times on both sides count from the scheduled arrival (loadgen's
-response_ns, the results' response_s). Percentiles are linear interpolation
+response_ns, the results' response_s). Each client's own delay in that time
+is printed beside the table, never used in a verdict: the real runs'
+loadgen late_ns (when the CSV has it) and the prediction's driver lateness,
+medians in us. Percentiles are linear interpolation
 (numpy's default, the same as compare.py and the results file). Never edits
 its inputs."""
 import argparse
@@ -111,6 +114,21 @@ def judge_load_pred(path):
         except (KeyError, TypeError, ValueError) as e:
             judge_bad_input(f"{path}: samples[{i}]: field {e} missing or not a number")
     return out, failed
+
+
+def judge_client_lateness(real_paths, pred_path):
+    """Medians (us) of each real run's loadgen late_ns (None where the CSV
+    has no such column) and of each predicted interval's driver lateness."""
+    real = []
+    for path in real_paths:
+        with open(path) as f:
+            late = [int(r["late_ns"]) for r in csv.DictReader(f) if (r.get("late_ns") or "").isdigit()]
+        real.append(judge_percentile(late, 0.5) / 1e3 if late else None)
+    with open(pred_path) as f:
+        intervals = json.load(f).get("intervals", [])
+    pred = [1e6 * i["lateness"]["median_s"] for i in intervals
+            if isinstance(i.get("lateness"), dict) and isinstance(i["lateness"].get("median_s"), (int, float))]
+    return real, pred
 
 
 def judge_stalls(runs, labels):
@@ -252,6 +270,11 @@ def main():
                               "needed (the machine was too busy)")
     judge_summary(labels, rows)
     judge_print(a.title, labels, rows)
+    late_real, late_pred = judge_client_lateness(a.real, a.pred)
+    fmt = lambda v: "n/a" if v is None else "%.0f" % v
+    print("client's own delay, median us (in every response time, not judged): real runs' loadgen "
+          + " ".join(fmt(v) for v in late_real) + "; prediction's driver per interval "
+          + (" ".join(fmt(v) for v in late_pred) or "n/a"))
     bad = []
     if failed:
         bad.append(f"the prediction has {failed} failed requests")
@@ -274,6 +297,7 @@ def main():
         with open(a.json, "w") as f:
             json.dump({"labels": rows, "judged": len(judged), "failed_requests": failed,
                        "run_slowness": stall, "runs_kept": [k + 1 for k in kept],
+                       "client_late_us": {"real_runs": late_real, "pred_intervals": late_pred},
                        "ok": not bad}, f, indent=1)
     for b in bad:
         print(f"judge: {b}", file=sys.stderr)
