@@ -10,13 +10,16 @@
  * write one CSV line per request (README.md). It must never retry a request the
  * server may have seen: only a reused connection that closed before sending any
  * response byte is retried. Arrivals leave when due: its timers run at 1 ns
- * slack, like preplay's driver. */
+ * slack, and the open loop is one thread that sends and reads as preplay's
+ * driver does. */
 #include "app_net.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/prctl.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -64,7 +68,7 @@ struct lg_record {
     unsigned label;
     int status; /* HTTP status, 0 when the exchange failed */
     uint64_t start_ns, response_ns, request_id, session, think_ns;
-    uint64_t late_ns; /* open loop: from the scheduled arrival until a client thread took it */
+    uint64_t late_ns; /* open loop: from the scheduled arrival until it was started */
 };
 
 struct lg_http {
@@ -75,16 +79,6 @@ struct lg_http {
 struct lg_job {
     unsigned label;
     uint64_t arrival_ns;
-};
-
-struct lg_client {
-    struct lg_state *state;
-    unsigned index;
-    pthread_t thread;
-    pthread_cond_t wake;
-    int has_job;
-    struct lg_job job;
-    struct lg_http http;
 };
 
 struct lg_state {
@@ -102,17 +96,10 @@ struct lg_state {
     size_t record_count, record_cap;
     int records_oom;
 
-    /* open loop */
-    pthread_mutex_t pool_mutex;
-    struct lg_client *clients;
-    unsigned client_count;
-    unsigned *idle;
-    unsigned idle_count;
-    struct lg_job *backlog;
-    size_t backlog_head, backlog_count, backlog_cap;
+    /* open loop (lg_run_open) */
     unsigned long long client_delayed;
     unsigned max_open;
-    int done;
+    int realtime; /* the loop ran at real-time priority */
 };
 
 static uint64_t lg_rng_next(uint64_t *s)
@@ -180,9 +167,37 @@ static void lg_http_close(struct lg_http *c)
     c->fd = -1;
 }
 
+/* Parses a response head (NUL-terminated, without its blank line): the
+ * status, X-Request-Id (0 when none), whether the server closes the
+ * connection, Content-Length (0 when none). 0, or -1 when no status line. */
+static int lg_http_parse_head(char *head, int *status, uint64_t *request_id, int *server_closes,
+                              unsigned long long *content_length)
+{
+    if (sscanf(head, "HTTP/1.%*d %d", status) != 1)
+        return -1;
+    *content_length = 0;
+    *request_id = 0;
+    *server_closes = 0;
+    for (char *line = strstr(head, "\r\n"); line; line = strstr(line, "\r\n")) {
+        line += 2;
+        if (strncasecmp(line, "Content-Length:", 15) == 0)
+            *content_length = strtoull(line + 15, NULL, 10);
+        else if (strncasecmp(line, "X-Request-Id:", 13) == 0)
+            *request_id = strtoull(line + 13, NULL, 10);
+        else if (strncasecmp(line, "Connection:", 11) == 0) {
+            const char *v = line + 11;
+            while (*v == ' ')
+                v++;
+            if (strncasecmp(v, "close", 5) == 0)
+                *server_closes = 1;
+        }
+    }
+    return 0;
+}
+
 /* Reads one response: 1 done, 0 closed before any byte, -1 error. */
-static int lg_http_read_response(struct lg_state *st, struct lg_http *c, int *status,
-                                 uint64_t *request_id, int *server_closes)
+static int lg_http_read_response(struct lg_http *c, int *status, uint64_t *request_id,
+                                 int *server_closes)
 {
     size_t have = 0;
     char *head_end = NULL;
@@ -198,27 +213,10 @@ static int lg_http_read_response(struct lg_state *st, struct lg_http *c, int *st
             return n == 0 && have == 0 ? 0 : -1;
         have += (size_t)n;
     }
-    (void)st;
     *head_end = '\0';
-    if (sscanf(c->buf, "HTTP/1.%*d %d", status) != 1)
+    unsigned long long content_length;
+    if (lg_http_parse_head(c->buf, status, request_id, server_closes, &content_length) < 0)
         return -1;
-    unsigned long long content_length = 0;
-    *request_id = 0;
-    *server_closes = 0;
-    for (char *line = strstr(c->buf, "\r\n"); line; line = strstr(line, "\r\n")) {
-        line += 2;
-        if (strncasecmp(line, "Content-Length:", 15) == 0)
-            content_length = strtoull(line + 15, NULL, 10);
-        else if (strncasecmp(line, "X-Request-Id:", 13) == 0)
-            *request_id = strtoull(line + 13, NULL, 10);
-        else if (strncasecmp(line, "Connection:", 11) == 0) {
-            const char *v = line + 11;
-            while (*v == ' ')
-                v++;
-            if (strncasecmp(v, "close", 5) == 0)
-                *server_closes = 1;
-        }
-    }
     size_t head_len = (size_t)(head_end - c->buf) + 4;
     unsigned long long body_have = have - head_len;
     if (body_have > content_length)
@@ -235,15 +233,22 @@ static int lg_http_read_response(struct lg_state *st, struct lg_http *c, int *st
     return 1;
 }
 
+/* The request line and headers of a GET of path: its length (< cap). */
+static size_t lg_http_request(const struct lg_options *o, const char *path, char *buf, size_t cap)
+{
+    int len =
+        snprintf(buf, cap, "GET %s HTTP/1.1\r\nHost: %s:%u\r\nUser-Agent: preplay-loadgen\r\n\r\n",
+                 path, o->host, o->port);
+    return len < 0 ? 0 : (size_t)len < cap ? (size_t)len : cap - 1;
+}
+
 /* One GET on c (connecting when needed). Fills status (0 on failure) and id. */
 static void lg_http_get(struct lg_state *st, struct lg_http *c, const char *path, int *status,
                         uint64_t *request_id)
 {
     const struct lg_options *o = &st->opt;
     char request[512];
-    int len = snprintf(request, sizeof request,
-                       "GET %s HTTP/1.1\r\nHost: %s:%u\r\nUser-Agent: preplay-loadgen\r\n\r\n",
-                       path, o->host, o->port);
+    size_t len = lg_http_request(o, path, request, sizeof request);
     *status = 0;
     *request_id = 0;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -262,9 +267,9 @@ static void lg_http_get(struct lg_state *st, struct lg_http *c, const char *path
             setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         }
         int server_closes = 0;
-        int rc = app_write_all(c->fd, request, (size_t)len) == 0 ? 1 : 0;
+        int rc = app_write_all(c->fd, request, len) == 0 ? 1 : 0;
         if (rc == 1)
-            rc = lg_http_read_response(st, c, status, request_id, &server_closes);
+            rc = lg_http_read_response(c, status, request_id, &server_closes);
         if (rc == 1) {
             if (server_closes)
                 lg_http_close(c);
@@ -302,153 +307,395 @@ static void lg_record(struct lg_state *st, const struct lg_record *r)
     pthread_mutex_unlock(&st->records_mutex);
 }
 
-/* ---- open loop ---- */
-
-static void lg_open_serve(struct lg_client *c, const struct lg_job *job)
+/* Doubles the ring *q (count jobs from *head) into a new array from 0. */
+static int lg_backlog_grow(struct lg_job **q, size_t *head, size_t count, size_t *cap)
 {
-    struct lg_state *st = c->state;
-    struct lg_record r = {.label = job->label, .start_ns = job->arrival_ns};
-    uint64_t taken_ns = app_now_ns(); /* the client's own delay, as the driver's lateness */
-    r.late_ns = taken_ns > job->arrival_ns ? taken_ns - job->arrival_ns : 0;
-    lg_http_get(st, &c->http, st->labels[job->label].path, &r.status, &r.request_id);
-    r.response_ns = app_now_ns() - job->arrival_ns;
-    lg_record(st, &r);
+    size_t grown_cap = *cap ? *cap * 2 : 1024;
+    struct lg_job *grown = malloc(grown_cap * sizeof *grown);
+    if (!grown)
+        return -1;
+    for (size_t i = 0; i < count; i++)
+        grown[i] = (*q)[(*head + i) % *cap];
+    free(*q);
+    *q = grown;
+    *head = 0;
+    *cap = grown_cap;
+    return 0;
 }
 
-static void *lg_open_client(void *arg)
+/* ---- open loop ----
+ * One thread, as preplay's driver: it sleeps in epoll until the next arrival
+ * or an answer, sends each request when due on an idle kept-alive connection
+ * (last used first) or a new one, and reads the answers as they come. No
+ * thread hand-off lies inside a measured response time, so this client wakes
+ * as often as the driver does (one timer and one answer per request): on a
+ * VM whose idle CPUs are slow to wake, a hand-off to a second thread was
+ * ~35 us of every real response time that the replay did not carry. */
+
+enum lg_conn_state { LG_CONN_IDLE, LG_CONN_SENDING, LG_CONN_READING };
+
+struct lg_conn {
+    int fd; /* -1: closed */
+    enum lg_conn_state state;
+    int reused;  /* the request went out on a kept-alive connection */
+    int retried; /* the request was already sent again on a fresh one */
+    struct lg_job job;
+    uint64_t deadline_ns, idle_since_ns, late_ns;
+    char request[512];
+    size_t request_len, request_off;
+    struct lg_http http;
+    size_t have;
+    int head_done, server_closes, status;
+    unsigned long long body_left;
+    uint64_t request_id;
+};
+
+struct lg_open {
+    struct lg_state *st;
+    int epfd;
+    struct lg_conn *conns;
+    unsigned nconns; /* slots used so far (a closed one is used again) */
+    unsigned nopen;  /* connections open now */
+    unsigned *idle;  /* stack of idle connections: last used on top */
+    unsigned nidle;
+    unsigned busy;
+};
+
+static void lg_conn_close(struct lg_open *o, struct lg_conn *c)
 {
-    struct lg_client *c = arg;
-    struct lg_state *st = c->state;
-    pthread_mutex_lock(&st->pool_mutex);
-    for (;;) {
-        while (!c->has_job && !st->done) {
-            if (c->http.fd >= 0 && st->opt.idle_close_ms) {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
-                             st->opt.idle_close_ms * 1000000ull;
-                ts.tv_sec = (time_t)(t / 1000000000ull);
-                ts.tv_nsec = (long)(t % 1000000000ull);
-                /* Closed before the server's keep-alive timeout would close it. */
-                if (pthread_cond_timedwait(&c->wake, &st->pool_mutex, &ts) == ETIMEDOUT &&
-                    !c->has_job)
-                    lg_http_close(&c->http);
-            } else {
-                pthread_cond_wait(&c->wake, &st->pool_mutex);
-            }
-        }
-        if (!c->has_job)
-            break;
-        struct lg_job job = c->job;
-        c->has_job = 0;
-        pthread_mutex_unlock(&st->pool_mutex);
-        lg_open_serve(c, &job);
-        pthread_mutex_lock(&st->pool_mutex);
-        if (st->backlog_count > 0) {
-            c->job = st->backlog[st->backlog_head];
-            c->has_job = 1;
-            st->backlog_head = (st->backlog_head + 1) % st->backlog_cap;
-            st->backlog_count--;
-        } else {
-            st->idle[st->idle_count++] = c->index;
-        }
+    if (c->fd >= 0) {
+        epoll_ctl(o->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+        o->nopen--;
     }
-    pthread_mutex_unlock(&st->pool_mutex);
-    lg_http_close(&c->http);
-    return NULL;
+    c->fd = -1;
 }
 
-static int lg_open_dispatch(struct lg_state *st, const struct lg_job *job, pthread_attr_t *attr)
+static void lg_idle_remove(struct lg_open *o, unsigned index)
 {
-    int rc = 0;
-    pthread_mutex_lock(&st->pool_mutex);
-    if (st->idle_count > 0) {
-        struct lg_client *c = &st->clients[st->idle[--st->idle_count]];
-        c->job = *job;
-        c->has_job = 1;
-        pthread_cond_signal(&c->wake);
-    } else if (st->client_count < st->opt.max_connections) {
-        struct lg_client *c = &st->clients[st->client_count];
-        c->state = st;
-        c->index = st->client_count;
-        c->http.fd = -1;
-        c->job = *job;
-        c->has_job = 1;
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&c->wake, &ca);
-        pthread_condattr_destroy(&ca);
-        int err = pthread_create(&c->thread, attr, lg_open_client, c);
-        if (err != 0) {
-            fprintf(stderr, "loadgen: starting client thread: %s\n", strerror(err));
-            pthread_cond_destroy(&c->wake);
-            rc = -1;
-        } else {
-            st->client_count++;
-            if (st->client_count > st->max_open)
-                st->max_open = st->client_count;
+    for (unsigned i = 0; i < o->nidle; i++)
+        if (o->idle[i] == index) {
+            memmove(o->idle + i, o->idle + i + 1, (o->nidle - i - 1) * sizeof *o->idle);
+            o->nidle--;
+            return;
         }
+}
+
+/* The request is over (status 0: failed); the connection goes idle, or
+ * closes when the server said so or the exchange failed. */
+static void lg_conn_finish(struct lg_open *o, struct lg_conn *c, int status, uint64_t now)
+{
+    struct lg_record r = {.label = c->job.label,
+                          .status = status,
+                          .start_ns = c->job.arrival_ns,
+                          .response_ns = now - c->job.arrival_ns,
+                          .request_id = status ? c->request_id : 0,
+                          .late_ns = c->late_ns};
+    lg_record(o->st, &r);
+    if (!status && !o->st->opt.quiet)
+        fprintf(stderr, "loadgen: GET %s: %s\n", o->st->labels[c->job.label].path,
+                c->have || c->head_done ? "bad or cut response" : "no response");
+    if (!status || c->server_closes)
+        lg_conn_close(o, c);
+    c->state = LG_CONN_IDLE;
+    c->idle_since_ns = now;
+    o->busy--;
+    if (c->fd >= 0) {
+        o->idle[o->nidle++] = (unsigned)(c - o->conns);
+        epoll_ctl(o->epfd, EPOLL_CTL_MOD, c->fd,
+                  &(struct epoll_event){.events = EPOLLIN, .data.ptr = c});
+    }
+}
+
+/* Sends what is left of the request; arms the connection for the rest or
+ * for the answer. 0, or -1 when the connection failed. */
+static int lg_conn_send(struct lg_open *o, struct lg_conn *c)
+{
+    while (c->request_off < c->request_len) {
+        ssize_t n =
+            send(c->fd, c->request + c->request_off, c->request_len - c->request_off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            c->state = LG_CONN_SENDING;
+            return epoll_ctl(o->epfd, EPOLL_CTL_MOD, c->fd,
+                             &(struct epoll_event){.events = EPOLLOUT, .data.ptr = c});
+        }
+        if (n < 0)
+            return -1;
+        c->request_off += (size_t)n;
+    }
+    c->state = LG_CONN_READING;
+    return epoll_ctl(o->epfd, EPOLL_CTL_MOD, c->fd,
+                     &(struct epoll_event){.events = EPOLLIN, .data.ptr = c});
+}
+
+/* Opens a fresh connection for c (closing any old one) and sends c's request
+ * on it. 0, or -1 (the request failed). */
+static int lg_conn_fresh(struct lg_open *o, struct lg_conn *c)
+{
+    const struct lg_options *opt = &o->st->opt;
+    lg_conn_close(o, c);
+    c->reused = 0;
+    c->fd = app_connect_tcp(opt->host, opt->port);
+    if (c->fd < 0) {
+        if (!opt->quiet)
+            fprintf(stderr, "loadgen: connect %s:%u: %s\n", opt->host, opt->port, strerror(errno));
+        return -1;
+    }
+    if (++o->nopen > o->st->max_open)
+        o->st->max_open = o->nopen;
+    int flags = fcntl(c->fd, F_GETFL);
+    if (flags < 0 || fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+        epoll_ctl(o->epfd, EPOLL_CTL_ADD, c->fd,
+                  &(struct epoll_event){.events = EPOLLIN, .data.ptr = c}) < 0) {
+        lg_conn_close(o, c);
+        return -1;
+    }
+    c->request_off = 0;
+    return lg_conn_send(o, c);
+}
+
+/* A kept-alive connection closed before any byte of the answer: the server
+ * never saw the request (it closed while the connection was idle), so it
+ * goes out again, once, on a fresh connection. */
+static void lg_conn_retry_or_fail(struct lg_open *o, struct lg_conn *c, uint64_t now)
+{
+    if (c->reused && !c->retried && !c->have && !c->head_done) {
+        c->retried = 1;
+        if (lg_conn_fresh(o, c) == 0)
+            return;
+    }
+    lg_conn_finish(o, c, 0, now);
+}
+
+/* Starts job on an idle connection (last used first) or a new one; the
+ * caller checked that fewer than --connections requests are in flight. */
+static void lg_open_start(struct lg_open *o, const struct lg_job *job, uint64_t now)
+{
+    struct lg_state *st = o->st;
+    struct lg_conn *c;
+    if (o->nidle > 0) {
+        c = &o->conns[o->idle[--o->nidle]];
     } else {
-        /* Every connection is busy: the client is the bottleneck; say so at the end. */
-        if (st->backlog_count == st->backlog_cap) {
-            size_t cap = st->backlog_cap ? st->backlog_cap * 2 : 1024;
-            struct lg_job *grown = malloc(cap * sizeof *grown);
-            if (!grown) {
-                pthread_mutex_unlock(&st->pool_mutex);
-                return -1;
-            }
-            for (size_t i = 0; i < st->backlog_count; i++)
-                grown[i] = st->backlog[(st->backlog_head + i) % st->backlog_cap];
-            free(st->backlog);
-            st->backlog = grown;
-            st->backlog_head = 0;
-            st->backlog_cap = cap;
-        }
-        st->backlog[(st->backlog_head + st->backlog_count) % st->backlog_cap] = *job;
-        st->backlog_count++;
-        st->client_delayed++;
+        unsigned i = 0;
+        while (i < o->nconns && o->conns[i].fd >= 0) /* a closed one first */
+            i++;
+        if (i == o->nconns)
+            o->nconns++;
+        c = &o->conns[i];
+        c->fd = -1;
     }
-    pthread_mutex_unlock(&st->pool_mutex);
-    return rc;
+    c->job = *job;
+    c->late_ns = now > job->arrival_ns ? now - job->arrival_ns : 0;
+    c->deadline_ns = now + (uint64_t)st->opt.timeout_ms * 1000000ull;
+    c->request_len =
+        lg_http_request(&st->opt, st->labels[job->label].path, c->request, sizeof c->request);
+    c->request_off = 0;
+    c->have = 0;
+    c->head_done = 0;
+    c->server_closes = 0;
+    c->retried = 0;
+    c->request_id = 0;
+    o->busy++;
+    if (c->fd >= 0) {
+        c->reused = 1;
+        if (lg_conn_send(o, c) < 0)
+            lg_conn_retry_or_fail(o, c, now);
+    } else if (lg_conn_fresh(o, c) < 0) {
+        lg_conn_finish(o, c, 0, now);
+    }
+}
+
+/* Reads what has come of c's answer; finishes the request when it is whole. */
+static void lg_conn_read(struct lg_open *o, struct lg_conn *c, uint64_t now)
+{
+    struct lg_http *h = &c->http;
+    for (;;) {
+        if (!c->head_done) {
+            if (c->have == LG_HEAD_MAX) {
+                lg_conn_finish(o, c, 0, now);
+                return;
+            }
+            ssize_t n = recv(c->fd, h->buf + c->have, LG_HEAD_MAX - c->have, 0);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return;
+            if (n <= 0) {
+                lg_conn_retry_or_fail(o, c, now);
+                return;
+            }
+            c->have += (size_t)n;
+            char *head_end = memmem(h->buf, c->have, "\r\n\r\n", 4);
+            if (!head_end)
+                continue;
+            unsigned long long content_length;
+            size_t head_len = (size_t)(head_end - h->buf) + 4;
+            *head_end = '\0';
+            if (lg_http_parse_head(h->buf, &c->status, &c->request_id, &c->server_closes,
+                                   &content_length) < 0 ||
+                c->have - head_len > content_length) /* this client never pipelines */
+            {
+                lg_conn_finish(o, c, 0, now);
+                return;
+            }
+            c->head_done = 1;
+            c->body_left = content_length - (c->have - head_len);
+        } else if (c->body_left > 0) {
+            ssize_t n =
+                recv(c->fd, h->buf, c->body_left < LG_HEAD_MAX ? c->body_left : LG_HEAD_MAX, 0);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return;
+            if (n <= 0) {
+                lg_conn_finish(o, c, 0, now);
+                return;
+            }
+            c->body_left -= (unsigned long long)n;
+        }
+        if (c->head_done && c->body_left == 0) {
+            lg_conn_finish(o, c, c->status, now);
+            return;
+        }
+    }
+}
+
+static void lg_conn_event(struct lg_open *o, struct lg_conn *c, uint32_t events, uint64_t now)
+{
+    if (c->state == LG_CONN_IDLE) {
+        /* an idle connection readable: the server closed it (or sent what
+         * nobody asked for); either way it is not used again */
+        lg_idle_remove(o, (unsigned)(c - o->conns));
+        lg_conn_close(o, c);
+    } else if (c->state == LG_CONN_SENDING) {
+        if (lg_conn_send(o, c) < 0)
+            lg_conn_retry_or_fail(o, c, now);
+    } else if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+        lg_conn_read(o, c, now);
+    }
+}
+
+/* Requests past their --timeout-ms fail; connections idle past
+ * --idle-close-ms close (before the server's keep-alive timeout would).
+ * Returns the earliest time either can happen next. */
+static uint64_t lg_open_sweep(struct lg_open *o, uint64_t now)
+{
+    const struct lg_options *opt = &o->st->opt;
+    uint64_t next = UINT64_MAX;
+    for (unsigned i = 0; i < o->nconns; i++) {
+        struct lg_conn *c = &o->conns[i];
+        if (c->fd < 0 && c->state == LG_CONN_IDLE)
+            continue;
+        if (c->state != LG_CONN_IDLE) {
+            if (now >= c->deadline_ns) {
+                lg_conn_finish(o, c, 0, now);
+                continue;
+            }
+            next = c->deadline_ns < next ? c->deadline_ns : next;
+        } else if (opt->idle_close_ms) {
+            uint64_t close_at = c->idle_since_ns + (uint64_t)opt->idle_close_ms * 1000000ull;
+            if (now >= close_at) {
+                lg_idle_remove(o, i);
+                lg_conn_close(o, c);
+                continue;
+            }
+            next = close_at < next ? close_at : next;
+        }
+    }
+    return next;
+}
+
+/* The loop thread runs at the lowest real-time priority where allowed, as
+ * the driver's does: a due send preempts ordinary work on this host. */
+static int lg_open_priority_raise(void)
+{
+    struct sched_param rt = {.sched_priority = 1};
+    return pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0;
 }
 
 static int lg_run_open(struct lg_state *st)
 {
+    struct lg_open o = {.st = st, .epfd = epoll_create1(EPOLL_CLOEXEC)};
+    o.conns = calloc(st->opt.max_connections, sizeof *o.conns);
+    o.idle = calloc(st->opt.max_connections, sizeof *o.idle);
+    struct lg_job *backlog = NULL;
+    size_t backlog_head = 0, backlog_count = 0, backlog_cap = 0;
     int rc = 0;
-    st->clients = calloc(st->opt.max_connections, sizeof *st->clients);
-    st->idle = calloc(st->opt.max_connections, sizeof *st->idle);
-    if (!st->clients || !st->idle) {
-        fprintf(stderr, "loadgen: out of memory\n");
-        return -1;
+    if (o.epfd < 0 || !o.conns || !o.idle) {
+        fprintf(stderr, "loadgen: %s\n", o.epfd < 0 ? strerror(errno) : "out of memory");
+        rc = -1;
+        goto out;
     }
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
+    for (unsigned i = 0; i < st->opt.max_connections; i++)
+        o.conns[i].fd = -1;
+    st->realtime = lg_open_priority_raise();
     uint64_t rng = lg_rng_seed(st->opt.seed, 0);
     uint64_t t = st->t0;
-    while (!atomic_load(&st->stop)) {
-        t += (uint64_t)(-log(1.0 - lg_rng_unit(&rng)) / st->opt.rate * 1e9);
-        if (t >= st->deadline || atomic_load(&st->issued) >= st->opt.count)
+    int generating = 1;
+    struct lg_job next = {0};
+    struct epoll_event evs[64];
+    for (;;) {
+        if (generating && !next.arrival_ns) {
+            t += (uint64_t)(-log(1.0 - lg_rng_unit(&rng)) / st->opt.rate * 1e9);
+            if (t >= st->deadline || atomic_load(&st->issued) >= st->opt.count)
+                generating = 0;
+            else
+                next = (struct lg_job){.label = lg_pick_label(st, &rng), .arrival_ns = t};
+        }
+        uint64_t now = app_now_ns();
+        while (backlog_count && o.busy < st->opt.max_connections) {
+            lg_open_start(&o, &backlog[backlog_head], now);
+            backlog_head = (backlog_head + 1) % backlog_cap;
+            backlog_count--;
+        }
+        if (generating && next.arrival_ns <= now) {
+            atomic_fetch_add(&st->issued, 1);
+            if (o.busy < st->opt.max_connections) {
+                lg_open_start(&o, &next, now);
+            } else {
+                /* Every connection is busy: the client is the bottleneck; say so at the end. */
+                if (backlog_count == backlog_cap &&
+                    lg_backlog_grow(&backlog, &backlog_head, backlog_count, &backlog_cap) < 0) {
+                    fprintf(stderr, "loadgen: out of memory\n");
+                    rc = -1;
+                    break;
+                }
+                backlog[(backlog_head + backlog_count) % backlog_cap] = next;
+                backlog_count++;
+                st->client_delayed++;
+            }
+            next.arrival_ns = 0;
+            continue;
+        }
+        uint64_t wake = lg_open_sweep(&o, now);
+        if (!generating && !o.busy && !backlog_count)
             break;
-        struct lg_job job = {.label = lg_pick_label(st, &rng), .arrival_ns = t};
-        lg_sleep_until(t);
-        atomic_fetch_add(&st->issued, 1);
-        if (lg_open_dispatch(st, &job, &attr) < 0) {
+        if (generating && next.arrival_ns < wake)
+            wake = next.arrival_ns;
+        uint64_t wait = wake > now ? wake - now : 0;
+        struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
+                              .tv_nsec = (long)(wait % 1000000000ull)};
+        int ne = epoll_pwait2(o.epfd, evs, 64, wake == UINT64_MAX ? NULL : &ts, NULL);
+        if (ne < 0 && errno != EINTR) {
+            fprintf(stderr, "loadgen: epoll: %s\n", strerror(errno));
             rc = -1;
             break;
         }
+        now = app_now_ns();
+        for (int i = 0; i < ne; i++)
+            lg_conn_event(&o, evs[i].data.ptr, evs[i].events, now);
     }
-    pthread_attr_destroy(&attr);
-    pthread_mutex_lock(&st->pool_mutex);
-    st->done = 1;
-    for (unsigned i = 0; i < st->client_count; i++)
-        pthread_cond_signal(&st->clients[i].wake);
-    pthread_mutex_unlock(&st->pool_mutex);
-    for (unsigned i = 0; i < st->client_count; i++) {
-        pthread_join(st->clients[i].thread, NULL);
-        pthread_cond_destroy(&st->clients[i].wake);
-    }
+out:
+    for (unsigned i = 0; i < o.nconns; i++)
+        if (o.conns[i].fd >= 0)
+            close(o.conns[i].fd);
+    if (o.epfd >= 0)
+        close(o.epfd);
+    free(o.conns);
+    free(o.idle);
+    free(backlog);
     return rc;
 }
 
@@ -589,8 +836,9 @@ static size_t lg_summary(struct lg_state *st, double elapsed_s)
     if (st->opt.session_mode)
         printf(", %llu sessions\n", (unsigned long long)atomic_load(&st->next_session) - 1);
     else
-        printf(", %u connections at most, %llu arrivals waited for a free connection\n",
-               st->max_open, st->client_delayed);
+        printf(", %u connections at most, %llu arrivals waited for a free connection, %s\n",
+               st->max_open, st->client_delayed,
+               st->realtime ? "real-time priority" : "normal priority (real-time not allowed)");
     return total_errors;
 }
 
@@ -853,7 +1101,6 @@ int main(int argc, char **argv)
      * before any thread starts: they inherit it. */
     prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
     pthread_mutex_init(&st.records_mutex, NULL);
-    pthread_mutex_init(&st.pool_mutex, NULL);
     atomic_init(&st.issued, 0);
     atomic_init(&st.stop, 0);
     st.t0 = app_now_ns();
@@ -868,10 +1115,6 @@ int main(int argc, char **argv)
         rc = -1;
     }
     free(st.records);
-    free(st.clients);
-    free(st.idle);
-    free(st.backlog);
     pthread_mutex_destroy(&st.records_mutex);
-    pthread_mutex_destroy(&st.pool_mutex);
     return rc < 0 ? 2 : errors ? 1 : 0;
 }

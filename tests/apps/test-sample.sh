@@ -81,9 +81,40 @@ if [ "${1:-}" = "--workload" ]; then
   $lg --mode open --rate 200 --count 25 --mix fanout=3,static=1 --seed 3 --csv "$out/count.csv"
   rows=$(($(wc -l <"$out/count.csv") - 1))
   [ "$rows" -eq 25 ] || { echo "FAIL: --count 25 sent $rows requests"; exit 1; }
+  # one connection for a burst: arrivals wait for it (the summary counts
+  # them), each still answered, in order, and its wait counted as lateness
+  $lg --mode open --rate 2000 --count 30 --connections 1 --mix static=1 --seed 4 \
+    --csv "$out/one.csv" >"$out/one.out"
+  grep -Eq 'connections at most, [1-9][0-9]* arrivals waited' "$out/one.out" ||
+    { echo "FAIL: --connections 1 at 2000/s: no arrival waited: $(tail -n 1 "$out/one.out")"; exit 1; }
+  /usr/bin/python3 - "$out/one.csv" <<'PY' || exit 1
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 30 and all(r["status"] == "200" for r in rows), "not 30 answered requests"
+assert max(int(r["late_ns"]) for r in rows) > 0, "no request was late behind the one connection"
+PY
+  # a server that accepts (the kernel does) but never answers: each request
+  # fails at --timeout-ms, status 0, exit status 1
+  /usr/bin/python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True); time.sleep(5)' >"$out/mute.port" &
+  mute=$!
+  for _ in $(seq 50); do [ -s "$out/mute.port" ] && break; sleep 0.1; done
+  status=0
+  "$SAMPLE_BIN_DIR/loadgen" --port "$(cat "$out/mute.port")" --quiet --rate 100 --count 2 \
+    --timeout-ms 200 --mix static=1 --csv "$out/mute.csv" >/dev/null || status=$?
+  kill "$mute" 2>/dev/null; wait "$mute" 2>/dev/null || true
+  [ "$status" = 1 ] || { echo "FAIL: loadgen against a mute server exited $status, want 1"; exit 1; }
+  /usr/bin/python3 - "$out/mute.csv" <<'PY' || exit 1
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 2, f"{len(rows)} rows"
+for r in rows:
+    assert r["status"] == "0" and 0.2e9 <= int(r["response_ns"]) < 2e9, f"not a 200 ms timeout: {r}"
+PY
   sessions=$(tail -n +2 "$out/session.csv" | cut -d, -f6 | sort -u | wc -l)
   [ "$sessions" -ge 4 ] || { echo "FAIL: session mode used $sessions sessions, want at least 4"; exit 1; }
-  echo "ok: load generator: $(($(wc -l <"$out/open.csv") - 1)) open-loop, $(($(wc -l <"$out/session.csv") - 1)) in $sessions sessions, $rows count-bounded"
+  echo "ok: load generator: $(($(wc -l <"$out/open.csv") - 1)) open-loop, $(($(wc -l <"$out/session.csv") - 1)) in $sessions sessions, $rows count-bounded, a burst on one connection, timeouts"
   exit 0
 fi
 
@@ -110,7 +141,7 @@ grep -q 'malformed frame' "$work/run/logs/apptier.err" ||
   { echo "FAIL: the app tier did not report the malformed frame"; exit 1; }
 if ! /usr/bin/python3 "$here/check-sidelog.py" --frontend "$work/run/logs/frontend.sidelog" \
     --apptier "$work/run/logs/apptier.sidelog" --csv "$c/curl.csv" --csv "$c/open.csv" \
-    --csv "$c/session.csv" --csv "$c/count.csv" --shared-log "$work/run/frontend/shared.log" \
+    --csv "$c/session.csv" --csv "$c/count.csv" --csv "$c/one.csv" --shared-log "$work/run/frontend/shared.log" \
     --allow-status 404 --allow-status 400; then
   echo "FAIL: side logs disagree with the clients (files in $work)"
   exit 1
@@ -119,7 +150,7 @@ fi
 sed '0,/\tGET \/fanout\t/{/\tGET \/fanout\t/d}' "$work/run/logs/frontend.sidelog" >"$work/broken.sidelog"
 if /usr/bin/python3 "$here/check-sidelog.py" --frontend "$work/broken.sidelog" \
     --apptier "$work/run/logs/apptier.sidelog" --csv "$c/open.csv" --csv "$c/session.csv" \
-    --csv "$c/count.csv" --csv "$c/curl.csv" --allow-status 404 --allow-status 400 >"$work/broken.out"; then
+    --csv "$c/count.csv" --csv "$c/one.csv" --csv "$c/curl.csv" --allow-status 404 --allow-status 400 >"$work/broken.out"; then
   echo "FAIL: check-sidelog.py accepted a front-end log with a fanout removed"; exit 1
 fi
 grep -q 'missing from the front end' "$work/broken.out" && grep -q 'belongs to no fanout' "$work/broken.out" ||
