@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "dummy_files.h"
+#include "grow_array.h"
 #include "out_file.h"
 #include "replay_proto.h"
 
@@ -98,7 +99,8 @@ struct replay_thread {
      * a plan's 2^20 files cost a worker only the pages it touches) */
     int *fds;
     uint32_t *opened; /* the files with a cached descriptor, to close them */
-    uint32_t nopened, opened_cap;
+    uint32_t nopened;
+    size_t opened_cap;
     uint32_t files_generation; /* of the engine when fds were opened */
     void *db;
     uint8_t *held; /* per lock: 0, 1 = write, 2 = read */
@@ -305,14 +307,9 @@ static int replay_file_fd(struct replay_thread *t, uint32_t file)
     }
     if (t->fds[file] > 0)
         return t->fds[file] - 1;
-    if (t->nopened == t->opened_cap) {
-        uint32_t cap = t->opened_cap ? 2 * t->opened_cap : 16;
-        uint32_t *o = realloc(t->opened, cap * sizeof *o);
-        if (!o)
-            return -1;
-        t->opened = o;
-        t->opened_cap = cap;
-    }
+    if (grow_array((void **)&t->opened, &t->opened_cap, (size_t)t->nopened + 1, sizeof *t->opened,
+                   16) != 0)
+        return -1;
     const char *path = dummy_files_path(t->e->files, file);
     /* never through a symlink or hard link planted among the dummy files */
     char err[512];
