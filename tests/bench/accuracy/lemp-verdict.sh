@@ -68,27 +68,16 @@ log() { echo "lemp-verdict: $*" >&2; }
 . "$src/tests/common/client_prio.sh"
 export LEMP_WAIT_S=180
 
-# to_host_cgroups PID DIR (inside the type): asks the script outside
-# (emu, below; `ip netns exec` hides the cgroup file systems in here) to
-# move the process, all its threads, from the type's cpu and cpuset cgroups
-# into the host's (a client outside the instance; its network namespace
-# stays), and waits until it has
-to_host_cgroups() {
-    local i
-    echo "$1" >"$2/move-me"
-    for ((i = 0; i < 300; i++)); do
-        awk -F: '$2 ~ /(^|,)cpu(,|$)/ && $3 == "/" { ok = 1 } END { exit !ok }' "/proc/$1/cgroup" &&
-            return 0
-        sleep 0.05
-    done
-    return 1
-}
+# the load clients and `preplay run`'s controller leave the type's CPU
+# (type_run, type_client_leave, type_run_controller_leave)
+. "$src/tests/common/type_client.sh"
 
 # ---- inside the emulated type (tools/emulate runs this script again) ----
 if [ "${1:-}" = --inside ]; then
     mode=$2 d=$3 rounds=$4 out=$5 plan=${6:-} type=${7:-} interval=${8:-} maxint=${9:-}
     pids=()
-    trap 'for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done; lemp_db_stop "$d"' EXIT
+    type_client_run_pid=""
+    trap 'for p in "${pids[@]}" $type_client_run_pid; do kill -TERM "$p" 2>/dev/null; done; lemp_db_stop "$d"' EXIT
     mkdir -p "$d"
     dbport=$(lemp_free_port)
     lemp_db_start "$d" "$dbport"
@@ -101,27 +90,16 @@ if [ "${1:-}" = --inside ]; then
         lemp_start_nginx "$d"
         lemp_wait "$d" "$port"
         (
-            to_host_cgroups "$BASHPID" "$d" || exit 1
+            type_client_leave "$BASHPID" "$d" || exit 1
             client_prio /usr/bin/python3 "$load_py" "$port" "$clients" 1 "$d/warm.tsv" "${reqs[@]}" &&
                 client_prio /usr/bin/python3 "$load_py" "$port" "$clients" "$rounds" "$out" "${reqs[@]}"
         ) || fail "real run inside $type: the load client failed"
         exit 0
     fi
-    "$bin" run "$plan" --instance "$type" --mode session ${interval:+--interval "$interval"} \
-        --max-intervals "$maxint" --dir "$d/files" \
-        --db "mysql://root@localhost/app?socket=$d/db/mariadb.sock" -o "$out" >"$d/run.out" 2>"$d/run.err" &
-    run=$!
-    pids+=($run)
-    # its replayers start inside (they are forked after the CPU ratio was
-    # measured here); then the controller with its driver leaves
-    for ((i = 0; i < 600; i++)); do
-        n=$(pgrep -P "$run" -c -f replay)
-        [ "${n:-0}" -ge 2 ] && break
-        kill -0 "$run" 2>/dev/null || break
-        sleep 0.05
-    done
-    to_host_cgroups "$run" "$d" || fail "moving preplay run's controller out of $type"
-    wait "$run" || fail "preplay run inside $type: $(tail -n 5 "$d/run.err")"
+    type_run_controller_leave "$d" "$bin" run "$plan" --instance "$type" --mode session \
+        ${interval:+--interval "$interval"} --max-intervals "$maxint" --dir "$d/files" \
+        --db "mysql://root@localhost/app?socket=$d/db/mariadb.sock" -o "$out" >"$d/run.out" 2>"$d/run.err" ||
+        fail "preplay run inside $type: $(tail -n 5 "$d/run.err")"
     exit 0
 fi
 
@@ -205,23 +183,6 @@ record() {
 cat "$w/analyze.out" >&2
 
 # ---- 2. per type: real run 1, the prediction, real runs 2..N ----
-# emu DIR TYPE -- CMD...: tools/emulate TYPE -- CMD, moving the process
-# CMD names in DIR/move-me out of the type's cpu and cpuset cgroups
-emu() {
-    local d=$1 e c
-    shift
-    mkdir -p "$d"
-    timeout 900 "$src/tools/emulate" --data-dir "$w" "$@" &
-    e=$!
-    while kill -0 "$e" 2>/dev/null; do
-        if [ -s "$d/move-me" ]; then
-            for c in cpu cpuset; do cat "$d/move-me" >"/sys/fs/cgroup/$c/cgroup.procs"; done
-            mv "$d/move-me" "$d/moved"
-        fi
-        sleep 0.05
-    done
-    wait "$e"
-}
 for t in $types; do
     for ((k = 1; k <= runs; k++)); do
         [ -z "$reuse" ] || [ $k -eq 1 ] || continue
@@ -229,7 +190,8 @@ for t in $types; do
             log "$t: real run $k of $runs"
             rm -rf "$w/$t-real$k"
             loadavg "$t real $k"
-            emu "$w/$t-real$k" "$t" -- "$0" --inside real "$w/$t-real$k" "$rounds" "$w/real-$t-$k.tsv" "" "$t" \
+            type_run "$w/$t-real$k" 900 --data-dir "$w" "$t" -- \
+                "$0" --inside real "$w/$t-real$k" "$rounds" "$w/real-$t-$k.tsv" "" "$t" \
                 >"$w/$t-real$k.log" 2>&1 || { tail -n 5 "$w/$t-real$k.log" >&2; fail "$t: real run $k"; }
             rm -rf "$w/$t-real$k/db"
         }
@@ -237,8 +199,9 @@ for t in $types; do
         log "$t: preplay run"
         rm -rf "$w/$t-pred"
         loadavg "$t prediction"
-        emu "$w/$t-pred" "$t" -- "$0" --inside pred "$w/$t-pred" "$rounds" "$w/pred-$t.json" "$w/plan" "$t" \
-            "$interval" "$maxint" >"$w/$t-pred.log" 2>&1 ||
+        type_run "$w/$t-pred" 900 --data-dir "$w" "$t" -- \
+            "$0" --inside pred "$w/$t-pred" "$rounds" "$w/pred-$t.json" "$w/plan" "$t" "$interval" "$maxint" \
+            >"$w/$t-pred.log" 2>&1 ||
             { tail -n 5 "$w/$t-pred.log" "$w/$t-pred/run.err" >&2; fail "$t: preplay run"; }
         rm -rf "$w/$t-pred/db" "$w/$t-pred/files"
     done

@@ -42,8 +42,23 @@
 # prediction pools 2 intervals (2 x 5 s). The floor is then run-to-run noise
 # of the machine and the warm app, not of the app's start.
 #
+# Where the clients run (--clients): both clients - loadgen for the real
+# runs, `preplay run`'s controller with its driver for the prediction -
+# have the same mechanics (one thread sleeping in epoll, sending when due,
+# 1 ns timer slack). `inside` (the default, what ctest runs) keeps them in
+# the type with the app: every request's client and server share the
+# type's CPU. `outside` moves them off the type's CPUs and cgroups
+# (tests/common/type_client.sh), as users on other machines are and as
+# docs/accuracy.md judges. Measured (stop 34, 3 runs): outside, the short
+# labels' medians come within +4 .. +19 %, but the replay queues short
+# requests behind long CPU work half as often as the real app (GET /log,
+# /static: 4.5 % vs 9 % of requests over 1 ms), so their p95 came 61 .. 75 %
+# low in runs where the real runs agreed with each other: the open miss of
+# issue 21 that keeps `outside` out of ctest until it is fixed.
+#
 # usage: short.sh [--out DIR] [--type T] [--rate R] [--duration S]
 #                 [--real-runs N] [--intervals N] [--min-count N] [--min-judged N]
+#                 [--clients inside|outside]
 # Needs root (tools/emulate). Must never leave a server running: every phase
 # runs under run-sample.sh or its own trap.
 set -uo pipefail
@@ -59,9 +74,8 @@ fi
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 export PREPLAY_BUILD_DIR=${PREPLAY_BUILD_DIR:-$(dirname "$bin")}
 apps=$src/tests/apps
-emulate=$src/tools/emulate
 
-out="" type=medium rate=100 duration=5 runs=7 intervals=2 min_count=40 min_judged=4
+out="" type=medium rate=100 duration=5 runs=7 intervals=2 min_count=40 min_judged=4 clients=inside
 mix="cpu,file,log,db,fanout,static" seed=7 runs_given=0 duration_given=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -73,10 +87,12 @@ while [ $# -gt 0 ]; do
     --intervals) intervals=$2; shift 2 ;;
     --min-count) min_count=$2; shift 2 ;;
     --min-judged) min_judged=$2; shift 2 ;;
-    -h | --help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --clients) clients=$2; shift 2 ;;
+    -h | --help) sed -n '2,63p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "short: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+case $clients in inside | outside) ;; *) echo "short: --clients must be inside or outside, not '$clients'" >&2; exit 2 ;; esac
 [ "$runs" -ge 3 ] 2>/dev/null || { echo "short: --real-runs must be at least 3 (the noise floor)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "short: needs root (tools/emulate)" >&2; exit 1; }
 sanitize=${PREPLAY_SANITIZE:-0}
@@ -112,6 +128,9 @@ fail() { echo "short: FAIL: $*" >&2; exit 1; }
 loadgen() { # RATE DURATION SEED [CSV]: the open-loop load as a command for run-sample.sh
   echo "\$SAMPLE_BIN_DIR/loadgen --port \$SAMPLE_PORT --rate $1 --duration $2 --seed $3 --mix $mix --quiet${4:+ --csv $4}"
 }
+# the type's runs, the clients leaving it (type_run, type_client_leave,
+# type_run_controller_leave)
+. "$src/tests/common/type_client.sh"
 t0=$(date +%s)
 
 # 1. record unconstrained (the "on-premise" machine), analyze
@@ -124,16 +143,25 @@ rm -rf "$w/rec-app/db"
 "$bin" analyze "$w/trace/frontend" "$w/trace/apptier" -o "$w/plan" >"$w/analyze.log" 2>&1 ||
   { cat "$w/analyze.log" >&2; fail "analyze failed"; }
 
-# 2. the real app on the type: a 2 s warm-up, then the runs back to back
+# 2. the real app on the type: a 2 s warm-up, then the runs back to back;
+# with --clients outside the load client first leaves the type's CPU (as
+# the prediction's driver does, below)
 script="$(loadgen "$rate" 2 $((seed + 1000)))"
 for ((k = 1; k <= runs; k++)); do
   script+=" && cat /proc/loadavg >$w/real$k.loadavg && $(loadgen "$rate" "$duration" "$seed" "$w/real$k.csv")"
 done
+moves=$w/moves
+if [ "$clients" = outside ]; then
+  printf '%s\n' ". '$src/tests/common/type_client.sh'" "type_client_leave \$\$ '$moves' || exit 1" \
+    "sh -c '$script'" >"$w/real-load.sh"
+else
+  printf '%s\n' "sh -c '$script'" >"$w/real-load.sh"
+fi
 for try in 1 2; do # a second try only when the app did not start (no run began)
   log "real app on $type: $runs runs at $rate/s for $duration s (start $try)"
   rm -rf "$w/real-app" "$w"/real*.csv
-  timeout 300 "$emulate" --data-dir "$w" "$type" -- "$apps/run-sample.sh" --dir "$w/real-app" \
-    --timeout 200 -- sh -c "$script" >"$w/real.log" 2>&1 && break
+  type_run "$moves" 300 --data-dir "$w" "$type" -- "$apps/run-sample.sh" --dir "$w/real-app" \
+    --timeout 200 -- bash "$w/real-load.sh" >"$w/real.log" 2>&1 && break
   tail -20 "$w/real.log" >&2
   [ -e "$w/real1.loadavg" ] && fail "the real app failed during its runs"
   [ "$try" = 2 ] && fail "the real app on $type did not start"
@@ -144,12 +172,18 @@ rm -rf "$w/real-app/db"
 log "preplay run on $type ($intervals interval(s))"
 db=$w/pred-db
 cat /proc/loadavg >"$w/pred.loadavg"
-timeout 300 "$emulate" --data-dir "$w" "$type" -- bash -c '
-    db=$1; apps=$2; shift 2
+# its replayers stay in the type; with --clients outside the controller
+# with its driver leaves
+type_run "$moves" 300 --data-dir "$w" "$type" -- bash -c '
+    db=$1; apps=$2; moves=$3; clients=$4; shift 4
+    . "$apps/../common/type_client.sh"
     "$apps/db-start.sh" "$db" >/dev/null || exit 1
-    trap "\"$apps/db-stop.sh\" \"$db\" >/dev/null" EXIT
+    type_client_run_pid=""
+    trap "kill -TERM \$type_client_run_pid 2>/dev/null; \"$apps/db-stop.sh\" \"$db\" >/dev/null" EXIT
     "$apps/db-load.sh" "$db" >/dev/null || exit 1
-    "$@" --db "mysql://sample@localhost/sample?socket=$db/mariadb.sock"' _ "$db" "$apps" \
+    set -- "$@" --db "mysql://sample@localhost/sample?socket=$db/mariadb.sock"
+    if [ "$clients" = outside ]; then type_run_controller_leave "$moves" "$@"; else "$@"; fi' \
+  _ "$db" "$apps" "$moves" "$clients" \
   "$bin" run "$w/plan" --instance "$type" --max-intervals "$intervals" --dir "$w/pred-files" \
   -o "$w/pred.json" >"$w/pred.log" 2>&1 ||
   { tail -20 "$w/pred.log" >&2; fail "preplay run on $type failed"; }
