@@ -143,6 +143,44 @@ int app_connect_tcp(const char *host, unsigned port)
     return fd;
 }
 
+int app_resolve_tcp(const char *host, unsigned port, struct sockaddr_storage *addr, socklen_t *len)
+{
+    struct addrinfo *res = NULL;
+    if (app_resolve(host, port, 0, &res) < 0)
+        return -1;
+    int rc = -1;
+    if (res && res->ai_addrlen <= sizeof *addr) {
+        memcpy(addr, res->ai_addr, res->ai_addrlen);
+        *len = res->ai_addrlen;
+        rc = 0;
+    } else {
+        errno = EADDRNOTAVAIL;
+    }
+    freeaddrinfo(res);
+    return rc;
+}
+
+int app_connect_tcp_start(const struct sockaddr *addr, socklen_t len, int *in_progress)
+{
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int rc;
+    do
+        rc = connect(fd, addr, len);
+    while (rc < 0 && errno == EINTR);
+    *in_progress = rc < 0 && errno == EINPROGRESS;
+    if (rc < 0 && !*in_progress) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
 int app_parse_host_port(const char *text, char *host_out, size_t host_cap, unsigned *port)
 {
     const char *colon = strrchr(text, ':');

@@ -1,5 +1,6 @@
 /* app_net.h - small socket and clock helpers shared by the sample application's
- * front end, app tier and load generator. Blocking I/O only; these helpers never
+ * front end, app tier and load generator. Blocking I/O only (but for the started
+ * connect of app_connect_tcp_start); these helpers never
  * print and never exit: they return -1 with errno set and let the caller say
  * what failed. */
 #ifndef APP_NET_H
@@ -7,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* CLOCK_MONOTONIC in nanoseconds (the clock every side log uses). */
 uint64_t app_now_ns(void);
@@ -24,6 +26,15 @@ int app_listen_tcp(const char *host, unsigned port, unsigned *bound_port);
 
 /* Connected TCP socket with TCP_NODELAY, or -1. */
 int app_connect_tcp(const char *host, unsigned port);
+
+/* The first TCP address host:port resolves to, into *addr (*len its
+ * length). 0, or -1 with errno set. */
+int app_resolve_tcp(const char *host, unsigned port, struct sockaddr_storage *addr, socklen_t *len);
+
+/* A non-blocking TCP socket with TCP_NODELAY whose connect to addr has
+ * started: the fd (*in_progress 1 while the connect is still under way:
+ * writable when it ended, SO_ERROR says how), or -1 with errno set. */
+int app_connect_tcp_start(const struct sockaddr *addr, socklen_t len, int *in_progress);
 
 /* Splits "host:port" into host (copied into host_out) and port. 0 or -1. */
 int app_parse_host_port(const char *text, char *host_out, size_t host_cap, unsigned *port);

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -332,7 +331,7 @@ static int lg_backlog_grow(struct lg_job **q, size_t *head, size_t count, size_t
  * VM whose idle CPUs are slow to wake, a hand-off to a second thread was
  * ~35 us of every real response time that the replay did not carry. */
 
-enum lg_conn_state { LG_CONN_IDLE, LG_CONN_SENDING, LG_CONN_READING };
+enum lg_conn_state { LG_CONN_IDLE, LG_CONN_CONNECTING, LG_CONN_SENDING, LG_CONN_READING };
 
 struct lg_conn {
     int fd; /* -1: closed */
@@ -353,6 +352,8 @@ struct lg_conn {
 struct lg_open {
     struct lg_state *st;
     int epfd;
+    struct sockaddr_storage addr; /* the server's, resolved once */
+    socklen_t addr_len;
     struct lg_conn *conns;
     unsigned nconns; /* slots used so far (a closed one is used again) */
     unsigned nopen;  /* connections open now */
@@ -430,30 +431,37 @@ static int lg_conn_send(struct lg_open *o, struct lg_conn *c)
                      &(struct epoll_event){.events = EPOLLIN, .data.ptr = c});
 }
 
-/* Opens a fresh connection for c (closing any old one) and sends c's request
- * on it. 0, or -1 (the request failed). */
-static int lg_conn_fresh(struct lg_open *o, struct lg_conn *c)
+static void lg_connect_failed(const struct lg_open *o, int err)
 {
     const struct lg_options *opt = &o->st->opt;
+    if (!opt->quiet)
+        fprintf(stderr, "loadgen: connect %s:%u: %s\n", opt->host, opt->port, strerror(err));
+}
+
+/* Opens a fresh connection for c (closing any old one) and sends c's request
+ * on it once connected: the connect never blocks the loop (a server whose
+ * backlog is full would hold every other arrival). 0, or -1 (the request
+ * failed). */
+static int lg_conn_fresh(struct lg_open *o, struct lg_conn *c)
+{
     lg_conn_close(o, c);
     c->reused = 0;
-    c->fd = app_connect_tcp(opt->host, opt->port);
+    int in_progress = 0;
+    c->fd = app_connect_tcp_start((const struct sockaddr *)&o->addr, o->addr_len, &in_progress);
     if (c->fd < 0) {
-        if (!opt->quiet)
-            fprintf(stderr, "loadgen: connect %s:%u: %s\n", opt->host, opt->port, strerror(errno));
+        lg_connect_failed(o, errno);
         return -1;
     }
     if (++o->nopen > o->st->max_open)
         o->st->max_open = o->nopen;
-    int flags = fcntl(c->fd, F_GETFL);
-    if (flags < 0 || fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
-        epoll_ctl(o->epfd, EPOLL_CTL_ADD, c->fd,
-                  &(struct epoll_event){.events = EPOLLIN, .data.ptr = c}) < 0) {
+    c->state = LG_CONN_CONNECTING;
+    if (epoll_ctl(o->epfd, EPOLL_CTL_ADD, c->fd,
+                  &(struct epoll_event){.events = EPOLLOUT, .data.ptr = c}) < 0) {
         lg_conn_close(o, c);
         return -1;
     }
     c->request_off = 0;
-    return lg_conn_send(o, c);
+    return in_progress ? 0 : lg_conn_send(o, c);
 }
 
 /* A kept-alive connection closed before any byte of the answer: the server
@@ -569,6 +577,15 @@ static void lg_conn_event(struct lg_open *o, struct lg_conn *c, uint32_t events,
          * nobody asked for); either way it is not used again */
         lg_idle_remove(o, (unsigned)(c - o->conns));
         lg_conn_close(o, c);
+    } else if (c->state == LG_CONN_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        if (err)
+            lg_connect_failed(o, err);
+        if (err || lg_conn_send(o, c) < 0)
+            lg_conn_finish(o, c, 0, now);
     } else if (c->state == LG_CONN_SENDING) {
         if (lg_conn_send(o, c) < 0)
             lg_conn_retry_or_fail(o, c, now);
@@ -625,6 +642,11 @@ static int lg_run_open(struct lg_state *st)
     int rc = 0;
     if (o.epfd < 0 || !o.conns || !o.idle) {
         fprintf(stderr, "loadgen: %s\n", o.epfd < 0 ? strerror(errno) : "out of memory");
+        rc = -1;
+        goto out;
+    }
+    if (app_resolve_tcp(st->opt.host, st->opt.port, &o.addr, &o.addr_len) < 0) {
+        fprintf(stderr, "loadgen: %s:%u: %s\n", st->opt.host, st->opt.port, strerror(errno));
         rc = -1;
         goto out;
     }

@@ -112,9 +112,15 @@ assert len(rows) == 2, f"{len(rows)} rows"
 for r in rows:
     assert r["status"] == "0" and 0.2e9 <= int(r["response_ns"]) < 2e9, f"not a 200 ms timeout: {r}"
 PY
+  # the same port closed: refused at once, each request failed, exit status 1
+  status=0
+  "$SAMPLE_BIN_DIR/loadgen" --port "$(cat "$out/mute.port")" --quiet --rate 100 --count 2 \
+    --mix static=1 --csv "$out/refused.csv" >/dev/null || status=$?
+  [ "$status" = 1 ] && [ "$(awk -F, 'NR > 1 && $4 == 0' "$out/refused.csv" | wc -l)" = 2 ] ||
+    { echo "FAIL: loadgen against a closed port: exit $status, $(cat "$out/refused.csv")"; exit 1; }
   sessions=$(tail -n +2 "$out/session.csv" | cut -d, -f6 | sort -u | wc -l)
   [ "$sessions" -ge 4 ] || { echo "FAIL: session mode used $sessions sessions, want at least 4"; exit 1; }
-  echo "ok: load generator: $(($(wc -l <"$out/open.csv") - 1)) open-loop, $(($(wc -l <"$out/session.csv") - 1)) in $sessions sessions, $rows count-bounded, a burst on one connection, timeouts"
+  echo "ok: load generator: $(($(wc -l <"$out/open.csv") - 1)) open-loop, $(($(wc -l <"$out/session.csv") - 1)) in $sessions sessions, $rows count-bounded, a burst on one connection, timeouts, refused connections"
   exit 0
 fi
 
