@@ -12,8 +12,9 @@
 #   EMULATE_ARGS...` (outside), moving the process whose pid appears in
 #   DIR/move-me, all its threads, out of the type's cpu cgroup (into the
 #   host's: no quota) and onto the host's CPUs the type does not have (a
-#   cpuset of its own, DIR/../preplay-clients-PID; the host's whole cpuset
-#   when the type has every CPU); its network namespace stays. A client
+#   cpuset of its own, preplay-clients-PID under the cpuset root, removed
+#   when emulate ends; the host's whole cpuset when the type has every
+#   CPU); its network namespace stays. A client
 #   merely let out of the type's cpuset stays on the CPU it ran on, which
 #   is the type's: measured, `preplay run`'s driver (real-time priority)
 #   stayed on the type's one CPU for a whole run, so each request's
@@ -47,14 +48,18 @@ type_client_cpuset() {
     free=$(type_client_cpus "$(cat "$root/cpuset.cpus")" | grep -vxF -e "${mine:-none}" | paste -sd, -)
     [ -n "$free" ] || { echo ""; return; }
     name=preplay-clients-$$
-    mkdir -p "$root/$name" &&
-        echo "$free" >"$root/$name/cpuset.cpus" &&
-        cat "$root/cpuset.mems" >"$root/$name/cpuset.mems" || { echo ""; return; }
+    if ! { mkdir -p "$root/$name" && echo "$free" >"$root/$name/cpuset.cpus" &&
+        cat "$root/cpuset.mems" >"$root/$name/cpuset.mems"; }; then
+        echo "type_run: no cpuset of CPUs $free for the clients; they may share the type's CPUs" >&2
+        rmdir "$root/$name" 2>/dev/null
+        echo ""
+        return
+    fi
     echo "/$name"
 }
 
 type_run() {
-    local d=$1 limit=$2 e c pid set="" status t
+    local d=$1 limit=$2 e pid set="" status t
     shift 2
     mkdir -p "$d"
     timeout "$limit" "$type_client_root/tools/emulate" "$@" &
@@ -72,9 +77,9 @@ type_run() {
     wait "$e"
     status=$?
     if [ -n "$set" ]; then # whatever is left there goes back to the root first
-        for t in $(cat "/sys/fs/cgroup/cpuset$set/tasks" 2>/dev/null); do
+        while read -r t; do
             echo "$t" >/sys/fs/cgroup/cpuset/tasks 2>/dev/null
-        done
+        done <"/sys/fs/cgroup/cpuset$set/tasks"
         rmdir "/sys/fs/cgroup/cpuset$set" 2>/dev/null ||
             echo "type_run: could not remove the clients' cpuset $set" >&2
     fi
@@ -99,7 +104,7 @@ type_run_controller_leave() {
     shift
     "$@" &
     run=$!
-    type_client_run_pid=$run
+    type_client_run_pid=$run # shellcheck disable=SC2034 (the caller's trap reads it)
     for ((i = 0; i < 600; i++)); do
         n=$(pgrep -P "$run" -c -f replay)
         [ "${n:-0}" -ge 2 ] && break
