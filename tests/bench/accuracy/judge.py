@@ -125,9 +125,12 @@ def judge_client_lateness(real_paths, pred_path):
             late = [int(r["late_ns"]) for r in csv.DictReader(f) if (r.get("late_ns") or "").isdigit()]
         real.append(judge_percentile(late, 0.5) / 1e3 if late else None)
     with open(pred_path) as f:
-        intervals = json.load(f).get("intervals", [])
-    pred = [1e6 * i["lateness"]["median_s"] for i in intervals
-            if isinstance(i.get("lateness"), dict) and isinstance(i["lateness"].get("median_s"), (int, float))]
+        intervals = json.load(f).get("intervals")
+    pred = []
+    for i in intervals if isinstance(intervals, list) else []:
+        late = i.get("lateness") if isinstance(i, dict) else None
+        if isinstance(late, dict) and isinstance(late.get("median_s"), (int, float)):
+            pred.append(1e6 * late["median_s"])
     return real, pred
 
 
@@ -271,10 +274,9 @@ def main():
     judge_summary(labels, rows)
     judge_print(a.title, labels, rows)
     late_real, late_pred = judge_client_lateness(a.real, a.pred)
-    fmt = lambda v: "n/a" if v is None else "%.0f" % v
     print("client's own delay, median us (in every response time, not judged): real runs' loadgen "
-          + " ".join(fmt(v) for v in late_real) + "; prediction's driver per interval "
-          + (" ".join(fmt(v) for v in late_pred) or "n/a"))
+          + " ".join("n/a" if v is None else "%.0f" % v for v in late_real)
+          + "; prediction's driver per interval " + (" ".join("%.0f" % v for v in late_pred) or "n/a"))
     bad = []
     if failed:
         bad.append(f"the prediction has {failed} failed requests")
