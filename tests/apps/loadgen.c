@@ -977,7 +977,9 @@ static const char lg_usage[] =
     "  --csv FILE             one line per request: label,start_ns,response_ns,status,\n"
     "                         request_id,session,think_ns,late_ns\n"
     "  --seed N               random seed (default 1)\n"
-    "  --timeout-ms N         per-request socket timeout (default 10000)\n"
+    "  --timeout-ms N         open: a request fails after this long without its whole\n"
+    "                         answer; session: a send or receive waiting this long\n"
+    "                         (default 10000)\n"
     "  --idle-close-ms N      open: close connections idle this long (default 500)\n"
     "  --quiet                no per-error messages\n";
 
