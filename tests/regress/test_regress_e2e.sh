@@ -6,11 +6,15 @@
 # thesis's injected CPU-heavy fault). The counters the fault
 # should move are written below before any run: the response times of
 # both labels (median and p95), the run queue, CPU pressure (PSI: time
-# tasks waited for a CPU) and the machine's user CPU, all up. (Until
-# 2026-11-27 the list left out the last two; with severity ties the order
-# is arbitrary and a CI run failed because cpu_pressure came first.) Checks that the
+# tasks waited for a CPU), the machine's user and system CPU (the hog
+# reads /dev/zero: part of its time is the kernel's) and its context
+# switches (the busy processes take turns with each other and the run's
+# threads), all up. (Until 2026-11-27 the list left out the last four; with
+# severity ties the order is arbitrary, and full checks failed because
+# cpu_pressure, then ctx_switches_per_s - severity 1.00, 12 of 12 windows
+# up, 1068-1126 switches/s - came first.) Checks that the
 # run wrote counters per 1 s window, that regress flags at least 3 of the
-# 7 expected counters, up, with the top one expected, and that a normal
+# 9 expected counters, up, with the top one expected, and that a normal
 # run against a normal baseline flags at most 3 counters, none in more
 # than 60 % of its windows. Then `preplay compare` reads the CPU hog's
 # real regress.json beside the runs: its "why" block, --json and report
@@ -25,7 +29,7 @@ set -euo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_BUILD_DIR:?}"
 interval=6 window=1
 [ "${PREPLAY_SANITIZE:-0}" = 1 ] && interval=3 window=0.5
-expected='median_s:GET /fast|median_s:POST /slow|p95_s:GET /fast|p95_s:POST /slow|run_queue|cpu_pressure|cpu_user'
+expected='median_s:GET /fast|median_s:POST /slow|p95_s:GET /fast|p95_s:POST /slow|run_queue|cpu_pressure|cpu_user|cpu_system|ctx_switches_per_s'
 work=$(mktemp -d /tmp/regress-e2e-XXXXXX)
 hogs=()
 cleanup() {
