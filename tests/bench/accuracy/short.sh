@@ -49,10 +49,10 @@
 # the type with the app: every request's client and server share the
 # type's CPU. `outside` moves them off the type's CPUs and cgroups
 # (tests/common/type_client.sh), as users on other machines are and as
-# docs/accuracy.md judges. Measured (stop 34, 3 runs): outside, the short
+# docs/accuracy.md judges. Measured (stop 34, 4 runs): outside, the short
 # labels' medians come within -5 .. +19 %, but the replay queues short
 # requests behind long CPU work half as often as the real app (GET /log,
-# /static: 4.5 % vs 9 % of requests over 1 ms), so their p95 came 61 .. 75 %
+# /static: 4.5 % vs 9 % of requests over 1 ms), so their p95 came 59 .. 75 %
 # low in runs where the real runs agreed with each other: the open miss of
 # issue 21 that keeps `outside` out of ctest until it is fixed.
 #
