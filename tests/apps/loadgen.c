@@ -342,7 +342,7 @@ struct lg_conn {
     uint64_t deadline_ns, idle_since_ns, late_ns;
     char request[512];
     size_t request_len, request_off;
-    struct lg_http http;
+    char buf[LG_HEAD_MAX + 1]; /* the answer's head, then scratch for its body */
     size_t have;
     int head_done, server_closes, status;
     unsigned long long body_left;
@@ -518,14 +518,13 @@ static void lg_open_start(struct lg_open *o, const struct lg_job *job, uint64_t 
 /* Reads what has come of c's answer; finishes the request when it is whole. */
 static void lg_conn_read(struct lg_open *o, struct lg_conn *c, uint64_t now)
 {
-    struct lg_http *h = &c->http;
     for (;;) {
         if (!c->head_done) {
             if (c->have == LG_HEAD_MAX) {
                 lg_conn_finish(o, c, 0, now);
                 return;
             }
-            ssize_t n = recv(c->fd, h->buf + c->have, LG_HEAD_MAX - c->have, 0);
+            ssize_t n = recv(c->fd, c->buf + c->have, LG_HEAD_MAX - c->have, 0);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -535,13 +534,13 @@ static void lg_conn_read(struct lg_open *o, struct lg_conn *c, uint64_t now)
                 return;
             }
             c->have += (size_t)n;
-            char *head_end = memmem(h->buf, c->have, "\r\n\r\n", 4);
+            char *head_end = memmem(c->buf, c->have, "\r\n\r\n", 4);
             if (!head_end)
                 continue;
             unsigned long long content_length;
-            size_t head_len = (size_t)(head_end - h->buf) + 4;
+            size_t head_len = (size_t)(head_end - c->buf) + 4;
             *head_end = '\0';
-            if (lg_http_parse_head(h->buf, &c->status, &c->request_id, &c->server_closes,
+            if (lg_http_parse_head(c->buf, &c->status, &c->request_id, &c->server_closes,
                                    &content_length) < 0 ||
                 c->have - head_len > content_length) /* this client never pipelines */
             {
@@ -552,7 +551,7 @@ static void lg_conn_read(struct lg_open *o, struct lg_conn *c, uint64_t now)
             c->body_left = content_length - (c->have - head_len);
         } else if (c->body_left > 0) {
             ssize_t n =
-                recv(c->fd, h->buf, c->body_left < LG_HEAD_MAX ? c->body_left : LG_HEAD_MAX, 0);
+                recv(c->fd, c->buf, c->body_left < LG_HEAD_MAX ? c->body_left : LG_HEAD_MAX, 0);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
