@@ -69,8 +69,9 @@ def judge_bad_input(msg):
 
 
 def judge_load_real(path):
-    """Successful response times per label of one loadgen CSV (seconds)."""
-    out = {}
+    """Successful response times per label of one loadgen CSV (seconds),
+    and the median of its late_ns in us (None where it has no such column)."""
+    out, late = {}, []
     try:
         f = open(path)
     except OSError as e:
@@ -89,9 +90,11 @@ def judge_load_real(path):
             status, rt, label = vals["status"], vals["response_ns"] / 1e9, vals["label"]
             if 200 <= status < 400:
                 out.setdefault(label, []).append(rt)
+            if (row.get("late_ns") or "").isdigit():
+                late.append(int(row["late_ns"]))
     if not out:
         judge_bad_input(f"{path}: no successful request")
-    return out
+    return out, judge_percentile(late, 0.5) / 1e3 if late else None
 
 
 def judge_load_pred(path):
@@ -116,14 +119,8 @@ def judge_load_pred(path):
     return out, failed
 
 
-def judge_client_lateness(real_paths, pred_path):
-    """Medians (us) of each real run's loadgen late_ns (None where the CSV
-    has no such column) and of each predicted interval's driver lateness."""
-    real = []
-    for path in real_paths:
-        with open(path) as f:
-            late = [int(r["late_ns"]) for r in csv.DictReader(f) if (r.get("late_ns") or "").isdigit()]
-        real.append(judge_percentile(late, 0.5) / 1e3 if late else None)
+def judge_driver_lateness(pred_path):
+    """The median (us) of each predicted interval's driver lateness."""
     with open(pred_path) as f:
         intervals = json.load(f).get("intervals")
     pred = []
@@ -131,7 +128,7 @@ def judge_client_lateness(real_paths, pred_path):
         late = i.get("lateness") if isinstance(i, dict) else None
         if isinstance(late, dict) and isinstance(late.get("median_s"), (int, float)):
             pred.append(1e6 * late["median_s"])
-    return real, pred
+    return pred
 
 
 def judge_stalls(runs, labels):
@@ -255,7 +252,7 @@ def main():
         print("judge: --min-runs must be >= 3 and --stall-factor > 1", file=sys.stderr)
         return 2
     max_floor = {"median": a.max_floor_median, "p95": a.max_floor_p95}
-    runs = [judge_load_real(p) for p in a.real]
+    runs, late_real = zip(*(judge_load_real(p) for p in a.real))
     pred, failed = judge_load_pred(a.pred)
     tols = {"median": a.median_tol, "p95": a.p95_tol}
     labels = sorted(set().union(*runs))
@@ -273,7 +270,7 @@ def main():
                               "needed (the machine was too busy)")
     judge_summary(labels, rows)
     judge_print(a.title, labels, rows)
-    late_real, late_pred = judge_client_lateness(a.real, a.pred)
+    late_pred = judge_driver_lateness(a.pred)
     print("client's own delay, median us (in every response time, not judged): real runs' loadgen "
           + " ".join("n/a" if v is None else "%.0f" % v for v in late_real)
           + "; prediction's driver per interval " + (" ".join("%.0f" % v for v in late_pred) or "n/a"))
@@ -299,7 +296,7 @@ def main():
         with open(a.json, "w") as f:
             json.dump({"labels": rows, "judged": len(judged), "failed_requests": failed,
                        "run_slowness": stall, "runs_kept": [k + 1 for k in kept],
-                       "client_late_us": {"real_runs": late_real, "pred_intervals": late_pred},
+                       "client_late_us": {"real_runs": list(late_real), "pred_intervals": late_pred},
                        "ok": not bad}, f, indent=1)
     for b in bad:
         print(f"judge: {b}", file=sys.stderr)
