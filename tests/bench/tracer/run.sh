@@ -63,7 +63,7 @@ loops=$build/tests/bench/tracer/bench_tracer_loops
 fail() { echo "run.sh: $*" >&2; exit 1; }
 [ -x "$preplay" ] || fail "no preplay binary at $preplay (build first, or pass BUILD_DIR)"
 [ -x "$loops" ] || fail "no bench_tracer_loops at $loops (cmake --build BUILD_DIR --target bench_tracer_loops)"
-for tool in strace ltrace nginx wrk curl jq awk taskset; do
+for tool in strace ltrace nginx wrk curl jq awk taskset node; do
   command -v "$tool" >/dev/null || fail "$tool not found (tools/install-deps installs it)"
 done
 
@@ -71,7 +71,8 @@ if [ "$mode" = quick ]; then
   loop_reps=3 loop_iters=20000 loop_runs=3 pp_iters=2000
   burst_iters=20000 burst_runs=3 burst=1000
   strace_iters=2000 strace_runs=3 ltrace_iters=200 ltrace_runs=3
-  wrk_seconds=2 wrk_reps=1 nginx_workers="1"
+  wrk_seconds=2 wrk_reps=1 nginx_configs="1:828:2:32"
+  hash_count=2000 hash_pairs=1
   coll_threads=2 coll_iters=100000 fid_ms=1000 clock_ms=1000
   if [ "${PREPLAY_SANITIZE:-0}" = 1 ]; then
     # the ASan build's collector is ~10x slower: this run checks that every
@@ -83,7 +84,8 @@ else
   loop_reps=7 loop_iters=200000 loop_runs=5 pp_iters=20000
   burst_iters=50000 burst_runs=5 burst=1000
   strace_iters=20000 strace_runs=5 ltrace_iters=2000 ltrace_runs=3
-  wrk_seconds=2 wrk_reps=8 nginx_workers="1 2"
+  wrk_seconds=2 wrk_reps=8 nginx_configs="1:828:2:32 2:828:2:32 1:20k:1:16"
+  hash_count=20000 hash_pairs=7
   coll_threads=2 coll_iters=1000000 fid_ms=3000 clock_ms=4000
 fi
 
@@ -151,7 +153,7 @@ check_trace() { # DIR MODE ITERS RUNS: every call of the timed runs must be in t
   lost=$(trace_json "$1" .lost_events)
   [ "$lost" = 0 ] || fail "traced $2 loop lost $lost events (lossless mode)"
 }
-declare -A base sust_add brst_add stra_add ltra_add
+declare -A base sust_add brst_add stra_add ltra_add load_at
 loop_modes=(write pingpong pread mutex)
 for m in "${loop_modes[@]}"; do
   iters=$loop_iters
@@ -180,6 +182,7 @@ for m in "${loop_modes[@]}"; do
     check_trace "$work/b-$m" "$m" "$burst_iters" "$burst_runs"
     rm -rf "$work/b-$m"
   done
+  load_at[$m]=$(cut -d' ' -f1 /proc/loadavg) # after its traced runs, before strace's
   base[$m]=$(median <<<"$bases")
   sust_add[$m]=$(median <<<"$sust")
   brst_add[$m]=$(median <<<"${brst:-0}")
@@ -193,8 +196,8 @@ done
 
 echo
 echo "== 1. added ns per traced call (median of $loop_reps untraced/traced pairs, each the median of $loop_runs runs x $loop_iters calls; ping-pong $pp_iters round trips, both threads on one core) =="
-printf '%-16s %-11s %9s %10s %6s %10s %6s %7s %11s %8s %11s %8s\n' loop per untraced sustained ok burst ok target \
-  strace_add x_ours ltrace_add x_ours
+printf '%-16s %-11s %9s %10s %6s %10s %6s %7s %11s %8s %11s %8s %5s\n' loop per untraced sustained ok burst ok target \
+  strace_add x_ours ltrace_add x_ours load
 # their added ns / ours; "-" when theirs is nothing (strace sees no syscall in a mutex loop)
 ratio() { awk -v a="$1" -v o="$2" 'BEGIN { if (a < 1) print "-"; else if (o > 0) printf "%.0fx", a / o; else print "n/a" }'; }
 verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t) ? "PASS" : "MISS" }'; }
@@ -208,8 +211,8 @@ print_row() { # LABEL UNIT MODE DIVISOR TARGET
   lt=$(calc "${ltra_add[$m]} / $div" 0)
   rok=$(verdict "$r" "$target")
   if [ "$m" = pingpong ]; then r="-" rok="-"; fi
-  printf '%-16s %-11s %9s %10s %6s %10s %6s %7s %11s %8s %11s %8s\n' "$label" "$unit" "$b" "$s" \
-    "$(verdict "$s" "$target")" "$r" "$rok" "<=$target" "$st" "$(ratio "$st" "$s")" "$lt" "$(ratio "$lt" "$s")"
+  printf '%-16s %-11s %9s %10s %6s %10s %6s %7s %11s %8s %11s %8s %5s\n' "$label" "$unit" "$b" "$s" \
+    "$(verdict "$s" "$target")" "$r" "$rok" "<=$target" "$st" "$(ratio "$st" "$s")" "$lt" "$(ratio "$lt" "$s")" "${load_at[$m]}"
 }
 print_row "write 64B" syscall write 1 50
 print_row "pipe ping-pong" "round trip" pingpong 1 200
@@ -218,7 +221,8 @@ print_row "pread 64B" syscall pread 1 50
 print_row "mutex lock+unl" "lock op" mutex 2 15
 echo "(sustained: lossless tight loop, the collector's drain rate bounds it; burst: $burst calls"
 echo " then a pause, the ring never fills: the app-side cost alone, median over all bursts. strace/ltrace: ${strace_iters}/${ltrace_iters}"
-echo " calls per run, x_ours = their added ns / our sustained added ns. Round-trip target: 4 x 50 ns.)"
+echo " calls per run, x_ours = their added ns / our sustained added ns. Round-trip target: 4 x 50 ns."
+echo " load: the 1-minute load average after the loop's traced runs)"
 echo "trace of the write loop: $write_events events, $write_bytes bytes on disk, $(calc "$write_bytes / $write_events" 2) bytes/event"
 
 # Sanity (the smoke test's assertions): every value measured, strace costs
@@ -239,7 +243,11 @@ awk -v s="${stra_add[write]}" 'BEGIN { exit !(s > 0) }' ||
 # (tests/common/free_port.py); start_nginx retries on a bind failure anyway.
 free_port() { python3 "$script_dir/../../common/free_port.py" || fail "no free TCP port"; }
 mkdir -p "$work/www"
-head -c 612 /dev/urandom | base64 -w 76 >"$work/www/index.html"
+head -c 700 /dev/urandom | base64 -w 76 | head -c 828 >"$work/www/index.html" # 828 bytes (827 before 2026-11-28)
+# issue 23's "as a new user would" page: 20 KB (sendfile sends it in place)
+head -c 16000 /dev/urandom | base64 -w 76 | head -c 20480 >"$work/www/page20k.html"
+[ "$(stat -c %s "$work/www/index.html") $(stat -c %s "$work/www/page20k.html")" = "828 20480" ] ||
+  fail "nginx's pages are not 828 and 20480 bytes"
 chmod -R a+rX "$work/www"
 nginx_conf() { # NAME WORKERS PORT
   local d=$work/nginx-$1
@@ -302,9 +310,10 @@ start_nginx() {
   done
   fail "nginx $name could not bind a port in 3 tries"
 }
-run_wrk() { # PORT SECONDS -> "requests_per_s total_requests"
+run_wrk() { # PORT SECONDS -> "requests_per_s total_requests" (page and wrk's
+  # threads and connections: the configuration's wrk_page, wrk_t, wrk_c)
   local out
-  out=$(timeout --kill-after=5 $(($2 + 20)) wrk -t2 -c32 -d"${2}s" "http://127.0.0.1:$1/index.html" 2>&1) ||
+  out=$(timeout --kill-after=5 $(($2 + 20)) wrk -t"$wrk_t" -c"$wrk_c" -d"${2}s" "http://127.0.0.1:$1/$wrk_page" 2>&1) ||
     fail "wrk against port $1 failed: $(tail -1 <<<"$out")"
   grep -q 'Non-2xx' <<<"$out" && fail "wrk against port $1 got errors: $(grep Non-2xx <<<"$out")"
   local rps total
@@ -371,14 +380,28 @@ wrk_traced() {
   traced_requests=$((traced_requests + ${r#* }))
 }
 
-echo "== 2. nginx serving a 828-byte file on 127.0.0.1, wrk -t2 -c32, $wrk_reps pairs of ${wrk_seconds}s runs (untraced and traced, which goes first alternating), medians =="
+echo "== 2. nginx at saturation on 127.0.0.1 (access log on, sendfile on): $wrk_reps pairs of ${wrk_seconds}s wrk runs per configuration (untraced and traced, which goes first alternating), medians =="
 echo "(requests/s: the median of each side's runs; lost_% and the CPU added: per pair, then the median"
-echo " of the pairs and its distribution-free interval, so lost_% need not follow from the two medians)"
-printf '%-8s %12s %12s %7s %16s %6s %10s %10s %9s %9s %6s\n' workers untraced_rps traced_rps lost_% interval ok events bytes bytes/ev bytes/req ok
-for workers in $nginx_workers; do
-  start_nginx "plain-$workers" "$workers"
+echo " of the pairs and its distribution-free interval, so lost_% need not follow from the two medians;"
+echo " config: workers/page/wrk threads x connections; load: the 1-minute load average after the configuration's runs)"
+printf '%-17s %12s %12s %7s %16s %6s %10s %10s %9s %9s %6s %5s\n' config untraced_rps traced_rps lost_% interval ok events bytes bytes/ev bytes/req ok load
+# each configuration WORKERS:PAGE:WRK_THREADS:WRK_CONNECTIONS; PAGE 828 is
+# the 828-byte index.html, 20k the 20 KB page20k.html (issue 23's row
+# "tried as a new user would": 1 worker, 20 KB, wrk -t1 -c16)
+cfg_n=0
+for cfg in $nginx_configs; do
+  cfg_n=$((cfg_n + 1))
+  IFS=: read -r workers page wrk_t wrk_c <<<"$cfg"
+  case $page in
+    828) wrk_page=index.html ;;
+    20k) wrk_page=page20k.html ;;
+    *) fail "nginx configuration '$cfg': page 828 or 20k" ;;
+  esac
+  label="${workers}w ${page}B t${wrk_t}c${wrk_c}"
+  [ "$page" = 20k ] && label="${workers}w 20KB t${wrk_t}c${wrk_c}"
+  start_nginx "plain-$cfg_n" "$workers"
   pa=$nginx_port pid_a=$nginx_pid
-  start_nginx "traced-$workers" "$workers" "$work/trace-nginx-$workers"
+  start_nginx "traced-$cfg_n" "$workers" "$work/trace-nginx-$cfg_n"
   pb=$nginx_port pid_b=$nginx_pid
   run_wrk "$pa" 1 >/dev/null # warm-up both
   traced_requests=$(run_wrk "$pb" 1 | cut -d' ' -f2)
@@ -410,27 +433,28 @@ for workers in $nginx_workers; do
   ma=$(median <<<"$rps_a")
   mb=$(median <<<"$rps_b")
   read -r lost lost_lo lost_hi lost_conf <<<"$(pair_interval <<<"$lost_pairs")"
-  ev=$(trace_events "$work/trace-nginx-$workers")
-  bytes=$(trace_json "$work/trace-nginx-$workers" .bytes_on_disk)
-  [ "$ev" -gt "$traced_requests" ] || fail "nginx trace ($workers workers) has $ev events for $traced_requests requests"
+  ev=$(trace_events "$work/trace-nginx-$cfg_n")
+  bytes=$(trace_json "$work/trace-nginx-$cfg_n" .bytes_on_disk)
+  [ "$ev" -gt "$traced_requests" ] || fail "nginx trace ($label) has $ev events for $traced_requests requests"
   bpe=$(calc "$bytes / $ev" 2)
-  printf '%-8s %12.0f %12.0f %7s %16s %6s %10s %10s %9s %9s %6s\n' "$workers" "$ma" "$mb" "$lost" \
+  printf '%-17s %12.0f %12.0f %7s %16s %6s %10s %10s %9s %9s %6s %5s\n' "$label" "$ma" "$mb" "$lost" \
     "[$lost_lo, $lost_hi] $lost_conf%" "$(interval_verdict "$lost_lo" "$lost_hi" 3)" "$ev" "$bytes" "$bpe" \
-    "$(calc "$bytes / $traced_requests" 1)" "$(awk -v b="$bpe" 'BEGIN { print (b <= 8) ? "PASS" : "MISS" }')"
+    "$(calc "$bytes / $traced_requests" 1)" "$(awk -v b="$bpe" 'BEGIN { print (b <= 8) ? "PASS" : "MISS" }')" \
+    "$(cut -d' ' -f1 /proc/loadavg)"
   ca=$(median <<<"$cpu_a") cb=$(median <<<"$cpu_b") cc=$(median <<<"$cpu_c")
   read -r aw aw_lo aw_hi aw_conf <<<"$(pair_interval <<<"$added_w")"
   read -r aa aa_lo aa_hi aa_conf <<<"$(pair_interval <<<"$added_all")"
-  echo "  ($workers workers) CPU per request (medians): untraced workers $ca us, traced workers $cb us, collector $cc us ($(calc "100 * $cc / $ca" 1)% of untraced)"
-  echo "  ($workers workers) CPU added per pair: workers $aw% [$aw_lo, $aw_hi] $aw_conf%, with the collector $aa% [$aa_lo, $aa_hi] $aa_conf%"
-  echo "  ($workers workers) traced requests: $traced_requests, events/request: $(calc "$ev / $traced_requests" 1); by type: $(trace_json "$work/trace-nginx-$workers" '.events | to_entries | map(select(.value > 0) | "\(.key)=\(.value)") | join(" ")')"
-  rm -rf "$work/trace-nginx-$workers"
+  echo "  ($label) CPU per request (medians): untraced workers $ca us, traced workers $cb us, collector $cc us ($(calc "100 * $cc / $ca" 1)% of untraced)"
+  echo "  ($label) CPU added per pair: workers $aw% [$aw_lo, $aw_hi] $aw_conf%, with the collector $aa% [$aa_lo, $aa_hi] $aa_conf%"
+  echo "  ($label) traced requests: $traced_requests, events/request: $(calc "$ev / $traced_requests" 1); by type: $(trace_json "$work/trace-nginx-$cfg_n" '.events | to_entries | map(select(.value > 0) | "\(.key)=\(.value)") | join(" ")')"
+  rm -rf "$work/trace-nginx-$cfg_n"
 done
 echo "(targets: lost <= 3% - PASS when the whole interval is, MISS when none of it is, else UNSURE;"
 echo " <= 8 bytes/event; access log on, sendfile on)"
 
 # ---- 3. collector throughput ---------------------------------------------
 echo
-echo "== 3. collector: $coll_threads threads x $coll_iters mutex lock+unlock, lossless, collector CPU from its threads' schedstat =="
+echo "== 3. collector: $coll_threads threads x $coll_iters mutex lock+unlock, lossless, collector CPU from its threads' schedstat (load average $(cut -d' ' -f1-3 /proc/loadavg)) =="
 # --no-lock-folding: the uncontended mutexes are the cheap events this
 # measures the collector with (folded, they would leave no record)
 out=$(bounded 300 "collector benchmark" "$preplay" record "${record_opts[@]}" --no-lock-folding -o "$work/coll" -- "$loops" collector "$coll_threads" "$coll_iters")
@@ -451,7 +475,7 @@ rm -rf "$work/coll"
 
 # ---- 4. CPU-time fidelity --------------------------------------------------
 echo
-echo "== 4. CPU-time fidelity: 4 busy threads on 2 cores for $fid_ms ms, traced writes every 2-60k spins =="
+echo "== 4. CPU-time fidelity: 4 busy threads on 2 cores for $fid_ms ms, traced writes every 2-60k spins (load average $(cut -d' ' -f1-3 /proc/loadavg)) =="
 out=$(bounded 120 "fidelity program" "$preplay" record "${record_opts[@]}" -o "$work/fid" -- "$loops" fidelity 4 2 "$fid_ms")
 "$preplay" info --json "$work/fid" | jq -r '.process_list[].threads[] | "\(.tid) \(.cpu_ns)"' >"$work/fid.trace"
 max_err=$(awk 'NR == FNR { trace[$1] = $2; next }
@@ -477,7 +501,7 @@ rm -rf "$work/fid"
 # ---- 5. event times against the app's clock ---------------------------------
 echo
 clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
-echo "== 5. event times: a write every 2 ms for $clock_ms ms, 3 busy threads, the app's CLOCK_MONOTONIC right after each (clocksource $clocksource, --ring-clock auto) =="
+echo "== 5. event times: a write every 2 ms for $clock_ms ms, 3 busy threads, the app's CLOCK_MONOTONIC right after each (clocksource $clocksource, --ring-clock auto; load average $(cut -d' ' -f1-3 /proc/loadavg)) =="
 out=$(bounded 120 "clock program" "$preplay" record "${record_opts[@]}" -o "$work/clock" -- \
   "$loops" clock "$clock_ms" 2000 3 "$work/clock.app")
 "$preplay" dump --json "$work/clock"/*.trace |
@@ -498,5 +522,58 @@ echo "writes the trace ends after the app's later clock read: $clock_early (targ
 [ "$mode" = quick ] && [ "$clock_far" -ne 0 ] &&
   fail "event times: $clock_far of $clock_n writes end in the trace more than $quick_late_max_ns ns after the app's later clock read (min of the app's read minus the end: $clock_min ns)"
 rm -rf "$work/clock" "$work/clock.app" "$work/clock.trace"
+
+# ---- 6. node hashing strings (OpenSSL 3's read locks) -----------------------
+# issue 23's row: node's crypto.createHash takes OpenSSL 3 read locks on
+# every call (~82 per hash) and ~800 000 at node's start: a lock storm that
+# lock folding (docs/tracer.md) counts instead of recording. Untraced and
+# traced runs alternate; the time is node's own (performance.now() at the
+# end: since the process started, so `record`'s start and its collector's
+# final drain are not in it), the CPU node's process.cpuUsage() (getrusage:
+# every thread) against the sum of the trace's per-thread CPU.
+echo
+echo "== 6. node: $hash_count x crypto.createHash('sha256'), $hash_pairs pairs untraced/traced (load average $(cut -d' ' -f1-3 /proc/loadavg)) =="
+cat >"$work/hash.js" <<'EOF_JS'
+const crypto = require('crypto');
+const n = Number(process.argv[2]);
+let x = '';
+for (let i = 0; i < n; i++) x = crypto.createHash('sha256').update('string ' + i + x).digest('hex');
+const u = process.cpuUsage();
+console.log('wall_ms=' + performance.now().toFixed(3) + ' cpu_us=' + (u.user + u.system) + ' last=' + x.slice(0, 8));
+EOF_JS
+node_field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
+hash_ratios="" hash_a="" hash_b="" hash_cpu_err="" hash_locks="" hash_folded=""
+for pair in $(seq "$hash_pairs"); do
+  for side in a b; do
+    # which goes first alternates, as for nginx
+    if { [ "$side" = a ] && [ $((pair % 2)) -eq 1 ]; } || { [ "$side" = b ] && [ $((pair % 2)) -eq 0 ]; }; then
+      out=$(bounded 120 "untraced node" node "$work/hash.js" "$hash_count")
+      wa=$(node_field wall_ms "$out")
+    else
+      out=$(bounded 300 "traced node" "$preplay" record "${record_opts[@]}" -o "$work/hash" -- node "$work/hash.js" "$hash_count")
+      wb=$(node_field wall_ms "$out") cpu_us=$(node_field cpu_us "$out")
+      [ -n "$wb" ] && [ -n "$cpu_us" ] || fail "traced node printed no times: $out"
+      tcpu=$(trace_json "$work/hash" '[.process_list[].threads[].cpu_ns] | add')
+      [[ $tcpu =~ ^[0-9]+$ ]] && [ "$tcpu" -gt 0 ] || fail "node's trace has no CPU time ('$tcpu')"
+      hash_cpu_err+=" $(calc "100 * ($tcpu / 1000 - $cpu_us) / $cpu_us" 2)"
+      hash_locks+=" $(trace_json "$work/hash" .events.lock)"
+      hash_folded+=" $(trace_json "$work/hash" .lock_holds_folded)"
+      [ "$(trace_json "$work/hash" .lost_events)" = 0 ] || fail "traced node lost events"
+      rm -rf "$work/hash"
+    fi
+  done
+  [ -n "$wa" ] && [ -n "$wb" ] || fail "node printed no times"
+  hash_a+=" $wa" hash_b+=" $wb"
+  hash_ratios+=" $(calc "$wb / $wa" 4)"
+done
+read -r hr hr_lo hr_hi hr_conf <<<"$(pair_interval <<<"$hash_ratios")"
+worst_err=$(tr ' ' '\n' <<<"$hash_cpu_err" | grep . | awk '{ v = $1 < 0 ? -$1 : $1; if (v > m) m = v } END { printf "%.2f", m }')
+printf '%-28s %s\n' "node's wall, untraced" "$(median <<<"$hash_a") ms (median)" \
+  "node's wall, traced" "$(median <<<"$hash_b") ms (median)" \
+  "traced / untraced per pair" "$(calc "$hr" 3) [$(calc "$hr_lo" 3), $(calc "$hr_hi" 3)] $hr_conf% (target <= 1.10: $(interval_verdict "$hr_lo" "$hr_hi" 1.10))" \
+  "recorded CPU vs getrusage" "$(tr ' ' '\n' <<<"$hash_cpu_err" | grep . | tr '\n' ' ')% (worst $worst_err%, target <= 5% every run: $(awk -v e="$worst_err" 'BEGIN { print (e <= 5) ? "PASS" : "MISS" }'))" \
+  "lock events recorded" "$(median <<<"$hash_locks") (median), holds folded $(median <<<"$hash_folded")"
+echo "(load average at the end: $(cut -d' ' -f1-3 /proc/loadavg))"
+
 echo
 echo "done ($mode)"
