@@ -23,6 +23,11 @@
 #   back 33 .. 38 % fast). The exit status is emulate's.
 # type_client_leave PID DIR (inside): asks for PID to be moved and waits
 #   until it is (15 s at most; status 1 if not).
+# type_client_outside PID CMD... (outside): runs CMD (a command or a shell
+#   function) on the host's CPUs that PID's cpuset lacks (PID: a process
+#   inside the type), in a cpuset of its own removed afterwards; for a
+#   client started on the host, which is otherwise free to run on the
+#   type's CPUs. The exit status is CMD's.
 # type_run_controller_leave DIR CMD... (inside): runs CMD (`preplay run`)
 #   and, once it has forked its replayers (inside the type; they are forked
 #   after the CPU ratio was measured here), moves CMD itself, the
@@ -59,7 +64,7 @@ type_client_cpuset() {
 }
 
 type_run() {
-    local d=$1 limit=$2 e pid set="" status t
+    local d=$1 limit=$2 e pid set="" status
     shift 2
     mkdir -p "$d"
     timeout "$limit" "$type_client_root/tools/emulate" "$@" &
@@ -76,13 +81,34 @@ type_run() {
     done
     wait "$e"
     status=$?
-    if [ -n "$set" ]; then # whatever is left there goes back to the root first
-        while read -r t; do
-            echo "$t" >/sys/fs/cgroup/cpuset/tasks 2>/dev/null
-        done <"/sys/fs/cgroup/cpuset$set/tasks"
-        rmdir "/sys/fs/cgroup/cpuset$set" 2>/dev/null ||
-            echo "type_run: could not remove the clients' cpuset $set" >&2
-    fi
+    [ -n "$set" ] && type_client_cpuset_remove "$set"
+    return $status
+}
+
+# type_client_cpuset_remove SET: removes the clients' cpuset SET (from
+# type_client_cpuset), whatever is left in it moved to the root first
+type_client_cpuset_remove() {
+    local t
+    while read -r t; do
+        echo "$t" >/sys/fs/cgroup/cpuset/tasks 2>/dev/null
+    done <"/sys/fs/cgroup/cpuset$1/tasks"
+    rmdir "/sys/fs/cgroup/cpuset$1" 2>/dev/null ||
+        echo "type_client: could not remove the clients' cpuset $1" >&2
+}
+
+type_client_outside() {
+    local pid=$1 set status
+    shift
+    set=$(type_client_cpuset "$pid")
+    (
+        if [ -n "$set" ] && ! echo "$BASHPID" >"/sys/fs/cgroup/cpuset$set/cgroup.procs"; then
+            echo "type_client_outside: cannot move the client into cpuset $set" >&2
+            exit 125
+        fi
+        "$@"
+    )
+    status=$?
+    [ -n "$set" ] && type_client_cpuset_remove "$set"
     return $status
 }
 
@@ -104,7 +130,8 @@ type_run_controller_leave() {
     shift
     "$@" &
     run=$!
-    type_client_run_pid=$run # shellcheck disable=SC2034 (the caller's trap reads it)
+    # shellcheck disable=SC2034 # the caller's trap reads it
+    type_client_run_pid=$run
     for ((i = 0; i < 600; i++)); do
         n=$(pgrep -P "$run" -c -f replay)
         [ "${n:-0}" -ge 2 ] && break
@@ -119,6 +146,7 @@ type_run_controller_leave() {
     fi
     wait "$run"
     i=$?
+    # shellcheck disable=SC2034
     type_client_run_pid=""
     return $i
 }

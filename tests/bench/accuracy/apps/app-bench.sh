@@ -25,8 +25,10 @@
 # "on-premise" machine) while truth and prediction run on T: inside it
 # MariaDB and the app server (truth) or MariaDB and `preplay replay` of the
 # front end (prediction), listening on the namespace's address; outside
-# it, on the host, the client: NAME's load client (truth) or `preplay
-# drive` (prediction, one pass of the schedule, no PT4Cloud intervals).
+# it, on the host and on the host's CPUs the type does not have (a cpuset
+# of its own: type_client_outside), the client: NAME's load client (truth)
+# or `preplay drive` (prediction, one pass of the schedule, no PT4Cloud
+# intervals).
 #
 # usage: app-bench.sh --app NAME --out DIR [--rate R] [--duration S] [--real-runs N]
 #                     [--seed N] [--intervals N] [--type T] [--redo-prediction]
@@ -78,6 +80,8 @@ case $db in
   *) echo "app-bench: --db mariadb|postgresql, not '$db'" >&2; exit 2 ;;
 esac
 . "$here/$app.sh"
+# shellcheck source=tests/common/type_client.sh
+. "$src/tests/common/type_client.sh" # type_client_outside (--type)
 P=$APP_PREFIX
 [[ " ${APP_DBS:-mariadb} " == *" $db "* ]] || { echo "app-bench: $app does not run on $db (only ${APP_DBS:-mariadb})" >&2; exit 2; }
 case $ptag in
@@ -130,7 +134,9 @@ on_type() {
   [ "$mode" = real ] && "${P}_warmup" "$port" "$addr"
   for a in "$@"; do a=${a//ADDR/$addr}; cmd+=("${a//PORT/$port}"); done
   cat /proc/loadavg >"$w/$name.loadavg"
-  client_prio "${cmd[@]}" 2>"$w/$name.load.log"
+  # the client off the type's CPUs too (type_client_outside): merely
+  # outside its cgroup, it may run on them (docs/accuracy.md, stop 34)
+  type_client_outside "$(cat "$d/inside.pid")" client_prio "${cmd[@]}" 2>"$w/$name.load.log"
   cat /proc/loadavg >>"$w/$name.loadavg"
   touch "$d/stop"
   wait "$epid" || log "$name: tools/emulate exited $? (see $w/$name.emu.log)"

@@ -182,6 +182,7 @@ app_serve() {
     "$bin" drive "$plan" --target "$APP_LISTEN:$port" --token 0123456789abcdef --duration 8s \
       -o "$dir/warmup.json" >"$dir/warmup.log" 2>&1
   fi
+  echo "$$" >"$dir/inside.pid" # a process inside the type (the client's CPUs are the others)
   echo "$APP_LISTEN" >"$dir/addr"
   for ((i = 0; i < 6000; i++)); do [ -e "$dir/stop" ] && break; sleep 0.1; done
   if [ -n "$rp" ]; then kill -TERM "$rp"; wait "$rp"; fi
