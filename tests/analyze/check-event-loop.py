@@ -36,8 +36,8 @@ import os
 import sys
 
 RESOLUTION_S = 0.5e-3
-# A label's p95 here comes from 8 rounds of 1 or 4 clients (8-64 samples a
-# run: the 1st-4th highest); the accuracy benchmark judges the 20 % goal
+# A label's p95 here comes from 32 rounds of 1 or 4 clients (32-256 samples
+# a run: the 2nd-13th highest); the accuracy benchmark judges the 20 % goal
 # on thousands. This test's stated p95 bound is 50 %: a stall (the 40 ms
 # Nagle wait it was written for, +2000 %) or a 2x tail fails it. Measured
 # on a quiet machine (load 1.6): GET /item.php with 4 clients replayed

@@ -15,14 +15,25 @@ longer than --timeout seconds per request.
 Usage: keepalive_load.py PORT CLIENTS ROUNDS OUT REQ... where REQ is
 "GET /path" or "POST /path BODYBYTES".
 
-keepalive_load.py --replay TOKEN BLOCKS_TSV PORT CLIENTS ROUNDS OUT REQ...:
+keepalive_load.py --replay TOKEN BLOCKS_TSV [--skip N] [--offset K] PORT CLIENTS ROUNDS OUT REQ...:
 the same clients, rounds and timing against a front-end `preplay replay`
 (formats/REPLAY-PROTOCOL.md) instead of the real server, so a replay and
 the real stack are measured by one client under one load: client c sends
 the front-end blocks of the recorded sessions c, c + CLIENTS, ... (the R
-lines of `preplay analyze --blocks`, in arrival order, cycled), ROUNDS x
+lines of `preplay analyze --blocks`; sessions in the order their first
+request arrived, each session's blocks in arrival order, cycled), ROUNDS x
 len(REQ) of them, each with its recorded request and response sizes and
-labelled with its block's label. Status is 200 for a whole answer."""
+labelled with its block's label. Status is 200 for a whole answer.
+Options right after BLOCKS_TSV: --skip N leaves out the first N recorded
+sessions (a recording's first run meets its stack cold: in
+test-analyze-event-loop.sh the first GET /item.php of each of its
+sessions took 2.5 ms in php-fpm (median of 60; quartiles 1.3-4.9) against
+1.0 ms (0.9-1.6) in the next run's,
+and replaying it is not a replay of a warm stack's new connection, which
+is what the real runs measure after their warm-up round); --offset K
+starts client c at session K + c of the rest (so successive replay runs
+replay different recorded sessions, as successive real runs are
+different samples)."""
 import os
 import socket
 import struct
@@ -72,7 +83,7 @@ def read_answer(sock):
     return status, len(head) + 4 + length
 
 
-def replay_requests(token, tsv, clients, count):
+def replay_requests(token, tsv, clients, count, skip=0, offset=0):
     """Per client, `count` (label, raw bytes, response bytes) from the
     recorded sessions' front-end blocks (see the usage)."""
     blocks, sessions = {}, {}
@@ -82,9 +93,11 @@ def replay_requests(token, tsv, clients, count):
             blocks[int(p[1])] = (p[9], int(p[14]), int(p[15]))
         elif p[0] == "R":
             sessions.setdefault(int(p[3]), []).append((int(p[2]), int(p[1])))
-    order = [sorted(sessions[k]) for k in sorted(sessions)]
+    order = sorted(sorted(v) for v in sessions.values())[skip:]
     if len(order) < clients:
-        raise SystemExit("keepalive_load: %s has %d sessions, %d clients" % (tsv, len(order), clients))
+        raise SystemExit("keepalive_load: %s has %d sessions after the first %d, %d clients" % (
+            tsv, len(order), skip, clients))
+    order = order[offset % len(order):] + order[:offset % len(order)]
     per = []
     for c in range(clients):
         seq = [b for k in range(c, len(order), clients) for _, b in order[k]]
@@ -130,13 +143,19 @@ def client(port, idx, rounds, reqs, out, errors, timeout):
 
 def main():
     args = sys.argv[1:]
-    replay = None
+    replay, skip, offset = None, 0, 0
     if args[0] == "--replay":
         replay, args = args[1:3], args[3:]
+        while args[0] in ("--skip", "--offset"):
+            if args[0] == "--skip":
+                skip = int(args[1])
+            else:
+                offset = int(args[1])
+            args = args[2:]
     port, clients, rounds, path = int(args[0]), int(args[1]), int(args[2]), args[3]
     reqs = [build(port, r) for r in args[4:]]
     if replay:
-        per = replay_requests(replay[0], replay[1], clients, rounds * len(reqs))
+        per = replay_requests(replay[0], replay[1], clients, rounds * len(reqs), skip, offset)
         work = [(1, per[c]) for c in range(clients)]
     else:
         work = [(rounds, reqs)] * clients
