@@ -23,7 +23,8 @@ p99. The table then has p99 too, the floor beside each error, and a
 verdict per label: the goal (issue 21) is a median within 10% and a p95
 within 20% of the real app, or within the label's floor where that is
 wider ("ok", "MISS p50", "MISS p95"; fewer than --min-count samples on a
-side: "few").
+side: "few"). The --json rows then carry the floors too (floor_p50,
+floor_p95, floor_p99; null for a label no real run had).
 
 Both sides count from the scheduled arrival: the load generator's
 response_ns does (open loop), and so does a predicted sample's response_s
@@ -195,7 +196,10 @@ def main():
         row["p99_err"] = rel(row["pred_p99_s"], row["real_p99_s"])
         row["p"] = similarity(a.preplay, p, r)
         if a.floor:
-            text, row["verdict"] = floor_row(row, floor.get(label, {}), a.min_count)
+            fl = floor.get(label, {})
+            text, row["verdict"] = floor_row(row, fl, a.min_count)
+            for q, key in (("p50", "median_err"), ("p95", "p95_err"), ("p99", "p99_err")):
+                row["floor_" + q] = fl.get(key)  # None: no real run had the label
             rows.append(row)
             print(text)
             continue

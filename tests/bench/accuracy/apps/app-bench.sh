@@ -33,6 +33,16 @@
 # usage: app-bench.sh --app NAME --out DIR [--rate R] [--duration S] [--real-runs N]
 #                     [--seed N] [--intervals N] [--type T] [--redo-prediction]
 #                     [--redo-recording] [--db mariadb|postgresql] [--pred-tag NAME]
+#        app-bench.sh --app NAME --out DIR --type T --find-knee [--knee-seconds S]
+# --find-knee finds the app's knee on type T instead: one start of the
+# untraced app inside T (fresh database, warm-up), then NAME's open-loop
+# load from the host at rising rates (KNEE_RATES, --knee-seconds each,
+# default 10; step K with seed N + K: a WordPress comment repeated is
+# refused as a duplicate) until the median response time passes 2x, or the
+# p95 5x, the lowest seen at an earlier step, or fewer than 95 % of the
+# requests succeed; the knee is the last rate that did none of these.
+# Prints "knee RATE" and writes DIR/knee-T/knee.txt (every step's rate,
+# requests, successes, p50, p95).
 # --db picks the database server the app runs on and the replay restores
 # and queries (default mariadb; postgresql: a private PostgreSQL 15, the
 # app's PostgreSQL driver, `preplay run --db postgresql://...`; the tag
@@ -57,7 +67,7 @@ shift 2
 src=${PREPLAY_SOURCE_DIR:-$(cd "$here/../../../.." && pwd)}
 bin=${PREPLAY_BIN:-$src/build/release/preplay}
 [ -x "$bin" ] || { echo "app-bench: no preplay binary (set PREPLAY_BIN)" >&2; exit 2; }
-out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type="" redo=0 db=mariadb ptag=""
+out="" rate=4 duration=30 runs=3 seed=7 intervals=3 type="" redo=0 db=mariadb ptag="" knee=0 knee_secs=10
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
@@ -71,7 +81,9 @@ while [ $# -gt 0 ]; do
     --redo-recording) redo=2; shift ;;
     --db) db=$2; shift 2 ;;
     --pred-tag) ptag=$2; shift 2 ;;
-    -h | --help) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --find-knee) knee=1; shift ;;
+    --knee-seconds) knee_secs=$2; shift 2 ;;
+    -h | --help) sed -n '2,57p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "app-bench: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -95,7 +107,10 @@ log() { echo "app-bench $app: $*" >&2; }
 fail() { echo "app-bench $app: FAIL: $*" >&2; exit 1; }
 active="" epid=""
 trap '[ -n "$epid" ] && { kill -TERM "$epid"; wait "$epid"; }; [ -n "$active" ] && "${P}_stop" "$active"' EXIT
+[ $knee -eq 0 ] || [ -n "$type" ] || { echo "app-bench: --find-knee needs --type T" >&2; exit 2; }
+[[ $knee_secs =~ ^[0-9]+$ ]] && [ "$knee_secs" -ge 3 ] || { echo "app-bench: --knee-seconds: an integer >= 3" >&2; exit 2; }
 tag=${type:-host}-r${rate}-d${duration}-s${seed}
+[ $knee -eq 1 ] && tag=knee-$type
 [ "$db" = mariadb ] || tag=$tag-$db
 w=$out/$tag
 mkdir -p "$w"
@@ -145,8 +160,47 @@ on_type() {
   rm -rf "$d/db" "$d/files"
 }
 
+# knee_steps ADDR PORT: the load at each of KNEE_RATES for knee_secs until
+# one is past the knee (see the usage); one line per step in
+# $w/knee.txt, the knee's rate in $w/knee.rate
+knee_steps() {
+  local addr=$1 port=$2 r line b50="" b95="" n ok p50 p95 knee="" k=0
+  echo "# rate requests succeeded p50_ms p95_ms" >"$w/knee.txt"
+  for r in ${KNEE_RATES:-1 1.5 2 3 4 6 8 12 16 24 32 48 64 96 128 192 256}; do
+    k=$((k + 1))
+    "${P}_load" "$addr" "$port" "$r" "$knee_secs" "$((seed + k))" "$w/step-$r.csv" || return 1
+    line=$(python3 - "$w/step-$r.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+ok = sorted(int(x["response_ns"]) for x in rows if 200 <= int(x["status"] or 0) < 400)
+q = lambda f: ok[min(len(ok) - 1, int(f * len(ok)))] / 1e6 if ok else float("nan")
+print(len(rows), len(ok), "%.3f" % q(0.5), "%.3f" % q(0.95))
+PY
+)
+    read -r n ok p50 p95 <<<"$line"
+    echo "$r $line" >>"$w/knee.txt"
+    log "knee on $type: $r/s: $ok of $n answered, p50 $p50 ms, p95 $p95 ms"
+    if [ "$ok" -eq 0 ] || awk -v n="$n" -v ok="$ok" -v p="$p50" -v q="$p95" -v b="$b50" -v c="$b95" \
+      'BEGIN { exit !(ok < 0.95 * n || (b != "" && (p > 2 * b || q > 5 * c))) }'; then
+      break
+    fi
+    [ -n "$b50" ] && awk -v p="$p50" -v b="$b50" 'BEGIN { exit !(p >= b) }' || b50=$p50
+    [ -n "$b95" ] && awk -v p="$p95" -v b="$b95" 'BEGIN { exit !(p >= b) }' || b95=$p95
+    knee=$r
+  done
+  [ -n "$knee" ] || { log "knee on $type: even the first rate is past it"; return 1; }
+  echo "$knee" >"$w/knee.rate"
+}
+
 if [ $redo -eq 2 ]; then
   for ((k = 1; k <= runs; k++)); do [ -s "$w/real$k.csv" ] || fail "--redo-recording: no $w/real$k.csv"; done
+fi
+if [ $knee -eq 1 ]; then
+  rm -f "$w/knee.rate"
+  on_type real real knee_steps ADDR PORT
+  [ -s "$w/knee.rate" ] || fail "knee on $type: not found (see $w/knee.txt, $w/real.load.log)"
+  echo "knee $(cat "$w/knee.rate")"
+  exit 0
 fi
 if [ $redo -ne 1 ]; then
   log "record at $rate/s for $duration s"
