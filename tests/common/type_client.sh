@@ -27,7 +27,9 @@
 #   function) on the host's CPUs that PID's cpuset lacks (PID: a process
 #   inside the type), in a cpuset of its own removed afterwards; for a
 #   client started on the host, which is otherwise free to run on the
-#   type's CPUs. The exit status is CMD's.
+#   type's CPUs. The exit status is CMD's. A caller that may be stopped
+#   meanwhile calls type_client_cleanup from its exit trap (removes that
+#   cpuset, with whatever is left in it moved out).
 # type_run_controller_leave DIR CMD... (inside): runs CMD (`preplay run`)
 #   and, once it has forked its replayers (inside the type; they are forked
 #   after the CPU ratio was measured here), moves CMD itself, the
@@ -100,6 +102,7 @@ type_client_outside() {
     local pid=$1 set status
     shift
     set=$(type_client_cpuset "$pid")
+    type_client_outside_set=$set # for the caller's trap: type_client_cleanup
     (
         if [ -n "$set" ] && ! echo "$BASHPID" >"/sys/fs/cgroup/cpuset$set/cgroup.procs"; then
             echo "type_client_outside: cannot move the client into cpuset $set" >&2
@@ -108,8 +111,13 @@ type_client_outside() {
         "$@"
     )
     status=$?
-    [ -n "$set" ] && type_client_cpuset_remove "$set"
+    type_client_cleanup
     return $status
+}
+
+type_client_cleanup() {
+    [ -n "${type_client_outside_set:-}" ] && type_client_cpuset_remove "$type_client_outside_set"
+    type_client_outside_set=""
 }
 
 type_client_leave() {

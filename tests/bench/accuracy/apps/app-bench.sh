@@ -38,11 +38,11 @@
 # untraced app inside T (fresh database, warm-up), then NAME's open-loop
 # load from the host at rising rates (KNEE_RATES, --knee-seconds each,
 # default 10; step K with seed N + K: a WordPress comment repeated is
-# refused as a duplicate) until the median response time passes 2x, or the
-# p95 5x, the lowest seen at an earlier step, or fewer than 95 % of the
-# requests succeed; the knee is the last rate that did none of these.
-# Prints "knee RATE" and writes DIR/knee-T/knee.txt (every step's rate,
-# requests, successes, p50, p95).
+# refused as a duplicate) until one is past the knee (../knee.py: the
+# median response time over 4x, or the p95 over 10x, the lowest of an
+# earlier step, or fewer than 95 % of the requests succeeding); the knee
+# is the last rate before it. Prints "knee RATE" and writes
+# DIR/knee-T/knee.txt (knee.py's table of the steps).
 # --db picks the database server the app runs on and the replay restores
 # and queries (default mariadb; postgresql: a private PostgreSQL 15, the
 # app's PostgreSQL driver, `preplay run --db postgresql://...`; the tag
@@ -94,6 +94,8 @@ esac
 . "$here/$app.sh"
 # shellcheck source=tests/common/type_client.sh
 . "$src/tests/common/type_client.sh" # type_client_outside (--type)
+# shellcheck source=tests/bench/accuracy/floor_table.sh
+. "$here/../floor_table.sh" # floor_table
 P=$APP_PREFIX
 [[ " ${APP_DBS:-mariadb} " == *" $db "* ]] || { echo "app-bench: $app does not run on $db (only ${APP_DBS:-mariadb})" >&2; exit 2; }
 case $ptag in
@@ -106,7 +108,7 @@ mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 log() { echo "app-bench $app: $*" >&2; }
 fail() { echo "app-bench $app: FAIL: $*" >&2; exit 1; }
 active="" epid=""
-trap '[ -n "$epid" ] && { kill -TERM "$epid"; wait "$epid"; }; [ -n "$active" ] && "${P}_stop" "$active"' EXIT
+trap '[ -n "$epid" ] && { kill -TERM "$epid"; wait "$epid"; }; [ -n "$active" ] && "${P}_stop" "$active"; type_client_cleanup' EXIT
 [ $knee -eq 0 ] || [ -n "$type" ] || { echo "app-bench: --find-knee needs --type T" >&2; exit 2; }
 [[ $knee_secs =~ ^[0-9]+$ ]] && [ "$knee_secs" -ge 3 ] || { echo "app-bench: --knee-seconds: an integer >= 3" >&2; exit 2; }
 tag=${type:-host}-r${rate}-d${duration}-s${seed}
@@ -161,35 +163,23 @@ on_type() {
 }
 
 # knee_steps ADDR PORT: the load at each of KNEE_RATES for knee_secs until
-# one is past the knee (see the usage); one line per step in
+# one is past the knee (knee.py: see the usage); knee.py's table in
 # $w/knee.txt, the knee's rate in $w/knee.rate
 knee_steps() {
-  local addr=$1 port=$2 r line b50="" b95="" n ok p50 p95 knee="" k=0
-  echo "# rate requests succeeded p50_ms p95_ms" >"$w/knee.txt"
+  local addr=$1 port=$2 r k=0 steps=() st
   for r in ${KNEE_RATES:-1 1.5 2 3 4 6 8 12 16 24 32 48 64 96 128 192 256}; do
     k=$((k + 1))
     "${P}_load" "$addr" "$port" "$r" "$knee_secs" "$((seed + k))" "$w/step-$r.csv" || return 1
-    line=$(python3 - "$w/step-$r.csv" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-ok = sorted(int(x["response_ns"]) for x in rows if 200 <= int(x["status"] or 0) < 400)
-q = lambda f: ok[min(len(ok) - 1, int(f * len(ok)))] / 1e6 if ok else float("nan")
-print(len(rows), len(ok), "%.3f" % q(0.5), "%.3f" % q(0.95))
-PY
-)
-    read -r n ok p50 p95 <<<"$line"
-    echo "$r $line" >>"$w/knee.txt"
-    log "knee on $type: $r/s: $ok of $n answered, p50 $p50 ms, p95 $p95 ms"
-    if [ "$ok" -eq 0 ] || awk -v n="$n" -v ok="$ok" -v p="$p50" -v q="$p95" -v b="$b50" -v c="$b95" \
-      'BEGIN { exit !(ok < 0.95 * n || (b != "" && (p > 2 * b || q > 5 * c))) }'; then
-      break
-    fi
-    [ -n "$b50" ] && awk -v p="$p50" -v b="$b50" 'BEGIN { exit !(p >= b) }' || b50=$p50
-    [ -n "$b95" ] && awk -v p="$p95" -v b="$b95" 'BEGIN { exit !(p >= b) }' || b95=$p95
-    knee=$r
+    steps+=("$r=$w/step-$r.csv")
+    python3 "$here/../knee.py" "${steps[@]}" >"$w/knee.txt"
+    st=$?
+    log "knee on $type: $(tail -2 "$w/knee.txt" | head -1)"
+    [ $st -eq 3 ] && continue
+    [ $st -eq 0 ] && sed -n 's/^knee //p' "$w/knee.txt" >"$w/knee.rate"
+    return $st
   done
-  [ -n "$knee" ] || { log "knee on $type: even the first rate is past it"; return 1; }
-  echo "$knee" >"$w/knee.rate"
+  log "knee on $type: not reached at ${r}/s"
+  return 1
 }
 
 if [ $redo -eq 2 ]; then
@@ -238,29 +228,13 @@ else
   active=""
 fi
 
-# pool CSV... > OUT: real runs concatenated (one header)
-pool() { awk 'FNR > 1 || NR == 1' "$@"; }
 all=()
 for ((k = 1; k <= runs; k++)); do all+=("$w/real$k.csv"); done
-pool "${all[@]}" >"$w/real-all.csv"
-table=$w/table$pt.md floors=()
-for ((k = 1; k <= runs; k++)); do # the noise floor: each real run against the others pooled
-  others=()
-  for ((j = 1; j <= runs; j++)); do [ $j -ne $k ] && others+=("$w/real$j.csv"); done
-  pool "${others[@]}" >"$w/real-not$k.csv"
-  [ -n "$pt" ] && [ -s "$w/floor$k.json" ] && { floors+=("$w/floor$k.json"); continue; } # kept (--pred-tag)
-  hdr=()
-  [ $k -eq 1 ] && hdr=(--header)
-  python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-not$k.csv" --pred "$w/real$k.csv" \
-    --type "${type:-host}" --level "$rate/s (real $k vs other real)" --json "$w/floor$k.json" "${hdr[@]}" |
-    tee -a "$w/floor.md" || fail "compare.py: the noise floor of real run $k"
-  floors+=("$w/floor$k.json")
-done
-echo "$app ($db) on ${type:-host} at $rate/s, $duration s: prediction vs $runs real runs pooled (floor: largest error of one real run vs the others)" | tee "$table"
-python3 "$here/../compare.py" --preplay "$bin" --real "$w/real-all.csv" --pred "$w/pred$pt.json" \
-  --type "${type:-host}" --level "$rate/s (pred$pt vs $runs real pooled)" --json "$w/compare$pt.json" --header \
-  --floor "${floors[@]}" | tee -a "$table" || fail "compare.py: the prediction's table"
+floor_table "$bin" "$w" "${type:-host}" "$rate" "$pt" \
+  "$app ($db) on ${type:-host} at $rate/s, $duration s: prediction vs $runs real runs pooled (floor: largest error of one real run vs the others)" \
+  "$w/pred$pt.json" "${all[@]}" || fail "the tables"
+cat "$w/floor.md" "$w/table$pt.md"
 for f in "$w"/*.loadavg; do # the host's 1/5/15-min load average before/after each load
   echo "load average $(basename "$f" .loadavg): $(awk '{ printf "%s%s %s %s", (NR > 1 ? " -> " : ""), $1, $2, $3 }' "$f")"
 done | tee -a "$w/loadavg.txt" >&2
-log "table: $table"
+log "table: $w/table$pt.md"
