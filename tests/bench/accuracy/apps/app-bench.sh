@@ -83,7 +83,7 @@ while [ $# -gt 0 ]; do
     --pred-tag) ptag=$2; shift 2 ;;
     --find-knee) knee=1; shift ;;
     --knee-seconds) knee_secs=$2; shift 2 ;;
-    -h | --help) sed -n '2,57p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "app-bench: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
