@@ -524,9 +524,10 @@ echo "writes the trace ends after the app's later clock read: $clock_early (targ
 rm -rf "$work/clock" "$work/clock.app" "$work/clock.trace"
 
 # ---- 6. node hashing strings (OpenSSL 3's read locks) -----------------------
-# issue 23's row: node's crypto.createHash takes OpenSSL 3 read locks on
-# every call (~82 per hash) and ~800 000 at node's start: a lock storm that
-# lock folding (docs/tracer.md) counts instead of recording. Untraced and
+# issue 23's row: node takes ~819 000 OpenSSL 3 read locks at its start
+# and ~1 300 more for 20 000 createHash calls (2026-11-28; the issue's "82
+# per hash" was all of them over the hashes): a lock storm that lock
+# folding (docs/tracer.md) counts instead of recording. Untraced and
 # traced runs alternate; the time is node's own (performance.now() at the
 # end: since the process started, so `record`'s start and its collector's
 # final drain are not in it), the CPU node's process.cpuUsage() (getrusage:
