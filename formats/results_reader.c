@@ -1035,9 +1035,15 @@ json_t *results_json_load(const char *path, char *err, size_t errlen)
     json_error_t je;
     json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
     fclose(f);
-    if (!root)
+    if (!root) {
+        /* jansson quotes the bad input (a newline after a backslash, say):
+         * the error stays one line */
+        for (char *c = je.text; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
         snprintf(err, errlen, "%s: line %d column %d: not valid JSON (%s)", path, je.line,
                  je.column, je.text);
+    }
     return root;
 }
 
