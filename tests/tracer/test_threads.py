@@ -9,7 +9,7 @@ hold the 1024 thread rings through the barrier and are traced whole; the
 others run untraced, and every write of theirs that the trace lacks is
 counted in a LOSS event of the process (reason no_ring), never silently
 missing. (After the barrier, rings of threads that ended are free again,
-so some of those may have their second write traced.)
+so some or all of those may have their second write traced.)
 
 The rings are 1 GiB of address space. Under an RLIMIT_AS of 600 MB
 (prlimit) the process maps a prefix of 256 rings instead: 255 of 300
@@ -70,7 +70,10 @@ def run(n, rings=RINGS, as_limit=None):
     else:
         tl.check_eq(len(whole), rings - 1,
                     f"{n} threads: threads traced through the barrier (main holds a ring)")
-        tl.check(len(whole) + len(second_only) < n, f"{n} threads: some threads untraced")
+        # Each thread that found no ring at the barrier lost at least its first
+        # write; its second may be traced on a ring freed by a thread that ended.
+        tl.check(missing >= n - (rings - 1),
+                 f"{n} threads: {missing} writes lacking, at least one per thread without a ring")
     print(f"{n} threads: {len(whole)} whole, {len(second_only)} second write only, {lost} lost")
     tl.check_eq(lost, missing, f"{n} threads: writes counted lost = writes the trace lacks")
     info = subprocess.run([tl.PREPLAY, "info", "--json", out], stdout=subprocess.PIPE,
