@@ -244,7 +244,13 @@ int duet_config_parse(int argc, char **argv, struct duet_config *c, int *exit_co
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "o:h", duet_options, NULL)) != -1) {
-        int st = duet_option(c, opt, optarg);
+        /* a URL's password leaves this process's argv at once */
+        const char *arg = optarg;
+        if ((opt == 'x' || opt == 'y') && !(arg = replay_cli_db_url_take("duet", optarg))) {
+            *exit_code = 2;
+            return -1;
+        }
+        int st = duet_option(c, opt, arg);
         if (st) {
             *exit_code = st < 0 ? 0 : st;
             return -1;

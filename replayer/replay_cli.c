@@ -172,6 +172,29 @@ void replay_cli_db_url_split(const char *url, char *clean, size_t cleanlen, char
     snprintf(pw, pwlen, "%.*s", (int)(at - colon - 1), colon + 1);
 }
 
+const char *replay_cli_db_url_take(const char *who, char *arg)
+{
+    static char kept_urls[4][4096]; /* duet keeps two; a repeated option one more */
+    static int nkept;
+    if (nkept == 4) {
+        fprintf(stderr, "%s: more than 4 DB URLs on the command line\n", who);
+        return NULL;
+    }
+    char *kept = kept_urls[nkept];
+    if (strlen(arg) >= sizeof kept_urls[0]) {
+        fprintf(stderr, "%s: a DB URL longer than %zu bytes\n", who, sizeof kept_urls[0] - 1);
+        return NULL;
+    }
+    nkept++;
+    snprintf(kept, sizeof kept_urls[0], "%s", arg);
+    char *s = strstr(arg, "://");
+    char *at = s ? strchr(s + 3, '@') : NULL;
+    char *colon = at ? memchr(s + 3, ':', (size_t)(at - s - 3)) : NULL;
+    if (colon)
+        memset(colon + 1, 'x', (size_t)(at - colon - 1));
+    return kept;
+}
+
 /* Whether text is in this process's argv as `ps` shows it (not so for a
  * replayer that `preplay remote-agent` runs in a child of its own). */
 static int replay_cli_on_cmdline(const char *text)
@@ -213,6 +236,12 @@ int replay_cli_db_password(const char *who, const char *url, const char *file, c
                     "%s: warning: the DB password in --db is visible to every user (ps); use "
                     "--db-password-file or PREPLAY_DB_PASSWORD\n",
                     who);
+        else if (pw[0])
+            fprintf(stderr,
+                    "%s: warning: the DB password in --db was visible to every user (ps) until "
+                    "%s started, and stays in your shell's history; use --db-password-file or "
+                    "PREPLAY_DB_PASSWORD\n",
+                    who, who);
         memset(pw, 0, sizeof pw);
     }
     return 0;
@@ -302,7 +331,8 @@ static int replay_parse_options(int argc, char **argv, struct replay_cli_opts *o
             }
             break;
         case 'd':
-            o->db = optarg;
+            if (!(o->db = replay_cli_db_url_take("replay", optarg)))
+                return 2;
             break;
         case 'D':
             o->dir = optarg;

@@ -33,6 +33,12 @@ int replay_cli_token(const char *who, const char *text, const char *file, uint64
  * into buf or is NULL. 0, or -1 after printing the reason. */
 int replay_cli_db_password(const char *who, const char *url, const char *file, char *buf,
                            size_t buflen, const char **password);
+/* --db URL as the command line gave it (arg: the argv string itself): a
+ * copy the command keeps, and the password's characters in arg overwritten
+ * with 'x', so that `ps` and /proc/PID/cmdline of this process and of every
+ * child it forks show no password after the first instant (the mariadb
+ * client does the same). NULL after printing the reason (too long). */
+const char *replay_cli_db_url_take(const char *who, char *arg);
 /* url without its ":password" part (mysql://user@host/db); the password,
  * or "" when it has none, into pw. */
 void replay_cli_db_url_split(const char *url, char *clean, size_t cleanlen, char *pw, size_t pwlen);

@@ -230,7 +230,13 @@ int run_config_parse(int argc, char **argv, struct run_config *c, int *exit_code
     optind = 1;
     while ((opt = getopt_long(argc, argv, "d:W:p:i:n:m:s:I:P:D:L:r:NH:S:T:Gw:F:o:h", run_options,
                               NULL)) != -1) {
-        int st = run_config_option(c, opt, optarg);
+        /* the URL's password leaves this process's argv at once */
+        const char *arg = optarg;
+        if (opt == 'd' && !(arg = replay_cli_db_url_take("run", optarg))) {
+            *exit_code = 2;
+            return -1;
+        }
+        int st = run_config_option(c, opt, arg);
         if (st) {
             *exit_code = st < 0 ? 0 : st;
             return -1;
