@@ -17,10 +17,14 @@
 #
 # usage: matrix.sh --out DIR [--apps "sample wordpress redmine"] [--types "small medium large"]
 #                  [--levels "30 60 90"] [--duration S] [--real-runs N] [--seed N]
-#                  [--knee-seconds S]
+#                  [--knee-seconds S] [--min-requests N]
 #   --levels     percentages of each type's knee rate (default 30 60 90)
 #   --duration   seconds of load per run (default 30); --real-runs (default 3)
 #   --knee-seconds  each knee step's length (default: --duration)
+#   --min-requests  a level's runs last at least N / rate seconds (default
+#                150: ~30 requests of each of 5 labels a run, what a row
+#                needs to be judged; Redmine's knee on `small` is 2/s, and
+#                at 30 % of it a 40-s run holds 24 requests in all)
 # KNEE_RATES (environment) overrides the knee steps' rates (app-bench.sh and
 # sample_knee each have their own default).
 # Results: DIR/APP/... (app-bench.sh's and short.sh's directories, kept across runs: the
@@ -28,7 +32,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 apps="sample wordpress redmine" types="small medium large" levels="30 60 90" duration=30 runs=3 seed=7
-knee_secs="" out=""
+knee_secs="" out="" min_requests=150
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
@@ -39,7 +43,8 @@ while [ $# -gt 0 ]; do
     --real-runs) runs=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --knee-seconds) knee_secs=$2; shift 2 ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --min-requests) min_requests=$2; shift 2 ;;
+    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "matrix: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -48,6 +53,7 @@ done
 # medium came out at 320/s, and at 90 % of it (288/s) its 20-s real runs
 # timed out requests (113 of 5754)
 knee_secs=${knee_secs:-$duration}
+[[ $min_requests =~ ^[0-9]+$ ]] || { echo "matrix: --min-requests: a count, not '$min_requests'" >&2; exit 2; }
 for l in $levels; do
   [[ $l =~ ^[0-9]+$ ]] && [ "$l" -ge 1 ] && [ "$l" -le 100 ] ||
     { echo "matrix: --levels: percentages 1..100 of the knee, not '$l'" >&2; exit 2; }
@@ -95,13 +101,13 @@ sample_knee() {
   grep '^knee [0-9]' "$d/knee.txt" 2>/dev/null
 }
 
-# sample_cell TYPE RATE: the sample app at RATE on TYPE (short.sh, clients
+# sample_cell TYPE RATE SECONDS: the sample app at RATE on TYPE (short.sh, clients
 # off the type's CPUs, --real-runs real runs), judged by floor_table;
 # prints the compare.json's path. short.sh's own verdict (its wider
 # bounds) is not the matrix's: only a run that left no results fails.
 sample_cell() {
-  local type=$1 rate=$2 d=$out/sample/$1-r$2-d$duration-s$seed k reals=()
-  "$here/short.sh" --out "$d" --type "$type" --rate "$rate" --duration "$duration" --real-runs "$runs" \
+  local type=$1 rate=$2 secs=$3 d=$out/sample/$1-r$2-d$3-s$seed k reals=()
+  "$here/short.sh" --out "$d" --type "$type" --rate "$rate" --duration "$secs" --real-runs "$runs" \
     --clients outside >"$d.log" 2>&1
   for ((k = 1; k <= runs; k++)); do
     [ -s "$d/real$k.csv" ] || { echo "matrix: sample on $type at $rate/s: no real run $k" >&2; return 1; }
@@ -109,7 +115,7 @@ sample_cell() {
   done
   [ -s "$d/pred.json" ] || { echo "matrix: sample on $type at $rate/s: no prediction" >&2; return 1; }
   floor_table "$bin" "$d" "$type" "$rate" "" \
-    "sample on $type at $rate/s, $duration s: prediction vs $runs real runs pooled" "$d/pred.json" "${reals[@]}" &&
+    "sample on $type at $rate/s, $secs s: prediction vs $runs real runs pooled" "$d/pred.json" "${reals[@]}" &&
     echo "$d/compare.json"
 }
 
@@ -133,12 +139,15 @@ for app in $apps; do
     log "$app on $type: knee $k/s"
     for l in $levels; do
       rate=$(awk -v k="$k" -v l="$l" 'BEGIN { r = k * l / 100; printf "%g", r < 0.5 ? 0.5 : int(r * 10 + 0.5) / 10 }')
-      log "$app on $type at $l% of the knee: $rate/s ($(cut -d' ' -f1-3 /proc/loadavg))"
+      # long enough for --min-requests requests a run
+      secs=$(awk -v d="$duration" -v n="$min_requests" -v r="$rate" \
+        'BEGIN { s = n / r; s = s == int(s) ? s : int(s) + 1; print (s > d ? s : d) }')
+      log "$app on $type at $l% of the knee: $rate/s for $secs s ($(cut -d' ' -f1-3 /proc/loadavg))"
       if [ "$app" = sample ]; then
-        c=$(sample_cell "$type" "$rate" 2>>"$out/matrix.log")
+        c=$(sample_cell "$type" "$rate" "$secs" 2>>"$out/matrix.log")
       else
-        c=$out/$app/$type-r$rate-d$duration-s$seed/compare.json
-        "$bench" --app "$app" --out "$out/$app" --type "$type" --rate "$rate" --duration "$duration" \
+        c=$out/$app/$type-r$rate-d$secs-s$seed/compare.json
+        "$bench" --app "$app" --out "$out/$app" --type "$type" --rate "$rate" --duration "$secs" \
           --real-runs "$runs" --seed "$seed" >>"$out/matrix.log" 2>&1 || c=""
       fi
       if [ -n "$c" ] && [ -s "$c" ]; then
