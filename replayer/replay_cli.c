@@ -159,17 +159,29 @@ int replay_cli_token(const char *who, const char *text, const char *file, uint64
     return 0;
 }
 
+/* Where url's password is: the offset of the ':' before it and its length
+ * (up to the '@'); 0 when the URL has none. */
+static int replay_cli_db_url_password(const char *url, size_t *colon, size_t *len)
+{
+    const char *s = strstr(url, "://");
+    const char *at = s ? strchr(s + 3, '@') : NULL;
+    const char *c = at ? memchr(s + 3, ':', (size_t)(at - s - 3)) : NULL;
+    if (!c)
+        return 0;
+    *colon = (size_t)(c - url);
+    *len = (size_t)(at - c - 1);
+    return 1;
+}
+
 void replay_cli_db_url_split(const char *url, char *clean, size_t cleanlen, char *pw, size_t pwlen)
 {
     snprintf(clean, cleanlen, "%s", url);
     pw[0] = 0;
-    const char *s = strstr(url, "://");
-    const char *at = s ? strchr(s + 3, '@') : NULL;
-    const char *colon = at ? memchr(s + 3, ':', (size_t)(at - s - 3)) : NULL;
-    if (!colon)
+    size_t colon, len;
+    if (!replay_cli_db_url_password(url, &colon, &len))
         return;
-    snprintf(clean, cleanlen, "%.*s%s", (int)(colon - url), url, at);
-    snprintf(pw, pwlen, "%.*s", (int)(at - colon - 1), colon + 1);
+    snprintf(clean, cleanlen, "%.*s%s", (int)colon, url, url + colon + 1 + len);
+    snprintf(pw, pwlen, "%.*s", (int)len, url + colon + 1);
 }
 
 const char *replay_cli_db_url_take(const char *who, char *arg)
@@ -187,11 +199,9 @@ const char *replay_cli_db_url_take(const char *who, char *arg)
     }
     nkept++;
     snprintf(kept, sizeof kept_urls[0], "%s", arg);
-    char *s = strstr(arg, "://");
-    char *at = s ? strchr(s + 3, '@') : NULL;
-    char *colon = at ? memchr(s + 3, ':', (size_t)(at - s - 3)) : NULL;
-    if (colon)
-        memset(colon + 1, 'x', (size_t)(at - colon - 1));
+    size_t colon, len;
+    if (replay_cli_db_url_password(arg, &colon, &len))
+        memset(arg + colon + 1, 'x', len);
     return kept;
 }
 
