@@ -139,6 +139,17 @@ PY
     fail "$name: warned about a password that is not on the command line"
 }
 
+# URLs the run cannot keep: refused with the reason, exit status 2
+long="mysql://u:p@localhost/$(printf 'd%.0s' $(seq 4100))"
+st=0; "$PREPLAY_BIN" run "$work/plan" -o "$work/long.json" --db "$long" 2>"$work/long.err" || st=$?
+[ "$st" = 2 ] && grep -q "^run: a DB URL longer than 4095 bytes$" "$work/long.err" ||
+  fail "a 4.1 kB URL: status $st, said: $(cat "$work/long.err")"
+u="mysql://u@localhost/rt"
+st=0; "$PREPLAY_BIN" run "$work/plan" -o "$work/many.json" --db "$u" --db "$u" --db "$u" --db "$u" --db "$u" \
+  2>"$work/many.err" || st=$?
+[ "$st" = 2 ] && grep -q "^run: more than 4 DB URLs on the command line$" "$work/many.err" ||
+  fail "five --db: status $st, said: $(cat "$work/many.err")"
+
 run_watched file "$pw_hard" --db "mysql://pphard@localhost/rt?socket=$sock" --db-password-file "$work/pw"
 PREPLAY_DB_PASSWORD="$pw_hard" run_watched env "$pw_hard" --db "mysql://pphard@localhost/rt?socket=$sock"
 run_watched url "$pw_url" --db "mysql://ppurl:$pw_url@localhost/rt?socket=$sock"
