@@ -2,8 +2,14 @@
  * CLOCK_THREAD_CPUTIME_ID (the oracle, read around every segment) with N busy
  * threads pinned to C cores doing work segments of log-uniform length between
  * cheap "events", some of which block briefly. Exits non-zero when the 95th
- * percentile of error/allowance exceeds 1, the allowance being max(2 us, 5% of
- * the segment's true CPU time), or when the mode cannot be set up (BPF needs
+ * percentile of error/allowance exceeds 1, the allowance being max(F, 5% of
+ * the segment's true CPU time) with F = 2 us for the BPF clock and the
+ * threshold T for the fallback (whose estimates are wrong by the off-CPU time
+ * inside a gap shorter than T: a 5 us wake-up of another thread inside a
+ * 15 us segment, which under a busy CI machine put 5-6% of segments past
+ * 2 us), when the worst thread's summed segments are more than 2% off its
+ * summed truth (the fallback's estimates are absorbed at the next precise
+ * read, so the sum is exact), or when the mode cannot be set up (BPF needs
  * root: it says so, never skips). The verdict is the median over R rounds
  * (default 3) so one burst of host noise (steal) cannot decide it. Used by ctest
  * and by the benchmark.
@@ -36,6 +42,10 @@ struct accuracy_options {
 };
 
 #define ACCURACY_MAX_ROUNDS 9
+/* A thread's summed segments against its summed truth: the estimates'
+ * errors are absorbed at the next precise read, so the sum is exact but
+ * for the last one (issue 23's bound for the recorded CPU: 2%). */
+#define ACCURACY_TOTAL_BOUND 0.02
 
 struct accuracy_worker {
     const struct accuracy_options *options;
@@ -47,6 +57,7 @@ struct accuracy_worker {
     uint64_t estimated;
     uint64_t repairs;
     uint64_t resyncs;
+    double truth_ns, measured_ns; /* the thread's segments summed */
     int mode_ok;
 };
 
@@ -92,6 +103,9 @@ static void *accuracy_worker_main(void *argument)
         return NULL;
     if (options->threshold_ns)
         th.threshold_ns = options->threshold_ns;
+    /* An estimate is off by at most the off-CPU time inside a gap shorter
+     * than the threshold: that is the fallback's per-segment promise. */
+    double floor_ns = worker->options->use_bpf ? 2000.0 : fmax(2000.0, (double)th.threshold_ns);
     double log_min = log(options->min_us), log_max = log(options->max_us);
     for (int segment = 0; segment < options->segments; segment++) {
         double length_us = exp(log_min + (log_max - log_min) * rand_r(&worker->seed) / RAND_MAX);
@@ -106,7 +120,9 @@ static void *accuracy_worker_main(void *argument)
         double truth = (double)(oracle_end - oracle_start);
         double measured = (double)clock_end - (double)clock_start;
         double error = fabs(measured - truth);
-        double allowance = fmax(2000.0, 0.05 * truth);
+        double allowance = fmax(floor_ns, 0.05 * truth);
+        worker->truth_ns += truth;
+        worker->measured_ns += measured;
         if (getenv("CPUCLOCK_ACCURACY_DEBUG") && error > 100000.0)
             fprintf(stderr,
                     "segment %d: truth %.0f measured %.0f start %llu end %llu oracle %llu slot "
@@ -189,10 +205,11 @@ static int accuracy_parse(int argc, char **argv, struct accuracy_options *option
 }
 
 /* One round: all threads, all segments. Prints its line; returns the 95th
- * percentile of error/allowance, or -1 when the round could not run. */
+ * percentile of error/allowance, or -1 when the round could not run, and
+ * the worst thread's |sum measured / sum true - 1| in *worst_total. */
 static double accuracy_round(const struct accuracy_options *options,
                              const struct cpuclock_table *table, const struct cpuclock_tsc *tsc,
-                             int round)
+                             int round, double *worst_total)
 {
     double result = -1.0;
     size_t total = (size_t)options->threads * (size_t)options->segments;
@@ -207,16 +224,13 @@ static double accuracy_round(const struct accuracy_options *options,
     }
     uint64_t wall_start = accuracy_clock_ns(CLOCK_MONOTONIC);
     for (int i = 0; i < options->threads; i++) {
-        workers[i] = (struct accuracy_worker){options,
-                                              options->use_bpf ? table : NULL,
-                                              tsc,
-                                              (unsigned)(12345 + i * 7919 + round * 104729),
-                                              ratios + (size_t)i * (size_t)options->segments,
-                                              errors + (size_t)i * (size_t)options->segments,
-                                              0,
-                                              0,
-                                              0,
-                                              0};
+        workers[i] =
+            (struct accuracy_worker){.options = options,
+                                     .table = options->use_bpf ? table : NULL,
+                                     .tsc = tsc,
+                                     .seed = (unsigned)(12345 + i * 7919 + round * 104729),
+                                     .ratios = ratios + (size_t)i * (size_t)options->segments,
+                                     .errors_ns = errors + (size_t)i * (size_t)options->segments};
         if (pthread_create(&threads[i], NULL, accuracy_worker_main, &workers[i]) != 0) {
             fprintf(stderr, "cpuclock_accuracy: cannot start thread %d\n", i);
             break;
@@ -225,8 +239,13 @@ static double accuracy_round(const struct accuracy_options *options,
     }
     uint64_t estimated = 0, repairs = 0, resyncs = 0;
     int modes_ok = started == options->threads;
+    *worst_total = 0;
     for (int i = 0; i < started; i++) {
         pthread_join(threads[i], NULL);
+        double off = workers[i].truth_ns > 0
+                         ? fabs(workers[i].measured_ns / workers[i].truth_ns - 1.0)
+                         : 1.0;
+        *worst_total = fmax(*worst_total, off);
         estimated += workers[i].estimated;
         repairs += workers[i].repairs;
         resyncs += workers[i].resyncs;
@@ -246,12 +265,13 @@ static double accuracy_round(const struct accuracy_options *options,
     result = accuracy_quantile(ratios, total, 0.95);
     printf("mode=%s threads=%d cpus=%d round=%d segments=%zu wall_s=%.2f err_ns_p50=%.0f "
            "err_ns_p95=%.0f err_ns_p99=%.0f err_ns_max=%.0f within_target=%.1f%% "
-           "p95_err_over_allowance=%.3f estimated=%llu repairs=%llu resyncs=%llu\n",
+           "p95_err_over_allowance=%.3f worst_thread_total_err=%.2f%% estimated=%llu repairs=%llu "
+           "resyncs=%llu\n",
            options->use_bpf ? "bpf" : "fallback", options->threads, options->cpus, round, total,
            wall_s, accuracy_quantile(errors, total, 0.5), accuracy_quantile(errors, total, 0.95),
            accuracy_quantile(errors, total, 0.99), errors[total - 1],
-           100.0 * (double)within / (double)total, result, (unsigned long long)estimated,
-           (unsigned long long)repairs, (unsigned long long)resyncs);
+           100.0 * (double)within / (double)total, result, 100.0 * *worst_total,
+           (unsigned long long)estimated, (unsigned long long)repairs, (unsigned long long)resyncs);
 free_all:
     free(ratios);
     free(errors);
@@ -300,21 +320,31 @@ int main(int argc, char **argv)
     }
     accuracy_calibrate_burn();
 
-    double p95_ratios[ACCURACY_MAX_ROUNDS];
+    double p95_ratios[ACCURACY_MAX_ROUNDS], totals[ACCURACY_MAX_ROUNDS];
     for (int round = 0; round < options.rounds; round++) {
-        p95_ratios[round] = accuracy_round(&options, &table, tsc, round);
+        p95_ratios[round] = accuracy_round(&options, &table, tsc, round, &totals[round]);
         if (p95_ratios[round] < 0)
             goto done;
     }
     qsort(p95_ratios, (size_t)options.rounds, sizeof p95_ratios[0], accuracy_compare);
-    double median = p95_ratios[options.rounds / 2];
-    printf("mode=%s threads=%d median_p95_err_over_allowance=%.3f over %d rounds\n",
-           options.use_bpf ? "bpf" : "fallback", options.threads, median, options.rounds);
+    qsort(totals, (size_t)options.rounds, sizeof totals[0], accuracy_compare);
+    double median = p95_ratios[options.rounds / 2], median_total = totals[options.rounds / 2];
+    printf("mode=%s threads=%d median_p95_err_over_allowance=%.3f "
+           "median_worst_thread_total_err=%.2f%% over %d rounds\n",
+           options.use_bpf ? "bpf" : "fallback", options.threads, median, 100.0 * median_total,
+           options.rounds);
     if (median > 1.0) {
         fprintf(stderr,
                 "cpuclock_accuracy: FAIL: median over %d rounds of the 95th percentile error is "
-                "%.2fx the allowance max(2 us, 5%%)\n",
-                options.rounds, median);
+                "%.2fx the allowance max(%s, 5%%)\n",
+                options.rounds, median, options.use_bpf ? "2 us" : "2 us, the threshold");
+        goto done;
+    }
+    if (median_total > ACCURACY_TOTAL_BOUND) {
+        fprintf(stderr,
+                "cpuclock_accuracy: FAIL: median over %d rounds of the worst thread's total CPU "
+                "error is %.2f%% (bound %.0f%%)\n",
+                options.rounds, 100.0 * median_total, 100.0 * ACCURACY_TOTAL_BOUND);
         goto done;
     }
     status = 0;
