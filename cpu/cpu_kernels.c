@@ -383,11 +383,56 @@ static int nbody_check(struct cpu_kernel_ctx *k, char *err, size_t errlen)
     return 0;
 }
 
+/* The replay's own burn (cpuburn_spin: a dependent multiply-add chain that
+ * stays in registers) for a fixed number of iterations. It is not one of
+ * the kernels averaged into the ratio (CPU_KERNELS_CHAIN, cpu_ratio.h): a
+ * chain does not feel what other tenants do to caches and shared cores,
+ * which is what it is kept for. The check skips the same linear
+ * congruential generator ahead in O(log n) and compares. */
+#define CHAIN_LOOPS 40000000ull
+#define CHAIN_MULT 6364136223846793005ull
+#define CHAIN_PLUS 1442695040888963407ull
+
+static int chain_prepare(struct cpu_kernel_ctx *k)
+{
+    k->result = 0;
+    return 0;
+}
+
+static int chain_run(struct cpu_kernel_ctx *k)
+{
+    uint64_t x = cpuburn_spin(CHAIN_LOOPS);
+    memcpy(&k->result, &x, sizeof x);
+    return 0;
+}
+
+static int chain_check(struct cpu_kernel_ctx *k, char *err, size_t errlen)
+{
+    uint64_t mult = 1, plus = 0, step_mult = CHAIN_MULT, step_plus = CHAIN_PLUS;
+    for (uint64_t n = CHAIN_LOOPS; n; n >>= 1) {
+        if (n & 1) {
+            mult *= step_mult;
+            plus = plus * step_mult + step_plus;
+        }
+        step_plus = (step_mult + 1) * step_plus;
+        step_mult *= step_mult;
+    }
+    uint64_t want = mult * (CHAIN_LOOPS | 1) + plus, got;
+    memcpy(&got, &k->result, sizeof got);
+    if (got != want) {
+        snprintf(err, errlen, "%s kernel: result %016llx, expected %016llx", CPU_KERNELS_CHAIN,
+                 (unsigned long long)got, (unsigned long long)want);
+        return -1;
+    }
+    return 0;
+}
+
 static const struct cpu_kernel cpu_kernels[CPU_KERNELS_COUNT] = {
     {"zstd3-compress", zstd_prepare, NULL, zstd_run, zstd_check},
     {"sha256", sha_prepare, NULL, sha_run, sha_check},
     {"qsort-int", sort_prepare, sort_reset, sort_run, sort_check},
     {"nbody-fp", nbody_prepare, nbody_reset, nbody_run, nbody_check},
+    {CPU_KERNELS_CHAIN, chain_prepare, NULL, chain_run, chain_check},
 };
 
 static int cpu_kernels_cmp_u64(const void *a, const void *b)
@@ -524,7 +569,8 @@ double cpu_kernels_ratio(const struct trace_cpu_score *recorded, uint32_t n,
     double log_sum = 0;
     uint32_t used = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (!(recorded[i].seconds > 0) || !isfinite(recorded[i].seconds))
+        if (!(recorded[i].seconds > 0) || !isfinite(recorded[i].seconds) ||
+            !strncmp(recorded[i].name, CPU_KERNELS_CHAIN, sizeof recorded[i].name))
             continue;
         for (uint32_t j = 0; j < m; j++) {
             if (strncmp(recorded[i].name, target[j].name, sizeof recorded[i].name))

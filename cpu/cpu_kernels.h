@@ -26,7 +26,11 @@
 
 #include "trace_file.h" /* struct trace_cpu_score */
 
-#define CPU_KERNELS_COUNT 4
+#define CPU_KERNELS_COUNT 5
+/* The last "kernel" is the replay's burn loop itself, run as fixed work:
+ * timed with the others, never averaged into a ratio with them (cpu_ratio.h
+ * says when it sets the ratio alone). */
+#define CPU_KERNELS_CHAIN "burn-chain"
 #define CPU_KERNELS_ROUNDS 5      /* default rounds per score set */
 #define CPU_KERNELS_MAX_ROUNDS 63 /* cap on rounds per sample (and pool) */
 
@@ -75,7 +79,7 @@ int cpu_kernels_run_on(int cpu, struct trace_cpu_score *out, uint32_t max, char 
 const char *cpu_kernels_error(void);
 
 /* The CPU scaling ratio: geometric mean over kernels present in both sets
- * (matched by name; non-positive or non-finite times skipped) of
+ * (matched by name; the chain, non-positive or non-finite times skipped) of
  * target.seconds / recorded.seconds. > 1 means the target is slower, so a
  * recorded CPU event of d ns is replayed as d * ratio. NAN when the sets
  * have no usable kernel in common. */

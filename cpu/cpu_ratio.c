@@ -6,6 +6,7 @@
 #include "cpu_ratio.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,67 @@ void cpu_ratio_scores_of(const struct cpu_kernels_sample *pool, struct cpu_ratio
     }
 }
 
+/* The value of "key\t: value" in the first processor block of cpuinfo
+ * (the text up to its first empty line), trimmed, into out. */
+static void cpu_ratio_cpuinfo_field(const char *cpuinfo, const char *key, char *out, size_t outlen)
+{
+    out[0] = 0;
+    size_t klen = strlen(key);
+    for (const char *line = cpuinfo; line && *line && *line != '\n';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *colon = memchr(line, ':', len);
+        if (colon && colon > line + klen && !strncmp(line, key, klen) &&
+            strspn(line + klen, " \t") == (size_t)(colon - line - (ptrdiff_t)klen)) {
+            {
+                const char *v = colon + 1;
+                while (v < line + len && *v == ' ')
+                    v++;
+                size_t vlen = (size_t)(line + len - v);
+                while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+                    vlen--;
+                snprintf(out, outlen, "%.*s", (int)vlen, v);
+                return;
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+}
+
+void cpu_ratio_identity_of(const char *cpuinfo, char out[24])
+{
+    static const char *const keys[] = {"vendor_id", "cpu family", "model", "stepping",
+                                       "model name"};
+    uint64_t h = 14695981039346656037ull; /* FNV-1a 64 */
+    int known = 0;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        char v[256];
+        cpu_ratio_cpuinfo_field(cpuinfo, keys[k], v, sizeof v);
+        known += v[0] != 0;
+        for (const char *c = v;; c++) { /* the value and its terminating NUL */
+            h = (h ^ (uint8_t)*c) * 1099511628211ull;
+            if (!*c)
+                break;
+        }
+    }
+    out[0] = 0;
+    if (known >= 3) /* vendor, family and model at least: else unknown */
+        snprintf(out, 24, "%s%016llx", CPU_RATIO_ID_PREFIX, (unsigned long long)h);
+}
+
+void cpu_ratio_identify(struct cpu_ratio_scores *s)
+{
+    s->cpu_id[0] = 0;
+    FILE *f = fopen("/proc/cpuinfo", "re");
+    if (!f)
+        return;
+    char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    cpu_ratio_identity_of(text, s->cpu_id);
+}
+
 static void cpu_ratio_se_name(const char *kernel, char name[24])
 {
     snprintf(name, 24, "%.20s%s", kernel, CPU_RATIO_SE_SUFFIX);
@@ -112,6 +174,11 @@ uint32_t cpu_ratio_header_scores(const struct cpu_ratio_scores *s, struct trace_
         cpu_ratio_se_name(s->name[k], out[at].name);
         out[at].seconds = s->seconds[k] * s->log_se[k];
     }
+    if (s->cpu_id[0] && at < max) {
+        memset(&out[at], 0, sizeof out[at]);
+        snprintf(out[at].name, sizeof out[at].name, "%s", s->cpu_id);
+        at++;
+    }
     return at;
 }
 
@@ -123,6 +190,7 @@ int cpu_ratio_record(struct trace_cpu_score *out, uint32_t max, char *err, size_
     if (cpu_ratio_measure(-1, CPU_RATIO_ROUNDS, &pool, err, errlen))
         return -1;
     cpu_ratio_scores_of(&pool, &s);
+    cpu_ratio_identify(&s);
     return (int)cpu_ratio_header_scores(&s, out, max);
 }
 
@@ -157,6 +225,28 @@ static double cpu_ratio_t95(int k)
     return k >= 1 && k <= (int)(sizeof t / sizeof t[0]) ? t[k - 1] : 1.960;
 }
 
+/* The chain's log ratio and its standard error when both sides carry it
+ * and the same CPU identity; 0 otherwise. */
+static int cpu_ratio_chain(const struct trace_cpu_score *recorded, uint32_t n,
+                           const struct cpu_ratio_scores *target, double *d, double *se)
+{
+    if (!target->cpu_id[0] || !cpu_ratio_find(recorded, n, target->cpu_id))
+        return 0;
+    for (int t = 0; t < target->n && t < CPU_KERNELS_COUNT; t++) {
+        if (strcmp(target->name[t], CPU_KERNELS_CHAIN))
+            continue;
+        const struct trace_cpu_score *r = cpu_ratio_find(recorded, n, CPU_KERNELS_CHAIN);
+        if (!r || !(r->seconds > 0) || !isfinite(r->seconds) || !(target->seconds[t] > 0) ||
+            !isfinite(target->seconds[t]))
+            return 0;
+        double rse = cpu_ratio_recorded_se(recorded, n, CPU_KERNELS_CHAIN, r->seconds);
+        *d = log(target->seconds[t] / r->seconds);
+        *se = hypot(rse > 0 ? rse : target->log_se[t], target->log_se[t]);
+        return 1;
+    }
+    return 0;
+}
+
 int cpu_ratio_estimate(const struct trace_cpu_score *recorded, uint32_t n,
                        const struct cpu_ratio_scores *target, struct cpu_ratio_estimate *est)
 {
@@ -164,7 +254,10 @@ int cpu_ratio_estimate(const struct trace_cpu_score *recorded, uint32_t n,
     int k = 0, with_se = 0;
     memset(est, 0, sizeof *est);
     est->ratio = est->lo = est->hi = est->log_se = NAN;
+    est->kernels_ratio = est->kernels_lo = est->kernels_hi = NAN;
     for (int t = 0; t < target->n && t < CPU_KERNELS_COUNT; t++) {
+        if (!strcmp(target->name[t], CPU_KERNELS_CHAIN))
+            continue;
         const struct trace_cpu_score *r = cpu_ratio_find(recorded, n, target->name[t]);
         if (!r || !(r->seconds > 0) || !isfinite(r->seconds) || !(target->seconds[t] > 0) ||
             !isfinite(target->seconds[t]))
@@ -176,22 +269,33 @@ int cpu_ratio_estimate(const struct trace_cpu_score *recorded, uint32_t n,
         w[k] = 1 / (se * se);
         k++;
     }
-    if (!k)
-        return 0;
-    double sw = 0, swd = 0, q = 0;
-    for (int i = 0; i < k; i++) {
-        sw += w[i];
-        swd += w[i] * d[i];
+    if (k) {
+        double sw = 0, swd = 0, q = 0;
+        for (int i = 0; i < k; i++) {
+            sw += w[i];
+            swd += w[i] * d[i];
+        }
+        double m = swd / sw;
+        for (int i = 0; i < k; i++)
+            q += w[i] * (d[i] - m) * (d[i] - m);
+        est->spread = k > 1 && q / (k - 1) > 1 ? sqrt(q / (k - 1)) : 1;
+        est->log_se = hypot(est->spread / sqrt(sw), CPU_RATIO_DRIFT);
+        est->ratio = est->kernels_ratio = exp(m);
+        est->lo = est->kernels_lo = exp(m - cpu_ratio_t95(k) * est->log_se);
+        est->hi = est->kernels_hi = exp(m + cpu_ratio_t95(k) * est->log_se);
+        est->kernels = k;
+        est->recorded_se = with_se == k;
     }
-    double m = swd / sw;
-    for (int i = 0; i < k; i++)
-        q += w[i] * (d[i] - m) * (d[i] - m);
-    est->spread = k > 1 && q / (k - 1) > 1 ? sqrt(q / (k - 1)) : 1;
-    est->log_se = hypot(est->spread / sqrt(sw), CPU_RATIO_DRIFT);
-    est->ratio = exp(m);
-    est->lo = exp(m - cpu_ratio_t95(k) * est->log_se);
-    est->hi = exp(m + cpu_ratio_t95(k) * est->log_se);
-    est->kernels = k;
-    est->recorded_se = with_se == k;
+    double cd, cse;
+    if (cpu_ratio_chain(recorded, n, target, &cd, &cse)) {
+        est->basis = CPU_RATIO_BASIS_CHAIN;
+        est->log_se = hypot(cse, CPU_RATIO_CHAIN_DRIFT);
+        est->ratio = exp(cd);
+        est->lo = exp(cd - 1.960 * est->log_se);
+        est->hi = exp(cd + 1.960 * est->log_se);
+        if (!k)
+            est->spread = 1;
+        return 1;
+    }
     return k;
 }

@@ -17,10 +17,23 @@
  * minimum is steadier still, but one round timed short by a clock or steal
  * glitch would own it.
  *
+ * The same CPU on both sides (trace format 2.6): the kernels' phases are
+ * contention, not hardware - other tenants slowed every kernel by 15-25%
+ * for seconds to minutes on the shared 2-core VM while the replay's own
+ * burn loop (CPU_KERNELS_CHAIN, a dependent chain in registers) stayed
+ * within 2%. When both sides carry the same CPU identity (vendor, family,
+ * model, stepping, model name from /proc/cpuinfo) the per-core speed can
+ * only differ by clock frequency, which the chain measures exactly; the
+ * ratio is then the chain's (basis CPU_RATIO_BASIS_CHAIN), and the
+ * kernels' ratio is kept beside it. Different or unknown CPUs: the
+ * kernels' ratio, as before.
+ *
  * The trace header keeps its format: a recording stores the kernel scores
- * and, in the same list, one "<kernel>~se" entry per kernel whose seconds
- * are the score's standard error. A recording without them (older traces)
- * borrows the target's errors for its side.
+ * (the chain among them), one "<kernel>~se" entry per kernel whose seconds
+ * are the score's standard error, and one "cpu-id:<16 hex>" entry (seconds
+ * 0) naming the CPU. A recording without errors (older traces) borrows the
+ * target's for its side; one without the chain or identity gets the
+ * kernels' ratio.
  *
  * Must never: print, exit, or change the kernels' work (cpu_kernels.h). */
 #ifndef PREPLAY_CPU_RATIO_H
@@ -40,14 +53,28 @@
 /* Log drift between two measurements that the rounds of one cannot show. */
 #define CPU_RATIO_DRIFT 0.003
 
+#define CPU_RATIO_ID_PREFIX "cpu-id:" /* header entry naming the CPU */
+/* Log drift of the chain's ratio between two measurements of one machine
+ * that the rounds of one cannot show: 19 measurements over 3 minutes on
+ * the shared VM had a log standard deviation of 0.0097 each (the kernels'
+ * 0.081), so sqrt(2) x 0.0097 between two (docs/preplay-calibrate.md). */
+#define CPU_RATIO_CHAIN_DRIFT 0.0137
+
+enum cpu_ratio_basis {
+    CPU_RATIO_BASIS_KERNELS = 0, /* geometric mean of the kernels */
+    CPU_RATIO_BASIS_CHAIN = 1,   /* same CPU: the burn chain alone */
+};
+
 /* One machine's kernel scores: CPU_RATIO_QUANTILE of the rounds (seconds)
- * and the standard error of its natural log. */
+ * and the standard error of its natural log; cpu_id its identity entry's
+ * name ("" unknown: cpu_ratio_identify fills it). */
 struct cpu_ratio_scores {
     int n;
     int rounds;
     char name[CPU_KERNELS_COUNT][24];
     double seconds[CPU_KERNELS_COUNT];
     double log_se[CPU_KERNELS_COUNT];
+    char cpu_id[24];
 };
 
 struct cpu_ratio_estimate {
@@ -55,8 +82,12 @@ struct cpu_ratio_estimate {
     double lo, hi;   /* 95% interval of the ratio */
     double log_se;   /* standard error of log(ratio) behind the interval */
     double spread;   /* disagreement of the kernels (Birge ratio, >= 1) */
-    int kernels;     /* kernels in common */
+    int kernels;     /* kernels in common (the chain not counted) */
     int recorded_se; /* 1: the recording carried its errors; 0: borrowed */
+    int basis;       /* enum cpu_ratio_basis */
+    /* The kernels' own ratio and interval (NAN: none in common); with
+     * basis CHAIN the check beside the chain's. */
+    double kernels_ratio, kernels_lo, kernels_hi;
 };
 
 /* Runs `rounds` more interleaved rounds (<= 0: CPU_RATIO_ROUNDS) of every
@@ -70,18 +101,27 @@ int cpu_ratio_measure(int cpu, int rounds, struct cpu_kernels_sample *pool, char
 /* Scores of a pool of rounds (pure). */
 void cpu_ratio_scores_of(const struct cpu_kernels_sample *pool, struct cpu_ratio_scores *out);
 
+/* This machine's CPU identity entry name into s->cpu_id ("" when
+ * /proc/cpuinfo says too little), and the same from a cpuinfo text
+ * (pure; FNV-1a 64 of vendor_id, cpu family, model, stepping and model
+ * name of the first processor). */
+void cpu_ratio_identify(struct cpu_ratio_scores *s);
+void cpu_ratio_identity_of(const char *cpuinfo, char out[24]);
+
 /* The trace header's list for these scores: the scores, then (room
- * permitting) their "<kernel>~se" entries. Returns the entries written. */
+ * permitting) their "<kernel>~se" entries, then the identity entry when
+ * s->cpu_id is set. Returns the entries written. */
 uint32_t cpu_ratio_header_scores(const struct cpu_ratio_scores *s, struct trace_cpu_score *out,
                                  uint32_t max);
 
 /* What `preplay record` stores: measures this machine (current core,
- * CPU_RATIO_ROUNDS) and fills the header list. Returns the entries
- * written, or -1 with the reason in err. */
+ * CPU_RATIO_ROUNDS), identifies its CPU and fills the header list.
+ * Returns the entries written, or -1 with the reason in err. */
 int cpu_ratio_record(struct trace_cpu_score *out, uint32_t max, char *err, size_t errlen);
 
-/* The ratio of `target` to a recorded header list (pure). Returns the
- * kernels used (0: none in common, est->ratio NAN). */
+/* The ratio of `target` to a recorded header list (pure): the chain's
+ * when both carry it and the same cpu-id, else the kernels'. Returns
+ * non-zero when it estimated one (0: nothing in common, est->ratio NAN). */
 int cpu_ratio_estimate(const struct trace_cpu_score *recorded, uint32_t n,
                        const struct cpu_ratio_scores *target, struct cpu_ratio_estimate *est);
 

@@ -23,9 +23,9 @@
  * it as a number). 2.5: record type COUNTERS, the counter windows of a
  * recording's .counters file (a 2.4 reader skips the records). */
 #define TRACE_FORMAT_MAJOR 2
-#define TRACE_FORMAT_MINOR 5
+#define TRACE_FORMAT_MINOR 6
 #define TRACE_FORMAT_MAJOR_OLDEST 1
-#define TRACE_MAX_CPU_SCORES 8
+#define TRACE_MAX_CPU_SCORES 16
 
 /* Limits (FORMAT.md §7), in one place: the writer refuses and the reader
  * calls damage a STRING or STACK beyond them, and the reader refuses a

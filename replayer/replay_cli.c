@@ -62,6 +62,7 @@ double replay_cli_cpu_ratio(const struct plan *p, const char *who, double *lo, d
     }
     struct cpu_ratio_scores here;
     cpu_ratio_scores_of(&pool, &here);
+    cpu_ratio_identify(&here);
     struct cpu_ratio_estimate est;
     if (!cpu_ratio_estimate(p->cpu_scores, p->ncpu_scores, &here, &est) || !isfinite(est.ratio) ||
         est.ratio <= 0) {
@@ -70,6 +71,15 @@ double replay_cli_cpu_ratio(const struct plan *p, const char *who, double *lo, d
     }
     fprintf(stderr, "%s: CPU ratio %.3f [%.3f, %.3f] (95%%; this machine / the recording host)\n",
             who, est.ratio, est.lo, est.hi);
+    if (est.basis == CPU_RATIO_BASIS_CHAIN && isfinite(est.kernels_ratio))
+        fprintf(stderr,
+                "%s: the same CPU as the recording host: the ratio is the replay's burn loop's; "
+                "the benchmark kernels said %.3f [%.3f, %.3f]%s (docs/preplay-calibrate.md)\n",
+                who, est.kernels_ratio, est.kernels_lo, est.kernels_hi,
+                est.kernels_lo > est.hi || est.kernels_hi < est.lo
+                    ? ", slowed by other load on the host's caches and cores during one of the "
+                      "two measurements"
+                    : "");
     if (lo)
         *lo = est.lo;
     if (hi)

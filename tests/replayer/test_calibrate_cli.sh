@@ -35,7 +35,7 @@ check(j["steal_ns"] >= 0 and j["steal_mode"] in ("none", "excluded-by-kernel", "
 check((j["steal_ns"] == 0) == (j["steal_mode"] == "none"), "steal mode matches steal seen")
 check(j["clock_read_ns"] > 0, "clock read cost measured")
 names = [s["name"] for s in j["scores"]]
-check(names == ["zstd3-compress", "sha256", "qsort-int", "nbody-fp"], "kernel names")
+check(names == ["zstd3-compress", "sha256", "qsort-int", "nbody-fp", "burn-chain"], "kernel names")
 check(all(0.001 < s["seconds"] < 30 for s in j["scores"]), "kernel times plausible")
 check(0.5 < j["cpu_ratio"] < 2.0, "cpu_ratio against our own recording about 1")
 PY

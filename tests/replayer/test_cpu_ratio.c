@@ -2,7 +2,8 @@
  * (cpu/cpu_ratio.h): quantile and robust spread, scores of a pool of
  * rounds, the trace-header list and its "~se" entries, the weighted
  * estimate (a noisy kernel is outweighed, a recording without errors
- * borrows the target's), and pooling measured rounds. Accuracy on a real
+ * borrows the target's), the CPU identity and the chain's ratio on the
+ * same CPU, and pooling measured rounds. Accuracy on a real
  * machine is measured by tests/bench/replayer/run-cpu-ratio-bench, not
  * here. */
 #include <math.h>
@@ -37,7 +38,8 @@ static void test_quantile_and_spread(void **state)
 /* A pool of `rounds` rounds: kernel k takes base[k] ns x (1 + jitter). */
 static void fill_pool(struct cpu_kernels_sample *p, int rounds, const double *base, double jitter)
 {
-    static const char *const names[] = {"zstd3-compress", "sha256", "qsort-int", "nbody-fp"};
+    static const char *const names[] = {"zstd3-compress", "sha256", "qsort-int", "nbody-fp",
+                                        CPU_KERNELS_CHAIN};
     memset(p, 0, sizeof *p);
     p->kernels = CPU_KERNELS_COUNT;
     p->rounds = rounds;
@@ -51,7 +53,7 @@ static void fill_pool(struct cpu_kernels_sample *p, int rounds, const double *ba
 static void test_scores_of_pool(void **state)
 {
     (void)state;
-    const double base[] = {1e8, 7e7, 8e7, 7.5e7};
+    const double base[] = {1e8, 7e7, 8e7, 7.5e7, 5.5e7};
     struct cpu_kernels_sample p;
     struct cpu_ratio_scores s;
     fill_pool(&p, 11, base, 0);
@@ -73,31 +75,39 @@ static void test_scores_of_pool(void **state)
 static void test_header_list(void **state)
 {
     (void)state;
-    const double base[] = {1e8, 7e7, 8e7, 7.5e7};
+    const double base[] = {1e8, 7e7, 8e7, 7.5e7, 5.5e7};
     struct cpu_kernels_sample p;
     struct cpu_ratio_scores s;
     struct trace_cpu_score h[TRACE_MAX_CPU_SCORES];
     fill_pool(&p, 11, base, 0.1);
     cpu_ratio_scores_of(&p, &s);
-    assert_int_equal(cpu_ratio_header_scores(&s, h, TRACE_MAX_CPU_SCORES), 8);
+    assert_int_equal(cpu_ratio_header_scores(&s, h, TRACE_MAX_CPU_SCORES), 10);
     assert_string_equal(h[0].name, "zstd3-compress");
-    assert_string_equal(h[4].name, "zstd3-compress~se");
-    assert_string_equal(h[7].name, "nbody-fp~se");
-    assert_float_equal(h[5].seconds, s.seconds[1] * s.log_se[1], 1e-15);
+    assert_string_equal(h[4].name, CPU_KERNELS_CHAIN);
+    assert_string_equal(h[5].name, "zstd3-compress~se");
+    assert_string_equal(h[9].name, CPU_KERNELS_CHAIN "~se");
+    assert_float_equal(h[6].seconds, s.seconds[1] * s.log_se[1], 1e-15);
     /* no room: the scores first, errors only as far as they fit */
-    assert_int_equal(cpu_ratio_header_scores(&s, h, 5), 5);
-    assert_string_equal(h[4].name, "zstd3-compress~se");
-    /* the old ratio ignores the error entries (no kernel has their names) */
+    assert_int_equal(cpu_ratio_header_scores(&s, h, 6), 6);
+    assert_string_equal(h[5].name, "zstd3-compress~se");
+    /* with an identity: last, seconds 0 */
+    snprintf(s.cpu_id, sizeof s.cpu_id, "%s0123456789abcdef", CPU_RATIO_ID_PREFIX);
+    assert_int_equal(cpu_ratio_header_scores(&s, h, TRACE_MAX_CPU_SCORES), 11);
+    assert_string_equal(h[10].name, "cpu-id:0123456789abcdef");
+    assert_float_equal(h[10].seconds, 0, 0);
+    /* the old ratio ignores the error and identity entries (no kernel has
+     * their names) and the chain */
     struct trace_cpu_score t[CPU_KERNELS_COUNT];
-    assert_int_equal(cpu_ratio_header_scores(&s, t, CPU_KERNELS_COUNT), 4);
-    assert_float_equal(cpu_kernels_ratio(h, 8, t, 4), 1.0, 1e-12);
+    assert_int_equal(cpu_ratio_header_scores(&s, t, CPU_KERNELS_COUNT), 5);
+    t[4].seconds *= 2;
+    assert_float_equal(cpu_kernels_ratio(h, 11, t, 5), 1.0, 1e-12);
 }
 
 static void test_estimate(void **state)
 {
     (void)state;
-    const double base[] = {1e8, 7e7, 8e7, 7.5e7};
-    const double slower[] = {1.2e8, 8.4e7, 9.6e7, 9e7};
+    const double base[] = {1e8, 7e7, 8e7, 7.5e7, 5.5e7};
+    const double slower[] = {1.2e8, 8.4e7, 9.6e7, 9e7, 6.6e7};
     struct cpu_kernels_sample p;
     struct cpu_ratio_scores rec, tgt;
     struct trace_cpu_score h[TRACE_MAX_CPU_SCORES];
@@ -107,6 +117,8 @@ static void test_estimate(void **state)
     uint32_t nh = cpu_ratio_header_scores(&rec, h, TRACE_MAX_CPU_SCORES);
     /* against itself: exactly 1, inside its interval */
     assert_int_equal(cpu_ratio_estimate(h, nh, &rec, &e), 4);
+    assert_int_equal(e.basis, CPU_RATIO_BASIS_KERNELS); /* no identity on either side */
+    assert_int_equal(e.kernels, 4);                     /* the chain is not a kernel */
     assert_float_equal(e.ratio, 1.0, 1e-12);
     assert_true(e.lo < 1 && e.hi > 1 && e.hi < 1.05);
     assert_int_equal(e.recorded_se, 1);
@@ -117,7 +129,7 @@ static void test_estimate(void **state)
     cpu_ratio_estimate(h, nh, &tgt, &e);
     assert_float_equal(e.ratio, 1.2, 1e-9);
     /* a recording without errors (older traces) borrows the target's */
-    cpu_ratio_estimate(h, 4, &tgt, &e);
+    cpu_ratio_estimate(h, 5, &tgt, &e);
     assert_float_equal(e.ratio, 1.2, 1e-9);
     assert_int_equal(e.recorded_se, 0);
     /* one noisy kernel 1.5x off is outweighed, and widens the interval */
@@ -131,6 +143,96 @@ static void test_estimate(void **state)
     struct trace_cpu_score other = {"no-such-kernel", 1.0};
     assert_int_equal(cpu_ratio_estimate(&other, 1, &rec, &e), 0);
     assert_true(isnan(e.ratio));
+}
+
+static const char cpuinfo_epyc[] = "processor\t: 0\nvendor_id\t: AuthenticAMD\n"
+                                   "cpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
+                                   "stepping\t: 1\nmicrocode\t: 0x1000065\ncpu MHz\t\t: 2445.406\n"
+                                   "\nprocessor\t: 1\nvendor_id\t: GenuineIntel\n";
+
+static void test_identity(void **state)
+{
+    (void)state;
+    char a[24], b[24];
+    cpu_ratio_identity_of(cpuinfo_epyc, a);
+    assert_int_equal(strlen(a), strlen(CPU_RATIO_ID_PREFIX) + 16);
+    assert_memory_equal(a, CPU_RATIO_ID_PREFIX, strlen(CPU_RATIO_ID_PREFIX));
+    /* the clock, microcode and later processors do not count */
+    cpu_ratio_identity_of("vendor_id : AuthenticAMD\ncpu family : 25\nmodel : 1\n"
+                          "model name : AMD EPYC\nstepping : 1\ncpu MHz : 3000\n",
+                          b);
+    assert_string_equal(a, b);
+    /* another model, or the same digits under "model name" first: different */
+    cpu_ratio_identity_of("vendor_id : AuthenticAMD\ncpu family : 25\nmodel : 17\n"
+                          "model name : AMD EPYC\nstepping : 1\n",
+                          b);
+    assert_string_not_equal(a, b);
+    cpu_ratio_identity_of("model name : 1\nvendor_id : AuthenticAMD\ncpu family : 25\n"
+                          "stepping : 1\n",
+                          b);
+    assert_string_not_equal(a, b);
+    /* too little to tell (no vendor, family, model): unknown */
+    cpu_ratio_identity_of("processor : 0\nmodel name : x\n", b);
+    assert_string_equal(b, "");
+    cpu_ratio_identity_of("", b);
+    assert_string_equal(b, "");
+}
+
+/* Same CPU: the chain sets the ratio, the kernels' stays beside it;
+ * another CPU or no identity in the recording: the kernels'. */
+static void test_estimate_same_cpu(void **state)
+{
+    (void)state;
+    const double base[] = {1e8, 7e7, 8e7, 7.5e7, 5.5e7};
+    /* other tenants slow the kernels by 20%, the chain by 1% */
+    const double busy[] = {1.2e8, 8.4e7, 9.6e7, 9e7, 5.555e7};
+    struct cpu_kernels_sample p;
+    struct cpu_ratio_scores rec, tgt;
+    struct trace_cpu_score h[TRACE_MAX_CPU_SCORES];
+    struct cpu_ratio_estimate e;
+    fill_pool(&p, 11, base, 0.01);
+    cpu_ratio_scores_of(&p, &rec);
+    cpu_ratio_identity_of(cpuinfo_epyc, rec.cpu_id);
+    uint32_t nh = cpu_ratio_header_scores(&rec, h, TRACE_MAX_CPU_SCORES);
+    fill_pool(&p, 11, busy, 0.01);
+    cpu_ratio_scores_of(&p, &tgt);
+    cpu_ratio_identity_of(cpuinfo_epyc, tgt.cpu_id);
+    assert_true(cpu_ratio_estimate(h, nh, &tgt, &e) != 0);
+    assert_int_equal(e.basis, CPU_RATIO_BASIS_CHAIN);
+    assert_float_equal(e.ratio, 1.01, 1e-9);
+    assert_true(e.lo < 1.01 && e.hi > 1.01 && e.hi < 1.05);
+    assert_float_equal(e.kernels_ratio, 1.2, 1e-9);
+    assert_int_equal(e.kernels, 4);
+    /* another CPU */
+    cpu_ratio_identity_of("vendor_id : GenuineIntel\ncpu family : 6\nmodel : 106\n", tgt.cpu_id);
+    cpu_ratio_estimate(h, nh, &tgt, &e);
+    assert_int_equal(e.basis, CPU_RATIO_BASIS_KERNELS);
+    assert_float_equal(e.ratio, 1.2, 1e-9);
+    /* a target that cannot tell its CPU */
+    tgt.cpu_id[0] = 0;
+    cpu_ratio_estimate(h, nh, &tgt, &e);
+    assert_int_equal(e.basis, CPU_RATIO_BASIS_KERNELS);
+    /* a recording without the identity (before 2.6) */
+    cpu_ratio_identity_of(cpuinfo_epyc, tgt.cpu_id);
+    cpu_ratio_estimate(h, nh - 1, &tgt, &e);
+    assert_int_equal(e.basis, CPU_RATIO_BASIS_KERNELS);
+    assert_float_equal(e.ratio, 1.2, 1e-9);
+    /* the same identity but no chain in the recording: the kernels' */
+    struct trace_cpu_score no_chain[TRACE_MAX_CPU_SCORES];
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < nh; i++)
+        if (strncmp(h[i].name, CPU_KERNELS_CHAIN, strlen(CPU_KERNELS_CHAIN)))
+            no_chain[m++] = h[i];
+    assert_int_equal(m, nh - 2);
+    cpu_ratio_estimate(no_chain, m, &tgt, &e);
+    assert_int_equal(e.basis, CPU_RATIO_BASIS_KERNELS);
+    /* only the chain in common: still a ratio */
+    struct trace_cpu_score only[] = {h[4], h[9], h[10]};
+    assert_string_equal(only[2].name, rec.cpu_id);
+    assert_true(cpu_ratio_estimate(only, 3, &tgt, &e) != 0);
+    assert_int_equal(e.basis, CPU_RATIO_BASIS_CHAIN);
+    assert_int_equal(e.kernels, 0);
+    assert_true(isnan(e.kernels_ratio));
 }
 
 static void test_measure_pools_rounds(void **state)
@@ -155,8 +257,12 @@ static void test_measure_pools_rounds(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantile_and_spread),  cmocka_unit_test(test_scores_of_pool),
-        cmocka_unit_test(test_header_list),          cmocka_unit_test(test_estimate),
+        cmocka_unit_test(test_quantile_and_spread),
+        cmocka_unit_test(test_scores_of_pool),
+        cmocka_unit_test(test_header_list),
+        cmocka_unit_test(test_estimate),
+        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_estimate_same_cpu),
         cmocka_unit_test(test_measure_pools_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
