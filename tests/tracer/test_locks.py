@@ -75,8 +75,27 @@ intervals.sort()
 # before the previous one ended. A real overlap (two holders) lasts at
 # least the holder's critical section plus a lock operation.
 CLOCK_SLACK = 1000
-overlaps = [(a, b) for a, b in zip(intervals, intervals[1:]) if b[0] + CLOCK_SLACK < a[1]]
+# A thread's first recorded hold of m may be the one it held, folded,
+# when m became recorded: its acquire read no clock and is dated at the
+# thread's previous record, at or before the real acquire (docs/tracer.md,
+# "folded"), so it may start early and so contain holds of others that
+# ended before its real start. Such a hold may contain others whole; its
+# end and every other hold are judged as before. (CI, ASan, once in ~10
+# runs: a 1.3 us first hold containing another thread's 20 ns hold.)
+first_hold = {}
+for start, end, tid in sorted(intervals, key=lambda i: i[1]):
+    first_hold.setdefault(tid, (start, end, tid))
+overlaps = []
+widest = None  # the hold ending last so far
+for b in intervals:
+    if widest and b[0] + CLOCK_SLACK < widest[1]:
+        inside_early_start = first_hold.get(widest[2]) == widest and b[1] <= widest[1]
+        if not inside_early_start:
+            overlaps.append((widest, b))
+    if not widest or b[1] > widest[1]:
+        widest = b
 tl.check_eq(len(overlaps), 0, "overlapping holds of m (first ones: %s)" % overlaps[:3])
+tl.check(len(intervals) == n_acq, f"holds of m paired: {len(intervals)} of {n_acq}")
 main_m = [e for e in on_m if e["tid"] == mtid and e["op"] == ACQ]
 tl.check(main_m and main_m[0]["dur"] >= hold // 2,
          f"main's contended wait on m >= {hold // 2 // MS} ms: {main_m[:1]}")

@@ -17,7 +17,9 @@
  *       built with a sanitizer)
  *   bench_cpu_ratio record FILE   score this machine as a recording would
  *   bench_cpu_ratio target FILE   score it as a target against FILE and
- *       print "before R now R lo LO hi HI  kernels NAME T/R+-SE..." (the
+ *       print "before R now R lo LO hi HI basis chain|kernels
+ *       kernels-ratio K  kernels NAME T/R+-SE..." (now: the chain's on the
+ *       same CPU, K the four kernels' beside it; the
  *       per-kernel ratios of the current scores; run-cpu-ratio-bench runs
  *       this inside tools/emulate)
  *   bench_cpu_ratio target FILE POOL ROUNDS   the current method only, with
@@ -51,6 +53,8 @@ struct bench_side {
 
 struct bench_result {
     double before, now, lo, hi;
+    double kernels; /* the four kernels' ratio (now, when the basis is the chain) */
+    int basis;      /* enum cpu_ratio_basis of now */
 };
 
 static int bench_cmp(const void *a, const void *b)
@@ -75,6 +79,7 @@ static int bench_measure(struct bench_side *s, int rounds, int with_before)
     if (cpu_ratio_measure(-1, rounds, &pool, err, sizeof err))
         goto fail;
     cpu_ratio_scores_of(&pool, &s->scores);
+    cpu_ratio_identify(&s->scores);
     s->nnow = (int)cpu_ratio_header_scores(&s->scores, s->now, TRACE_MAX_CPU_SCORES);
     return 0;
 fail:
@@ -93,6 +98,8 @@ static void bench_compare(const struct bench_side *rec, const struct bench_side 
     out->now = est.ratio;
     out->lo = est.lo;
     out->hi = est.hi;
+    out->kernels = est.kernels_ratio;
+    out->basis = est.basis;
 }
 
 /* Prints one method's line; returns how many ratios are within +-3%. */
@@ -114,7 +121,7 @@ static int bench_report(const char *name, double *r, int n, int covered)
 static int bench_pairs(int pairs, int quick)
 {
     static struct bench_result res[BENCH_MAX_PAIRS];
-    double before[BENCH_MAX_PAIRS], now[BENCH_MAX_PAIRS], load[3] = {0};
+    double before[BENCH_MAX_PAIRS], now[BENCH_MAX_PAIRS], kernels[BENCH_MAX_PAIRS], load[3] = {0};
     /* --quick holds the ratio to 10%, so it measures as record and run do
      * (CPU_RATIO_ROUNDS rounds a side, ~7 s): with 3 rounds a kernel whose
      * rounds happened to agree took nearly all the weight, and one
@@ -128,6 +135,7 @@ static int bench_pairs(int pairs, int quick)
         bench_compare(&rec, &tgt, &res[p]);
         before[p] = res[p].before;
         now[p] = res[p].now;
+        kernels[p] = res[p].kernels;
         covered += res[p].lo <= 1 && 1 <= res[p].hi;
         if (!(res[p].now > 0) || !isfinite(res[p].now) || !(res[p].lo <= res[p].now) ||
             !(res[p].now <= res[p].hi)) {
@@ -141,7 +149,12 @@ static int bench_pairs(int pairs, int quick)
            load[0], load[1], load[2]);
     if (!quick)
         bench_report("before: median of 5, equal weights", before, pairs, -1);
-    int within = bench_report("now: cpu_ratio_estimate", now, pairs, covered);
+    int within = bench_report(res[0].basis == CPU_RATIO_BASIS_CHAIN
+                                  ? "now: cpu_ratio_estimate (same CPU: chain)"
+                                  : "now: cpu_ratio_estimate (kernels)",
+                              now, pairs, covered);
+    if (res[0].basis == CPU_RATIO_BASIS_CHAIN)
+        bench_report("  the four kernels beside it", kernels, pairs, -1);
     if (quick && !BENCH_SANITIZED && fabs(now[0] - 1) > 0.10) {
         fprintf(stderr, "bench_cpu_ratio: ratio %.3f is off by more than 10%%\n", now[0]);
         status = 1;
@@ -196,7 +209,8 @@ static void bench_print_target(const struct bench_side *rec, const struct bench_
 {
     struct bench_result r;
     bench_compare(rec, tgt, &r);
-    printf("before %.4f now %.4f lo %.4f hi %.4f  kernels", r.before, r.now, r.lo, r.hi);
+    printf("before %.4f now %.4f lo %.4f hi %.4f basis %s kernels-ratio %.4f  kernels", r.before,
+           r.now, r.lo, r.hi, r.basis == CPU_RATIO_BASIS_CHAIN ? "chain" : "kernels", r.kernels);
     for (int k = 0; k < tgt->scores.n && k < rec->nnow; k++) /* target / recorded, +- error */
         printf(" %s %.3f+-%.3f", tgt->scores.name[k], tgt->scores.seconds[k] / rec->now[k].seconds,
                tgt->scores.log_se[k]);
@@ -241,6 +255,7 @@ static int bench_target_pooled(const char *path, const char *pool_path, int roun
     }
     fclose(f);
     cpu_ratio_scores_of(&pool, &tgt.scores);
+    cpu_ratio_identify(&tgt.scores);
     rec.nbefore = 0; /* no before: it has no pooled form */
     bench_print_target(&rec, &tgt);
     return 0;
