@@ -50,6 +50,17 @@ static void fill_pool(struct cpu_kernels_sample *p, int rounds, const double *ba
     }
 }
 
+/* The scores of 11 rounds of `base` (jitter 1%), with the identity of
+ * `cpuinfo` (NULL: none). */
+static void scores_for(const double *base, const char *cpuinfo, struct cpu_ratio_scores *out)
+{
+    struct cpu_kernels_sample p;
+    fill_pool(&p, 11, base, 0.01);
+    cpu_ratio_scores_of(&p, out);
+    if (cpuinfo)
+        cpu_ratio_identity_of(cpuinfo, out->cpu_id);
+}
+
 static void test_scores_of_pool(void **state)
 {
     (void)state;
@@ -108,12 +119,10 @@ static void test_estimate(void **state)
     (void)state;
     const double base[] = {1e8, 7e7, 8e7, 7.5e7, 5.5e7};
     const double slower[] = {1.2e8, 8.4e7, 9.6e7, 9e7, 6.6e7};
-    struct cpu_kernels_sample p;
     struct cpu_ratio_scores rec, tgt;
     struct trace_cpu_score h[TRACE_MAX_CPU_SCORES];
     struct cpu_ratio_estimate e;
-    fill_pool(&p, 11, base, 0.01);
-    cpu_ratio_scores_of(&p, &rec);
+    scores_for(base, NULL, &rec);
     uint32_t nh = cpu_ratio_header_scores(&rec, h, TRACE_MAX_CPU_SCORES);
     /* against itself: exactly 1, inside its interval */
     assert_int_equal(cpu_ratio_estimate(h, nh, &rec, &e), 4);
@@ -124,8 +133,7 @@ static void test_estimate(void **state)
     assert_int_equal(e.recorded_se, 1);
     assert_float_equal(e.spread, 1.0, 0);
     /* 1.2x slower everywhere: 1.2 */
-    fill_pool(&p, 11, slower, 0.01);
-    cpu_ratio_scores_of(&p, &tgt);
+    scores_for(slower, NULL, &tgt);
     cpu_ratio_estimate(h, nh, &tgt, &e);
     assert_float_equal(e.ratio, 1.2, 1e-9);
     /* a recording without errors (older traces) borrows the target's */
@@ -186,17 +194,12 @@ static void test_estimate_same_cpu(void **state)
     const double base[] = {1e8, 7e7, 8e7, 7.5e7, 5.5e7};
     /* other tenants slow the kernels by 20%, the chain by 1% */
     const double busy[] = {1.2e8, 8.4e7, 9.6e7, 9e7, 5.555e7};
-    struct cpu_kernels_sample p;
     struct cpu_ratio_scores rec, tgt;
     struct trace_cpu_score h[TRACE_MAX_CPU_SCORES];
     struct cpu_ratio_estimate e;
-    fill_pool(&p, 11, base, 0.01);
-    cpu_ratio_scores_of(&p, &rec);
-    cpu_ratio_identity_of(cpuinfo_epyc, rec.cpu_id);
+    scores_for(base, cpuinfo_epyc, &rec);
     uint32_t nh = cpu_ratio_header_scores(&rec, h, TRACE_MAX_CPU_SCORES);
-    fill_pool(&p, 11, busy, 0.01);
-    cpu_ratio_scores_of(&p, &tgt);
-    cpu_ratio_identity_of(cpuinfo_epyc, tgt.cpu_id);
+    scores_for(busy, cpuinfo_epyc, &tgt);
     assert_true(cpu_ratio_estimate(h, nh, &tgt, &e) != 0);
     assert_int_equal(e.basis, CPU_RATIO_BASIS_CHAIN);
     assert_float_equal(e.ratio, 1.01, 1e-9);
