@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "replayer_cli.h"
 #include "cpu_kernels.h"
+#include "cpu_ratio.h"
 #include "cpuburn.h"
 #include "trace_file.h"
 
@@ -27,7 +29,9 @@ static const char calibrate_usage[] =
     "      --no-kernels  calibrate only, do not run the benchmark kernels\n"
     "      --ms MS       CPU time spent calibrating (default 300, 20-60000)\n"
     "      --against TRACE  also print the CPU scaling ratio of this machine to the\n"
-    "                    one TRACE was recorded on (its header's kernel scores)\n";
+    "                    one TRACE was recorded on, as `run` measures it (the\n"
+    "                    kernels' 0.1 quantiles of 11 rounds; the burn loop on the\n"
+    "                    same CPU)\n";
 
 static int calibrate_parse_long(const char *s, long lo, long hi, long *out)
 {
@@ -62,6 +66,57 @@ static int calibrate_read_scores(const char *path, struct trace_cpu_score *out)
         return -1;
     }
     return (int)n;
+}
+
+/* The ratio to `recorded` as `run` measures it (cpu_ratio.h) on core
+ * `cpu`: scores[] gets the 0.1 quantiles (CPU_KERNELS_COUNT). Returns the
+ * scores, or -1 with the reason printed. */
+static int calibrate_against(int cpu, const char *against, const struct trace_cpu_score *recorded,
+                             int nrecorded, struct trace_cpu_score *scores,
+                             struct cpu_ratio_estimate *est)
+{
+    struct cpu_kernels_sample pool;
+    struct cpu_ratio_scores here;
+    char err[256];
+    memset(&pool, 0, sizeof pool);
+    if (cpu_ratio_measure(cpu, 0, &pool, err, sizeof err)) {
+        fprintf(stderr, "preplay calibrate: %s\n", err);
+        return -1;
+    }
+    cpu_ratio_scores_of(&pool, &here);
+    cpu_ratio_identify(&here);
+    for (int i = 0; i < here.n; i++) {
+        memset(&scores[i], 0, sizeof scores[i]);
+        snprintf(scores[i].name, sizeof scores[i].name, "%s", here.name[i]);
+        scores[i].seconds = here.seconds[i];
+    }
+    if (!cpu_ratio_estimate(recorded, (uint32_t)nrecorded, &here, est) || !isfinite(est->ratio)) {
+        fprintf(stderr, "preplay calibrate: %s: no CPU kernel in common with this build\n",
+                against);
+        return -1;
+    }
+    return here.n;
+}
+
+/* The ratio's line, or its JSON keys into o. */
+static void calibrate_print_ratio(const char *against, const struct cpu_ratio_estimate *est,
+                                  json_t *o)
+{
+    const char *basis = est->basis == CPU_RATIO_BASIS_CHAIN ? "chain" : "kernels";
+    if (o) {
+        json_object_set_new(o, "cpu_ratio", json_real(est->ratio));
+        json_object_set_new(o, "cpu_ratio_ci", json_pack("[f, f]", est->lo, est->hi));
+        json_object_set_new(o, "cpu_ratio_basis", json_string(basis));
+        if (isfinite(est->kernels_ratio))
+            json_object_set_new(o, "kernels_ratio", json_real(est->kernels_ratio));
+        return;
+    }
+    printf("cpu ratio (this machine / %s): %.4f [%.4f, %.4f] (95%%; %s)\n", against, est->ratio,
+           est->lo, est->hi,
+           est->basis == CPU_RATIO_BASIS_CHAIN ? "the same CPU: the burn loop's" : "the kernels'");
+    if (est->basis == CPU_RATIO_BASIS_CHAIN && isfinite(est->kernels_ratio))
+        printf("kernels' ratio beside it: %.4f [%.4f, %.4f]\n", est->kernels_ratio, est->kernels_lo,
+               est->kernels_hi);
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -138,22 +193,15 @@ int cmd_calibrate(int argc, char **argv)
         return 1;
     }
     struct trace_cpu_score scores[CPU_KERNELS_COUNT];
+    struct cpu_ratio_estimate est;
     int nscores = 0;
-    if (kernels) {
-        nscores = cpu_kernels_run_on(cal.cpu, scores, CPU_KERNELS_COUNT, err, sizeof err);
-        if (nscores < 0) {
-            fprintf(stderr, "preplay calibrate: %s\n", err);
-            return 1;
-        }
-    }
-    double ratio = 0;
-    if (against) {
-        ratio = cpu_kernels_ratio(recorded, (uint32_t)nrecorded, scores, (uint32_t)nscores);
-        if (ratio != ratio) { /* NAN */
-            fprintf(stderr, "preplay calibrate: %s: no CPU kernel in common with this build\n",
-                    against);
-            return 1;
-        }
+    if (against &&
+        (nscores = calibrate_against(cal.cpu, against, recorded, nrecorded, scores, &est)) < 0)
+        return 1;
+    if (kernels && !against &&
+        (nscores = cpu_kernels_run_on(cal.cpu, scores, CPU_KERNELS_COUNT, err, sizeof err)) < 0) {
+        fprintf(stderr, "preplay calibrate: %s\n", err);
+        return 1;
     }
 
     if (json) {
@@ -177,7 +225,7 @@ int cmd_calibrate(int argc, char **argv)
         }
         json_object_set_new(o, "scores", arr);
         if (against)
-            json_object_set_new(o, "cpu_ratio", json_real(ratio));
+            calibrate_print_ratio(against, &est, o);
         char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
         json_decref(o);
         if (!text) {
@@ -197,11 +245,12 @@ int cmd_calibrate(int argc, char **argv)
     printf("thread CPU clock read: %llu ns (a burn reads none)\n",
            (unsigned long long)cal.clock_read_ns);
     if (nscores) {
-        printf("kernels (thread CPU seconds on cpu %d):\n", cal.cpu);
+        printf("kernels (thread CPU seconds on cpu %d, %s):\n", cal.cpu,
+               against ? "0.1 quantile of 11 rounds, as run measures" : "median of 5 rounds");
         for (int i = 0; i < nscores; i++)
             printf("  %-16s %.4f\n", scores[i].name, scores[i].seconds);
     }
     if (against)
-        printf("cpu ratio (this machine / %s): %.4f\n", against, ratio);
+        calibrate_print_ratio(against, &est, NULL);
     return 0;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_calibrate_cli.sh - `preplay calibrate`: JSON and text output carry a
-# positive loops/ns, the steal seen, the four kernel scores by name and the
-# ratio against the scores `preplay record` stored; bad options give exact
+# positive loops/ns, the steal seen, the kernel scores by name and the
+# ratio against the scores `preplay record` stored, as `run` measures it
+# (the burn loop's on this same CPU, the kernels' beside it, an interval
+# around it); bad options give exact
 # one-line messages and exit 2.
 set -euo pipefail
 : "${PREPLAY_BIN:?}"
@@ -38,6 +40,11 @@ names = [s["name"] for s in j["scores"]]
 check(names == ["zstd3-compress", "sha256", "qsort-int", "nbody-fp", "burn-chain"], "kernel names")
 check(all(0.001 < s["seconds"] < 30 for s in j["scores"]), "kernel times plausible")
 check(0.5 < j["cpu_ratio"] < 2.0, "cpu_ratio against our own recording about 1")
+lo, hi = j["cpu_ratio_ci"]
+check(lo <= j["cpu_ratio"] <= hi, "cpu_ratio inside its interval")
+# recorded on this machine: the same CPU, so the run's ratio is the burn loop's
+check(j["cpu_ratio_basis"] == "chain", "the same CPU's basis")
+check(0.5 < j["kernels_ratio"] < 2.0, "the kernels' ratio beside it")
 PY
 
 "$PREPLAY_BIN" calibrate --ms 40 --no-kernels > "$dir/cal.txt"
