@@ -106,16 +106,14 @@ static void cpu_ratio_cpuinfo_field(const char *cpuinfo, const char *key, char *
         const char *colon = memchr(line, ':', len);
         if (colon && colon > line + klen && !strncmp(line, key, klen) &&
             strspn(line + klen, " \t") == (size_t)(colon - line - (ptrdiff_t)klen)) {
-            {
-                const char *v = colon + 1;
-                while (v < line + len && *v == ' ')
-                    v++;
-                size_t vlen = (size_t)(line + len - v);
-                while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
-                    vlen--;
-                snprintf(out, outlen, "%.*s", (int)vlen, v);
-                return;
-            }
+            const char *v = colon + 1;
+            while (v < line + len && *v == ' ')
+                v++;
+            size_t vlen = (size_t)(line + len - v);
+            while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+                vlen--;
+            snprintf(out, outlen, "%.*s", (int)vlen, v);
+            return;
         }
         line = end ? end + 1 : NULL;
     }
