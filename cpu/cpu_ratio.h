@@ -125,6 +125,12 @@ int cpu_ratio_record(struct trace_cpu_score *out, uint32_t max, char *err, size_
 int cpu_ratio_estimate(const struct trace_cpu_score *recorded, uint32_t n,
                        const struct cpu_ratio_scores *target, struct cpu_ratio_estimate *est);
 
+/* The ratios a measurement may give: a core 20 times slower or faster
+ * than the recording host's is no instance type but damaged or hostile
+ * scores in the plan (every burn would be scaled by it). */
+#define CPU_RATIO_MIN 0.05
+#define CPU_RATIO_MAX 20.0
+
 /* The p-quantile of v[0..n) (sorted in place; linear interpolation; NAN
  * for n <= 0), and the robust standard deviation (1.4826 x median absolute
  * deviation) of v[0..n) (order kept). Exposed for the unit tests. */

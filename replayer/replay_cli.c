@@ -69,6 +69,13 @@ double replay_cli_cpu_ratio(const struct plan *p, const char *who, double *lo, d
         fprintf(stderr, "%s: no CPU kernel in common with the plan's scores: CPU ratio 1\n", who);
         return 1.0;
     }
+    if (est.ratio < CPU_RATIO_MIN || est.ratio > CPU_RATIO_MAX) {
+        fprintf(stderr,
+                "%s: the plan's CPU scores give a CPU ratio of %g, outside [%g, %g]: damaged "
+                "scores, not a machine: CPU ratio 1 (use --cpu-ratio)\n",
+                who, est.ratio, CPU_RATIO_MIN, CPU_RATIO_MAX);
+        return 1.0;
+    }
     fprintf(stderr, "%s: CPU ratio %.3f [%.3f, %.3f] (95%%; this machine / the recording host)\n",
             who, est.ratio, est.lo, est.hi);
     if (est.basis == CPU_RATIO_BASIS_CHAIN && isfinite(est.kernels_ratio))
@@ -80,6 +87,11 @@ double replay_cli_cpu_ratio(const struct plan *p, const char *who, double *lo, d
                     ? ", slowed by other load on the host's caches and cores during one of the "
                       "two measurements"
                     : "");
+    else if (est.basis == CPU_RATIO_BASIS_CHAIN)
+        fprintf(stderr,
+                "%s: the same CPU as the recording host: the ratio is the replay's burn loop's "
+                "(docs/preplay-calibrate.md)\n",
+                who);
     if (lo)
         *lo = est.lo;
     if (hi)

@@ -19,11 +19,16 @@
  *                            150 us, a 4 KiB file read) per "GET /page",
  *                            100 requests/s for 1 s (the replayer-cost
  *                            bench: its own CPU beside the recorded CPU).
+ *   make_plan burst OUT CHAIN_S   the burst plan recorded, as it says, on
+ *                            this machine's CPU with a burn-chain score of
+ *                            CHAIN_S seconds (the run's ratio is its own
+ *                            chain score / CHAIN_S: a hostile plan's).
  * Test code: exits non-zero with a message on failure. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_ratio.h"
 #include "replay_exec.h"
 #include "replay_fixture.h"
 
@@ -91,6 +96,14 @@ int main(int argc, char **argv)
             fixture_request(p, page, (uint64_t)i * 50000000, 0, 0);
         for (int i = 0; i < 81; i++)
             fixture_request(p, order, 2600000000u + (uint64_t)i * 11000000, 0, 0);
+        if (argc == 4) { /* this CPU's identity and a chain score */
+            struct cpu_ratio_scores s = {.n = 1};
+            snprintf(s.name[0], sizeof s.name[0], "%s", CPU_KERNELS_CHAIN);
+            s.seconds[0] = atof(argv[3]);
+            s.log_se[0] = CPU_RATIO_SE_FLOOR;
+            cpu_ratio_identify(&s);
+            p->ncpu_scores = cpu_ratio_header_scores(&s, p->cpu_scores, TRACE_MAX_CPU_SCORES);
+        }
     } else if (!strcmp(argv[1], "db") && argc == 4) {
         uint32_t c = fixture_component(p, "dbapp", 2, 1);
         p->components[c].db_conns = 1;
