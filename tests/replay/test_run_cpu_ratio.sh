@@ -13,15 +13,18 @@ work=$(mktemp -d /tmp/replay-cpu-ratio-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 make_plan=$PREPLAY_BUILD_DIR/tests/replay/replay_make_plan
+run_plan() { # run_plan NAME CHAIN_S: the burst plan with that chain score, one interval
+  "$make_plan" burst "$work/$1.plan" "$2"
+  "$PREPLAY_BIN" run "$work/$1.plan" --max-intervals 1 --p0 0.99999 -o "$work/$1.json" \
+    2>"$work/$1.err" || fail "run $1: $(cat "$work/$1.err")"
+}
 
 # this machine's own chain score, as calibrate measures it
 "$PREPLAY_BIN" calibrate --json --ms 40 > "$work/cal.json"
 chain=$(python3 -c 'import json,sys; print([s["seconds"] for s in json.load(open(sys.argv[1]))["scores"] if s["name"] == "burn-chain"][0])' "$work/cal.json")
 
 # 1. recorded on this CPU: the burn loop's ratio, about 1
-"$make_plan" burst "$work/same.plan" "$chain"
-"$PREPLAY_BIN" run "$work/same.plan" --max-intervals 1 --p0 0.99999 -o "$work/same.json" \
-  2>"$work/same.err" || fail "run: $(cat "$work/same.err")"
+run_plan same "$chain"
 grep -q "^run: the same CPU as the recording host: the ratio is the replay's burn loop's" \
   "$work/same.err" || fail "no same-CPU line: $(cat "$work/same.err")"
 python3 - "$work/same.json" <<'PY'
@@ -33,9 +36,7 @@ print("same CPU ok:", r, [lo, hi])
 PY
 
 # 2. a score no machine has: not believed, ratio 1, said why
-"$make_plan" burst "$work/hostile.plan" 1e-12
-"$PREPLAY_BIN" run "$work/hostile.plan" --max-intervals 1 --p0 0.99999 -o "$work/hostile.json" \
-  2>"$work/hostile.err" || fail "run: $(cat "$work/hostile.err")"
+run_plan hostile 1e-12
 grep -Eq "^run: the plan's CPU scores give a CPU ratio of [0-9.e+]+, outside \[0\.05, 20\]: damaged scores, not a machine: CPU ratio 1 \(use --cpu-ratio\)$" \
   "$work/hostile.err" || fail "no refusal line: $(cat "$work/hostile.err")"
 python3 - "$work/hostile.json" <<'PY'
