@@ -136,7 +136,7 @@ void cpu_ratio_identity_of(const char *cpuinfo, char out[24])
         }
     }
     out[0] = 0;
-    if (known >= 3) /* vendor, family and model at least: else unknown */
+    if (known >= 3) /* at least 3 of the 5 fields: else unknown */
         snprintf(out, 24, "%s%016llx", CPU_RATIO_ID_PREFIX, (unsigned long long)h);
 }
 
