@@ -180,15 +180,24 @@ uint32_t cpu_ratio_header_scores(const struct cpu_ratio_scores *s, struct trace_
     return at;
 }
 
-int cpu_ratio_record(struct trace_cpu_score *out, uint32_t max, char *err, size_t errlen)
+int cpu_ratio_measure_here(int cpu, int rounds, struct cpu_ratio_scores *out, char *err,
+                           size_t errlen)
 {
     struct cpu_kernels_sample pool;
-    struct cpu_ratio_scores s;
     memset(&pool, 0, sizeof pool);
-    if (cpu_ratio_measure(-1, CPU_RATIO_ROUNDS, &pool, err, errlen))
+    memset(out, 0, sizeof *out);
+    if (cpu_ratio_measure(cpu, rounds, &pool, err, errlen))
         return -1;
-    cpu_ratio_scores_of(&pool, &s);
-    cpu_ratio_identify(&s);
+    cpu_ratio_scores_of(&pool, out);
+    cpu_ratio_identify(out);
+    return 0;
+}
+
+int cpu_ratio_record(struct trace_cpu_score *out, uint32_t max, char *err, size_t errlen)
+{
+    struct cpu_ratio_scores s;
+    if (cpu_ratio_measure_here(-1, CPU_RATIO_ROUNDS, &s, err, errlen))
+        return -1;
     return (int)cpu_ratio_header_scores(&s, out, max);
 }
 

@@ -98,6 +98,12 @@ struct cpu_ratio_estimate {
 int cpu_ratio_measure(int cpu, int rounds, struct cpu_kernels_sample *pool, char *err,
                       size_t errlen);
 
+/* This machine as `record` and `run` score it: `rounds` (<= 0:
+ * CPU_RATIO_ROUNDS) interleaved rounds pinned to `cpu` (< 0: the current
+ * core), their scores, and the CPU's identity. 0, or -1 with the reason. */
+int cpu_ratio_measure_here(int cpu, int rounds, struct cpu_ratio_scores *out, char *err,
+                           size_t errlen);
+
 /* Scores of a pool of rounds (pure). */
 void cpu_ratio_scores_of(const struct cpu_kernels_sample *pool, struct cpu_ratio_scores *out);
 

@@ -75,16 +75,12 @@ static int calibrate_against(int cpu, const char *against, const struct trace_cp
                              int nrecorded, struct trace_cpu_score *scores,
                              struct cpu_ratio_estimate *est)
 {
-    struct cpu_kernels_sample pool;
     struct cpu_ratio_scores here;
     char err[256];
-    memset(&pool, 0, sizeof pool);
-    if (cpu_ratio_measure(cpu, 0, &pool, err, sizeof err)) {
+    if (cpu_ratio_measure_here(cpu, 0, &here, err, sizeof err)) {
         fprintf(stderr, "preplay calibrate: %s\n", err);
         return -1;
     }
-    cpu_ratio_scores_of(&pool, &here);
-    cpu_ratio_identify(&here);
     for (int i = 0; i < here.n; i++) {
         memset(&scores[i], 0, sizeof scores[i]);
         snprintf(scores[i].name, sizeof scores[i].name, "%s", here.name[i]);

@@ -54,15 +54,12 @@ double replay_cli_cpu_ratio(const struct plan *p, const char *who, double *lo, d
                 who);
         return 1.0;
     }
-    struct cpu_kernels_sample pool = {0};
+    struct cpu_ratio_scores here;
     char err[256];
-    if (cpu_ratio_measure(-1, 0, &pool, err, sizeof err)) {
+    if (cpu_ratio_measure_here(-1, 0, &here, err, sizeof err)) {
         fprintf(stderr, "%s: CPU kernels failed (%s): CPU ratio 1 (use --cpu-ratio)\n", who, err);
         return 1.0;
     }
-    struct cpu_ratio_scores here;
-    cpu_ratio_scores_of(&pool, &here);
-    cpu_ratio_identify(&here);
     struct cpu_ratio_estimate est;
     if (!cpu_ratio_estimate(p->cpu_scores, p->ncpu_scores, &here, &est) || !isfinite(est.ratio) ||
         est.ratio <= 0) {

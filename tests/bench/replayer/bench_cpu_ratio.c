@@ -68,18 +68,14 @@ static int bench_cmp(const void *a, const void *b)
 static int bench_measure(struct bench_side *s, int rounds, int with_before)
 {
     char err[256];
-    struct cpu_kernels_sample pool;
     memset(s, 0, sizeof *s);
-    memset(&pool, 0, sizeof pool);
     if (with_before) {
         s->nbefore = cpu_kernels_run_on(-1, s->before, CPU_KERNELS_COUNT, err, sizeof err);
         if (s->nbefore != CPU_KERNELS_COUNT)
             goto fail;
     }
-    if (cpu_ratio_measure(-1, rounds, &pool, err, sizeof err))
+    if (cpu_ratio_measure_here(-1, rounds, &s->scores, err, sizeof err))
         goto fail;
-    cpu_ratio_scores_of(&pool, &s->scores);
-    cpu_ratio_identify(&s->scores);
     s->nnow = (int)cpu_ratio_header_scores(&s->scores, s->now, TRACE_MAX_CPU_SCORES);
     return 0;
 fail:
