@@ -13,10 +13,20 @@
 # severity ties the order is arbitrary, and full checks failed because
 # cpu_pressure, then ctx_switches_per_s - severity 1.00, 12 of 12 windows
 # up, 1068-1126 switches/s - came first.) Checks that the
-# run wrote counters per 1 s window, that regress flags at least 3 of the
-# 9 expected counters, up, with the top one expected, and that a normal
-# run against a normal baseline flags at most 3 counters, none in more
-# than 60 % of its windows. Then `preplay compare` reads the CPU hog's
+# run wrote counters per 1 s window, that regress flags at least 2 of the
+# 9 expected counters, up, at a precision of at least 0.75, with the top
+# one expected, and that a normal run against a normal baseline flags at
+# most 3 counters, at most one of them in more than 60 % of its windows.
+# Measured (2026-11-28): the hog's expected counters flagged 6, 6, 6, 7, 8
+# of 9 in five runs here (precision 0.88-1.00), 2 of 9 (cpu_user and
+# run_queue, precision 1.00) in one CI run and one ASan run, which the
+# old bound of 3 failed; the thesis's rule alone (no rank-sum or Fisher
+# filter) flags 8-18 counters on a normal run and 17 on a CPU hog
+# (docs/preplay-regress.md), precision at most 9/17, and fails both bounds. A normal run flagged GET /fast's median down in 10
+# of 12 windows (0.86-0.98 ms against ~1 ms a minute before) once in six:
+# the host's speed moves by that much between runs (bench_cpuburn saw the
+# same loop 12-15 % faster within 100 ms in CI), a real shift regress is
+# right to flag, which the old "none above 0.6" failed. Then `preplay compare` reads the CPU hog's
 # real regress.json beside the runs: its "why" block, --json and report
 # section name the same flagged counters in the same order, with one
 # chart per flagged counter of the target's windows.
@@ -92,7 +102,8 @@ p = tp / len(got) if got else 1.0
 print("CPU hog: flagged %s; expected %d/%d, precision %.2f, recall %.2f" % (
     [(f["counter"], round(f["severity"], 2), f["direction"]) for f in hog["flagged"]],
     tp, len(expected), p, tp / len(expected)))
-assert tp >= 3, "the CPU hog's counters were not flagged"
+assert tp >= 2, "the CPU hog's counters were not flagged"
+assert p >= 0.75, "the CPU hog flagged counters it does not move (precision %.2f)" % p
 assert hog["flagged"][0]["counter"] in expected, hog["flagged"][0]
 print("normal vs normal: flagged %s" % [(f["counter"], round(f["severity"], 2)) for f in aa["flagged"]])
 
@@ -137,7 +148,7 @@ for key, members in families.items():
 # machine-wide counters of a shared machine do move between two runs a
 # minute apart (other jobs' disk and loopback traffic): a few, rarely
 # violated, are tolerated; the thesis's rule alone flags 8 to 18 here
-assert len(aa_flags) <= 3 and all(f["severity"] <= 0.6 for f in aa_flags), aa_flags
+assert len(aa_flags) <= 3 and sum(f["severity"] > 0.6 for f in aa_flags) <= 1, aa_flags
 PY
 # compare reads the real regress.json (beside the target results file it came from)
 "$PREPLAY_BIN" compare "$work/hog.json" "$work/hog-r.json" --allow-failed \
