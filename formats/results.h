@@ -20,7 +20,8 @@
  * database and clients were). 2: "counters" (machine and replay counters
  * per time window, for `preplay regress`). 3: a failed sample's "failure".
  * 4: "cpu_ratio_in_bands" and a label's "cpu_share": the bands hold the
- * CPU ratio's interval (results_bands.h). */
-#define RESULTS_VERSION_MINOR 4
+ * CPU ratio's interval (results_bands.h). 5: "warmup" (run --warmup: the
+ * load driven before the first interval, not counted). */
+#define RESULTS_VERSION_MINOR 5
 
 #endif

@@ -49,6 +49,7 @@ static const char *const results_keys_run[] = {"format",
                                                "db_errors",
                                                "db_cut",
                                                "state_restore",
+                                               "warmup",
                                                "samples",
                                                NULL};
 static const char *const results_keys_label[] = {"count",    "mean_s",   "median_s",  "p95_s",
@@ -70,6 +71,7 @@ static const char *const results_keys_db_error[] = {"query",   "count",     "cod
 static const char *const results_keys_state_restore[] = {"db_method", "db_dump_s", "per_interval",
                                                          NULL};
 static const char *const results_keys_restore[] = {"interval", "files_s", "db_s", NULL};
+static const char *const results_keys_warmup[] = {"length_s", "requests", "failed", NULL};
 static const char *const results_keys_placement[] = {"emulated_type", "client", "db", NULL};
 static const char *const results_keys_placement_client[] = {"host", "cpu_cgroup", "in_type", NULL};
 static const char *const results_keys_placement_db[] = {"address",    "transport", "where",
@@ -101,6 +103,7 @@ const char *const *results_known_keys(enum results_object o)
         [RESULTS_OBJ_COUNTERS] = results_keys_counters,
         [RESULTS_OBJ_ENVIRONMENT] = results_keys_environment,
         [RESULTS_OBJ_COUNTER_WINDOW] = results_keys_counter_window,
+        [RESULTS_OBJ_WARMUP] = results_keys_warmup,
     };
     return (unsigned)o < RESULTS_NOBJECTS ? keys[o] : NULL;
 }

@@ -182,6 +182,7 @@ enum results_object {
     RESULTS_OBJ_COUNTERS,
     RESULTS_OBJ_ENVIRONMENT,
     RESULTS_OBJ_COUNTER_WINDOW,
+    RESULTS_OBJ_WARMUP, /* a run's "warmup" */
     RESULTS_NOBJECTS
 };
 const char *const *results_known_keys(enum results_object o);

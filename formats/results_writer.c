@@ -284,6 +284,11 @@ static void results_run_fill(json_t *root, struct results_run *r)
     json_object_set_new(root, "state_restore",
                         json_pack("{s:s, s:f, s:o}", "db_method", r->db_method, "db_dump_s",
                                   r->db_dump_s, "per_interval", r->restores));
+    if (r->warmup_s > 0)
+        json_object_set_new(root, "warmup",
+                            json_pack("{s:f, s:I, s:I}", "length_s", r->warmup_s, "requests",
+                                      (json_int_t)r->warmup_requests, "failed",
+                                      (json_int_t)r->warmup_failed));
     json_object_set_new(root, "samples", r->samples);
 }
 

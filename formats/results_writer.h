@@ -124,6 +124,10 @@ struct results_run {
     const char *db_method;
     double db_dump_s;
     json_t *restores;
+    /* run --warmup: the load driven before the first interval, its
+     * responses not counted; "warmup" is written only when warmup_s > 0 */
+    double warmup_s;
+    uint64_t warmup_requests, warmup_failed;
 };
 json_t *results_run_json(struct results_run *r);
 

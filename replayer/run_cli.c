@@ -179,6 +179,42 @@ out:
     return rc;
 }
 
+/* --warmup: the schedule driven from its start for that long with the
+ * replayers' state as the run prepared it, the responses thrown away, so
+ * that the first interval does not pay for opening connections and pools
+ * and filling caches, which the application it stands for paid long ago.
+ * The first interval then restores the state and RESETs every replayer
+ * like every other, and starts at the schedule's start. Failures are
+ * counted and said, not judged. */
+static enum run_step run_warmup(struct run_session *s, char *err, size_t errlen)
+{
+    if (!(s->cfg->warmup > 0))
+        return RUN_STEP_OK;
+    struct replay_drive_options o = {.plan = s->p,
+                                     .target = s->children[s->frontend].addr,
+                                     .token = s->token,
+                                     .mode = s->cfg->mode,
+                                     .speed = s->cfg->speed,
+                                     .duration_s = s->cfg->warmup,
+                                     .schedule_from_s = 0,
+                                     .should_abort = run_session_check_children,
+                                     .abort_arg = s};
+    struct replay_drive_result r;
+    if (replay_drive_run(&o, &r, err, errlen)) {
+        fprintf(stderr, "run: warm-up: %s\n", err);
+        return RUN_STEP_FAILED;
+    }
+    enum run_step rc = r.aborted || run_session_check_children(s) ? RUN_STEP_FAILED : RUN_STEP_OK;
+    s->warmup_s = r.elapsed_s > 0 ? r.elapsed_s : s->cfg->warmup;
+    s->warmup_requests = r.nsamples;
+    s->warmup_failed = r.failed;
+    if (rc == RUN_STEP_OK)
+        fprintf(stderr, "run: warm-up: %zu requests (%llu failed) in %.1f s, not counted\n",
+                r.nsamples, (unsigned long long)r.failed, s->warmup_s);
+    replay_drive_result_free(&r);
+    return rc;
+}
+
 /* run_counters_stats_fn: every replayer's lock wait, DB time and DB
  * statements since its RESET (their STATS answer), summed. */
 static int run_counters_stats(void *arg, double *lock_s, double *db_s, double *db_queries)
@@ -234,7 +270,7 @@ static int run_loop(struct run_session *s)
 {
     char err[1024] = "";
     int stopped = 0;
-    if (run_counters_start(s))
+    if (run_warmup(s, err, sizeof err) != RUN_STEP_OK || run_counters_start(s))
         return 1;
     for (long iv = 1; iv <= s->cfg->max_intervals && !stopped; iv++) {
         if (run_session_interrupted())
@@ -307,7 +343,10 @@ static int run_results_write(struct run_session *s, int sig)
                                            : s->db.pg  ? "pg_dump, reloaded with pg_restore --clean"
                                                        : "mariadb-dump, reloaded with mariadb",
                               .db_dump_s = s->dump_s,
-                              .restores = s->restores};
+                              .restores = s->restores,
+                              .warmup_s = s->warmup_s,
+                              .warmup_requests = s->warmup_requests,
+                              .warmup_failed = s->warmup_failed};
     s->intervals = s->resources = s->db_errors = s->restores = s->samples = NULL;
     json_t *root = results_run_json(&doc);
     results_widen_ratio_bands(root); /* the bands hold the CPU ratio's interval */

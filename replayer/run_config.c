@@ -19,7 +19,7 @@ static void run_usage(FILE *out)
 {
     fprintf(out,
             "usage: preplay run PLAN -o RESULTS [--db URL [--db-password-file F]]\n"
-            "                   [--p0 P] [--interval T]\n"
+            "                   [--p0 P] [--interval T] [--warmup T]\n"
             "                   [--max-intervals N] [--mode independent|session] [--speed X]\n"
             "                   [--instance NAME] [--price USD_PER_HOUR] [--dir D]\n"
             "                   [--pool N] [--cpu-ratio R] [--no-deps]\n"
@@ -38,6 +38,9 @@ static void run_usage(FILE *out)
             "  --interval T      length of one interval (default: the whole recording,\n"
             "                    once, at --speed); shorter ones continue the schedule\n"
             "                    where the last stopped\n"
+            "  --warmup T        drive the schedule for T before the first interval and\n"
+            "                    throw its responses away (default 0: the first interval\n"
+            "                    starts cold: connections, caches, pools)\n"
             "  --max-intervals N stop after N intervals even if not stable (20)\n"
             "  --dir D           dummy files directory (default: a temporary one)\n"
             "  --no-deps         CloudProphet's strawman: each recorded worker replays its\n"
@@ -63,6 +66,7 @@ static const struct option run_options[] = {{"db", required_argument, 0, 'd'},
                                             {"p0", required_argument, 0, 'p'},
                                             {"interval", required_argument, 0, 'i'},
                                             {"max-intervals", required_argument, 0, 'n'},
+                                            {"warmup", required_argument, 0, 'U'},
                                             {"mode", required_argument, 0, 'm'},
                                             {"speed", required_argument, 0, 's'},
                                             {"instance", required_argument, 0, 'I'},
@@ -96,6 +100,12 @@ static int run_config_number(struct run_config *c, int opt, const char *arg)
     case 'i':
         if (replay_parse_duration(arg, &c->interval) || !(c->interval > 0)) {
             fprintf(stderr, "run: --interval '%s': expected e.g. 30s, 2m\n", arg);
+            return 2;
+        }
+        break;
+    case 'U':
+        if (replay_parse_duration(arg, &c->warmup) || !(c->warmup <= RUN_WARMUP_MAX_S)) {
+            fprintf(stderr, "run: --warmup '%s': expected 0 .. 24h, e.g. 5s, 1m\n", arg);
             return 2;
         }
         break;
@@ -165,6 +175,7 @@ static int run_config_option(struct run_config *c, int opt, const char *arg)
         break;
     case 'p':
     case 'i':
+    case 'U':
     case 'n':
     case 's':
     case 'P':
@@ -228,7 +239,7 @@ int run_config_parse(int argc, char **argv, struct run_config *c, int *exit_code
                              .mode = REPLAY_DRIVE_INDEPENDENT};
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "d:W:p:i:n:m:s:I:P:D:L:r:NH:S:T:Gw:F:o:h", run_options,
+    while ((opt = getopt_long(argc, argv, "d:W:p:i:U:n:m:s:I:P:D:L:r:NH:S:T:Gw:F:o:h", run_options,
                               NULL)) != -1) {
         /* the URL's password leaves this process's argv at once */
         const char *arg = optarg;

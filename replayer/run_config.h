@@ -6,6 +6,9 @@
 
 #include "replay_drive.h"
 
+/* --warmup's bound: a day */
+#define RUN_WARMUP_MAX_S 86400.0
+
 struct run_config {
     const char *plan_path, *out;
     const char *db_url;           /* NULL: no DB snapshot */
@@ -19,6 +22,7 @@ struct run_config {
     double price;    /* NAN when not given */
     double window;   /* counters window, seconds (10); 0: no counters */
     double ratio;    /* 0 when not given (measured) */
+    double warmup;   /* seconds of load before the first interval, not counted (0) */
     /* failed requests the run tolerates before exit status 3: a count, or
      * with max_failed_pct a percentage of the requests sent (0: none) */
     double max_failed;

@@ -72,6 +72,9 @@ struct run_session {
     /* the plan's repeating schedule: one pass (recorded ns), its requests,
      * and where the next interval starts in it */
     uint64_t schedule_ns, schedule_at_ns;
+    /* --warmup as it ran: seconds driven (0: none), requests, failed */
+    double warmup_s;
+    uint64_t warmup_requests, warmup_failed;
     /* results so far (formats/RESULTS.md) */
     json_t *intervals, *samples, *resources, *db_errors, *restores;
     uint64_t db_cut; /* DB statements recorded cut, replayed as waits (results) */

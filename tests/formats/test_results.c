@@ -131,7 +131,10 @@ static json_t *test_run_doc(void)
                             .samples = test_samples(1),
                             .db_method = "none",
                             .db_dump_s = 0.5,
-                            .restores = restores};
+                            .restores = restores,
+                            .warmup_s = 2,
+                            .warmup_requests = 40,
+                            .warmup_failed = 1};
     json_t *root = results_run_json(&r);
     assert_non_null(root);
     return root;
@@ -227,6 +230,7 @@ static void test_walk(struct test_seen *seen, json_t *root)
     json_t *sr = json_object_get(root, "state_restore");
     test_see(seen, RESULTS_OBJ_STATE_RESTORE, sr);
     test_see_each(seen, RESULTS_OBJ_RESTORE, json_object_get(sr, "per_interval"));
+    test_see(seen, RESULTS_OBJ_WARMUP, json_object_get(root, "warmup"));
 }
 
 /* Every key written is known to the reader, and every known key is written. */

@@ -66,3 +66,32 @@ assert [count(n, "GET /page") for n in (1, 2, 3)] == [30, 30, 30]
 assert [count(n, "POST /order") for n in (1, 2, 3)] == [0, 37, 44]
 print("continued ok: every order replayed once")
 PY
+
+# 3. --warmup 1s: the first second of the schedule (20 pages, one every
+# 50 ms) driven before interval 1 and thrown away; interval 1 still
+# replays the whole pass from its start; the results say what the warm-up
+# sent (formats/RESULTS.md "warmup"), none of it among the samples
+"$PREPLAY_BIN" run "$work/plan" --max-intervals 1 --warmup 1s --p0 0.99999 --cpu-ratio 1 \
+  -o "$work/warm.json" 2>"$work/warm.err" || fail "warm-up run: $(cat "$work/warm.err")"
+cat "$work/warm.err"
+grep -Eqx 'run: warm-up: 20 requests \(0 failed\) in [0-9.]+ s, not counted' "$work/warm.err" ||
+  fail "warm-up line"
+grep -qx 'interval 1 of 1: 151 requests (0 failed), schedule 0.0-3.5 s of 3.5 s, p n/a' \
+  "$work/warm.err" || fail "interval 1 after the warm-up"
+python3 - "$work/warm.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = d["warmup"]
+assert w["requests"] == 20 and w["failed"] == 0 and 0.9 <= w["length_s"] < 3, w
+assert len(d["samples"]) == 151 and {s["interval"] for s in d["samples"]} == {1}, len(d["samples"])
+assert d["labels"]["GET /page"]["count"] == 70, d["labels"]["GET /page"]["count"]
+print("warm-up ok")
+PY
+# no warm-up asked: no "warmup" key; a bad one: exit 2 with the option named
+python3 -c 'import json, sys; assert "warmup" not in json.load(open(sys.argv[1]))' "$work/whole.json"
+for bad in -1s 25h 5x; do
+  st=0
+  "$PREPLAY_BIN" run "$work/plan" --warmup "$bad" -o "$work/bad.json" 2>"$work/bad.err" || st=$?
+  [ "$st" = 2 ] && grep -q -- "--warmup '$bad'" "$work/bad.err" || fail "--warmup $bad: exit $st, $(cat "$work/bad.err")"
+done
+echo "bad --warmup values refused"
