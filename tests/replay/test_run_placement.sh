@@ -116,7 +116,7 @@ def check(what, got, want):
 mine, db_cg = cpu_cgroup("self"), cpu_cgroup(dbpid)
 runs = {n: json.load(open("%s/%s.json" % (work, n))) for n in ("tcp", "unix", "small")}
 for n, d in runs.items():
-    check(n + " version_minor", d["version_minor"], 4)  # 2.1 placement, 2.2 counters, 2.3 failure, 2.4 bands
+    check(n + " version_minor", d["version_minor"], 5)  # 2.1 placement, 2.2 counters, 2.3 failure, 2.4 bands, 2.5 warmup
     check(n + " client.host", d["placement"]["client"]["host"], host)
     check(n + " client.in_type", d["placement"]["client"]["in_type"], True)
 tcp, unix, small = (runs[n]["placement"] for n in ("tcp", "unix", "small"))
