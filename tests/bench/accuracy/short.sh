@@ -56,8 +56,9 @@
 # included). GET /db's three queries cost MariaDB ~30 ms of CPU each
 # request, and the short labels' medians are mostly time queued behind
 # them: a few per cent more CPU on the core moves them by 10-20 %, one
-# reason the bounds here are wider than the goal. The real runs go back to back in two starts of the app (MariaDB
-# alone takes 5 .. 13 s to start), so 7 of them cost 35 s: with 3, a
+# reason the bounds here are wider than the goal. The real runs go back to
+# back in two starts of the app (MariaDB alone takes 5 .. 13 s to start),
+# so 7 of them cost 35 s: with 3, a
 # prediction exactly as good as a real run would still land outside the
 # real runs' spread on one of 12 checks in ~9 runs of 10 (their range is a
 # poor estimate of the spread); with 7, in ~1 of 7 at worst (every check
@@ -112,7 +113,7 @@ while [ $# -gt 0 ]; do
     --min-count) min_count=$2; shift 2 ;;
     --min-judged) min_judged=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
-    -h | --help) sed -n '2,87p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,88p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "short: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
