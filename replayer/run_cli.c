@@ -125,6 +125,23 @@ static void run_errors_add(struct run_session *s, const char *stats)
     json_decref(st);
 }
 
+/* The driver's options for the run's plan and front end: duration_s of
+ * the schedule from schedule_from_s, aborted when a replayer dies or the
+ * run is interrupted. Shared by the warm-up and every interval. */
+static struct replay_drive_options run_drive_options(struct run_session *s, double duration_s,
+                                                     double schedule_from_s)
+{
+    return (struct replay_drive_options){.plan = s->p,
+                                         .target = s->children[s->frontend].addr,
+                                         .token = s->token,
+                                         .mode = s->cfg->mode,
+                                         .speed = s->cfg->speed,
+                                         .duration_s = duration_s,
+                                         .schedule_from_s = schedule_from_s,
+                                         .should_abort = run_session_check_children,
+                                         .abort_arg = s};
+}
+
 /* One interval: the same starting state everywhere, the schedule driven
  * for the machine's interval length, every replayer's counters. */
 static enum run_step run_interval(struct run_session *s, long iv, int *stopped, char *err,
@@ -139,15 +156,8 @@ static enum run_step run_interval(struct run_session *s, long iv, int *stopped, 
         free(run_session_control(s, i, REPLAY_BLOCK_RESET, err, errlen));
     if (s->counters)
         run_counters_begin(s->counters, iv);
-    struct replay_drive_options o = {.plan = s->p,
-                                     .target = s->children[s->frontend].addr,
-                                     .token = s->token,
-                                     .mode = s->cfg->mode,
-                                     .speed = s->cfg->speed,
-                                     .duration_s = stats_machine_interval_length(s->m),
-                                     .schedule_from_s = (double)s->schedule_at_ns / 1e9,
-                                     .should_abort = run_session_check_children,
-                                     .abort_arg = s};
+    struct replay_drive_options o =
+        run_drive_options(s, stats_machine_interval_length(s->m), (double)s->schedule_at_ns / 1e9);
     struct replay_drive_result r;
     if (replay_drive_run(&o, &r, err, errlen)) {
         fprintf(stderr, "run: interval %ld: %s\n", iv, err);
@@ -190,15 +200,7 @@ static enum run_step run_warmup(struct run_session *s, char *err, size_t errlen)
 {
     if (!(s->cfg->warmup > 0))
         return RUN_STEP_OK;
-    struct replay_drive_options o = {.plan = s->p,
-                                     .target = s->children[s->frontend].addr,
-                                     .token = s->token,
-                                     .mode = s->cfg->mode,
-                                     .speed = s->cfg->speed,
-                                     .duration_s = s->cfg->warmup,
-                                     .schedule_from_s = 0,
-                                     .should_abort = run_session_check_children,
-                                     .abort_arg = s};
+    struct replay_drive_options o = run_drive_options(s, s->cfg->warmup, 0);
     struct replay_drive_result r;
     if (replay_drive_run(&o, &r, err, errlen)) {
         fprintf(stderr, "run: warm-up: %s\n", err);
