@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """test_cpu_ping.py - the CPU a request handler records when it alternates
 CPU work with short blocking round trips and sleeps in calls the tracer
-does not wrap, as a PHP worker does with its database (mysqlnd and apache
-poll untraced): tt_cpuping's forked worker makes ROUNDS rounds of TRIPS
-one-byte loopback round trips, a 1 ms untraced poll and a burn, and
-measures the CPU time of each poll + burn itself (CLOCK_THREAD_CPUTIME_ID).
+does not wrap (mysqlnd's and apache's polls were such calls until the
+tracer wrapped the readiness waits: interpose_wait.c; a nanosleep still
+is): tt_cpuping's forked worker makes ROUNDS rounds of TRIPS one-byte
+loopback round trips, a 1 ms untraced nanosleep and a burn, and measures
+the CPU time of each sleep + burn itself (CLOCK_THREAD_CPUTIME_ID).
 The CPU events of that thread must add up to within 10% of it with every
 CPU clock that reads the thread's clock after a switch: gap with rseq (the
 default), bpf (when it loads: root) and thread; and the gap clock's error
@@ -25,7 +26,7 @@ The gap clock's bug (docs/cpu-time.md, "Short switched calls"): a round
 trip that blocks and ends within T (20 us) of the previous record was
 estimated as if the thread had run through it; no record carries an
 event's own time, so the estimate's off-CPU part stayed in the clock the
-records imply, and the next exact read (after the untraced poll's switch)
+records imply, and the next exact read (after the untraced sleep's switch)
 took it from the records as an overcharge (the mechanism found for
 WordPress recording 14-17% less CPU per request with gap than with bpf on
 a quiet machine). This program, before the fix: gap -8.1..-9.7% against

@@ -5,15 +5,15 @@
  * burns WORK iterations, ROUNDS times.
  *   usage: tt_cpuping [ROUNDS TRIPS WORK CPU HOG WAIT NAP]
  * CPU >= 0 pins everything to that CPU, HOG 1 adds a busy child, WAIT 1
- * polls (untraced) before each read, NAP 1 sleeps 1 ms (untraced poll)
- * before each burn: a switch between two records, as mysqlnd's and
- * apache's untraced polls are. The worker measures the CPU time from its
- * last round trip to its next (the nap and the burn) with
- * CLOCK_THREAD_CPUTIME_ID and prints "tid cpu_ns" after a last traced
- * call (close); test_cpu_ping.py compares the trace's CPU events of that
- * thread with it. Nothing traced may run inside the measured part, and
- * the echo server must answer every byte (a lost one would hang the run:
- * the test bounds it with a timeout). */
+ * polls before each read (a wrapped wait: interpose_wait.c), NAP 1 sleeps
+ * 1 ms (nanosleep, which the tracer does not wrap) before each burn: a
+ * switch between two records in a call the tracer does not see. The
+ * worker measures the CPU time from its last round trip to its next (the
+ * nap and the burn) with CLOCK_THREAD_CPUTIME_ID and prints "tid cpu_ns"
+ * after a last traced call (close); test_cpu_ping.py compares the trace's
+ * CPU events of that thread with it. Nothing traced may run inside the
+ * measured part, and the echo server must answer every byte (a lost one
+ * would hang the run: the test bounds it with a timeout). */
 #define _GNU_SOURCE
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -75,14 +75,16 @@ static int tt_worker(int port, int rounds, int trips, long work, int wait, int n
             if (write(s, &b, 1) != 1)
                 return 1;
             struct pollfd p = {.fd = s, .events = POLLIN};
-            if (wait && poll(&p, 1, -1) != 1) /* untraced: a switch between records */
+            if (wait && poll(&p, 1, -1) != 1) /* a wrapped wait: a switch the tracer sees */
                 return 1;
             if (read(s, &b, 1) != 1)
                 return 1;
         }
         unsigned long long t0 = tt_thread_ns();
-        if (nap) /* untraced: a sleep between records */
-            poll(NULL, 0, 1);
+        if (nap) { /* untraced: a sleep between records */
+            struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
+            nanosleep(&ms, NULL);
+        }
         x = tt_burn(x, work);
         cpu += tt_thread_ns() - t0;
     }

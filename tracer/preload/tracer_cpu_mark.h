@@ -106,4 +106,26 @@ static inline __attribute__((always_inline)) void tracer_event_end(struct tracer
         tracer_cpu_mark_move(t, end_ns);
 }
 
+/* A readiness wait (poll, select, epoll_wait: interpose_wait.c) is how the
+ * app waits for work, which a replayer does its own way (its own epoll):
+ * the wait's time, its kernel CPU included, is none of the app's CPU. No
+ * record is written for it; wait_begin takes the CPU since the last record
+ * and wait_end moves the mark past the wait with that CPU still on it, so
+ * the next record carries what ran before and after the wait, not the
+ * wait. */
+static inline __attribute__((always_inline)) uint64_t tracer_cpu_wait_begin(struct tracer_thread *t)
+{
+    uint64_t cpu;
+    t->begin_ns = tracer_stamp(t, &cpu);
+    return cpu & ~TRACER_CPU_ESTIMATED_BIT;
+}
+
+static inline __attribute__((always_inline)) void tracer_cpu_wait_end(struct tracer_thread *t,
+                                                                      uint64_t carried)
+{
+    uint64_t end = tracer_ring_now();
+    tracer_cpu_mark_move(t, end);
+    t->cpu.raw = end > carried ? end - carried : 0;
+}
+
 #endif
