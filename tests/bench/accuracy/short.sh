@@ -17,8 +17,14 @@
 #        (docs/accuracy.md "The short test's bias") found the prediction's
 #        medians high on the labels with CPU, DB or file work (means +13 %
 #        GET /cpu, +15 % /db, +21 % /fanout, +17 % /file; /log and /static
-#        +4 and +5 %; single errors -12 .. +51 %), a bias of the replay not
-#        found yet (issue 21). 25% failed 5 of the first 11; 40% fails 1 of
+#        +4 and +5 %; single errors -12 .. +51 %), a bias of the replay.
+#        About half of it was found the next day: the app's own waits for
+#        its next request (poll), replayed as CPU beside the replayer's own
+#        wait; with them cut out (tracer/preload/interpose_wait.c) 4 runs
+#        alternating with the old library gave means +1 /cpu, +4 /db, +8
+#        /fanout, +19 /file, -4 /log, -11 % /static (old: +10, +12, +17,
+#        +20, +5, +1 %); single runs still reach +31 %, so the bound stays
+#        until the rest is found (issue 21). 25% failed 5 of the first 11; 40% fails 1 of
 #        the 14 (a prediction in a slow stretch of the host) and still
 #        catches a replay that breaks: every response time x1.5, on two of
 #        those runs, fails 4 labels of 6 (+54 .. +77 %; /static, predicted
@@ -113,7 +119,7 @@ while [ $# -gt 0 ]; do
     --min-count) min_count=$2; shift 2 ;;
     --min-judged) min_judged=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
-    -h | --help) sed -n '2,88p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,94p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "short: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
