@@ -35,10 +35,10 @@ TRACER_REAL(int, epoll_pwait2,
     struct tracer_thread *t = tracer_enter(TRACER_ONLY_CPU);                                       \
     if (!t)                                                                                        \
         return realcall;                                                                           \
-    uint64_t carried = tracer_cpu_wait_begin(t);                                                   \
+    struct tracer_cpu_wait wait_mark = tracer_cpu_wait_begin(t);                                   \
     int rc = realcall;                                                                             \
     int err = errno;                                                                               \
-    tracer_cpu_wait_end(t, carried);                                                               \
+    tracer_cpu_wait_end(t, wait_mark);                                                             \
     errno = err;                                                                                   \
     return rc
 

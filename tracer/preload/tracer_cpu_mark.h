@@ -110,19 +110,28 @@ static inline __attribute__((always_inline)) void tracer_event_end(struct tracer
  * app waits for work, which a replayer does its own way (its own epoll):
  * the wait's time, its kernel CPU included, is none of the app's CPU. No
  * record is written for it; wait_begin takes the CPU since the last record
- * and wait_end moves the mark past the wait with that CPU still on it, so
- * the next record carries what ran before and after the wait, not the
- * wait. */
-static inline __attribute__((always_inline)) uint64_t tracer_cpu_wait_begin(struct tracer_thread *t)
+ * (and the mark it was taken at) and wait_end moves the mark past the wait
+ * with that CPU still on it, so the next record carries what ran before
+ * and after the wait, not the wait. A record written during the wait (a
+ * signal handler's traced call) took that CPU already: nothing is carried
+ * then. */
+struct tracer_cpu_wait {
+    uint64_t carried; /* ring clock */
+    uint64_t mark;    /* the mark's raw after wait_begin */
+};
+
+static inline __attribute__((always_inline)) struct tracer_cpu_wait
+tracer_cpu_wait_begin(struct tracer_thread *t)
 {
     uint64_t cpu;
     t->begin_ns = tracer_stamp(t, &cpu);
-    return cpu & ~TRACER_CPU_ESTIMATED_BIT;
+    return (struct tracer_cpu_wait){.carried = cpu & ~TRACER_CPU_ESTIMATED_BIT, .mark = t->cpu.raw};
 }
 
 static inline __attribute__((always_inline)) void tracer_cpu_wait_end(struct tracer_thread *t,
-                                                                      uint64_t carried)
+                                                                      struct tracer_cpu_wait w)
 {
+    uint64_t carried = t->cpu.raw == w.mark ? w.carried : 0;
     uint64_t end = tracer_ring_now();
     tracer_cpu_mark_move(t, end);
     t->cpu.raw = end > carried ? end - carried : 0;
