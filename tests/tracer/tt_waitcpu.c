@@ -6,7 +6,11 @@
  * descriptors of a pipe with data), one blocking wait of 2 ms (a switch),
  * a burn of known work, and a traced write again. Prints the thread's tid
  * and, per kind, "KIND wait_ns burn_ns": its CPU time
- * (CLOCK_THREAD_CPUTIME_ID) in the waits and in the burn.
+ * (CLOCK_THREAD_CPUTIME_ID) in the waits and in the burn. Then a wait a
+ * signal interrupts: a traced write, a burn (B1, twice the work), a timer,
+ * a blocking poll during which the SIGALRM handler makes a traced write,
+ * a burn (B2) and a traced write: "signal b1_ns b2_ns". The handler's
+ * record carries B1, so the last one must carry B2 alone.
  * test_wait_cpu.py checks that the CPU events between the two writes hold
  * the burn and not the waits (tracer/preload/interpose_wait.c). Every wait
  * must return what it does untraced; anything else exits 1.
@@ -14,10 +18,13 @@
 #define _GNU_SOURCE
 #include <poll.h>
 #include <stdio.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -107,6 +114,39 @@ static int tt_setup(struct tt_waits *w)
     return w->nready > 0 && w->empty_max > p[0] ? 0 : -1;
 }
 
+static int tt_out_fd = -1;
+
+static void tt_on_alarm(int sig)
+{
+    (void)sig;
+    if (write(tt_out_fd, "h", 1) != 1) /* traced, inside the interrupted wait */
+        _exit(1);
+}
+
+/* The signal case: 0, or 1 when a call did not do what it must. */
+static int tt_signal_case(int fd, struct tt_waits *w, long work, unsigned long *x)
+{
+    struct sigaction sa = {.sa_handler = tt_on_alarm}; /* no SA_RESTART: poll returns EINTR */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGALRM, &sa, NULL) != 0 || write(fd, "a", 1) != 1)
+        return 1;
+    unsigned long long t0 = tt_thread_ns();
+    *x = tt_burn(*x, 2 * work);
+    unsigned long long t1 = tt_thread_ns();
+    struct itimerval it = {.it_value = {.tv_sec = 0, .tv_usec = 20000}};
+    if (setitimer(ITIMER_REAL, &it, NULL) != 0)
+        return 1;
+    if (poll(w->many, 1, 5000) != -1 || errno != EINTR)
+        return 1;
+    unsigned long long t2 = tt_thread_ns();
+    *x = tt_burn(*x, work);
+    unsigned long long t3 = tt_thread_ns();
+    if (write(fd, "b", 1) != 1)
+        return 1;
+    printf("signal %llu %llu\n", t1 - t0, t3 - t2);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -119,6 +159,7 @@ int main(int argc, char **argv)
     if (!out)
         return 1;
     int fd = fileno(out);
+    tt_out_fd = fd;
     static const char *names[] = {"poll", "select", "epoll"};
     unsigned long x = 1;
     printf("%ld\n", (long)syscall(SYS_gettid));
@@ -141,6 +182,8 @@ int main(int argc, char **argv)
             return 1;
         printf("%s %llu %llu\n", names[kind], t1 - t0, t2 - t1);
     }
+    if (tt_signal_case(fd, &w, work, &x))
+        return 1;
     fclose(out);
     fflush(stdout);
     return x == 42; /* keeps the burn */
