@@ -29,22 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile unsigned long sink;
-
-static unsigned long tt_burn(unsigned long x, long n)
-{
-    for (long i = 0; i < n; i++)
-        x = x * 6364136223846793005ul + 1442695040888963407ul;
-    sink = x;
-    return x;
-}
-
-static unsigned long long tt_thread_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
+#include "tt_cpu_work.h"
 
 static void tt_echo(int lfd)
 {

@@ -28,23 +28,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tt_cpu_work.h"
+
 #define TT_POLL_ENTRIES 4096
 #define TT_WAIT_CPU_NS 40000000ull
 #define TT_WAIT_MAX_CALLS 100000
-
-static unsigned long long tt_thread_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
-
-static unsigned long tt_burn(unsigned long x, long work)
-{
-    for (long i = 0; i < work; i++)
-        x = x * 6364136223846793005ul + 1442695040888963407ul;
-    return x;
-}
 
 struct tt_waits {
     struct pollfd many[TT_POLL_ENTRIES]; /* every entry the empty pipe */
