@@ -61,7 +61,11 @@ port2=$(/usr/bin/python3 "$PREPLAY_SOURCE_DIR/tests/common/free_port.py")
         >"$1/inside.out" 2>&1 &
     run=$!
     i=0
-    while [ $i -lt 200 ] && [ "$(pgrep -c -P $run)" -lt 1 ]; do sleep 0.05; i=$((i + 1)); done
+    # the replayer (its command line has --component; the plan has one
+    # component), not any child: run forks mariadb-dump first, and a move
+    # then left the replayer to be forked in the host cgroups too
+    # (in_type came out true under ASan)
+    while [ $i -lt 400 ] && [ "$(pgrep -c -f -P $run -- --component)" -lt 1 ]; do sleep 0.05; i=$((i + 1)); done
     echo $run >"$1/move-me.tmp" && mv "$1/move-me.tmp" "$1/move-me"
     wait $run; rc=$?
     "$0/db-stop.sh" "$1/dbin" >/dev/null 2>&1
