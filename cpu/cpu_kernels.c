@@ -463,7 +463,7 @@ static int cpu_kernels_time_one(const struct cpu_kernel *kern, struct cpu_kernel
     uint64_t c1 = cpuburn_thread_cpu_ns(), w1 = cpuburn_wall_ns();
     int64_t s1 = cpuburn_core_steal_ns(core);
     uint64_t steal = s0 >= 0 && s1 > s0 ? (uint64_t)(s1 - s0) : 0;
-    *ns = cpuburn_effective_cpu_ns(w1 - w0, c1 - c0, steal, NULL);
+    *ns = cpuburn_effective_cpu_ns(w1 - w0, c1 - c0, steal, cpuburn_steal_tick_ns(), NULL);
     *switches = (uint32_t)(cpu_kernels_switches() - sw0);
     return failed;
 }

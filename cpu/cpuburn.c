@@ -70,15 +70,22 @@ uint64_t cpuburn_run(const struct cpuburn_calibration *cal, uint64_t ns)
     return ns;
 }
 
-uint64_t cpuburn_effective_cpu_ns(uint64_t wall_ns, uint64_t cpu_ns, uint64_t steal_ns, int *mode)
+uint64_t cpuburn_effective_cpu_ns(uint64_t wall_ns, uint64_t cpu_ns, uint64_t steal_ns,
+                                  uint64_t tick_ns, int *mode)
 {
     if (steal_ns == 0) {
         if (mode)
             *mode = CPUBURN_STEAL_NONE;
         return cpu_ns;
     }
+    uint64_t certain = steal_ns > tick_ns ? steal_ns - tick_ns : 0;
+    if (certain == 0) {
+        if (mode)
+            *mode = CPUBURN_STEAL_WITHIN_TICK;
+        return cpu_ns;
+    }
     uint64_t gap = wall_ns > cpu_ns ? wall_ns - cpu_ns : 0;
-    if (gap * 2 >= steal_ns) {
+    if (gap * 2 >= certain) {
         /* The thread was not credited for at least half the steal: the
          * kernel keeps steal out of the task clock (paravirt steal time). */
         if (mode)
@@ -87,7 +94,7 @@ uint64_t cpuburn_effective_cpu_ns(uint64_t wall_ns, uint64_t cpu_ns, uint64_t st
     }
     if (mode)
         *mode = CPUBURN_STEAL_SUBTRACTED;
-    return cpu_ns > steal_ns ? cpu_ns - steal_ns : 0;
+    return cpu_ns > certain ? cpu_ns - certain : 0;
 }
 
 static int cpuburn_cmp_double(const void *a, const void *b)
@@ -149,10 +156,15 @@ int64_t cpuburn_core_steal_ns(int cpu)
     uint64_t ticks;
     if (cpuburn_parse_steal(buf, cpu, &ticks))
         return -1;
+    return (int64_t)(ticks * cpuburn_steal_tick_ns());
+}
+
+uint64_t cpuburn_steal_tick_ns(void)
+{
     long hz = sysconf(_SC_CLK_TCK);
     if (hz <= 0)
         hz = 100;
-    return (int64_t)(ticks * (1000000000ull / (uint64_t)hz));
+    return 1000000000ull / (uint64_t)hz;
 }
 
 const char *cpuburn_steal_mode_name(int mode)
@@ -164,6 +176,8 @@ const char *cpuburn_steal_mode_name(int mode)
         return "excluded-by-kernel";
     case CPUBURN_STEAL_SUBTRACTED:
         return "subtracted";
+    case CPUBURN_STEAL_WITHIN_TICK:
+        return "within-one-tick";
     default:
         return "unknown";
     }
@@ -260,7 +274,8 @@ int cpuburn_calibrate(struct cpuburn_calibration *out, int cpu, uint64_t total_n
 
     double rates[CPUBURN_ROUNDS];
     double per_round_ns = (double)total_ns / CPUBURN_ROUNDS;
-    int any_excluded = 0, any_subtracted = 0;
+    int any_excluded = 0, any_subtracted = 0, any_within_tick = 0;
+    uint64_t tick = cpuburn_steal_tick_ns();
     for (int r = 0; r < CPUBURN_ROUNDS; r++) {
         uint64_t loops = (uint64_t)(per_round_ns * rate);
         int64_t s0 = cpuburn_core_steal_ns(core);
@@ -270,9 +285,10 @@ int cpuburn_calibrate(struct cpuburn_calibration *out, int cpu, uint64_t total_n
         int64_t s1 = cpuburn_core_steal_ns(core);
         uint64_t steal = s1 > s0 ? (uint64_t)(s1 - s0) : 0;
         int mode;
-        uint64_t eff = cpuburn_effective_cpu_ns(w1 - w0, c1 - c0, steal, &mode);
+        uint64_t eff = cpuburn_effective_cpu_ns(w1 - w0, c1 - c0, steal, tick, &mode);
         any_excluded |= mode == CPUBURN_STEAL_EXCLUDED;
         any_subtracted |= mode == CPUBURN_STEAL_SUBTRACTED;
+        any_within_tick |= mode == CPUBURN_STEAL_WITHIN_TICK;
         out->cpu_ns += c1 - c0;
         out->wall_ns += w1 - w0;
         out->steal_ns += steal;
@@ -280,9 +296,10 @@ int cpuburn_calibrate(struct cpuburn_calibration *out, int cpu, uint64_t total_n
     }
     cpuburn_unpin(&saved);
     out->rounds = CPUBURN_ROUNDS;
-    out->steal_mode = any_subtracted ? CPUBURN_STEAL_SUBTRACTED
-                      : any_excluded ? CPUBURN_STEAL_EXCLUDED
-                                     : CPUBURN_STEAL_NONE;
+    out->steal_mode = any_subtracted    ? CPUBURN_STEAL_SUBTRACTED
+                      : any_excluded    ? CPUBURN_STEAL_EXCLUDED
+                      : any_within_tick ? CPUBURN_STEAL_WITHIN_TICK
+                                        : CPUBURN_STEAL_NONE;
     out->loops_per_ns = cpuburn_median(rates, CPUBURN_ROUNDS);
     if (!(out->loops_per_ns > 0)) {
         snprintf(err, errlen, "calibration measured no CPU time (steal took it all?)");

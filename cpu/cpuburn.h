@@ -20,9 +20,11 @@
 
 /* How the calibration treated steal seen on its core. */
 enum cpuburn_steal_mode {
-    CPUBURN_STEAL_NONE = 0,       /* no steal was seen during calibration */
-    CPUBURN_STEAL_EXCLUDED = 1,   /* the thread CPU clock already left it out */
-    CPUBURN_STEAL_SUBTRACTED = 2, /* the clock counted it; we subtracted it */
+    CPUBURN_STEAL_NONE = 0,        /* no steal was seen during calibration */
+    CPUBURN_STEAL_EXCLUDED = 1,    /* the thread CPU clock already left it out */
+    CPUBURN_STEAL_SUBTRACTED = 2,  /* the clock counted it; we subtracted it */
+    CPUBURN_STEAL_WITHIN_TICK = 3, /* only one tick of the steal counter: no
+                                    * more certain than none, nothing taken */
 };
 
 struct cpuburn_calibration {
@@ -73,11 +75,25 @@ uint64_t cpuburn_loops_for_ns(const struct cpuburn_calibration *cal, uint64_t ns
 
 /* CPU time a round really had, given what the clocks said: wall, thread CPU
  * clock and the core's steal (all ns, same interval, thread pinned to that
- * core, idle otherwise). If the CPU clock is short of wall by at least half
- * the steal, the kernel already excluded steal (paravirt steal accounting):
- * cpu is kept. Otherwise the clock counted the steal and it is subtracted
- * (never below 0). *mode gets the enum cpuburn_steal_mode. */
-uint64_t cpuburn_effective_cpu_ns(uint64_t wall_ns, uint64_t cpu_ns, uint64_t steal_ns, int *mode);
+ * core, idle otherwise), the steal read as the difference of two counters
+ * each rounded down to tick_ns (/proc/stat's clock ticks: 10 ms). The steal
+ * certainly taken is then steal - tick (one tick read may be a few us of
+ * real steal that crossed a tick: on the shared VM 1.5% of 85 ms rounds
+ * read one tick with 0.2-3.8 ms missing from the clock, and subtracting
+ * the tick timed a burn-chain round 10 ms, 18%, short - the low quantile
+ * of cpu_ratio.h then took those rounds, a CPU ratio of 0.84 to itself).
+ * If the CPU clock is short of wall by at least half the certain steal,
+ * the kernel already excluded steal (paravirt steal accounting): cpu is
+ * kept. Otherwise the clock counted the steal and the certain steal is
+ * subtracted (never below 0). A round may so keep up to a tick of steal:
+ * a slower round, which a low quantile or a median passes over, where a
+ * round timed short would be taken. *mode gets the enum
+ * cpuburn_steal_mode. */
+uint64_t cpuburn_effective_cpu_ns(uint64_t wall_ns, uint64_t cpu_ns, uint64_t steal_ns,
+                                  uint64_t tick_ns, int *mode);
+
+/* The steal counter's resolution: one clock tick of /proc/stat, in ns. */
+uint64_t cpuburn_steal_tick_ns(void);
 
 /* Median of rates[0..n) (sorted in place); 0 for n == 0. */
 double cpuburn_median(double *rates, size_t n);

@@ -32,7 +32,7 @@ check(j["rounds"] == 6, "6 rounds")
 # fails, as in test_cpuburn_math
 check(j["cpu_ns"] >= 36_000_000, "spent about --ms 60 of CPU")
 check(j["wall_ns"] >= j["cpu_ns"] * 0.95, "wall time covers CPU time")
-check(j["steal_ns"] >= 0 and j["steal_mode"] in ("none", "excluded-by-kernel", "subtracted"),
+check(j["steal_ns"] >= 0 and j["steal_mode"] in ("none", "excluded-by-kernel", "subtracted", "within-one-tick"),
       "steal reported")
 check((j["steal_ns"] == 0) == (j["steal_mode"] == "none"), "steal mode matches steal seen")
 check(j["clock_read_ns"] > 0, "clock read cost measured")

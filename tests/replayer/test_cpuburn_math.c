@@ -21,22 +21,39 @@ static void test_effective_cpu(void **state)
     (void)state;
     int mode = -1;
     /* no steal: the CPU clock is taken as is */
-    assert_int_equal(cpuburn_effective_cpu_ns(1000, 900, 0, &mode), 900);
+    assert_int_equal(cpuburn_effective_cpu_ns(1000, 900, 0, 10, &mode), 900);
     assert_int_equal(mode, CPUBURN_STEAL_NONE);
-    /* 100 of steal and the clock is 100 short of wall: kernel excluded it */
-    assert_int_equal(cpuburn_effective_cpu_ns(1000, 900, 100, &mode), 900);
+    /* 200 of steal read in ticks of 10: at least 190 certain, and the
+     * clock is 100 short of wall: the kernel excluded it */
+    assert_int_equal(cpuburn_effective_cpu_ns(1000, 900, 200, 10, &mode), 900);
     assert_int_equal(mode, CPUBURN_STEAL_EXCLUDED);
-    /* exactly half the steal missing still counts as excluded */
-    assert_int_equal(cpuburn_effective_cpu_ns(1000, 950, 100, &mode), 950);
+    /* exactly half the certain steal missing still counts as excluded */
+    assert_int_equal(cpuburn_effective_cpu_ns(1000, 905, 200, 10, &mode), 905);
     assert_int_equal(mode, CPUBURN_STEAL_EXCLUDED);
-    /* clock equals wall although 100 were stolen: subtract */
-    assert_int_equal(cpuburn_effective_cpu_ns(1000, 1000, 100, &mode), 900);
+    /* clock equals wall although 200 were read: the certain 190 go */
+    assert_int_equal(cpuburn_effective_cpu_ns(1000, 1000, 200, 10, &mode), 810);
     assert_int_equal(mode, CPUBURN_STEAL_SUBTRACTED);
-    /* steal larger than the clock (coarse /proc/stat ticks): clamps at 0 */
-    assert_int_equal(cpuburn_effective_cpu_ns(5, 5, 10000000, &mode), 0);
+    /* steal larger than the clock: clamps at 0 */
+    assert_int_equal(cpuburn_effective_cpu_ns(5, 5, 30000000, 10000000, &mode), 0);
     assert_int_equal(mode, CPUBURN_STEAL_SUBTRACTED);
     /* clock ahead of wall (different clocks' granularity): no gap */
-    assert_int_equal(cpuburn_effective_cpu_ns(1000, 1010, 200, NULL), 810);
+    assert_int_equal(cpuburn_effective_cpu_ns(1000, 1010, 210, 10, NULL), 810);
+    /* one tick of /proc/stat (10 ms) in an 86.74 ms round whose clock
+     * missed 0.84 ms (measured on the shared VM): the reading may be a few
+     * us of steal that crossed a tick, nothing is subtracted - subtracting
+     * it timed the round 75.9 ms, 12% short */
+    assert_int_equal(cpuburn_effective_cpu_ns(86740000, 85900000, 10000000, 10000000, &mode),
+                     85900000);
+    assert_int_equal(mode, CPUBURN_STEAL_WITHIN_TICK);
+    /* two ticks: one is certain; a clock that missed less than half of it
+     * counted it, and only the certain tick goes */
+    assert_int_equal(cpuburn_effective_cpu_ns(86740000, 86700000, 20000000, 10000000, &mode),
+                     76700000);
+    assert_int_equal(mode, CPUBURN_STEAL_SUBTRACTED);
+    assert_int_equal(cpuburn_effective_cpu_ns(86740000, 81000000, 20000000, 10000000, &mode),
+                     81000000);
+    assert_int_equal(mode, CPUBURN_STEAL_EXCLUDED);
+    assert_string_equal(cpuburn_steal_mode_name(CPUBURN_STEAL_WITHIN_TICK), "within-one-tick");
 }
 
 static void test_loops_for_ns(void **state)
