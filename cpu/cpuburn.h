@@ -85,10 +85,11 @@ uint64_t cpuburn_loops_for_ns(const struct cpuburn_calibration *cal, uint64_t ns
  * If the CPU clock is short of wall by at least half the certain steal,
  * the kernel already excluded steal (paravirt steal accounting): cpu is
  * kept. Otherwise the clock counted the steal and the certain steal is
- * subtracted (never below 0). A round may so keep up to a tick of steal:
- * a slower round, which a low quantile or a median passes over, where a
- * round timed short would be taken. *mode gets the enum
- * cpuburn_steal_mode. */
+ * subtracted (never below 0). The reading is within a tick of the real
+ * steal either way, so a round whose clock counted steal may keep up to
+ * two ticks of it: a slower round, which a low quantile or a median
+ * passes over, where a round timed short would be taken. *mode gets the
+ * enum cpuburn_steal_mode. */
 uint64_t cpuburn_effective_cpu_ns(uint64_t wall_ns, uint64_t cpu_ns, uint64_t steal_ns,
                                   uint64_t tick_ns, int *mode);
 
