@@ -50,10 +50,18 @@ run unix --db "mysql://root@localhost/rt?socket=$sock"
 # with its driver moved out to the host's cgroups once the replayers run
 # (a client outside the instance, as the accuracy benchmarks place it): the
 # DB is still in the type (it was said to be outside: compared with the
-# controller's cgroup, not the replayers')
+# controller's cgroup, not the replayers'). run's mariadb-dump is slowed
+# by 1 s (a shim first on run's PATH) so that the move is due while run
+# has a child that is not its replayer: a host side that moved run then
+# left the replayer to start in the host's cgroups (ASan did so by chance)
 port2=$(/usr/bin/python3 "$PREPLAY_SOURCE_DIR/tests/common/free_port.py")
+mkdir "$work/slow-dump"
+printf '#!/bin/sh\nsleep 1\nexec %s "$@"\n' "$(command -v mariadb-dump)" >"$work/slow-dump/mariadb-dump"
+chmod +x "$work/slow-dump/mariadb-dump"
 "$PREPLAY_SOURCE_DIR/tools/emulate" --timeout 90 small -- sh -c '
     "$0/db-start.sh" "$1/dbin" "$2" >/dev/null 2>&1 || exit 1
+    PATH=$1/slow-dump:$PATH
+    export PATH
     mariadb --no-defaults --socket="$1/dbin/mariadb.sock" -uroot -e \
         "CREATE DATABASE rt; CREATE TABLE rt.t (id INT PRIMARY KEY, name VARCHAR(20));"
     "$3" run "$4" --max-intervals 1 --interval 4s --cpu-ratio 1 --instance inside \
@@ -62,9 +70,7 @@ port2=$(/usr/bin/python3 "$PREPLAY_SOURCE_DIR/tests/common/free_port.py")
     run=$!
     i=0
     # the replayer (its command line has --component; the plan has one
-    # component), not any child: run forks mariadb-dump first, and a move
-    # then left the replayer to be forked in the host cgroups too
-    # (in_type came out true under ASan)
+    # component), not any child: run forks mariadb-dump first
     while [ $i -lt 400 ] && [ "$(pgrep -c -f -P $run -- --component)" -lt 1 ]; do sleep 0.05; i=$((i + 1)); done
     echo $run >"$1/move-me.tmp" && mv "$1/move-me.tmp" "$1/move-me"
     wait $run; rc=$?
