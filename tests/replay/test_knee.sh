@@ -4,7 +4,9 @@
 # synthetic load steps whose response times are an M/M/1 queue's (service
 # 10 ms: the median is 10 ms x ln 2 / (1 - utilization)): the knee is the
 # last step before the median passes 4x the lowest, a step with failed
-# requests is past it, and the exit status says found (0), not reached
+# requests is past it (under 95 % succeeded, or a failed share that rose
+# by over a point: not one that stays where it was at low load), and the
+# exit status says found (0), not reached
 # (3) or nothing to take (1). Must never pass on a table it did not print.
 set -euo pipefail
 : "${PREPLAY_SOURCE_DIR:?}"
@@ -26,6 +28,9 @@ def step(name, rate, failed=0):
 for rate in (10, 30, 50, 70, 80, 90):
     step(f"s{rate}", rate)
 step("f50", 50, failed=20)
+step("g50", 50, failed=8)
+step("c10", 10, failed=3)
+step("c30", 30, failed=3)
 PY
 run() { # expected status, then knee.py's arguments
   local want=$1 st=0
@@ -47,6 +52,18 @@ grep -qx 'knee 30' "$work/out" || { echo "not reached: knee 30 expected" >&2; ex
 run 0 10="$work/s10.csv" 30="$work/s30.csv" 50="$work/f50.csv"
 grep -qx 'knee 30' "$work/out" && grep -q 'past: 180 of 200 succeeded' "$work/out" ||
   { echo "failed requests: knee 30 expected" >&2; exit 1; }
+# 4 % failed at 50/s, none before: inside the 95 % but a rise of 4
+# points, so past the knee (the sample app's 240/s on `large`, 28 Nov)
+run 0 10="$work/s10.csv" 30="$work/s30.csv" 50="$work/g50.csv"
+grep -qx 'knee 30' "$work/out" && grep -q 'past: 4.0 % failed, 0.0 % at best before' "$work/out" ||
+  { echo "a rising failed share: knee 30 expected" >&2; exit 1; }
+# 1.5 % failed at every step (an app's own refusals): not a rise, so not
+# past; 4 % after 1.5 % is a rise of 2.5 points, past
+run 3 10="$work/c10.csv" 30="$work/c30.csv"
+grep -qx 'knee 30' "$work/out" || { echo "a steady failed share: knee 30 expected" >&2; exit 1; }
+run 0 10="$work/c10.csv" 30="$work/c30.csv" 50="$work/g50.csv"
+grep -qx 'knee 30' "$work/out" && grep -q 'past: 4.0 % failed, 1.5 % at best before' "$work/out" ||
+  { echo "a failed share rising from 1.5 %: knee 30 expected" >&2; exit 1; }
 # the first step past it, a missing file, bad usage
 run 1 50="$work/f50.csv"
 run 1 10="$work/none.csv"

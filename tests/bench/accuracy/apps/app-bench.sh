@@ -40,7 +40,8 @@
 # default 10; step K with seed N + K: a WordPress comment repeated is
 # refused as a duplicate) until one is past the knee (../knee.py: the
 # median response time over 4x, or the p95 over 10x, the lowest of an
-# earlier step, or fewer than 95 % of the requests succeeding); the knee
+# earlier step, or fewer than 95 % of the requests succeeding, or a
+# failed share over 1 point above an earlier step's lowest); the knee
 # is the last rate before it. Prints "knee RATE" and writes
 # DIR/knee-T/knee.txt (knee.py's table of the steps).
 # --db picks the database server the app runs on and the replay restores
