@@ -36,6 +36,11 @@
 #   controller with its driver, out; the exit status is CMD's. CMD's pid
 #   is in type_client_run_pid while it runs, for the caller's trap (once
 #   moved, the type's end no longer stops it).
+# type_cpu_used_ns PID (outside): the CPU time (ns) the processes of PID's
+#   type have used so far (its cpuacct group's cpuacct.usage: tools/emulate
+#   makes one when the host mounts cpuacct); nothing printed, status 1,
+#   when PID is in no type's cpuacct group (the root's figure would count
+#   the whole host).
 type_client_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 # type_client_cpus LIST: the CPUs of the cpuset list LIST ("0-1,3"), one per line
@@ -44,6 +49,13 @@ type_client_cpus() {
     for part in ${1//,/ }; do
         if [[ $part == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi
     done
+}
+
+type_cpu_used_ns() {
+    local rel
+    rel=$(awk -F: '$2 ~ /(^|,)cpuacct(,|$)/ { print $3 }' "/proc/$1/cgroup" 2>/dev/null)
+    case $rel in /preplay-emu-*) ;; *) return 1 ;; esac
+    cat "/sys/fs/cgroup/cpuacct$rel/cpuacct.usage" 2>/dev/null
 }
 
 # type_client_cpuset PID: a cpuset cgroup (path under the cpuset root, ""

@@ -5,7 +5,9 @@
 # the same loops/ns in both (the quota shows up as waiting, not as a slower
 # CPU); TCP throughput over the tbf-limited veth is within 20% of the
 # configured rate both ways; exit status passes through; SIGTERM and
-# leftover daemons are cleaned up; no cgroup, netns or veth remains.
+# leftover daemons are cleaned up; no cgroup, netns or veth remains; where
+# the host mounts cpuacct, the type's group counts the CPU its processes
+# used (type_cpu_used_ns, what the accuracy benchmarks read).
 set -euo pipefail
 : "${PREPLAY_BIN:?}" "${PREPLAY_SOURCE_DIR:?}"
 if [[ $(id -u) != 0 ]]; then echo "test_emulate: needs root (cgroups, netns)"; exit 1; fi
@@ -18,7 +20,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 leftovers() {
     local found=""
-    for c in cpu cpuset blkio; do
+    for c in cpu cpuset blkio cpuacct; do
         found+=$(ls -d /sys/fs/cgroup/$c/preplay-emu-* 2>/dev/null || true)
     done
     found+=$(ip netns list | grep -o 'preplay-emu-[^ ]*' || true)
@@ -85,6 +87,30 @@ if not 0.8 < r < 1.25:
 if not cs_["wall_ns"] / cs_["cpu_ns"] > 1.5:
     sys.exit("FAIL: calibration under small did not wait (quota not applied?)")
 PY
+
+# --- cpuacct: the CPU a type's processes used, read from outside
+if [[ -e /sys/fs/cgroup/cpuacct/cpuacct.usage ]]; then
+    # shellcheck source=tests/common/type_client.sh
+    . "$PREPLAY_SOURCE_DIR/tests/common/type_client.sh"
+    ! type_cpu_used_ns $$ > /dev/null || fail "type_cpu_used_ns: this script is in no type"
+    # shellcheck disable=SC2016 # $$, $1 and $2 are the inner sh's
+    "$emulate" medium -- sh -c 'echo $$ > "$1/inside"; /usr/bin/python3 -c "$2" > "$1/acct-work"
+        while [ ! -e "$1/acct-read" ]; do sleep 0.05; done' sh "$work" "$cpu_work" &
+    emu=$!
+    for _ in $(seq 600); do [[ -s $work/acct-work ]] && break; sleep 0.05; done
+    [[ -s $work/acct-work ]] || fail "cpuacct: the work inside medium did not finish"
+    used=$(type_cpu_used_ns "$(cat "$work/inside")") || fail "cpuacct: no type's group for the command"
+    touch "$work/acct-read"
+    wait $emu || fail "cpuacct: emulate failed"
+    # the group counts the python's CPU time, its start-up and sh's (0.03 s
+    # here; python3 on PATH may be a chain of shims, so not that one)
+    /usr/bin/python3 -c "
+import sys
+used, cpu = $used / 1e9, float('$(cut -d' ' -f2 "$work/acct-work")')
+print(f'cpuacct: medium used {used:.3f} s, the work {cpu:.3f} s of thread CPU')
+if not cpu - 0.005 <= used <= cpu + 0.15:
+    sys.exit(f'FAIL: cpuacct counted {used:.3f} s for {cpu:.3f} s of work')"
+fi
 
 # --- network: tbf rate each way, within 20% of the configured rate
 rate=$("$emulate" --show small | sed -n 's/^net=//p')

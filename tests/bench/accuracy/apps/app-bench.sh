@@ -152,10 +152,19 @@ on_type() {
   [ "$mode" = real ] && "${P}_warmup" "$port" "$addr"
   for a in "$@"; do a=${a//ADDR/$addr}; cmd+=("${a//PORT/$port}"); done
   cat /proc/loadavg >"$w/$name.loadavg"
+  # the CPU the type's processes used during the load, in $w/$name.cpu
+  # (ns; none when the host has no cpuacct: type_cpu_used_ns)
+  local inside cpu0 cpu1
+  inside=$(cat "$d/inside.pid")
+  rm -f "$w/$name.cpu"
+  cpu0=$(type_cpu_used_ns "$inside") || cpu0=""
   # the client off the type's CPUs too (type_client_outside): merely
   # outside its cgroup, it may run on them (docs/accuracy.md, stop 34)
-  type_client_outside "$(cat "$d/inside.pid")" client_prio "${cmd[@]}" 2>"$w/$name.load.log"
+  type_client_outside "$inside" client_prio "${cmd[@]}" 2>"$w/$name.load.log"
   cat /proc/loadavg >>"$w/$name.loadavg"
+  if [ -n "$cpu0" ] && cpu1=$(type_cpu_used_ns "$inside"); then
+    echo $((cpu1 - cpu0)) >"$w/$name.cpu"
+  fi
   touch "$d/stop"
   wait "$epid" || log "$name: tools/emulate exited $? (see $w/$name.emu.log)"
   epid=""
@@ -234,6 +243,35 @@ for ((k = 1; k <= runs; k++)); do all+=("$w/real$k.csv"); done
 floor_table "$bin" "$w" "${type:-host}" "$rate" "$pt" \
   "$app ($db) on ${type:-host} at $rate/s, $duration s: prediction vs $runs real runs pooled (floor: largest error of one real run vs the others)" \
   "$w/pred$pt.json" "${all[@]}" || fail "the tables"
+# CPU used inside the type a request (the type's cpuacct over each load
+# run: the app server and MariaDB, or the replayer and MariaDB): the
+# share of a miss that is CPU the replay spends or leaves out
+if [ -n "$type" ]; then
+  python3 - "$w" "$pt" "$runs" >>"$w/table$pt.md" <<'PY2' || fail "CPU per request"
+import csv, json, os, statistics, sys
+w, pt, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def used(name, requests):
+    try:
+        with open(os.path.join(w, name + ".cpu")) as f:
+            ns = int(f.read())
+    except (OSError, ValueError):
+        return None
+    return ns / 1e6 / requests if requests > 0 else None
+real = []
+for k in range(1, runs + 1):
+    with open(os.path.join(w, "real%d.csv" % k), newline="") as f:
+        real.append(used("real%d" % k, sum(1 for _ in csv.DictReader(f))))
+with open(os.path.join(w, "pred%s.json" % pt)) as f:
+    pred = used("pred" + pt, int(json.load(f).get("requests", 0)))
+if pred is None or None in real:
+    print("\nCPU used inside the type: not measured (no cpuacct group, tools/emulate)")
+else:
+    mid = statistics.median(real)
+    print("\nCPU used inside the type a request (its cpuacct over the load): real runs %s ms; "
+          "prediction %.1f ms, %.2fx the real runs' median"
+          % (", ".join("%.1f" % r for r in real), pred, pred / mid))
+PY2
+fi
 cat "$w/floor.md" "$w/table$pt.md"
 for f in "$w"/*.loadavg; do # the host's 1/5/15-min load average before/after each load
   echo "load average $(basename "$f" .loadavg): $(awk '{ printf "%s%s %s %s", (NR > 1 ? " -> " : ""), $1, $2, $3 }' "$f")"
