@@ -94,8 +94,9 @@ if [[ -e /sys/fs/cgroup/cpuacct/cpuacct.usage ]]; then
     . "$PREPLAY_SOURCE_DIR/tests/common/type_client.sh"
     ! type_cpu_used_ns $$ > /dev/null || fail "type_cpu_used_ns: this script is in no type"
     # shellcheck disable=SC2016 # $$, $1 and $2 are the inner sh's
-    "$emulate" medium -- sh -c 'echo $$ > "$1/inside"; /usr/bin/python3 -c "$2" > "$1/acct-work"
-        while [ ! -e "$1/acct-read" ]; do sleep 0.05; done' sh "$work" "$cpu_work" &
+    # (it waits to be read; a failed test removes $work, which ends the wait)
+    "$emulate" --timeout 60 medium -- sh -c 'echo $$ > "$1/inside"; /usr/bin/python3 -c "$2" > "$1/acct-work"
+        while [ -e "$1/inside" ] && [ ! -e "$1/acct-read" ]; do sleep 0.05; done' sh "$work" "$cpu_work" &
     emu=$!
     for _ in $(seq 600); do [[ -s $work/acct-work ]] && break; sleep 0.05; done
     [[ -s $work/acct-work ]] || fail "cpuacct: the work inside medium did not finish"
