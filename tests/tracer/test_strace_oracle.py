@@ -87,11 +87,13 @@ def strace_bytes(log_prefix, tid_pid):
     """(pid, target, "r"/"w") -> bytes, and (pid, target, "r"/"w", offset,
     bytes) -> calls of the positioned reads and writes (pread, pwrite and
     their vector forms), from strace -ff's per-thread logs (merged per
-    process in time order). A descriptor the process opened is named by
-    the path it was opened by, as the trace names it: a file
-    renamed after its open (InnoDB's ib_logfile101 becomes ib_logfile0,
-    PostgreSQL's temporary stats file its permanent one) keeps that name;
-    one it inherited, by strace's path at the call."""
+    process in time order), and (pid, target, "r"/"w") -> the calls
+    themselves ("stamp tid call" lines: what a failure prints). A
+    descriptor the process opened is named by the path it was opened by,
+    as the trace names it: a file renamed after its open (InnoDB's
+    ib_logfile101 becomes ib_logfile0, PostgreSQL's temporary stats file
+    its permanent one) keeps that name; one it inherited, by strace's path
+    at the call."""
     per_pid = collections.defaultdict(list)
     for log in glob.glob(log_prefix + ".*"):
         tid = int(log.rsplit(".", 1)[1])
@@ -110,11 +112,13 @@ def strace_bytes(log_prefix, tid_pid):
         for line in lines:
             stamp, _, call = line.partition(" ")
             if call:
-                per_pid[tid_pid.get(tid, tid)].append((float(stamp), call))
+                per_pid[tid_pid.get(tid, tid)].append((float(stamp), tid, call))
     seen, positioned = collections.Counter(), collections.Counter()
+    calls_of = collections.defaultdict(list)
     for pid, calls in per_pid.items():
         opened = {}  # descriptor -> the path it was opened by
-        for _, call in sorted(calls, key=lambda c: c[0]):
+        for stamp, tid, call in sorted(calls, key=lambda c: c[0]):
+            line = f"{stamp:.6f} {tid} {call.strip()}"
             m = STRACE_OPEN.match(call)
             if m:
                 opened[int(m.group(1))] = m.group(2)
@@ -131,23 +135,27 @@ def strace_bytes(log_prefix, tid_pid):
             second = what2 and strace_target(opened.get(int(fd2), what2))
             n = int(n)
             if name == "sendfile":  # out, in
-                seen[(pid, second, "r")] += n
-                seen[(pid, first, "w")] += n
+                moved = ((second, "r"), (first, "w"))
             elif name == "copy_file_range":  # in, offset, out, ...
-                seen[(pid, first, "r")] += n
-                seen[(pid, second, "w")] += n
+                moved = ((first, "r"), (second, "w"))
             else:
                 rw = "r" if name.startswith(("read", "pread", "recv")) else "w"
-                seen[(pid, first, rw)] += n
+                moved = ((first, rw),)
+            for target, way in moved:
+                seen[(pid, target, way)] += n
+                calls_of[(pid, target, way)].append(line)
+            if len(moved) == 1:
                 at = STRACE_OFFSET.match(call) if name.startswith(("pread", "pwrite")) else None
                 if at and n > 0:
                     positioned[(pid, first, rw, int(at.group(1)), n)] += 1
-    return seen, positioned
+    return seen, positioned, calls_of
 
 
 def trace_bytes(traces):
-    """The same two counts as strace_bytes, from the traces."""
+    """The same three as strace_bytes, from the traces (the events as
+    dicts of their tid, op, fd, offset and result)."""
     got, positioned = collections.Counter(), collections.Counter()
+    events_of = collections.defaultdict(list)
     for pid, t in traces.items():
         for e in t.events:
             if e.get("result", 0) <= 0:
@@ -161,9 +169,11 @@ def trace_bytes(traces):
                 if path.startswith("/"):
                     key = (pid, os.path.realpath(path), "r" if e["op"] in FILE_READS else "w")
                     got[key] += e["result"]
+                    events_of[key].append({k: e[k] for k in ("tid", "op", "fd", "offset", "result")
+                                           if k in e})
                     if e["op"] in ("pread", "pwrite", "preadv", "pwritev"):
                         positioned[key + (e["offset"], e["result"])] += 1
-    return got, positioned
+    return got, positioned, events_of
 
 
 def compared(key):
@@ -186,8 +196,8 @@ def run(name, argv, stdin=None, extra=()):
         return
     traces = tl.read_traces(out)
     tid_pid = {e["tid"]: pid for pid, t in traces.items() for e in t.events if "tid" in e}
-    seen, seen_at = strace_bytes(log, tid_pid)
-    got, got_at = trace_bytes(traces)
+    seen, seen_at, seen_calls = strace_bytes(log, tid_pid)
+    got, got_at, got_events = trace_bytes(traces)
     keys = {k for k in set(seen) | set(got) if k[0] in traces and compared(k)}
     diff = {k: (seen.get(k, 0), got.get(k, 0)) for k in keys if seen.get(k, 0) != got.get(k, 0)}
     # the positioned calls one by one: offset and size
@@ -197,6 +207,13 @@ def run(name, argv, stdin=None, extra=()):
                 f"{name}: (pid, file, r/w, offset, bytes) -> (strace, trace) positioned calls "
                 "that differ")
     tl.check_eq(diff, {}, f"{name}: (pid, file, r/w) -> (strace, trace) bytes that differ")
+    for k in sorted(diff, key=str)[:3]:  # both sides' calls, so a failure names its cause
+        print(f"{name}: {k}: strace saw {len(seen_calls[k])} calls, the trace holds "
+              f"{len(got_events[k])} events (the first 20 of each):")
+        for line in seen_calls[k][:20]:
+            print(f"  strace {line}")
+        for e in got_events[k][:20]:
+            print(f"  trace  {e}")
     tl.check(sum(got[k] for k in keys) > 0, f"{name}: no bytes compared")
     return traces
 
