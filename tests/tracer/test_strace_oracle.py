@@ -118,7 +118,6 @@ def strace_bytes(log_prefix, tid_pid):
     for pid, calls in per_pid.items():
         opened = {}  # descriptor -> the path it was opened by
         for stamp, tid, call in sorted(calls, key=lambda c: c[0]):
-            line = f"{stamp:.6f} {tid} {call.strip()}"
             m = STRACE_OPEN.match(call)
             if m:
                 opened[int(m.group(1))] = m.group(2)
@@ -143,9 +142,9 @@ def strace_bytes(log_prefix, tid_pid):
                 moved = ((first, rw),)
             for target, way in moved:
                 seen[(pid, target, way)] += n
-                calls_of[(pid, target, way)].append(line)
-            if len(moved) == 1:
-                at = STRACE_OFFSET.match(call) if name.startswith(("pread", "pwrite")) else None
+                calls_of[(pid, target, way)].append(f"{stamp:.6f} {tid} {call.strip()}")
+            if name.startswith(("pread", "pwrite")):  # one target, its way rw
+                at = STRACE_OFFSET.match(call)
                 if at and n > 0:
                     positioned[(pid, first, rw, int(at.group(1)), n)] += 1
     return seen, positioned, calls_of
@@ -161,7 +160,9 @@ def trace_bytes(traces):
             if e.get("result", 0) <= 0:
                 continue
             if e["type"] == "net" and e["op"] in ("send", "recv"):
-                got[(pid, "net", "r" if e["op"] == "recv" else "w")] += e["result"]
+                key = (pid, "net", "r" if e["op"] == "recv" else "w")
+                got[key] += e["result"]
+                events_of[key].append({k: e[k] for k in ("tid", "op", "fd", "result") if k in e})
             elif e["type"] == "file" and e["op"] in FILE_READS | FILE_WRITES:
                 # /proc/self and /proc/net name the traced process's, not ours
                 path = re.sub(r"^/proc/(self|net)(?=/)", lambda m: f"/proc/{pid}" +
