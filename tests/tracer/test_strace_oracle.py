@@ -64,6 +64,8 @@ STRACE_CALL = re.compile(rf"^(\w+)\({STRACE_FD}(?:, (?:NULL, |\[\d+\], )?(?:{STR
 # open*(...) = FD<path>; close(FD<path>) = 0
 STRACE_OPEN = re.compile(r"^(?:open|openat|creat)\(.*\) += (\d+)<(.*)>$")
 STRACE_CLOSE = re.compile(r"^close\((\d+)<")
+# -T: the call's time in the kernel (or "<unavailable>" for one cut short)
+STRACE_TOOK = re.compile(r" +<(?:(\d+\.\d+)|unavailable)>\s*$")
 # pread64/pwrite64/preadv...(..., OFFSET) = N
 STRACE_OFFSET = re.compile(r"^.*, (\d+)\) +=\s+\d+$")
 FILE_READS = {"read", "pread", "readv", "preadv", "copy_range", "sendfile", "splice"}
@@ -99,6 +101,15 @@ def strace_bytes(log_prefix, tid_pid):
         tid = int(log.rsplit(".", 1)[1])
         with open(log) as fh:
             lines = fh.readlines()
+        # -T's " <seconds>" at the end, kept apart: an open takes its
+        # descriptor at its return, so it is ordered by its end. The stamp
+        # is the entry's: an open that entered before another thread closed
+        # that number, and got it after, would otherwise name the closed
+        # file's later reads by the new one (the rare Java cgroup
+        # difference of 29 Nov: 80 against 100 bytes)
+        took = [STRACE_TOOK.search(line) for line in lines]
+        lines = [line[:t.start()] + "\n" if t else line for line, t in zip(lines, took)]
+        took = [float(t.group(1)) if t and t.group(1) else 0.0 for t in took]
         # the library's registration: a sendto on an AF_UNIX socket, answered
         # by a recvmsg(MSG_CMSG_CLOEXEC) of 16 bytes on the same descriptor
         for j, line in enumerate(lines):
@@ -109,10 +120,11 @@ def strace_bytes(log_prefix, tid_pid):
                     if re.match(rf"[\d.]+ sendto\({m.group(1)}<UNIX", lines[i]):
                         lines[i] = ""
                         break
-        for line in lines:
+        for line, seconds in zip(lines, took):
             stamp, _, call = line.partition(" ")
-            if call:
-                per_pid[tid_pid.get(tid, tid)].append((float(stamp), tid, call))
+            if call.strip():
+                at = float(stamp) + (seconds if STRACE_OPEN.match(call) else 0.0)
+                per_pid[tid_pid.get(tid, tid)].append((at, tid, call))
     seen, positioned = collections.Counter(), collections.Counter()
     calls_of = collections.defaultdict(list)
     for pid, calls in per_pid.items():
@@ -190,7 +202,7 @@ def run(name, argv, stdin=None, extra=()):
     out = os.path.join(work, f"trace-{name}")
     log = os.path.join(work, f"strace-{name}")
     rc, _, stderr = tl.record_under_strace(out, argv, log,
-                                           ("-ff", "-yy", "-ttt", "-s", "0", "-e",
+                                           ("-ff", "-yy", "-ttt", "-T", "-s", "0", "-e",
                                             f"trace={SYSCALLS}"),
                                            timeout=120, stdin=stdin, extra=extra)
     if not tl.check(rc == 0, f"{name}: exit status {rc} ({stderr.strip()[-300:]})"):
@@ -218,6 +230,23 @@ def run(name, argv, stdin=None, extra=()):
     tl.check(sum(got[k] for k in keys) > 0, f"{name}: no bytes compared")
     return traces
 
+
+# ---- the oracle's own reading of strace --------------------------------------
+# Two threads of one process: 11 closes descriptor 5 (file a) while 12's
+# open, which entered before that close, returns 5 (file b) after it; 11's
+# read of a, between the two, is a's. Ordered by the open's entry stamp,
+# the read was b's.
+race = os.path.join(work, "race")
+with open(race + ".11", "w") as fh:
+    fh.write("100.000000 openat(AT_FDCWD</>, \"/a\", O_RDONLY) = 5</a> <0.000010>\n"
+             "100.000200 read(5</a>, \"\", 20) = 20 <0.000005>\n"
+             "100.000300 close(5</a>) = 0 <0.000004>\n")
+with open(race + ".12", "w") as fh:
+    fh.write("100.000100 openat(AT_FDCWD</>, \"/b\", O_RDONLY) = 5</b> <0.000400>\n"
+             "100.000600 read(5</b>, \"\", 30) = 30 <0.000005>\n")
+race_seen = strace_bytes(race, {11: 1, 12: 1})[0]
+tl.check_eq(dict(race_seen), {(1, "/a", "r"): 20, (1, "/b", "r"): 30},
+            "an open that returned a descriptor closed meanwhile (pid, file, r/w) -> bytes")
 
 # ---- inputs ----------------------------------------------------------------
 src = os.path.join(work, "in")
