@@ -120,7 +120,11 @@ static void deps_analyze_drain_held(struct deps_state *s)
  * schedule is flushed up to the oldest request still in flight. */
 static void deps_analyze_checkpoint(struct deps_state *s, int final)
 {
-    uint64_t horizon = final ? UINT64_MAX : s->now_c;
+    /* a request read later may have arrived up to DEPS_QUEUED_MAX_NS
+     * before the events seen so far (deps_block_start) */
+    uint64_t horizon = final                           ? UINT64_MAX
+                       : s->now_c > DEPS_QUEUED_MAX_NS ? s->now_c - DEPS_QUEUED_MAX_NS
+                                                       : 0;
     if (final) {
         for (uint32_t f = 0; f < s->in.nfiles && !s->failed; f++)
             for (uint32_t i = 0; i < s->procs[f].nall; i++)

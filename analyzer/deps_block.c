@@ -531,14 +531,25 @@ struct deps_block *deps_block_start(struct deps_state *s, struct deps_thread *t,
     b->in_off = e->in_off;
     /* The request arrived by the end of the first receive that returned its
      * bytes: a blocking receive (keep-alive idle, a thread per connection)
-     * began long before the client sent anything. */
-    b->start_raw = ev->ts_ns + ev->dur_ns;
-    b->start_c = common;
+     * began long before the client sent anything. A server busy with other
+     * requests reads it late: the bytes had waited queued_us in the kernel
+     * (tracer, TCP connections), not before the previous response on the
+     * connection ended and at most DEPS_QUEUED_MAX_NS. */
+    uint64_t end_raw = ev->ts_ns + ev->dur_ns;
+    uint64_t queued = ev->type == TRACE_EV_NET ? (uint64_t)ev->u.net.queued_us * 1000 : 0;
+    if (queued > DEPS_QUEUED_MAX_NS)
+        queued = DEPS_QUEUED_MAX_NS;
+    if (queued > end_raw || queued > common)
+        queued = 0;
+    if (queued && e->last_resp_end && end_raw - queued < e->last_resp_end)
+        queued = end_raw > e->last_resp_end ? end_raw - e->last_resp_end : 0;
+    b->start_raw = end_raw - queued;
+    b->start_c = common - queued;
     b->think_ns =
         e->last_resp_end && b->start_raw > e->last_resp_end ? b->start_raw - e->last_resp_end : 0;
     if (!s->have_origin) {
         s->have_origin = 1;
-        s->origin_c = common;
+        s->origin_c = b->start_c;
     }
     if (t->violating)
         b->flags |= PLAN_BLOCK_VIOLATION;

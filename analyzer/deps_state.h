@@ -18,6 +18,10 @@
 
 #define DEPS_CHECKPOINT_EVENTS 65536u
 #define DEPS_BLOCK_POOL 256u /* recycled blocks kept (with their arrays) */
+/* A request's arrival is at most this long before the receive that read it
+ * (the kernel's queued_us, capped): the schedule is flushed only this far
+ * behind the events, so a request read late still goes in order. */
+#define DEPS_QUEUED_MAX_NS 10000000000ull
 /* Linux socket option numbers as the tracer records them (SOCKOPT events
  * carry the raw level/name; these are fixed by the Linux ABI). */
 #define TRACE_IPPROTO_TCP 6

@@ -170,7 +170,8 @@ static const struct trace_field trace_fields_net[] = {TRACE_COMMON_FIELDS,
                                                       TF(u.net.size, 0, TP_RESULT_NONNEG),
                                                       TF(u.net.conn_id, 0, TP_FD_CONN),
                                                       TF(u.net.msg_flags, 0, TP_FD_MSG_FLAGS),
-                                                      TF(u.net.nmsgs, 0, TP_ZERO)};
+                                                      TF(u.net.nmsgs, 0, TP_ZERO),
+                                                      TF(u.net.queued_us, 0, TP_ZERO)};
 static const struct trace_field trace_fields_conn[] = {TRACE_COMMON_FIELDS,
                                                        TF(u.conn.fd, TF_SIGNED, TP_ZERO),
                                                        TF(u.conn.proto, 0, TP_ZERO),
@@ -810,6 +811,7 @@ static size_t trace_fast_net(struct trace_codec *c, struct trace_codec_thread *t
     trace_fast_field(&r, 8, nt->conn_id, d->conn_id);
     trace_fast_field(&r, 9, nt->msg_flags, d->msg_flags);
     trace_fast_field(&r, 10, nt->nmsgs, 0);
+    trace_fast_field(&r, 11, nt->queued_us, 0);
     t->net_fd = trace_fast_i32(nt->fd);
     d->conn_id = nt->conn_id;
     d->msg_flags = nt->msg_flags;

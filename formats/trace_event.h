@@ -177,6 +177,12 @@ struct trace_net_event {
     uint64_t size;  /* requested bytes */
     int64_t result; /* bytes moved or -errno */
     uint32_t nmsgs; /* sendmmsg/recvmmsg: messages done; 0 for every other call */
+    /* (2.7) a receive that began a request on an accepted TCP connection:
+     * how long its bytes had waited in the kernel before it, in µs, at
+     * least (TCP_INFO's time since data last arrived, less one kernel
+     * tick); 0 when not measured or under a tick. The request arrived this
+     * long before the receive: a busy server reads it late. */
+    uint32_t queued_us;
 };
 
 struct trace_conn_event {

@@ -21,9 +21,11 @@
  * dialect (MySQL or PostgreSQL; a 2.2 reader skips it, and reads every
  * DB event as MySQL's). 2.4: CONTROL op LOCKS_FOLDED (a 2.3 reader keeps
  * it as a number). 2.5: record type COUNTERS, the counter windows of a
- * recording's .counters file (a 2.4 reader skips the records). */
+ * recording's .counters file (a 2.4 reader skips the records). 2.6:
+ * cpu_score entries burn-chain and cpu-id. 2.7: NET field queued_us (a
+ * 2.6 reader skips it). */
 #define TRACE_FORMAT_MAJOR 2
-#define TRACE_FORMAT_MINOR 6
+#define TRACE_FORMAT_MINOR 7
 #define TRACE_FORMAT_MAJOR_OLDEST 1
 #define TRACE_MAX_CPU_SCORES 16
 

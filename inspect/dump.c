@@ -91,6 +91,8 @@ static void dump_json_net(json_t *o, const struct trace_net_event *n)
         J_INT(o, "msg_flags", n->msg_flags);
     if (n->nmsgs)
         J_INT(o, "nmsgs", n->nmsgs);
+    if (n->queued_us)
+        J_INT(o, "queued_us", n->queued_us);
 }
 
 static void dump_json_conn(json_t *o, const struct trace_conn_event *c)

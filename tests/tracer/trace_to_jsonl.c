@@ -74,9 +74,9 @@ static void jsonl_event(struct trace_reader *r, const struct trace_event *ev)
     case TRACE_EV_NET: {
         const struct trace_net_event *n = &ev->u.net;
         printf(",\"fd\":%d,\"conn_id\":%llu,\"size\":%llu,\"result\":%lld,\"msg_flags\":%u,"
-               "\"nmsgs\":%u",
+               "\"nmsgs\":%u,\"queued_us\":%u",
                n->fd, (unsigned long long)n->conn_id, (unsigned long long)n->size,
-               (long long)n->result, n->msg_flags, n->nmsgs);
+               (long long)n->result, n->msg_flags, n->nmsgs, n->queued_us);
         break;
     }
     case TRACE_EV_CONN: {

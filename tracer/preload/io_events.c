@@ -15,11 +15,14 @@
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Peer inode of an AF_UNIX socket via sock_diag (one netlink round trip per
@@ -529,6 +532,35 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
     tracer_label_write(t, f, line, (size_t)len, io->begin_ns);
 }
 
+/* How long (µs) the bytes a receive just returned had waited in the
+ * kernel, at least: TCP_INFO's time since data last arrived on fd
+ * (milliseconds counted in kernel ticks) less one tick, so never more than
+ * the truth; 0 when under a tick or not known. One getsockopt, made only
+ * on the receive that begins a request: a server busy with earlier
+ * requests reads the next one late, and its arrival is the kernel's, not
+ * the read's (FORMAT.md, NET queued_us). */
+static uint32_t tracer_tcp_queued_us(int fd)
+{
+    static _Atomic int64_t tick_ns; /* the kernel tick; 0 until read */
+    int64_t tick = atomic_load_explicit(&tick_ns, memory_order_relaxed);
+    if (!tick) {
+        struct timespec res;
+        tick = syscall(SYS_clock_getres, CLOCK_MONOTONIC_COARSE, &res) == 0
+                   ? (int64_t)res.tv_sec * 1000000000 + res.tv_nsec
+                   : 0;
+        if (tick <= 0 || tick > 100000000)
+            tick = 10000000; /* HZ 100, the coarsest */
+        atomic_store_explicit(&tick_ns, tick, memory_order_relaxed);
+    }
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    if (syscall(SYS_getsockopt, fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_last_data_recv) + sizeof ti.tcpi_last_data_recv)
+        return 0;
+    int64_t us = ((int64_t)ti.tcpi_last_data_recv * 1000000 - tick) / 1000;
+    return us <= 0 ? 0 : us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
 /* A connection the process made (TRACER_FDF_DB_PROBE) sends: is it a
  * PostgreSQL client's opening (pg_greeting.c)? Only the first send counts
  * (and the one after the server declined encryption); a client that sends
@@ -664,6 +696,13 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
                                     io->end_ns, 0);
         if (!(tracer_global.only_mask & TRACER_ONLY_NET))
             return;
+        /* the first bytes of a request on an accepted TCP connection */
+        uint32_t queued_us = 0;
+        if (io->dir == TRACER_IO_IN && io->result > 0 && f->proto == TRACE_PROTO_TCP &&
+            (f->flags & (TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ)) ==
+                (TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ) &&
+            f->label_len == 0)
+            queued_us = tracer_tcp_queued_us(io->fd);
         if (io->dir == TRACER_IO_IN && io->result > 0 &&
             (f->flags & (TRACER_FDF_EXPECT_REQ | TRACER_FDF_H2)) && io->iov)
             tracer_label_received(t, f, io, 0);
@@ -675,8 +714,9 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
         /* the request line is parsed and the identity written: what is
          * left is the record tracer_io_fast writes (as for sendfile's
          * socket side), which moves the CPU mark itself */
-        if (!io->event_flags && tracer_io_fast(t, io->fd, io->dir, -1, io->size, io->result,
-                                               io->msg_flags, io->nmsgs, io->begin_ns, io->end_ns))
+        if (!io->event_flags && !queued_us &&
+            tracer_io_fast(t, io->fd, io->dir, -1, io->size, io->result, io->msg_flags, io->nmsgs,
+                           io->begin_ns, io->end_ns))
             return;
         struct trace_event *ev = tracer_event_new(
             t, TRACE_EV_NET, io->dir == TRACER_IO_OUT ? TRACE_NET_SEND : TRACE_NET_RECV,
@@ -689,6 +729,7 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
         ev->u.net.result = io->result;
         ev->u.net.msg_flags = io->msg_flags;
         ev->u.net.nmsgs = io->nmsgs;
+        ev->u.net.queued_us = queued_us;
         ev->flags |= io->event_flags;
         if (io->result < 0)
             ev->flags |= TRACE_F_ERROR;

@@ -63,6 +63,7 @@ _Static_assert(sizeof(struct trace_file_event) == 64 &&
                    offsetof(struct trace_file_event, fd2) == 60,
                "tracer_io_fast stores every field of a FILE record: update it with the struct");
 _Static_assert(offsetof(struct trace_net_event, nmsgs) == 32 &&
+                   offsetof(struct trace_net_event, queued_us) == 36 &&
                    sizeof(struct trace_net_event) == 40,
                "tracer_io_fast stores every field of a NET record: update it with the struct");
 
