@@ -232,8 +232,12 @@ static struct rt_open *rt_conn(struct rt_conns *c, uint64_t conn, int create)
  * the request with nothing sent. */
 struct rt_conn_event {
     uint64_t start, end, conn, seq;
+    /* a NET receive with queued_us (format 2.7): when its request's bytes
+     * arrived, the request's start (as `analyze` takes it); else 0 */
+    uint64_t arrived;
     uint32_t label; /* LABEL: the label's index */
-    uint8_t type;   /* TRACE_EV_LABEL, TRACE_EV_NET (a send), TRACE_EV_CONN (close/shutdown) */
+    uint8_t type;   /* TRACE_EV_LABEL, TRACE_EV_NET (a send, or a receive with `arrived`),
+                       TRACE_EV_CONN (close/shutdown) */
 };
 
 struct rt_conn_events {
@@ -289,6 +293,14 @@ static int rt_event(struct rt_acc *a, struct rt_conn_events *e, struct trace_rea
                                                  .type = TRACE_EV_LABEL});
     }
     case TRACE_EV_NET:
+        if (ev->op == TRACE_NET_RECV && ev->u.net.result > 0 && ev->u.net.queued_us &&
+            (uint64_t)ev->u.net.queued_us * 1000 < end)
+            return rt_push(
+                e, (struct rt_conn_event){.start = start,
+                                          .end = end,
+                                          .conn = ev->u.net.conn_id,
+                                          .arrived = end - (uint64_t)ev->u.net.queued_us * 1000,
+                                          .type = TRACE_EV_NET});
         if (ev->op != TRACE_NET_SEND || ev->u.net.result <= 0)
             return 0;
         return rt_push(
@@ -322,7 +334,12 @@ static int rt_requests(struct rt_acc *a, struct rt_conn_events *e)
             else
                 *o = (struct rt_open){.label = x->label, .start_ns = x->start};
         } else if (o && o->label != UINT32_MAX) {
-            if (x->type == TRACE_EV_NET)
+            if (x->type == TRACE_EV_NET && x->arrived) {
+                /* the request's bytes had waited in the kernel: it began
+                 * when they arrived, not when its label was read */
+                if (!o->end_ns && x->arrived < o->start_ns)
+                    o->start_ns = x->arrived;
+            } else if (x->type == TRACE_EV_NET)
                 o->end_ns = x->end;
             else if (rt_finish(a, o))
                 rc = -1;

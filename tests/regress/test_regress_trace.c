@@ -5,8 +5,10 @@
  * its LABEL and send, or its LABEL, then its shutdown and close, then the
  * send they follow: records are not in time order), and one process that
  * served no request. Every request must be counted with its response
- * time in the window its last send ends in. Must never depend on the
- * machine it runs on (no clock, no /proc). */
+ * time in the window its last send ends in; a request whose bytes had
+ * waited in the kernel (the receive's queued_us, format 2.7) from when
+ * they arrived. Must never depend on the machine it runs on (no clock,
+ * no /proc). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -157,10 +159,66 @@ static void test_out_of_order(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The median response time of label "post" in window 0 of recording dir */
+static double rt_median0(const char *dir)
+{
+    char err[512];
+    struct results_file rf;
+    memset(&rf, 0, sizeof rf);
+    int rc = regress_trace_load(dir, "baseline", &rf, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    double med = NAN;
+    for (size_t i = 0; i < rf.counters.nnames; i++)
+        if (!strcmp(rf.counters.names[i], "median_s:post"))
+            med = rf.counters.windows[0].values[i];
+    results_file_free(&rf);
+    return med;
+}
+
+/* A request read 25 ms after its bytes arrived (a busy server): its
+ * response time counts from the arrival, as analyze's schedule does */
+static void test_queued(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test-regress-trace-XXXXXX", path[4096], err[512];
+    assert_non_null(mkdtemp(dir));
+    rt_counters(dir);
+    snprintf(path, sizeof path, "%s/frontend-2.trace", dir);
+    struct trace_header h;
+    rt_header(&h, 2);
+    struct trace_writer *w = trace_writer_open(path, &h, NULL, err, sizeof err);
+    assert_non_null(w);
+    struct trace_event s = rt_ev(TRACE_EV_STRING, 0, 0, 0);
+    s.u.string = (struct trace_string_event){.id = 1, .len = 4};
+    s.data = "post";
+    rt_write(w, s);
+    uint64_t start = T0 + S / 10;
+    struct trace_event label = rt_ev(TRACE_EV_LABEL, 0, start, 0);
+    label.u.label = (struct trace_label_event){.conn_id = 1, .label_id = 1};
+    rt_write(w, label);
+    struct trace_event e = rt_ev(TRACE_EV_NET, TRACE_NET_RECV, start, 100000);
+    e.u.net = (struct trace_net_event){
+        .fd = 8, .conn_id = 1, .size = 4096, .result = 90, .queued_us = 25000};
+    rt_write(w, e);
+    e = rt_ev(TRACE_EV_NET, TRACE_NET_SEND, start + 10000000 - 20000, 20000);
+    e.u.net = (struct trace_net_event){.fd = 8, .conn_id = 1, .size = 447, .result = 447};
+    rt_write(w, e);
+    assert_int_equal(trace_writer_close(w, err, sizeof err), 0);
+    /* 10 ms from the label to the send's end, and 25 ms of waiting before
+     * the receive's end (0.1 ms after the label) */
+    assert_true(fabs(rt_median0(dir) - 0.0349) < 1e-9);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_out_of_order),
+        cmocka_unit_test(test_queued),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
