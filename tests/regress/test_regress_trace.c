@@ -103,10 +103,21 @@ static void rt_request(struct trace_writer *w, uint64_t conn, uint64_t start, ui
     rt_write(w, e);
 }
 
-static void test_out_of_order(void **state)
+/* The "post" label's string: the first record of each process's file */
+static void rt_post_string(struct trace_writer *w)
 {
-    (void)state;
-    char dir[] = "/tmp/test-regress-trace-XXXXXX", path[4096], err[512];
+    struct trace_event s = rt_ev(TRACE_EV_STRING, 0, 0, 0);
+    s.u.string = (struct trace_string_event){.id = 1, .len = 4};
+    s.data = "post";
+    rt_write(w, s);
+}
+
+/* A recording in a new directory dir (a template, filled in): its
+ * .counters file, and process 2's trace opened with the label's string
+ * written */
+static struct trace_writer *rt_recording(char *dir)
+{
+    char path[4096], err[512];
     assert_non_null(mkdtemp(dir));
     rt_counters(dir);
     snprintf(path, sizeof path, "%s/frontend-2.trace", dir);
@@ -114,10 +125,33 @@ static void test_out_of_order(void **state)
     rt_header(&h, 2);
     struct trace_writer *w = trace_writer_open(path, &h, NULL, err, sizeof err);
     assert_non_null(w);
-    struct trace_event s = rt_ev(TRACE_EV_STRING, 0, 0, 0);
-    s.u.string = (struct trace_string_event){.id = 1, .len = 4};
-    s.data = "post";
-    rt_write(w, s);
+    rt_post_string(w);
+    return w;
+}
+
+/* The recording in dir as regress reads it, into rf */
+static void rt_load(const char *dir, struct results_file *rf)
+{
+    char err[512];
+    memset(rf, 0, sizeof *rf);
+    int rc = regress_trace_load(dir, "baseline", rf, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+}
+
+static void rt_remove(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_out_of_order(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test-regress-trace-XXXXXX", path[4096], err[512];
+    struct trace_writer *w = rt_recording(dir);
     /* window 0: 10 ms and 30 ms; window 1: 70 ms (its send ends there) */
     rt_request(w, 1, T0 + S / 10, T0 + S / 10 + 10000000, 1);
     rt_request(w, 2, T0 + S / 2, T0 + S / 2 + 30000000, 0);
@@ -125,18 +159,15 @@ static void test_out_of_order(void **state)
     assert_int_equal(trace_writer_close(w, err, sizeof err), 0);
     /* a process that served no request (apache2's launcher): nothing to sort */
     snprintf(path, sizeof path, "%s/frontend-3.trace", dir);
+    struct trace_header h;
     rt_header(&h, 3);
     w = trace_writer_open(path, &h, NULL, err, sizeof err);
     assert_non_null(w);
-    rt_write(w, s);
+    rt_post_string(w);
     assert_int_equal(trace_writer_close(w, err, sizeof err), 0);
 
     struct results_file rf;
-    memset(&rf, 0, sizeof rf);
-    int rc = regress_trace_load(dir, "baseline", &rf, err, sizeof err);
-    if (rc)
-        fprintf(stderr, "%s\n", err);
-    assert_int_equal(rc, 0);
+    rt_load(dir, &rf);
     long tp = -1, med = -1;
     for (size_t i = 0; i < rf.counters.nnames; i++) {
         if (!strcmp(rf.counters.names[i], "throughput_per_s:post"))
@@ -154,21 +185,14 @@ static void test_out_of_order(void **state)
     assert_true(fabs(v1[med] - 0.070) < 1e-9);
     assert_true(v2[tp] == 0 && isnan(v2[med]));
     results_file_free(&rf);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    rt_remove(dir);
 }
 
 /* The median response time of label "post" in window 0 of recording dir */
 static double rt_median0(const char *dir)
 {
-    char err[512];
     struct results_file rf;
-    memset(&rf, 0, sizeof rf);
-    int rc = regress_trace_load(dir, "baseline", &rf, err, sizeof err);
-    if (rc)
-        fprintf(stderr, "%s\n", err);
-    assert_int_equal(rc, 0);
+    rt_load(dir, &rf);
     double med = NAN;
     for (size_t i = 0; i < rf.counters.nnames; i++)
         if (!strcmp(rf.counters.names[i], "median_s:post"))
@@ -182,18 +206,8 @@ static double rt_median0(const char *dir)
 static void test_queued(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/test-regress-trace-XXXXXX", path[4096], err[512];
-    assert_non_null(mkdtemp(dir));
-    rt_counters(dir);
-    snprintf(path, sizeof path, "%s/frontend-2.trace", dir);
-    struct trace_header h;
-    rt_header(&h, 2);
-    struct trace_writer *w = trace_writer_open(path, &h, NULL, err, sizeof err);
-    assert_non_null(w);
-    struct trace_event s = rt_ev(TRACE_EV_STRING, 0, 0, 0);
-    s.u.string = (struct trace_string_event){.id = 1, .len = 4};
-    s.data = "post";
-    rt_write(w, s);
+    char dir[] = "/tmp/test-regress-trace-XXXXXX", err[512];
+    struct trace_writer *w = rt_recording(dir);
     uint64_t start = T0 + S / 10;
     struct trace_event label = rt_ev(TRACE_EV_LABEL, 0, start, 0);
     label.u.label = (struct trace_label_event){.conn_id = 1, .label_id = 1};
@@ -209,9 +223,7 @@ static void test_queued(void **state)
     /* 10 ms from the label to the send's end, and 25 ms of waiting before
      * the receive's end (0.1 ms after the label) */
     assert_true(fabs(rt_median0(dir) - 0.0349) < 1e-9);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    rt_remove(dir);
 }
 
 int main(void)
