@@ -8,9 +8,9 @@ each sending its request at once, is read one handler later each: the
 last ~360 ms after it arrived. Under `preplay record`, three such bursts:
 - the receive that began each request carries queued_us (FORMAT.md NET
   field 11), never more than the time from the client's send to that
-  receive's end (the same CLOCK_MONOTONIC), and at most two kernel ticks
-  and a millisecond less (TCP_INFO counts in ticks, the tracer takes one
-  off);
+  receive's end (the same CLOCK_MONOTONIC; 1 ms of slack for the
+  microseconds the tracer truncates), and at most two kernel ticks and a
+  millisecond less (TCP_INFO counts in ticks, the tracer takes one off);
 - `preplay analyze` puts each request's arrival in the plan at the
   client's send, within the same bound, where the receive's end (the
   arrival before 2.7) was up to ~360 ms late: a replay driven by those

@@ -532,14 +532,15 @@ static void tracer_label_received(struct tracer_thread *t, struct tracer_fd *f,
     tracer_label_write(t, f, line, (size_t)len, io->begin_ns);
 }
 
-/* How long (µs) the bytes a receive just returned had waited in the
- * kernel, at least: TCP_INFO's time since data last arrived on fd
- * (milliseconds counted in kernel ticks) less one tick, so never more than
- * the truth; 0 when under a tick or not known. One getsockopt, made only
- * on the receive that begins a request: a server busy with earlier
- * requests reads the next one late, and its arrival is the kernel's, not
- * the read's (FORMAT.md, NET queued_us). */
-static uint32_t tracer_tcp_queued_us(int fd)
+/* How long (µs) the bytes a receive that ended at end_ns returned had
+ * waited in the kernel before that end, at least: TCP_INFO's time since
+ * data last arrived on fd (milliseconds counted in kernel ticks) less one
+ * tick and less the time since end_ns, so never more than the truth; 0
+ * when under a tick or not known. One getsockopt, made only on the
+ * receive that begins a request: a server busy with earlier requests
+ * reads the next one late, and its arrival is the kernel's, not the
+ * read's (FORMAT.md, NET queued_us). */
+static uint32_t tracer_tcp_queued_us(int fd, uint64_t end_ns)
 {
     static _Atomic int64_t tick_ns; /* the kernel tick; 0 until read */
     int64_t tick = atomic_load_explicit(&tick_ns, memory_order_relaxed);
@@ -557,7 +558,10 @@ static uint32_t tracer_tcp_queued_us(int fd)
     if (syscall(SYS_getsockopt, fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
         len < offsetof(struct tcp_info, tcpi_last_data_recv) + sizeof ti.tcpi_last_data_recv)
         return 0;
-    int64_t us = ((int64_t)ti.tcpi_last_data_recv * 1000000 - tick) / 1000;
+    uint64_t now = tracer_ring_now(); /* after the call: a preemption since the
+                                         receive is not counted as waiting */
+    int64_t since = now > end_ns ? (int64_t)(now - end_ns) : 0;
+    int64_t us = ((int64_t)ti.tcpi_last_data_recv * 1000000 - tick - since) / 1000;
     return us <= 0 ? 0 : us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
@@ -702,7 +706,7 @@ void tracer_io_record(struct tracer_thread *t, const struct tracer_io *io)
             (f->flags & (TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ)) ==
                 (TRACER_FDF_ACCEPTED | TRACER_FDF_EXPECT_REQ) &&
             f->label_len == 0)
-            queued_us = tracer_tcp_queued_us(io->fd);
+            queued_us = tracer_tcp_queued_us(io->fd, io->end_ns);
         if (io->dir == TRACER_IO_IN && io->result > 0 &&
             (f->flags & (TRACER_FDF_EXPECT_REQ | TRACER_FDF_H2)) && io->iov)
             tracer_label_received(t, f, io, 0);
