@@ -536,7 +536,7 @@ struct deps_block *deps_block_start(struct deps_state *s, struct deps_thread *t,
      * (tracer, TCP connections), not before the previous response on the
      * connection ended and at most DEPS_QUEUED_MAX_NS. */
     uint64_t end_raw = ev->ts_ns + ev->dur_ns;
-    uint64_t queued = ev->type == TRACE_EV_NET ? (uint64_t)ev->u.net.queued_us * 1000 : 0;
+    uint64_t queued = trace_net_queued_ns(ev);
     if (queued > DEPS_QUEUED_MAX_NS)
         queued = DEPS_QUEUED_MAX_NS;
     if (queued > end_raw || queued > common)

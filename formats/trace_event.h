@@ -307,6 +307,16 @@ const char *trace_event_flag_name(unsigned bit);
  * (the server's own MAKE_SQLSTATE). trace_db_sqlstate_text writes the 5
  * characters and a NUL back into out. Inline: the tracer library packs
  * without linking the formats library. */
+/* (2.7) How long (ns) the bytes of a NET receive had waited in the kernel
+ * before it ended (queued_us); 0 for any other event. A request's arrival
+ * is that receive's end less this (analyze's schedule, regress). */
+static inline uint64_t trace_net_queued_ns(const struct trace_event *ev)
+{
+    return ev->type == TRACE_EV_NET && ev->op == TRACE_NET_RECV
+               ? (uint64_t)ev->u.net.queued_us * 1000
+               : 0;
+}
+
 static inline int32_t trace_db_sqlstate(const char *s)
 {
     uint32_t v = 0;

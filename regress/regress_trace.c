@@ -292,20 +292,20 @@ static int rt_event(struct rt_acc *a, struct rt_conn_events *e, struct trace_rea
                                                  .label = (uint32_t)l,
                                                  .type = TRACE_EV_LABEL});
     }
-    case TRACE_EV_NET:
-        if (ev->op == TRACE_NET_RECV && ev->u.net.result > 0 && ev->u.net.queued_us &&
-            (uint64_t)ev->u.net.queued_us * 1000 < end)
-            return rt_push(
-                e, (struct rt_conn_event){.start = start,
-                                          .end = end,
-                                          .conn = ev->u.net.conn_id,
-                                          .arrived = end - (uint64_t)ev->u.net.queued_us * 1000,
-                                          .type = TRACE_EV_NET});
+    case TRACE_EV_NET: {
+        uint64_t queued = trace_net_queued_ns(ev);
+        if (ev->u.net.result > 0 && queued && queued < end)
+            return rt_push(e, (struct rt_conn_event){.start = start,
+                                                     .end = end,
+                                                     .conn = ev->u.net.conn_id,
+                                                     .arrived = end - queued,
+                                                     .type = TRACE_EV_NET});
         if (ev->op != TRACE_NET_SEND || ev->u.net.result <= 0)
             return 0;
         return rt_push(
             e, (struct rt_conn_event){
                    .start = start, .end = end, .conn = ev->u.net.conn_id, .type = TRACE_EV_NET});
+    }
     case TRACE_EV_CONN:
         if (ev->op != TRACE_CONN_CLOSE && ev->op != TRACE_CONN_SHUTDOWN)
             return 0;
